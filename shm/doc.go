@@ -1,0 +1,47 @@
+// Package shm is freshq's shared-memory segment: one file, mapped by the supervisor and every
+// worker, that holds the double-slotted ready buffer, the lease table, the claim-floor cell and
+// one block of heartbeats and counters per worker. It imports nothing else of freshq.
+//
+// # What a caller may rely on
+//
+// The segment is self-describing (R5). Attach validates magic, layout version, a crc32c of the
+// header, and every offset and size the header declares against the file's real length, and
+// returns an error wrapping ErrBadMagic, ErrVersion, ErrTruncated or ErrCorrupt. It never panics
+// on a file's contents and never hands out a view that could reach past the mapping.
+//
+// The ready buffer has one writer (worker 0's sweep) and lock-free readers in any number of
+// processes:
+//
+//   - R1: each entry of a generation is handed out at most once, across all processes.
+//   - R2: a Take never returns a torn entry, nor one of a generation other than the one it
+//     validated; a reader stalled across two publishes detects the rewrite and discards its copy.
+//   - R3: a slot's cursor stays within count + (takes in flight), never wraps, and is never
+//     rewound by a stale take: the exhausted-take clamp is a CAS on a word that carries the
+//     generation.
+//   - R4: readers never block the writer, and a reader killed at any point blocks nobody.
+//
+// A take on an empty, cold or exhausted set writes nothing to shared memory.
+//
+// The lease table grants at most one unexpired lease per key across all processes. A lease
+// held by a killed process lapses at its expiry. A full window refuses and counts, never
+// overwrites. A release is a CAS from the exact lease granted, so it never shortens somebody
+// else's newer lease; a released key stays unclaimable for the caller's grace.
+//
+// The floor cell lowers only by CAS-min and advances only by CAS from the value the advancer
+// observed.
+//
+// # Limits
+//
+// Everything here is "at most once": an entry may be skipped (a reader whose add lands on a
+// generation published under it gives that index up) and a lease may lapse. Callers recover by
+// construction: a skipped or lapsed row is still due, and the next sweep republishes it.
+//
+// Times are int64 milliseconds since the Unix epoch, passed in by the caller: nothing here reads
+// a clock, except Create, which records the wall clock as the epoch if none is given. Lease
+// expiries are stored relative to that epoch in 40 bits, so clocks used with the table must lie
+// within about 34 years after it.
+//
+// The memory model: atomic words are accessed with sync/atomic, which is sequentially
+// consistent. Entry bytes are copied plainly on amd64 (TSO) and word by word with atomics
+// elsewhere; see entrycopy_amd64.go. The byte-by-byte layout is in docs/shm-format.md.
+package shm

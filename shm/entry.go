@@ -1,0 +1,62 @@
+package shm
+
+import "math"
+
+// Entry is one row of a published set.
+//
+// In the segment an entry is EntrySize bytes (40 + KeyCapacity rounded up to 8):
+//
+//	0   score      float64   relative lateness, the order the set was published in
+//	8   dueAt      int64     ms; the row's due time as the sweep read it
+//	16  cadence    int64     ms; the cadence the score was computed with
+//	24  keyHash    uint64    KeyHash(key), so takers never hash
+//	32  keyLen     uint16
+//	34  flags      uint8     bit 0: fromSitemap
+//	35  lane       uint8     policy's lane number, opaque here
+//	36  (reserved) uint32    zero
+//	40  key        [KeyCapacity]byte, keyLen of them meaningful
+type Entry struct {
+	Score       float64
+	DueAtMs     int64
+	CadenceMs   int64
+	FromSitemap bool
+	Lane        uint8
+	Key         []byte
+
+	// Set by Take; ignored by Publish, which computes KeyHash itself.
+	KeyHash uint64
+	Gen     uint64 // the generation the entry was taken from
+	Index   uint32 // its position in that generation
+}
+
+const entryFlagSitemap = 1 << 0
+
+// entryHeader is the first 40 bytes of an entry as five words.
+type entryHeader [5]uint64
+
+func packHeader(e *Entry) entryHeader {
+	var flags uint64
+	if e.FromSitemap {
+		flags |= entryFlagSitemap
+	}
+	return entryHeader{
+		math.Float64bits(e.Score),
+		uint64(e.DueAtMs),
+		uint64(e.CadenceMs),
+		KeyHash(e.Key),
+		uint64(len(e.Key)) | flags<<16 | uint64(e.Lane)<<24,
+	}
+}
+
+// unpackHeader fills e from h and returns the key length, bounded by keyCap: a torn header may
+// claim any length, and the copy that follows must stay inside the entry. Validation after the
+// copy discards such an entry.
+func unpackHeader(h *entryHeader, e *Entry, keyCap uint32) int {
+	e.Score = math.Float64frombits(h[0])
+	e.DueAtMs = int64(h[1])
+	e.CadenceMs = int64(h[2])
+	e.KeyHash = h[3]
+	e.FromSitemap = (h[4]>>16)&entryFlagSitemap != 0
+	e.Lane = uint8(h[4] >> 24)
+	return int(min(uint32(h[4]&0xffff), keyCap))
+}

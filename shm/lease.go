@@ -1,0 +1,266 @@
+package shm
+
+import "sync/atomic"
+
+// The lease table records which rows are being rendered, across all processes. A lease is what
+// makes a take a grant: a row taken from the ready set (or the index) is rendered only by the
+// process that leases it.
+//
+// Control line (64 bytes): refusals by cause, counted here so that every process's refusals
+// land in one place.
+//
+//	0   refusedHeld       uint64  the key has an unexpired lease or is in its release grace
+//	8   refusedFull       uint64  every slot in the key's window holds a live lease
+//	16  refusedContended  uint64  another process acquired the same key at the same instant
+//
+// Then LeaseCapacity slots of 32 bytes:
+//
+//	0   state       uint64  expiry(40 bits: ms since the segment epoch) << 24 | version(24 bits)
+//	8   keyHash     uint64  KeyHash of the leased key; 0 = never used
+//	16  holder      uint64  caller-chosen id of the holder (pid<<16 | worker), for explain only
+//	24  acquiredAt  int64   ms, for explain only
+//
+// A slot is live while its expiry is after now, and free otherwise, whatever key it last held.
+// A key's lease may live in any of the LeaseWindow slots starting at its home slot,
+// keyHash % LeaseCapacity.
+//
+// Acquire(h): scan the window; if a live slot holds h, refuse (held). Otherwise CAS the first
+// free slot's state from the value seen to (now+ttl, version+1), then store h into it, then scan
+// the window again: if another live slot holds h, someone acquired h concurrently, so back off
+// (CAS the slot expired) and refuse (contended). Each acquirer publishes its own slot before it
+// looks for the other's, and Go's atomics are sequentially consistent (on x86 the CAS and the
+// store are full fences), so of two concurrent acquirers of h at least one sees the other: at
+// most one unexpired lease per key, across all processes.
+//
+// Release(lease): CAS the slot's state from exactly the state the lease was granted with to
+// (now+grace, same version). If the lease lapsed and anyone re-acquired the slot, the version
+// differs and the CAS fails: a release can never shorten somebody else's newer lease. A lease
+// whose holder was killed simply lapses at its expiry.
+//
+// The version has 24 bits: a stale holder could release a re-acquired slot only if that slot
+// were acquired exactly 2^24 times while the holder stalled, at a lapsed lease's expiry.
+type Leases struct {
+	refusedHeld, refusedFull, refusedContended *uint64
+
+	seg      *Segment
+	slots    uint64 // offset of slot 0
+	capacity uint64
+	window   uint64
+	epochMs  int64
+}
+
+const (
+	expiryBits  = 40
+	versionBits = 24
+	versionMask = 1<<versionBits - 1
+	maxRelative = 1<<expiryBits - 1 // ~34.8 years after the epoch
+)
+
+// Lease is a granted lease. Keep it to release or extend; it is a plain value, safe to copy
+// between goroutines (not between processes: the holder owns it).
+type Lease struct {
+	Slot    uint32
+	State   uint64
+	KeyHash uint64
+}
+
+// expiresRel is the lease's expiry in the table's relative form.
+func (l Lease) expiresRel() uint64 { return l.State >> versionBits }
+
+// AcquireStatus is the outcome of Acquire.
+type AcquireStatus uint8
+
+const (
+	Acquired  AcquireStatus = iota
+	Held                    // the key has an unexpired lease or release grace
+	Full                    // the key's whole window is live; the table never overwrites
+	Contended               // another process acquired the same key at the same time
+)
+
+func (s AcquireStatus) String() string {
+	switch s {
+	case Acquired:
+		return "acquired"
+	case Held:
+		return "held"
+	case Full:
+		return "full"
+	case Contended:
+		return "contended"
+	}
+	return "unknown"
+}
+
+func (l *Leases) init(s *Segment) {
+	base := s.layout.lease.off
+	l.seg = s
+	l.refusedHeld = s.word(base)
+	l.refusedFull = s.word(base + 8)
+	l.refusedContended = s.word(base + 16)
+	l.slots = base + lineSize
+	l.capacity = uint64(s.layout.LeaseCapacity)
+	l.window = uint64(s.layout.LeaseWindow)
+	l.epochMs = s.layout.EpochMs
+}
+
+// rel converts an absolute ms time to the 40-bit relative form, saturating at both ends.
+func (l *Leases) rel(ms int64) uint64 {
+	d := ms - l.epochMs
+	if d <= 0 {
+		return 0
+	}
+	return min(uint64(d), maxRelative)
+}
+
+func packState(rel, version uint64) uint64 { return rel<<versionBits | version&versionMask }
+
+func (l *Leases) state(i uint64) *uint64      { return l.seg.word(l.slots + i*leaseSlotSize) }
+func (l *Leases) hash(i uint64) *uint64       { return l.seg.word(l.slots + i*leaseSlotSize + 8) }
+func (l *Leases) holder(i uint64) *uint64     { return l.seg.word(l.slots + i*leaseSlotSize + 16) }
+func (l *Leases) acquiredAt(i uint64) *uint64 { return l.seg.word(l.slots + i*leaseSlotSize + 24) }
+
+// Acquire leases keyHash until nowMs+ttlMs for holder. It never waits and never overwrites a
+// live lease: a refusal says why (Held, Full, Contended) and is counted.
+func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lease, AcquireStatus) {
+	relNow := l.rel(nowMs)
+	home := keyHash % l.capacity
+	for range 4 { // a lost CAS on a free slot means another key took it; look again
+		free, freeState, found := uint64(0), uint64(0), false
+		for j := range l.window {
+			i := (home + j) % l.capacity
+			h := atomic.LoadUint64(l.hash(i))
+			st := atomic.LoadUint64(l.state(i))
+			if st>>versionBits > relNow {
+				if h == keyHash {
+					atomic.AddUint64(l.refusedHeld, 1)
+					return Lease{}, Held
+				}
+				continue
+			}
+			// Prefer the key's own lapsed slot, so one key does not spread over its window.
+			if !found || h == keyHash {
+				free, freeState, found = i, st, true
+			}
+		}
+		if !found {
+			atomic.AddUint64(l.refusedFull, 1)
+			return Lease{}, Full
+		}
+		mine := packState(l.rel(nowMs+ttlMs), freeState+1)
+		if !atomic.CompareAndSwapUint64(l.state(free), freeState, mine) {
+			continue
+		}
+		atomic.StoreUint64(l.hash(free), keyHash)
+		atomic.StoreUint64(l.holder(free), holder)
+		atomic.StoreUint64(l.acquiredAt(free), uint64(nowMs))
+		if l.liveElsewhere(keyHash, home, free, relNow) {
+			atomic.CompareAndSwapUint64(l.state(free), mine, packState(0, mine))
+			atomic.AddUint64(l.refusedContended, 1)
+			return Lease{}, Contended
+		}
+		return Lease{Slot: uint32(free), State: mine, KeyHash: keyHash}, Acquired
+	}
+	atomic.AddUint64(l.refusedContended, 1)
+	return Lease{}, Contended
+}
+
+// liveElsewhere reports whether a slot other than mine in keyHash's window holds it live.
+// The hash is read before the state: the acquirer stores its state before its hash, so seeing
+// its hash guarantees seeing its live state.
+func (l *Leases) liveElsewhere(keyHash, home, mine, relNow uint64) bool {
+	for j := range l.window {
+		i := (home + j) % l.capacity
+		if i == mine {
+			continue
+		}
+		if atomic.LoadUint64(l.hash(i)) == keyHash && atomic.LoadUint64(l.state(i))>>versionBits > relNow {
+			return true
+		}
+	}
+	return false
+}
+
+// Release ends lease at nowMs. The key stays unclaimable for graceMs more (the commit-visibility
+// grace: until the result's reschedule is visible to the next sweep); 0 frees it at once.
+// It reports false, and changes nothing, if the lease had already lapsed or been released:
+// a release never touches a lease it does not hold.
+func (l *Leases) Release(lease Lease, nowMs, graceMs int64) bool {
+	if lease.expiresRel() <= l.rel(nowMs) {
+		return false
+	}
+	return atomic.CompareAndSwapUint64(l.state(uint64(lease.Slot)), lease.State,
+		packState(l.rel(nowMs+graceMs), lease.State))
+}
+
+// Extend moves a held lease's expiry to nowMs+ttlMs, for a render that outlives its TTL. It
+// reports false if the lease had lapsed or been released; the caller no longer holds the row.
+func (l *Leases) Extend(lease *Lease, nowMs, ttlMs int64) bool {
+	if lease.expiresRel() <= l.rel(nowMs) {
+		return false
+	}
+	next := packState(l.rel(nowMs+ttlMs), lease.State)
+	if !atomic.CompareAndSwapUint64(l.state(uint64(lease.Slot)), lease.State, next) {
+		return false
+	}
+	lease.State = next
+	return true
+}
+
+// LeaseInfo describes a live lease, for explain and /v1/queue.
+type LeaseInfo struct {
+	KeyHash      uint64
+	Holder       uint64
+	AcquiredAtMs int64
+	ExpiresAtMs  int64
+}
+
+// Lookup returns the live lease (or release grace) on keyHash at nowMs, if any.
+func (l *Leases) Lookup(keyHash uint64, nowMs int64) (LeaseInfo, bool) {
+	relNow := l.rel(nowMs)
+	home := keyHash % l.capacity
+	for j := range l.window {
+		i := (home + j) % l.capacity
+		if atomic.LoadUint64(l.hash(i)) != keyHash {
+			continue
+		}
+		if st := atomic.LoadUint64(l.state(i)); st>>versionBits > relNow {
+			return l.info(i, st), true
+		}
+	}
+	return LeaseInfo{}, false
+}
+
+func (l *Leases) info(i, st uint64) LeaseInfo {
+	return LeaseInfo{
+		KeyHash:      atomic.LoadUint64(l.hash(i)),
+		Holder:       atomic.LoadUint64(l.holder(i)),
+		AcquiredAtMs: int64(atomic.LoadUint64(l.acquiredAt(i))),
+		ExpiresAtMs:  l.epochMs + int64(st>>versionBits),
+	}
+}
+
+// LeaseStats counts live slots and refusals.
+type LeaseStats struct {
+	Capacity         int
+	Live             int // unexpired leases and release graces at the time of the scan
+	RefusedHeld      uint64
+	RefusedFull      uint64
+	RefusedContended uint64
+}
+
+// Stats scans the whole table; it is for /v1/queue and /metrics, not for a hot path.
+func (l *Leases) Stats(nowMs int64) LeaseStats {
+	st := LeaseStats{
+		Capacity:         int(l.capacity),
+		RefusedHeld:      atomic.LoadUint64(l.refusedHeld),
+		RefusedFull:      atomic.LoadUint64(l.refusedFull),
+		RefusedContended: atomic.LoadUint64(l.refusedContended),
+	}
+	relNow := l.rel(nowMs)
+	for i := range l.capacity {
+		if atomic.LoadUint64(l.state(i))>>versionBits > relNow {
+			st.Live++
+		}
+	}
+	return st
+}

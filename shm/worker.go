@@ -1,0 +1,119 @@
+package shm
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Each worker process owns one block. Only that worker writes it (the supervisor writes pid and
+// restarts between incarnations); the supervisor reads every block for /metrics and for its
+// watchdog, which pings systemd only while heartbeats advance.
+//
+// Block layout (64 + 8·CountersPerWorker bytes):
+//
+//	0   pid          uint64
+//	8   heartbeat    int64   ms of the last beat
+//	16  beats        uint64  beats since the segment was created
+//	24  startedAt    int64   ms, when the current incarnation attached
+//	32  restarts     uint64  incarnations after the first, written by the supervisor
+//	40  (reserved)
+//	64  counters     [CountersPerWorker]uint64, indexed by Counter
+type Worker struct {
+	pid, heartbeat, beats, startedAt, restarts *uint64
+	counters                                   uint64 // offset of counter 0
+	seg                                        *Segment
+}
+
+// Counter names one per-worker counter slot. The numbering is part of the layout: a new counter
+// takes a free slot, and renumbering one requires a new LayoutVersion.
+type Counter uint8
+
+// Counters. Gauges (set, not added) are marked.
+const (
+	CounterClaimReady      Counter = iota // grants served from the ready set
+	CounterClaimIndex                     // grants served from the floored index scan
+	CounterLeaseRefused                   // takes refused at grant time by the lease table
+	CounterRenderOK                       // renders that succeeded
+	CounterRenderTransient                // renders that failed and will be retried
+	CounterRenderPermanent                // renders that failed deterministically
+	CounterRenderMicros                   // total render time, µs
+	CounterResultsDropped                 // results given up after the delivery bound
+	CounterSweeps                         // sweeps finished (worker 0)
+	CounterSweepFailures                  // sweeps that failed or panicked (worker 0)
+	CounterSweepMicros                    // gauge: duration of the last sweep, µs (worker 0)
+	CounterSweepRows                      // gauge: rows the last sweep read (worker 0)
+	CounterSweepCapped                    // sweeps that stopped at sweep_cap (worker 0)
+	CounterCadenceCarried                 // rows scored with the cadence they carried (worker 0)
+	CounterCadenceResolved                // rows whose cadence was resolved from config (worker 0)
+	CounterBelowFloor                     // gauge: rows found below the floor (worker 0)
+	numNamedCounters
+)
+
+// Worker returns worker i's block.
+func (s *Segment) Worker(i int) (*Worker, error) {
+	if i < 0 || i >= int(s.layout.Workers) {
+		return nil, fmt.Errorf("shm: worker %d out of range 0..%d", i, s.layout.Workers-1)
+	}
+	base := s.layout.workers.off + uint64(i)*workerStride(s.layout.Counters)
+	return &Worker{
+		pid:       s.word(base),
+		heartbeat: s.word(base + 8),
+		beats:     s.word(base + 16),
+		startedAt: s.word(base + 24),
+		restarts:  s.word(base + 32),
+		counters:  base + workerHeaderSize,
+		seg:       s,
+	}, nil
+}
+
+// Start records a new incarnation of the worker.
+func (w *Worker) Start(pid int, nowMs int64) {
+	atomic.StoreUint64(w.pid, uint64(pid))
+	atomic.StoreUint64(w.startedAt, uint64(nowMs))
+	atomic.StoreUint64(w.heartbeat, uint64(nowMs))
+}
+
+// Beat records that the worker is alive and making progress at nowMs.
+func (w *Worker) Beat(nowMs int64) {
+	atomic.StoreUint64(w.heartbeat, uint64(nowMs))
+	atomic.AddUint64(w.beats, 1)
+}
+
+// NoteRestart counts a restart (supervisor only).
+func (w *Worker) NoteRestart() { atomic.AddUint64(w.restarts, 1) }
+
+// WorkerStatus is a snapshot of one block's header.
+type WorkerStatus struct {
+	PID         int
+	HeartbeatMs int64
+	Beats       uint64
+	StartedAtMs int64
+	Restarts    uint64
+}
+
+// Status reads the block's header.
+func (w *Worker) Status() WorkerStatus {
+	return WorkerStatus{
+		PID:         int(atomic.LoadUint64(w.pid)),
+		HeartbeatMs: int64(atomic.LoadUint64(w.heartbeat)),
+		Beats:       atomic.LoadUint64(w.beats),
+		StartedAtMs: int64(atomic.LoadUint64(w.startedAt)),
+		Restarts:    atomic.LoadUint64(w.restarts),
+	}
+}
+
+func (w *Worker) counter(c Counter) *uint64 {
+	if uint32(c) >= w.seg.layout.Counters {
+		panic(fmt.Sprintf("shm: counter %d out of range", c)) // a programming error, not input
+	}
+	return w.seg.word(w.counters + 8*uint64(c))
+}
+
+// Add adds d to counter c.
+func (w *Worker) Add(c Counter, d uint64) { atomic.AddUint64(w.counter(c), d) }
+
+// Set sets gauge c.
+func (w *Worker) Set(c Counter, v uint64) { atomic.StoreUint64(w.counter(c), v) }
+
+// Load reads counter c.
+func (w *Worker) Load(c Counter) uint64 { return atomic.LoadUint64(w.counter(c)) }
