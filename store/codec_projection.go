@@ -1,0 +1,136 @@
+package store
+
+import "encoding/binary"
+
+// Lanes are the lane inputs a schedule row carries. Lanes themselves are derived at score time
+// (DESIGN §7); the store only records the facts they are derived from.
+type Lanes struct {
+	Urgent        bool // an operator rush is pending (POST /v1/prioritize mode=rush)
+	NeverRendered bool // no render of this target has ever succeeded
+	Failing       bool // the last attempt failed and the failure is not yet cleared
+}
+
+// Projection is what the sweep needs to score a due row without reading anything else: the
+// value of a due-index entry, also embedded in the schedule row.
+type Projection struct {
+	// FromSitemap is true for rows the site owner submitted (sitemap or API), false for
+	// crawler-discovered ones.
+	FromSitemap bool
+	// EffectiveIntervalMs is the cadence the write path decided, in ms. 0 means absent: the
+	// sweep resolves it from configuration (route > StoredIntervalMs > default).
+	EffectiveIntervalMs int64
+	// StoredIntervalMs mirrors the target's stored interval (Target.StoredIntervalMs) so an
+	// absent cadence resolves without reading t/. The funnel maintains it: it is taken from
+	// the Target a write carries, else carried over from the previous row, else 0.
+	StoredIntervalMs int64
+	Lanes
+}
+
+// Projection format, version 1 (tag 0x11), 18 bytes, all integers big-endian:
+//
+//	0     1       2                         10                        18
+//	+-----+-------+-------------------------+-------------------------+
+//	| tag | flags | effectiveIntervalMs i64 | storedIntervalMs i64    |
+//	+-----+-------+-------------------------+-------------------------+
+//
+//	tag    0x11
+//	flags  bit 0 fromSitemap, bit 1 urgent, bit 2 neverRendered, bit 3 failing;
+//	       bits 4-7 are zero (a set one is corruption: a later writer's flag this reader
+//	       cannot honour)
+//	effectiveIntervalMs, storedIntervalMs  ≥ 0
+const projectionLen = 18
+
+// projectionBodyLen is the projection without its tag: flags and the two intervals. The
+// schedule row embeds exactly these bytes.
+const projectionBodyLen = projectionLen - 1
+
+const (
+	flagFromSitemap   = 1 << 0
+	flagUrgent        = 1 << 1
+	flagNeverRendered = 1 << 2
+	flagFailing       = 1 << 3
+	flagsKnown        = flagFromSitemap | flagUrgent | flagNeverRendered | flagFailing
+)
+
+func (p Projection) flags() byte {
+	var f byte
+	if p.FromSitemap {
+		f |= flagFromSitemap
+	}
+	if p.Urgent {
+		f |= flagUrgent
+	}
+	if p.NeverRendered {
+		f |= flagNeverRendered
+	}
+	if p.Failing {
+		f |= flagFailing
+	}
+	return f
+}
+
+func (p Projection) validate() error {
+	if p.EffectiveIntervalMs < 0 || p.StoredIntervalMs < 0 {
+		return ErrNegativeInterval
+	}
+	return nil
+}
+
+func (p Projection) appendBody(dst []byte) []byte {
+	dst = append(dst, p.flags())
+	dst = binary.BigEndian.AppendUint64(dst, uint64(p.EffectiveIntervalMs))
+	return binary.BigEndian.AppendUint64(dst, uint64(p.StoredIntervalMs))
+}
+
+func (p *Projection) decodeBody(d *decoder) {
+	f := d.u8()
+	if d.err == nil && f&^flagsKnown != 0 {
+		d.fail("unknown flags 0x%02x", f)
+	}
+	eff := d.nonNeg("effectiveIntervalMs")
+	stored := d.nonNeg("storedIntervalMs")
+	if d.err != nil {
+		return
+	}
+	*p = Projection{
+		FromSitemap:         f&flagFromSitemap != 0,
+		EffectiveIntervalMs: eff,
+		StoredIntervalMs:    stored,
+		Lanes: Lanes{
+			Urgent:        f&flagUrgent != 0,
+			NeverRendered: f&flagNeverRendered != 0,
+			Failing:       f&flagFailing != 0,
+		},
+	}
+}
+
+// AppendBinary appends the version-1 encoding to b. It implements encoding.BinaryAppender.
+func (p Projection) AppendBinary(b []byte) ([]byte, error) {
+	if err := p.validate(); err != nil {
+		return b, err
+	}
+	return p.appendBody(append(b, tagProjectionV1)), nil
+}
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (p Projection) MarshalBinary() ([]byte, error) {
+	return p.AppendBinary(make([]byte, 0, projectionLen))
+}
+
+// UnmarshalBinary decodes b into p. Any input that is not a valid encoding returns an error
+// wrapping ErrCorruption and leaves p unchanged. p does not retain b.
+func (p *Projection) UnmarshalBinary(b []byte) error {
+	// Fast path for the sweep: one length check, then fixed offsets.
+	if len(b) != projectionLen {
+		return corruptionf("projection: length %d, want %d", len(b), projectionLen)
+	}
+	d := decoder{what: "projection", b: b}
+	d.tag(tagProjectionV1)
+	var q Projection
+	q.decodeBody(&d)
+	if err := d.done(); err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}

@@ -1,0 +1,65 @@
+// Package store is freshq's schedule store: one Badger database, opened by worker 0 only,
+// holding the keyspace of DESIGN §4.
+//
+//	s/ + cacheKey                      → schedule row (Row)
+//	d/ + dueAt (8 B big-endian) + key  → the sweep's projection (Projection)
+//	t/ + cacheKey                      → target (Target)
+//	p/ + cacheKey                      → rendered page (Page)
+//
+// Every value has a versioned binary codec, drawn byte by byte in the codec files and in
+// docs/store-format.md. The store treats a cacheKey (device + "|" + normalised URL) as opaque
+// bytes of length 1..MaxKeyLen.
+//
+// # Promises
+//
+// One writer. WriteSchedule, WriteSchedules and DeleteTarget (the funnel, funnel.go) are the
+// only code that writes. A schedule row and its due-index entry change in one transaction,
+// so no index entry exists without its row nor a row without its entry, at every instant and
+// after any crash (VerifyIndex checks it). A put states fromSitemap and the effective interval
+// explicitly: Schedule values are built only by NewSchedule, and the zero value is refused.
+//
+// Group commit. Concurrent funnel calls are gathered by one committer goroutine into few
+// Badger transactions. A call returns only after every transaction holding its writes has
+// committed. Each Write (row, index entry, and optionally target and page) is atomic; see
+// WriteSchedules for calls too large for one transaction.
+//
+// Durability. By default (Options.SyncWrites false) an acknowledged write survives kill -9 of
+// the process: Badger's write-ahead value log is a memory-mapped file, and its pages belong to
+// the kernel once written. It does not survive a power loss or a kernel crash. With
+// SyncWrites true, each batch is fsynced before it is acknowledged, and an acknowledged write
+// survives those too. docs/store.md has the measured cost of each.
+//
+// The due index carries the projection. A sweep scores every due row from the d/ entries
+// alone (Pass.IterateDue); it never reads a schedule row, a target or the value log.
+//
+// Floor (F1, DESIGN §5). Every funnel batch lowers the floor cell to its earliest new due time
+// before it commits; a Pass advances the floor only by compare-and-swap from the value it read
+// together with its snapshot, and only up to min(first due row observed, now, earliest write
+// in flight at or committed after the snapshot) − guard. With one writer this is exact: after
+// any advance, every schedule row has dueAt ≥ floor. protocol.go holds the argument; the
+// randomized interleaving test checks it. The store never reads the wall clock for these
+// decisions: nowMs is always a parameter.
+//
+// Time is int64 milliseconds since the epoch; intervals are int64 ms. Due times must be ≥ 0:
+// the index orders unsigned big-endian bytes, in which a negative int64 would sort last, so
+// negative due times are refused (ErrNegativeDue) rather than re-encoded.
+//
+// # Limits
+//
+// Slices handed to an IterateDue callback, and the keys in them, are valid only until the
+// callback returns. Slices returned by ScanDue and the Get methods belong to the caller.
+//
+// A Pass pins a Badger snapshot until it is closed: a long-open pass holds back compaction of
+// the versions it can see. Close passes promptly. Close must not be called while a pass or scan
+// is running in another goroutine; passes still open are closed by it.
+//
+// Keys over MaxKeyLen are refused, never truncated. Pages over MaxPageBody are refused.
+//
+// A schedule row that does not decode (ErrCorruption) cannot be rewritten by the funnel, since
+// its index entry cannot be located; such writes fail with an error wrapping ErrCorruption.
+// DeleteTarget of such a key fails the same way. The store never panics on bad bytes.
+//
+// Multi-node ownership (DESIGN §5, later) enters through Options.Floor: the cell a write
+// lowers is the owning node's, chosen by whoever constructs the store, and callers of the
+// funnel do not change.
+package store

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// openTest opens a store in a fresh temporary directory and closes it at the end of the test.
+func openTest(t testing.TB, o *Options) *Store {
+	t.Helper()
+	st, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func mustSchedule(t testing.TB, key string, due int64, fromSitemap bool, eff int64, lanes Lanes) Schedule {
+	t.Helper()
+	s, err := NewSchedule([]byte(key), due, fromSitemap, eff, lanes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustWrite(t testing.TB, st *Store, ws ...Write) {
+	t.Helper()
+	if err := st.WriteSchedules(ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustVerify(t testing.TB, st *Store) IndexReport {
+	t.Helper()
+	rep, err := st.VerifyIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("index and rows disagree: %+v", rep)
+	}
+	return rep
+}
+
+// rawSet writes bytes straight into Badger, bypassing the funnel: tests use it to plant
+// corruption and loss. (The source-scan test allows it here because it reads only non-test
+// files.)
+func rawSet(t testing.TB, st *Store, k, v []byte) {
+	t.Helper()
+	if err := st.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rawDelete(t testing.TB, st *Store, keys ...[]byte) {
+	t.Helper()
+	err := st.db.Update(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// allRows reads every schedule row of one snapshot.
+func allRows(st *Store) (map[string]Row, error) {
+	rows := map[string]Row{}
+	err := st.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var r Row
+			if err := it.Item().Value(r.UnmarshalBinary); err != nil {
+				return err
+			}
+			rows[string(it.Item().Key()[len(prefixSchedule):])] = r
+		}
+		return nil
+	})
+	return rows, err
+}
+
+func urlKey(i int) string {
+	return fmt.Sprintf("desktop|https://www.example-shop.com/catalog/p/%08d", i)
+}
+
+func isErr(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// MaxKeyLen is the longest cacheKey the store accepts, in bytes. It bounds the size of every
+// key in the keyspace (the longest, a due-index key, is 2+8+MaxKeyLen bytes) and is far above
+// what a device name plus a normalised URL needs. Longer keys are refused with ErrKeyTooLong,
+// never truncated.
+const MaxKeyLen = 2048
+
+// The four prefixes of DESIGN §4. This file is the only one that spells them; the funnel
+// (funnel.go) is the only one that writes under prefixSchedule and prefixDue.
+const (
+	prefixSchedule = "s/" // s/ + cacheKey                  → schedule row (codec_row.go)
+	prefixDue      = "d/" // d/ + dueAt (8 B, BE) + cacheKey → projection (codec_projection.go)
+	prefixTarget   = "t/" // t/ + cacheKey                  → target (codec_target.go)
+	prefixPage     = "p/" // p/ + cacheKey                  → page (codec_page.go)
+)
+
+// dueKeyHeaderLen is the length of a due-index key before its cacheKey.
+const dueKeyHeaderLen = len(prefixDue) + 8
+
+// validateKey checks a cacheKey against the limits every key must meet.
+func validateKey(cacheKey []byte) error {
+	switch {
+	case len(cacheKey) == 0:
+		return ErrEmptyKey
+	case len(cacheKey) > MaxKeyLen:
+		return ErrKeyTooLong
+	}
+	return nil
+}
+
+func prefixedKey(prefix string, cacheKey []byte) []byte {
+	k := make([]byte, 0, len(prefix)+len(cacheKey))
+	return append(append(k, prefix...), cacheKey...)
+}
+
+func scheduleKey(cacheKey []byte) []byte { return prefixedKey(prefixSchedule, cacheKey) }
+func targetKey(cacheKey []byte) []byte   { return prefixedKey(prefixTarget, cacheKey) }
+func pageKey(cacheKey []byte) []byte     { return prefixedKey(prefixPage, cacheKey) }
+
+// appendDueKey appends the due-index key of (dueAtMs, cacheKey) to dst:
+//
+//	+------+----------------------+-----------------+
+//	| "d/" | dueAtMs (8 B, BE u64) | cacheKey        |
+//	+------+----------------------+-----------------+
+//
+// dueAtMs must be ≥ 0 (the funnel guarantees it), so unsigned big-endian byte order is
+// ascending numeric order and the index iterates in due order.
+func appendDueKey(dst []byte, dueAtMs int64, cacheKey []byte) []byte {
+	dst = append(dst, prefixDue...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(dueAtMs))
+	return append(dst, cacheKey...)
+}
+
+func dueKey(dueAtMs int64, cacheKey []byte) []byte {
+	return appendDueKey(make([]byte, 0, dueKeyHeaderLen+len(cacheKey)), dueAtMs, cacheKey)
+}
+
+// dueSeekKey is the first possible due-index key at or after fromMs.
+func dueSeekKey(fromMs int64) []byte {
+	if fromMs < 0 {
+		fromMs = 0
+	}
+	return dueKey(fromMs, nil)
+}
+
+// DecodeDueKey splits a due-index key (prefix included) into its due time and cacheKey. The
+// returned cacheKey aliases k. A key that is not a due-index key, carries a due time above
+// math.MaxInt64, or whose cacheKey breaks the key limits returns an error wrapping
+// ErrCorruption.
+func DecodeDueKey(k []byte) (dueAtMs int64, cacheKey []byte, err error) {
+	if len(k) < dueKeyHeaderLen || string(k[:len(prefixDue)]) != prefixDue {
+		return 0, nil, corruptionf("due key %q: not a due-index key", k)
+	}
+	u := binary.BigEndian.Uint64(k[len(prefixDue):dueKeyHeaderLen])
+	if u > math.MaxInt64 {
+		return 0, nil, corruptionf("due key %q: due time out of range", k)
+	}
+	cacheKey = k[dueKeyHeaderLen:]
+	if err := validateKey(cacheKey); err != nil {
+		return 0, nil, corruptionf("due key %q: %v", k, err)
+	}
+	return int64(u), cacheKey, nil
+}

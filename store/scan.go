@@ -1,0 +1,114 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// DueRow is one entry of the due index: a cacheKey, its due time and its projection.
+type DueRow struct {
+	Key []byte // the cacheKey
+	Row
+}
+
+// dueStats is what one walk of the due index observed.
+type dueStats struct {
+	rows        int
+	firstDue    int64
+	hasFirstDue bool
+	nextDue     int64 // the first due time past now, if the walk reached one
+	hasNextDue  bool
+	capped      bool // stopped at maxRows with a further due row waiting
+	complete    bool // reached a row past now or the end of the index
+}
+
+// walkDue iterates the due index of txn in ascending order from fromMs up to and including
+// nowMs, key-only (values of the index are inline, so no value-log read happens), calling
+// visit for each due row. key aliases Badger's buffer and is valid only during the call. The
+// walk stops after maxRows rows (0 = no cap), at the first row past nowMs (recorded as the
+// next not-yet-due time), at the end of the index, or at the first error.
+func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *Row) error) (dueStats, error) {
+	var st dueStats
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
+	defer it.Close()
+	var row Row
+	decode := row.Projection.UnmarshalBinary
+	for it.Seek(dueSeekKey(fromMs)); ; it.Next() {
+		if !it.Valid() {
+			st.complete = true
+			return st, nil
+		}
+		item := it.Item()
+		due, key, err := DecodeDueKey(item.Key())
+		if err != nil {
+			return st, err
+		}
+		if due > nowMs {
+			st.nextDue, st.hasNextDue, st.complete = due, true, true
+			return st, nil
+		}
+		if maxRows > 0 && st.rows >= maxRows {
+			st.capped = true
+			return st, nil
+		}
+		if err := item.Value(decode); err != nil {
+			return st, fmt.Errorf("due entry %q: %w", key, err)
+		}
+		row.DueAtMs = due
+		if !st.hasFirstDue {
+			st.firstDue, st.hasFirstDue = due, true
+		}
+		st.rows++
+		if err := visit(key, &row); err != nil {
+			return st, err
+		}
+	}
+}
+
+// ScanResult is the outcome of ScanDue.
+type ScanResult struct {
+	// Rows are the due rows in ascending due order. They and their keys belong to the caller.
+	Rows []DueRow
+	// FirstDueMs is the first due time observed (the minimum at or above the floor), valid
+	// when HasFirstDue.
+	FirstDueMs  int64
+	HasFirstDue bool
+	// NextDueMs is the first due time past now that the scan reached, valid when
+	// HasNextDue. A capped scan stops before it.
+	NextDueMs  int64
+	HasNextDue bool
+	// Capped is true when limit rows were returned and at least one more was due.
+	Capped bool
+}
+
+// ScanDue is the floored index scan, the claim path's fallback: the due rows from floorMs up
+// to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
+// consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
+func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
+	var res ScanResult
+	if limit <= 0 {
+		return res, fmt.Errorf("%w: limit %d", ErrInvalidArgument, limit)
+	}
+	if s.closed.Load() {
+		return res, ErrClosed
+	}
+	txn := s.db.NewTransaction(false)
+	defer txn.Discard()
+	var arena []byte
+	st, err := walkDue(txn, floorMs, nowMs, limit, func(key []byte, r *Row) error {
+		if len(arena)+len(key) > cap(arena) {
+			arena = make([]byte, 0, max(4096, 2*len(key)))
+		}
+		arena = append(arena, key...)
+		res.Rows = append(res.Rows, DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: *r})
+		return nil
+	})
+	if err != nil {
+		return ScanResult{}, fmt.Errorf("store: scan due from %d: %w", floorMs, err)
+	}
+	res.FirstDueMs, res.HasFirstDue = st.firstDue, st.hasFirstDue
+	res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue
+	res.Capped = st.capped
+	return res, nil
+}

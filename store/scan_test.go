@@ -1,0 +1,165 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// fill writes n rows due at base, base+step, … and returns their keys in due order.
+func fill(t testing.TB, st *Store, n int, base, step int64) []string {
+	t.Helper()
+	keys := make([]string, n)
+	ws := make([]Write, n)
+	for i := range n {
+		keys[i] = urlKey(i)
+		ws[i] = Write{Schedule: mustSchedule(t, keys[i], base+int64(i)*step, i%3 == 0, int64(i), Lanes{Failing: i%5 == 0})}
+	}
+	mustWrite(t, st, ws...)
+	return keys
+}
+
+func TestScanDue(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 100, 1000, 10) // due 1000, 1010, … 1990
+
+	res, err := st.ScanDue(0, 1495, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 50 || !res.HasFirstDue || res.FirstDueMs != 1000 || !res.HasNextDue || res.NextDueMs != 1500 || res.Capped {
+		t.Fatalf("unfloored: %d rows, %+v", len(res.Rows), res)
+	}
+	for i, r := range res.Rows {
+		if string(r.Key) != urlKey(i) || r.DueAtMs != 1000+int64(i)*10 || r.EffectiveIntervalMs != int64(i) ||
+			r.FromSitemap != (i%3 == 0) || r.Failing != (i%5 == 0) {
+			t.Fatalf("row %d: %+v", i, r)
+		}
+	}
+
+	// Floored and capped: the scan starts at the floor and says it stopped early.
+	res, _ = st.ScanDue(1200, 1495, 5)
+	if len(res.Rows) != 5 || res.FirstDueMs != 1200 || !res.Capped || res.HasNextDue {
+		t.Fatalf("floored capped: %+v", res)
+	}
+	// Exactly the due rows fit the limit: not capped, next due seen.
+	res, _ = st.ScanDue(1450, 1495, 5)
+	if len(res.Rows) != 5 || res.Capped || res.NextDueMs != 1500 {
+		t.Fatalf("exact fit: %+v", res)
+	}
+	// Nothing due.
+	res, _ = st.ScanDue(0, 999, 5)
+	if len(res.Rows) != 0 || res.HasFirstDue || res.NextDueMs != 1000 {
+		t.Fatalf("nothing due: %+v", res)
+	}
+	// Past the end of the index.
+	res, _ = st.ScanDue(5000, 9999, 5)
+	if len(res.Rows) != 0 || res.HasNextDue {
+		t.Fatalf("past the end: %+v", res)
+	}
+	if _, err := st.ScanDue(0, 1, 0); !isErr(err, ErrInvalidArgument) {
+		t.Fatalf("limit 0: %v", err)
+	}
+}
+
+func TestScanDueReportsCorruptIndex(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 3, 10, 1)
+	rawSet(t, st, dueKey(11, []byte("x")), []byte{1, 2, 3})
+	if _, err := st.ScanDue(0, 100, 10); !IsCorruptionError(err) {
+		t.Fatalf("corrupt projection: %v", err)
+	}
+	p, _ := st.BeginPass(100)
+	defer p.Close()
+	if err := p.IterateDue(0, 10, func([]DueRow) error { return nil }); !IsCorruptionError(err) {
+		t.Fatalf("pass over a corrupt projection: %v", err)
+	}
+}
+
+func TestPassIterateDueChunks(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 103, 0, 1) // due 0..102
+	p, err := st.BeginPass(99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var sizes []int
+	var seen []string
+	err = p.IterateDue(0, 10, func(rows []DueRow) error {
+		sizes = append(sizes, len(rows))
+		for _, r := range rows {
+			seen = append(seen, fmt.Sprintf("%s@%d", r.Key, r.DueAtMs))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 100 || len(sizes) != 10 || sizes[9] != 10 {
+		t.Fatalf("%d rows in chunks %v", len(seen), sizes)
+	}
+	for i, s := range seen {
+		if s != fmt.Sprintf("%s@%d", urlKey(i), i) {
+			t.Fatalf("row %d is %s: keys of one chunk overwrote each other", i, s)
+		}
+	}
+	stats := p.Stats()
+	if stats.Rows != 100 || stats.FirstDueMs != 0 || stats.NextDueMs != 100 || !stats.HasNextDue || stats.Capped || !stats.Complete {
+		t.Fatalf("stats %+v", stats)
+	}
+	if err := p.IterateDue(0, 10, func([]DueRow) error { return nil }); !isErr(err, ErrPassIterated) {
+		t.Fatalf("second iteration: %v", err)
+	}
+}
+
+func TestPassIterateDueCapAndErrors(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 50, 100, 1)
+
+	p, _ := st.BeginPass(1000)
+	n := 0
+	if err := p.IterateDue(7, 3, func(rows []DueRow) error { n += len(rows); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); n != 7 || !s.Capped || s.Complete || s.FirstDueMs != 100 {
+		t.Fatalf("capped: %d rows, %+v", n, s)
+	}
+	p.Close()
+	p.Close() // twice is fine
+	if err := p.IterateDue(1, 1, nil); !isErr(err, ErrClosed) {
+		t.Fatalf("iterate after close: %v", err)
+	}
+
+	stop := errors.New("stop")
+	p, _ = st.BeginPass(1000)
+	defer p.Close()
+	if err := p.IterateDue(0, 4, func([]DueRow) error { return stop }); err != stop {
+		t.Fatalf("callback error: %v", err)
+	}
+	if s := p.Stats(); !s.HasFirstDue || s.Complete {
+		t.Fatalf("stopped pass: %+v", s)
+	}
+	if _, err := st.BeginPass(-1); !isErr(err, ErrInvalidArgument) {
+		t.Fatalf("negative now: %v", err)
+	}
+	q, _ := st.BeginPass(1)
+	defer q.Close()
+	if err := q.IterateDue(0, 0, nil); !isErr(err, ErrInvalidArgument) {
+		t.Fatalf("chunk 0: %v", err)
+	}
+}
+
+// A pass reads its snapshot: writes after BeginPass are invisible to it.
+func TestPassReadsItsSnapshot(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 10, 100, 1)
+	p, _ := st.BeginPass(1000)
+	defer p.Close()
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "late", 50, false, 0, Lanes{})})
+	n := 0
+	_ = p.IterateDue(0, 100, func(rows []DueRow) error { n += len(rows); return nil })
+	if n != 10 || p.Stats().FirstDueMs != 100 {
+		t.Fatalf("pass saw %d rows, first %d", n, p.Stats().FirstDueMs)
+	}
+}

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/rs/zerolog"
+)
+
+// Store is the schedule store of one node: a Badger database, its write funnel and its scans.
+// All methods are safe for concurrent use, except that Close must not race a pass or scan in
+// progress.
+type Store struct {
+	db    *badger.DB
+	opts  Options
+	log   zerolog.Logger
+	floor FloorCell
+
+	closed atomic.Bool
+
+	// Funnel (funnel.go). sendMu orders sends against Close closing reqs.
+	sendMu        sync.RWMutex
+	sendClosed    bool
+	reqs          chan *request
+	committerDone chan struct{}
+
+	// The F1 critical section (protocol.go).
+	floorMu     sync.Mutex
+	inflight    bool  // a batch is registered and not yet acknowledged
+	inflightMin int64 // the minimum new due time of that batch
+	passes      map[*Pass]struct{}
+
+	// Maintenance (maintenance.go).
+	gcMu   sync.Mutex
+	gcStop chan struct{}
+	gcDone chan struct{}
+}
+
+// Open opens (creating if needed) the store in dir. opts may be nil for the defaults; Open
+// works on a copy with EnsureDefaults applied, and returns Validate's error if any. Only one
+// process may have a directory open: Badger holds an exclusive lock on it.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	db, err := badger.Open(o.badgerOptions(dir))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	s := &Store{
+		db:            db,
+		opts:          o,
+		log:           o.Logger.With().Str("component", "store").Logger(),
+		floor:         o.Floor,
+		reqs:          make(chan *request, o.QueueLen),
+		committerDone: make(chan struct{}),
+		passes:        make(map[*Pass]struct{}),
+	}
+	go s.commitLoop()
+	lsm, vlog := db.Size()
+	s.log.Info().Str("dir", dir).Bool("sync_writes", o.SyncWrites).
+		Int64("lsm_bytes", lsm).Int64("vlog_bytes", vlog).
+		Dur("took", time.Since(start)).Msg("store opened")
+	return s, nil
+}
+
+// Close stops GC, drains the funnel (every call already accepted is committed and
+// acknowledged; later calls get ErrClosed), closes passes still open, and closes Badger, which
+// flushes its memtables to tables. Close is safe to call twice; the second call returns nil.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.StopGC()
+	s.sendMu.Lock()
+	s.sendClosed = true
+	close(s.reqs)
+	s.sendMu.Unlock()
+	<-s.committerDone
+
+	s.floorMu.Lock()
+	open := make([]*Pass, 0, len(s.passes))
+	for p := range s.passes {
+		open = append(open, p)
+	}
+	s.floorMu.Unlock()
+	for _, p := range open {
+		p.Close()
+	}
+
+	start := time.Now()
+	err := s.db.Close()
+	if err != nil {
+		err = fmt.Errorf("store: close: %w", err)
+	}
+	s.log.Info().Err(err).Dur("took", time.Since(start)).Msg("store closed")
+	return err
+}
+
+// Floor returns the floor cell the store lowers and its passes advance.
+func (s *Store) Floor() FloorCell { return s.floor }
+
+// GetSchedule returns the schedule row of cacheKey, or ErrNotFound.
+func (s *Store) GetSchedule(cacheKey []byte) (Row, error) {
+	var r Row
+	return r, s.get(scheduleKey(cacheKey), cacheKey, "schedule row", r.UnmarshalBinary)
+}
+
+// GetTarget returns the target of cacheKey, or ErrNotFound.
+func (s *Store) GetTarget(cacheKey []byte) (Target, error) {
+	var t Target
+	return t, s.get(targetKey(cacheKey), cacheKey, "target", t.UnmarshalBinary)
+}
+
+// GetPage returns the page of cacheKey, or ErrNotFound. The page's body is the caller's.
+func (s *Store) GetPage(cacheKey []byte) (Page, error) {
+	var p Page
+	return p, s.get(pageKey(cacheKey), cacheKey, "page", p.UnmarshalBinary)
+}
+
+func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) error {
+	if err := validateKey(cacheKey); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(k)
+		if err != nil {
+			return err
+		}
+		return item.Value(decode)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return ErrNotFound
+	}
+	return fmt.Errorf("store: get %s %q: %w", what, cacheKey, err)
+}
