@@ -166,6 +166,7 @@ func (r *Ready) Publish(entries []Entry, nowMs int64) PublishResult {
 			continue
 		}
 		writeEntry(r.entryAt(s, n), e)
+		step(StepPublishEntry)
 		n++
 	}
 	atomic.StoreUint64(s.count, n)

@@ -13,6 +13,7 @@ const (
 	StepTakeCopied
 	StepTakeClamped
 	StepPublishMarked
+	StepPublishEntry
 	StepPublishCounted
 	StepPublishCursorReset
 	StepPublishSealed
@@ -21,7 +22,7 @@ const (
 
 var stepNames = [...]string{
 	"take.loaded-active", "take.loaded-cursor", "take.added", "take.copied", "take.clamped",
-	"publish.marked", "publish.counted", "publish.cursor-reset", "publish.sealed", "publish.flipped",
+	"publish.marked", "publish.entry", "publish.counted", "publish.cursor-reset", "publish.sealed", "publish.flipped",
 }
 
 func (p StepPoint) String() string {
