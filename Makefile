@@ -23,14 +23,17 @@ build:
 # target for a bounded time.
 test: race fuzz
 
+# The second run builds shm with its step hooks (tag shmstep) so the interleaving model's
+# tests in fuzz/ drive the real protocol one atomic step at a time.
 race:
 	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
 
 # Each fuzz target runs alone for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:
-	@set -e; for t in $$($(GO) test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
+	@set -e; for t in $$($(GO) test -tags shmstep -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
 	  echo "fuzz $$t ($(FUZZTIME))"; \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
+	  $(GO) test -tags shmstep -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
 	done
 
 bench:
