@@ -1,6 +1,9 @@
 package shm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // The lease table records which rows are being rendered, across all processes. A lease is what
 // makes a take a grant: a row taken from the ready set (or the index) is rendered only by the
@@ -42,8 +45,7 @@ import "sync/atomic"
 type Leases struct {
 	refusedHeld, refusedFull, refusedContended *uint64
 
-	seg      *Segment
-	slots    uint64 // offset of slot 0
+	slots    unsafe.Pointer // slot 0
 	capacity uint64
 	window   uint64
 	epochMs  int64
@@ -93,11 +95,10 @@ func (s AcquireStatus) String() string {
 
 func (l *Leases) init(s *Segment) {
 	base := s.layout.lease.off
-	l.seg = s
 	l.refusedHeld = s.word(base)
 	l.refusedFull = s.word(base + 8)
 	l.refusedContended = s.word(base + 16)
-	l.slots = base + lineSize
+	l.slots = unsafe.Pointer(s.word(base + lineSize))
 	l.capacity = uint64(s.layout.LeaseCapacity)
 	l.window = uint64(s.layout.LeaseWindow)
 	l.epochMs = s.layout.EpochMs
@@ -114,10 +115,24 @@ func (l *Leases) rel(ms int64) uint64 {
 
 func packState(rel, version uint64) uint64 { return rel<<versionBits | version&versionMask }
 
-func (l *Leases) state(i uint64) *uint64      { return l.seg.word(l.slots + i*leaseSlotSize) }
-func (l *Leases) hash(i uint64) *uint64       { return l.seg.word(l.slots + i*leaseSlotSize + 8) }
-func (l *Leases) holder(i uint64) *uint64     { return l.seg.word(l.slots + i*leaseSlotSize + 16) }
-func (l *Leases) acquiredAt(i uint64) *uint64 { return l.seg.word(l.slots + i*leaseSlotSize + 24) }
+// leaseSlot mirrors a slot's 32 bytes; its fields are only accessed atomically.
+type leaseSlot struct {
+	state, hash, holder, acquiredAt uint64
+}
+
+// slot returns slot i; i < capacity always holds, because every index comes from next.
+func (l *Leases) slot(i uint64) *leaseSlot {
+	return (*leaseSlot)(unsafe.Add(l.slots, i*leaseSlotSize))
+}
+
+// next is the slot after i in a window, wrapping at the end of the table. Stepping instead of
+// taking i % capacity per slot keeps a 64-bit division out of every probe.
+func (l *Leases) next(i uint64) uint64 {
+	if i++; i == l.capacity {
+		return 0
+	}
+	return i
+}
 
 // Acquire leases keyHash until nowMs+ttlMs for holder. It never waits and never overwrites a
 // live lease: a refusal says why (Held, Full, Contended) and is counted.
@@ -126,10 +141,10 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 	home := keyHash % l.capacity
 	for range 4 { // a lost CAS on a free slot means another key took it; look again
 		free, freeState, found := uint64(0), uint64(0), false
-		for j := range l.window {
-			i := (home + j) % l.capacity
-			h := atomic.LoadUint64(l.hash(i))
-			st := atomic.LoadUint64(l.state(i))
+		for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
+			sl := l.slot(i)
+			h := atomic.LoadUint64(&sl.hash)
+			st := atomic.LoadUint64(&sl.state)
 			if st>>versionBits > relNow {
 				if h == keyHash {
 					atomic.AddUint64(l.refusedHeld, 1)
@@ -147,14 +162,15 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 			return Lease{}, Full
 		}
 		mine := packState(l.rel(nowMs+ttlMs), freeState+1)
-		if !atomic.CompareAndSwapUint64(l.state(free), freeState, mine) {
+		sl := l.slot(free)
+		if !atomic.CompareAndSwapUint64(&sl.state, freeState, mine) {
 			continue
 		}
-		atomic.StoreUint64(l.hash(free), keyHash)
-		atomic.StoreUint64(l.holder(free), holder)
-		atomic.StoreUint64(l.acquiredAt(free), uint64(nowMs))
+		atomic.StoreUint64(&sl.hash, keyHash)
+		atomic.StoreUint64(&sl.holder, holder)
+		atomic.StoreUint64(&sl.acquiredAt, uint64(nowMs))
 		if l.liveElsewhere(keyHash, home, free, relNow) {
-			atomic.CompareAndSwapUint64(l.state(free), mine, packState(0, mine))
+			atomic.CompareAndSwapUint64(&sl.state, mine, packState(0, mine))
 			atomic.AddUint64(l.refusedContended, 1)
 			return Lease{}, Contended
 		}
@@ -168,12 +184,9 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 // The hash is read before the state: the acquirer stores its state before its hash, so seeing
 // its hash guarantees seeing its live state.
 func (l *Leases) liveElsewhere(keyHash, home, mine, relNow uint64) bool {
-	for j := range l.window {
-		i := (home + j) % l.capacity
-		if i == mine {
-			continue
-		}
-		if atomic.LoadUint64(l.hash(i)) == keyHash && atomic.LoadUint64(l.state(i))>>versionBits > relNow {
+	for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
+		sl := l.slot(i)
+		if i != mine && atomic.LoadUint64(&sl.hash) == keyHash && atomic.LoadUint64(&sl.state)>>versionBits > relNow {
 			return true
 		}
 	}
@@ -188,7 +201,7 @@ func (l *Leases) Release(lease Lease, nowMs, graceMs int64) bool {
 	if lease.expiresRel() <= l.rel(nowMs) {
 		return false
 	}
-	return atomic.CompareAndSwapUint64(l.state(uint64(lease.Slot)), lease.State,
+	return atomic.CompareAndSwapUint64(&l.slot(uint64(lease.Slot)).state, lease.State,
 		packState(l.rel(nowMs+graceMs), lease.State))
 }
 
@@ -199,7 +212,7 @@ func (l *Leases) Extend(lease *Lease, nowMs, ttlMs int64) bool {
 		return false
 	}
 	next := packState(l.rel(nowMs+ttlMs), lease.State)
-	if !atomic.CompareAndSwapUint64(l.state(uint64(lease.Slot)), lease.State, next) {
+	if !atomic.CompareAndSwapUint64(&l.slot(uint64(lease.Slot)).state, lease.State, next) {
 		return false
 	}
 	lease.State = next
@@ -218,23 +231,23 @@ type LeaseInfo struct {
 func (l *Leases) Lookup(keyHash uint64, nowMs int64) (LeaseInfo, bool) {
 	relNow := l.rel(nowMs)
 	home := keyHash % l.capacity
-	for j := range l.window {
-		i := (home + j) % l.capacity
-		if atomic.LoadUint64(l.hash(i)) != keyHash {
+	for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
+		sl := l.slot(i)
+		if atomic.LoadUint64(&sl.hash) != keyHash {
 			continue
 		}
-		if st := atomic.LoadUint64(l.state(i)); st>>versionBits > relNow {
-			return l.info(i, st), true
+		if st := atomic.LoadUint64(&sl.state); st>>versionBits > relNow {
+			return l.info(sl, st), true
 		}
 	}
 	return LeaseInfo{}, false
 }
 
-func (l *Leases) info(i, st uint64) LeaseInfo {
+func (l *Leases) info(sl *leaseSlot, st uint64) LeaseInfo {
 	return LeaseInfo{
-		KeyHash:      atomic.LoadUint64(l.hash(i)),
-		Holder:       atomic.LoadUint64(l.holder(i)),
-		AcquiredAtMs: int64(atomic.LoadUint64(l.acquiredAt(i))),
+		KeyHash:      atomic.LoadUint64(&sl.hash),
+		Holder:       atomic.LoadUint64(&sl.holder),
+		AcquiredAtMs: int64(atomic.LoadUint64(&sl.acquiredAt)),
 		ExpiresAtMs:  l.epochMs + int64(st>>versionBits),
 	}
 }
@@ -258,7 +271,7 @@ func (l *Leases) Stats(nowMs int64) LeaseStats {
 	}
 	relNow := l.rel(nowMs)
 	for i := range l.capacity {
-		if atomic.LoadUint64(l.state(i))>>versionBits > relNow {
+		if atomic.LoadUint64(&l.slot(i).state)>>versionBits > relNow {
 			st.Live++
 		}
 	}

@@ -38,6 +38,9 @@ const (
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
+		if strings.HasPrefix(mode, "bench-") {
+			os.Exit(runBenchChild(mode))
+		}
 		os.Exit(runChild(mode))
 	}
 	os.Exit(m.Run())
