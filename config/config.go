@@ -1,0 +1,603 @@
+// Package config is freshq's typed configuration: one YAML file, decoded strictly (an unknown
+// key is an error with its line number), every value defaulted and validated at load and on
+// reload. A Config is immutable once loaded: a reload builds a new one, and callers swap the
+// pointer, so a half-applied configuration never exists. A bad reload leaves the old Config in
+// force and says why.
+//
+// Validation rejects values that cannot work, not just values out of range: a render timeout
+// at or above the lease TTL makes every slow render a duplicate, so it is refused at load.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// ErrInvalid wraps every load and validation failure.
+var ErrInvalid = errors.New("config: invalid")
+
+// Config is the whole configuration. Field comments give the YAML key and the default.
+type Config struct {
+	DataDir    string     `yaml:"data_dir"`   // ./data
+	Listen     string     `yaml:"listen"`     // 127.0.0.1:8420
+	Workers    int        `yaml:"workers"`    // 3: worker 0 (store) + 2 render workers
+	Token      string     `yaml:"token"`      // bearer token; FRESHQ_TOKEN overrides; required beyond loopback
+	SHM        SHM        `yaml:"shm"`        //
+	Log        Log        `yaml:"log"`        //
+	Store      Store      `yaml:"store"`      //
+	Queue      Queue      `yaml:"queue"`      //
+	Render     Render     `yaml:"render"`     //
+	Routes     []Route    `yaml:"routes"`     // ordered; first match wins
+	Page       Page       `yaml:"page"`       //
+	Sitemap    Sitemap    `yaml:"sitemap"`    //
+	Supervisor Supervisor `yaml:"supervisor"` //
+}
+
+// SHM locates the shared-memory segment.
+type SHM struct {
+	Path string `yaml:"path"` // /dev/shm/freshq.seg
+}
+
+// Log configures zerolog output on stderr.
+type Log struct {
+	Level  string `yaml:"level"`  // info
+	Format string `yaml:"format"` // json | console
+}
+
+// Store configures the Badger store (store.Options).
+type Store struct {
+	SyncWrites bool     `yaml:"sync_writes"` // false: survives kill -9; true: fsync per batch, survives power loss
+	GCInterval Duration `yaml:"gc_interval"` // 10m
+}
+
+// Queue configures claiming, leasing, the floor and the ready set.
+type Queue struct {
+	LeaseTTL     Duration   `yaml:"lease_ttl"`     // 10m, at least 2m
+	MaxLeases    int        `yaml:"max_leases"`    // 4096
+	ReleaseGrace Duration   `yaml:"release_grace"` // 5s
+	ClaimFloor   ClaimFloor `yaml:"claim_floor"`
+	Ready        Ready      `yaml:"ready"`
+	Lanes        Lanes      `yaml:"lanes"`
+}
+
+// ClaimFloor configures the floor of DESIGN §5.
+type ClaimFloor struct {
+	Guard      Duration `yaml:"guard"`       // 5m
+	UnpinAfter Duration `yaml:"unpin_after"` // 1h
+}
+
+// Ready configures the sweep and the ready set of DESIGN §6.
+type Ready struct {
+	Enabled       *bool    `yaml:"enabled"`        // true; false sends every claim to the index scan
+	Capacity      int      `yaml:"capacity"`       // 5000 entries per slot
+	KeyCapacity   int      `yaml:"key_capacity"`   // 256 bytes; longer keys skip the ready set
+	SweepInterval Duration `yaml:"sweep_interval"` // 1m
+	SweepCap      int      `yaml:"sweep_cap"`      // 500000 rows
+	SitemapBoost  float64  `yaml:"sitemap_boost"`  // 2
+}
+
+// Lanes configures lane shares within a published set (DESIGN §7).
+type Lanes struct {
+	UrgentMaxShare float64  `yaml:"urgent_max_share"` // 0.2
+	MinShare       MinShare `yaml:"min_share"`
+}
+
+// MinShare is the floor of each protected lane.
+type MinShare struct {
+	Discovered *float64 `yaml:"discovered"` // 0.10
+	Cold       *float64 `yaml:"cold"`       // 0.02
+}
+
+// Render configures renderers and what a render's outcome does to a row.
+type Render struct {
+	Renderer        string       `yaml:"renderer"`         // http | exec | sim
+	Concurrency     int          `yaml:"concurrency"`      // 8 renders in flight per render worker
+	Timeout         Duration     `yaml:"timeout"`          // 60s; must be below queue.lease_ttl
+	DefaultInterval Duration     `yaml:"default_interval"` // 24h
+	Domains         []string     `yaml:"domains"`          // allowlist; empty = any host
+	UserAgent       string       `yaml:"user_agent"`       // freshq/1 (+render queue)
+	MaxBody         ByteSize     `yaml:"max_body"`         // 10MiB
+	MaxRedirects    int          `yaml:"max_redirects"`    // 5
+	Exec            Exec         `yaml:"exec"`
+	Sim             Sim          `yaml:"sim"`
+	FailureRetry    FailureRetry `yaml:"failure_retry"`
+	Suppression     Suppression  `yaml:"suppression"`
+	Demand          Demand       `yaml:"demand"`
+}
+
+// Exec runs a command per URL; the URL is the last argument, never passed through a shell.
+type Exec struct {
+	Command []string `yaml:"command"`
+}
+
+// Sim is the simulated renderer used by benchmarks and the demo.
+type Sim struct {
+	Seed          int64    `yaml:"seed"`           // 1
+	LatencyMedian Duration `yaml:"latency_median"` // 0s
+	TransientRate float64  `yaml:"transient_rate"` // 0
+	GoneRate      float64  `yaml:"gone_rate"`      // 0
+	NoindexRate   float64  `yaml:"noindex_rate"`   // 0
+}
+
+// FailureRetry is the transient-failure backoff.
+type FailureRetry struct {
+	FastRetries       *int     `yaml:"fast_retries"`        // 2
+	FastDelay         Duration `yaml:"fast_delay"`          // 1m
+	Factor            float64  `yaml:"factor"`              // 2
+	MaxBackoff        Duration `yaml:"max_backoff"`         // 7d
+	NonSitemapPenalty float64  `yaml:"non_sitemap_penalty"` // 4
+}
+
+// Suppression seals deterministic failures by their cause, after evidence.
+type Suppression struct {
+	Noindex Strikes `yaml:"noindex"` // recheck 7d, 4 strikes
+	Gone    Strikes `yaml:"gone"`    // 404/410: recheck 14d, 2 strikes
+}
+
+// Strikes is how many consecutive observations seal a state, and when it is checked again.
+type Strikes struct {
+	Strikes int      `yaml:"strikes"`
+	Recheck Duration `yaml:"recheck"`
+}
+
+// Demand is the ladder visited pages are promoted along, under the route's ceiling.
+type Demand struct {
+	Ladder []Duration `yaml:"ladder"` // [6h, 12h, 24h, 48h]
+}
+
+// Route classifies targets by URL path. The first route that matches wins.
+type Route struct {
+	Name     string   `yaml:"name"`
+	Match    string   `yaml:"match"`    // exact | prefix | contains
+	Path     string   `yaml:"path"`     // the pattern, matched against the URL path
+	Interval Duration `yaml:"interval"` // the route's cadence and ceiling; 0 = none
+	SWR      Duration `yaml:"swr"`      // stale-while-revalidate window; 0 = page.swr_ttl
+}
+
+// Page configures serving stored pages.
+type Page struct {
+	SWRTTL Duration `yaml:"swr_ttl"` // 3h
+}
+
+// Sitemap configures sitemap ingest.
+type Sitemap struct {
+	MinTTL          Duration `yaml:"min_ttl"`          // 6h: floor for <changefreq> cadences
+	MaxDepth        int      `yaml:"max_depth"`        // 3 levels of index files
+	MaxDecompressed ByteSize `yaml:"max_decompressed"` // 256MiB per file: a zip bomb is refused
+}
+
+// Supervisor configures restarts and shutdown.
+type Supervisor struct {
+	RestartIntensity int      `yaml:"restart_intensity"` // 5 restarts …
+	RestartPeriod    Duration `yaml:"restart_period"`    // … within 60s, then exit non-zero
+	BackoffMin       Duration `yaml:"backoff_min"`       // 100ms
+	BackoffMax       Duration `yaml:"backoff_max"`       // 10s
+	ShutdownTimeout  Duration `yaml:"shutdown_timeout"`  // 30s
+	ReadyTimeout     Duration `yaml:"ready_timeout"`     // 60s: READY=1 even if the first sweep has not finished
+	WatchdogStall    Duration `yaml:"watchdog_stall"`    // 30s without a heartbeat stops WATCHDOG=1
+}
+
+// Default returns the configuration with every default filled in.
+func Default() *Config {
+	c := &Config{}
+	c.EnsureDefaults()
+	return c
+}
+
+func setDur(d *Duration, v time.Duration) {
+	if *d == 0 {
+		*d = Duration(v)
+	}
+}
+
+func setInt(p *int, v int) {
+	if *p == 0 {
+		*p = v
+	}
+}
+
+func setFloat(p *float64, v float64) {
+	if *p == 0 {
+		*p = v
+	}
+}
+
+func setStr(p *string, v string) {
+	if *p == "" {
+		*p = v
+	}
+}
+
+const day = 24 * time.Hour
+
+// EnsureDefaults fills every unset field with its default. Fields where zero is a meaningful
+// setting (ready.enabled, lane floors, fast retries) are pointers, so "unset" and "0" differ.
+func (c *Config) EnsureDefaults() {
+	setStr(&c.DataDir, "./data")
+	setStr(&c.Listen, "127.0.0.1:8420")
+	setInt(&c.Workers, 3)
+	setStr(&c.SHM.Path, "/dev/shm/freshq.seg")
+	setStr(&c.Log.Level, "info")
+	setStr(&c.Log.Format, "json")
+	setDur(&c.Store.GCInterval, 10*time.Minute)
+
+	q := &c.Queue
+	setDur(&q.LeaseTTL, 10*time.Minute)
+	setInt(&q.MaxLeases, 4096)
+	setDur(&q.ReleaseGrace, 5*time.Second)
+	setDur(&q.ClaimFloor.Guard, 5*time.Minute)
+	setDur(&q.ClaimFloor.UnpinAfter, time.Hour)
+	if q.Ready.Enabled == nil {
+		q.Ready.Enabled = ptr(true)
+	}
+	setInt(&q.Ready.Capacity, 5000)
+	setInt(&q.Ready.KeyCapacity, 256)
+	setDur(&q.Ready.SweepInterval, time.Minute)
+	setInt(&q.Ready.SweepCap, 500_000)
+	setFloat(&q.Ready.SitemapBoost, 2)
+	setFloat(&q.Lanes.UrgentMaxShare, 0.2)
+	if q.Lanes.MinShare.Discovered == nil {
+		q.Lanes.MinShare.Discovered = ptr(0.10)
+	}
+	if q.Lanes.MinShare.Cold == nil {
+		q.Lanes.MinShare.Cold = ptr(0.02)
+	}
+
+	r := &c.Render
+	setStr(&r.Renderer, "http")
+	setInt(&r.Concurrency, 8)
+	setDur(&r.Timeout, 60*time.Second)
+	setDur(&r.DefaultInterval, day)
+	setStr(&r.UserAgent, "freshq/1 (+render queue)")
+	if r.MaxBody == 0 {
+		r.MaxBody = 10 << 20
+	}
+	setInt(&r.MaxRedirects, 5)
+	if r.Sim.Seed == 0 {
+		r.Sim.Seed = 1
+	}
+	if r.FailureRetry.FastRetries == nil {
+		r.FailureRetry.FastRetries = ptr(2)
+	}
+	setDur(&r.FailureRetry.FastDelay, time.Minute)
+	setFloat(&r.FailureRetry.Factor, 2)
+	setDur(&r.FailureRetry.MaxBackoff, 7*day)
+	setFloat(&r.FailureRetry.NonSitemapPenalty, 4)
+	setInt(&r.Suppression.Noindex.Strikes, 4)
+	setDur(&r.Suppression.Noindex.Recheck, 7*day)
+	setInt(&r.Suppression.Gone.Strikes, 2)
+	setDur(&r.Suppression.Gone.Recheck, 14*day)
+	if len(r.Demand.Ladder) == 0 {
+		r.Demand.Ladder = []Duration{Duration(6 * time.Hour), Duration(12 * time.Hour), Duration(day), Duration(2 * day)}
+	}
+
+	setDur(&c.Page.SWRTTL, 3*time.Hour)
+	setDur(&c.Sitemap.MinTTL, 6*time.Hour)
+	setInt(&c.Sitemap.MaxDepth, 3)
+	if c.Sitemap.MaxDecompressed == 0 {
+		c.Sitemap.MaxDecompressed = 256 << 20
+	}
+
+	s := &c.Supervisor
+	setInt(&s.RestartIntensity, 5)
+	setDur(&s.RestartPeriod, 60*time.Second)
+	setDur(&s.BackoffMin, 100*time.Millisecond)
+	setDur(&s.BackoffMax, 10*time.Second)
+	setDur(&s.ShutdownTimeout, 30*time.Second)
+	setDur(&s.ReadyTimeout, 60*time.Second)
+	setDur(&s.WatchdogStall, 30*time.Second)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ReadyEnabled reports queue.ready.enabled.
+func (c *Config) ReadyEnabled() bool { return c.Queue.Ready.Enabled == nil || *c.Queue.Ready.Enabled }
+
+// FieldError is a validation failure of one field, located in the source when there is one.
+type FieldError struct {
+	Path string // YAML path, e.g. queue.lease_ttl
+	Line int    // 1-based line in the file; 0 when unknown (the field was defaulted)
+	Msg  string
+}
+
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("config: line %d: %s: %s", e.Line, e.Path, e.Msg)
+	}
+	return fmt.Sprintf("config: %s: %s", e.Path, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Validate checks every value, and the combinations that cannot work. It returns the first
+// failure as a *FieldError without a line; Load adds the line.
+func (c *Config) Validate() error {
+	bad := func(path, format string, args ...any) error {
+		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	positive := []struct {
+		path string
+		d    Duration
+	}{
+		{"store.gc_interval", c.Store.GCInterval},
+		{"queue.release_grace", c.Queue.ReleaseGrace},
+		{"queue.claim_floor.guard", c.Queue.ClaimFloor.Guard},
+		{"queue.claim_floor.unpin_after", c.Queue.ClaimFloor.UnpinAfter},
+		{"queue.ready.sweep_interval", c.Queue.Ready.SweepInterval},
+		{"render.timeout", c.Render.Timeout},
+		{"render.default_interval", c.Render.DefaultInterval},
+		{"render.failure_retry.fast_delay", c.Render.FailureRetry.FastDelay},
+		{"render.failure_retry.max_backoff", c.Render.FailureRetry.MaxBackoff},
+		{"render.suppression.noindex.recheck", c.Render.Suppression.Noindex.Recheck},
+		{"render.suppression.gone.recheck", c.Render.Suppression.Gone.Recheck},
+		{"page.swr_ttl", c.Page.SWRTTL},
+		{"sitemap.min_ttl", c.Sitemap.MinTTL},
+		{"supervisor.restart_period", c.Supervisor.RestartPeriod},
+		{"supervisor.backoff_min", c.Supervisor.BackoffMin},
+		{"supervisor.backoff_max", c.Supervisor.BackoffMax},
+		{"supervisor.shutdown_timeout", c.Supervisor.ShutdownTimeout},
+		{"supervisor.ready_timeout", c.Supervisor.ReadyTimeout},
+		{"supervisor.watchdog_stall", c.Supervisor.WatchdogStall},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return bad(p.path, "must be a positive duration, got %s", p.d)
+		}
+	}
+	q := c.Queue
+	switch {
+	case c.Workers < 1 || c.Workers > 256:
+		return bad("workers", "must be 1..256, got %d", c.Workers)
+	case q.LeaseTTL.D() < 2*time.Minute:
+		return bad("queue.lease_ttl", "must be at least 2m (a render outliving its lease is rendered twice), got %s", q.LeaseTTL)
+	case q.MaxLeases < 16 || q.MaxLeases > 1<<24:
+		return bad("queue.max_leases", "must be 16..16777216, got %d", q.MaxLeases)
+	case q.Ready.Capacity < 1 || q.Ready.Capacity > 1<<24:
+		return bad("queue.ready.capacity", "must be 1..16777216, got %d", q.Ready.Capacity)
+	case q.Ready.KeyCapacity < 16 || q.Ready.KeyCapacity > 1<<15:
+		return bad("queue.ready.key_capacity", "must be 16..32768, got %d", q.Ready.KeyCapacity)
+	case q.Ready.SweepCap < q.Ready.Capacity:
+		return bad("queue.ready.sweep_cap", "must be at least queue.ready.capacity (%d), got %d", q.Ready.Capacity, q.Ready.SweepCap)
+	case !(q.Ready.SitemapBoost >= 1 && q.Ready.SitemapBoost <= 100):
+		return bad("queue.ready.sitemap_boost", "must be 1..100, got %v", q.Ready.SitemapBoost)
+	case !(q.Lanes.UrgentMaxShare >= 0 && q.Lanes.UrgentMaxShare <= 1):
+		return bad("queue.lanes.urgent_max_share", "must be 0..1, got %v", q.Lanes.UrgentMaxShare)
+	case !(*q.Lanes.MinShare.Discovered >= 0 && *q.Lanes.MinShare.Discovered <= 1):
+		return bad("queue.lanes.min_share.discovered", "must be 0..1, got %v", *q.Lanes.MinShare.Discovered)
+	case !(*q.Lanes.MinShare.Cold >= 0 && *q.Lanes.MinShare.Cold <= 1):
+		return bad("queue.lanes.min_share.cold", "must be 0..1, got %v", *q.Lanes.MinShare.Cold)
+	case q.Lanes.UrgentMaxShare+*q.Lanes.MinShare.Discovered+*q.Lanes.MinShare.Cold > 1:
+		return bad("queue.lanes", "urgent_max_share + min_share.discovered + min_share.cold exceeds 1")
+	case c.Render.Timeout >= q.LeaseTTL:
+		return bad("render.timeout", "%s is not below queue.lease_ttl %s: every slow render would be leased twice", c.Render.Timeout, q.LeaseTTL)
+	case q.ClaimFloor.Guard >= q.ClaimFloor.UnpinAfter:
+		return bad("queue.claim_floor.guard", "%s must be below unpin_after %s", q.ClaimFloor.Guard, q.ClaimFloor.UnpinAfter)
+	}
+	r := c.Render
+	switch r.Renderer {
+	case "http", "sim":
+	case "exec":
+		if len(r.Exec.Command) == 0 {
+			return bad("render.exec.command", "the exec renderer needs a command")
+		}
+	default:
+		return bad("render.renderer", "must be http, exec or sim, got %q", r.Renderer)
+	}
+	switch {
+	case r.Concurrency < 1 || r.Concurrency > 4096:
+		return bad("render.concurrency", "must be 1..4096, got %d", r.Concurrency)
+	case r.MaxBody < 1:
+		return bad("render.max_body", "must be positive")
+	case r.MaxRedirects < 0:
+		return bad("render.max_redirects", "must not be negative")
+	case *r.FailureRetry.FastRetries < 0:
+		return bad("render.failure_retry.fast_retries", "must not be negative")
+	case r.FailureRetry.Factor < 1:
+		return bad("render.failure_retry.factor", "must be at least 1, got %v", r.FailureRetry.Factor)
+	case r.FailureRetry.NonSitemapPenalty < 1:
+		return bad("render.failure_retry.non_sitemap_penalty", "must be at least 1, got %v", r.FailureRetry.NonSitemapPenalty)
+	case r.Suppression.Noindex.Strikes < 1:
+		return bad("render.suppression.noindex.strikes", "must be at least 1")
+	case r.Suppression.Gone.Strikes < 1:
+		return bad("render.suppression.gone.strikes", "must be at least 1")
+	}
+	for _, rate := range []struct {
+		path string
+		v    float64
+	}{{"render.sim.transient_rate", r.Sim.TransientRate}, {"render.sim.gone_rate", r.Sim.GoneRate}, {"render.sim.noindex_rate", r.Sim.NoindexRate}} {
+		if !(rate.v >= 0 && rate.v <= 1) {
+			return bad(rate.path, "must be 0..1, got %v", rate.v)
+		}
+	}
+	if r.Sim.TransientRate+r.Sim.GoneRate+r.Sim.NoindexRate > 1 {
+		return bad("render.sim", "outcome rates add up to more than 1")
+	}
+	for i, d := range r.Demand.Ladder {
+		if d <= 0 || (i > 0 && d <= r.Demand.Ladder[i-1]) {
+			return bad(fmt.Sprintf("render.demand.ladder[%d]", i), "rungs must be positive and increasing")
+		}
+	}
+	names := map[string]bool{}
+	for i, rt := range c.Routes {
+		path := fmt.Sprintf("routes[%d]", i)
+		switch {
+		case rt.Name == "":
+			return bad(path+".name", "a route needs a name")
+		case names[rt.Name]:
+			return bad(path+".name", "duplicate route name %q", rt.Name)
+		case rt.Match != "exact" && rt.Match != "prefix" && rt.Match != "contains":
+			return bad(path+".match", "must be exact, prefix or contains, got %q", rt.Match)
+		case rt.Path == "":
+			return bad(path+".path", "a route needs a path pattern")
+		case rt.Interval < 0:
+			return bad(path+".interval", "must not be negative")
+		case rt.SWR < 0:
+			return bad(path+".swr", "must not be negative")
+		}
+		names[rt.Name] = true
+	}
+	if c.Sitemap.MaxDepth < 0 || c.Sitemap.MaxDepth > 10 {
+		return bad("sitemap.max_depth", "must be 0..10, got %d", c.Sitemap.MaxDepth)
+	}
+	if c.Supervisor.RestartIntensity < 1 {
+		return bad("supervisor.restart_intensity", "must be at least 1")
+	}
+	if c.Supervisor.BackoffMin > c.Supervisor.BackoffMax {
+		return bad("supervisor.backoff_min", "must not exceed backoff_max")
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		return bad("log.format", "must be json or console, got %q", c.Log.Format)
+	}
+	return nil
+}
+
+// Load reads, decodes strictly, defaults and validates the file at path. Every error names the
+// file and, where the source has one, the line.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if tok := os.Getenv("FRESHQ_TOKEN"); tok != "" {
+		c.Token = tok // a secret is better kept out of a file that gets copied around
+	}
+	return c, nil
+}
+
+// Parse is Load on bytes.
+func Parse(data []byte) (*Config, error) {
+	c := &Config{}
+	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
+	}
+	c.EnsureDefaults()
+	if err := c.Validate(); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			fe.Line = lineOf(data, fe.Path)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// lineOf finds the line of the YAML key at a dotted path such as queue.lease_ttl or
+// routes[2].match, or 0 if the file does not set it.
+func lineOf(data []byte, path string) int {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return 0
+	}
+	for p := path; p != ""; {
+		yp, err := yaml.PathString("$." + p)
+		if err == nil {
+			if node, err := yp.FilterFile(file); err == nil && node != nil {
+				return node.GetToken().Position.Line
+			}
+		}
+		// The key itself is absent (defaulted): point at its nearest parent that is present.
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+// Duration is a time.Duration that also accepts a "d" (24 h) unit, as in 7d or 1d12h.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Ms returns d in milliseconds.
+func (d Duration) Ms() int64 { return time.Duration(d).Milliseconds() }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// ParseDuration parses Go duration syntax with an added "d" unit for days.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err != nil || n < 0 || n > 100_000 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		days, s = n, s[i+1:]
+		if s == "" {
+			return Duration(time.Duration(days) * day), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	return Duration(time.Duration(days)*day + d), nil
+}
+
+// UnmarshalYAML accepts "90s", "1h30m", "7d", "1d12h". It takes the AST node rather than the
+// bytes so that its error can name the line.
+func (d *Duration) UnmarshalYAML(node ast.Node) error {
+	v, err := ParseDuration(scalarText(node))
+	if err != nil {
+		return atLine(node, err)
+	}
+	*d = v
+	return nil
+}
+
+// scalarText is a scalar node's text without quotes.
+func scalarText(node ast.Node) string {
+	return strings.Trim(strings.TrimSpace(node.String()), `"'`)
+}
+
+// atLine prefixes err with the node's position, in the decoder's own [line:column] form.
+func atLine(node ast.Node, err error) error {
+	pos := node.GetToken().Position
+	return fmt.Errorf("[%d:%d] %w", pos.Line, pos.Column, err)
+}
+
+// MarshalYAML writes the Go duration syntax.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// ByteSize is a size in bytes that accepts KiB, MiB, GiB suffixes (and plain numbers).
+type ByteSize int64
+
+// UnmarshalYAML accepts 1048576, "512KiB", "10MiB", "1GiB".
+func (b *ByteSize) UnmarshalYAML(node ast.Node) error {
+	s := scalarText(node)
+	text := s
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return atLine(node, fmt.Errorf("invalid size %q (use bytes or KiB, MiB, GiB)", text))
+	}
+	*b = ByteSize(n * mult)
+	return nil
+}
