@@ -1,0 +1,19 @@
+// Package policy holds freshq's pure decisions: which cadence a row has and where it came from,
+// how late it is relative to that cadence, which lane it is in, and which rows of a due set
+// make the published ready set, in what order. Nothing here does I/O or reads a clock: every
+// function is a function of (row, configuration, now), so the sweep, the claim path, the API's
+// explain and the simulator all decide identically, and tests replay exactly.
+//
+// # Invariants
+//
+//   - A cadence is always within [MinCadence, MaxCadence]: scoring never divides by zero and
+//     never yields Inf or NaN.
+//   - A row without a finite due time (≤ 0, or at or past MaxDueMs) scores 0: a broken row never
+//     sorts to the head.
+//   - The carried cadence wins but never exceeds its route's ceiling, so lowering a route takes
+//     effect on rows filed under the old one.
+//   - Lanes are derived from the row, never stored.
+//   - A Selector holds at most K items per lane however many candidates it is offered, and in
+//     lanes mode every prefix of its result honours the urgent cap and the lane floors as far as
+//     the candidates allow.
+package policy

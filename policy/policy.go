@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/freshq/freshq/config"
+)
+
+// Bounds on what counts as a usable cadence and a finite due time.
+const (
+	MinCadence = time.Minute          // a cadence below this is unusable: resolved instead
+	MaxCadence = 365 * 24 * time.Hour // a cadence above this is unusable too
+	MaxDueMs   = int64(1) << 53       // a due time at or past this (≈ 285,000 years) is "never"
+)
+
+// Policy is the compiled decision set for one configuration. It is immutable and safe for
+// concurrent use; a reload builds a new one.
+type Policy struct {
+	routes            []route
+	defaultIntervalMs int64
+	defaultSWRMs      int64
+	boost             float64
+	shares            Shares
+}
+
+// New compiles cfg, which must have passed Validate.
+func New(cfg *config.Config) *Policy {
+	q := cfg.Queue
+	return &Policy{
+		routes:            compileRoutes(cfg.Routes, cfg.Page.SWRTTL.Ms()),
+		defaultIntervalMs: clampCadence(cfg.Render.DefaultInterval.Ms()),
+		defaultSWRMs:      cfg.Page.SWRTTL.Ms(),
+		boost:             q.Ready.SitemapBoost,
+		shares: Shares{
+			UrgentMax:     q.Lanes.UrgentMaxShare,
+			DiscoveredMin: *q.Lanes.MinShare.Discovered,
+			ColdMin:       *q.Lanes.MinShare.Cold,
+		},
+	}
+}
+
+// Shares returns the lane shares of the configuration, for building a Selector.
+func (p *Policy) Shares() Shares { return p.shares }
+
+// Boost returns queue.ready.sitemap_boost.
+func (p *Policy) Boost() float64 { return p.boost }
+
+// Row is what a decision needs to know about a schedule row: the due index's projection plus
+// the key and the due time.
+type Row struct {
+	Key                 []byte // cacheKey: device + "|" + URL
+	DueAtMs             int64
+	FromSitemap         bool
+	EffectiveIntervalMs int64 // the cadence the write path decided; 0 = absent
+	StoredIntervalMs    int64 // the target's stored interval; 0 = none
+	Urgent              bool
+	NeverRendered       bool
+	Failing             bool
+}
+
+// Origin says where a row's cadence came from.
+type Origin uint8
+
+const (
+	// OriginRow: carried on the row (ladder rung, sitemap changefreq, API interval), possibly
+	// clamped to its route's ceiling.
+	OriginRow Origin = iota + 1
+	// OriginRoute: resolved from the matching route's interval.
+	OriginRoute
+	// OriginTarget: resolved from the target's stored interval.
+	OriginTarget
+	// OriginDefault: resolved from render.default_interval.
+	OriginDefault
+)
+
+func (o Origin) String() string {
+	switch o {
+	case OriginRow:
+		return "row"
+	case OriginRoute:
+		return "route"
+	case OriginTarget:
+		return "target"
+	case OriginDefault:
+		return "default"
+	}
+	return "unknown"
+}
+
+// Carried reports whether the cadence was carried on the row rather than resolved from
+// configuration (freshq_ready_cadence_total{origin="carried"|"resolved"}).
+func (o Origin) Carried() bool { return o == OriginRow }
+
+func usable(ms int64) bool {
+	return ms >= MinCadence.Milliseconds() && ms <= MaxCadence.Milliseconds()
+}
+
+func clampCadence(ms int64) int64 {
+	return min(max(ms, MinCadence.Milliseconds()), MaxCadence.Milliseconds())
+}
+
+// Cadence returns the row's cadence in ms and where it came from. The carried cadence wins,
+// clamped to its route's ceiling. Absent or unusable, it resolves: route > target's stored
+// interval > render.default_interval. It is the page's cadence, never the gap a backoff or a
+// recheck filed as the due time.
+func (p *Policy) Cadence(r *Row) (ms int64, origin Origin) {
+	ri := p.matchRoute(r.Key)
+	ceiling := int64(0)
+	if ri >= 0 {
+		ceiling = p.routes[ri].intervalMs
+	}
+	switch {
+	case usable(r.EffectiveIntervalMs):
+		ms, origin = r.EffectiveIntervalMs, OriginRow
+		if ceiling > 0 {
+			ms = min(ms, ceiling)
+		}
+	case ceiling > 0:
+		ms, origin = ceiling, OriginRoute
+	case usable(r.StoredIntervalMs):
+		ms, origin = r.StoredIntervalMs, OriginTarget
+	default:
+		ms, origin = p.defaultIntervalMs, OriginDefault
+	}
+	return clampCadence(ms), origin
+}
+
+// Score is the row's relative lateness at nowMs: max(0, now − dueAt) / cadence, times the
+// sitemap boost for a sitemap row. cadenceMs comes from Cadence. A row without a finite due
+// time scores 0.
+func (p *Policy) Score(r *Row, cadenceMs, nowMs int64) float64 {
+	if r.DueAtMs <= 0 || r.DueAtMs >= MaxDueMs || nowMs <= r.DueAtMs {
+		return 0
+	}
+	s := float64(nowMs-r.DueAtMs) / float64(clampCadence(cadenceMs))
+	if r.FromSitemap {
+		s *= p.boost
+	}
+	return s
+}
+
+// Lane is a row's lane (DESIGN §7), derived from the row and never stored.
+type Lane uint8
+
+const (
+	LaneUrgent     Lane = iota // an operator rush is pending
+	LaneSubmitted              // sitemap or API submitted
+	LaneDiscovered             // crawler-discovered
+	LaneCold                   // failing or never rendered
+	NumLanes
+)
+
+func (l Lane) String() string {
+	switch l {
+	case LaneUrgent:
+		return "urgent"
+	case LaneSubmitted:
+		return "submitted"
+	case LaneDiscovered:
+		return "discovered"
+	case LaneCold:
+		return "cold"
+	}
+	return "unknown"
+}
+
+// LaneOf derives a row's lane: urgent if rushed, else cold if failing or never rendered, else
+// submitted or discovered by where it came from.
+func LaneOf(r *Row) Lane {
+	switch {
+	case r.Urgent:
+		return LaneUrgent
+	case r.Failing || r.NeverRendered:
+		return LaneCold
+	case r.FromSitemap:
+		return LaneSubmitted
+	}
+	return LaneDiscovered
+}

@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/config"
+)
+
+const (
+	hour = int64(time.Hour / time.Millisecond)
+	now  = int64(1_800_000_000_000)
+)
+
+func testPolicy(t testing.TB) *Policy {
+	t.Helper()
+	c, err := config.Parse([]byte(`
+routes:
+  - {name: home, match: exact, path: /, interval: 1h}
+  - {name: catalog, match: prefix, path: /c/, interval: 24h, swr: 6h}
+  - {name: product, match: contains, path: /p/, interval: 48h}
+  - {name: blog, match: prefix, path: /blog/}
+render:
+  default_interval: 24h
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(c)
+}
+
+func TestURLPath(t *testing.T) {
+	for key, want := range map[string]string{
+		"desktop|https://a.test/":            "/",
+		"desktop|https://a.test":             "/",
+		"mobile|https://a.test/c/x?p=1#frag": "/c/x",
+		"desktop|http://a.test/p/9#x":        "/p/9",
+		"https://a.test/no-device":           "/no-device",
+		"desktop|/relative?x":                "/relative",
+		"":                                   "/",
+	} {
+		if got := string(URLPath([]byte(key))); got != want {
+			t.Errorf("URLPath(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestCadenceResolution(t *testing.T) {
+	p := testPolicy(t)
+	for _, tc := range []struct {
+		name           string
+		key            string
+		carried, store int64
+		want           int64
+		origin         Origin
+	}{
+		{"carried wins", "desktop|https://a.test/x", 6 * hour, 12 * hour, 6 * hour, OriginRow},
+		{"carried clamped to route ceiling", "desktop|https://a.test/c/shoes", 48 * hour, 0, 24 * hour, OriginRow},
+		{"carried below ceiling kept", "desktop|https://a.test/c/shoes", 6 * hour, 0, 6 * hour, OriginRow},
+		{"absent: route", "desktop|https://a.test/", 0, 12 * hour, 1 * hour, OriginRoute},
+		{"absent, route without interval: target", "desktop|https://a.test/blog/1", 0, 12 * hour, 12 * hour, OriginTarget},
+		{"absent, no route: target", "desktop|https://a.test/x", 0, 3 * hour, 3 * hour, OriginTarget},
+		{"absent everywhere: default", "desktop|https://a.test/x", 0, 0, 24 * hour, OriginDefault},
+		{"negative carried resolves", "desktop|https://a.test/p/1", -5, 0, 48 * hour, OriginRoute},
+		{"tiny carried resolves", "desktop|https://a.test/x", 1, 0, 24 * hour, OriginDefault},
+		{"absurd carried resolves", "desktop|https://a.test/x", math.MaxInt64, 0, 24 * hour, OriginDefault},
+		{"unusable stored falls through", "desktop|https://a.test/x", 0, -1, 24 * hour, OriginDefault},
+	} {
+		r := Row{Key: []byte(tc.key), EffectiveIntervalMs: tc.carried, StoredIntervalMs: tc.store}
+		got, origin := p.Cadence(&r)
+		if got != tc.want || origin != tc.origin {
+			t.Errorf("%s: cadence %v (%v), want %v (%v)", tc.name, time.Duration(got)*time.Millisecond, origin,
+				time.Duration(tc.want)*time.Millisecond, tc.origin)
+		}
+		if origin.Carried() != (tc.origin == OriginRow) {
+			t.Errorf("%s: Carried() wrong", tc.name)
+		}
+	}
+}
+
+// The ladder gap: a catalog row on a 6 h rung under a 24 h route ceiling, 6 h late, scores 1.0
+// (× the sitemap boost): its own cadence, not the route's 24 h (which would give 0.25).
+func TestLadderGapScoresAgainstTheRung(t *testing.T) {
+	p := testPolicy(t)
+	r := Row{Key: []byte("desktop|https://a.test/c/shoes"), DueAtMs: now - 6*hour, EffectiveIntervalMs: 6 * hour, FromSitemap: true}
+	cad, _ := p.Cadence(&r)
+	if got := p.Score(&r, cad, now); got != 1.0*p.Boost() {
+		t.Fatalf("score %v, want %v", got, p.Boost())
+	}
+	r.FromSitemap = false
+	if got := p.Score(&r, cad, now); got != 1.0 {
+		t.Fatalf("discovered score %v, want 1.0", got)
+	}
+}
+
+// The production symptom, at the policy level: a 1 h homepage two cadences late outranks 48 h
+// product pages that are three days older.
+func TestHomepageOutranksOlderProducts(t *testing.T) {
+	p := testPolicy(t)
+	home := Row{Key: []byte("desktop|https://a.test/"), DueAtMs: now - 2*hour, EffectiveIntervalMs: hour, FromSitemap: true}
+	prod := Row{Key: []byte("desktop|https://a.test/p/1"), DueAtMs: now - 2*hour - 72*hour, EffectiveIntervalMs: 48 * hour, FromSitemap: true}
+	hc, _ := p.Cadence(&home)
+	pc, _ := p.Cadence(&prod)
+	if hs, ps := p.Score(&home, hc, now), p.Score(&prod, pc, now); hs <= ps {
+		t.Fatalf("home %v does not outrank product %v", hs, ps)
+	}
+}
+
+func TestScoreEdges(t *testing.T) {
+	p := testPolicy(t)
+	for _, due := range []int64{0, -1, math.MinInt64, MaxDueMs, math.MaxInt64, now, now + 1} {
+		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: due, FromSitemap: true}
+		if s := p.Score(&r, hour, now); s != 0 {
+			t.Errorf("due %d scores %v, want 0", due, s)
+		}
+	}
+	// Any inputs at all: finite and non-negative.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: int64(rng.Uint64()), EffectiveIntervalMs: int64(rng.Uint64()),
+			StoredIntervalMs: int64(rng.Uint64()), FromSitemap: rng.IntN(2) == 0}
+		cad, _ := p.Cadence(&r)
+		s := p.Score(&r, cad, int64(rng.Uint64()))
+		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
+			t.Fatalf("row %+v scores %v", r, s)
+		}
+		// Score clamps a cadence passed in directly too.
+		if s := p.Score(&r, int64(rng.Uint64())-math.MaxInt64/2, now); math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
+			t.Fatalf("row %+v with a raw cadence scores %v", r, s)
+		}
+	}
+}
+
+func TestLaneOf(t *testing.T) {
+	for _, tc := range []struct {
+		r    Row
+		want Lane
+	}{
+		{Row{Urgent: true, Failing: true}, LaneUrgent},
+		{Row{Failing: true, FromSitemap: true}, LaneCold},
+		{Row{NeverRendered: true}, LaneCold},
+		{Row{FromSitemap: true}, LaneSubmitted},
+		{Row{}, LaneDiscovered},
+	} {
+		if got := LaneOf(&tc.r); got != tc.want {
+			t.Errorf("%+v: lane %v, want %v", tc.r, got, tc.want)
+		}
+	}
+}
+
+func TestRouteOf(t *testing.T) {
+	p := testPolicy(t)
+	if name, swr := p.RouteOf([]byte("desktop|https://a.test/c/x")); name != "catalog" || swr != 6*hour {
+		t.Fatalf("catalog: %q %d", name, swr)
+	}
+	if name, swr := p.RouteOf([]byte("desktop|https://a.test/zzz")); name != "" || swr != 3*hour {
+		t.Fatalf("no route: %q %d", name, swr)
+	}
+}

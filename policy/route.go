@@ -1,0 +1,100 @@
+package policy
+
+import (
+	"bytes"
+
+	"github.com/freshq/freshq/config"
+)
+
+// route is a compiled config.Route.
+type route struct {
+	name       string
+	match      matchKind
+	pattern    []byte
+	intervalMs int64 // 0 = the route sets no cadence or ceiling
+	swrMs      int64
+}
+
+type matchKind uint8
+
+const (
+	matchExact matchKind = iota
+	matchPrefix
+	matchContains
+)
+
+func compileRoutes(rs []config.Route, defaultSWRMs int64) []route {
+	out := make([]route, len(rs))
+	for i, r := range rs {
+		kind := matchExact
+		switch r.Match {
+		case "prefix":
+			kind = matchPrefix
+		case "contains":
+			kind = matchContains
+		}
+		swr := r.SWR.Ms()
+		if swr == 0 {
+			swr = defaultSWRMs
+		}
+		out[i] = route{name: r.Name, match: kind, pattern: []byte(r.Path), intervalMs: r.Interval.Ms(), swrMs: swr}
+	}
+	return out
+}
+
+// URLPath returns the path of the URL in a cache key (device + "|" + URL), without query or
+// fragment: "desktop|https://a.test/c/x?p=1" → "/c/x". It allocates nothing.
+func URLPath(cacheKey []byte) []byte {
+	u := cacheKey
+	if i := bytes.IndexByte(u, '|'); i >= 0 {
+		u = u[i+1:]
+	}
+	if i := bytes.Index(u, []byte("://")); i >= 0 {
+		u = u[i+3:]
+		j := bytes.IndexByte(u, '/')
+		if j < 0 {
+			return []byte("/")
+		}
+		u = u[j:]
+	}
+	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	if len(u) == 0 {
+		return []byte("/")
+	}
+	return u
+}
+
+// matchRoute returns the index of the first route matching the key's path, or -1.
+func (p *Policy) matchRoute(cacheKey []byte) int {
+	if len(p.routes) == 0 {
+		return -1
+	}
+	path := URLPath(cacheKey)
+	for i := range p.routes {
+		r := &p.routes[i]
+		var ok bool
+		switch r.match {
+		case matchExact:
+			ok = bytes.Equal(path, r.pattern)
+		case matchPrefix:
+			ok = bytes.HasPrefix(path, r.pattern)
+		case matchContains:
+			ok = bytes.Contains(path, r.pattern)
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// RouteOf names the route a cache key falls under ("" for none) and its stale-while-revalidate
+// window in ms (page.swr_ttl when the key matches no route or the route sets none).
+func (p *Policy) RouteOf(cacheKey []byte) (name string, swrMs int64) {
+	if i := p.matchRoute(cacheKey); i >= 0 {
+		return p.routes[i].name, p.routes[i].swrMs
+	}
+	return "", p.defaultSWRMs
+}

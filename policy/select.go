@@ -1,0 +1,277 @@
+package policy
+
+import (
+	"math"
+	"slices"
+)
+
+// Shares are the lane shares of a published set (DESIGN §7).
+type Shares struct {
+	UrgentMax     float64 // urgent is served first but holds at most this share
+	DiscoveredMin float64 // discovered holds at least this share while it has rows
+	ColdMin       float64 // cold holds at least this share while it has rows
+}
+
+// Mode is how a Selector ranks and orders. Production uses ModeLanes; the others exist so the
+// simulator can compare policies through this same code.
+type Mode uint8
+
+const (
+	// ModeLanes ranks by score within each lane and interleaves lanes by Shares.
+	ModeLanes Mode = iota
+	// ModeScore ranks every candidate by score alone.
+	ModeScore
+	// ModeEDF ranks by due time, oldest first: the index order freshq replaces.
+	ModeEDF
+	// ModeStrict serves lanes in strict priority (urgent, submitted, cold, discovered), each by
+	// score. It starves the tail lanes; it is here to show that.
+	ModeStrict
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeLanes:
+		return "ready+lanes"
+	case ModeScore:
+		return "ready"
+	case ModeEDF:
+		return "edf"
+	case ModeStrict:
+		return "strict"
+	}
+	return "unknown"
+}
+
+// Item is one candidate a Selector kept.
+type Item[T any] struct {
+	Score   float64
+	DueAtMs int64
+	Lane    Lane
+	Value   T
+	seq     uint64 // offer order: the last tie-break, so equal candidates keep index order
+}
+
+// Selector keeps the best K of any number of candidates in O(K) memory per lane, then orders
+// them for publishing. Use Admits before building an expensive Value: most candidates of a large
+// due set are never admitted. A Selector is not safe for concurrent use.
+type Selector[T any] struct {
+	k      int
+	mode   Mode
+	shares Shares
+	heaps  [NumLanes]minHeap[T] // ModeScore and ModeEDF use heaps[0] only
+	seq    uint64
+}
+
+// NewSelector returns a selector that keeps at most k items (per lane, in the lane modes).
+func NewSelector[T any](k int, mode Mode, shares Shares) *Selector[T] {
+	s := &Selector[T]{k: max(k, 0), mode: mode, shares: shares}
+	for i := range s.heaps {
+		s.heaps[i].better = s.better
+	}
+	return s
+}
+
+// Reset empties the selector, keeping its memory.
+func (s *Selector[T]) Reset() {
+	for i := range s.heaps {
+		clear(s.heaps[i].items)
+		s.heaps[i].items = s.heaps[i].items[:0]
+	}
+	s.seq = 0
+}
+
+func (s *Selector[T]) heapFor(l Lane) *minHeap[T] {
+	if s.mode == ModeScore || s.mode == ModeEDF || l >= NumLanes {
+		return &s.heaps[0]
+	}
+	return &s.heaps[l]
+}
+
+// better reports whether a ranks above b.
+func (s *Selector[T]) better(a, b *Item[T]) bool {
+	if s.mode != ModeEDF && a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.DueAtMs != b.DueAtMs {
+		return a.DueAtMs < b.DueAtMs
+	}
+	return a.seq < b.seq
+}
+
+func sanitize(score float64) float64 {
+	if math.IsNaN(score) || score < 0 {
+		return 0 // a broken score must never rank a row first
+	}
+	return score
+}
+
+// Admits reports whether a candidate with these ranks would be kept if offered now.
+func (s *Selector[T]) Admits(lane Lane, score float64, dueAtMs int64) bool {
+	h := s.heapFor(lane)
+	if len(h.items) < s.k {
+		return true
+	}
+	if s.k == 0 {
+		return false
+	}
+	cand := Item[T]{Score: sanitize(score), DueAtMs: dueAtMs, seq: s.seq}
+	return s.better(&cand, &h.items[0])
+}
+
+// Offer considers one candidate; it is kept if it ranks among the best k of its heap.
+func (s *Selector[T]) Offer(lane Lane, score float64, dueAtMs int64, v T) {
+	it := Item[T]{Score: sanitize(score), DueAtMs: dueAtMs, Lane: lane, Value: v, seq: s.seq}
+	s.seq++
+	if s.k == 0 {
+		return
+	}
+	h := s.heapFor(lane)
+	if len(h.items) < s.k {
+		h.push(it)
+		return
+	}
+	if s.better(&it, &h.items[0]) {
+		h.replaceRoot(it)
+	}
+}
+
+// Result returns at most k kept items in publishing order: the order takes will hand them out.
+// It leaves the selector empty.
+func (s *Selector[T]) Result() []Item[T] {
+	var lanes [NumLanes][]Item[T]
+	for i := range s.heaps {
+		lanes[i] = s.heaps[i].items
+		slices.SortFunc(lanes[i], func(a, b Item[T]) int {
+			if s.better(&a, &b) {
+				return -1
+			}
+			if s.better(&b, &a) {
+				return 1
+			}
+			return 0
+		})
+		s.heaps[i].items = nil
+	}
+	s.seq = 0
+	switch s.mode {
+	case ModeScore, ModeEDF:
+		return lanes[0]
+	case ModeStrict:
+		var out []Item[T]
+		for _, l := range []Lane{LaneUrgent, LaneSubmitted, LaneCold, LaneDiscovered} {
+			out = append(out, lanes[l]...)
+		}
+		return out[:min(len(out), s.k)]
+	}
+	return s.interleave(lanes)
+}
+
+// interleave builds the lanes-mode order so that every prefix, not only the whole set, honours
+// the shares: takers consume a set from the front and may never reach its end before the next
+// publish. In each prefix of length m, cold holds at least ⌊ColdMin·m⌋ and discovered at least
+// ⌊DiscoveredMin·m⌋ while they have rows, and urgent at most ⌈UrgentMax·m⌉ while any other lane
+// has rows (when none does, the cap would protect nobody). Each floor lane therefore has a
+// deadline, the position by which its floor forces its next row; the two floor lanes are served
+// earliest deadline first, as soon as their deadlines leave no slack, since both can fall due at
+// the same position. Otherwise urgent goes first up to its cap, and then the best score among
+// the other lanes.
+func (s *Selector[T]) interleave(lanes [NumLanes][]Item[T]) []Item[T] {
+	total := 0
+	for _, l := range lanes {
+		total += len(l)
+	}
+	out := make([]Item[T], 0, min(total, s.k))
+	var taken [NumLanes]int
+	head := func(l Lane) *Item[T] {
+		if taken[l] < len(lanes[l]) {
+			return &lanes[l][taken[l]]
+		}
+		return nil
+	}
+	take := func(l Lane) {
+		out = append(out, lanes[l][taken[l]])
+		taken[l]++
+	}
+	// deadline is the first position m at which lane l's floor requires one more row than it
+	// has; math.MaxInt when it has no rows left or no floor. It is computed with the same
+	// floor expression the guarantee is stated in, so float rounding cannot split them.
+	deadline := func(l Lane, share float64) int {
+		if share <= 0 || head(l) == nil {
+			return math.MaxInt
+		}
+		need := float64(taken[l] + 1)
+		d := max(1, int(math.Ceil(need/share)))
+		for d > 1 && math.Floor(share*float64(d-1)) >= need {
+			d--
+		}
+		for math.Floor(share*float64(d)) < need {
+			d++
+		}
+		return d
+	}
+	for m := 1; len(out) < s.k && len(out) < total; m++ {
+		first := LaneCold
+		d1, d2 := deadline(LaneCold, s.shares.ColdMin), deadline(LaneDiscovered, s.shares.DiscoveredMin)
+		if d2 < d1 {
+			first, d1, d2 = LaneDiscovered, d2, d1
+		}
+		switch {
+		case d1 <= m || (d2 != math.MaxInt && d2 <= m+1):
+			take(first)
+		case head(LaneUrgent) != nil && float64(taken[LaneUrgent]) < math.Ceil(s.shares.UrgentMax*float64(m)):
+			take(LaneUrgent)
+		default:
+			best := Lane(NumLanes)
+			for _, l := range []Lane{LaneSubmitted, LaneDiscovered, LaneCold} {
+				if h := head(l); h != nil && (best == NumLanes || s.better(h, head(best))) {
+					best = l
+				}
+			}
+			if best == NumLanes {
+				best = LaneUrgent // only urgent rows remain
+			}
+			take(best)
+		}
+	}
+	return out
+}
+
+// minHeap is a binary heap whose root is the worst kept item.
+type minHeap[T any] struct {
+	items  []Item[T]
+	better func(a, b *Item[T]) bool
+}
+
+// worse reports whether items[i] ranks below items[j].
+func (h *minHeap[T]) worse(i, j int) bool { return h.better(&h.items[j], &h.items[i]) }
+
+func (h *minHeap[T]) push(it Item[T]) {
+	h.items = append(h.items, it)
+	for i := len(h.items) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.worse(i, parent) {
+			break
+		}
+		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		i = parent
+	}
+}
+
+func (h *minHeap[T]) replaceRoot(it Item[T]) {
+	h.items[0] = it
+	n := len(h.items)
+	for i := 0; ; {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < n && h.worse(l, worst) {
+			worst = l
+		}
+		if r < n && h.worse(r, worst) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		h.items[i], h.items[worst] = h.items[worst], h.items[i]
+		i = worst
+	}
+}
