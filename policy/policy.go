@@ -16,6 +16,7 @@ const (
 // Policy is the compiled decision set for one configuration. It is immutable and safe for
 // concurrent use; a reload builds a new one.
 type Policy struct {
+	cfg               *config.Config
 	routes            []route
 	defaultIntervalMs int64
 	defaultSWRMs      int64
@@ -27,6 +28,7 @@ type Policy struct {
 func New(cfg *config.Config) *Policy {
 	q := cfg.Queue
 	return &Policy{
+		cfg:               cfg,
 		routes:            compileRoutes(cfg.Routes, cfg.Page.SWRTTL.Ms()),
 		defaultIntervalMs: clampCadence(cfg.Render.DefaultInterval.Ms()),
 		defaultSWRMs:      cfg.Page.SWRTTL.Ms(),
@@ -38,6 +40,10 @@ func New(cfg *config.Config) *Policy {
 		},
 	}
 }
+
+// Config returns the configuration the policy was compiled from. Callers read settings from
+// it rather than from a separately loaded Config, so the two can never disagree mid-reload.
+func (p *Policy) Config() *config.Config { return p.cfg }
 
 // Shares returns the lane shares of the configuration, for building a Selector.
 func (p *Policy) Shares() Shares { return p.shares }

@@ -1,0 +1,142 @@
+// Package claim grants render jobs: it takes rows from the shared-memory ready set and leases
+// them in shared memory, and falls back to the floored index scan whenever the ready set cannot
+// serve. Render workers claim through it with no store at all; worker 0 also serves the
+// fallback (and remote renderers) from its store.
+//
+// # Guarantees
+//
+//   - A job is granted only with a lease: a row leased by anyone (or in its release grace) is
+//     refused at grant time, so no row is rendered by two holders at once.
+//   - A claim served from the ready set reads no index: the Claimer holds no store, and touches
+//     the Fallback only when the ready set is cold, exhausted, disabled or busy.
+//   - Every failure of the ready path degrades to the old order (the floored index scan), never
+//     to a stall.
+//
+// Grants are counted by source in the claiming worker's shm block
+// (freshq_claim_granted_total{source="ready"|"index"}): a node serving every claim from the
+// index looks healthy in every other series.
+package claim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+)
+
+// Source says where a job came from.
+type Source uint8
+
+const (
+	SourceReady Source = iota + 1 // the shared-memory ready set
+	SourceIndex                   // the floored index scan
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceReady:
+		return "ready"
+	case SourceIndex:
+		return "index"
+	}
+	return "unknown"
+}
+
+// Job is one granted row. The holder must release its Lease (or let it lapse).
+type Job struct {
+	Key         []byte
+	KeyHash     uint64
+	DueAtMs     int64
+	CadenceMs   int64
+	FromSitemap bool
+	Lane        policy.Lane
+	Score       float64
+	Source      Source
+	Lease       shm.Lease
+}
+
+// Fallback grants up to n jobs from the floored index scan, leased for holder. Worker 0
+// implements it over its store (IndexSource); a render worker implements it as a call to
+// worker 0 over the control socket.
+type Fallback interface {
+	ClaimIndex(ctx context.Context, n int, holder uint64) ([]Job, error)
+}
+
+// Options wires a Claimer.
+type Options struct {
+	Segment  *shm.Segment
+	Worker   *shm.Worker // the claiming worker's block, for grant counters
+	Fallback Fallback
+	Policy   func() *policy.Policy // the policy in force, with its config
+	Now      func() int64
+	Holder   uint64 // pid<<16 | worker index
+}
+
+// Claimer grants jobs to one worker. It is safe for concurrent use.
+type Claimer struct {
+	opts Options
+}
+
+// New returns a Claimer.
+func New(opts Options) *Claimer { return &Claimer{opts: opts} }
+
+// Claim grants up to n jobs: from the ready set while it serves, then from the fallback for the
+// rest. It returns fewer than n (possibly none) when nothing more is due.
+func (c *Claimer) Claim(ctx context.Context, n int) ([]Job, error) {
+	cfg := c.opts.Policy().Config()
+	now := c.opts.Now()
+	ttl := cfg.Queue.LeaseTTL.Ms()
+	jobs := make([]Job, 0, n)
+	if cfg.ReadyEnabled() {
+		jobs = c.takeReady(jobs, n, now, ttl)
+	}
+	if len(jobs) == n || c.opts.Fallback == nil {
+		return jobs, nil
+	}
+	more, err := c.opts.Fallback.ClaimIndex(ctx, n-len(jobs), c.opts.Holder)
+	if err != nil {
+		return jobs, fmt.Errorf("claim: index fallback: %w", err)
+	}
+	if c.opts.Worker != nil && len(more) > 0 {
+		c.opts.Worker.Add(shm.CounterClaimIndex, uint64(len(more)))
+	}
+	return append(jobs, more...), nil
+}
+
+// takeReady takes from the ready set until it has n jobs or the set stops serving. Each take
+// consumes its entry (at most once per generation), whether or not the lease is granted: a
+// refused entry is leased by someone else, who is rendering it.
+func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64) []Job {
+	ready, leases := c.opts.Segment.Ready(), c.opts.Segment.Leases()
+	var e shm.Entry
+	granted, refused := 0, 0
+	for len(jobs) < n {
+		if ready.Take(&e) != shm.Taken {
+			break // cold, exhausted, disabled or busy: the fallback serves the rest
+		}
+		lease, st := leases.Acquire(e.KeyHash, now, ttl, c.opts.Holder)
+		if st == shm.Full {
+			refused++
+			break // the table is full around this key; another take will likely meet the same
+		}
+		if st != shm.Acquired {
+			refused++
+			continue
+		}
+		jobs = append(jobs, Job{
+			Key: append([]byte(nil), e.Key...), KeyHash: e.KeyHash, DueAtMs: e.DueAtMs, CadenceMs: e.CadenceMs,
+			FromSitemap: e.FromSitemap, Lane: policy.Lane(e.Lane), Score: e.Score, Source: SourceReady, Lease: lease,
+		})
+		granted++
+	}
+	if w := c.opts.Worker; w != nil {
+		if granted > 0 {
+			w.Add(shm.CounterClaimReady, uint64(granted))
+		}
+		if refused > 0 {
+			w.Add(shm.CounterLeaseRefused, uint64(refused))
+		}
+	}
+	return jobs
+}

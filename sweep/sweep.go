@@ -1,0 +1,321 @@
+// Package sweep is worker 0's sweep: every queue.ready.sweep_interval it reads the whole due
+// set through the store's due-set iterator (the d/ index only, never a schedule row), scores
+// every row with policy, keeps the best queue.ready.capacity in a bounded selector, and
+// publishes them into the shared-memory ready buffer, from which every worker claims without
+// reading any index.
+//
+// # Who owns what
+//
+// The sweep owns the claim floor (DESIGN §5). It is the only reader that sees every due row, so
+// the first due row it observes is the true minimum, and it is the only code that advances the
+// floor. The store makes each advance safe (F1): a pass advances at most to
+// min(first due observed, its snapshot time, every write that raced it) − guard, by CAS from the
+// floor it read. The sweep adds the liveness half: the floor must not freeze.
+//
+//	           tick
+//	idle ───────────────▶ pass: snapshot + floor ─▶ iterate d/ (score, select)
+//	 ▲                                                    │
+//	 │                                                    ▼
+//	 └── unpin hatch (writes) ◀── publish ◀── advance floor, close iterator
+//
+// The row at the floor's head pins it. The sweep remembers which row that is and since when,
+// warns once when it has pinned the floor for half of claim_floor.unpin_after, and at
+// unpin_after runs the unpin hatch: it files the row forward, due now, with the cadence the
+// sweep resolved for it, so a row that had no carried cadence becomes self-describing. The
+// hatch writes only after the pass's iterator is closed.
+//
+// # Failure
+//
+// A sweep that returns an error or panics is logged and counted; the next tick runs a fresh
+// one. No state survives a failed sweep that could stop the next (no latch). While a sweep
+// fails, claims go on from the last published set and then from the floored index scan.
+//
+// queue.ready.enabled: false is read at every sweep: the ready buffer is switched off for every
+// process at once, and the sweep keeps only its floor duty (a one-row pass), so the index scan
+// the claims fall back to stays flat.
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+// Store is what the sweep needs of the store; *store.Store implements it.
+type Store interface {
+	BeginPass(nowMs int64) (*store.Pass, error)
+	WriteSchedule(store.Schedule) error
+}
+
+// Options wires a Sweeper.
+type Options struct {
+	Store   Store
+	Segment *shm.Segment
+	Worker  *shm.Worker           // worker 0's block: sweep counters
+	Policy  func() *policy.Policy // the policy in force, with its config; read once per sweep
+	Now     func() int64          // ms since the epoch
+	Log     zerolog.Logger
+	// AfterSweep, if set, is called with every sweep's outcome, after it is logged and
+	// counted (the worker feeds metrics from it; tests wait on it instead of on time).
+	AfterSweep func(Result, error)
+}
+
+// Sweeper runs sweeps. It is used by one goroutine (Run, or a test calling Sweep).
+type Sweeper struct {
+	opts Options
+	pin  pinState
+}
+
+// value is what the selector keeps per admitted row.
+type value struct {
+	key         []byte
+	cadenceMs   int64
+	fromSitemap bool
+}
+
+// pinState remembers the row at the floor's head across sweeps.
+type pinState struct {
+	key     []byte
+	dueAtMs int64
+	sinceMs int64
+	warned  bool
+}
+
+// New returns a Sweeper.
+func New(opts Options) *Sweeper {
+	return &Sweeper{opts: opts}
+}
+
+// Result describes one sweep.
+type Result struct {
+	Gen         uint64        // generation published; 0 if nothing was published
+	Published   int           // entries in it
+	Rows        int           // due rows read
+	Capped      bool          // the pass stopped at sweep_cap with more due rows waiting
+	LongKeys    int           // rows skipped: key longer than the ready set's key capacity
+	Carried     int           // rows scored with the cadence they carried
+	Resolved    int           // rows whose cadence was resolved from configuration
+	FloorMs     int64         // the floor after the sweep
+	Advanced    bool          // the floor moved up
+	NextDueMs   int64         // first not-yet-due time seen; 0 = none
+	PinnedKey   []byte        // the row at the floor's head, if any
+	PinnedForMs int64         // how long it has been there
+	Unpinned    bool          // the unpin hatch filed it forward
+	Disabled    bool          // queue.ready.enabled was false: nothing published
+	Duration    time.Duration // wall time of the sweep
+}
+
+const chunkRows = 1024
+
+// Sweep runs one sweep. A panic inside it is recovered into an error, so a caller's loop always
+// gets to run the next one.
+func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sweep: panic: %v\n%s", r, debug.Stack())
+		}
+		res.Duration = time.Since(start)
+		s.record(&res, err)
+		if s.opts.AfterSweep != nil {
+			s.opts.AfterSweep(res, err)
+		}
+	}()
+	return s.sweep(ctx)
+}
+
+func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
+	pol := s.opts.Policy()
+	cfg := pol.Config()
+	q := cfg.Queue
+	now := s.opts.Now()
+	enabled := cfg.ReadyEnabled()
+	s.opts.Segment.Ready().SetEnabled(enabled)
+
+	pass, err := s.opts.Store.BeginPass(now)
+	if err != nil {
+		return Result{}, fmt.Errorf("sweep: begin pass: %w", err)
+	}
+	defer pass.Close()
+
+	layout := s.opts.Segment.Layout()
+	keyCap := layout.KeyCapacity
+	// The segment was sized when it was created; a reload cannot grow it.
+	sel := policy.NewSelector[value](min(q.Ready.Capacity, int(layout.ReadyCapacity)), policy.ModeLanes, pol.Shares())
+	res := Result{Disabled: !enabled}
+	var head struct {
+		key     []byte
+		row     policy.Row
+		cadence int64
+		ok      bool
+	}
+	maxRows := q.Ready.SweepCap
+	if !enabled {
+		maxRows = 1 // only the floor's head is needed
+	}
+	var pr policy.Row
+	err = pass.IterateDue(maxRows, chunkRows, func(rows []store.DueRow) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for i := range rows {
+			r := &rows[i]
+			pr = policy.Row{
+				Key:                 r.Key,
+				DueAtMs:             r.DueAtMs,
+				FromSitemap:         r.FromSitemap,
+				EffectiveIntervalMs: r.EffectiveIntervalMs,
+				StoredIntervalMs:    r.StoredIntervalMs,
+				Urgent:              r.Urgent,
+				NeverRendered:       r.NeverRendered,
+				Failing:             r.Failing,
+			}
+			cadence, origin := pol.Cadence(&pr)
+			if origin.Carried() {
+				res.Carried++
+			} else {
+				res.Resolved++
+			}
+			if !head.ok {
+				head.key, head.row, head.cadence, head.ok = bytes.Clone(r.Key), pr, cadence, true
+				head.row.Key = head.key
+			}
+			if !enabled {
+				continue
+			}
+			if len(r.Key) > int(keyCap) {
+				res.LongKeys++ // claimable only through the index scan; never truncated
+				continue
+			}
+			lane := policy.LaneOf(&pr)
+			score := pol.Score(&pr, cadence, now)
+			if sel.Admits(lane, score, r.DueAtMs) {
+				sel.Offer(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, fromSitemap: r.FromSitemap})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("sweep: iterate: %w", err)
+	}
+	stats := pass.Stats()
+	res.Rows, res.Capped = stats.Rows, stats.Capped && enabled
+	res.FloorMs, res.Advanced = pass.AdvanceFloor(q.ClaimFloor.Guard.Ms())
+	pass.Close() // the iterator and snapshot are released before anything below writes
+
+	floor := s.opts.Segment.Floor()
+	if stats.HasNextDue {
+		res.NextDueMs = stats.NextDueMs
+	}
+	floor.SetNextDue(res.NextDueMs)
+	if res.Advanced {
+		floor.SetAdvancedAt(now)
+	}
+
+	if enabled {
+		items := sel.Result()
+		entries := make([]shm.Entry, len(items))
+		for i, it := range items {
+			entries[i] = shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
+				FromSitemap: it.Value.fromSitemap, Lane: uint8(it.Lane), Key: it.Value.key}
+		}
+		pub := s.opts.Segment.Ready().Publish(entries, now)
+		res.Gen, res.Published = pub.Gen, pub.Published
+	}
+
+	if !head.ok {
+		s.pin = pinState{}
+		floor.SetPin(0, 0)
+		return res, nil
+	}
+	if !bytes.Equal(s.pin.key, head.key) || s.pin.dueAtMs != head.row.DueAtMs {
+		s.pin = pinState{key: head.key, dueAtMs: head.row.DueAtMs, sinceMs: now}
+	}
+	floor.SetPin(shm.KeyHash(head.key), s.pin.sinceMs)
+	res.PinnedKey, res.PinnedForMs = head.key, now-s.pin.sinceMs
+	unpinAfter := q.ClaimFloor.UnpinAfter.Ms()
+	if res.PinnedForMs >= unpinAfter/2 && !s.pin.warned {
+		s.pin.warned = true
+		s.opts.Log.Warn().Str("key", string(head.key)).Int64("due_ms", head.row.DueAtMs).
+			Dur("pinned_for", time.Duration(res.PinnedForMs)*time.Millisecond).
+			Dur("unpin_after", q.ClaimFloor.UnpinAfter.D()).
+			Msg("a row has held the claim floor for half of unpin_after; it will be filed forward")
+	}
+	if res.PinnedForMs >= unpinAfter {
+		if err := s.unpin(&head.row, head.cadence, now); err != nil {
+			return res, err
+		}
+		res.Unpinned = true
+		s.pin = pinState{}
+	}
+	return res, nil
+}
+
+// unpin files the row at the floor's head forward: due now, with the cadence the sweep
+// resolved, keeping its source and lane inputs.
+func (s *Sweeper) unpin(r *policy.Row, cadenceMs, now int64) error {
+	sch, err := store.NewSchedule(r.Key, now, r.FromSitemap, cadenceMs,
+		store.Lanes{Urgent: r.Urgent, NeverRendered: r.NeverRendered, Failing: r.Failing})
+	if err != nil {
+		return fmt.Errorf("sweep: unpin %q: %w", r.Key, err)
+	}
+	if err := s.opts.Store.WriteSchedule(sch); err != nil {
+		return fmt.Errorf("sweep: unpin %q: %w", r.Key, err)
+	}
+	s.opts.Log.Warn().Str("key", string(r.Key)).Int64("was_due_ms", r.DueAtMs).Int64("cadence_ms", cadenceMs).
+		Msg("unpin hatch: filed the row holding the claim floor forward to now")
+	return nil
+}
+
+// record logs a sweep (one line) and updates worker 0's counters.
+func (s *Sweeper) record(res *Result, err error) {
+	w := s.opts.Worker
+	if err != nil {
+		if w != nil {
+			w.Add(shm.CounterSweepFailures, 1)
+		}
+		if !errors.Is(err, context.Canceled) {
+			s.opts.Log.Error().Err(err).Msg("sweep failed; the next tick retries")
+		}
+		return
+	}
+	if w != nil {
+		w.Add(shm.CounterSweeps, 1)
+		w.Set(shm.CounterSweepMicros, uint64(res.Duration.Microseconds()))
+		w.Set(shm.CounterSweepRows, uint64(res.Rows))
+		w.Add(shm.CounterCadenceCarried, uint64(res.Carried))
+		w.Add(shm.CounterCadenceResolved, uint64(res.Resolved))
+		if res.Capped {
+			w.Add(shm.CounterSweepCapped, 1)
+		}
+	}
+	if res.Capped {
+		s.opts.Log.Warn().Int("rows", res.Rows).
+			Msg("sweep stopped at sweep_cap: the index is ascending, so the recently-due rows went unranked")
+	}
+	s.opts.Log.Debug().Uint64("gen", res.Gen).Int("published", res.Published).Int("rows", res.Rows).
+		Int("carried", res.Carried).Int("resolved", res.Resolved).Int64("floor_ms", res.FloorMs).
+		Bool("advanced", res.Advanced).Dur("took", res.Duration).Msg("sweep")
+}
+
+// Run sweeps on every tick until ctx is done. A failed sweep is logged by Sweep; Run only goes
+// on to the next tick.
+func (s *Sweeper) Run(ctx context.Context, ticks <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			s.Sweep(ctx)
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+const (
+	hour  = qtest.Hour
+	start = int64(1_800_000_000_000)
+)
+
+const routes = `
+routes:
+  - {name: home, match: exact, path: /, interval: 1h}
+  - {name: catalog, match: prefix, path: /c/, interval: 24h}
+  - {name: product, match: prefix, path: /p/, interval: 48h}
+`
+
+func newSweeper(e *qtest.Env, log *bytes.Buffer) *Sweeper {
+	opts := Options{Store: e.Store, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)}
+	if log != nil {
+		opts.Log = qtest.Log(log)
+	}
+	return New(opts)
+}
+
+func takeAll(t *testing.T, seg *shm.Segment) []shm.Entry {
+	t.Helper()
+	var out []shm.Entry
+	for {
+		var e shm.Entry
+		if seg.Ready().Take(&e) != shm.Taken {
+			return out
+		}
+		out = append(out, e)
+	}
+}
+
+// The ladder gap, end to end: the published entry of a catalog row on a 6 h rung under a 24 h
+// route, 6 h late, carries score 1.0 × boost and the 6 h cadence.
+func TestSweepScoresAgainstTheCarriedRung(t *testing.T) {
+	e := qtest.New(t, routes, start, shm.Options{})
+	e.Put("desktop|https://a.test/c/shoes", start-6*hour, true, 6*hour, store.Lanes{})
+	res, err := newSweeper(e, nil).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Published != 1 || res.Carried != 1 || res.Resolved != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	got := takeAll(t, e.Seg)
+	if got[0].Score != 2.0 || got[0].CadenceMs != 6*hour || policy.Lane(got[0].Lane) != policy.LaneSubmitted {
+		t.Fatalf("entry score %v cadence %d lane %d; want 2.0 (1.0 × boost 2), 6h, submitted", got[0].Score, got[0].CadenceMs, got[0].Lane)
+	}
+	if c := e.Worker0.Load(shm.CounterCadenceCarried); c != 1 {
+		t.Fatalf("carried counter %d", c)
+	}
+}
+
+// The upgrade path: rows without a carried cadence are scored with the resolved one and counted
+// as resolved; when such a row holds the floor past unpin_after, the hatch files it forward
+// with the cadence it resolved, so the row becomes self-describing.
+func TestUpgradePathAndUnpinHatch(t *testing.T) {
+	e := qtest.New(t, routes+`
+queue:
+  claim_floor: {guard: 5m, unpin_after: 1h}
+`, start, shm.Options{})
+	wedged := "desktop|https://a.test/p/wedged"
+	e.Put(wedged, start-10*hour, false, 0, store.Lanes{}) // no carried cadence: resolves to the route's 48 h
+	e.Put("desktop|https://a.test/", start-2*hour, true, 0, store.Lanes{})
+	var log bytes.Buffer
+	s := newSweeper(e, &log)
+	res, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resolved != 2 || res.Carried != 0 {
+		t.Fatalf("first sweep: %+v", res)
+	}
+	if e.Worker0.Load(shm.CounterCadenceResolved) != 2 {
+		t.Fatal("resolved counter not incremented")
+	}
+	if string(res.PinnedKey) != wedged || res.PinnedForMs != 0 {
+		t.Fatalf("pin %q for %d", res.PinnedKey, res.PinnedForMs)
+	}
+	if h, since := e.Seg.Floor().Pin(); h != shm.KeyHash([]byte(wedged)) || since != start {
+		t.Fatalf("shm pin (%d, %d)", h, since)
+	}
+	// Nobody claims anything; the row stays at the head.
+	e.Advance(30 * 60_000)
+	if _, err := s.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), "half of unpin_after"); n != 1 {
+		t.Fatalf("%d wedge warnings after 30 min, want 1:\n%s", n, log.String())
+	}
+	e.Advance(20 * 60_000)
+	if _, err := s.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), "half of unpin_after"); n != 1 {
+		t.Fatalf("the wedge warning repeated: %d", n)
+	}
+	row, err := e.Store.GetSchedule([]byte(wedged))
+	if err != nil || row.DueAtMs != start-10*hour {
+		t.Fatalf("filed forward before unpin_after: %+v %v", row, err)
+	}
+	e.Advance(10 * 60_000)
+	res, err = s.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Unpinned {
+		t.Fatalf("not unpinned after 1h: %+v", res)
+	}
+	row, err = e.Store.GetSchedule([]byte(wedged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.DueAtMs != e.Now() || row.EffectiveIntervalMs != 48*hour || row.FromSitemap {
+		t.Fatalf("unpinned row %+v; want due now with the resolved 48h cadence", row)
+	}
+	e.CheckF1("after unpin")
+	// The next sweep sees the homepage at the head and counts the upgraded row as carried.
+	res, err = s.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Carried != 1 || res.Resolved != 1 || string(res.PinnedKey) != "desktop|https://a.test/" {
+		t.Fatalf("after upgrade: %+v", res)
+	}
+}
+
+func TestFloorAdvancesAndRecordsNextDue(t *testing.T) {
+	e := qtest.New(t, routes, start, shm.Options{})
+	e.Put("desktop|https://a.test/c/1", start-3*hour, true, 0, store.Lanes{})
+	e.Put("desktop|https://a.test/c/2", start+30_000, true, 0, store.Lanes{})
+	res, err := newSweeper(e, nil).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := int64(5 * 60_000)
+	if !res.Advanced || res.FloorMs != start-3*hour-guard || e.Seg.Floor().Load() != res.FloorMs {
+		t.Fatalf("floor %d advanced %v; want %d", res.FloorMs, res.Advanced, start-3*hour-guard)
+	}
+	if res.NextDueMs != start+30_000 || e.Seg.Floor().NextDue() != start+30_000 {
+		t.Fatalf("next due %d / %d", res.NextDueMs, e.Seg.Floor().NextDue())
+	}
+	e.CheckF1("after sweep")
+}
+
+func TestDisabledTakesEffectOnNextTick(t *testing.T) {
+	e := qtest.New(t, routes, start, shm.Options{})
+	for i := range 5 {
+		e.Put("desktop|https://a.test/c/"+string(rune('a'+i)), start-hour, true, 0, store.Lanes{})
+	}
+	s := newSweeper(e, nil)
+	if res, _ := s.Sweep(context.Background()); res.Published != 5 {
+		t.Fatalf("enabled sweep published %d", res.Published)
+	}
+	e.Reload(routes + "queue:\n  ready: {enabled: false}\n")
+	res, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Disabled || res.Gen != 0 || res.Rows != 1 {
+		t.Fatalf("disabled sweep %+v; want no publish and a one-row floor pass", res)
+	}
+	var en shm.Entry
+	if st := e.Seg.Ready().Take(&en); st != shm.Disabled {
+		t.Fatalf("take after the disabled sweep: %v", st)
+	}
+	e.Reload(routes)
+	if res, _ := s.Sweep(context.Background()); res.Published != 5 || !e.Seg.Ready().Enabled() {
+		t.Fatalf("re-enabled sweep %+v", res)
+	}
+}
+
+// failingStore fails or panics in BeginPass when told to.
+type failingStore struct {
+	Store
+	fail, panic bool
+}
+
+func (f *failingStore) BeginPass(now int64) (*store.Pass, error) {
+	if f.panic {
+		f.panic = false
+		panic("injected")
+	}
+	if f.fail {
+		f.fail = false
+		return nil, errors.New("injected failure")
+	}
+	return f.Store.BeginPass(now)
+}
+
+// A sweep that fails or panics is logged and counted, and the next one runs normally: no latch.
+func TestFailedSweepIsRetriedNextTick(t *testing.T) {
+	e := qtest.New(t, routes, start, shm.Options{})
+	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
+	fs := &failingStore{Store: e.Store, fail: true}
+	var log bytes.Buffer
+	s := New(Options{Store: fs, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(&log)})
+	if _, err := s.Sweep(context.Background()); err == nil {
+		t.Fatal("injected failure not reported")
+	}
+	fs.panic = true
+	_, err := s.Sweep(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "panic: injected") {
+		t.Fatalf("panic not recovered into an error: %v", err)
+	}
+	res, err := s.Sweep(context.Background())
+	if err != nil || res.Published != 1 {
+		t.Fatalf("sweep after failures: %+v %v", res, err)
+	}
+	if f := e.Worker0.Load(shm.CounterSweepFailures); f != 2 {
+		t.Fatalf("failure counter %d, want 2", f)
+	}
+	if n := strings.Count(log.String(), "sweep failed"); n != 2 {
+		t.Fatalf("%d failure log lines, want 2", n)
+	}
+}
+
+func TestSweepCapWarns(t *testing.T) {
+	e := qtest.New(t, routes+"queue:\n  ready: {capacity: 2, sweep_cap: 3}\n", start, shm.Options{})
+	for i := range 6 {
+		e.Put("desktop|https://a.test/c/"+string(rune('a'+i)), start-int64(6-i)*hour, true, 0, store.Lanes{})
+	}
+	var log bytes.Buffer
+	res, err := newSweeper(e, &log).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Capped || res.Rows != 3 || res.Published != 2 {
+		t.Fatalf("capped sweep %+v", res)
+	}
+	if !strings.Contains(log.String(), "recently-due rows went unranked") {
+		t.Fatalf("no cap warning:\n%s", log.String())
+	}
+	if e.Worker0.Load(shm.CounterSweepCapped) != 1 {
+		t.Fatal("capped counter not incremented")
+	}
+}
+
+func TestLongKeysSkipTheReadySet(t *testing.T) {
+	e := qtest.New(t, routes+"queue:\n  ready: {key_capacity: 32}\n", start, shm.Options{})
+	long := "desktop|https://a.test/c/" + strings.Repeat("x", 40)
+	e.Put(long, start-5*hour, true, 0, store.Lanes{})
+	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
+	res, err := newSweeper(e, nil).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LongKeys != 1 || res.Published != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := takeAll(t, e.Seg); len(got) != 1 || string(got[0].Key) != "desktop|https://a.test/c/1" {
+		t.Fatalf("published %v", got)
+	}
+}
+
+func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
+	e := qtest.New(t, routes, start, shm.Options{})
+	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
+	swept := make(chan error)
+	s := New(Options{Store: e.Store, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now,
+		Log: qtest.Log(nil), AfterSweep: func(_ Result, err error) { swept <- err }})
+	ctx, cancel := context.WithCancel(context.Background())
+	ticks := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		s.Run(ctx, ticks)
+		close(done)
+	}()
+	for i := range 3 {
+		ticks <- time.Time{}
+		if err := <-swept; err != nil {
+			t.Fatalf("sweep %d: %v", i, err)
+		}
+	}
+	cancel()
+	<-done
+	if n := e.Worker0.Load(shm.CounterSweeps); n != 3 {
+		t.Fatalf("%d sweeps for 3 ticks", n)
+	}
+}
