@@ -11,9 +11,9 @@ func sampleTarget() Target {
 	return Target{
 		URL: "https://example.com/a?b=c", Device: "mobile", Source: SourceDiscovered,
 		StoredIntervalMs: 3_600_000, Route: "product", DemandRung: 2,
-		Failures:         Failures{Count: 3, LastClass: "timeout", FirstMs: 10, LastMs: 20},
-		Terminal:         TerminalSuppressed, TerminalRecheckMs: 99,
-		LastRender:       RenderSummary{Status: 200, AtMs: 1234, DurationMs: 800, Bytes: 4096},
+		Failures: Failures{Count: 3, LastClass: "timeout", FirstMs: 10, LastMs: 20},
+		Terminal: TerminalSuppressed, TerminalRecheckMs: 99,
+		LastRender: RenderSummary{Status: 200, AtMs: 1234, DurationMs: 800, Bytes: 4096},
 	}
 }
 

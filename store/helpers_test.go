@@ -90,6 +90,28 @@ func allRows(st *Store) (map[string]Row, error) {
 	return rows, err
 }
 
+// someRows reads the schedule rows of keys from one snapshot, by point reads.
+func someRows(st *Store, keys []string) (map[string]Row, error) {
+	rows := map[string]Row{}
+	err := st.db.View(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			item, err := txn.Get(scheduleKey([]byte(k)))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			var r Row
+			if err := item.Value(r.UnmarshalBinary); err != nil {
+				return err
+			}
+			rows[k] = r
+		}
+		return nil
+	})
+	return rows, err
+}
+
 func urlKey(i int) string {
 	return fmt.Sprintf("desktop|https://www.example-shop.com/catalog/p/%08d", i)
 }
