@@ -47,7 +47,7 @@ func New(t testing.TB, yaml string, startMs int64, segOpts shm.Options) *Env {
 	if segOpts.LeaseCapacity == 0 {
 		segOpts.LeaseCapacity = cfg.Queue.MaxLeases
 	}
-	segOpts.Workers = max(segOpts.Workers, 2)
+	segOpts.Workers = max(segOpts.Workers, 4)
 	segOpts.EpochMs = startMs - 1
 	seg, err := shm.Create(filepath.Join(dir, "seg"), segOpts)
 	if err != nil {
