@@ -48,7 +48,7 @@ type node struct {
 func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, scanner: &countingScanner{Scanner: e.Store}}
-	n.sweeper = sweep.New(sweep.Options{Store: e.Store, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
+	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
 	n.index = &IndexSource{Scanner: n.scanner, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 	return n
 }

@@ -50,10 +50,33 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// Store is what the sweep needs of the store; *store.Store implements it.
+// Pass is one pass over the due index, as *store.Pass provides it: a snapshot, one ascending
+// iteration, and a floor advance bounded by what the iteration could have seen (store's F1
+// protocol). The simulator supplies an in-memory one with the same contract.
+type Pass interface {
+	IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error
+	Stats() store.PassStats
+	AdvanceFloor(guardMs int64) (floorMs int64, advanced bool)
+	Close()
+}
+
+// Store is what the sweep needs of the store. FromStore adapts *store.Store.
 type Store interface {
-	BeginPass(nowMs int64) (*store.Pass, error)
+	BeginPass(nowMs int64) (Pass, error)
 	WriteSchedule(store.Schedule) error
+}
+
+// FromStore adapts the Badger store to Store.
+func FromStore(st *store.Store) Store { return badgerStore{st} }
+
+type badgerStore struct{ *store.Store }
+
+func (b badgerStore) BeginPass(nowMs int64) (Pass, error) {
+	p, err := b.Store.BeginPass(nowMs)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Options wires a Sweeper.
@@ -64,6 +87,9 @@ type Options struct {
 	Policy  func() *policy.Policy // the policy in force, with its config; read once per sweep
 	Now     func() int64          // ms since the epoch
 	Log     zerolog.Logger
+	// Mode is how the set is selected: policy.ModeLanes (the zero value, production) or, for
+	// the simulator's comparisons, ModeScore, ModeEDF or ModeStrict.
+	Mode policy.Mode
 	// AfterSweep, if set, is called with every sweep's outcome, after it is logged and
 	// counted (the worker feeds metrics from it; tests wait on it instead of on time).
 	AfterSweep func(Result, error)
@@ -150,7 +176,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	layout := s.opts.Segment.Layout()
 	keyCap := layout.KeyCapacity
 	// The segment was sized when it was created; a reload cannot grow it.
-	sel := policy.NewSelector[value](min(q.Ready.Capacity, int(layout.ReadyCapacity)), policy.ModeLanes, pol.Shares())
+	sel := policy.NewSelector[value](min(q.Ready.Capacity, int(layout.ReadyCapacity)), s.opts.Mode, pol.Shares())
 	res := Result{Disabled: !enabled}
 	var head struct {
 		key     []byte

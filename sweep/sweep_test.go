@@ -27,7 +27,7 @@ routes:
 `
 
 func newSweeper(e *qtest.Env, log *bytes.Buffer) *Sweeper {
-	opts := Options{Store: e.Store, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)}
+	opts := Options{Store: FromStore(e.Store), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)}
 	if log != nil {
 		opts.Log = qtest.Log(log)
 	}
@@ -192,7 +192,7 @@ type failingStore struct {
 	fail, panic bool
 }
 
-func (f *failingStore) BeginPass(now int64) (*store.Pass, error) {
+func (f *failingStore) BeginPass(now int64) (Pass, error) {
 	if f.panic {
 		f.panic = false
 		panic("injected")
@@ -208,7 +208,7 @@ func (f *failingStore) BeginPass(now int64) (*store.Pass, error) {
 func TestFailedSweepIsRetriedNextTick(t *testing.T) {
 	e := qtest.New(t, routes, start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
-	fs := &failingStore{Store: e.Store, fail: true}
+	fs := &failingStore{Store: FromStore(e.Store), fail: true}
 	var log bytes.Buffer
 	s := New(Options{Store: fs, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(&log)})
 	if _, err := s.Sweep(context.Background()); err == nil {
@@ -273,7 +273,7 @@ func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
 	e := qtest.New(t, routes, start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	swept := make(chan error)
-	s := New(Options{Store: e.Store, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now,
+	s := New(Options{Store: FromStore(e.Store), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now,
 		Log: qtest.Log(nil), AfterSweep: func(_ Result, err error) { swept <- err }})
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := make(chan time.Time)
