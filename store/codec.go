@@ -97,6 +97,11 @@ func (d *decoder) bytes(field string, max int) []byte {
 		d.fail("%s: bad length", field)
 		return nil
 	}
+	if w != uvarintLen(n) {
+		// Only the shortest encoding is valid, so every value has one encoding.
+		d.fail("%s: non-minimal length encoding", field)
+		return nil
+	}
 	if n > uint64(max) {
 		d.fail("%s: length %d above limit %d", field, n, max)
 		return nil
@@ -120,6 +125,14 @@ func (d *decoder) done() error {
 		d.fail("%d trailing bytes", len(d.b))
 	}
 	return d.err
+}
+
+func uvarintLen(n uint64) int {
+	w := 1
+	for ; n >= 0x80; n >>= 7 {
+		w++
+	}
+	return w
 }
 
 func appendBytes(dst, v []byte) []byte {
