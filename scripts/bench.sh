@@ -11,7 +11,7 @@ out=${1:-docs/BENCHMARKS.md}
 benchtime=${BENCHTIME:-1s}
 
 # name:package. Order is the order of the report.
-sections=(shm:./shm store:./store)
+sections=(shm:./shm store:./store sweep:./sweep)
 
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT

@@ -1,0 +1,157 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+// The sweep benchmark runs on one corpus of 1,000,000 rows whose due times are one ms apart, so
+// "now" chooses how many are due: 100k, 500k or all of them. It is built once per process.
+
+const benchRows = 1_000_000
+
+var (
+	benchOnce  sync.Once
+	benchDir   string
+	benchStore *store.Store
+	benchSeg   *shm.Segment
+	benchErr   error
+	benchBase  = int64(1_700_000_000_000)
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchStore != nil {
+		benchStore.Close()
+		benchSeg.Close()
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// benchKey returns a ~60-byte cache key spread over the routes of the default bench config.
+func benchKey(i int) []byte {
+	switch i % 10 {
+	case 0:
+		return fmt.Appendf(nil, "desktop|https://shop.example.test/c/category-%07d/page", i)
+	case 1, 2, 3:
+		return fmt.Appendf(nil, "mobile|https://shop.example.test/c/category-%07d/items", i)
+	}
+	return fmt.Appendf(nil, "desktop|https://shop.example.test/p/product-%07d-detail", i)
+}
+
+func benchCorpus(b *testing.B) {
+	benchOnce.Do(func() {
+		benchDir, benchErr = os.MkdirTemp("", "freshq-sweep-bench-")
+		if benchErr != nil {
+			return
+		}
+		benchSeg, benchErr = shm.Create(filepath.Join(benchDir, "seg"), shm.Options{EpochMs: benchBase})
+		if benchErr != nil {
+			return
+		}
+		benchStore, benchErr = store.Open(filepath.Join(benchDir, "db"), &store.Options{Floor: benchSeg.Floor()})
+		if benchErr != nil {
+			return
+		}
+		ws := make([]store.Write, 0, 10_000)
+		for i := range benchRows {
+			carried := int64(0)
+			if i%2 == 0 {
+				carried = int64(6+6*(i%4)) * 3_600_000 // half carry a ladder rung, half resolve
+			}
+			sch, err := store.NewSchedule(benchKey(i), benchBase+int64(i), i%3 != 0, carried,
+				store.Lanes{Failing: i%97 == 0, Urgent: i%1001 == 0})
+			if err != nil {
+				benchErr = err
+				return
+			}
+			ws = append(ws, store.Write{Schedule: sch})
+			if len(ws) == cap(ws) {
+				if benchErr = benchStore.WriteSchedules(ws); benchErr != nil {
+					return
+				}
+				ws = ws[:0]
+			}
+		}
+		benchErr = benchStore.WriteSchedules(ws)
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+}
+
+func benchPolicy(b *testing.B) *policy.Policy {
+	cfg, err := config.Parse([]byte(`
+queue:
+  ready: {sweep_cap: 2000000}
+routes:
+  - {name: home, match: exact, path: /, interval: 1h}
+  - {name: catalog, match: prefix, path: /c/, interval: 24h}
+  - {name: product, match: prefix, path: /p/, interval: 48h}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return policy.New(cfg)
+}
+
+// bareIterationNs is the store's own iteration of the same due set: key and projection decoded,
+// nothing else done with them.
+func bareIterationNs(b *testing.B, now int64, rows int) float64 {
+	start := time.Now()
+	p, err := benchStore.BeginPass(now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	if err := p.IterateDue(0, chunkRows, func(rs []store.DueRow) error { n += len(rs); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	p.Close()
+	if n != rows {
+		b.Fatalf("bare iteration read %d rows, want %d", n, rows)
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(rows)
+}
+
+// BenchmarkSweep measures one whole sweep (read, score, select, publish) per op.
+func BenchmarkSweep(b *testing.B) {
+	benchCorpus(b)
+	pol := benchPolicy(b)
+	for _, rows := range []int{100_000, 500_000, 1_000_000} {
+		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
+			now := benchBase + int64(rows) - 1
+			w, _ := benchSeg.Worker(0)
+			s := New(Options{Store: FromStore(benchStore), Segment: benchSeg, Worker: w,
+				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
+			bare := bareIterationNs(b, now, rows)
+			b.ResetTimer()
+			for range b.N {
+				res, err := s.Sweep(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Rows != rows || res.Published != 5000 {
+					b.Fatalf("sweep read %d rows and published %d", res.Rows, res.Published)
+				}
+			}
+			b.StopTimer()
+			perRow := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(rows)
+			b.ReportMetric(perRow/1000, "µs/row")
+			b.ReportMetric(bare/1000, "bare-µs/row")
+			b.ReportMetric(perRow/bare, "x-bare")
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/sweep")
+		})
+	}
+}
