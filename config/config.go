@@ -11,6 +11,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -98,19 +99,20 @@ type MinShare struct {
 
 // Render configures renderers and what a render's outcome does to a row.
 type Render struct {
-	Renderer        string       `yaml:"renderer"`         // http | exec | sim
-	Concurrency     int          `yaml:"concurrency"`      // 8 renders in flight per render worker
-	Timeout         Duration     `yaml:"timeout"`          // 60s; must be below queue.lease_ttl
-	DefaultInterval Duration     `yaml:"default_interval"` // 24h
-	Domains         []string     `yaml:"domains"`          // allowlist; empty = any host
-	UserAgent       string       `yaml:"user_agent"`       // freshq/1 (+render queue)
-	MaxBody         ByteSize     `yaml:"max_body"`         // 10MiB
-	MaxRedirects    int          `yaml:"max_redirects"`    // 5
-	Exec            Exec         `yaml:"exec"`
-	Sim             Sim          `yaml:"sim"`
-	FailureRetry    FailureRetry `yaml:"failure_retry"`
-	Suppression     Suppression  `yaml:"suppression"`
-	Demand          Demand       `yaml:"demand"`
+	Renderer        string            `yaml:"renderer"`         // http | exec | sim
+	Concurrency     int               `yaml:"concurrency"`      // 8 renders in flight per render worker
+	Timeout         Duration          `yaml:"timeout"`          // 60s; must be below queue.lease_ttl
+	DefaultInterval Duration          `yaml:"default_interval"` // 24h
+	Domains         []string          `yaml:"domains"`          // allowlist of hosts (and their subdomains); empty = any host
+	UserAgent       string            `yaml:"user_agent"`       // freshq/1 (+render queue)
+	UserAgents      map[string]string `yaml:"user_agents"`      // per device, e.g. mobile: "…"; a device not listed gets user_agent
+	MaxBody         ByteSize          `yaml:"max_body"`         // 10MiB
+	MaxRedirects    int               `yaml:"max_redirects"`    // 5
+	Exec            Exec              `yaml:"exec"`
+	Sim             Sim               `yaml:"sim"`
+	FailureRetry    FailureRetry      `yaml:"failure_retry"`
+	Suppression     Suppression       `yaml:"suppression"`
+	Demand          Demand            `yaml:"demand"`
 }
 
 // Exec runs a command per URL; the URL is the last argument, never passed through a shell.
@@ -421,6 +423,19 @@ func (c *Config) Validate() error {
 	if r.Sim.TransientRate+r.Sim.GoneRate+r.Sim.NoindexRate > 1 {
 		return bad("render.sim", "outcome rates add up to more than 1")
 	}
+	for i, d := range r.Domains {
+		if !validDomain(d) {
+			return bad(fmt.Sprintf("render.domains[%d]", i), "must be a bare host name such as example.com (no scheme, port, path or wildcard), got %q", d)
+		}
+	}
+	for dev, ua := range r.UserAgents {
+		if dev == "" || !validHeaderValue(ua) {
+			return bad("render.user_agents."+dev, "needs a device name and a non-empty single-line User-Agent")
+		}
+	}
+	if !validHeaderValue(r.UserAgent) {
+		return bad("render.user_agent", "must be a non-empty single-line User-Agent")
+	}
 	for i, d := range r.Demand.Ladder {
 		if d <= 0 || (i > 0 && d <= r.Demand.Ladder[i-1]) {
 			return bad(fmt.Sprintf("render.demand.ladder[%d]", i), "rungs must be positive and increasing")
@@ -460,6 +475,25 @@ func (c *Config) Validate() error {
 		return bad("log.format", "must be json or console, got %q", c.Log.Format)
 	}
 	return nil
+}
+
+// validDomain accepts a host name or IP address as render.domains means it: no scheme, port,
+// path, wildcard or blank. Internationalized names are allowed as written; the renderer compares
+// them in their ASCII (punycode) form.
+func validDomain(d string) bool {
+	if _, err := netip.ParseAddr(d); err == nil {
+		return true // an IP address, v6 included, matches only itself
+	}
+	d = strings.TrimSuffix(d, ".")
+	if d == "" || strings.HasPrefix(d, ".") || strings.Contains(d, "..") {
+		return false
+	}
+	return !strings.ContainsAny(d, "/:*?#@[] \t\r\n")
+}
+
+// validHeaderValue reports whether s can be sent as a header value: non-empty, one line.
+func validHeaderValue(s string) bool {
+	return strings.TrimSpace(s) != "" && !strings.ContainsAny(s, "\r\n\x00")
 }
 
 // Load reads, decodes strictly, defaults and validates the file at path. Every error names the

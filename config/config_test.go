@@ -77,12 +77,32 @@ func TestBadValuesNameTheirLine(t *testing.T) {
 		{"routes:\n  - {name: a, match: exact, path: /}\n  - {name: b, match: glob, path: /x}\n", "line 3: routes[1].match"},
 		{"queue:\n  lanes:\n    urgent_max_share: 0.9\n", "line 3: queue.lanes"},
 		{"render:\n  renderer: exec\n", "line 2: render.exec.command"},
+		{"render:\n  domains:\n    - example.com\n    - https://example.org/\n", "line 4: render.domains[1]"},
+		{"render:\n  domains: [\"\"]\n", "line 2: render.domains"},
+		{"render:\n  domains: [\"*.example.com\"]\n", "line 2: render.domains"},
+		{"render:\n  domains: [\"example.com:8080\"]\n", "line 2: render.domains"},
+		{"render:\n  user_agents:\n    mobile: \"  \"\n", "line 3: render.user_agents.mobile"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		var fe *FieldError
 		if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+func TestRenderDomainsAndUserAgents(t *testing.T) {
+	c, err := Parse([]byte(`
+render:
+  domains: [example.com, www.example.org., bücher.example, 10.0.0.1, "::1"]
+  user_agents:
+    mobile: Mozilla/5.0 (Linux; Android 10) freshq/1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Render.Domains) != 5 || c.Render.UserAgents["mobile"] != "Mozilla/5.0 (Linux; Android 10) freshq/1" {
+		t.Fatalf("parsed %+v", c.Render)
 	}
 }
 
