@@ -92,7 +92,7 @@ const (
 	DefaultLeaseWindow   = 16
 	DefaultWorkers       = 8
 	// CountersPerWorker is the number of 64-bit counters in each worker block; see Counter.
-	CountersPerWorker = 24
+	CountersPerWorker = 128
 
 	maxReadyCapacity = 1 << 24 // keeps a slot's cursor index far from its 32-bit limit
 	maxKeyCapacity   = 1 << 15 // the entry's key length is a uint16

@@ -46,8 +46,57 @@ const (
 	CounterCadenceCarried                 // rows scored with the cadence they carried (worker 0)
 	CounterCadenceResolved                // rows whose cadence was resolved from config (worker 0)
 	CounterBelowFloor                     // gauge: rows found below the floor (worker 0)
-	numNamedCounters
 )
+
+// Counter ranges after the named counters.
+const (
+	// CounterRenderOutcome is the first of NumRenderOutcomes counters, one per renderer
+	// outcome, in the order the worker's metrics layer names them.
+	CounterRenderOutcome Counter = 16
+	// CounterRenderSeconds is the first counter of the render-duration histogram: one count
+	// per bucket of RenderSecondsBuckets, one for +Inf, then the sum in µs.
+	CounterRenderSeconds = CounterRenderOutcome + NumRenderOutcomes
+	// CounterLateness is the first counter of the lateness-ratio histograms at grant, one per
+	// lane: for each lane, one count per bucket of LatenessBuckets, one for +Inf, then the sum
+	// in millionths.
+	CounterLateness = CounterRenderSeconds + Counter(len(RenderSecondsBuckets)) + 2
+	// CounterBacklog is the first of NumLanes gauges: due rows per lane at the last sweep
+	// (worker 0).
+	CounterBacklog = CounterLateness + NumLanes*LatenessStride
+
+	// LatenessStride is the number of counters of one lane's lateness histogram.
+	LatenessStride = Counter(len(LatenessBuckets)) + 2
+
+	numNamedCounters = CounterBacklog + NumLanes
+)
+
+// Histogram geometry, fixed by the layout.
+const (
+	NumRenderOutcomes = 16 // slots; the renderer names fewer
+	NumLanes          = 4
+)
+
+// RenderSecondsBuckets and LatenessBuckets are the upper bounds of the histograms' buckets.
+var (
+	RenderSecondsBuckets = [...]float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	LatenessBuckets      = [...]float64{0.1, 0.5, 1, 1.5, 2, 3, 5, 10, 50}
+)
+
+// Observe adds v to the histogram whose counters start at base with the given bucket bounds,
+// and v×scale to its sum.
+func (w *Worker) Observe(base Counter, bounds []float64, v, scale float64) {
+	i := len(bounds) // +Inf
+	for j, b := range bounds {
+		if v <= b {
+			i = j
+			break
+		}
+	}
+	w.Add(base+Counter(i), 1)
+	if v > 0 {
+		w.Add(base+Counter(len(bounds)+1), uint64(v*scale))
+	}
+}
 
 // Worker returns worker i's block.
 func (s *Segment) Worker(i int) (*Worker, error) {

@@ -34,3 +34,24 @@ func TestWorkerHeartbeatAndCounters(t *testing.T) {
 		t.Fatalf("%d named counters exceed the %d slots", numNamedCounters, CountersPerWorker)
 	}
 }
+
+func TestWorkerHistogram(t *testing.T) {
+	seg := newTestSegment(t, Options{Workers: 1})
+	w, _ := seg.Worker(0)
+	b := RenderSecondsBuckets[:]
+	for _, v := range []float64{0.01, 0.05, 0.3, 61} {
+		w.Observe(CounterRenderSeconds, b, v, 1e6)
+	}
+	want := map[int]uint64{0: 2, 3: 1, len(b): 1}
+	for i := range len(b) + 1 {
+		if got := w.Load(CounterRenderSeconds + Counter(i)); got != want[i] {
+			t.Fatalf("bucket %d holds %d, want %d", i, got, want[i])
+		}
+	}
+	if sum := w.Load(CounterRenderSeconds + Counter(len(b)+1)); sum != 61_360_000 {
+		t.Fatalf("sum %d µs, want 61360000", sum)
+	}
+	if CounterBacklog+NumLanes > CountersPerWorker {
+		t.Fatal("the named counters overflow the worker block")
+	}
+}
