@@ -1,0 +1,258 @@
+// Package api is worker 0's HTTP surface, served on its unix control socket: the internal
+// endpoints render workers use (the index-claim fallback and result batches) and, behind the
+// supervisor's public listener, the operator API. It also holds the client side the render
+// workers use.
+//
+// Worker 0 is the only process with a store, so everything that reads or writes Badger on
+// behalf of another process comes through here. Bad input is answered 4xx with a JSON error
+// naming the field; nothing is half-written.
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/policy"
+)
+
+// Internal endpoint paths.
+const (
+	PathClaim   = "/internal/claim"
+	PathResults = "/internal/results"
+	PathStatus  = "/internal/status"
+)
+
+// maxControlBody bounds one internal request: a batch of results carries page bodies.
+const maxControlBody = 256 << 20
+
+// Job is a claim.Job on the wire.
+type Job struct {
+	Key         []byte  `json:"key"`
+	KeyHash     uint64  `json:"key_hash"`
+	DueAtMs     int64   `json:"due_ms"`
+	CadenceMs   int64   `json:"cadence_ms"`
+	FromSitemap bool    `json:"from_sitemap"`
+	Lane        uint8   `json:"lane"`
+	Score       float64 `json:"score"`
+	Source      string  `json:"source"`
+	Lease       Lease   `json:"lease"`
+}
+
+// WireJob converts a granted job for the wire.
+func WireJob(j claim.Job) Job {
+	return Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, FromSitemap: j.FromSitemap,
+		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: wireLease(j.Lease)}
+}
+
+// ClaimJob converts a wire job back.
+func (j Job) ClaimJob() claim.Job {
+	src := claim.SourceIndex
+	if j.Source == claim.SourceReady.String() {
+		src = claim.SourceReady
+	}
+	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, FromSitemap: j.FromSitemap,
+		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: j.Lease.shm()}
+}
+
+type claimRequest struct {
+	N      int    `json:"n"`
+	Holder uint64 `json:"holder"`
+}
+
+type claimResponse struct {
+	Jobs []Job `json:"jobs"`
+}
+
+type resultsRequest struct {
+	Results []Result `json:"results"`
+}
+
+// Status is worker 0's readiness, for the supervisor.
+type Status struct {
+	Serving    bool   `json:"serving"`
+	Sweeps     uint64 `json:"sweeps"`      // finished sweeps since this worker 0 started
+	SweepFails uint64 `json:"sweep_fails"` // failed sweeps since this worker 0 started
+}
+
+// Control serves the internal endpoints.
+type Control struct {
+	Index   claim.Fallback
+	Applier *Applier
+	Status  func() Status
+	Log     zerolog.Logger
+}
+
+// Register adds the internal endpoints to mux.
+func (c *Control) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+PathClaim, c.claim)
+	mux.HandleFunc("POST "+PathResults, c.results)
+	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
+}
+
+func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
+	var req claimRequest
+	if !decodeJSON(w, r, &req, maxControlBody) {
+		return
+	}
+	if req.N < 1 || req.N > 10_000 {
+		writeError(w, http.StatusBadRequest, "n", "must be 1..10000")
+		return
+	}
+	jobs, err := c.Index.ClaimIndex(r.Context(), req.N, req.Holder)
+	if err != nil {
+		c.Log.Error().Err(err).Msg("index claim failed")
+		writeError(w, http.StatusServiceUnavailable, "", "index claim failed")
+		return
+	}
+	resp := claimResponse{Jobs: make([]Job, len(jobs))}
+	for i, j := range jobs {
+		resp.Jobs[i] = WireJob(j)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (c *Control) results(w http.ResponseWriter, r *http.Request) {
+	var req resultsRequest
+	if !decodeJSON(w, r, &req, maxControlBody) {
+		return
+	}
+	for i, res := range req.Results {
+		if len(res.Key) == 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].key", i), "empty")
+			return
+		}
+	}
+	st, err := c.Applier.Apply(req.Results)
+	if err != nil {
+		c.Log.Error().Err(err).Int("results", len(req.Results)).Msg("applying results failed")
+		writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// apiError is the JSON error body of every 4xx and 5xx.
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, field, msg string) {
+	writeJSON(w, code, apiError{Error: msg, Field: field})
+}
+
+// decodeJSON reads a size-limited JSON body into v, answering 413 or 400 itself on failure.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "", "bad JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// Client talks to worker 0 over its control socket. It implements claim.Fallback.
+type Client struct {
+	http *http.Client
+}
+
+// NewClient returns a client for the unix socket at path.
+func NewClient(socketPath string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     time.Minute,
+	}
+	return &Client{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// ErrUnavailable wraps every failure to reach worker 0 or to get a 2xx from it.
+var ErrUnavailable = errors.New("api: worker 0 unavailable")
+
+func (c *Client) post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("api: %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://worker0"+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("api: %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("%w: %s: %s: %s", ErrUnavailable, path, resp.Status, bytes.TrimSpace(msg))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%w: %s: bad response: %v", ErrUnavailable, path, err)
+	}
+	return nil
+}
+
+// ClaimIndex asks worker 0 for up to n jobs from the floored index scan.
+func (c *Client) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.Job, error) {
+	var resp claimResponse
+	if err := c.post(ctx, PathClaim, claimRequest{N: n, Holder: holder}, &resp); err != nil {
+		return nil, err
+	}
+	jobs := make([]claim.Job, len(resp.Jobs))
+	for i, j := range resp.Jobs {
+		jobs[i] = j.ClaimJob()
+	}
+	return jobs, nil
+}
+
+// SendResults delivers a batch of results; worker 0 answers only after they are committed.
+func (c *Client) SendResults(ctx context.Context, results []Result) (ApplyStats, error) {
+	var st ApplyStats
+	err := c.post(ctx, PathResults, resultsRequest{Results: results}, &st)
+	return st, err
+}
+
+// Status asks worker 0 whether it serves.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker0"+PathStatus, nil)
+	if err != nil {
+		return Status{}, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return Status{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	var st Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return Status{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,127 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+const (
+	hour  = qtest.Hour
+	start = int64(1_800_000_000_000)
+)
+
+// serve runs a Control for e on a unix socket and returns a client for it.
+func serve(t *testing.T, e *qtest.Env) *Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "w0.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Control{
+		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
+		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+		Status:  func() Status { return Status{Serving: true, Sweeps: 7} },
+	}
+	mux := http.NewServeMux()
+	c.Register(mux)
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return NewClient(sock)
+}
+
+func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
+	e := qtest.New(t, "routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h}\n", start, shm.Options{})
+	keys := []string{"desktop|https://a.test/c/1", "desktop|https://a.test/c/2", "desktop|https://a.test/c/3"}
+	for i, k := range keys {
+		e.Put(k, start-int64(3-i)*hour, true, 0, store.Lanes{NeverRendered: true})
+	}
+	cl := serve(t, e)
+	ctx := context.Background()
+	if st, err := cl.Status(ctx); err != nil || !st.Serving || st.Sweeps != 7 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	jobs, err := cl.ClaimIndex(ctx, 2, 42)
+	if err != nil || len(jobs) != 2 || string(jobs[0].Key) != keys[0] || jobs[0].Source != claim.SourceIndex {
+		t.Fatalf("claim %+v %v", jobs, err)
+	}
+	if info, ok := e.Seg.Leases().Lookup(jobs[0].KeyHash, e.Now()); !ok || info.Holder != 42 {
+		t.Fatal("the granted job is not leased for its holder")
+	}
+	// Row 2 is deleted while it renders: its result must not bring it back.
+	if err := e.Store.DeleteTarget(jobs[1].Key); err != nil {
+		t.Fatal(err)
+	}
+	e.Advance(1000)
+	st, err := cl.SendResults(ctx, []Result{
+		{Key: jobs[0].Key, Outcome: "ok", Status: 200, DurationMs: 120, Body: []byte("<html>1</html>"),
+			Headers: map[string]string{"content-type": "text/html", "x-junk": "dropped"}, Lease: wireLease(jobs[0].Lease)},
+		{Key: jobs[1].Key, Outcome: "ok", Status: 200, Body: []byte("<html>2</html>"), Lease: wireLease(jobs[1].Lease)},
+	})
+	if err != nil || st.Applied != 1 || st.Skipped != 1 {
+		t.Fatalf("results %+v %v", st, err)
+	}
+	row, err := e.Store.GetSchedule(jobs[0].Key)
+	if err != nil || row.DueAtMs != e.Now()+24*hour || row.NeverRendered || row.Failing || row.EffectiveIntervalMs != 24*hour {
+		t.Fatalf("rescheduled row %+v %v", row, err)
+	}
+	page, err := e.Store.GetPage(jobs[0].Key)
+	if err != nil || string(page.Body) != "<html>1</html>" || page.RenderedAtMs != e.Now() || len(page.Headers) != 1 {
+		t.Fatalf("page %+v %v", page, err)
+	}
+	tgt, err := e.Store.GetTarget(jobs[0].Key)
+	if err != nil || tgt.LastRender.Status != 200 || tgt.LastRender.DurationMs != 120 || tgt.DemandRung == 0 {
+		t.Fatalf("target %+v %v", tgt, err)
+	}
+	if _, err := e.Store.GetSchedule(jobs[1].Key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted row came back: %v", err)
+	}
+	// Released with the commit-visibility grace: still unclaimable for 5 s, then free.
+	if _, s := e.Seg.Leases().Acquire(jobs[0].KeyHash, e.Now()+4999, 600_000, 1); s != shm.Held {
+		t.Fatalf("lease inside the grace: %v", s)
+	}
+	if _, s := e.Seg.Leases().Acquire(jobs[0].KeyHash, e.Now()+5000, 600_000, 1); s != shm.Acquired {
+		t.Fatalf("lease after the grace: %v", s)
+	}
+}
+
+func TestControlRejectsBadInputNamingTheField(t *testing.T) {
+	e := qtest.New(t, "", start, shm.Options{})
+	cl := serve(t, e)
+	for _, tc := range []struct {
+		path, body, want string
+		code             int
+	}{
+		{PathClaim, `{"n": 0}`, `"field":"n"`, 400},
+		{PathClaim, `{"n": 1, "bogus": true}`, `unknown field`, 400},
+		{PathClaim, `{"n": `, `bad JSON`, 400},
+		{PathResults, `{"results": [{"outcome": "ok"}]}`, `"field":"results[0].key"`, 400},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://worker0"+tc.path, strings.NewReader(tc.body))
+		resp, err := cl.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%s %s: %d %s, want %d containing %s", tc.path, tc.body, resp.StatusCode, b.String(), tc.code, tc.want)
+		}
+	}
+	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).ClaimIndex(context.Background(), 1, 1); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("unreachable worker 0: %v", err)
+	}
+}
