@@ -90,6 +90,7 @@ func (c *Claimer) Claim(ctx context.Context, n int) ([]Job, error) {
 	jobs := make([]Job, 0, n)
 	if cfg.ReadyEnabled() {
 		jobs = c.takeReady(jobs, n, now, ttl)
+		c.observeLateness(jobs, now)
 	}
 	if len(jobs) == n || c.opts.Fallback == nil {
 		return jobs, nil
@@ -101,7 +102,26 @@ func (c *Claimer) Claim(ctx context.Context, n int) ([]Job, error) {
 	if c.opts.Worker != nil && len(more) > 0 {
 		c.opts.Worker.Add(shm.CounterClaimIndex, uint64(len(more)))
 	}
+	c.observeLateness(more, now)
 	return append(jobs, more...), nil
+}
+
+// observeLateness records each granted job's lateness ratio, (now − due) / cadence without the
+// sitemap boost, in its lane's histogram (freshq_lateness_ratio{lane}).
+func (c *Claimer) observeLateness(jobs []Job, now int64) {
+	w := c.opts.Worker
+	if w == nil {
+		return
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		ratio := 0.0
+		if j.CadenceMs > 0 && now > j.DueAtMs {
+			ratio = float64(now-j.DueAtMs) / float64(j.CadenceMs)
+		}
+		lane := min(shm.Counter(j.Lane), shm.NumLanes-1)
+		w.Observe(shm.CounterLateness+lane*shm.LatenessStride, shm.LatenessBuckets[:], ratio, 1e6)
+	}
 }
 
 // takeReady takes from the ready set until it has n jobs or the set stops serving. Each take

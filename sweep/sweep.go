@@ -123,21 +123,22 @@ func New(opts Options) *Sweeper {
 
 // Result describes one sweep.
 type Result struct {
-	Gen         uint64        // generation published; 0 if nothing was published
-	Published   int           // entries in it
-	Rows        int           // due rows read
-	Capped      bool          // the pass stopped at sweep_cap with more due rows waiting
-	LongKeys    int           // rows skipped: key longer than the ready set's key capacity
-	Carried     int           // rows scored with the cadence they carried
-	Resolved    int           // rows whose cadence was resolved from configuration
-	FloorMs     int64         // the floor after the sweep
-	Advanced    bool          // the floor moved up
-	NextDueMs   int64         // first not-yet-due time seen; 0 = none
-	PinnedKey   []byte        // the row at the floor's head, if any
-	PinnedForMs int64         // how long it has been there
-	Unpinned    bool          // the unpin hatch filed it forward
-	Disabled    bool          // queue.ready.enabled was false: nothing published
-	Duration    time.Duration // wall time of the sweep
+	Gen         uint64               // generation published; 0 if nothing was published
+	Published   int                  // entries in it
+	Rows        int                  // due rows read
+	Capped      bool                 // the pass stopped at sweep_cap with more due rows waiting
+	LongKeys    int                  // rows skipped: key longer than the ready set's key capacity
+	Backlog     [policy.NumLanes]int // due rows read, per lane
+	Carried     int                  // rows scored with the cadence they carried
+	Resolved    int                  // rows whose cadence was resolved from configuration
+	FloorMs     int64                // the floor after the sweep
+	Advanced    bool                 // the floor moved up
+	NextDueMs   int64                // first not-yet-due time seen; 0 = none
+	PinnedKey   []byte               // the row at the floor's head, if any
+	PinnedForMs int64                // how long it has been there
+	Unpinned    bool                 // the unpin hatch filed it forward
+	Disabled    bool                 // queue.ready.enabled was false: nothing published
+	Duration    time.Duration        // wall time of the sweep
 }
 
 const chunkRows = 1024
@@ -223,6 +224,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				continue
 			}
 			lane := policy.LaneOf(&pr)
+			res.Backlog[lane]++
 			score := pol.Score(&pr, cadence, now)
 			if sel.Admits(lane, score, r.DueAtMs) {
 				sel.Offer(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, fromSitemap: r.FromSitemap})
@@ -322,6 +324,11 @@ func (s *Sweeper) record(res *Result, err error) {
 		w.Add(shm.CounterCadenceResolved, uint64(res.Resolved))
 		if res.Capped {
 			w.Add(shm.CounterSweepCapped, 1)
+		}
+		if !res.Disabled {
+			for lane, n := range res.Backlog {
+				w.Set(shm.CounterBacklog+shm.Counter(lane), uint64(n))
+			}
 		}
 	}
 	if res.Capped {
