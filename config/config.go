@@ -469,6 +469,11 @@ func (c *Config) Validate() error {
 	if c.Supervisor.BackoffMin > c.Supervisor.BackoffMax {
 		return bad("supervisor.backoff_min", "must not exceed backoff_max")
 	}
+	switch c.Log.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", "must be trace, debug, info, warn or error, got %q", c.Log.Level)
+	}
 	switch c.Log.Format {
 	case "json", "console":
 	default:

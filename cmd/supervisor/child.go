@@ -1,0 +1,157 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// child is one worker slot: the current process in it and its restart history.
+type child struct {
+	index    int
+	s        *supervisor
+	restarts *intensity
+
+	mu      sync.Mutex
+	proc    *os.Process
+	done    chan struct{} // closed when the current process has exited
+	backoff time.Duration
+}
+
+// start launches the worker process and a goroutine that restarts it when it dies.
+func (c *child) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = make(chan struct{})
+	cfg := c.s.cfg.Load()
+	args := []string{"-index", strconv.Itoa(c.index), "-config", c.s.configPath, "-data-dir", cfg.DataDir,
+		"-shm", cfg.SHM.Path, "-socket", c.s.socket, "-log-format", c.s.logFormat}
+	cmd := exec.Command(c.s.bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// Workers die with the supervisor. Pdeathsig fires when the thread that forked exits, so the
+	// fork happens on a locked thread that this goroutine never releases while the child lives.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	started := make(chan error, 1)
+	done := c.done
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine, after the child
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(done)
+			return
+		}
+		started <- nil
+		err := cmd.Wait()
+		close(done)
+		c.exitedWith(err)
+	}()
+	if err := <-started; err != nil {
+		c.s.log.Error().Err(err).Int("worker", c.index).Msg("starting worker")
+		go c.exitedWith(err)
+		return
+	}
+	c.proc = cmd.Process
+	if w, err := c.s.seg.Worker(c.index); err == nil && c.restarts.total() > 0 {
+		w.NoteRestart()
+	}
+	c.s.log.Info().Int("worker", c.index).Int("child_pid", c.proc.Pid).Msg("worker started")
+}
+
+// exitedWith decides what a worker's exit means: nothing while stopping, otherwise a restart
+// after a backoff, unless restarts exceed the intensity limit.
+func (c *child) exitedWith(err error) {
+	if c.s.stopping.Load() {
+		return
+	}
+	cfg := c.s.cfg.Load().Supervisor
+	c.s.log.Error().Err(err).Int("worker", c.index).Msg("worker exited")
+	if !c.restarts.allow(time.Now()) {
+		select {
+		case c.s.fatal <- fmt.Errorf("more than %d restarts within %s", cfg.RestartIntensity, cfg.RestartPeriod):
+		default:
+		}
+		return
+	}
+	c.mu.Lock()
+	c.backoff = min(max(2*c.backoff, cfg.BackoffMin.D()), cfg.BackoffMax.D())
+	wait := c.backoff
+	c.mu.Unlock()
+	time.Sleep(wait)
+	if c.s.stopping.Load() {
+		return
+	}
+	c.start()
+	// A worker that stays up for a whole restart period has recovered: its backoff starts over.
+	go func(done <-chan struct{}) {
+		select {
+		case <-done:
+		case <-time.After(cfg.RestartPeriod.D()):
+			c.mu.Lock()
+			c.backoff = 0
+			c.mu.Unlock()
+		}
+	}(c.exited())
+}
+
+func (c *child) signal(sig syscall.Signal) {
+	c.mu.Lock()
+	p := c.proc
+	c.mu.Unlock()
+	if p != nil {
+		p.Signal(sig)
+	}
+}
+
+func (c *child) exited() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
+
+func (c *child) pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.Pid
+}
+
+// intensity is OTP's restart intensity: at most max restarts within period, across all workers.
+type intensity struct {
+	mu     sync.Mutex
+	max    int
+	period time.Duration
+	times  []time.Time
+	count  int
+}
+
+func newIntensity(max int, period time.Duration) *intensity {
+	return &intensity{max: max, period: period}
+}
+
+// allow records a restart at now and reports whether it is within the limit.
+func (in *intensity) allow(now time.Time) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.count++
+	keep := in.times[:0]
+	for _, t := range in.times {
+		if now.Sub(t) < in.period {
+			keep = append(keep, t)
+		}
+	}
+	in.times = append(keep, now)
+	return len(in.times) <= in.max
+}
+
+func (in *intensity) total() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.count
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/shm"
+)
+
+// handler is the public listener: /metrics, /healthz and /readyz are answered from shared
+// memory, so they work while worker 0 restarts; everything else goes to worker 0.
+func (s *supervisor) handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{s: s})
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"ok": true})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		st, err := s.worker0Status(r.Context())
+		ready := err == nil && st.Serving && st.Sweeps+st.SweepFails > 0
+		w.Header().Set("Content-Type", "application/json")
+		if !ready {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ready": ready, "worker0": err == nil, "sweeps": st.Sweeps})
+	})
+	target, _ := url.Parse("http://worker0")
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", s.socket)
+		},
+		MaxIdleConnsPerHost: 32,
+	}
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]string{"error": "worker 0 is unavailable; retry shortly"})
+	}
+	mux.Handle("/", internalGuard(proxy))
+	return mux
+}
+
+// internalGuard keeps worker 0's internal endpoints off the public listener.
+func internalGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.URL.Path) >= len("/internal/") && r.URL.Path[:len("/internal/")] == "/internal/" {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *supervisor) worker0Status(ctx context.Context) (api.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return api.NewClient(s.socket).Status(ctx)
+}
+
+// notifySystemd sends READY=1 once worker 0 serves and its first sweep finished (or failed,
+// or ready_timeout passed), then WATCHDOG=1 at half the watchdog interval for as long as every
+// worker's heartbeat keeps advancing, and a one-line STATUS= summary.
+func (s *supervisor) notifySystemd() {
+	cfg := s.cfg.Load().Supervisor
+	deadline := time.Now().Add(cfg.ReadyTimeout.D())
+	for !s.stopping.Load() {
+		st, err := s.worker0Status(context.Background())
+		if err == nil && st.Sweeps+st.SweepFails > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.log.Warn().Dur("ready_timeout", cfg.ReadyTimeout.D()).Msg("first sweep not finished; reporting ready anyway")
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s.stopping.Load() {
+		return
+	}
+	notify("READY=1")
+	s.log.Info().Msg("ready")
+	interval, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || interval <= 0 {
+		interval = 0
+	}
+	tick := 10 * time.Second
+	if interval > 0 {
+		tick = interval / 2
+	}
+	last := make([]uint64, len(s.children))
+	lastMove := make([]time.Time, len(s.children))
+	for i := range lastMove {
+		lastMove[i] = time.Now()
+	}
+	for !s.stopping.Load() {
+		time.Sleep(tick)
+		healthy := true
+		stall := s.cfg.Load().Supervisor.WatchdogStall.D()
+		for i := range s.children {
+			w, err := s.seg.Worker(i)
+			if err != nil {
+				continue
+			}
+			if b := w.Status().Beats; b != last[i] {
+				last[i], lastMove[i] = b, time.Now()
+			} else if time.Since(lastMove[i]) > stall {
+				healthy = false
+			}
+		}
+		rs := s.seg.Ready().Stats()
+		notify("STATUS=" + statusLine(rs, s.seg.Floor().Load(), healthy))
+		if interval > 0 && healthy {
+			notify("WATCHDOG=1")
+		}
+	}
+}
+
+func statusLine(rs shm.ReadyStats, floor int64, healthy bool) string {
+	state := "healthy"
+	if !healthy {
+		state = "a worker's heartbeat stalled"
+	}
+	return "gen " + strconv.FormatUint(rs.Gen, 10) + ", ready " + strconv.FormatUint(rs.Taken, 10) + "/" +
+		strconv.FormatUint(rs.Count, 10) + ", floor " + time.UnixMilli(floor).UTC().Format(time.RFC3339) + ", " + state
+}
+
+func notify(state string) {
+	daemon.SdNotify(false, state)
+}
+
+// collector turns the segment's counters into DESIGN §9's metrics at each scrape.
+type collector struct{ s *supervisor }
+
+var (
+	descClaim       = prometheus.NewDesc("freshq_claim_granted_total", "Jobs granted, by where they came from.", []string{"source"}, nil)
+	descSweep       = prometheus.NewDesc("freshq_ready_sweep_seconds", "Duration of the last sweep, and sweeps by outcome.", []string{"outcome"}, nil)
+	descSweeps      = prometheus.NewDesc("freshq_ready_sweeps_total", "Sweeps by outcome.", []string{"outcome"}, nil)
+	descPublished   = prometheus.NewDesc("freshq_ready_published", "Entries in the active ready-set generation.", nil, nil)
+	descReadyGen    = prometheus.NewDesc("freshq_ready_generation", "The active ready-set generation (0 = cold).", nil, nil)
+	descCadence     = prometheus.NewDesc("freshq_ready_cadence_total", "Rows scored, by where their cadence came from.", []string{"origin"}, nil)
+	descBacklog     = prometheus.NewDesc("freshq_backlog", "Due rows at the last sweep, by lane.", []string{"lane"}, nil)
+	descLateness    = prometheus.NewDesc("freshq_lateness_ratio", "Lateness ratio (now - due) / cadence at grant, by lane.", []string{"lane"}, nil)
+	descRender      = prometheus.NewDesc("freshq_render_total", "Render attempts by outcome.", []string{"outcome"}, nil)
+	descRenderSec   = prometheus.NewDesc("freshq_render_seconds", "Render duration.", nil, nil)
+	descRefused     = prometheus.NewDesc("freshq_lease_refused_total", "Takes refused at grant time because the row was leased, by cause.", []string{"cause"}, nil)
+	descLeases      = prometheus.NewDesc("freshq_leases_live", "Live leases and release graces.", nil, nil)
+	descFloor       = prometheus.NewDesc("freshq_floor_ms", "The claim floor, ms since the epoch.", nil, nil)
+	descPinned      = prometheus.NewDesc("freshq_floor_pinned_seconds", "How long the row at the floor's head has held it.", nil, nil)
+	descBelow       = prometheus.NewDesc("freshq_below_floor", "Rows below the claim floor (must be 0).", nil, nil)
+	descRestarts    = prometheus.NewDesc("freshq_worker_restarts_total", "Worker restarts.", []string{"worker"}, nil)
+	descDropped     = prometheus.NewDesc("freshq_results_dropped_total", "Results given up after the delivery bound.", nil, nil)
+	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
+	laneNames       = []string{"urgent", "submitted", "discovered", "cold"}
+	allDescriptions = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
+		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
+		descDropped, descHeartbeat}
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescriptions {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	seg := c.s.seg
+	now := time.Now()
+	workers := make([]*shm.Worker, len(c.s.children))
+	for i := range workers {
+		workers[i], _ = seg.Worker(i)
+	}
+	sum := func(ctr shm.Counter) float64 {
+		t := uint64(0)
+		for _, w := range workers {
+			t += w.Load(ctr)
+		}
+		return float64(t)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	histogram := func(d *prometheus.Desc, base shm.Counter, bounds []float64, scale float64, labels ...string) {
+		buckets := make(map[float64]uint64, len(bounds))
+		cum := uint64(0)
+		for i, b := range bounds {
+			cum += uint64(sum(base + shm.Counter(i)))
+			buckets[b] = cum
+		}
+		count := cum + uint64(sum(base+shm.Counter(len(bounds))))
+		total := sum(base+shm.Counter(len(bounds)+1)) / scale
+		ch <- prometheus.MustNewConstHistogram(d, count, total, buckets, labels...)
+	}
+
+	counter(descClaim, sum(shm.CounterClaimReady), "ready")
+	counter(descClaim, sum(shm.CounterClaimIndex), "index")
+	w0 := workers[0]
+	gauge(descSweep, float64(w0.Load(shm.CounterSweepMicros))/1e6, "last")
+	counter(descSweeps, float64(w0.Load(shm.CounterSweeps)), "ok")
+	counter(descSweeps, float64(w0.Load(shm.CounterSweepFailures)), "failed")
+	counter(descSweeps, float64(w0.Load(shm.CounterSweepCapped)), "capped")
+	rs := seg.Ready().Stats()
+	gauge(descPublished, float64(rs.Count))
+	gauge(descReadyGen, float64(rs.Gen))
+	counter(descCadence, float64(w0.Load(shm.CounterCadenceCarried)), "carried")
+	counter(descCadence, float64(w0.Load(shm.CounterCadenceResolved)), "resolved")
+	for lane, name := range laneNames {
+		gauge(descBacklog, float64(w0.Load(shm.CounterBacklog+shm.Counter(lane))), name)
+		histogram(descLateness, shm.CounterLateness+shm.Counter(lane)*shm.LatenessStride, shm.LatenessBuckets[:], 1e6, name)
+	}
+	for i, o := range render.Outcomes() {
+		counter(descRender, sum(shm.CounterRenderOutcome+shm.Counter(i)), o.String())
+	}
+	histogram(descRenderSec, shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], 1e6)
+	ls := seg.Leases().Stats(now.UnixMilli())
+	counter(descRefused, float64(ls.RefusedHeld), "held")
+	counter(descRefused, float64(ls.RefusedFull), "full")
+	counter(descRefused, float64(ls.RefusedContended), "contended")
+	gauge(descLeases, float64(ls.Live))
+	floor := seg.Floor().Load()
+	gauge(descFloor, float64(floor))
+	pinned := 0.0
+	if h, since := seg.Floor().Pin(); h != 0 && since > 0 {
+		pinned = now.Sub(time.UnixMilli(since)).Seconds()
+	}
+	gauge(descPinned, pinned)
+	gauge(descBelow, float64(w0.Load(shm.CounterBelowFloor)))
+	counter(descDropped, sum(shm.CounterResultsDropped))
+	for i, w := range workers {
+		st := w.Status()
+		idx := strconv.Itoa(i)
+		counter(descRestarts, float64(st.Restarts), idx)
+		age := 0.0
+		if st.HeartbeatMs > 0 {
+			age = now.Sub(time.UnixMilli(st.HeartbeatMs)).Seconds()
+		}
+		gauge(descHeartbeat, age, idx)
+	}
+}

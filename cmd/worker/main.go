@@ -1,0 +1,185 @@
+// Command freshq-worker is one worker process of freshq. The supervisor starts it; it is not
+// meant to be run by hand. Worker 0 (-index 0) is the store worker: it owns Badger, runs the
+// sweep, serves the control socket and applies every write. Workers 1..N-1 render: they claim
+// from the shared-memory ready set, render, and send results to worker 0 in batches.
+//
+// Signals: SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the configuration file (a bad
+// one is logged and the old one kept).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+)
+
+// env is what both roles share.
+type env struct {
+	index      int
+	configPath string
+	dataDir    string // override of data_dir; "" = the file's
+	shmPath    string // override of shm.path; "" = the file's
+	socketPath string
+	log        zerolog.Logger
+	pol        atomic.Pointer[policy.Policy]
+	seg        *shm.Segment
+	worker     *shm.Worker
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("freshq-worker", flag.ContinueOnError)
+	e := &env{}
+	fs.IntVar(&e.index, "index", -1, "worker index (0 = the store worker)")
+	fs.StringVar(&e.configPath, "config", "", "configuration file")
+	fs.StringVar(&e.dataDir, "data-dir", "", "override data_dir")
+	fs.StringVar(&e.shmPath, "shm", "", "override shm.path")
+	fs.StringVar(&e.socketPath, "socket", "", "worker 0's control socket (default: <data_dir>/worker0.sock)")
+	logFormat := fs.String("log-format", "json", "json or console")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	e.log = newLogger(*logFormat, e.index)
+	if e.index < 0 || e.configPath == "" {
+		e.log.Error().Msg("-index and -config are required; freshq-worker is started by freshq-supervisor")
+		return 2
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		e.log.Error().Err(err).Msg("configuration")
+		return 2
+	}
+	e.log = withLevel(e.log, cfg.Log.Level)
+	e.pol.Store(policy.New(cfg))
+	if e.socketPath == "" {
+		e.socketPath = filepath.Join(cfg.DataDir, "worker0.sock")
+	}
+	e.seg, err = shm.Attach(cfg.SHM.Path)
+	if err != nil {
+		e.log.Error().Err(err).Msg("attaching the shared-memory segment")
+		return 1
+	}
+	defer e.seg.Close()
+	if e.worker, err = e.seg.Worker(e.index); err != nil {
+		e.log.Error().Err(err).Msg("worker block")
+		return 1
+	}
+	e.worker.Start(os.Getpid(), nowMs())
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go e.reloadOnHUP(ctx)
+	go e.heartbeat(ctx)
+
+	if e.index == 0 {
+		err = runStoreWorker(ctx, e)
+	} else {
+		err = runRenderWorker(ctx, e)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		e.log.Error().Err(err).Msg("worker failed")
+		return 1
+	}
+	e.log.Info().Msg("worker stopped")
+	return 0
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+func newLogger(format string, index int) zerolog.Logger {
+	var l zerolog.Logger
+	if format == "console" {
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+	} else {
+		l = zerolog.New(os.Stderr)
+	}
+	return l.With().Timestamp().Int("worker", index).Int("pid", os.Getpid()).Logger()
+}
+
+// withLevel applies log.level; an unknown level keeps info and says so.
+func withLevel(l zerolog.Logger, level string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		l.Warn().Str("level", level).Msg("unknown log.level; using info")
+		lvl = zerolog.InfoLevel
+	}
+	return l.Level(lvl)
+}
+
+// loadConfig reads the file and applies the supervisor's overrides.
+func (e *env) loadConfig() (*config.Config, error) {
+	cfg, err := config.Load(e.configPath)
+	if err != nil {
+		return nil, err
+	}
+	if e.dataDir != "" {
+		cfg.DataDir = e.dataDir
+	}
+	if e.shmPath != "" {
+		cfg.SHM.Path = e.shmPath
+	}
+	return cfg, nil
+}
+
+// reloadOnHUP swaps in a new configuration on SIGHUP. The sweep and the claims read the policy
+// once per sweep or claim, so the switch is atomic for each of them.
+func (e *env) reloadOnHUP(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			cfg, err := e.loadConfig()
+			if err != nil {
+				e.log.Error().Err(err).Msg("reload refused; the previous configuration stays in force")
+				continue
+			}
+			e.pol.Store(policy.New(cfg))
+			e.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Msg("configuration reloaded")
+		}
+	}
+}
+
+// heartbeat beats every second in shm; the supervisor's watchdog pings systemd only while every
+// worker's beats advance.
+func (e *env) heartbeat(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		e.worker.Beat(nowMs())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// holder identifies this process's leases.
+func (e *env) holder() uint64 { return uint64(os.Getpid())<<16 | uint64(e.index) }
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/shm"
+)
+
+const (
+	resultBatch      = 256                   // results per delivery at most
+	resultLinger     = 20 * time.Millisecond // how long a partial batch waits for company
+	resultRetryLimit = 30 * time.Second      // then the batch is dropped: its leases lapse and the rows render again
+	idleMin, idleMax = 20 * time.Millisecond, time.Second
+)
+
+// runRenderWorker is workers 1..N-1: render.concurrency loops of claim, render, report.
+func runRenderWorker(ctx context.Context, e *env) error {
+	cfg := e.pol.Load().Config()
+	rdr, err := render.New(cfg.Render, render.WithStream(uint64(e.index)))
+	if err != nil {
+		return wrap("renderer", err)
+	}
+	client := api.NewClient(e.socketPath)
+	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: client, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
+
+	// Renders in flight may finish after SIGTERM, within shutdown_timeout; claiming stops at once.
+	renderCtx, cancelRenders := context.WithCancel(context.Background())
+	defer cancelRenders()
+	results := make(chan api.Result, 4*resultBatch)
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		deliver(e, client, results)
+	}()
+
+	var wg sync.WaitGroup
+	for range cfg.Render.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			renderLoop(ctx, renderCtx, e, claimer, rdr, results)
+		}()
+	}
+	e.log.Info().Int("concurrency", cfg.Render.Concurrency).Str("renderer", cfg.Render.Renderer).Msg("render worker started")
+
+	<-ctx.Done()
+	drain := e.pol.Load().Config().Supervisor.ShutdownTimeout.D()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(drain):
+		e.log.Warn().Dur("shutdown_timeout", drain).Msg("renders still in flight at the drain bound; abandoning them (their leases lapse)")
+		cancelRenders()
+		<-finished
+	}
+	close(results)
+	<-delivered
+	return nil
+}
+
+func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, rdr render.Renderer, out chan<- api.Result) {
+	idle := idleMin
+	for claimCtx.Err() == nil {
+		jobs, err := c.Claim(claimCtx, 1)
+		if err != nil && claimCtx.Err() == nil {
+			e.log.Warn().Err(err).Msg("claim failed; backing off")
+		}
+		if len(jobs) == 0 {
+			select {
+			case <-claimCtx.Done():
+			case <-time.After(idle):
+			}
+			idle = min(2*idle, idleMax)
+			continue
+		}
+		idle = idleMin
+		for _, j := range jobs {
+			out <- renderJob(renderCtx, e, rdr, j)
+		}
+	}
+}
+
+func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) api.Result {
+	device, url, ok := strings.Cut(string(j.Key), "|")
+	if !ok {
+		device, url = "", string(j.Key)
+	}
+	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
+	if i := int(res.Outcome) - 1; i >= 0 && i < shm.NumRenderOutcomes {
+		e.worker.Add(shm.CounterRenderOutcome+shm.Counter(i), 1)
+	}
+	e.worker.Observe(shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], res.Duration.Seconds(), 1e6)
+	return api.Result{
+		Key: j.Key, Outcome: res.Outcome.String(), Status: res.Status, Stage: res.Stage,
+		DurationMs: res.Duration.Milliseconds(), Headers: res.Headers, Body: res.Body, Err: res.Err,
+		Lease: api.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
+	}
+}
+
+// deliver sends results to worker 0 in batches until in is closed and drained. A batch worker 0
+// cannot take is retried with backoff for resultRetryLimit, then dropped and counted.
+func deliver(e *env, client *api.Client, in <-chan api.Result) {
+	batch := make([]api.Result, 0, resultBatch)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		deadline := time.Now().Add(resultRetryLimit)
+		for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := client.SendResults(ctx, batch)
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().Add(wait).After(deadline) {
+				e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
+				e.log.Error().Err(err).Int("results", len(batch)).
+					Msg("results undeliverable; dropped (their leases lapse and the rows render again)")
+				break
+			}
+			time.Sleep(wait)
+		}
+		batch = batch[:0]
+	}
+	for {
+		r, ok := <-in
+		if !ok {
+			flush()
+			return
+		}
+		batch = append(batch, r)
+		linger := time.NewTimer(resultLinger)
+	fill:
+		for len(batch) < resultBatch {
+			select {
+			case r, ok := <-in:
+				if !ok {
+					linger.Stop()
+					flush()
+					return
+				}
+				batch = append(batch, r)
+			case <-linger.C:
+				break fill
+			}
+		}
+		linger.Stop()
+		flush()
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/sweep"
+)
+
+// runStoreWorker is worker 0: the store, the sweep, the control socket.
+func runStoreWorker(ctx context.Context, e *env) error {
+	cfg := e.pol.Load().Config()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return wrap("data dir", err)
+	}
+	st, err := store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
+		SyncWrites: cfg.Store.SyncWrites,
+		Floor:      e.seg.Floor(),
+		GCInterval: cfg.Store.GCInterval.D(),
+		Logger:     e.log,
+	})
+	if err != nil {
+		return wrap("open store", err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			e.log.Error().Err(err).Msg("closing the store")
+		}
+	}()
+	if restored, err := st.Reconcile(nowMs()); err != nil {
+		e.log.Error().Err(err).Msg("reconcile failed")
+	} else if restored > 0 {
+		e.log.Warn().Int("restored", restored).Msg("reconcile re-filed targets whose schedule row was missing")
+	}
+	st.StartGC()
+	defer st.StopGC()
+
+	var sweeps, sweepFails atomic.Uint64
+	sweeper := sweep.New(sweep.Options{
+		Store: sweep.FromStore(st), Segment: e.seg, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
+		AfterSweep: func(res sweep.Result, err error) {
+			if err != nil {
+				sweepFails.Add(1)
+				return
+			}
+			sweeps.Add(1)
+			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st, res.FloorMs)))
+		},
+	})
+	control := &api.Control{
+		Index:   &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs},
+		Applier: &api.Applier{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
+		Status: func() api.Status {
+			return api.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
+		},
+		Log: e.log,
+	}
+	mux := http.NewServeMux()
+	control.Register(mux)
+
+	ln, err := listenUnix(e.socketPath)
+	if err != nil {
+		return wrap("control socket", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	e.log.Info().Str("socket", e.socketPath).Str("data_dir", cfg.DataDir).Msg("store worker serving")
+
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		sweepLoop(ctx, e, sweeper)
+	}()
+
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		e.log.Error().Err(err).Msg("control socket stopped")
+	}
+	<-sweepDone
+	drain := e.pol.Load().Config().Supervisor.ShutdownTimeout.D()
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		e.log.Warn().Err(err).Msg("control socket did not drain in time")
+	}
+	os.Remove(e.socketPath)
+	return nil
+}
+
+// sweepLoop sweeps at once, then every queue.ready.sweep_interval as it stands after each
+// sweep, so a reload changes the interval without a restart.
+func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper) {
+	for {
+		s.Sweep(ctx)
+		t := time.NewTimer(e.pol.Load().Config().Queue.Ready.SweepInterval.D())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none, so
+// the scan stops at its first key.
+func belowFloor(st *store.Store, floorMs int64) int {
+	if floorMs <= 0 {
+		return 0
+	}
+	res, err := st.ScanDue(0, floorMs-1, 10_000)
+	if err != nil {
+		return 0
+	}
+	return len(res.Rows)
+}
+
+// listenUnix listens on path, mode 0600, replacing a stale socket left by a killed worker 0.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
