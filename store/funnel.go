@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -237,11 +239,11 @@ func (s *Store) submit(ops []op) (int, error) {
 	return n, err
 }
 
-// commitLoop is the committer goroutine. It exits when reqs is closed and drained.
+// commitLoop is the committer goroutine. It exits when reqs is closed and drained, after the
+// last transaction has completed.
 func (s *Store) commitLoop() {
 	defer close(s.committerDone)
 	var batch []*request
-	var refs []opRef
 	for req := range s.reqs {
 		batch = append(batch[:0], req)
 		n := len(req.ops)
@@ -258,9 +260,34 @@ func (s *Store) commitLoop() {
 				break gather
 			}
 		}
-		refs = s.commitBatch(batch, refs[:0])
+		s.commitBatch(batch)
 		clear(batch)
 	}
+	if s.pl.prev != nil {
+		<-s.pl.prev
+	}
+	if s.pl.spare != nil {
+		s.pl.spare.Discard()
+	}
+}
+
+// pipeline is the committer's double buffer: while Badger writes transaction N, the committer
+// gathers and builds N+1. Building N+1 reads rows; N's writes are not yet visible to it, so
+// they are kept in overlay, which apply consults before Badger. Before N+1 is submitted the
+// committer waits for N: if N failed, N+1 was built on writes that never happened, and is
+// rebuilt from Badger alone. Only the committer goroutine touches a pipeline.
+type pipeline struct {
+	prev    chan error          // completion of the last submitted transaction, nil if none
+	overlay map[string]rowState // that transaction's final row state per cacheKey
+	// spare is a write transaction opened just before the last submission: its snapshot
+	// holds everything committed except the last submitted transaction, which overlay holds.
+	spare *badger.Txn
+}
+
+// rowState is the schedule row of a key as a transaction leaves it.
+type rowState struct {
+	row    Row
+	exists bool
 }
 
 // opRef names one op of one request in a batch.
@@ -269,105 +296,184 @@ type opRef struct {
 	o *op
 }
 
-// commitBatch applies and commits one batch, then acknowledges its requests.
-func (s *Store) commitBatch(batch []*request, refs []opRef) []opRef {
-	minDue := int64(math.MaxInt64)
-	for _, r := range batch {
+// batch is one group-commit batch in flight: registered for the floor protocol until its
+// last transaction completes, then acknowledged.
+type batch struct {
+	mu        sync.Mutex
+	reqs      []*request
+	remaining int // transactions not yet complete, plus one held while submitting
+	minDue    int64
+}
+
+func (b *batch) fail(r *request, err error) {
+	b.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	b.mu.Unlock()
+}
+
+// commitBatch registers a batch, cuts it into transactions by Badger's own size accounting,
+// and submits them. The batch is acknowledged by the callback of its last transaction.
+func (s *Store) commitBatch(reqs []*request) {
+	s.settle()
+	b := &batch{reqs: slices.Clone(reqs), remaining: 1, minDue: math.MaxInt64}
+	var refs []opRef
+	for _, r := range reqs {
 		for i := range r.ops {
 			o := &r.ops[i]
 			refs = append(refs, opRef{r, o})
-			if o.kind != opDelete && o.row.DueAtMs < minDue {
-				minDue = o.row.DueAtMs
+			if o.kind != opDelete && o.row.DueAtMs < b.minDue {
+				b.minDue = o.row.DueAtMs
 			}
 		}
 	}
-	s.beginInflight(minDue)
+	s.beginInflight(b)
 	if s.opts.testBeforeCommit != nil {
 		s.opts.testBeforeCommit()
 	}
-
-	// Cut the batch into transactions by Badger's own size accounting.
 	maxCount, maxSize := s.db.MaxBatchCount()-1, s.db.MaxBatchSize()-1
 	start, count, size := 0, int64(0), int64(0)
 	for i, ref := range refs {
 		c, z := s.opCost(ref.o)
 		if i > start && (count+c >= maxCount || size+z >= maxSize) {
-			s.commitSegment(refs[start:i])
+			s.submitSegment(b, refs[start:i])
 			start, count, size = i, 0, 0
 		}
 		count += c
 		size += z
 	}
-	s.commitSegment(refs[start:])
-
-	s.endInflight()
-	for _, r := range batch {
-		r.done <- r.err
-	}
-	clear(refs)
-	return refs
+	s.submitSegment(b, refs[start:])
+	s.txnDone(b, nil, nil) // release the submitting hold
 }
 
-// commitSegment applies refs in one transaction and commits it. A write is never
+// settle drops the pipeline's overlay and spare snapshot if the last transaction has already
+// completed: an idle committer then starts its next batch from a fresh snapshot rather than one
+// taken before the last commit. Under load the last transaction is usually still in flight,
+// and the pipeline is kept.
+func (s *Store) settle() {
+	if s.pl.prev == nil {
+		return
+	}
+	select {
+	case <-s.pl.prev:
+		s.pl.prev, s.pl.overlay = nil, nil
+		if s.pl.spare != nil {
+			s.pl.spare.Discard()
+			s.pl.spare = nil
+		}
+	default:
+	}
+}
+
+// submitSegment builds refs into one transaction and submits it. A write is never
 // half-applied: when one fails after staging part of itself (Badger refusing an entry), the
 // transaction is discarded and rebuilt without it; when Badger finds the transaction too big
 // after all (its accounting changed under us), it is discarded and the segment split in two.
-func (s *Store) commitSegment(refs []opRef) {
+func (s *Store) submitSegment(b *batch, refs []opRef) {
 	if len(refs) == 0 {
 		return
 	}
 	for {
-		txn := s.db.NewTransaction(true)
-		rebuild := false
+		txn := s.pl.spare
+		s.pl.spare = nil
+		if txn == nil {
+			txn = s.db.NewTransaction(true)
+		}
+		cur := make(map[string]rowState, len(refs))
+		rebuild, split := false, false
 		for _, ref := range refs {
 			if ref.o.failed {
 				continue
 			}
-			staged, err := s.apply(txn, ref.o)
+			staged, err := s.apply(txn, ref.o, cur)
 			if err == nil {
 				continue
 			}
 			if errors.Is(err, badger.ErrTxnTooBig) && len(refs) > 1 {
-				txn.Discard()
-				resetApplied(refs)
-				s.commitSegment(refs[:len(refs)/2])
-				s.commitSegment(refs[len(refs)/2:])
-				return
+				split = true
+				break
 			}
 			ref.o.failed = true
-			fail(ref.r, err)
+			b.fail(ref.r, err)
 			s.log.Error().Err(err).Msg("funnel write refused")
 			if staged {
 				rebuild = true
 				break
 			}
 		}
-		if rebuild {
+		if split || rebuild {
 			txn.Discard()
 			resetApplied(refs)
+			if split {
+				s.submitSegment(b, refs[:len(refs)/2])
+				s.submitSegment(b, refs[len(refs)/2:])
+				return
+			}
 			continue
 		}
-		if err := txn.Commit(); err != nil {
-			err = fmt.Errorf("store: commit %d writes: %w", len(refs), err)
-			s.log.Error().Err(err).Msg("funnel commit failed")
-			for _, ref := range refs {
-				fail(ref.r, err)
+		if s.pl.prev != nil {
+			err := <-s.pl.prev
+			s.pl.prev = nil
+			if err != nil {
+				// This transaction read rows through the failed one's overlay.
+				txn.Discard()
+				resetApplied(refs)
+				s.pl.overlay = nil
+				continue
 			}
-			resetApplied(refs)
 		}
+		// Open the next build's transaction before this one takes its commit timestamp:
+		// its snapshot then lacks exactly this transaction, whose writes become the overlay.
+		// (Opened after, it would wait for this commit to finish.)
+		s.pl.spare = s.db.NewTransaction(true)
+		s.pl.overlay = cur
+		done := make(chan error, 1)
+		b.mu.Lock()
+		b.remaining++
+		b.mu.Unlock()
+		s.pl.prev = done
+		txn.CommitWith(func(err error) {
+			// Signal the committer before acknowledging, so a caller that has its
+			// acknowledgement knows the committer can see the transaction complete.
+			done <- err
+			s.txnDone(b, refs, err)
+		})
 		return
+	}
+}
+
+// txnDone records the completion of one of b's transactions (refs nil for the submitting
+// hold) and, with the last, unregisters and acknowledges the batch. It runs on Badger's
+// callback goroutines.
+func (s *Store) txnDone(b *batch, refs []opRef, err error) {
+	b.mu.Lock()
+	if err != nil {
+		err = fmt.Errorf("store: commit %d writes: %w", len(refs), err)
+		for _, ref := range refs {
+			ref.o.applied = false
+			if ref.r.err == nil {
+				ref.r.err = err
+			}
+		}
+	}
+	b.remaining--
+	last := b.remaining == 0
+	b.mu.Unlock()
+	if err != nil {
+		s.log.Error().Err(err).Msg("funnel commit failed")
+	}
+	if last {
+		s.endInflight(b)
+		for _, r := range b.reqs {
+			r.done <- r.err
+		}
 	}
 }
 
 func resetApplied(refs []opRef) {
 	for _, ref := range refs {
 		ref.o.applied = false
-	}
-}
-
-func fail(r *request, err error) {
-	if r.err == nil {
-		r.err = err
 	}
 }
 
@@ -405,19 +511,14 @@ func (s *Store) opCost(o *op) (count, size int64) {
 
 // apply stages o in txn. staged reports whether any entry of o reached the transaction before
 // an error, in which case the transaction must be discarded, not committed.
-func (s *Store) apply(txn *badger.Txn, o *op) (staged bool, err error) {
-	var old Row
-	had := false
-	item, err := txn.Get(o.sKey)
-	switch {
-	case err == nil:
-		if err := item.Value(old.UnmarshalBinary); err != nil {
-			return false, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
-		}
-		had = true
-	case errors.Is(err, badger.ErrKeyNotFound):
-	default:
-		return false, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
+//
+// The row it replaces is read, in order, from this transaction's own earlier writes (cur), from
+// the transaction still being written (the overlay), or from Badger. cur is updated with the
+// row as o leaves it.
+func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged bool, err error) {
+	old, had, err := s.lookup(txn, o, cur)
+	if err != nil {
+		return false, err
 	}
 	// From here on every Set and Delete goes through stage, which records that the
 	// transaction now holds part of o.
@@ -445,6 +546,7 @@ func (s *Store) apply(txn *badger.Txn, o *op) (staged bool, err error) {
 		if err := stage(txn.Delete(o.pKey)); err != nil {
 			return staged, err
 		}
+		cur[string(o.key)] = rowState{}
 		o.applied = true
 		return staged, nil
 	case opPutIfAbsent:
@@ -486,6 +588,28 @@ func (s *Store) apply(txn *badger.Txn, o *op) (staged bool, err error) {
 			return staged, err
 		}
 	}
+	cur[string(o.key)] = rowState{row: row, exists: true}
 	o.applied = true
 	return staged, nil
+}
+
+func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (Row, bool, error) {
+	if st, ok := cur[string(o.key)]; ok {
+		return st.row, st.exists, nil
+	}
+	if st, ok := s.pl.overlay[string(o.key)]; ok {
+		return st.row, st.exists, nil
+	}
+	var old Row
+	item, err := txn.Get(o.sKey)
+	switch {
+	case err == nil:
+		if err := item.Value(old.UnmarshalBinary); err != nil {
+			return old, false, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
+		}
+		return old, true, nil
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return old, false, nil
+	}
+	return old, false, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
 }

@@ -183,7 +183,7 @@ func TestOptions(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if o.MemTableSize != 32<<20 || o.NumMemtables != 3 || o.Compression != CompressionNone || o.Floor == nil {
+	if o.MemTableSize != 8<<20 || o.NumMemtables != 3 || o.Compression != CompressionNone || o.Floor == nil {
 		t.Fatalf("defaults: %+v", o)
 	}
 	for _, bad := range []func(*Options){

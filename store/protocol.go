@@ -11,9 +11,9 @@ import "math"
 //	lock                                  lock
 //	  register in flight (minDue)           snapshot := Badger read txn
 //	  every open pass: pass.min ∧= minDue   observed := floor.Load()
-//	  floor.Lower(minDue)                   pass.min := minDue of the batch in flight, if any
+//	  floor.Lower(minDue)                   pass.min := min minDue of batches in flight
 //	unlock                                  register pass
-//	commit (Badger)                       unlock
+//	commit (Badger, pipelined)            unlock
 //	lock                                  iterate d/ from observed to now over snapshot,
 //	  unregister                            noting firstDue (the first due row read)
 //	unlock                                lock
@@ -48,13 +48,15 @@ import "math"
 // Leased rows need nothing here: a row being rendered keeps its index entry at its old due
 // time until its result is written through the funnel, so the floor cannot pass it.
 
-// beginInflight registers the funnel's next batch, whose earliest new due time is minDue
+// beginInflight registers a funnel batch, whose earliest new due time is b.minDue
 // (math.MaxInt64 for a batch of deletes), and lowers the floor to it. It runs before the
-// batch's first transaction commits.
-func (s *Store) beginInflight(minDue int64) {
+// batch's first transaction commits. Two batches can be in flight at once (the committer
+// builds one while Badger writes the other).
+func (s *Store) beginInflight(b *batch) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
-	s.inflight, s.inflightMin = true, minDue
+	minDue := b.minDue
+	s.inflight[b] = minDue
 	if minDue == math.MaxInt64 {
 		return
 	}
@@ -65,9 +67,9 @@ func (s *Store) beginInflight(minDue int64) {
 }
 
 // endInflight unregisters the batch once all its transactions are done.
-func (s *Store) endInflight() {
+func (s *Store) endInflight(b *batch) {
 	s.floorMu.Lock()
-	s.inflight, s.inflightMin = false, math.MaxInt64
+	delete(s.inflight, b)
 	s.floorMu.Unlock()
 }
 
@@ -78,8 +80,8 @@ func (s *Store) registerPass(p *Pass) {
 	p.txn = s.db.NewTransaction(false)
 	p.stats.FloorMs = s.floor.Load()
 	p.minWritten = math.MaxInt64
-	if s.inflight {
-		p.minWritten = s.inflightMin
+	for _, d := range s.inflight {
+		p.minWritten = min(p.minWritten, d)
 	}
 	s.passes[p] = struct{}{}
 }

@@ -28,11 +28,12 @@ type Store struct {
 	reqs          chan *request
 	committerDone chan struct{}
 
+	pl pipeline // committer-owned (funnel.go)
+
 	// The F1 critical section (protocol.go).
-	floorMu     sync.Mutex
-	inflight    bool  // a batch is registered and not yet acknowledged
-	inflightMin int64 // the minimum new due time of that batch
-	passes      map[*Pass]struct{}
+	floorMu  sync.Mutex
+	inflight map[*batch]int64 // batches registered and not yet acknowledged → min new due
+	passes   map[*Pass]struct{}
 
 	// Maintenance (maintenance.go).
 	gcMu   sync.Mutex
@@ -65,6 +66,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		reqs:          make(chan *request, o.QueueLen),
 		committerDone: make(chan struct{}),
 		passes:        make(map[*Pass]struct{}),
+		inflight:      make(map[*batch]int64),
 	}
 	go s.commitLoop()
 	lsm, vlog := db.Size()

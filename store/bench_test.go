@@ -1,0 +1,350 @@
+package store
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The benchmark corpus: 1,000,000 schedule rows with ~60-byte keys shaped like real cache
+// keys, loaded once per `go test -bench` process through the funnel and reused by every
+// benchmark below; TestMain removes it. Due times are spread evenly over 96 h around
+// benchNow, so exactly half the rows (500,000) are due.
+const (
+	benchRows  = 1_000_000
+	benchNow   = int64(1_700_000_000_000)
+	benchSpan  = int64(96 * time.Hour / time.Millisecond)
+	benchGuard = int64(5 * time.Minute / time.Millisecond)
+)
+
+var (
+	corpusOnce   sync.Once
+	corpusDir    string
+	corpusLoadUs float64 // µs/row of the corpus's own bulk load
+	corpusErr    error
+)
+
+func benchKey(i int) []byte {
+	return fmt.Appendf(nil, "desktop|https://www.example-shop.com/catalog/item-%08d", i) // 58 bytes
+}
+
+// benchDue is row i's due time: rows 0..499,999 are due at benchNow, the rest are not.
+func benchDue(i int) int64 { return benchNow - benchSpan/2 + int64(i)*benchSpan/benchRows + 1 }
+
+// benchWrites returns the funnel writes of rows [from, to) of a corpus, in a fixed shuffled
+// order so the load is not sorted.
+func benchWrites(perm []int, from, to int) []Write {
+	ws := make([]Write, 0, to-from)
+	for _, i := range perm[from:to] {
+		s, err := NewSchedule(benchKey(i), benchDue(i), i%2 == 0, int64(1+i%4)*21_600_000, Lanes{Failing: i%50 == 0})
+		if err != nil {
+			panic(err)
+		}
+		ws = append(ws, Write{Schedule: s})
+	}
+	return ws
+}
+
+func loadRows(st *Store, n int) error {
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	const chunk = 10_000
+	for from := 0; from < n; from += chunk {
+		if err := st.WriteSchedules(benchWrites(perm, from, min(n, from+chunk))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// corpus returns the directory of the loaded corpus, building it on first use. The store is
+// closed after loading, so every benchmark opens it as a restarted worker 0 would.
+func corpus(b *testing.B) string {
+	corpusOnce.Do(func() {
+		corpusDir, corpusErr = os.MkdirTemp("", "freshq-store-bench-")
+		if corpusErr != nil {
+			return
+		}
+		st, err := Open(corpusDir, nil)
+		if err != nil {
+			corpusErr = err
+			return
+		}
+		start := time.Now()
+		if corpusErr = loadRows(st, benchRows); corpusErr != nil {
+			return
+		}
+		corpusLoadUs = float64(time.Since(start).Microseconds()) / benchRows
+		corpusErr = st.Close()
+	})
+	if corpusErr != nil {
+		b.Fatal(corpusErr)
+	}
+	return corpusDir
+}
+
+func removeBenchCorpus() {
+	if corpusDir != "" {
+		_ = os.RemoveAll(corpusDir)
+	}
+}
+
+func openCorpus(b *testing.B, o *Options) *Store {
+	st, err := Open(corpus(b), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// BenchmarkBulkLoad: rows filed through the funnel in calls of 10,000 into a fresh store.
+// One op is one row. Target ≤ 6 µs/row.
+func BenchmarkBulkLoad(b *testing.B) {
+	b.StopTimer()
+	st, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	perm := make([]int, b.N)
+	for i := range perm {
+		perm[i] = (i * 7919) % b.N // a fixed shuffle (7919 is prime)
+	}
+	b.StartTimer()
+	for from := 0; from < b.N; from += 10_000 {
+		if err := st.WriteSchedules(benchWrites(perm, from, min(b.N, from+10_000))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/row")
+}
+
+// bareIterate is the floor of what a sweep can cost: a key-only Badger iteration of the same
+// due range, no value read, no decode, no copy.
+func bareIterate(db *badger.DB, nowMs int64) (int, error) {
+	txn := db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
+	defer it.Close()
+	end := dueSeekKey(nowMs + 1)
+	n := 0
+	for it.Seek(dueSeekKey(0)); it.Valid(); it.Next() {
+		if string(it.Item().Key()) >= string(end) {
+			break
+		}
+		n++
+	}
+	return n, nil
+}
+
+// BenchmarkSweepDue500k: one op is a full sweep pass over the 500,000 due rows of the corpus,
+// projection included (Pass.IterateDue, chunks of 1024), next to a bare key-only Badger
+// iteration of the same range measured in the same loop. Target ≤ 0.25 µs/row.
+func BenchmarkSweepDue500k(b *testing.B) {
+	st := openCorpus(b, nil)
+	var sweep, bare time.Duration
+	rows := 0
+	var sink int64
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		n, err := bareIterate(st.db, benchNow)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		p, err := st.BeginPass(benchNow)
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = p.IterateDue(0, 1024, func(rs []DueRow) error {
+			for j := range rs {
+				sink += rs[j].EffectiveIntervalMs
+			}
+			return nil
+		})
+		p.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		bare += t1.Sub(t0)
+		sweep += t2.Sub(t1)
+		rows = p.Stats().Rows
+		if rows != n || rows != benchRows/2 {
+			b.Fatalf("sweep read %d rows, bare %d, want %d", rows, n, benchRows/2)
+		}
+	}
+	_ = sink
+	perRow := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*rows) }
+	b.ReportMetric(perRow(sweep), "sweep-µs/row")
+	b.ReportMetric(perRow(bare), "bare-µs/row")
+	b.ReportMetric(float64(sweep)/float64(bare), "sweep/bare")
+	b.ReportMetric(corpusLoadUs, "corpus-load-µs/row")
+}
+
+// BenchmarkRSS1M reports the resident set of this process with the 1M-row corpus open and
+// swept once (VmRSS from /proc/self/status), after a GC has returned what it can to the OS.
+// The process also holds the test binary and the benchmark harness. Target ≤ 300 MB.
+func BenchmarkRSS1M(b *testing.B) {
+	st := openCorpus(b, nil)
+	p, _ := st.BeginPass(benchNow)
+	_ = p.IterateDue(0, 1024, func([]DueRow) error { return nil })
+	p.Close()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+	}
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(vmRSS(b))/(1<<20), "rss-MB")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "go-heap-MB")
+}
+
+func vmRSS(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// reschedule moves one not-yet-due corpus row (the upper half) to another future due time,
+// so the due set the sweep benchmark reads is unchanged.
+func reschedule(st *Store, r *rand.Rand, seq int64) error {
+	i := benchRows/2 + 1 + r.IntN(benchRows/2-1)
+	s, err := NewSchedule(benchKey(i), benchNow+1+seq%benchSpan, i%2 == 0, 21_600_000, Lanes{})
+	if err != nil {
+		return err
+	}
+	return st.WriteSchedule(s)
+}
+
+// BenchmarkReschedule: one op is one reschedule (read the row, delete the old index entry,
+// set the new one, set the row) through the funnel, with SyncWrites off and on. "writers=8"
+// runs 8 concurrent callers (group commit amortises the commit); "writers=1" is one caller
+// at a time and reports its latency percentiles. Target ≤ 10 µs/op amortised at 8 writers.
+func BenchmarkReschedule(b *testing.B) {
+	for _, sync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v/writers=8", sync), func(b *testing.B) {
+			st := openCorpus(b, &Options{SyncWrites: sync})
+			var seq atomic.Int64
+			var batches atomic.Int64
+			st.opts.testBeforeCommit = func() { batches.Add(1) }
+			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				r := rand.New(rand.NewPCG(uint64(seq.Add(1)), 9))
+				for pb.Next() {
+					if err := reschedule(st, r, seq.Add(1)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/float64(max(1, batches.Load())), "writes/batch")
+		})
+		b.Run(fmt.Sprintf("sync=%v/writers=1", sync), func(b *testing.B) {
+			st := openCorpus(b, &Options{SyncWrites: sync})
+			r := rand.New(rand.NewPCG(7, 7))
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if err := reschedule(st, r, int64(i)); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}
+
+// BenchmarkSeekFirstDue: one op is a scan for the first due row (ScanDue with limit 1) after
+// the 40,000 earliest due rows of the corpus were rescheduled into the future, leaving 40,000
+// tombstones at the head of the due index. "floored" seeks from firstDue − guard (where the
+// sweep's floor would be), "unfloored" from 0. Measured with the tombstones in the memtable,
+// after a reopen has flushed them into L0 tables, and after Flatten. Target: floored ≤ 10 µs
+// and flat. This benchmark changes the corpus, so it runs last.
+func BenchmarkSeekFirstDue(b *testing.B) {
+	dir := corpus(b)
+	st, err := Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	const moved = 40_000
+	res, err := st.ScanDue(0, benchNow, 1)
+	if err != nil || len(res.Rows) != 1 {
+		b.Fatal(res, err)
+	}
+	if res.FirstDueMs == benchDue(0) { // not yet moved by an earlier -count run
+		for i := 0; i < moved; i += 1000 {
+			ws := make([]Write, 0, 1000)
+			for j := i; j < i+1000; j++ {
+				s, _ := NewSchedule(benchKey(j), benchNow+benchSpan+int64(j), j%2 == 0, 21_600_000, Lanes{})
+				ws = append(ws, Write{Schedule: s})
+			}
+			if err := st.WriteSchedules(ws); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	first, _ := st.ScanDue(0, benchNow, 1)
+	if first.FirstDueMs != benchDue(moved) {
+		b.Fatalf("first due %d, want %d", first.FirstDueMs, benchDue(moved))
+	}
+	floor := first.FirstDueMs - benchGuard
+	seek := func(from int64) func(*testing.B) {
+		return func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				r, err := st.ScanDue(from, benchNow, 1)
+				if err != nil || r.FirstDueMs != first.FirstDueMs {
+					b.Fatal(r, err)
+				}
+			}
+		}
+	}
+	for _, stage := range []string{"memtable", "flushed", "flattened"} {
+		switch stage {
+		case "flushed":
+			if err := st.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if st, err = Open(dir, nil); err != nil {
+				b.Fatal(err)
+			}
+		case "flattened":
+			if err := st.db.Flatten(2); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(stage+"/floored", seek(floor))
+		b.Run(stage+"/unfloored", seek(0))
+	}
+}
