@@ -18,6 +18,7 @@ type child struct {
 	restarts *intensity
 
 	mu      sync.Mutex
+	starts  int
 	proc    *os.Process
 	done    chan struct{} // closed when the current process has exited
 	backoff time.Duration
@@ -56,9 +57,10 @@ func (c *child) start() {
 		return
 	}
 	c.proc = cmd.Process
-	if w, err := c.s.seg.Worker(c.index); err == nil && c.restarts.total() > 0 {
+	if w, err := c.s.seg.Worker(c.index); err == nil && c.starts > 0 {
 		w.NoteRestart()
 	}
+	c.starts++
 	c.s.log.Info().Int("worker", c.index).Int("child_pid", c.proc.Pid).Msg("worker started")
 }
 
@@ -128,7 +130,6 @@ type intensity struct {
 	max    int
 	period time.Duration
 	times  []time.Time
-	count  int
 }
 
 func newIntensity(max int, period time.Duration) *intensity {
@@ -139,7 +140,6 @@ func newIntensity(max int, period time.Duration) *intensity {
 func (in *intensity) allow(now time.Time) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.count++
 	keep := in.times[:0]
 	for _, t := range in.times {
 		if now.Sub(t) < in.period {
@@ -148,10 +148,4 @@ func (in *intensity) allow(now time.Time) bool {
 	}
 	in.times = append(keep, now)
 	return len(in.times) <= in.max
-}
-
-func (in *intensity) total() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.count
 }

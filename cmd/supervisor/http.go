@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 )
@@ -183,7 +184,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	seg := c.s.seg
-	now := time.Now()
+	now := clock.Now()
 	workers := make([]*shm.Worker, len(c.s.children))
 	for i := range workers {
 		workers[i], _ = seg.Worker(i)

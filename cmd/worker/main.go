@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
@@ -100,7 +101,7 @@ func run(args []string) int {
 	return 0
 }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
+func nowMs() int64 { return clock.NowMs() }
 
 func newLogger(format string, index int) zerolog.Logger {
 	var l zerolog.Logger
