@@ -152,19 +152,21 @@ func notify(state string) {
 type collector struct{ s *supervisor }
 
 var (
-	descClaim       = prometheus.NewDesc("freshq_claim_granted_total", "Jobs granted, by where they came from.", []string{"source"}, nil)
-	descSweep       = prometheus.NewDesc("freshq_ready_sweep_seconds", "Duration of the last sweep, and sweeps by outcome.", []string{"outcome"}, nil)
-	descSweeps      = prometheus.NewDesc("freshq_ready_sweeps_total", "Sweeps by outcome.", []string{"outcome"}, nil)
-	descPublished   = prometheus.NewDesc("freshq_ready_published", "Entries in the active ready-set generation.", nil, nil)
-	descReadyGen    = prometheus.NewDesc("freshq_ready_generation", "The active ready-set generation (0 = cold).", nil, nil)
-	descCadence     = prometheus.NewDesc("freshq_ready_cadence_total", "Rows scored, by where their cadence came from.", []string{"origin"}, nil)
-	descBacklog     = prometheus.NewDesc("freshq_backlog", "Due rows at the last sweep, by lane.", []string{"lane"}, nil)
-	descLateness    = prometheus.NewDesc("freshq_lateness_ratio", "Lateness ratio (now - due) / cadence at grant, by lane.", []string{"lane"}, nil)
-	descRender      = prometheus.NewDesc("freshq_render_total", "Render attempts by outcome.", []string{"outcome"}, nil)
-	descRenderSec   = prometheus.NewDesc("freshq_render_seconds", "Render duration.", nil, nil)
-	descRefused     = prometheus.NewDesc("freshq_lease_refused_total", "Takes refused at grant time because the row was leased, by cause.", []string{"cause"}, nil)
-	descLeases      = prometheus.NewDesc("freshq_leases_live", "Live leases and release graces.", nil, nil)
-	descFloor       = prometheus.NewDesc("freshq_floor_ms", "The claim floor, ms since the epoch.", nil, nil)
+	descClaim     = prometheus.NewDesc("freshq_claim_granted_total", "Jobs granted, by where they came from.", []string{"source"}, nil)
+	descSweep     = prometheus.NewDesc("freshq_ready_sweep_seconds", "Duration of the last sweep, and sweeps by outcome.", []string{"outcome"}, nil)
+	descSweeps    = prometheus.NewDesc("freshq_ready_sweeps_total", "Sweeps by outcome.", []string{"outcome"}, nil)
+	descPublished = prometheus.NewDesc("freshq_ready_published", "Entries in the active ready-set generation.", nil, nil)
+	descReadyGen  = prometheus.NewDesc("freshq_ready_generation", "The active ready-set generation (0 = cold).", nil, nil)
+	descCadence   = prometheus.NewDesc("freshq_ready_cadence_total", "Rows scored, by where their cadence came from.", []string{"origin"}, nil)
+	descBacklog   = prometheus.NewDesc("freshq_backlog", "Due rows at the last sweep, by lane.", []string{"lane"}, nil)
+	descLateness  = prometheus.NewDesc("freshq_lateness_ratio", "Lateness ratio (now - due) / cadence at grant, by lane.", []string{"lane"}, nil)
+	descRender    = prometheus.NewDesc("freshq_render_total", "Render attempts by outcome.", []string{"outcome"}, nil)
+	descRenderSec = prometheus.NewDesc("freshq_render_seconds", "Render duration.", nil, nil)
+	descRefused   = prometheus.NewDesc("freshq_lease_refused_total", "Takes refused at grant time because the row was leased, by cause.", []string{"cause"}, nil)
+	descLeases    = prometheus.NewDesc("freshq_leases_live", "Live leases and release graces.", nil, nil)
+	// DESIGN §9 calls this freshq_floor_ms; promtool rejects abbreviated units in names, so it
+	// follows the Prometheus convention for a timestamp instead (same instant, in seconds).
+	descFloor       = prometheus.NewDesc("freshq_floor_timestamp_seconds", "The claim floor, seconds since the epoch.", nil, nil)
 	descPinned      = prometheus.NewDesc("freshq_floor_pinned_seconds", "How long the row at the floor's head has held it.", nil, nil)
 	descBelow       = prometheus.NewDesc("freshq_below_floor", "Rows below the claim floor (must be 0).", nil, nil)
 	descRestarts    = prometheus.NewDesc("freshq_worker_restarts_total", "Worker restarts.", []string{"worker"}, nil)
@@ -240,7 +242,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRefused, float64(ls.RefusedContended), "contended")
 	gauge(descLeases, float64(ls.Live))
 	floor := seg.Floor().Load()
-	gauge(descFloor, float64(floor))
+	gauge(descFloor, float64(floor)/1000)
 	pinned := 0.0
 	if h, since := seg.Floor().Pin(); h != 0 && since > 0 {
 		pinned = now.Sub(time.UnixMilli(since)).Seconds()
