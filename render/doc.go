@@ -1,0 +1,47 @@
+// Package render turns a URL into a page: the renderers behind one interface, and the
+// classification of what happened into an Outcome that policy/ then judges (transient,
+// deterministic, terminal — DESIGN §8). render/ decides what happened, never what it means for the
+// row.
+//
+// Three renderers, chosen by render.renderer:
+//
+//   - http (the default): a GET with the User-Agent for the request's device, one deadline for the
+//     whole exchange (dial to the last body byte), a body limit, bounded redirects with loop
+//     detection, and noindex detected in X-Robots-Tag and in the robots meta tags of the head.
+//   - exec: runs render.exec.command with the URL appended as its last argument and takes the page
+//     from stdout — for a headless browser, e.g.
+//     ["chromium", "--headless", "--disable-gpu", "--dump-dom"].
+//   - sim: draws a latency and an outcome from render.sim, for benchmarks and the demo.
+//
+// # Guarantees
+//
+//   - Render never panics and always returns a classified Result. A deadline or a cancelled
+//     context is OutcomeTimeout, whatever stage it interrupted.
+//   - No shell, ever. The exec renderer starts the command directly (execve), the URL a single
+//     argv entry, so `;`, `$(…)`, quotes and spaces in a URL reach the program verbatim. On a
+//     timeout the whole process group is killed, so a browser's helper processes die with it.
+//   - The allowlist holds on every hop. render.domains is checked on the URL asked for and on every
+//     redirect target before it is dialled: a redirect cannot lead the renderer off the list
+//     (Allowed documents the matching). Only http and https are fetched.
+//   - Bounded memory. A body (or exec's stdout) is read to at most max_body+1 bytes into a buffer
+//     that never grows past that — also after gzip decoding — and a larger one is OutcomeTooLarge;
+//     exec's stderr keeps its last 4 KiB; response headers are capped.
+//   - Bounded time. A render returns within render.timeout (or as soon as ctx ends) plus the
+//     moment a kill takes — for exec, at most 1 s more if a descendant escaped its process group
+//     and holds stdout open.
+//
+// # Stages
+//
+// Result.Stage says where a render ended. The names are stable (they reach logs and the row's
+// last-attempt record):
+//
+//	policy   refused before any I/O: the host is not in render.domains (first URL or a redirect)
+//	dial     DNS, TCP connect, TLS handshake
+//	request  writing the request
+//	headers  waiting for and reading the response status and headers; every status-only outcome
+//	         (404, 410, 5xx, too many redirects) ends here
+//	body     reading the body, and the judgements made on it (too large, meta noindex, OK)
+//	exec     the exec renderer's process: could not start, exited non-zero, was killed
+//
+// A bad URL ends at "request" as OutcomeFailed.
+package render

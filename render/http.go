@@ -1,0 +1,286 @@
+package render
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/freshq/freshq/config"
+)
+
+// HTTP is the http renderer: one GET per render, over a transport shared by all its renders.
+//
+// What it does, in order:
+//   - parses the URL (http or https with a host, else OutcomeFailed at "request") and checks its
+//     host against render.domains (else OutcomeBlocked at "policy");
+//   - sends GET with the device's User-Agent and an HTML Accept header, under one deadline of
+//     render.timeout for the whole exchange: DNS, dial, TLS, headers and every body byte;
+//   - follows at most render.max_redirects redirects (0: none — the first one is
+//     OutcomeRedirectLoop), checking each target before it is dialled: an http(s) URL, a host in
+//     render.domains (else OutcomeBlocked at "policy"), not a URL already visited on this render
+//     (else OutcomeRedirectLoop);
+//   - classifies the final status: 404 not_found, 410 gone, 408/425/429 and 5xx server_error
+//     (retryable; Status and the retry-after header say which), other 4xx client_error, anything
+//     else that is not 2xx failed — all at "headers", without reading the body;
+//   - for a 2xx, reads the body up to render.max_body (gzip is decoded by the transport and the
+//     limit applies to the decoded bytes), then: noindex in X-Robots-Tag → OutcomeNoindex at
+//     "headers"; an empty body → OutcomeFailed; a robots meta noindex in an HTML head →
+//     OutcomeNoindex at "body"; otherwise OutcomeOK.
+//
+// A noindex header is evidence on its own: such a page is OutcomeNoindex even when its body is
+// too large or cut short, with Body nil.
+type HTTP struct {
+	cfg       config.Render
+	allow     *allowlist
+	transport *http.Transport
+}
+
+// NewHTTP builds the http renderer.
+func NewHTTP(cfg config.Render) (*HTTP, error) {
+	if err := checkCommon(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.MaxRedirects < 0 {
+		return nil, errors.New("render: max_redirects must not be negative")
+	}
+	perHost := max(cfg.Concurrency, 2)
+	t := &http.Transport{
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           min(16*perHost, 1024),
+		MaxIdleConnsPerHost:    perHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 256 << 10,
+	}
+	return &HTTP{cfg: cfg, allow: newAllowlist(cfg.Domains), transport: t}, nil
+}
+
+// CloseIdleConnections closes the renderer's idle keep-alive connections, e.g. after a reload
+// replaced it.
+func (h *HTTP) CloseIdleConnections() { h.transport.CloseIdleConnections() }
+
+// phase tracks how far one hop of a render got, to name the stage an error ended it in.
+type phase struct{ v atomic.Int32 }
+
+const (
+	phaseDial    = iota // resolving, connecting, TLS
+	phaseRequest        // connected, writing the request
+	phaseHeaders        // request written, waiting for the response
+)
+
+func (p *phase) stage() string {
+	switch p.v.Load() {
+	case phaseDial:
+		return StageDial
+	case phaseRequest:
+		return StageRequest
+	default:
+		return StageHeaders
+	}
+}
+
+// redirectError is CheckRedirect's refusal of a hop.
+type redirectError struct {
+	outcome Outcome
+	stage   string
+	msg     string
+}
+
+func (e *redirectError) Error() string { return e.msg }
+
+// Render fetches req.URL. See HTTP for what it does and how it classifies.
+func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
+	start := time.Now()
+	defer func() { res.Duration = time.Since(start) }()
+	defer recovered(&res, start)
+	res.FinalURL = req.URL
+
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return failed(res, OutcomeFailed, StageRequest, "bad URL: "+errText(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return failed(res, OutcomeFailed, StageRequest, fmt.Sprintf("bad URL: want http(s)://host/…, got scheme %q host %q", u.Scheme, u.Host))
+	}
+	if !h.allow.allows(u.Host) {
+		return failed(res, OutcomeBlocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
+	}
+
+	rctx, cancel := withTimeout(ctx, h.cfg.Timeout.D())
+	defer cancel()
+	var ph phase
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { ph.v.CompareAndSwap(phaseDial, phaseRequest) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { ph.v.CompareAndSwap(phaseRequest, phaseHeaders) },
+	})
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return failed(res, OutcomeFailed, StageRequest, "bad URL: "+errText(err))
+	}
+	hreq.Header.Set("User-Agent", userAgent(&h.cfg, req.Device))
+	hreq.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+
+	client := &http.Client{Transport: h.transport, CheckRedirect: func(next *http.Request, via []*http.Request) error {
+		ph.v.Store(phaseDial) // a new hop begins
+		return h.checkRedirect(next, via)
+	}}
+	resp, err := client.Do(hreq)
+	if resp != nil {
+		// On success the final response; on a refused redirect, the redirect itself (body closed).
+		res.Status = resp.StatusCode
+		res.FinalURL = resp.Request.URL.String()
+		res.Headers = keepHeaders(resp.Header)
+	}
+	if err != nil {
+		var re *redirectError
+		switch {
+		case errors.As(err, &re):
+			res.Headers = nil // those of a 3xx, not of a page
+			return failed(res, re.outcome, re.stage, re.msg)
+		case rctx.Err() != nil:
+			return failed(res, OutcomeTimeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout.D(), ph.stage()))
+		default:
+			o, msg := classifyErr(err)
+			return failed(res, o, ph.stage(), msg)
+		}
+	}
+	defer resp.Body.Close()
+
+	switch code := resp.StatusCode; {
+	case code >= 200 && code <= 299:
+	case code == http.StatusNotFound:
+		return failed(res, OutcomeNotFound, StageHeaders, "status "+resp.Status)
+	case code == http.StatusGone:
+		return failed(res, OutcomeGone, StageHeaders, "status "+resp.Status)
+	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code == http.StatusTooManyRequests:
+		return failed(res, OutcomeServerError, StageHeaders, "status "+resp.Status+" (retryable)")
+	case code >= 400 && code <= 499:
+		return failed(res, OutcomeClientError, StageHeaders, "status "+resp.Status)
+	case code >= 500 && code <= 599:
+		return failed(res, OutcomeServerError, StageHeaders, "status "+resp.Status)
+	default:
+		return failed(res, OutcomeFailed, StageHeaders, "unexpected status "+resp.Status)
+	}
+
+	headerNoindex := headerNoindex(resp.Header.Values("X-Robots-Tag"))
+	limit := int64(h.cfg.MaxBody)
+	var body []byte
+	if resp.ContentLength > limit {
+		err = errTooLarge
+	} else {
+		body, err = readLimited(resp.Body, limit, resp.ContentLength)
+	}
+	switch {
+	case headerNoindex:
+		res.Outcome, res.Stage, res.Err = OutcomeNoindex, StageHeaders, "X-Robots-Tag: noindex"
+		if err == nil {
+			res.Body = body
+		}
+		return res
+	case errors.Is(err, errTooLarge):
+		return failed(res, OutcomeTooLarge, StageBody, fmt.Sprintf("body over render.max_body (%d bytes)", limit))
+	case err != nil && rctx.Err() != nil:
+		return failed(res, OutcomeTimeout, StageBody, ctxErr(rctx, h.cfg.Timeout.D(), StageBody))
+	case err != nil:
+		o, msg := classifyErr(err)
+		return failed(res, o, StageBody, "reading body: "+msg)
+	case len(body) == 0:
+		return failed(res, OutcomeFailed, StageBody, "empty body with status "+resp.Status)
+	}
+	res.Body, res.Stage = body, StageBody
+	if isHTML(resp.Header.Get("Content-Type")) && metaNoindex(body) {
+		res.Outcome, res.Err = OutcomeNoindex, "robots meta tag: noindex"
+		return res
+	}
+	res.Outcome = OutcomeOK
+	return res
+}
+
+// checkRedirect vets the next hop before it is dialled.
+func (h *HTTP) checkRedirect(next *http.Request, via []*http.Request) error {
+	u := next.URL
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return &redirectError{OutcomeFailed, StageHeaders, fmt.Sprintf("redirect to unsupported scheme %q", u.Scheme)}
+	}
+	if !h.allow.allows(u.Host) {
+		return &redirectError{OutcomeBlocked, StagePolicy, fmt.Sprintf("redirect to host %q, which is not in render.domains", u.Hostname())}
+	}
+	target := withoutFragment(u)
+	for _, prev := range via {
+		if withoutFragment(prev.URL) == target {
+			return &redirectError{OutcomeRedirectLoop, StageHeaders, fmt.Sprintf("redirect loop: back to %s after %d hops", target, len(via))}
+		}
+	}
+	if len(via) > h.cfg.MaxRedirects {
+		return &redirectError{OutcomeRedirectLoop, StageHeaders, fmt.Sprintf("more than render.max_redirects (%d) redirects", h.cfg.MaxRedirects)}
+	}
+	return nil
+}
+
+func withoutFragment(u *url.URL) string {
+	v := *u
+	v.Fragment, v.RawFragment = "", ""
+	return v.String()
+}
+
+// failed fills in an unsuccessful result.
+func failed(res Result, o Outcome, stage, msg string) Result {
+	res.Outcome, res.Stage, res.Err, res.Body = o, stage, msg, nil
+	return res
+}
+
+// classifyErr sorts a transport error into network trouble, a timeout of the dialer's own, TLS
+// or anything else.
+func classifyErr(err error) (Outcome, string) {
+	msg := errText(err)
+	var (
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		hostErr x509.HostnameError
+		authErr x509.UnknownAuthorityError
+		invErr  x509.CertificateInvalidError
+		recErr  tls.RecordHeaderError
+		alert   tls.AlertError
+		opErr   *net.OpError
+		netErr  net.Error
+	)
+	switch {
+	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr), errors.As(err, &invErr),
+		errors.As(err, &recErr), errors.As(err, &alert):
+		return OutcomeFailed, "tls: " + msg
+	case errors.As(err, &dnsErr):
+		return OutcomeNetwork, msg
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN):
+		return OutcomeNetwork, msg
+	case errors.Is(err, syscall.ETIMEDOUT), errors.As(err, &netErr) && netErr.Timeout():
+		return OutcomeTimeout, msg
+	case errors.As(err, &opErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return OutcomeNetwork, msg
+	default:
+		return OutcomeFailed, msg
+	}
+}
+
+// errText is err's message without the url.Error wrapping (`Get "…": `), which repeats the URL.
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,246 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/freshq/freshq/config"
+)
+
+// Request is one render.
+type Request struct {
+	Key    []byte // the cache key (device|url), for logs; renderers do not interpret it
+	URL    string
+	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
+}
+
+// Outcome classifies what happened. It says nothing of what to do next: policy decides which
+// outcomes are transient and which are evidence for sealing a row.
+type Outcome uint8
+
+// The outcomes. Their String names are the label values of freshq_render_total{outcome} and are
+// part of the API.
+const (
+	OutcomeOK           Outcome = iota + 1 // 2xx with a non-empty body and no noindex
+	OutcomeNoindex                         // 2xx, but X-Robots-Tag or a robots meta tag says noindex (or none)
+	OutcomeNotFound                        // 404
+	OutcomeGone                            // 410
+	OutcomeClientError                     // any other 4xx, except the retryable ones below
+	OutcomeServerError                     // 5xx, and the 4xx that mean "try later": 408, 425, 429 (Status tells which)
+	OutcomeTimeout                         // render.timeout passed, or the caller's context ended, at any stage
+	OutcomeNetwork                         // connection refused or reset, DNS failure, unreachable, connection closed early
+	OutcomeRedirectLoop                    // a redirect back to a URL already visited, or more than max_redirects hops
+	OutcomeTooLarge                        // the body (exec: stdout) is over render.max_body
+	OutcomeBlocked                         // the host (of the URL or of a redirect target) is not in render.domains
+	OutcomeFailed                          // anything else: a bad URL, TLS, an unexpected status, an empty page, exec failing
+)
+
+var outcomeNames = [...]string{
+	OutcomeOK:           "ok",
+	OutcomeNoindex:      "noindex",
+	OutcomeNotFound:     "not_found",
+	OutcomeGone:         "gone",
+	OutcomeClientError:  "client_error",
+	OutcomeServerError:  "server_error",
+	OutcomeTimeout:      "timeout",
+	OutcomeNetwork:      "network",
+	OutcomeRedirectLoop: "redirect_loop",
+	OutcomeTooLarge:     "too_large",
+	OutcomeBlocked:      "blocked",
+	OutcomeFailed:       "failed",
+}
+
+// String returns the outcome's stable lowercase name, or "outcome(N)" for a value out of range.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
+		return outcomeNames[o]
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Outcomes returns every outcome in order, e.g. to pre-create metric label values.
+func Outcomes() []Outcome {
+	out := make([]Outcome, 0, len(outcomeNames)-1)
+	for o := OutcomeOK; o <= OutcomeFailed; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// The stages of Result.Stage; the package doc says what each covers.
+const (
+	StagePolicy  = "policy"
+	StageDial    = "dial"
+	StageRequest = "request"
+	StageHeaders = "headers"
+	StageBody    = "body"
+	StageExec    = "exec"
+)
+
+// Result is what a render produced. Only Outcome and Stage are always set.
+type Result struct {
+	Outcome  Outcome
+	Status   int               // the HTTP status when there was one (the last hop's); 0 otherwise
+	Stage    string            // where the render ended: one of the Stage constants
+	Headers  map[string]string // content-type, content-language, last-modified, etag, cache-control, retry-after, when present (lowercase keys)
+	Body     []byte            // the page, for OutcomeOK and OutcomeNoindex (nil for a noindex page over max_body)
+	FinalURL string            // the URL the result came from, after redirects
+	Duration time.Duration     // wall time of the render
+	Err      string            // the cause, for people; empty for OutcomeOK
+}
+
+// Renderer renders one page. Implementations are safe for concurrent use, never panic, and
+// return within render.timeout (plus the time a kill takes) or as soon as ctx ends, whichever is
+// first; a ctx that ends is OutcomeTimeout, its Err saying "canceled" when the caller cancelled
+// rather than a deadline passing.
+type Renderer interface {
+	Render(ctx context.Context, req Request) Result
+}
+
+// Option adjusts New.
+type Option func(*options)
+
+type options struct {
+	stream uint64
+}
+
+// WithStream gives the sim renderer its own random stream, so that workers sharing a seed do not
+// draw the same sequence: pass the worker index. Other renderers ignore it.
+func WithStream(stream uint64) Option { return func(o *options) { o.stream = stream } }
+
+// New builds the renderer render.renderer names: http (also when empty), exec or sim. cfg should
+// be validated (config.Validate); New still refuses what a renderer cannot run with.
+//
+// A renderer holds no goroutines. The http one keeps idle connections: after a reload replaces
+// it, call its CloseIdleConnections.
+func New(cfg config.Render, opts ...Option) (Renderer, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch cfg.Renderer {
+	case "http", "":
+		return NewHTTP(cfg)
+	case "exec":
+		return NewExec(cfg)
+	case "sim":
+		return NewSim(cfg, o.stream)
+	default:
+		return nil, fmt.Errorf("render: unknown renderer %q (want http, exec or sim)", cfg.Renderer)
+	}
+}
+
+// checkCommon validates what every renderer relies on.
+func checkCommon(cfg config.Render) error {
+	switch {
+	case cfg.Timeout <= 0:
+		return errors.New("render: timeout must be positive")
+	case cfg.MaxBody <= 0:
+		return errors.New("render: max_body must be positive")
+	}
+	return nil
+}
+
+// userAgent is the User-Agent for a device: render.user_agents[device], else render.user_agent.
+func userAgent(cfg *config.Render, device string) string {
+	if ua, ok := cfg.UserAgents[device]; ok && ua != "" {
+		return ua
+	}
+	return cfg.UserAgent
+}
+
+// keptHeaders are the response headers a Result carries: what serving the page needs, and
+// Retry-After for the retry policy.
+var keptHeaders = [...]string{"content-type", "content-language", "last-modified", "etag", "cache-control", "retry-after"}
+
+func keepHeaders(h http.Header) map[string]string {
+	var out map[string]string
+	for _, k := range keptHeaders {
+		vs := h.Values(k)
+		if len(vs) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(keptHeaders))
+		}
+		v := vs[0]
+		for _, more := range vs[1:] {
+			v += ", " + more
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// errTooLarge reports a body over the limit.
+var errTooLarge = errors.New("body over render.max_body")
+
+// readLimited reads r to EOF into a buffer that never grows past limit+1 bytes. It returns
+// errTooLarge (with no data) when r holds more than limit bytes. hint, when positive, sizes the
+// first allocation (a Content-Length).
+func readLimited(r io.Reader, limit, hint int64) ([]byte, error) {
+	size := int64(32 << 10)
+	if hint > 0 {
+		size = hint + 1 // +1 so that a body of exactly hint bytes sees EOF without growing
+	}
+	size = min(size, limit+1)
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return nil, errTooLarge
+			}
+			grown := make([]byte, len(buf), min(int64(cap(buf))*2, limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// recovered turns a panic inside a renderer into OutcomeFailed, keeping the promise that Render
+// never panics. Use as: defer recovered(&res, start).
+func recovered(res *Result, start time.Time) {
+	if p := recover(); p != nil {
+		*res = Result{Outcome: OutcomeFailed, Stage: res.Stage, Err: fmt.Sprintf("renderer panic: %v", p), Duration: time.Since(start)}
+		if res.Stage == "" {
+			res.Stage = StageRequest
+		}
+	}
+}
+
+// errRenderTimeout is the cause of a render context that reached render.timeout, telling it
+// apart from the caller's own deadline or cancellation.
+var errRenderTimeout = errors.New("render.timeout reached")
+
+// withTimeout bounds a render by render.timeout.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, timeout, errRenderTimeout)
+}
+
+// ctxErr says why ctx (from withTimeout) ended, for Result.Err.
+func ctxErr(ctx context.Context, timeout time.Duration, stage string) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errRenderTimeout):
+		return fmt.Sprintf("render.timeout %s reached during %s", timeout, stage)
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "caller's deadline passed during " + stage
+	default:
+		return fmt.Sprintf("canceled during %s: %v", stage, cause)
+	}
+}
