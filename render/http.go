@@ -153,6 +153,10 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		case rctx.Err() != nil:
 			return failed(res, OutcomeTimeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout.D(), ph.stage()))
 		default:
+			var ue *url.Error
+			if errors.As(err, &ue) && ue.URL != "" {
+				res.FinalURL = ue.URL // the hop that failed, which may be a redirect's target
+			}
 			o, msg := classifyErr(err)
 			return failed(res, o, ph.stage(), msg)
 		}
@@ -175,7 +179,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		return failed(res, OutcomeFailed, StageHeaders, "unexpected status "+resp.Status)
 	}
 
-	headerNoindex := headerNoindex(resp.Header.Values("X-Robots-Tag"))
+	noindexHeader := headerNoindex(resp.Header.Values("X-Robots-Tag"))
 	limit := int64(h.cfg.MaxBody)
 	var body []byte
 	if resp.ContentLength > limit {
@@ -184,7 +188,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		body, err = readLimited(resp.Body, limit, resp.ContentLength)
 	}
 	switch {
-	case headerNoindex:
+	case noindexHeader:
 		res.Outcome, res.Stage, res.Err = OutcomeNoindex, StageHeaders, "X-Robots-Tag: noindex"
 		if err == nil {
 			res.Body = body

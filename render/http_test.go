@@ -440,6 +440,17 @@ func TestHTTPConnectionRefused(t *testing.T) {
 	if !strings.Contains(res.Err, "refused") || strings.Contains(res.Err, `Get "`) {
 		t.Errorf("Err %q", res.Err)
 	}
+
+	// Refused on the second hop: the stage and FinalURL are that hop's.
+	o := newOrigin(t)
+	o.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+addr+"/moved", http.StatusFound)
+	})
+	res = render(h, o.URL+"/")
+	expect(t, res, OutcomeNetwork, StageDial, 0)
+	if res.FinalURL != "http://"+addr+"/moved" {
+		t.Errorf("FinalURL %q", res.FinalURL)
+	}
 }
 
 func TestHTTPConnectionDroppedMidBody(t *testing.T) {

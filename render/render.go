@@ -89,7 +89,7 @@ type Result struct {
 	Stage    string            // where the render ended: one of the Stage constants
 	Headers  map[string]string // content-type, content-language, last-modified, etag, cache-control, retry-after, when present (lowercase keys)
 	Body     []byte            // the page, for OutcomeOK and OutcomeNoindex (nil for a noindex page over max_body)
-	FinalURL string            // the URL the result came from, after redirects
+	FinalURL string            // after redirects: the URL of the last response, or of the hop that failed to give one
 	Duration time.Duration     // wall time of the render
 	Err      string            // the cause, for people; empty for OutcomeOK
 }
