@@ -256,8 +256,24 @@ func (s *Store) commitLoop() {
 				}
 				batch = append(batch, r)
 				n += len(r.ops)
+				continue
 			default:
-				break gather
+			}
+			if s.pl.prev == nil {
+				break
+			}
+			// Badger is still writing the previous transaction: whatever arrives
+			// meanwhile joins this batch at no cost in latency. This is what makes
+			// concurrent callers share a commit (and, with SyncWrites, an fsync).
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, r)
+				n += len(r.ops)
+			case err := <-s.pl.prev:
+				s.pl.prev, s.pl.prevErr, s.pl.collected = nil, err, true
 			}
 		}
 		s.commitBatch(batch)
@@ -277,8 +293,10 @@ func (s *Store) commitLoop() {
 // committer waits for N: if N failed, N+1 was built on writes that never happened, and is
 // rebuilt from Badger alone. Only the committer goroutine touches a pipeline.
 type pipeline struct {
-	prev    chan error          // completion of the last submitted transaction, nil if none
-	overlay map[string]rowState // that transaction's final row state per cacheKey
+	prev      chan error          // completion of the last submitted transaction, nil if none
+	prevErr   error               // its outcome, once collected while gathering
+	collected bool                // prevErr holds the outcome of the last submitted transaction
+	overlay   map[string]rowState // that transaction's final row state per cacheKey
 	// spare is a write transaction opened just before the last submission: its snapshot
 	// holds everything committed except the last submitted transaction, which overlay holds.
 	spare *badger.Txn
@@ -352,17 +370,22 @@ func (s *Store) commitBatch(reqs []*request) {
 // taken before the last commit. Under load the last transaction is usually still in flight,
 // and the pipeline is kept.
 func (s *Store) settle() {
-	if s.pl.prev == nil {
+	if s.pl.prev != nil {
+		select {
+		case err := <-s.pl.prev:
+			s.pl.prev, s.pl.prevErr, s.pl.collected = nil, err, true
+		default:
+			return
+		}
+	}
+	if !s.pl.collected {
 		return
 	}
-	select {
-	case <-s.pl.prev:
-		s.pl.prev, s.pl.overlay = nil, nil
-		if s.pl.spare != nil {
-			s.pl.spare.Discard()
-			s.pl.spare = nil
-		}
-	default:
+	// Complete, committed or failed: a fresh snapshot sees exactly what is durable.
+	s.pl.collected, s.pl.prevErr, s.pl.overlay = false, nil, nil
+	if s.pl.spare != nil {
+		s.pl.spare.Discard()
+		s.pl.spare = nil
 	}
 }
 
