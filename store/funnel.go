@@ -127,7 +127,7 @@ func (s *Store) DeleteTarget(cacheKey []byte) error {
 		return err
 	}
 	o := op{kind: opDelete}
-	o.setKeys(append([]byte(nil), cacheKey...))
+	o.setKeys(append([]byte(nil), cacheKey...), true, true)
 	_, err := s.submit([]op{o})
 	return err
 }
@@ -179,11 +179,17 @@ type op struct {
 	failed    bool   // set by the committer: refused, excluded from its transaction
 }
 
-func (o *op) setKeys(cacheKey []byte) {
+// setKeys builds the keys o writes: always the schedule row's, the target's and page's only
+// when o writes them (most writes are bare reschedules).
+func (o *op) setKeys(cacheKey []byte, target, page bool) {
 	o.key = cacheKey
 	o.sKey = scheduleKey(cacheKey)
-	o.tKey = targetKey(cacheKey)
-	o.pKey = pageKey(cacheKey)
+	if target {
+		o.tKey = targetKey(cacheKey)
+	}
+	if page {
+		o.pKey = pageKey(cacheKey)
+	}
 }
 
 func (o *op) preparePut(w *Write) error {
@@ -192,7 +198,7 @@ func (o *op) preparePut(w *Write) error {
 		return ErrScheduleUnset
 	}
 	*o = op{kind: opPut, row: sch.row}
-	o.setKeys(sch.key)
+	o.setKeys(sch.key, w.Target != nil, w.Page != nil)
 	o.dKey = dueKey(sch.row.DueAtMs, sch.key)
 	if w.Target != nil {
 		v, err := w.Target.MarshalBinary()
