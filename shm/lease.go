@@ -15,35 +15,41 @@ import (
 //	0   refusedHeld       uint64  the key has an unexpired lease or is in its release grace
 //	8   refusedFull       uint64  every slot in the key's window holds a live lease
 //	16  refusedContended  uint64  another process acquired the same key at the same instant
+//	24  gracesEvicted     uint64  release graces cut short to make room for a lease
 //
 // Then LeaseCapacity slots of 32 bytes:
 //
-//	0   state       uint64  expiry(40 bits: ms since the segment epoch) << 24 | version(24 bits)
+//	0   state       uint64  expiry (40 bits: ms since the segment epoch) << 24 | released (1 bit) << 23 | version (23 bits)
 //	8   keyHash     uint64  KeyHash of the leased key; 0 = never used
 //	16  holder      uint64  caller-chosen id of the holder (pid<<16 | worker), for explain only
 //	24  acquiredAt  int64   ms, for explain only
 //
-// A slot is live while its expiry is after now, and free otherwise, whatever key it last held.
+// A slot is live while its expiry is after now, and free otherwise, whatever key it last held. A
+// live slot is a lease, or (released bit set) a release grace: the key of a finished render stays
+// unclaimable for a moment, until its reschedule is visible to every path that could grant it.
 // A key's lease may live in any of the LeaseWindow slots starting at its home slot,
 // keyHash % LeaseCapacity.
 //
 // Acquire(h): scan the window; if a live slot holds h, refuse (held). Otherwise CAS the first
 // free slot's state from the value seen to (now+ttl, version+1), then store h into it, then scan
 // the window again: if another live slot holds h, someone acquired h concurrently, so back off
-// (CAS the slot expired) and refuse (contended). Each acquirer publishes its own slot before it
+// (CAS the slot expired) and refuse (contended). When the window has no free slot, the grace
+// that ends soonest is taken over: a grace protects against a duplicate render, never against a
+// loss, so it must not cost capacity. Live leases are never overwritten; a window of live leases
+// refuses (full). Each acquirer publishes its own slot before it
 // looks for the other's, and Go's atomics are sequentially consistent (on x86 the CAS and the
 // store are full fences), so of two concurrent acquirers of h at least one sees the other: at
 // most one unexpired lease per key, across all processes.
 //
 // Release(lease): CAS the slot's state from exactly the state the lease was granted with to
-// (now+grace, same version). If the lease lapsed and anyone re-acquired the slot, the version
+// (now+grace, released, same version). If the lease lapsed and anyone re-acquired the slot, the version
 // differs and the CAS fails: a release can never shorten somebody else's newer lease. A lease
 // whose holder was killed simply lapses at its expiry.
 //
-// The version has 24 bits: a stale holder could release a re-acquired slot only if that slot
-// were acquired exactly 2^24 times while the holder stalled, at a lapsed lease's expiry.
+// The version has 23 bits: a stale holder could release a re-acquired slot only if that slot
+// were acquired exactly 2^23 times while the holder stalled, at a lapsed lease's expiry.
 type Leases struct {
-	refusedHeld, refusedFull, refusedContended *uint64
+	refusedHeld, refusedFull, refusedContended, gracesEvicted *uint64
 
 	slots    unsafe.Pointer // slot 0
 	capacity uint64
@@ -53,8 +59,9 @@ type Leases struct {
 
 const (
 	expiryBits  = 40
-	versionBits = 24
-	versionMask = 1<<versionBits - 1
+	expiryShift = 24
+	releasedBit = 1 << 23
+	versionMask = releasedBit - 1
 	maxRelative = 1<<expiryBits - 1 // ~34.8 years after the epoch
 )
 
@@ -67,7 +74,7 @@ type Lease struct {
 }
 
 // expiresRel is the lease's expiry in the table's relative form.
-func (l Lease) expiresRel() uint64 { return l.State >> versionBits }
+func (l Lease) expiresRel() uint64 { return l.State >> expiryShift }
 
 // AcquireStatus is the outcome of Acquire.
 type AcquireStatus uint8
@@ -98,6 +105,7 @@ func (l *Leases) init(s *Segment) {
 	l.refusedHeld = s.word(base)
 	l.refusedFull = s.word(base + 8)
 	l.refusedContended = s.word(base + 16)
+	l.gracesEvicted = s.word(base + 24)
 	l.slots = unsafe.Pointer(s.word(base + lineSize))
 	l.capacity = uint64(s.layout.LeaseCapacity)
 	l.window = uint64(s.layout.LeaseWindow)
@@ -113,7 +121,14 @@ func (l *Leases) rel(ms int64) uint64 {
 	return min(uint64(d), maxRelative)
 }
 
-func packState(rel, version uint64) uint64 { return rel<<versionBits | version&versionMask }
+// packState builds a state word; version is taken from its low 23 bits.
+func packState(rel uint64, released bool, version uint64) uint64 {
+	st := rel<<expiryShift | version&versionMask
+	if released {
+		st |= releasedBit
+	}
+	return st
+}
 
 // leaseSlot mirrors a slot's 32 bytes; its fields are only accessed atomically.
 type leaseSlot struct {
@@ -141,14 +156,18 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 	home := keyHash % l.capacity
 	for range 4 { // a lost CAS on a free slot means another key took it; look again
 		free, freeState, found := uint64(0), uint64(0), false
+		grace, graceState, graceFound := uint64(0), uint64(0), false
 		for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
 			sl := l.slot(i)
 			h := atomic.LoadUint64(&sl.hash)
 			st := atomic.LoadUint64(&sl.state)
-			if st>>versionBits > relNow {
+			if exp := st >> expiryShift; exp > relNow {
 				if h == keyHash {
 					atomic.AddUint64(l.refusedHeld, 1)
 					return Lease{}, Held
+				}
+				if st&releasedBit != 0 && (!graceFound || exp < graceState>>expiryShift) {
+					grace, graceState, graceFound = i, st, true
 				}
 				continue
 			}
@@ -157,20 +176,27 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 				free, freeState, found = i, st, true
 			}
 		}
+		evicting := false
 		if !found {
-			atomic.AddUint64(l.refusedFull, 1)
-			return Lease{}, Full
+			if !graceFound {
+				atomic.AddUint64(l.refusedFull, 1)
+				return Lease{}, Full
+			}
+			free, freeState, evicting = grace, graceState, true
 		}
-		mine := packState(l.rel(nowMs+ttlMs), freeState+1)
+		mine := packState(l.rel(nowMs+ttlMs), false, freeState+1)
 		sl := l.slot(free)
 		if !atomic.CompareAndSwapUint64(&sl.state, freeState, mine) {
 			continue
+		}
+		if evicting {
+			atomic.AddUint64(l.gracesEvicted, 1)
 		}
 		atomic.StoreUint64(&sl.hash, keyHash)
 		atomic.StoreUint64(&sl.holder, holder)
 		atomic.StoreUint64(&sl.acquiredAt, uint64(nowMs))
 		if l.liveElsewhere(keyHash, home, free, relNow) {
-			atomic.CompareAndSwapUint64(&sl.state, mine, packState(0, mine))
+			atomic.CompareAndSwapUint64(&sl.state, mine, packState(0, false, mine))
 			atomic.AddUint64(l.refusedContended, 1)
 			return Lease{}, Contended
 		}
@@ -186,7 +212,7 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 func (l *Leases) liveElsewhere(keyHash, home, mine, relNow uint64) bool {
 	for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
 		sl := l.slot(i)
-		if i != mine && atomic.LoadUint64(&sl.hash) == keyHash && atomic.LoadUint64(&sl.state)>>versionBits > relNow {
+		if i != mine && atomic.LoadUint64(&sl.hash) == keyHash && atomic.LoadUint64(&sl.state)>>expiryShift > relNow {
 			return true
 		}
 	}
@@ -202,7 +228,7 @@ func (l *Leases) Release(lease Lease, nowMs, graceMs int64) bool {
 		return false
 	}
 	return atomic.CompareAndSwapUint64(&l.slot(uint64(lease.Slot)).state, lease.State,
-		packState(l.rel(nowMs+graceMs), lease.State))
+		packState(l.rel(nowMs+graceMs), true, lease.State))
 }
 
 // Extend moves a held lease's expiry to nowMs+ttlMs, for a render that outlives its TTL. It
@@ -211,7 +237,7 @@ func (l *Leases) Extend(lease *Lease, nowMs, ttlMs int64) bool {
 	if lease.expiresRel() <= l.rel(nowMs) {
 		return false
 	}
-	next := packState(l.rel(nowMs+ttlMs), lease.State)
+	next := packState(l.rel(nowMs+ttlMs), false, lease.State)
 	if !atomic.CompareAndSwapUint64(&l.slot(uint64(lease.Slot)).state, lease.State, next) {
 		return false
 	}
@@ -225,6 +251,7 @@ type LeaseInfo struct {
 	Holder       uint64
 	AcquiredAtMs int64
 	ExpiresAtMs  int64
+	Released     bool // a release grace, not a lease: the render finished
 }
 
 // Lookup returns the live lease (or release grace) on keyHash at nowMs, if any.
@@ -236,7 +263,7 @@ func (l *Leases) Lookup(keyHash uint64, nowMs int64) (LeaseInfo, bool) {
 		if atomic.LoadUint64(&sl.hash) != keyHash {
 			continue
 		}
-		if st := atomic.LoadUint64(&sl.state); st>>versionBits > relNow {
+		if st := atomic.LoadUint64(&sl.state); st>>expiryShift > relNow {
 			return l.info(sl, st), true
 		}
 	}
@@ -248,17 +275,20 @@ func (l *Leases) info(sl *leaseSlot, st uint64) LeaseInfo {
 		KeyHash:      atomic.LoadUint64(&sl.hash),
 		Holder:       atomic.LoadUint64(&sl.holder),
 		AcquiredAtMs: int64(atomic.LoadUint64(&sl.acquiredAt)),
-		ExpiresAtMs:  l.epochMs + int64(st>>versionBits),
+		ExpiresAtMs:  l.epochMs + int64(st>>expiryShift),
+		Released:     st&releasedBit != 0,
 	}
 }
 
 // LeaseStats counts live slots and refusals.
 type LeaseStats struct {
 	Capacity         int
-	Live             int // unexpired leases and release graces at the time of the scan
+	Live             int // unexpired leases at the time of the scan
+	Graces           int // unexpired release graces
 	RefusedHeld      uint64
 	RefusedFull      uint64
 	RefusedContended uint64
+	GracesEvicted    uint64
 }
 
 // Stats scans the whole table; it is for /v1/queue and /metrics, not for a hot path.
@@ -268,11 +298,16 @@ func (l *Leases) Stats(nowMs int64) LeaseStats {
 		RefusedHeld:      atomic.LoadUint64(l.refusedHeld),
 		RefusedFull:      atomic.LoadUint64(l.refusedFull),
 		RefusedContended: atomic.LoadUint64(l.refusedContended),
+		GracesEvicted:    atomic.LoadUint64(l.gracesEvicted),
 	}
 	relNow := l.rel(nowMs)
 	for i := range l.capacity {
-		if atomic.LoadUint64(&l.slot(i).state)>>versionBits > relNow {
-			st.Live++
+		if s := atomic.LoadUint64(&l.slot(i).state); s>>expiryShift > relNow {
+			if s&releasedBit != 0 {
+				st.Graces++
+			} else {
+				st.Live++
+			}
 		}
 	}
 	return st

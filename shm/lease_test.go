@@ -215,3 +215,43 @@ func TestLeaseMutualExclusionConcurrent(t *testing.T) {
 		t.Fatal("no lease was ever granted")
 	}
 }
+
+// A release grace guards against a duplicate render, never against a loss, so it must not cost
+// capacity: when a window holds nothing but live leases and graces, the grace ending soonest
+// makes room, and only its key loses its protection.
+func TestGraceGivesWayToALease(t *testing.T) {
+	l := newLeases(t, 4, 4) // one window spans the whole table
+	for k := uint64(1); k <= 4; k++ {
+		lease, st := l.Acquire(k, epoch, ttl, k)
+		if st != Acquired {
+			t.Fatal(st)
+		}
+		if k == 4 {
+			continue // key 4 stays leased
+		}
+		l.Release(lease, epoch, grace+int64(k)) // key 1's grace ends first
+	}
+	if info, ok := l.Lookup(2, epoch); !ok || !info.Released {
+		t.Fatalf("key 2 in grace: %+v %v", info, ok)
+	}
+	if _, st := l.Acquire(2, epoch+1, ttl, 9); st != Held {
+		t.Fatalf("a key in its grace: %v, want held", st)
+	}
+	if s := l.Stats(epoch); s.Live != 1 || s.Graces != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+	if _, st := l.Acquire(99, epoch+1, ttl, 9); st != Acquired {
+		t.Fatalf("acquire in a window of graces: %v, want acquired", st)
+	}
+	if _, ok := l.Lookup(1, epoch+1); ok {
+		t.Fatal("the evicted grace (the one ending first) still holds its key")
+	}
+	for _, k := range []uint64{2, 3, 4} {
+		if _, st := l.Acquire(k, epoch+1, ttl, 9); st != Held {
+			t.Fatalf("key %d lost its lease or grace: %v", k, st)
+		}
+	}
+	if s := l.Stats(epoch + 1); s.GracesEvicted != 1 || s.Live != 2 || s.Graces != 2 {
+		t.Fatalf("stats after one eviction: %+v", s)
+	}
+}

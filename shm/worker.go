@@ -67,7 +67,12 @@ const (
 	// LatenessStride is the number of counters of one lane's lateness histogram.
 	LatenessStride = Counter(len(LatenessBuckets)) + 2
 
-	numNamedCounters = CounterBacklog + NumLanes
+	// CounterResultLatency is the first counter of the claim-to-result histogram (a render
+	// worker observes each job when worker 0 acknowledges its result): one count per bucket of
+	// ResultLatencyBuckets, one for +Inf, then the sum in µs.
+	CounterResultLatency = CounterBacklog + NumLanes
+
+	numNamedCounters = CounterResultLatency + Counter(len(ResultLatencyBuckets)) + 2
 )
 
 // Histogram geometry, fixed by the layout.
@@ -80,6 +85,7 @@ const (
 var (
 	RenderSecondsBuckets = [...]float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 	LatenessBuckets      = [...]float64{0.1, 0.5, 1, 1.5, 2, 3, 5, 10, 50}
+	ResultLatencyBuckets = [...]float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30}
 )
 
 // Observe adds v to the histogram whose counters start at base with the given bucket bounds,

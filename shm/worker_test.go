@@ -51,7 +51,7 @@ func TestWorkerHistogram(t *testing.T) {
 	if sum := w.Load(CounterRenderSeconds + Counter(len(b)+1)); sum != 61_360_000 {
 		t.Fatalf("sum %d µs, want 61360000", sum)
 	}
-	if CounterBacklog+NumLanes > CountersPerWorker {
+	if numNamedCounters > CountersPerWorker {
 		t.Fatal("the named counters overflow the worker block")
 	}
 }
