@@ -35,12 +35,18 @@ type Lease struct {
 func wireLease(l shm.Lease) Lease { return Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash} }
 func (l Lease) shm() shm.Lease    { return shm.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash} }
 
+// Writer is the funnel's batched write.
+type Writer interface {
+	WriteSchedules([]store.Write) error
+}
+
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
 // its target and its page in one transaction), a batch becomes one WriteSchedules call, and
 // only after it commits are the leases released, with the commit-visibility grace. A result is
 // at-least-once: applying one twice reschedules the row twice, which is harmless.
 type Applier struct {
-	Store  *store.Store
+	Store  *store.Store // reads
+	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
 	Seg    *shm.Segment
 	Policy func() *policy.Policy
 	Now    func() int64
@@ -74,7 +80,11 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 		writes = append(writes, w)
 		release = append(release, results[i].Lease.shm())
 	}
-	if err := a.Store.WriteSchedules(writes); err != nil {
+	var w Writer = a.Store
+	if a.Writer != nil {
+		w = a.Writer
+	}
+	if err := w.WriteSchedules(writes); err != nil {
 		return ApplyStats{}, fmt.Errorf("api: apply %d results: %w", len(writes), err)
 	}
 	grace := pol.Config().Queue.ReleaseGrace.Ms()

@@ -48,7 +48,7 @@ type node struct {
 func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, scanner: &countingScanner{Scanner: e.Store}}
-	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
+	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
 	n.index = &IndexSource{Scanner: n.scanner, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 	return n
 }
@@ -155,8 +155,9 @@ func TestFallbackOnColdExhaustedAndDisabled(t *testing.T) {
 	}
 }
 
-// A leased row is never granted twice: not by a second ready take of a later generation, not by
-// another worker, not by the index fallback, not by a remote claim.
+// A leased row is never granted twice: the sweep leaves rows leased at publish time out of the
+// set, a row leased between publish and take is refused at grant time, and the index fallback
+// refuses it too.
 func TestLeasedRowNeverGrantedTwice(t *testing.T) {
 	n := newNode(t, routes)
 	for i := range 20 {
@@ -174,8 +175,21 @@ func TestLeasedRowNeverGrantedTwice(t *testing.T) {
 	n.sweep()
 	jobs, _ := n.claimer(1).Claim(context.Background(), 7)
 	grant(jobs)
-	// Sweep again without completing anything: the new generation republishes the leased rows.
-	n.sweep()
+	// Sweep again without completing anything: the 7 leased rows stay out of the new set.
+	if res := n.sweep(); res.ExcludedLeased != 7 || res.Published != 13 {
+		t.Fatalf("second sweep left out %d leased rows and published %d; want 7 and 13", res.ExcludedLeased, res.Published)
+	}
+	// Three rows are leased elsewhere (a remote claim) after the publish: the grant refuses them.
+	var e shm.Entry
+	for range 3 {
+		if n.Seg.Ready().Take(&e) != shm.Taken {
+			t.Fatal("take")
+		}
+		if _, st := n.Seg.Leases().Acquire(e.KeyHash, n.Now(), 600_000, 77); st != shm.Acquired {
+			t.Fatal(st)
+		}
+		held[string(e.Key)] = true
+	}
 	jobs, _ = n.claimer(2).Claim(context.Background(), 20)
 	grant(jobs)
 	jobs, _ = n.index.ClaimIndex(context.Background(), 20, 3)
@@ -183,8 +197,8 @@ func TestLeasedRowNeverGrantedTwice(t *testing.T) {
 	if len(held) != 20 {
 		t.Fatalf("%d of 20 rows granted", len(held))
 	}
-	if w2, _ := n.Seg.Worker(2); w2.Load(shm.CounterLeaseRefused) != 7 {
-		t.Fatalf("worker 2 refused %d leased rows, want 7", w2.Load(shm.CounterLeaseRefused))
+	if idx, _ := n.index.ClaimIndex(context.Background(), 20, 3); len(idx) != 0 {
+		t.Fatalf("the index granted %d leased rows", len(idx))
 	}
 }
 

@@ -133,7 +133,7 @@ func BenchmarkSweep(b *testing.B) {
 		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := benchSeg.Worker(0)
-			s := New(Options{Store: FromStore(benchStore), Segment: benchSeg, Worker: w,
+			s := New(Options{Store: FromStore(benchStore, nil), Segment: benchSeg, Worker: w,
 				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
 			bare := bareIterationNs(b, now, rows)
 			b.ResetTimer()

@@ -66,10 +66,22 @@ type Store interface {
 	WriteSchedule(store.Schedule) error
 }
 
-// FromStore adapts the Badger store to Store.
-func FromStore(st *store.Store) Store { return badgerStore{st} }
+// FromStore adapts the Badger store to Store. With changes, its writes (the unpin hatch) are
+// registered there like every other write of worker 0.
+func FromStore(st *store.Store, changes *Changes) Store {
+	var w Writer = st
+	if changes != nil {
+		w = changes.Wrap(st)
+	}
+	return badgerStore{Store: st, w: w}
+}
 
-type badgerStore struct{ *store.Store }
+type badgerStore struct {
+	*store.Store
+	w Writer
+}
+
+func (b badgerStore) WriteSchedule(s store.Schedule) error { return b.w.WriteSchedule(s) }
 
 func (b badgerStore) BeginPass(nowMs int64) (Pass, error) {
 	p, err := b.Store.BeginPass(nowMs)
@@ -87,6 +99,9 @@ type Options struct {
 	Policy  func() *policy.Policy // the policy in force, with its config; read once per sweep
 	Now     func() int64          // ms since the epoch
 	Log     zerolog.Logger
+	// Changes, if set, names the rows written after a pass's snapshot; they are left out of
+	// the set it publishes (see Changes). Worker 0 routes every write through Changes.Wrap.
+	Changes *Changes
 	// Mode is how the set is selected: policy.ModeLanes (the zero value, production) or, for
 	// the simulator's comparisons, ModeScore, ModeEDF or ModeStrict.
 	Mode policy.Mode
@@ -138,7 +153,12 @@ type Result struct {
 	PinnedForMs int64                // how long it has been there
 	Unpinned    bool                 // the unpin hatch filed it forward
 	Disabled    bool                 // queue.ready.enabled was false: nothing published
-	Duration    time.Duration        // wall time of the sweep
+	// Left out of the published set: rows leased (or in their release grace) at publish time,
+	// and rows written after the pass's snapshot. Either would be handed out only to be
+	// refused, or rendered twice.
+	ExcludedLeased  int
+	ExcludedChanged int
+	Duration        time.Duration // wall time of the sweep
 }
 
 const chunkRows = 1024
@@ -168,6 +188,10 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	enabled := cfg.ReadyEnabled()
 	s.opts.Segment.Ready().SetEnabled(enabled)
 
+	if s.opts.Changes != nil {
+		s.opts.Changes.sweepBegin() // before the snapshot: a write in flight now is not in it
+		defer s.opts.Changes.sweepEnd()
+	}
 	pass, err := s.opts.Store.BeginPass(now)
 	if err != nil {
 		return Result{}, fmt.Errorf("sweep: begin pass: %w", err)
@@ -251,10 +275,20 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 
 	if enabled {
 		items := sel.Result()
-		entries := make([]shm.Entry, len(items))
-		for i, it := range items {
-			entries[i] = shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
-				FromSitemap: it.Value.fromSitemap, Lane: uint8(it.Lane), Key: it.Value.key}
+		entries := make([]shm.Entry, 0, len(items))
+		leases := s.opts.Segment.Leases()
+		for _, it := range items {
+			h := shm.KeyHash(it.Value.key)
+			if _, held := leases.Lookup(h, now); held {
+				res.ExcludedLeased++
+				continue
+			}
+			if s.opts.Changes != nil && s.opts.Changes.changedSince(h) {
+				res.ExcludedChanged++
+				continue
+			}
+			entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
+				FromSitemap: it.Value.fromSitemap, Lane: uint8(it.Lane), Key: it.Value.key})
 		}
 		pub := s.opts.Segment.Ready().Publish(entries, now)
 		res.Gen, res.Published = pub.Gen, pub.Published

@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 }
 
 type node struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	addr     string
 	segPath  string
@@ -68,7 +68,7 @@ type node struct {
 	exited   chan error
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func freePort(t *testing.T) string {
 }
 
 // seed files n targets, half from a sitemap, all due, before the supervisor starts.
-func seed(t *testing.T, dataDir string, n int) []string {
+func seed(t testing.TB, dataDir string, n int) []string {
 	st, err := store.Open(filepath.Join(dataDir, "db"), &store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func seed(t *testing.T, dataDir string, n int) []string {
 	return keys
 }
 
-func startNode(t *testing.T, dir, extraYAML string, workerBin string) *node {
+func startNode(t testing.TB, dir string, workers int, extraYAML string, workerBin string) *node {
 	t.Helper()
 	n := &node{t: t, dir: dir, addr: freePort(t), segPath: filepath.Join("/dev/shm", "freshq-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir)+".seg"),
 		log: &bytes.Buffer{}, exited: make(chan error, 1)}
@@ -116,18 +116,12 @@ func startNode(t *testing.T, dir, extraYAML string, workerBin string) *node {
 	}
 	cfg := fmt.Sprintf(`data_dir: %s
 listen: %s
-workers: 3
+workers: %d
 shm: {path: %s}
 log: {level: info}
-queue:
-  ready: {sweep_interval: 1s}
-render:
-  renderer: sim
-  concurrency: 8
-  sim: {latency_median: 10ms}
 routes:
   - {name: catalog, match: prefix, path: /c/, interval: 24h}
-%s`, dir, n.addr, n.segPath, extraYAML)
+%s`, dir, n.addr, workers, n.segPath, extraYAML)
 	cfgPath := filepath.Join(dir, "freshq.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -175,7 +169,7 @@ func (n *node) advanceClock(d time.Duration) {
 	}
 }
 
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
@@ -243,7 +237,7 @@ func TestEndToEndRendersEverythingThroughKills(t *testing.T) {
 	const targets = 10_000
 	dir := t.TempDir()
 	keys := seed(t, dir, targets)
-	n := startNode(t, dir, "", "")
+	n := startNode(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 10ms}}\n", "")
 	waitFor(t, "readiness", 60*time.Second, n.ready)
 	seg := n.segment()
 
@@ -333,7 +327,7 @@ func TestRestartStormExitsNonZero(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	dir := t.TempDir()
-	n := startNode(t, dir, "supervisor: {restart_intensity: 3, restart_period: 60s, backoff_min: 10ms, backoff_max: 20ms}\n", "/bin/false")
+	n := startNode(t, dir, 3, "supervisor: {restart_intensity: 3, restart_period: 60s, backoff_min: 10ms, backoff_max: 20ms}\n", "/bin/false")
 	select {
 	case err := <-n.exited:
 		var ee *exec.ExitError

@@ -171,11 +171,12 @@ var (
 	descBelow       = prometheus.NewDesc("freshq_below_floor", "Rows below the claim floor (must be 0).", nil, nil)
 	descRestarts    = prometheus.NewDesc("freshq_worker_restarts_total", "Worker restarts.", []string{"worker"}, nil)
 	descDropped     = prometheus.NewDesc("freshq_results_dropped_total", "Results given up after the delivery bound.", nil, nil)
+	descResultLat   = prometheus.NewDesc("freshq_claim_to_result_seconds", "From claim to worker 0's commit of the result.", nil, nil)
 	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
 	laneNames       = []string{"urgent", "submitted", "discovered", "cold"}
 	allDescriptions = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
 		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
-		descDropped, descHeartbeat}
+		descDropped, descHeartbeat, descResultLat}
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -236,6 +237,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descRender, sum(shm.CounterRenderOutcome+shm.Counter(i)), o.String())
 	}
 	histogram(descRenderSec, shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], 1e6)
+	histogram(descResultLat, shm.CounterResultLatency, shm.ResultLatencyBuckets[:], 1e6)
 	ls := seg.Leases().Stats(now.UnixMilli())
 	counter(descRefused, float64(ls.RefusedHeld), "held")
 	counter(descRefused, float64(ls.RefusedFull), "full")

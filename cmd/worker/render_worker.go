@@ -13,11 +13,18 @@ import (
 )
 
 const (
-	resultBatch      = 256                   // results per delivery at most
-	resultLinger     = 20 * time.Millisecond // how long a partial batch waits for company
-	resultRetryLimit = 30 * time.Second      // then the batch is dropped: its leases lapse and the rows render again
+	claimBatch       = 4                    // jobs per claim: one fallback round trip serves several renders
+	resultBatch      = 256                  // results per delivery at most
+	resultLinger     = 5 * time.Millisecond // how long a partial batch waits for company
+	resultRetryLimit = 30 * time.Second     // then the batch is dropped: its leases lapse and the rows render again
 	idleMin, idleMax = 20 * time.Millisecond, time.Second
 )
+
+// pending is a result on its way to worker 0, with when its job was claimed.
+type pending struct {
+	api.Result
+	claimedAt time.Time
+}
 
 // runRenderWorker is workers 1..N-1: render.concurrency loops of claim, render, report.
 func runRenderWorker(ctx context.Context, e *env) error {
@@ -32,7 +39,7 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	// Renders in flight may finish after SIGTERM, within shutdown_timeout; claiming stops at once.
 	renderCtx, cancelRenders := context.WithCancel(context.Background())
 	defer cancelRenders()
-	results := make(chan api.Result, 4*resultBatch)
+	results := make(chan pending, 4*resultBatch)
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
@@ -65,10 +72,11 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	return nil
 }
 
-func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, rdr render.Renderer, out chan<- api.Result) {
+func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, rdr render.Renderer, out chan<- pending) {
 	idle := idleMin
 	for claimCtx.Err() == nil {
-		jobs, err := c.Claim(claimCtx, 1)
+		jobs, err := c.Claim(claimCtx, claimBatch)
+		claimedAt := time.Now()
 		if err != nil && claimCtx.Err() == nil {
 			e.log.Warn().Err(err).Msg("claim failed; backing off")
 		}
@@ -82,7 +90,7 @@ func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, r
 		}
 		idle = idleMin
 		for _, j := range jobs {
-			out <- renderJob(renderCtx, e, rdr, j)
+			out <- pending{Result: renderJob(renderCtx, e, rdr, j), claimedAt: claimedAt}
 		}
 	}
 }
@@ -105,19 +113,29 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) ap
 }
 
 // deliver sends results to worker 0 in batches until in is closed and drained. A batch worker 0
-// cannot take is retried with backoff for resultRetryLimit, then dropped and counted.
-func deliver(e *env, client *api.Client, in <-chan api.Result) {
-	batch := make([]api.Result, 0, resultBatch)
+// cannot take is retried with backoff for resultRetryLimit, then dropped and counted. Each
+// delivered job's claim-to-result latency is observed when worker 0 acknowledges its commit.
+func deliver(e *env, client *api.Client, in <-chan pending) {
+	batch := make([]pending, 0, resultBatch)
+	wire := make([]api.Result, 0, resultBatch)
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
+		wire = wire[:0]
+		for _, p := range batch {
+			wire = append(wire, p.Result)
+		}
 		deadline := time.Now().Add(resultRetryLimit)
 		for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, err := client.SendResults(ctx, batch)
+			_, err := client.SendResults(ctx, wire)
 			cancel()
 			if err == nil {
+				acked := time.Now()
+				for _, p := range batch {
+					e.worker.Observe(shm.CounterResultLatency, shm.ResultLatencyBuckets[:], acked.Sub(p.claimedAt).Seconds(), 1e6)
+				}
 				break
 			}
 			if time.Now().Add(wait).After(deadline) {
@@ -131,23 +149,23 @@ func deliver(e *env, client *api.Client, in <-chan api.Result) {
 		batch = batch[:0]
 	}
 	for {
-		r, ok := <-in
+		p, ok := <-in
 		if !ok {
 			flush()
 			return
 		}
-		batch = append(batch, r)
+		batch = append(batch, p)
 		linger := time.NewTimer(resultLinger)
 	fill:
 		for len(batch) < resultBatch {
 			select {
-			case r, ok := <-in:
+			case p, ok := <-in:
 				if !ok {
 					linger.Stop()
 					flush()
 					return
 				}
-				batch = append(batch, r)
+				batch = append(batch, p)
 			case <-linger.C:
 				break fill
 			}

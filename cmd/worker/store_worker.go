@@ -45,9 +45,13 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	st.StartGC()
 	defer st.StopGC()
 
+	// Every write of worker 0 goes through changes, so that a sweep never publishes a row
+	// written after its snapshot (see sweep.Changes).
+	changes := sweep.NewChanges()
+	writer := changes.Wrap(st)
 	var sweeps, sweepFails atomic.Uint64
 	sweeper := sweep.New(sweep.Options{
-		Store: sweep.FromStore(st), Segment: e.seg, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
+		Store: sweep.FromStore(st, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
 			if err != nil {
 				sweepFails.Add(1)
@@ -59,7 +63,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	})
 	control := &api.Control{
 		Index:   &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs},
-		Applier: &api.Applier{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
+		Applier: &api.Applier{Store: st, Writer: writer, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
 		Status: func() api.Status {
 			return api.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
 		},
