@@ -301,13 +301,13 @@ func BenchmarkReschedule(b *testing.B) {
 }
 
 // BenchmarkSeekFirstDue: one op is a scan for the first due row (ScanDue with limit 1) after
-// the 40,000 earliest due rows of the corpus were rescheduled into the future, leaving 40,000
-// tombstones at the head of the due index. "floored" seeks from firstDue − guard (where the
-// sweep's floor settles: the guard window behind the first due row still holds the ~870
-// tombstones of rows rescheduled in the last 5 minutes of due time), "floored-at-first" from
-// firstDue itself (the seek cost with no tombstone in front), "unfloored" from 0. Measured with the tombstones in the memtable,
-// after a reopen has flushed them into L0 tables, and after Flatten. Target: floored ≤ 10 µs
-// and flat. This benchmark changes the corpus, so it runs last.
+// the earliest due rows of the corpus were rescheduled into the future, in due order, as a
+// sweep rendering the oldest rows first would: each leaves a tombstone at the head of the due
+// index. Stages: after 10,000, 20,000 and 40,000 reschedules; after a reopen has flushed the
+// memtables into L0 tables; after Flatten. "floored" seeks from firstDue − 5 min, where the
+// sweep's floor settles (the guard window behind the first due row holds the tombstones of
+// the ~870 rows rescheduled out of it); "floored-at-first" from firstDue itself; "unfloored"
+// from 0. Target: floored ≤ 10 µs and flat. This benchmark changes the corpus, so it runs last.
 func BenchmarkSeekFirstDue(b *testing.B) {
 	dir := corpus(b)
 	st, err := Open(dir, nil)
@@ -315,15 +315,18 @@ func BenchmarkSeekFirstDue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = st.Close() }()
-	const moved = 40_000
 	res, err := st.ScanDue(0, benchNow, 1)
 	if err != nil || len(res.Rows) != 1 {
 		b.Fatal(res, err)
 	}
-	if res.FirstDueMs == benchDue(0) { // not yet moved by an earlier -count run
-		for i := 0; i < moved; i += 1000 {
+	moved := 0
+	for moved < benchRows/2 && res.FirstDueMs > benchDue(moved) {
+		moved++ // an earlier -count run moved these already
+	}
+	moveTo := func(n int) {
+		for ; moved < n; moved += 1000 {
 			ws := make([]Write, 0, 1000)
-			for j := i; j < i+1000; j++ {
+			for j := moved; j < moved+1000; j++ {
 				s, _ := NewSchedule(benchKey(j), benchNow+benchSpan+int64(j), j%2 == 0, 21_600_000, Lanes{})
 				ws = append(ws, Write{Schedule: s})
 			}
@@ -332,37 +335,38 @@ func BenchmarkSeekFirstDue(b *testing.B) {
 			}
 		}
 	}
-	first, _ := st.ScanDue(0, benchNow, 1)
-	if first.FirstDueMs != benchDue(moved) {
-		b.Fatalf("first due %d, want %d", first.FirstDueMs, benchDue(moved))
-	}
-	floor := first.FirstDueMs - benchGuard
-	seek := func(from int64) func(*testing.B) {
-		return func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				r, err := st.ScanDue(from, benchNow, 1)
-				if err != nil || r.FirstDueMs != first.FirstDueMs {
-					b.Fatal(r, err)
+	run := func(stage string) {
+		first, err := st.ScanDue(0, benchNow, 1)
+		if err != nil || first.FirstDueMs != benchDue(moved) {
+			b.Fatalf("%s: first due %d, want %d (%v)", stage, first.FirstDueMs, benchDue(moved), err)
+		}
+		seek := func(from int64) func(*testing.B) {
+			return func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					r, err := st.ScanDue(from, benchNow, 1)
+					if err != nil || r.FirstDueMs != first.FirstDueMs {
+						b.Fatal(r, err)
+					}
 				}
 			}
 		}
-	}
-	for _, stage := range []string{"memtable", "flushed", "flattened"} {
-		switch stage {
-		case "flushed":
-			if err := st.Close(); err != nil {
-				b.Fatal(err)
-			}
-			if st, err = Open(dir, nil); err != nil {
-				b.Fatal(err)
-			}
-		case "flattened":
-			if err := st.db.Flatten(2); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.Run(stage+"/floored", seek(floor))
+		b.Run(stage+"/floored", seek(first.FirstDueMs-benchGuard))
 		b.Run(stage+"/floored-at-first", seek(first.FirstDueMs))
 		b.Run(stage+"/unfloored", seek(0))
 	}
+	for _, n := range []int{10_000, 20_000, 40_000} {
+		moveTo(max(n, moved))
+		run(fmt.Sprintf("moved=%d", moved))
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err = Open(dir, nil); err != nil {
+		b.Fatal(err)
+	}
+	run("reopened")
+	if err := st.db.Flatten(2); err != nil {
+		b.Fatal(err)
+	}
+	run("flattened")
 }
