@@ -545,9 +545,15 @@ func (s *Store) opCost(o *op) (count, size int64) {
 // the transaction still being written (the overlay), or from Badger. cur is updated with the
 // row as o leaves it.
 func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged bool, err error) {
-	old, had, err := s.lookup(txn, o, cur)
+	old, had, fromDB, err := s.lookup(txn, o, cur)
 	if err != nil {
 		return false, err
+	}
+	if invariants && had && fromDB {
+		// A row read from Badger has its index entry in the same snapshot.
+		if _, err := txn.Get(dueKey(old.DueAtMs, o.key)); err != nil {
+			panic(fmt.Sprintf("store: invariant: row %q due %d has no index entry: %v", o.key, old.DueAtMs, err))
+		}
 	}
 	// From here on every Set and Delete goes through stage, which records that the
 	// transaction now holds part of o.
@@ -622,23 +628,24 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	return staged, nil
 }
 
-func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (Row, bool, error) {
+// lookup returns the row o replaces and whether it exists; fromDB reports that it was read
+// from Badger rather than from this transaction's or the previous one's writes.
+func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row, had, fromDB bool, err error) {
 	if st, ok := cur[string(o.key)]; ok {
-		return st.row, st.exists, nil
+		return st.row, st.exists, false, nil
 	}
 	if st, ok := s.pl.overlay[string(o.key)]; ok {
-		return st.row, st.exists, nil
+		return st.row, st.exists, false, nil
 	}
-	var old Row
 	item, err := txn.Get(o.sKey)
 	switch {
 	case err == nil:
 		if err := item.Value(old.UnmarshalBinary); err != nil {
-			return old, false, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
+			return old, false, true, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
 		}
-		return old, true, nil
+		return old, true, true, nil
 	case errors.Is(err, badger.ErrKeyNotFound):
-		return old, false, nil
+		return old, false, true, nil
 	}
-	return old, false, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
+	return old, false, true, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
 }

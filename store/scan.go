@@ -34,6 +34,7 @@ func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key [
 	defer it.Close()
 	var row Row
 	decode := row.Projection.UnmarshalBinary
+	prev := int64(-1)
 	for it.Seek(dueSeekKey(fromMs)); ; it.Next() {
 		if !it.Valid() {
 			st.complete = true
@@ -43,6 +44,12 @@ func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key [
 		due, key, err := DecodeDueKey(item.Key())
 		if err != nil {
 			return st, err
+		}
+		if invariants {
+			if due < prev || due < fromMs {
+				panic(fmt.Sprintf("store: invariant: due index out of order: %d after %d, from %d", due, prev, fromMs))
+			}
+			prev = due
 		}
 		if due > nowMs {
 			st.nextDue, st.hasNextDue, st.complete = due, true, true
