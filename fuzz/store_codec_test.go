@@ -80,9 +80,9 @@ func FuzzStoreTarget(f *testing.F) {
 	seedTruncations(f, mustMarshal(f, store.Target{
 		URL: "https://shop.example/p/1?c=2", Device: "desktop", Source: store.SourceSitemap,
 		StoredIntervalMs: 21_600_000, Route: "product", DemandRung: 1,
-		Failures:         store.Failures{Count: 2, LastClass: "timeout", FirstMs: 1, LastMs: 2},
-		Terminal:         store.TerminalGone, TerminalRecheckMs: 1_209_600_000,
-		LastRender:       store.RenderSummary{Status: 404, AtMs: 5, DurationMs: 900, Bytes: 12_345},
+		Failures: store.Failures{Count: 2, LastClass: "timeout", FirstMs: 1, LastMs: 2},
+		Terminal: store.TerminalGone, TerminalRecheckMs: 1_209_600_000,
+		LastRender: store.RenderSummary{Status: 404, AtMs: 5, DurationMs: 900, Bytes: 12_345},
 	}))
 	seedTruncations(f, mustMarshal(f, store.Target{Source: store.SourceDiscovered}))
 	f.Fuzz(func(t *testing.T, b []byte) {
