@@ -100,9 +100,6 @@ func FuzzStorePage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p store.Page
 		err := p.UnmarshalBinary(b)
-		if err == nil && p.Body == nil {
-			p.Body = nil // an empty body decodes as nil and re-encodes the same
-		}
 		checkDecode(t, b, err, p.MarshalBinary)
 	})
 }
