@@ -25,8 +25,10 @@ type IndexSource struct {
 }
 
 // ClaimIndex grants up to n jobs from the index, scanning from the floor. Rows being rendered
-// stay in the index at their old due time until their result is written, so the scan reads
-// past at most the number of live leases to find n it can grant.
+// stay in the index at their old due time until their result is written, so the scan pages past
+// the leased ones: pages of a few times n, each starting at the due time where the previous one
+// stopped, until n are granted or the due rows run out. Its cost follows what it grants, not
+// how many leases are live.
 func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job, error) {
 	if n <= 0 {
 		return nil, nil
@@ -34,31 +36,45 @@ func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job
 	pol := s.Policy()
 	now := s.Now()
 	leases := s.Segment.Leases()
-	limit := n + leases.Stats(now).Live
-	res, err := s.Scanner.ScanDue(s.Segment.Floor().Load(), now, limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim: scan: %w", err)
-	}
 	ttl := pol.Config().Queue.LeaseTTL.Ms()
+	page := max(4*n, 64)
+	from := s.Segment.Floor().Load()
 	jobs := make([]Job, 0, n)
-	for i := range res.Rows {
-		if len(jobs) == n {
+	for pages := 0; len(jobs) < n && pages < maxIndexPages; pages++ {
+		res, err := s.Scanner.ScanDue(from, now, page)
+		if err != nil {
+			return jobs, fmt.Errorf("claim: scan: %w", err)
+		}
+		for i := range res.Rows {
+			if len(jobs) == n {
+				break
+			}
+			r := &res.Rows[i]
+			h := shm.KeyHash(r.Key)
+			lease, st := leases.Acquire(h, now, ttl, holder)
+			if st != shm.Acquired {
+				continue
+			}
+			pr := policy.Row{Key: r.Key, DueAtMs: r.DueAtMs, FromSitemap: r.FromSitemap,
+				EffectiveIntervalMs: r.EffectiveIntervalMs, StoredIntervalMs: r.StoredIntervalMs,
+				Urgent: r.Urgent, NeverRendered: r.NeverRendered, Failing: r.Failing}
+			cadence, _ := pol.Cadence(&pr)
+			jobs = append(jobs, Job{
+				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, FromSitemap: r.FromSitemap,
+				Lane: policy.LaneOf(&pr), Score: pol.Score(&pr, cadence, now), Source: SourceIndex, Lease: lease,
+			})
+		}
+		if !res.Capped || len(res.Rows) == 0 {
 			break
 		}
-		r := &res.Rows[i]
-		h := shm.KeyHash(r.Key)
-		lease, st := leases.Acquire(h, now, ttl, holder)
-		if st != shm.Acquired {
-			continue
+		last := res.Rows[len(res.Rows)-1].DueAtMs
+		if last <= from {
+			break // a whole page at one due time; the next page would repeat it
 		}
-		pr := policy.Row{Key: r.Key, DueAtMs: r.DueAtMs, FromSitemap: r.FromSitemap,
-			EffectiveIntervalMs: r.EffectiveIntervalMs, StoredIntervalMs: r.StoredIntervalMs,
-			Urgent: r.Urgent, NeverRendered: r.NeverRendered, Failing: r.Failing}
-		cadence, _ := pol.Cadence(&pr)
-		jobs = append(jobs, Job{
-			Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, FromSitemap: r.FromSitemap,
-			Lane: policy.LaneOf(&pr), Score: pol.Score(&pr, cadence, now), Source: SourceIndex, Lease: lease,
-		})
+		from = last // rows at exactly this time are read again; their leases refuse them
 	}
 	return jobs, nil
 }
+
+// maxIndexPages bounds one fallback claim's scan when nearly every due row is leased.
+const maxIndexPages = 16

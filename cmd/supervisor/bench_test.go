@@ -52,6 +52,10 @@ func BenchmarkQueueOverhead(b *testing.B) {
 				b.ReportMetric(100*(cpu1[0]-cpu0[0])/total, "w0-cpu-%")
 				b.ReportMetric(total/elapsed.Seconds(), "cores-used")
 			}
+			ready, index := m[`freshq_claim_granted_total{source="ready"}`], m[`freshq_claim_granted_total{source="index"}`]
+			if ready+index > 0 {
+				b.ReportMetric(100*ready/(ready+index), "ready-%")
+			}
 			b.ReportMetric(1000*quantile(m, "freshq_claim_to_result_seconds", 0.50), "p50-ms")
 			b.ReportMetric(1000*quantile(m, "freshq_claim_to_result_seconds", 0.99), "p99-ms")
 			n.cmd.Process.Signal(syscall.SIGTERM)

@@ -61,8 +61,12 @@ func runStoreWorker(ctx context.Context, e *env) error {
 			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st, res.FloorMs)))
 		},
 	})
+	// A fallback claim that finds the ready set exhausted asks for an early sweep.
+	kick := make(chan struct{}, 1)
+	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs},
+		ready: e.seg.Ready(), kick: kick}
 	control := &api.Control{
-		Index:   &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs},
+		Index:   index,
 		Applier: &api.Applier{Store: st, Writer: writer, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
 		Status: func() api.Status {
 			return api.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
@@ -84,7 +88,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
-		sweepLoop(ctx, e, sweeper)
+		sweepLoop(ctx, e, sweeper, kick)
 	}()
 
 	select {
@@ -104,18 +108,50 @@ func runStoreWorker(ctx context.Context, e *env) error {
 }
 
 // sweepLoop sweeps at once, then every queue.ready.sweep_interval as it stands after each
-// sweep, so a reload changes the interval without a restart.
-func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper) {
+// sweep (a reload changes the interval without a restart), and early when a claim finds the
+// ready set exhausted. Early sweeps are spaced at least two sweep durations apart, so sweeping
+// takes at most about half of worker 0 however hard the claims press.
+func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct{}) {
 	for {
+		start := time.Now()
 		s.Sweep(ctx)
-		t := time.NewTimer(e.pol.Load().Config().Queue.Ready.SweepInterval.D())
+		took := time.Since(start)
+		interval := e.pol.Load().Config().Queue.Ready.SweepInterval.D()
+		t := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+		case <-kick:
+			t.Stop()
+			if gap := max(2*took, 20*time.Millisecond); gap < interval {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(gap):
+				}
+			}
 		}
 	}
+}
+
+// kickingFallback is worker 0's index fallback; when the ready set is exhausted (rather than
+// cold or disabled) it also asks the sweep loop to run early.
+type kickingFallback struct {
+	claim.Fallback
+	ready *shm.Ready
+	kick  chan<- struct{}
+}
+
+func (k kickingFallback) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.Job, error) {
+	if st := k.ready.Stats(); st.Enabled && st.Gen > 0 && st.Taken >= st.Count {
+		select {
+		case k.kick <- struct{}{}:
+		default:
+		}
+	}
+	return k.Fallback.ClaimIndex(ctx, n, holder)
 }
 
 // belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none, so
