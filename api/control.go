@@ -17,6 +17,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -97,6 +99,14 @@ func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathClaim, c.claim)
 	mux.HandleFunc("POST "+PathResults, c.results)
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
+	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
+	// curl --unix-socket <data_dir>/worker0.sock http://w0/internal/debug/pprof/profile?seconds=10
+	mux.HandleFunc("/internal/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = strings.TrimPrefix(r.URL.Path, "/internal")
+		pprof.Index(w, r)
+	})
+	mux.HandleFunc("/internal/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/internal/debug/pprof/trace", pprof.Trace)
 }
 
 func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
