@@ -75,6 +75,8 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	}
 	mux := http.NewServeMux()
 	control.Register(mux)
+	(&api.Targets{Store: st, Writer: writer, Policy: e.pol.Load, Now: nowMs}).Register(mux)
+	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
 
 	ln, err := listenUnix(e.socketPath)
 	if err != nil {
