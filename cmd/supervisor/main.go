@@ -91,6 +91,10 @@ func run(args []string) int {
 	if lvl, err := zerolog.ParseLevel(cfg.Log.Level); err == nil && cfg.Log.Level != "" {
 		log = log.Level(lvl)
 	}
+	if !loopbackOnly(cfg.Listen) && cfg.Token == "" {
+		log.Error().Str("listen", cfg.Listen).Msg("listening beyond loopback requires a bearer token (token in the config or FRESHQ_TOKEN)")
+		return 2
+	}
 	if cfg.Workers < 2 {
 		log.Warn().Int("workers", cfg.Workers).Msg("with fewer than 2 workers nothing renders locally; only remote renderers will")
 	}
