@@ -19,11 +19,7 @@ build:
 	  fi; \
 	done
 
-# test is the one command the README and CI # The systemd unit passes systemd-analyze verify; a live /metrics passes promtool.
-check-deploy:
-	./scripts/check-deploy.sh
-
-run: the race-enabled suite, then every fuzz
+# test is the one command the README and CI run: the race-enabled suite, then every fuzz
 # target for a bounded time.
 test: race fuzz
 
@@ -53,15 +49,11 @@ lint:
 check-deploy:
 	./scripts/check-deploy.sh
 
-run:
-	@if [ ! -f cmd/supervisor/main.go ]; then \
-	  echo "make # The systemd unit passes systemd-analyze verify; a live /metrics passes promtool.
-check-deploy:
-	./scripts/check-deploy.sh
-
-run: the supervisor (issue 5) has not landed yet; nothing to run." >&2; exit 1; fi
-	$(MAKE) build
-	./bin/freshq-supervisor --config examples/freshq.yaml
+# The first thing a new user types: builds, starts freshq on examples/freshq.yaml with Badger under
+# ./data and the sim renderer (no network), loads the demo corpus, prints progress. Ctrl-C stops it.
+run: build
+	@mkdir -p data
+	./scripts/run-demo.sh
 
 clean:
 	rm -rf bin
