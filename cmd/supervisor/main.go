@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -88,9 +89,7 @@ func run(args []string) int {
 		log.Error().Err(err).Msg("configuration")
 		return 2
 	}
-	if lvl, err := zerolog.ParseLevel(cfg.Log.Level); err == nil && cfg.Log.Level != "" {
-		log = log.Level(lvl)
-	}
+	log = logging.WithLevel(log, cfg.Log.Level)
 	if !loopbackOnly(cfg.Listen) && cfg.Token == "" {
 		log.Error().Str("listen", cfg.Listen).Msg("listening beyond loopback requires a bearer token (token in the config or FRESHQ_TOKEN)")
 		return 2
@@ -142,13 +141,7 @@ func run(args []string) int {
 }
 
 func newLogger(format string) zerolog.Logger {
-	var l zerolog.Logger
-	if format == "console" {
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
-	} else {
-		l = zerolog.New(os.Stderr)
-	}
-	return l.With().Timestamp().Str("role", "supervisor").Int("pid", os.Getpid()).Logger()
+	return logging.New(format).With().Str("role", "supervisor").Logger()
 }
 
 type supervisor struct {

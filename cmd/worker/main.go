@@ -23,6 +23,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
@@ -66,7 +67,7 @@ func run(args []string) int {
 		e.log.Error().Err(err).Msg("configuration")
 		return 2
 	}
-	e.log = withLevel(e.log, cfg.Log.Level)
+	e.log = logging.WithLevel(e.log, cfg.Log.Level)
 	e.pol.Store(policy.New(cfg))
 	if e.socketPath == "" {
 		e.socketPath = filepath.Join(cfg.DataDir, "worker0.sock")
@@ -104,23 +105,7 @@ func run(args []string) int {
 func nowMs() int64 { return clock.NowMs() }
 
 func newLogger(format string, index int) zerolog.Logger {
-	var l zerolog.Logger
-	if format == "console" {
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
-	} else {
-		l = zerolog.New(os.Stderr)
-	}
-	return l.With().Timestamp().Int("worker", index).Int("pid", os.Getpid()).Logger()
-}
-
-// withLevel applies log.level; an unknown level keeps info and says so.
-func withLevel(l zerolog.Logger, level string) zerolog.Logger {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		l.Warn().Str("level", level).Msg("unknown log.level; using info")
-		lvl = zerolog.InfoLevel
-	}
-	return l.Level(lvl)
+	return logging.New(format).With().Int("worker", index).Logger()
 }
 
 // loadConfig reads the file and applies the supervisor's overrides.

@@ -1,0 +1,31 @@
+// Package logging builds the zerolog loggers of freshq's processes: JSON lines on stderr, one per
+// event (or a console format for people at a terminal), with a timestamp and the process's pid.
+package logging
+
+import (
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// New returns a logger writing to stderr in format "json" or "console".
+func New(format string) zerolog.Logger {
+	var l zerolog.Logger
+	if format == "console" {
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+	} else {
+		l = zerolog.New(os.Stderr)
+	}
+	return l.With().Timestamp().Int("pid", os.Getpid()).Logger()
+}
+
+// WithLevel applies a log.level setting; config validation has already refused unknown levels,
+// so an unparsable one falls back to info.
+func WithLevel(l zerolog.Logger, level string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	return l.Level(lvl)
+}
