@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -252,9 +254,48 @@ func TestEndToEndRendersEverythingThroughKills(t *testing.T) {
 		return p != 0 && p != victim
 	})
 
-	// kill -9 worker 0 while results stream in: every acknowledged result is committed, the
-	// rest are redelivered or their rows are granted again.
-	waitFor(t, "more renders", 30*time.Second, func() bool { return n.metrics()[`freshq_render_total{outcome="ok"}`] > 3000 })
+	// kill -9 worker 0 during a write burst: a writer keeps posting new targets, and every
+	// batch it got a 200 for (all 100 accepted) must be in the store afterwards.
+	var (
+		ackedMu sync.Mutex
+		acked   []string
+	)
+	stopWriter := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for batch := 0; ; batch++ {
+			select {
+			case <-stopWriter:
+				return
+			default:
+			}
+			var body strings.Builder
+			keys := make([]string, 100)
+			for i := range keys {
+				url := fmt.Sprintf("https://shop.test/c/burst-%04d-%03d", batch, i)
+				keys[i] = "desktop|" + url
+				fmt.Fprintf(&body, "{\"url\":%q,\"source\":\"sitemap\"}\n", url)
+			}
+			resp, err := http.Post("http://"+n.addr+"/v1/targets", "application/x-ndjson", strings.NewReader(body.String()))
+			if err != nil {
+				continue
+			}
+			var out struct{ Accepted int }
+			json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && out.Accepted == 100 {
+				ackedMu.Lock()
+				acked = append(acked, keys...)
+				ackedMu.Unlock()
+			}
+		}
+	}()
+	waitFor(t, "a few acknowledged batches", 30*time.Second, func() bool {
+		ackedMu.Lock()
+		defer ackedMu.Unlock()
+		return len(acked) >= 500
+	})
 	w0 := workerPID(seg, 0)
 	if err := syscall.Kill(w0, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -263,6 +304,16 @@ func TestEndToEndRendersEverythingThroughKills(t *testing.T) {
 		p := workerPID(seg, 0)
 		return p != 0 && p != w0 && n.ready()
 	})
+	ackedBefore := func() int { ackedMu.Lock(); defer ackedMu.Unlock(); return len(acked) }()
+	waitFor(t, "acknowledged writes after the restart", 30*time.Second, func() bool {
+		ackedMu.Lock()
+		defer ackedMu.Unlock()
+		return len(acked) > ackedBefore+300
+	})
+	close(stopWriter)
+	<-writerDone
+	keys = append(keys, acked...)
+	t.Logf("%d targets acknowledged during the burst", len(acked))
 	// The killed render worker's leases lapse at their TTL: move every process's clock past it.
 	n.advanceClock(11 * time.Minute)
 
@@ -280,6 +331,28 @@ func TestEndToEndRendersEverythingThroughKills(t *testing.T) {
 	}
 	if m[`freshq_worker_restarts_total{worker="1"}`] != 1 || m[`freshq_worker_restarts_total{worker="0"}`] != 1 {
 		t.Fatalf("restart counters: worker 0 %v, worker 1 %v", m[`freshq_worker_restarts_total{worker="0"}`], m[`freshq_worker_restarts_total{worker="1"}`])
+	}
+	// The API and the metrics agree once the queue is quiet.
+	resp, err := http.Get("http://" + n.addr + "/v1/queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		Claims  map[string]float64 `json:"claims"`
+		Backlog map[string]float64 `json:"backlog"`
+	}
+	json.NewDecoder(resp.Body).Decode(&q)
+	resp.Body.Close()
+	m = n.metrics()
+	for _, src := range []string{"ready", "index"} {
+		if got := m[`freshq_claim_granted_total{source="`+src+`"}`]; got != q.Claims[src] || got == 0 && src == "ready" {
+			t.Fatalf("grants from %s: metrics %v, /v1/queue %v", src, got, q.Claims[src])
+		}
+	}
+	for lane, v := range q.Backlog {
+		if m[`freshq_backlog{lane="`+lane+`"}`] != v {
+			t.Fatalf("backlog %s: metrics %v, /v1/queue %v", lane, m[`freshq_backlog{lane="`+lane+`"}`], v)
+		}
 	}
 	granted := m[`freshq_claim_granted_total{source="ready"}`] + m[`freshq_claim_granted_total{source="index"}`]
 	if granted < targets {
