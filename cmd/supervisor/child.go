@@ -115,15 +115,6 @@ func (c *child) exited() <-chan struct{} {
 	return c.done
 }
 
-func (c *child) pid() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.proc == nil {
-		return 0
-	}
-	return c.proc.Pid
-}
-
 // intensity is OTP's restart intensity: at most max restarts within period, across all workers.
 type intensity struct {
 	mu     sync.Mutex

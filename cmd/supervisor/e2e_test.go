@@ -59,15 +59,14 @@ func TestMain(m *testing.M) {
 }
 
 type node struct {
-	t        testing.TB
-	dir      string
-	addr     string
-	segPath  string
-	clockOff []byte
-	clockF   string
-	cmd      *exec.Cmd
-	log      *bytes.Buffer
-	exited   chan error
+	t       testing.TB
+	dir     string
+	addr    string
+	segPath string
+	clockF  string
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	exited  chan error
 }
 
 func freePort(t testing.TB) string {
