@@ -18,6 +18,7 @@ func targetsServer(t *testing.T) (*qtest.Env, *httptest.Server) {
 	mux := http.NewServeMux()
 	(&Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}).Register(mux)
 	(&Queue{Seg: e.Seg, Now: e.Now}).Register(mux)
+	(&Explain{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return e, srv

@@ -77,6 +77,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	control.Register(mux)
 	(&api.Targets{Store: st, Writer: writer, Policy: e.pol.Load, Now: nowMs}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
+	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}).Register(mux)
 
 	ln, err := listenUnix(e.socketPath)
 	if err != nil {

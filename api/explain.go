@@ -1,0 +1,184 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+// Explanation answers GET /v1/targets?url=&device=: everything freshq knows and decides about one
+// target, computed now with the policy in force.
+type Explanation struct {
+	Key        string         `json:"key"`
+	URL        string         `json:"url"`
+	Device     string         `json:"device"`
+	Source     string         `json:"source"`
+	DueAt      time.Time      `json:"due_at"`
+	DueInSec   float64        `json:"due_in_seconds"` // negative: overdue
+	Cadence    Cadence        `json:"cadence"`
+	Lane       string         `json:"lane"`
+	Score      float64        `json:"score"`
+	DemandRung int            `json:"demand_rung,omitempty"`
+	Lease      *LeaseInfo     `json:"lease,omitempty"`
+	Failures   *Failures      `json:"failures,omitempty"`
+	Terminal   *Terminal      `json:"terminal,omitempty"`
+	LastRender *RenderInfo    `json:"last_render,omitempty"`
+	Page       *PageFreshness `json:"page,omitempty"`
+}
+
+// Cadence is a row's cadence and where it came from: rung (the demand ladder), row (carried:
+// an API or sitemap interval), route, target (the stored interval) or default.
+type Cadence struct {
+	Seconds float64 `json:"seconds"`
+	Origin  string  `json:"origin"`
+	Route   string  `json:"route,omitempty"`
+}
+
+// LeaseInfo is a live lease or release grace.
+type LeaseInfo struct {
+	Holder     uint64    `json:"holder"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Released   bool      `json:"released"` // a release grace: the render finished
+}
+
+// Failures is the current failure streak.
+type Failures struct {
+	Count   uint32    `json:"count"`
+	Class   string    `json:"class"`
+	FirstAt time.Time `json:"first_at"`
+	LastAt  time.Time `json:"last_at"`
+}
+
+// Terminal is a sealed state.
+type Terminal struct {
+	State     string    `json:"state"`
+	RecheckAt time.Time `json:"recheck_at"`
+}
+
+// RenderInfo summarises the last attempt.
+type RenderInfo struct {
+	Status     int       `json:"status"`
+	At         time.Time `json:"at"`
+	DurationMs int64     `json:"duration_ms"`
+	Bytes      uint64    `json:"bytes"`
+}
+
+// PageFreshness is the stored page's age against its cadence and its swr window.
+type PageFreshness struct {
+	AgeSec         float64 `json:"age_seconds"`
+	AgeOverCadence float64 `json:"age_over_cadence"`
+	SWRSec         float64 `json:"swr_seconds"`
+	Servable       bool    `json:"servable"` // within cadence + swr window
+}
+
+// Explain serves GET and DELETE /v1/targets.
+type Explain struct {
+	Store  *store.Store
+	Seg    *shm.Segment
+	Policy func() *policy.Policy
+	Now    func() int64
+}
+
+// Register adds the endpoints to mux.
+func (x *Explain) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/targets", x.get)
+	mux.HandleFunc("DELETE /v1/targets", x.delete)
+}
+
+// keyOf reads ?url=&device= into a cache key, answering 400 itself when they are bad.
+func keyOf(w http.ResponseWriter, r *http.Request, pol *policy.Policy) ([]byte, bool) {
+	u, err := NormalizeURL(r.URL.Query().Get("url"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "url", err.Error())
+		return nil, false
+	}
+	device := r.URL.Query().Get("device")
+	if device == "" {
+		device = "desktop"
+	}
+	if !devices(pol.Config())[device] {
+		writeError(w, http.StatusBadRequest, "device", "unknown device "+device)
+		return nil, false
+	}
+	return []byte(device + "|" + u), true
+}
+
+func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
+	pol := x.Policy()
+	key, ok := keyOf(w, r, pol)
+	if !ok {
+		return
+	}
+	row, err := x.Store.GetSchedule(key)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "url", "no such target")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", err.Error())
+		return
+	}
+	tgt, err := x.Store.GetTarget(key)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusServiceUnavailable, "", err.Error())
+		return
+	}
+	now := x.Now()
+	pr := policy.Row{Key: key, DueAtMs: row.DueAtMs, FromSitemap: row.FromSitemap, EffectiveIntervalMs: row.EffectiveIntervalMs,
+		StoredIntervalMs: row.StoredIntervalMs, Urgent: row.Urgent, NeverRendered: row.NeverRendered, Failing: row.Failing}
+	cadence, origin := pol.Cadence(&pr)
+	route, swr := pol.RouteOf(key)
+	ex := Explanation{
+		Key: string(key), URL: tgt.URL, Device: tgt.Device, Source: tgt.Source.String(),
+		DueAt: ms(row.DueAtMs), DueInSec: float64(row.DueAtMs-now) / 1000,
+		Cadence:    Cadence{Seconds: float64(cadence) / 1000, Origin: origin.String(), Route: route},
+		Lane:       policy.LaneOf(&pr).String(),
+		Score:      pol.Score(&pr, cadence, now),
+		DemandRung: int(tgt.DemandRung),
+	}
+	if origin == policy.OriginRow && tgt.StoredIntervalMs == 0 && tgt.DemandRung > 0 {
+		ex.Cadence.Origin = "rung"
+	}
+	if li, ok := x.Seg.Leases().Lookup(shm.KeyHash(key), now); ok {
+		ex.Lease = &LeaseInfo{Holder: li.Holder, AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
+	}
+	if f := tgt.Failures; f.Count > 0 {
+		ex.Failures = &Failures{Count: f.Count, Class: f.LastClass, FirstAt: ms(f.FirstMs), LastAt: ms(f.LastMs)}
+	}
+	if tgt.Terminal != store.TerminalNone {
+		ex.Terminal = &Terminal{State: tgt.Terminal.String(), RecheckAt: ms(tgt.TerminalRecheckMs)}
+	}
+	if lr := tgt.LastRender; lr.AtMs > 0 {
+		ex.LastRender = &RenderInfo{Status: int(lr.Status), At: ms(lr.AtMs), DurationMs: lr.DurationMs, Bytes: lr.Bytes}
+	}
+	if page, err := x.Store.GetPage(key); err == nil {
+		age := now - page.RenderedAtMs
+		ex.Page = &PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
+			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
+	}
+	writeJSON(w, http.StatusOK, ex)
+}
+
+// delete removes the target, its schedule row, its index entry and its page.
+func (x *Explain) delete(w http.ResponseWriter, r *http.Request) {
+	key, ok := keyOf(w, r, x.Policy())
+	if !ok {
+		return
+	}
+	if _, err := x.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "url", "no such target")
+		return
+	}
+	if err := x.Store.DeleteTarget(key); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": string(key)})
+}
