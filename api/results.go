@@ -47,10 +47,13 @@ type Writer interface {
 type Applier struct {
 	Store  *store.Store // reads
 	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
+	Locks  *KeyLocks    // shared with every other read-decide-write of worker 0; nil: none
 	Seg    *shm.Segment
 	Policy func() *policy.Policy
 	Now    func() int64
 	Log    zerolog.Logger
+
+	afterDecide func() // test hook: between the reads and the commit
 }
 
 // ApplyStats counts what a batch did.
@@ -62,6 +65,13 @@ type ApplyStats struct {
 // Apply applies a batch. It fails as a whole (nothing written, no lease released) only if the
 // store cannot read or commit; the caller retries.
 func (a *Applier) Apply(results []Result) (ApplyStats, error) {
+	if a.Locks != nil {
+		keys := make([][]byte, len(results))
+		for i := range results {
+			keys[i] = results[i].Key
+		}
+		defer a.Locks.Lock(keys)()
+	}
 	pol := a.Policy()
 	now := a.Now()
 	var st ApplyStats
@@ -79,6 +89,9 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 		}
 		writes = append(writes, w)
 		release = append(release, results[i].Lease.shm())
+	}
+	if a.afterDecide != nil {
+		a.afterDecide()
 	}
 	var w Writer = a.Store
 	if a.Writer != nil {

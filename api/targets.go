@@ -50,7 +50,8 @@ type TargetsResponse struct {
 // Targets serves /v1/targets.
 type Targets struct {
 	Store  *store.Store
-	Writer Writer // every write of worker 0 goes through sweep.Changes' wrapper
+	Writer Writer    // every write of worker 0 goes through sweep.Changes' wrapper
+	Locks  *KeyLocks // shared with the Applier
 	Policy func() *policy.Policy
 	Now    func() int64
 }
@@ -72,42 +73,41 @@ func devices(cfg *config.Config) map[string]bool {
 // post upserts targets from a JSON array or an NDJSON stream. Each item is validated on its own:
 // a bad one is rejected with the field it got wrong, the good ones land. Each landed item is one
 // funnel write (row, index entry and target in one transaction), so nothing is half-written.
+// Items are merged with what is stored in chunks, each under the locks of its keys (KeyLocks).
 func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 	pol := t.Policy()
-	cfg := pol.Config()
-	devs := devices(cfg)
+	devs := devices(pol.Config())
 	body := http.MaxBytesReader(w, r.Body, maxTargetsBody)
 	var resp TargetsResponse
-	pending := make([]store.Write, 0, targetsChunk)
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		if err := t.Writer.WriteSchedules(pending); err != nil {
-			return err
-		}
-		resp.Accepted += len(pending)
-		pending = pending[:0]
-		return nil
-	}
 	reject := func(i int, field, msg string) {
 		resp.Rejected++
 		if len(resp.Errors) < maxReportErrors {
 			resp.Errors = append(resp.Errors, ItemError{Index: i, Field: field, Error: msg})
 		}
 	}
+	chunk := make([]parsedItem, 0, targetsChunk)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		n, err := t.upsert(chunk, reject)
+		resp.Accepted += n
+		chunk = chunk[:0]
+		return err
+	}
 	err := decodeItems(body, func(i int, item *TargetItem, decodeErr error) error {
 		if decodeErr != nil {
 			reject(i, "", decodeErr.Error())
 			return nil
 		}
-		wr, field, err := t.build(item, devs, t.Now())
+		p, field, err := parseItem(item, devs)
 		if err != nil {
 			reject(i, field, err.Error())
 			return nil
 		}
-		pending = append(pending, wr)
-		if len(pending) == targetsChunk {
+		p.index = i
+		chunk = append(chunk, p)
+		if len(chunk) == targetsChunk {
 			return flush()
 		}
 		return nil
@@ -132,6 +132,35 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusBadRequest
 	}
 	writeJSON(w, code, resp)
+}
+
+// upsert merges a chunk of valid items with the stored rows and targets and writes them in one
+// funnel call, holding the chunk's key locks from the first read to the commit.
+func (t *Targets) upsert(chunk []parsedItem, reject func(i int, field, msg string)) (int, error) {
+	if t.Locks != nil {
+		keys := make([][]byte, len(chunk))
+		for i := range chunk {
+			keys[i] = chunk[i].key
+		}
+		defer t.Locks.Lock(keys)()
+	}
+	now := t.Now()
+	writes := make([]store.Write, 0, len(chunk))
+	for i := range chunk {
+		wr, err := t.merge(&chunk[i], now)
+		if err != nil {
+			reject(chunk[i].index, "", err.Error())
+			continue
+		}
+		writes = append(writes, wr)
+	}
+	if len(writes) == 0 {
+		return 0, nil
+	}
+	if err := t.Writer.WriteSchedules(writes); err != nil {
+		return 0, err
+	}
+	return len(writes), nil
 }
 
 var errBadJSON = errors.New("bad JSON")
@@ -245,24 +274,35 @@ func parseInterval(raw json.RawMessage) (int64, error) {
 
 var sources = map[string]store.Source{"sitemap": store.SourceSitemap, "discovered": store.SourceDiscovered, "api": store.SourceAPI}
 
-// build validates one item and turns it into its funnel write, merging with the stored target:
-// what the item leaves out keeps its stored value, so a re-import never resets a due time or
-// erases a cadence. It returns the offending field with an error.
-func (t *Targets) build(it *TargetItem, devs map[string]bool, now int64) (store.Write, string, error) {
+// parsedItem is a validated item, not yet merged with what is stored.
+type parsedItem struct {
+	index    int
+	key      []byte
+	url      string
+	device   string
+	source   store.Source
+	interval int64 // -1: not given
+	due      int64 // -1: not given
+}
+
+// parseItem validates one item without reading the store, returning the offending field with an
+// error.
+func parseItem(it *TargetItem, devs map[string]bool) (parsedItem, string, error) {
+	p := parsedItem{interval: -1, due: -1}
 	u, err := NormalizeURL(it.URL)
 	if err != nil {
-		return store.Write{}, "url", err
+		return p, "url", err
 	}
-	device := it.Device
-	if device == "" {
-		device = "desktop"
+	p.url, p.device = u, it.Device
+	if p.device == "" {
+		p.device = "desktop"
 	}
-	if !devs[device] {
-		return store.Write{}, "device", fmt.Errorf("unknown device %q", device)
+	if !devs[p.device] {
+		return p, "device", fmt.Errorf("unknown device %q", p.device)
 	}
-	key := []byte(device + "|" + u)
-	if len(key) > store.MaxKeyLen {
-		return store.Write{}, "url", fmt.Errorf("cache key of %d bytes is longer than the limit of %d", len(key), store.MaxKeyLen)
+	p.key = []byte(p.device + "|" + u)
+	if len(p.key) > store.MaxKeyLen {
+		return p, "url", fmt.Errorf("cache key of %d bytes is longer than the limit of %d", len(p.key), store.MaxKeyLen)
 	}
 	srcName := it.Source
 	if srcName == "" {
@@ -270,40 +310,45 @@ func (t *Targets) build(it *TargetItem, devs map[string]bool, now int64) (store.
 	}
 	src, ok := sources[srcName]
 	if !ok {
-		return store.Write{}, "source", fmt.Errorf("must be sitemap, discovered or api, got %q", it.Source)
+		return p, "source", fmt.Errorf("must be sitemap, discovered or api, got %q", it.Source)
 	}
-	interval := int64(-1) // not given
+	p.source = src
 	if len(it.Interval) > 0 && string(it.Interval) != "null" {
-		if interval, err = parseInterval(it.Interval); err != nil {
-			return store.Write{}, "interval", err
+		if p.interval, err = parseInterval(it.Interval); err != nil {
+			return p, "interval", err
 		}
-		if interval < policy.MinCadence.Milliseconds() || interval > policy.MaxCadence.Milliseconds() {
-			return store.Write{}, "interval", fmt.Errorf("must be between %s and %s", policy.MinCadence, policy.MaxCadence)
+		if p.interval < policy.MinCadence.Milliseconds() || p.interval > policy.MaxCadence.Milliseconds() {
+			return p, "interval", fmt.Errorf("must be between %s and %s", policy.MinCadence, policy.MaxCadence)
 		}
 	}
-	due := int64(-1)
 	if it.Due != "" {
 		tm, err := time.Parse(time.RFC3339, it.Due)
 		if err != nil || tm.UnixMilli() < 0 {
-			return store.Write{}, "due", errors.New("must be an RFC 3339 time, e.g. 2026-11-30T12:00:00Z")
+			return p, "due", errors.New("must be an RFC 3339 time, e.g. 2026-11-30T12:00:00Z")
 		}
-		due = tm.UnixMilli()
+		p.due = tm.UnixMilli()
 	}
+	return p, "", nil
+}
 
-	row, err := t.Store.GetSchedule(key)
+// merge turns a valid item into its funnel write, merging with the stored row and target: what
+// the item leaves out keeps its stored value, so a re-import never resets a due time or erases
+// a cadence.
+func (t *Targets) merge(p *parsedItem, now int64) (store.Write, error) {
+	row, err := t.Store.GetSchedule(p.key)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.Write{}, "", fmt.Errorf("reading the stored row: %v", err)
+		return store.Write{}, fmt.Errorf("reading the stored row: %v", err)
 	}
-	tgt, err := t.Store.GetTarget(key)
+	tgt, err := t.Store.GetTarget(p.key)
 	if errors.Is(err, store.ErrNotFound) {
 		tgt = store.Target{}
 	} else if err != nil {
-		return store.Write{}, "", fmt.Errorf("reading the stored target: %v", err)
+		return store.Write{}, fmt.Errorf("reading the stored target: %v", err)
 	}
-	tgt.URL, tgt.Device, tgt.Source = u, device, src
+	tgt.URL, tgt.Device, tgt.Source = p.url, p.device, p.source
 	lanes := store.Lanes{NeverRendered: true}
-	carried := int64(0)
+	carried, due := int64(0), p.due
 	if exists {
 		lanes, carried = row.Lanes, row.EffectiveIntervalMs
 		if due < 0 {
@@ -313,12 +358,12 @@ func (t *Targets) build(it *TargetItem, devs map[string]bool, now int64) (store.
 	if due < 0 {
 		due = now
 	}
-	if interval >= 0 {
-		carried, tgt.StoredIntervalMs = interval, interval
+	if p.interval >= 0 {
+		carried, tgt.StoredIntervalMs = p.interval, p.interval
 	}
-	sch, err := store.NewSchedule(key, due, src.Submitted(), carried, lanes)
+	sch, err := store.NewSchedule(p.key, due, p.source.Submitted(), carried, lanes)
 	if err != nil {
-		return store.Write{}, "url", err
+		return store.Write{}, err
 	}
-	return store.Write{Schedule: sch, Target: &tgt}, "", nil
+	return store.Write{Schedule: sch, Target: &tgt}, nil
 }

@@ -49,6 +49,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	// written after its snapshot (see sweep.Changes).
 	changes := sweep.NewChanges()
 	writer := changes.Wrap(st)
+	locks := &api.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	var sweeps, sweepFails atomic.Uint64
 	sweeper := sweep.New(sweep.Options{
 		Store: sweep.FromStore(st, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
@@ -67,7 +68,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 		ready: e.seg.Ready(), kick: kick}
 	control := &api.Control{
 		Index:   index,
-		Applier: &api.Applier{Store: st, Writer: writer, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
+		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
 		Status: func() api.Status {
 			return api.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
 		},
@@ -75,7 +76,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	}
 	mux := http.NewServeMux()
 	control.Register(mux)
-	(&api.Targets{Store: st, Writer: writer, Policy: e.pol.Load, Now: nowMs}).Register(mux)
+	(&api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
 	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}).Register(mux)
 
