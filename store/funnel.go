@@ -88,6 +88,9 @@ type Write struct {
 	Schedule Schedule
 	Target   *Target // if set, replaces t/; its StoredIntervalMs is mirrored into the row
 	Page     *Page   // if set, replaces p/
+	// DropPage deletes p/ in the same transaction (POST /v1/prioritize mode=wait: the cached
+	// page is dropped and cadence refills it). Ignored when Page is set.
+	DropPage bool
 }
 
 // WriteSchedule files one schedule through the funnel and returns once it has committed.
@@ -175,6 +178,7 @@ type op struct {
 	storedMs  int64
 	target    []byte // encoded target, or nil
 	page      []byte // encoded page, or nil
+	dropPage  bool   // delete p/ (puts)
 	applied   bool   // set by the committer: staged in a transaction that committed
 	failed    bool   // set by the committer: refused, excluded from its transaction
 }
@@ -198,7 +202,8 @@ func (o *op) preparePut(w *Write) error {
 		return ErrScheduleUnset
 	}
 	*o = op{kind: opPut, row: sch.row}
-	o.setKeys(sch.key, w.Target != nil, w.Page != nil)
+	o.setKeys(sch.key, w.Target != nil, w.Page != nil || w.DropPage)
+	o.dropPage = w.DropPage && w.Page == nil
 	o.dKey = dueKey(sch.row.DueAtMs, sch.key)
 	if w.Target != nil {
 		v, err := w.Target.MarshalBinary()
@@ -534,6 +539,9 @@ func (s *Store) opCost(o *op) (count, size int64) {
 		if o.page != nil {
 			entry(len(o.pKey), len(o.page))
 		}
+		if o.dropPage {
+			entry(len(o.pKey), 0)
+		}
 	}
 	return count, size
 }
@@ -620,6 +628,11 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	}
 	if o.page != nil {
 		if err := stage(txn.Set(o.pKey, o.page)); err != nil {
+			return staged, err
+		}
+	}
+	if o.dropPage {
+		if err := stage(txn.Delete(o.pKey)); err != nil {
 			return staged, err
 		}
 	}

@@ -119,3 +119,28 @@ func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 	res.Capped = st.capped
 	return res, nil
 }
+
+// ForEachSchedule calls fn for every schedule row whose cacheKey starts with prefix, in key
+// order, from one snapshot (for operator actions on a URL prefix, such as prioritize). key and
+// row are valid only during the call. An error from fn stops the walk and is returned.
+func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row Row) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	p := scheduleKey(prefix)
+	return s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
+		defer it.Close()
+		var row Row
+		for it.Seek(p); it.Valid(); it.Next() {
+			item := it.Item()
+			if err := item.Value(row.UnmarshalBinary); err != nil {
+				return fmt.Errorf("store: schedule row %q: %w", item.Key(), err)
+			}
+			if err := fn(item.Key()[len(p)-len(prefix):], row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
