@@ -84,9 +84,18 @@ func New(opts Options) *Claimer { return &Claimer{opts: opts} }
 // Claim grants up to n jobs: from the ready set while it serves, then from the fallback for the
 // rest. It returns fewer than n (possibly none) when nothing more is due.
 func (c *Claimer) Claim(ctx context.Context, n int) ([]Job, error) {
+	return c.ClaimTTL(ctx, n, 0)
+}
+
+// ClaimTTL is Claim with leases of ttlMs instead of queue.lease_ttl (0 = queue.lease_ttl), for a
+// remote renderer that states how long it needs. Jobs served by the fallback keep its TTL.
+func (c *Claimer) ClaimTTL(ctx context.Context, n int, ttlMs int64) ([]Job, error) {
 	cfg := c.opts.Policy().Config()
 	now := c.opts.Now()
 	ttl := cfg.Queue.LeaseTTL.Ms()
+	if ttlMs > 0 {
+		ttl = ttlMs
+	}
 	jobs := make([]Job, 0, n)
 	if cfg.ReadyEnabled() {
 		jobs = c.takeReady(jobs, n, now, ttl)

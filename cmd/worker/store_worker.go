@@ -76,7 +76,12 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	}
 	mux := http.NewServeMux()
 	control.Register(mux)
-	(&api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}).Register(mux)
+	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}
+	targets.Register(mux)
+	(&api.Operate{Targets: targets}).Register(mux)
+	// Remote renderers claim like a render worker would, counted in worker 0's block.
+	(&api.Remote{Applier: control.Applier, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
+		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
 	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}).Register(mux)
 
