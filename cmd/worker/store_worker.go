@@ -78,6 +78,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	control.Register(mux)
 	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}
 	targets.Register(mux)
+	(&api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs}).Register(mux)
 	(&api.Operate{Targets: targets}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	(&api.Remote{Applier: control.Applier, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
