@@ -164,7 +164,7 @@ func TestPagesServeWithinTheSWRWindow(t *testing.T) {
 }
 
 // An external client claims and posts results over HTTP while a local worker claims from the
-// same ready set and index: no job is ever granted to both, and every row is granted once.
+// same ready set and index, turn about: no job is ever granted to both, every row is granted.
 func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 	n := newOpNode(t)
 	var items []string
@@ -188,57 +188,54 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 			granted[string(k)] = who
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // the local render worker
-		defer wg.Done()
-		local := claim.New(claim.Options{Segment: n.Seg, Fallback: n.index, Policy: n.Policy, Now: n.Now, Holder: 7})
-		for {
-			jobs, err := local.Claim(context.Background(), 5)
-			if err != nil || len(jobs) == 0 {
-				return
-			}
-			keys := make([][]byte, len(jobs))
-			for i, j := range jobs {
-				keys[i] = j.Key
-			}
-			record("local", keys)
+	// Turns alternate, so both sides take part whatever the scheduler does; each turn goes
+	// through the same ready set, lease table and index fallback.
+	local := claim.New(claim.Options{Segment: n.Seg, Fallback: n.index, Policy: n.Policy, Now: n.Now, Holder: 7})
+	localTurn := func() int {
+		jobs, err := local.Claim(context.Background(), 5)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	go func() { // the remote renderer, over HTTP only
-		defer wg.Done()
-		for {
-			resp, err := http.Post(n.srv.URL+"/v1/claim", "application/json", strings.NewReader(`{"limit": 7, "lease": "5m"}`))
-			if err != nil {
-				t.Error(err)
-				return
+		keys := make([][]byte, len(jobs))
+		for i, j := range jobs {
+			keys[i] = j.Key
+		}
+		record("local", keys)
+		return len(jobs)
+	}
+	remoteTurn := func() int { // over HTTP only, as a browser farm elsewhere would
+		resp, err := http.Post(n.srv.URL+"/v1/claim", "application/json", strings.NewReader(`{"limit": 7, "lease": "5m"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ Jobs []RemoteJob }
+		json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		keys := make([][]byte, len(out.Jobs))
+		var results []Result
+		for i, j := range out.Jobs {
+			keys[i] = j.Key
+			if j.URL == "" || j.Device != "desktop" {
+				t.Errorf("remote job without url/device: %+v", j)
 			}
-			var out struct{ Jobs []RemoteJob }
-			json.NewDecoder(resp.Body).Decode(&out)
-			resp.Body.Close()
-			if len(out.Jobs) == 0 {
-				return
-			}
-			keys := make([][]byte, len(out.Jobs))
-			var results []Result
-			for i, j := range out.Jobs {
-				keys[i] = j.Key
-				if j.URL == "" || j.Device != "desktop" {
-					t.Errorf("remote job without url/device: %+v", j)
-				}
-				results = append(results, Result{Key: j.Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: j.Lease})
-			}
-			record("remote", keys)
+			results = append(results, Result{Key: j.Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: j.Lease})
+		}
+		record("remote", keys)
+		if len(results) > 0 {
 			body, _ := json.Marshal(resultsRequest{Results: results})
 			r2, err := http.Post(n.srv.URL+"/v1/results", "application/json", bytes.NewReader(body))
 			if err != nil || r2.StatusCode != 200 {
-				t.Errorf("results: %v %v", err, r2.Status)
-				return
+				t.Fatalf("results: %v", err)
 			}
 			r2.Body.Close()
 		}
-	}()
-	wg.Wait()
+		return len(out.Jobs)
+	}
+	for {
+		if localTurn()+remoteTurn() == 0 {
+			break
+		}
+	}
 	if len(dup) > 0 {
 		t.Fatalf("granted twice: %v", dup[:min(5, len(dup))])
 	}

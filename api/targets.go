@@ -95,7 +95,7 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 		chunk = chunk[:0]
 		return err
 	}
-	err := decodeItems(body, func(i int, item *TargetItem, decodeErr error) error {
+	err := DecodeTargetItems(body, func(i int, item *TargetItem, decodeErr error) error {
 		if decodeErr != nil {
 			reject(i, "", decodeErr.Error())
 			return nil
@@ -165,10 +165,10 @@ func (t *Targets) upsert(chunk []parsedItem, reject func(i int, field, msg strin
 
 var errBadJSON = errors.New("bad JSON")
 
-// decodeItems streams the items of a JSON array or of NDJSON, calling fn for each. An item that
-// is not a valid object is passed with its decode error; a body that is not JSON at all stops
-// with errBadJSON.
-func decodeItems(r io.Reader, fn func(i int, item *TargetItem, err error) error) error {
+// DecodeTargetItems streams the items of a JSON array or of NDJSON, calling fn for each. An item
+// that is not a valid object is passed with its decode error; a body that is not JSON at all
+// stops with an error wrapping errBadJSON.
+func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := peekNonSpace(br)
 	if err == io.EOF {
@@ -273,6 +273,13 @@ func parseInterval(raw json.RawMessage) (int64, error) {
 }
 
 var sources = map[string]store.Source{"sitemap": store.SourceSitemap, "discovered": store.SourceDiscovered, "api": store.SourceAPI}
+
+// ValidateTargetItem checks one item against the devices allowed (desktop, mobile, and the keys
+// of render.user_agents) and returns its cache key, or the field it got wrong with an error.
+func ValidateTargetItem(it *TargetItem, devices map[string]bool) (key []byte, field string, err error) {
+	p, field, err := parseItem(it, devices)
+	return p.key, field, err
+}
 
 // parsedItem is a validated item, not yet merged with what is stored.
 type parsedItem struct {

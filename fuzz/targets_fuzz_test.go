@@ -1,0 +1,51 @@
+package fuzz
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/store"
+)
+
+// FuzzTargetsDecode feeds arbitrary bodies to POST /v1/targets' decoder and item validation:
+// never a panic; every item either validates to a key within the store's limit, or is rejected
+// naming a field (or, if it is not an object at all, with its decode error).
+func FuzzTargetsDecode(f *testing.F) {
+	full := `[{"url": "https://a.test/c/1", "device": "mobile", "interval": "6h", "source": "sitemap", "due": "2026-11-30T12:00:00Z"},` +
+		`{"url": "ftp://x"}, {"url": "https://a.test/", "interval": -5}, {"url": "https://a.test/", "colour": 1}]`
+	f.Add([]byte(full))
+	for _, n := range []int{1, 10, len(full) / 2, len(full) - 1} {
+		f.Add([]byte(full[:n])) // truncated mid-item, as a dropped connection leaves it
+	}
+	f.Add([]byte("{\"url\": \"https://a.test/x\"}\n{\"url\": \"https://a.test/y\", \"interval\": 3600}\n{\"url\""))
+	f.Add([]byte("\n\n  \n"))
+	f.Add([]byte(`[1, "two", null, {}]`))
+	devices := map[string]bool{"desktop": true, "mobile": true}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		items := 0
+		api.DecodeTargetItems(bytes.NewReader(body), func(i int, item *api.TargetItem, err error) error {
+			items++
+			if i < 0 || items > len(body)+1 {
+				t.Fatalf("item index %d after %d items of a %d-byte body", i, items, len(body))
+			}
+			if err != nil {
+				if item != nil {
+					t.Fatal("an item with a decode error")
+				}
+				return nil
+			}
+			key, field, verr := api.ValidateTargetItem(item, devices)
+			if verr != nil {
+				if field == "" {
+					t.Fatalf("rejected %+v without naming a field: %v", item, verr)
+				}
+				return nil
+			}
+			if len(key) == 0 || len(key) > store.MaxKeyLen || !bytes.Contains(key, []byte("|http")) {
+				t.Fatalf("accepted %+v with key %q", item, key)
+			}
+			return nil
+		})
+	})
+}
