@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/freshq/freshq/api"
+)
+
+func runExplain(a *app, args []string) error {
+	fs := a.newFlags("explain")
+	device := fs.String("device", "", "`device` (default desktop)")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"url": {pos[0]}}
+	if *device != "" {
+		q.Set("device", *device)
+	}
+	var ex api.Explanation
+	raw, err := a.getJSON("/v1/targets", q, &ex)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		a.printJSON(raw)
+		return nil
+	}
+	a.printExplanation(&ex)
+	return nil
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func (a *app) printExplanation(ex *api.Explanation) {
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	row := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, v...)) }
+	row("target", "%s", ex.URL)
+	row("device", "%s (source %s)", ex.Device, ex.Source)
+	due := "due " + stamp(ex.DueAt)
+	switch d := secs(ex.DueInSec).Round(time.Second); {
+	case d < 0:
+		due += ", overdue by " + durationText(-d)
+	case d > 0:
+		due += ", in " + durationText(d)
+	default:
+		due += ", now"
+	}
+	row("due", "%s", strings.TrimPrefix(due, "due "))
+	cad := durationText(secs(ex.Cadence.Seconds).Round(time.Second)) + " from " + ex.Cadence.Origin
+	if ex.Cadence.Route != "" {
+		cad += " (route " + ex.Cadence.Route + ")"
+	}
+	if ex.DemandRung > 0 {
+		cad += fmt.Sprintf(", demand rung %d", ex.DemandRung)
+	}
+	row("cadence", "%s", cad)
+	row("lane", "%s, score %.3g", ex.Lane, ex.Score)
+	if l := ex.Lease; l != nil {
+		state := "leased"
+		if l.Released {
+			state = "rendered, in release grace"
+		}
+		row("lease", "%s by holder %d since %s, expires %s", state, l.Holder, a.ago(l.AcquiredAt), a.ago(l.ExpiresAt))
+	} else {
+		row("lease", "none")
+	}
+	if f := ex.Failures; f != nil {
+		row("failures", "%d× %s, first %s, last %s", f.Count, f.Class, a.ago(f.FirstAt), a.ago(f.LastAt))
+	} else {
+		row("failures", "none")
+	}
+	if t := ex.Terminal; t != nil {
+		row("terminal", "%s, rechecked %s", t.State, a.ago(t.RecheckAt))
+	}
+	if r := ex.LastRender; r != nil {
+		row("last render", "status %d, %s in %s, %s", r.Status, sizeText(r.Bytes),
+			durationText(time.Duration(r.DurationMs)*time.Millisecond), a.ago(r.At))
+	} else {
+		row("last render", "never")
+	}
+	if p := ex.Page; p != nil {
+		serve := "servable"
+		if !p.Servable {
+			serve = "NOT servable (past cadence + swr)"
+		}
+		row("page", "age %s = %.2f× cadence, swr %s, %s", durationText(secs(p.AgeSec).Round(time.Second)),
+			p.AgeOverCadence, durationText(secs(p.SWRSec).Round(time.Second)), serve)
+	} else {
+		row("page", "none stored")
+	}
+	tw.Flush()
+}

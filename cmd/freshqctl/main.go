@@ -1,0 +1,289 @@
+// Command freshqctl is the operator CLI for freshq: it wraps the HTTP API served by
+// freshq-supervisor for people at a terminal, and prints raw JSON for scripts with --json.
+//
+// Usage:
+//
+//	freshqctl [global flags] COMMAND [flags] [args]
+//
+//	add URL [--device D] [--interval 6h] [--source sitemap|discovered|api] [--due RFC3339]
+//	                        upsert one target
+//	import FILE|- [--format ndjson|csv] [--chunk 5000]
+//	                        upsert targets from NDJSON (or a JSON array) or CSV
+//	                        (columns url,device,interval,source; a header row is optional),
+//	                        streamed in chunks, with a progress bar on a terminal
+//	sitemap URL [--detach] [--poll 500ms]
+//	                        ingest a sitemap and follow the run until it is done
+//	explain URL [--device D]
+//	                        what freshq knows and decides about one target
+//	prioritize URL|--prefix P --mode rush|wait [--device D]
+//	                        rush: re-render now; wait: drop the page, let cadence refill it
+//	queue                   the floor, ready set, backlog by lane, grants and leases
+//	top [--interval 2s] [--once]
+//	                        a live view of backlog and lateness by lane, from /metrics
+//
+// Global flags (before or after the command):
+//
+//	--server URL    the supervisor's listener (env FRESHQ_SERVER, default http://127.0.0.1:8420)
+//	--token T       bearer token (env FRESHQ_TOKEN)
+//	--timeout D     per-request timeout (default 60s)
+//	--json          print JSON instead of text
+//
+// Exit codes: 0 success; 1 a server, network or data error (import: any item rejected);
+// 2 a usage error. Errors are one line on stderr; an API error {"error", "field"} is shown as
+// "freshqctl: field: error".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const defaultServer = "http://127.0.0.1:8420"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// app is one invocation: its global options and where it writes.
+type app struct {
+	server  string
+	token   string
+	timeout time.Duration
+	json    bool
+
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	tty    bool // stderr is a terminal: progress bars and live views
+	client *http.Client
+	now    func() time.Time
+	ctx    context.Context
+	// retryWait is how long a 503 without Retry-After waits before the next attempt.
+	retryWait time.Duration
+}
+
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// command is one subcommand.
+type command struct {
+	name, args, summary string
+	run                 func(a *app, args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"add", "URL [--device D] [--interval 6h] [--source S] [--due T]", "upsert one target", runAdd},
+		{"import", "FILE|- [--format ndjson|csv] [--chunk N]", "upsert targets from NDJSON or CSV", runImport},
+		{"sitemap", "URL [--detach] [--poll D]", "ingest a sitemap, following its progress", runSitemap},
+		{"explain", "URL [--device D]", "explain one target", runExplain},
+		{"prioritize", "URL|--prefix P --mode rush|wait", "rush a re-render, or drop pages", runPrioritize},
+		{"queue", "", "floor, ready set, backlog, grants, leases", runQueue},
+		{"top", "[--interval 2s] [--once]", "live backlog and lateness by lane", runTop},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, isTerminal(os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal), without a dependency.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// run is the whole program, minus the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, tty bool) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, tty: tty, now: time.Now, ctx: ctx, retryWait: time.Second}
+	a.server = getenv("FRESHQ_SERVER")
+	if a.server == "" {
+		a.server = defaultServer
+	}
+	a.token = getenv("FRESHQ_TOKEN")
+	a.timeout = 60 * time.Second
+
+	fs := flag.NewFlagSet("freshqctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	a.globalFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			mainUsage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "freshqctl: %v (see freshqctl -h)\n", err)
+		return exitUsage
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		mainUsage(stderr)
+		return exitUsage
+	}
+	name := rest[0]
+	if name == "help" {
+		mainUsage(stdout)
+		return exitOK
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == name {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "freshqctl: unknown command %q (see freshqctl -h)\n", name)
+		return exitUsage
+	}
+	err := cmd.run(a, rest[1:])
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "freshqctl %s: %s (see freshqctl %s -h)\n", name, ue.msg, name)
+		return exitUsage
+	case errors.Is(err, errSilent):
+		return exitError
+	default:
+		fmt.Fprintf(stderr, "freshqctl: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+}
+
+// errSilent fails a command whose output already said why.
+var errSilent = errors.New("failed")
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func mainUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: freshqctl [--server URL] [--token T] [--json] COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "global flags (before or after the command):")
+	fmt.Fprintln(w, "  --server URL   the supervisor (env FRESHQ_SERVER, default "+defaultServer+")")
+	fmt.Fprintln(w, "  --token T      bearer token (env FRESHQ_TOKEN)")
+	fmt.Fprintln(w, "  --timeout D    per-request timeout (default 60s)")
+	fmt.Fprintln(w, "  --json         print JSON for scripts")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "run 'freshqctl COMMAND -h' for a command's flags")
+}
+
+func (a *app) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&a.server, "server", a.server, "the supervisor's `URL` (env FRESHQ_SERVER)")
+	fs.StringVar(&a.token, "token", a.token, "bearer `token` (env FRESHQ_TOKEN)")
+	fs.DurationVar(&a.timeout, "timeout", a.timeout, "per-request `timeout`")
+	fs.BoolVar(&a.json, "json", a.json, "print JSON for scripts")
+}
+
+// newFlags is a subcommand's flag set, with the global flags.
+func (a *app) newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	a.globalFlags(fs)
+	return fs
+}
+
+// parse parses a subcommand's flags, which may come before or after its positional arguments,
+// and checks the number of positional arguments is within [min, max].
+func (a *app) parse(fs *flag.FlagSet, args []string, min, max int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				a.subUsage(fs)
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	switch {
+	case len(pos) < min:
+		return nil, usagef("missing argument")
+	case len(pos) > max:
+		return nil, usagef("unexpected argument %q", pos[max])
+	}
+	return pos, a.finishGlobals()
+}
+
+func (a *app) subUsage(fs *flag.FlagSet) {
+	for _, c := range commands {
+		if c.name == fs.Name() {
+			fmt.Fprintf(a.stdout, "usage: freshqctl %s %s\n  %s\n\nflags:\n", c.name, c.args, c.summary)
+		}
+	}
+	var lines []string
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		l := "  --" + f.Name
+		if name != "" {
+			l += " " + name
+		}
+		l = fmt.Sprintf("%-22s %s", l, usage)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			l += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		lines = append(lines, l)
+	})
+	sort.Strings(lines)
+	fmt.Fprintln(a.stdout, strings.Join(lines, "\n"))
+}
+
+// finishGlobals checks the global flags and builds the HTTP client.
+func (a *app) finishGlobals() error {
+	s := strings.TrimRight(strings.TrimSpace(a.server), "/")
+	if s == "" {
+		return usagef("--server is empty")
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	a.server = s
+	if a.timeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	if a.client == nil {
+		a.client = &http.Client{Timeout: a.timeout}
+	}
+	return nil
+}

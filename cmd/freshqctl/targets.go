@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/freshq/freshq/api"
+)
+
+// intervalJSON is an interval as the API takes it: a number of seconds or a duration string.
+func intervalJSON(s string) json.RawMessage {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// postTargets sends one NDJSON body to POST /v1/targets. A 400 that carries per-item errors
+// (nothing accepted) is an answer, not an error.
+func (a *app) postTargets(body []byte) (api.TargetsResponse, []byte, error) {
+	req := request{method: http.MethodPost, path: "/v1/targets", body: body, contentType: "application/x-ndjson", idempotent: true}
+	var resp api.TargetsResponse
+	status, raw, err := a.send(req)
+	if err != nil {
+		return resp, nil, err
+	}
+	if status == http.StatusOK || status == http.StatusBadRequest {
+		if json.Unmarshal(raw, &resp) == nil && (status == http.StatusOK || len(resp.Errors) > 0) {
+			return resp, raw, nil
+		}
+	}
+	if status/100 == 2 {
+		return resp, raw, fmt.Errorf("POST /v1/targets: the answer is not the expected JSON")
+	}
+	return resp, raw, a.statusError(req, status, raw)
+}
+
+func itemErrorText(e api.ItemError) string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Error
+	}
+	return e.Error
+}
+
+func runAdd(a *app, args []string) error {
+	fs := a.newFlags("add")
+	device := fs.String("device", "", "`device`: desktop, mobile or a key of render.user_agents (default desktop)")
+	interval := fs.String("interval", "", "cadence like 6h, 7d, 90m or seconds (default: keep, or the route's)")
+	source := fs.String("source", "", "sitemap, discovered or api (default api)")
+	due := fs.String("due", "", "next render `time`, RFC 3339 (default: keep, or now)")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	item := api.TargetItem{URL: pos[0], Device: *device, Source: *source, Due: *due, Interval: intervalJSON(*interval)}
+	line, _ := json.Marshal(item)
+	resp, raw, err := a.postTargets(append(line, '\n'))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		a.printJSON(raw)
+		if resp.Rejected > 0 {
+			return errSilent
+		}
+		return nil
+	}
+	if resp.Rejected > 0 || resp.Accepted != 1 {
+		if len(resp.Errors) > 0 {
+			return errors.New(itemErrorText(resp.Errors[0]))
+		}
+		return fmt.Errorf("the server accepted %d and rejected %d items", resp.Accepted, resp.Rejected)
+	}
+	d := *device
+	if d == "" {
+		d = "desktop"
+	}
+	fmt.Fprintf(a.stdout, "accepted %s (%s)\n", pos[0], d)
+	return nil
+}
+
+// importItem is one target read from a file, with where it was.
+type importItem struct {
+	loc  int // line number, or item number in a JSON array
+	item api.TargetItem
+	err  error // the item could not be read; it is rejected without being sent
+}
+
+// itemReader reads targets from NDJSON, a JSON array, or CSV.
+type itemReader struct {
+	format string // ndjson | csv
+	locTag string // "line" or "item"
+
+	br      *bufio.Reader
+	lineNo  int
+	dec     *json.Decoder // JSON array
+	items   int
+	csv     *csv.Reader
+	columns []string // CSV column names, by position
+}
+
+var csvColumns = []string{"url", "device", "interval", "source", "due"}
+
+func newItemReader(r io.Reader, format string) (*itemReader, error) {
+	ir := &itemReader{format: format, locTag: "line"}
+	switch format {
+	case "ndjson":
+		ir.br = bufio.NewReaderSize(r, 64<<10)
+		for {
+			b, err := ir.br.ReadByte()
+			if err == io.EOF {
+				return ir, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			if b == '\n' {
+				ir.lineNo++
+			}
+			if b == ' ' || b == '\t' || b == '\r' || b == '\n' {
+				continue
+			}
+			ir.br.UnreadByte()
+			if b == '[' {
+				ir.locTag = "item"
+				ir.dec = json.NewDecoder(ir.br)
+				if _, err := ir.dec.Token(); err != nil {
+					return nil, fmt.Errorf("not a JSON array: %v", err)
+				}
+			}
+			return ir, nil
+		}
+	case "csv":
+		ir.csv = csv.NewReader(r)
+		ir.csv.FieldsPerRecord = -1
+		ir.csv.TrimLeadingSpace = true
+		ir.csv.LazyQuotes = true
+		ir.csv.Comment = '#'
+		ir.csv.ReuseRecord = true
+		ir.columns = csvColumns[:4]
+		return ir, nil
+	}
+	return nil, usagef("--format must be ndjson or csv, not %q", format)
+}
+
+// next returns the next item, or io.EOF. Other errors stop the import.
+func (ir *itemReader) next() (importItem, error) {
+	switch {
+	case ir.dec != nil:
+		return ir.nextArray()
+	case ir.csv != nil:
+		return ir.nextCSV()
+	}
+	return ir.nextLine()
+}
+
+func decodeTarget(raw []byte) (api.TargetItem, error) {
+	var it api.TargetItem
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&it); err != nil {
+		return it, fmt.Errorf("not a target object: %v", err)
+	}
+	if dec.More() {
+		return it, errors.New("more than one JSON value on the line")
+	}
+	return it, nil
+}
+
+func (ir *itemReader) nextLine() (importItem, error) {
+	for {
+		line, err := ir.br.ReadBytes('\n')
+		if len(line) > 0 || err == nil {
+			ir.lineNo++
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			it, derr := decodeTarget(t)
+			return importItem{loc: ir.lineNo, item: it, err: derr}, nil
+		}
+		if err != nil {
+			return importItem{}, err
+		}
+	}
+}
+
+func (ir *itemReader) nextArray() (importItem, error) {
+	if !ir.dec.More() {
+		if _, err := ir.dec.Token(); err != nil {
+			return importItem{}, fmt.Errorf("item %d: %v", ir.items+1, err)
+		}
+		return importItem{}, io.EOF
+	}
+	ir.items++
+	var raw json.RawMessage
+	if err := ir.dec.Decode(&raw); err != nil {
+		return importItem{}, fmt.Errorf("item %d: %v", ir.items, err)
+	}
+	it, derr := decodeTarget(raw)
+	return importItem{loc: ir.items, item: it, err: derr}, nil
+}
+
+func (ir *itemReader) nextCSV() (importItem, error) {
+	for {
+		rec, err := ir.csv.Read()
+		if err != nil {
+			return importItem{}, err
+		}
+		line, _ := ir.csv.FieldPos(0)
+		if ir.lineNo == 0 && isCSVHeader(rec) {
+			ir.lineNo = line
+			cols, err := csvHeader(rec)
+			if err != nil {
+				return importItem{}, fmt.Errorf("line %d: %v", line, err)
+			}
+			ir.columns = cols
+			continue
+		}
+		ir.lineNo = line
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue
+		}
+		out := importItem{loc: line}
+		if len(rec) > len(ir.columns) {
+			out.err = fmt.Errorf("%d columns, want at most %d (%s)", len(rec), len(ir.columns), strings.Join(ir.columns, ","))
+			return out, nil
+		}
+		for i, v := range rec {
+			v = strings.TrimSpace(v)
+			switch ir.columns[i] {
+			case "url":
+				out.item.URL = v
+			case "device":
+				out.item.Device = v
+			case "interval":
+				out.item.Interval = intervalJSON(v)
+			case "source":
+				out.item.Source = v
+			case "due":
+				out.item.Due = v
+			}
+		}
+		return out, nil
+	}
+}
+
+func isCSVHeader(rec []string) bool {
+	for _, f := range rec {
+		if strings.EqualFold(strings.TrimSpace(f), "url") {
+			return true
+		}
+	}
+	return false
+}
+
+func csvHeader(rec []string) ([]string, error) {
+	cols := make([]string, len(rec))
+	seen := map[string]bool{}
+	for i, f := range rec {
+		c := strings.ToLower(strings.TrimSpace(f))
+		known := false
+		for _, k := range csvColumns {
+			known = known || k == c
+		}
+		if !known {
+			return nil, fmt.Errorf("CSV header: unknown column %q (want %s)", f, strings.Join(csvColumns, ","))
+		}
+		if seen[c] {
+			return nil, fmt.Errorf("CSV header: column %q twice", c)
+		}
+		seen[c] = true
+		cols[i] = c
+	}
+	return cols, nil
+}
+
+// importError is one rejected item of an import.
+type importError struct {
+	Line  int    `json:"line,omitempty"`
+	Item  int    `json:"item,omitempty"`
+	Field string `json:"field,omitempty"`
+	Error string `json:"error"`
+}
+
+// importSummary is the outcome of an import (its --json output).
+type importSummary struct {
+	File     string        `json:"file"`
+	Items    int           `json:"items"`
+	Accepted int           `json:"accepted"`
+	Rejected int           `json:"rejected"`
+	Errors   []importError `json:"errors,omitempty"`
+	Seconds  float64       `json:"seconds"`
+	Stopped  string        `json:"stopped,omitempty"` // why the import stopped early
+}
+
+const maxImportErrors = 10
+
+func (s *importSummary) reject(tag string, loc int, field, msg string) {
+	if len(s.Errors) >= maxImportErrors {
+		return
+	}
+	e := importError{Field: field, Error: msg}
+	if tag == "item" {
+		e.Item = loc
+	} else {
+		e.Line = loc
+	}
+	s.Errors = append(s.Errors, e)
+}
+
+// countingReader counts the bytes read through it, for the progress bar.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func runImport(a *app, args []string) error {
+	fs := a.newFlags("import")
+	format := fs.String("format", "", "ndjson or csv (default: csv for a .csv file, else ndjson; NDJSON may also be a JSON array)")
+	chunk := fs.Int("chunk", 5000, "items per request")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *chunk < 1 || *chunk > 50000 {
+		return usagef("--chunk must be between 1 and 50000")
+	}
+	name := pos[0]
+	var (
+		in    io.Reader
+		total int64
+	)
+	if name == "-" {
+		in = a.stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			total = st.Size()
+		}
+		in = f
+	}
+	if *format == "" {
+		*format = "ndjson"
+		if strings.EqualFold(filepath.Ext(name), ".csv") {
+			*format = "csv"
+		}
+	}
+	cr := &countingReader{r: in}
+	ir, err := newItemReader(cr, *format)
+	if err != nil {
+		return err
+	}
+	sum := importSummary{File: name}
+	start := time.Now()
+	var bar *progressBar
+	if a.tty && !a.json {
+		bar = newProgressBar(a.stderr, "importing", total)
+	}
+	var (
+		body bytes.Buffer
+		locs []int
+	)
+	flush := func() error {
+		if len(locs) == 0 {
+			return nil
+		}
+		resp, _, err := a.postTargets(body.Bytes())
+		if err != nil {
+			return fmt.Errorf("%s %d: %w", ir.locTag, locs[0], err)
+		}
+		sum.Accepted += resp.Accepted
+		sum.Rejected += resp.Rejected
+		for _, e := range resp.Errors {
+			loc := 0
+			if e.Index >= 0 && e.Index < len(locs) {
+				loc = locs[e.Index]
+			}
+			sum.reject(ir.locTag, loc, e.Field, e.Error)
+		}
+		body.Reset()
+		locs = locs[:0]
+		if bar != nil {
+			bar.update(cr.n, sum.Items, sum.Rejected)
+		}
+		return nil
+	}
+	var stop error
+	for {
+		it, err := ir.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			stop = fmt.Errorf("reading %s: %w", name, err)
+			break
+		}
+		sum.Items++
+		if it.err != nil {
+			sum.Rejected++
+			sum.reject(ir.locTag, it.loc, "", it.err.Error())
+			continue
+		}
+		line, _ := json.Marshal(it.item)
+		body.Write(line)
+		body.WriteByte('\n')
+		locs = append(locs, it.loc)
+		if len(locs) == *chunk {
+			if stop = flush(); stop != nil {
+				break
+			}
+		}
+	}
+	if stop == nil {
+		stop = flush()
+	}
+	if bar != nil {
+		bar.done()
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	if stop != nil {
+		if errors.Is(stop, errInterrupted) {
+			sum.Stopped = "interrupted"
+		} else {
+			sum.Stopped = oneLine(stop.Error())
+		}
+	}
+	if a.json {
+		a.encodeJSON(sum)
+	} else {
+		a.printImportSummary(&sum)
+	}
+	switch {
+	case stop != nil:
+		return fmt.Errorf("import stopped: %v (%d items accepted before it)", stop, sum.Accepted)
+	case sum.Rejected > 0:
+		return fmt.Errorf("%d of %s rejected", sum.Rejected, plural(sum.Items, "item"))
+	}
+	return nil
+}
+
+func (a *app) printImportSummary(s *importSummary) {
+	verb := "imported"
+	if s.Stopped != "" {
+		verb = "stopped importing"
+	}
+	fmt.Fprintf(a.stdout, "%s %s: %s, %d accepted, %d rejected in %s\n", verb, s.File, plural(s.Items, "item"),
+		s.Accepted, s.Rejected, durationText(time.Duration(s.Seconds*float64(time.Second))))
+	for _, e := range s.Errors {
+		where := fmt.Sprintf("line %d", e.Line)
+		if e.Item > 0 {
+			where = fmt.Sprintf("item %d", e.Item)
+		} else if e.Line == 0 {
+			where = "?"
+		}
+		msg := e.Error
+		if e.Field != "" {
+			msg = e.Field + ": " + msg
+		}
+		fmt.Fprintf(a.stdout, "  %s: %s\n", where, truncate(oneLine(msg), 66))
+	}
+	if more := s.Rejected - len(s.Errors); more > 0 && len(s.Errors) > 0 {
+		fmt.Fprintf(a.stdout, "  … and %d more rejected\n", more)
+	}
+}
+
+// truncate cuts s to n runes with an ellipsis.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
