@@ -20,6 +20,25 @@ const (
 	idleMin, idleMax = 20 * time.Millisecond, time.Second
 )
 
+// oneFallback lets one claim of this worker at a time go to worker 0's index scan. The others,
+// finding the ready set empty meanwhile, get nothing and back off briefly: worker 0 is already
+// sweeping early to refill the set, and a crowd of index scans would only slow that down and
+// take rows the new set holds.
+type oneFallback struct {
+	claim.Fallback
+	slot chan struct{}
+}
+
+func (o *oneFallback) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.Job, error) {
+	select {
+	case o.slot <- struct{}{}:
+		defer func() { <-o.slot }()
+		return o.Fallback.ClaimIndex(ctx, n, holder)
+	default:
+		return nil, nil
+	}
+}
+
 // pending is a result on its way to worker 0, with when its job was claimed.
 type pending struct {
 	api.Result
@@ -34,7 +53,8 @@ func runRenderWorker(ctx context.Context, e *env) error {
 		return wrap("renderer", err)
 	}
 	client := api.NewClient(e.socketPath)
-	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: client, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
+	fallback := &oneFallback{Fallback: client, slot: make(chan struct{}, 1)}
+	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
 
 	// Renders in flight may finish after SIGTERM, within shutdown_timeout; claiming stops at once.
 	renderCtx, cancelRenders := context.WithCancel(context.Background())
