@@ -191,7 +191,7 @@ func mainUsage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "global flags (before or after the command):")
-	fmt.Fprintln(w, "  --server URL   the supervisor (env FRESHQ_SERVER, default "+defaultServer+")")
+	fmt.Fprintln(w, "  --server URL   env FRESHQ_SERVER, default "+defaultServer)
 	fmt.Fprintln(w, "  --token T      bearer token (env FRESHQ_TOKEN)")
 	fmt.Fprintln(w, "  --timeout D    per-request timeout (default 60s)")
 	fmt.Fprintln(w, "  --json         print JSON for scripts")
@@ -259,11 +259,10 @@ func (a *app) subUsage(fs *flag.FlagSet) {
 		if name != "" {
 			l += " " + name
 		}
-		l = fmt.Sprintf("%-22s %s", l, usage)
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			l += fmt.Sprintf(" (default %s)", f.DefValue)
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		lines = append(lines, l)
+		lines = append(lines, wrap(fmt.Sprintf("%-22s ", l), usage, 79))
 	})
 	sort.Strings(lines)
 	fmt.Fprintln(a.stdout, strings.Join(lines, "\n"))
@@ -286,4 +285,24 @@ func (a *app) finishGlobals() error {
 		a.client = &http.Client{Timeout: a.timeout}
 	}
 	return nil
+}
+
+// wrap puts text after head, wrapping words at width; continuation lines are indented by
+// head's width.
+func wrap(head, text string, width int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	col, indent := len(head), strings.Repeat(" ", len(head))
+	for i, w := range strings.Fields(text) {
+		if i > 0 && col+1+len(w) > width {
+			b.WriteString("\n" + indent)
+			col = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
 }

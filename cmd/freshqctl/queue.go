@@ -96,7 +96,7 @@ func (a *app) printQueue(q *api.QueueView) {
 		}
 		row("READY SET", "generation %d: %d entries, %d taken (%s)%s", r.Generation, r.Count, r.Taken, pct(r.Taken, r.Count), pub)
 	}
-	row("", "last sweep %.1f ms over %d rows; %d sweeps capped; %d long keys dropped", r.SweepMs, r.SweepRows, r.Capped, r.DroppedKeys)
+	row("", "last sweep %.1f ms over %d rows; %d capped; %d long keys dropped", r.SweepMs, r.SweepRows, r.Capped, r.DroppedKeys)
 	below := fmt.Sprint(q.BelowFloor)
 	if q.BelowFloor > 0 {
 		below += "  (anything but 0 is a bug)"

@@ -346,6 +346,11 @@ func runImport(a *app, args []string) error {
 	if *chunk < 1 || *chunk > 50000 {
 		return usagef("--chunk must be between 1 and 50000")
 	}
+	switch *format {
+	case "", "ndjson", "csv":
+	default:
+		return usagef("--format must be ndjson or csv, not %q", *format)
+	}
 	name := pos[0]
 	var (
 		in    io.Reader
