@@ -473,8 +473,12 @@ func (a *app) printImportSummary(s *importSummary) {
 	if s.Stopped != "" {
 		verb = "stopped importing"
 	}
-	fmt.Fprintf(a.stdout, "%s %s: %s, %d accepted, %d rejected in %s\n", verb, s.File, plural(s.Items, "item"),
-		s.Accepted, s.Rejected, durationText(time.Duration(s.Seconds*float64(time.Second))))
+	name := s.File
+	if name != "-" {
+		name = filepath.Base(name)
+	}
+	fmt.Fprintln(a.stdout, truncate(fmt.Sprintf("%s %s: %s, %d accepted, %d rejected in %s", verb, name, plural(s.Items, "item"),
+		s.Accepted, s.Rejected, durationText(time.Duration(s.Seconds*float64(time.Second)))), 79))
 	for _, e := range s.Errors {
 		where := fmt.Sprintf("line %d", e.Line)
 		if e.Item > 0 {
