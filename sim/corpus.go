@@ -1,0 +1,239 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+)
+
+// Fate is what every render of a page answers, whatever the attempt: most pages render, a few
+// are gone or noindex for good (policy seals them after its strikes).
+type Fate uint8
+
+// Fates.
+const (
+	FateOK      Fate = iota // renders (transient failures aside)
+	FateGone                // 410 on every render
+	FateNoindex             // noindex on every render
+)
+
+// Corpus is a generated corpus as it stands at Start: every page's key, class, source, demand
+// rung, cadence, due time and last render. It is read-only once generated, so scenarios share
+// it.
+type Corpus struct {
+	Mix   *Mix
+	Seed  uint64
+	Start int64 // ms: the virtual time the simulation starts at
+
+	Keys      [][]byte
+	Class     []uint8 // index into Mix.Classes
+	Submitted []bool  // fromSitemap: sitemap-submitted rather than crawler-discovered
+	Rung      []uint8 // demand-ladder rung, 1-based (policy.State.DemandRung)
+	CadenceMs []int64 // the cadence carried on the row: the rung's, clamped to the route
+	DueMs     []int64
+	LastOKMs  []int64 // last successful render; -1 = never rendered (the cold lane)
+	Fate      []Fate
+
+	// DemandPerHour is the renders per hour the cadences ask for: Σ 1/E[cadence] over the pages
+	// that can render (FateOK), E over the page's long-run ladder distribution. Capacity c
+	// means c × DemandPerHour renders per hour.
+	DemandPerHour float64
+	// ClassDemand is DemandPerHour by class; ClassPages counts each class's pages (all fates).
+	ClassDemand []float64
+	ClassPages  []int
+	// ClassMeanCadenceMs is each class's long-run mean cadence (its ladder average).
+	ClassMeanCadenceMs []float64
+}
+
+// Len is the number of pages.
+func (c *Corpus) Len() int { return len(c.Keys) }
+
+// Draw purposes: each random decision about a page or an attempt draws from its own stream,
+// so that changing one model does not reshuffle the others, and so that the n-th attempt of a
+// page turns out the same under every policy (common random numbers: policies are compared on
+// the same luck).
+const (
+	streamClass uint64 = iota + 1
+	streamSource
+	streamFate
+	streamRung
+	streamState
+	streamDue
+	streamLatency1
+	streamLatency2
+	streamTransient
+	streamVisit
+)
+
+// mix64 is splitmix64's finalizer: a bijection that scatters nearby inputs.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// draw is a uniform [0, 1) that is a pure function of (seed, stream, a, b).
+func draw(seed, stream, a, b uint64) float64 {
+	x := mix64(seed ^ mix64(stream*0x9e3779b97f4a7c15^mix64(a+0x632be59bd9b4e019)^mix64(b+0x8cb92ba72f3d8dd7)))
+	return float64(x>>11) / (1 << 53)
+}
+
+// Generate builds the corpus of keys pages from mix, starting at startMs, as decided by seed.
+// cfg supplies the demand ladder and the clamping rules (through policy); its routes are
+// replaced by the mix's.
+func Generate(mix *Mix, keys int, seed uint64, startMs int64, cfg *config.Config) (*Corpus, error) {
+	if err := mix.Validate(); err != nil {
+		return nil, err
+	}
+	if keys < len(mix.Classes) {
+		return nil, fmt.Errorf("sim: generate: %d keys cannot hold %d classes", keys, len(mix.Classes))
+	}
+	depthMs := mix.Backlog.Depth.Ms()
+	if startMs < depthMs+1 {
+		return nil, fmt.Errorf("sim: generate: start %d leaves no room for a backlog of %s", startMs, mix.Backlog.Depth)
+	}
+	pol, err := policyFor(cfg, mix, 0)
+	if err != nil {
+		return nil, err
+	}
+	ladder := cfg.Render.Demand.Ladder
+	if len(ladder) == 0 || len(ladder) > math.MaxUint8 {
+		return nil, fmt.Errorf("sim: generate: the demand ladder needs 1..255 rungs, has %d", len(ladder))
+	}
+
+	c := &Corpus{Mix: mix, Seed: seed, Start: startMs,
+		Keys: make([][]byte, 0, keys), Class: make([]uint8, 0, keys), Submitted: make([]bool, 0, keys),
+		Rung: make([]uint8, 0, keys), CadenceMs: make([]int64, 0, keys), DueMs: make([]int64, 0, keys),
+		LastOKMs: make([]int64, 0, keys), Fate: make([]Fate, 0, keys),
+		ClassDemand: make([]float64, len(mix.Classes)), ClassPages: make([]int, len(mix.Classes)),
+		ClassMeanCadenceMs: make([]float64, len(mix.Classes)),
+	}
+	counts := classCounts(mix, keys)
+	devs := len(mix.Devices)
+	sites := 1
+	for i, cl := range mix.Classes {
+		if cl.Route.Match == "exact" {
+			sites = max(sites, counts[i]/devs)
+		}
+	}
+
+	for ci, cl := range mix.Classes {
+		// The class's rungs as policy sees them: the ladder's cadences clamped to the route,
+		// and how much of the time a page spends on each.
+		cad := make([]int64, len(ladder))
+		for r, d := range ladder {
+			row := policy.Row{Key: classKey(mix, ci, 0, sites), EffectiveIntervalMs: d.Ms()}
+			cad[r], _ = pol.Cadence(&row)
+		}
+		pi := ladderStationary(len(ladder), cl.Visit)
+		mean := 0.0
+		for r := range pi {
+			mean += pi[r] * float64(cad[r])
+		}
+		c.ClassMeanCadenceMs[ci] = mean
+		for j := range counts[ci] {
+			id := uint64(len(c.Keys))
+			key := classKey(mix, ci, j, sites)
+			fate := FateOK
+			switch u := draw(seed, streamFate, id, 0); {
+			case u < mix.Render.Gone:
+				fate = FateGone
+			case u < mix.Render.Gone+mix.Render.Noindex:
+				fate = FateNoindex
+			}
+			rung := len(pi)
+			acc, u := 0.0, draw(seed, streamRung, id, 0)
+			for r := range pi {
+				if acc += pi[r]; u < acc {
+					rung = r + 1
+					break
+				}
+			}
+			cadence := cad[rung-1]
+			var due, last int64
+			u, v := draw(seed, streamState, id, 0), draw(seed, streamDue, id, 0)
+			switch {
+			case u < mix.Backlog.NeverRendered:
+				due, last = startMs-int64(v*float64(depthMs)), -1
+			case u < mix.Backlog.NeverRendered+mix.Backlog.Overdue:
+				due = startMs - int64(v*float64(depthMs))
+				last = due - cadence
+			default:
+				due = startMs + 1 + int64(v*float64(cadence))
+				last = due - cadence
+			}
+			c.Keys = append(c.Keys, key)
+			c.Class = append(c.Class, uint8(ci))
+			c.Submitted = append(c.Submitted, draw(seed, streamSource, id, 0) >= cl.Discovered)
+			c.Rung = append(c.Rung, uint8(rung))
+			c.CadenceMs = append(c.CadenceMs, cadence)
+			c.DueMs = append(c.DueMs, due)
+			c.LastOKMs = append(c.LastOKMs, last)
+			c.Fate = append(c.Fate, fate)
+			c.ClassPages[ci]++
+			if fate == FateOK {
+				c.ClassDemand[ci] += 3_600_000 / mean
+			}
+		}
+		c.DemandPerHour += c.ClassDemand[ci]
+	}
+	return c, nil
+}
+
+// classCounts splits keys between the classes by share, the last class taking the rounding.
+func classCounts(mix *Mix, keys int) []int {
+	counts := make([]int, len(mix.Classes))
+	left := keys
+	for i, cl := range mix.Classes {
+		n := int(math.Round(cl.Share * float64(keys)))
+		if i == len(mix.Classes)-1 {
+			n = left
+		}
+		n = max(1, min(n, left-(len(mix.Classes)-1-i)))
+		counts[i] = n
+		left -= n
+	}
+	return counts
+}
+
+// classKey is the cache key of the j-th page of class ci: device|https://sN.test/path. Pages
+// come in device pairs; an exact route has one page per site and device, a prefix route
+// numbers its pages and spreads them over the sites.
+func classKey(mix *Mix, ci, j, sites int) []byte {
+	cl := mix.Classes[ci]
+	devs := len(mix.Devices)
+	dev, n := mix.Devices[j%devs], j/devs
+	site, path := n%sites, cl.Route.Path
+	if cl.Route.Match == "prefix" {
+		path += strconv.Itoa(n)
+	} else {
+		site = n
+	}
+	k := make([]byte, 0, len(dev)+len(path)+24)
+	k = append(k, dev...)
+	k = append(k, "|https://s"...)
+	k = strconv.AppendInt(k, int64(site), 10)
+	k = append(k, ".test"...)
+	k = append(k, path...)
+	return k
+}
+
+// policyFor compiles cfg with the mix's routes and, when boost > 0, that sitemap boost. It
+// works on a copy: cfg is shared by every scenario.
+func policyFor(cfg *config.Config, mix *Mix, boost float64) (*policy.Policy, error) {
+	c := *cfg
+	c.Routes = mix.Routes()
+	if boost > 0 {
+		c.Queue.Ready.SitemapBoost = boost
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: configuration: %w", err)
+	}
+	return policy.New(&c), nil
+}

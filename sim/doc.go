@@ -1,0 +1,62 @@
+// Package sim is freshq's deterministic discrete-event simulator of the queue under scarcity,
+// and the scheduling-quality report it produces (docs/SIMULATION.md, `make sim`).
+//
+// # What is simulated
+//
+// One node, on a virtual clock in int64 milliseconds. Nothing sleeps and nothing reads the wall
+// clock for a decision: time moves only in the event loop, from one event to the next.
+//
+//	corpus (Generate)                      events, in this order at equal times
+//	────────────────                       ─────────────────────────────────────
+//	keys, classes, sources,                1. render completions  policy.Apply → DueSet.WriteSchedule,
+//	ladder rungs, due times,                                      lease released
+//	last renders, fates                    2. window opening      (once: who is due, for starvation)
+//	       │                               3. sweep tick          sweep.Sweeper.Sweep over the DueSet:
+//	       ▼                                                      score, select (policy.Selector in the
+//	  DueSet ◀──────── writes ─────────┐                          scenario's Mode), publish to shm
+//	(the d/ index,                     │   4. claim tick          claim.Claimer.Claim: take from the shm
+//	 in memory)                        │                          ready set and lease, else the floored
+//	       │ passes, scans             │                          index scan (claim.IndexSource)
+//	       ▼                           │   5. sample tick         standing lag, charts
+//	production sweep/claim ──▶ renders ┘
+//
+// What is production's and what is the simulator's:
+//
+//   - Production's, driven as is: the sweep (sweep.Sweeper with Options.Mode set per policy:
+//     policy.ModeEDF, ModeScore, ModeLanes, ModeStrict), cadence resolution, scoring, lanes and
+//     top-K selection (policy), the ready buffer, leases and floor cell (shm, in an in-memory
+//     segment), the claim path and its fallback (claim.Claimer, claim.IndexSource), and what a
+//     render's outcome does to its row (policy.Apply: cadence counted from completion, the
+//     demand ladder, backoff, sealing by strikes).
+//   - The simulator's: the due set (DueSet, an in-memory d/ index with the store's contract:
+//     sweep.Store, sweep.Pass, claim.Scanner), the corpus (Generate, from a Mix), the render
+//     farm (capacity in renders per hour, paced exactly; a latency and an outcome drawn per
+//     attempt), the visits that move pages on the ladder, and the measurements.
+//
+// # Invariants
+//
+//   - Deterministic: a Result is a pure function of (corpus, options, scenario), and a corpus of
+//     (mix, keys, seed, start, configuration). Every random decision is a hash of the seed, a
+//     stream, the page and the attempt number, so the n-th attempt of a page turns out the same
+//     under every policy (policies are compared on the same luck) and no decision depends on
+//     event order or on how many scenarios run at once. Same seed and scenarios: byte-identical
+//     table.
+//   - The order is production's: the DueSet orders rows by (dueAt, key) as Badger orders the d/
+//     index, and every ranking decision is made by the production code above.
+//   - F1 holds: a write lowers the floor to its due time before the row is visible; a pass
+//     advances it only by compare-and-swap from the floor it read, to at most min(first due
+//     observed, its now, any write made while it was open) − guard. The run checks after every
+//     sweep that no row lies below the floor, and fails if one does.
+//   - Capacity is exact: every claim tick offers the renders the capacity allows since the last
+//     one (integer micro-renders, no drift); a slot that finds nothing to claim is idle and
+//     lost. Granted + idle = offered, so no policy can do more work than another: a policy
+//     changes who is rendered, never how many.
+//   - Time moves forward only: every event is at or after the current time, and a render
+//     completes strictly after it starts.
+//
+// # Limits
+//
+// One node; no worker crashes (a lease always ends in its result, never by expiry); no
+// operator rushes; the corpus is fixed during a run; a visit's probability does not grow with
+// a page's lateness. The report repeats these.
+package sim
