@@ -406,7 +406,6 @@ func (in *ingest) spool(src io.Reader) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %v", err)
 		}
-		zr.Multistream(false)
 		r = zr
 	}
 	f, err := os.CreateTemp("", "freshq-sitemap-*")

@@ -598,3 +598,46 @@ func TestChangefreqCadence(t *testing.T) {
 		}
 	}
 }
+
+// Runs are kept in memory, the last maxSitemapRuns of them, never dropping one in progress; at
+// most maxSitemapRunning proceed at once and more are refused with 429.
+func TestSitemapRunsBounded(t *testing.T) {
+	e := qtest.New(t, sitemapYAML, start, shm.Options{})
+	s := &Sitemaps{Targets: &Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}, Policy: e.Policy, Now: e.Now}
+	mux := http.NewServeMux()
+	s.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var first string
+	for i := range maxSitemapRuns + 20 {
+		id := postSitemap(t, srv, "application/xml", strings.NewReader(urlset(fmt.Sprint(i), 1, "daily")))
+		if i == 0 {
+			first = id
+		}
+		waitRun(t, srv, id)
+	}
+	s.mu.Lock()
+	kept := len(s.runs)
+	_, firstKept := s.runs[first]
+	s.running = maxSitemapRunning // as if that many were in progress
+	s.mu.Unlock()
+	if kept != maxSitemapRuns || firstKept || len(e.AllRows()) != maxSitemapRuns+20 {
+		t.Fatalf("kept %d runs (the first: %v), %d rows", kept, firstKept, len(e.AllRows()))
+	}
+	resp, err := http.Post(srv.URL+"/v1/sitemaps", "application/xml", strings.NewReader(urlset("x", 1, "daily")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("over %d runs in progress: %d", maxSitemapRunning, resp.StatusCode)
+	}
+	resp, err = http.Get(srv.URL + "/v1/sitemaps/" + first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("an evicted run: %d", resp.StatusCode)
+	}
+}
