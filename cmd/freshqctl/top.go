@@ -342,8 +342,15 @@ func (a *app) printFrame(w io.Writer, f frame, every time.Duration, live bool) {
 	status := fmt.Sprintf("%s  leases %.0f  ready %.0f  floor pinned %s", renders, f.Leases, f.Ready,
 		durationText(time.Duration(f.Pinned*float64(time.Second)).Round(time.Second)))
 	fmt.Fprintln(w, truncate(status, 79))
-	if f.BelowFloor > 0 || f.Restarts > 0 {
-		fmt.Fprintln(w, truncate(fmt.Sprintf("below floor %.0f (must be 0)  worker restarts %.0f", f.BelowFloor, f.Restarts), 79))
+	var warn []string
+	if f.BelowFloor > 0 {
+		warn = append(warn, fmt.Sprintf("below floor %.0f (must be 0)", f.BelowFloor))
+	}
+	if f.Restarts > 0 {
+		warn = append(warn, fmt.Sprintf("worker restarts %.0f", f.Restarts))
+	}
+	if len(warn) > 0 {
+		fmt.Fprintln(w, truncate(strings.Join(warn, "  "), 79))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-11s %9s %10s %8s  %s\n", "", "", "", "", "lateness × cadence ("+f.Window+")")

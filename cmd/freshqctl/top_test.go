@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// metricsText is a /metrics answer: submitted lane with grants spread over the buckets.
+func metricsText(renders, grants int) string {
+	var b strings.Builder
+	b.WriteString("# HELP freshq_backlog Due rows at the last sweep, by lane.\n# TYPE freshq_backlog gauge\n")
+	for lane, v := range map[string]int{"urgent": 0, "submitted": 12000, "discovered": 40, "cold": 3} {
+		fmt.Fprintf(&b, "freshq_backlog{lane=%q} %d\n", lane, v)
+	}
+	bounds := []string{"0.1", "0.5", "1", "1.5", "2", "3", "5", "10", "50", "+Inf"}
+	// submitted: of every 10 grants, 5 ≤0.1, 3 ≤0.5, 2 >50.
+	share := []int{5, 8, 8, 8, 8, 8, 8, 8, 8, 10}
+	for i, le := range bounds {
+		fmt.Fprintf(&b, "freshq_lateness_ratio_bucket{lane=\"submitted\",le=%q} %d\n", le, grants*share[i]/10)
+		fmt.Fprintf(&b, "freshq_lateness_ratio_bucket{lane=\"cold\",le=%q} 0\n", le)
+	}
+	fmt.Fprintf(&b, "freshq_lateness_ratio_sum{lane=\"submitted\"} %g\nfreshq_lateness_ratio_count{lane=\"submitted\"} %d\n", float64(grants)*0.5, grants)
+	b.WriteString("freshq_lateness_ratio_sum{lane=\"cold\"} 0\nfreshq_lateness_ratio_count{lane=\"cold\"} 0\n")
+	fmt.Fprintf(&b, "freshq_render_total{outcome=\"ok\"} %d\nfreshq_render_total{outcome=\"timeout\"} %d\n", renders*9/10, renders/10)
+	b.WriteString("freshq_leases_live 8\nfreshq_ready_published 1200\nfreshq_floor_pinned_seconds 3.2\nfreshq_below_floor 0\n")
+	b.WriteString("freshq_worker_restarts_total{worker=\"0\"} 0\nfreshq_worker_restarts_total{worker=\"1\"} 1\n")
+	b.WriteString("freshq_claim_granted_total{source=\"ready\"} 5 1700000000000\n")
+	return b.String()
+}
+
+func TestParseSample(t *testing.T) {
+	s, err := parseSample(`m{a="x\"y",b="1\\2", c="\n"} 1.5e3 1700000000`)
+	if err != nil || s.name != "m" || s.labels["a"] != `x"y` || s.labels["b"] != `1\2` || s.labels["c"] != "\n" || s.value != 1500 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	s, err = parseSample("m +Inf")
+	if err != nil || !math.IsInf(s.value, 1) {
+		t.Fatalf("%+v %v", s, err)
+	}
+	for _, bad := range []string{"m", `m{a="x} 1`, `m{a=x} 1`, "m{a=\"x\"} one"} {
+		if _, err := parseSample(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	h := histogram{bounds: []float64{0.1, 0.5, 1, math.Inf(1)}, counts: []float64{50, 80, 90, 100}, count: 100, sum: 40}
+	if v, inf, ok := h.quantile(0.5); !ok || inf || v != 0.1 {
+		t.Fatalf("p50 %v %v %v", v, inf, ok)
+	}
+	if v, _, _ := h.quantile(0.65); math.Abs(v-0.3) > 1e-9 {
+		t.Fatalf("p65 %v", v)
+	}
+	if v, inf, _ := h.quantile(0.95); !inf || v != 1 {
+		t.Fatalf("p95 %v %v", v, inf)
+	}
+	if v, ok := h.shareAbove(1); !ok || math.Abs(v-0.1) > 1e-9 {
+		t.Fatalf("share above 1: %v", v)
+	}
+	if _, _, ok := (histogram{}).quantile(0.5); ok {
+		t.Fatal("an empty histogram has a quantile")
+	}
+	// A counter reset (worker restart) falls back to the current values.
+	d := h.sub(histogram{bounds: h.bounds, counts: []float64{60, 90, 100, 200}, count: 200})
+	if d.count != 100 {
+		t.Fatalf("sub across a reset %+v", d)
+	}
+}
+
+func TestMakeFrame(t *testing.T) {
+	parse := func(text string, at time.Time) *scrape {
+		s, err := parseMetrics(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newScrape(s, at)
+	}
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	first := parse(metricsText(1000, 100), t0)
+	f := makeFrame(first, nil)
+	if f.Window != "since start" || f.RenderRate != nil || *f.OKShare != 0.9 || f.Restarts != 1 || len(f.Lanes) != 4 {
+		t.Fatalf("first frame %+v", f)
+	}
+	sub := f.Lanes[1]
+	if sub.Lane != "submitted" || sub.Backlog != 12000 || sub.Grants != 100 || *sub.P50 != 0.1 || !sub.p90Inf || *sub.Mean != 0.5 || math.Abs(*sub.Late-0.2) > 1e-9 {
+		t.Fatalf("submitted %+v", sub)
+	}
+	if f.Lanes[3].P50 != nil || f.Lanes[3].GrantRate != nil {
+		t.Fatalf("cold %+v", f.Lanes[3])
+	}
+	second := parse(metricsText(3000, 300), t0.Add(2*time.Second))
+	f = makeFrame(second, first)
+	if f.Window != "last 2s" || *f.RenderRate != 1000 || *f.Lanes[1].GrantRate != 100 || *f.Lanes[0].GrantRate != 0 {
+		t.Fatalf("second frame %+v %+v", f, f.Lanes[1])
+	}
+	var b strings.Builder
+	a := &app{server: "http://127.0.0.1:8420"}
+	a.printFrame(&b, f, 2*time.Second, true)
+	out := b.String()
+	fits(t, out)
+	for _, want := range []string{"127.0.0.1:8420  12:00:02Z  every 2s, Ctrl-C quits", "renders 3000 (1000.0/s), 90.0% ok  leases 8  ready 1200  floor pinned 3s",
+		"worker restarts 1", "(last 2s)", "submitted       12000        300    100.0   0.10    >50   0.50    20%",
+		"cold                3          0      0.0      -      -      -      -"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("frame lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestTop(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFake(t, map[string]http.HandlerFunc{"GET /metrics": func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		if k == 3 {
+			cancel() // Ctrl-C during the third scrape
+		}
+		fmt.Fprint(w, metricsText(1000*k, 100*k))
+	}})
+	r := at(t, f.srv, "top", "--once")
+	wantExit(t, r, 0, "")
+	if !strings.Contains(r.stdout, "submitted       12000        100        -   0.10    >50") {
+		t.Fatalf("top --once:\n%s", r.stdout)
+	}
+	fits(t, r.stdout)
+	r = at(t, f.srv, "top", "--once", "--json")
+	var fr frame
+	if err := json.Unmarshal([]byte(r.stdout), &fr); err != nil || len(fr.Lanes) != 4 || fr.Lanes[1].Backlog != 12000 {
+		t.Fatalf("--json %q: %v", r.stdout, err)
+	}
+
+	// Refreshing until Ctrl-C, exit 0; without a terminal, frames follow each other.
+	mu.Lock()
+	n = 0
+	mu.Unlock()
+	var out, errb strings.Builder
+	code := run(ctx, []string{"--server", f.srv.URL, "top", "--interval", "100ms"}, nil, &out, &errb, func(string) string { return "" }, false)
+	if code != 0 || strings.Count(out.String(), "freshq top") < 2 || !strings.Contains(out.String(), "GRANTS") {
+		t.Fatalf("exit %d stdout:\n%s\nstderr %s", code, out.String(), errb.String())
+	}
+}
