@@ -61,11 +61,11 @@ func (a *app) printExplanation(ex *api.Explanation) {
 	row("cadence", "%s", cad)
 	row("lane", "%s, score %.3g", ex.Lane, ex.Score)
 	if l := ex.Lease; l != nil {
-		state := "leased"
+		state := "held since " + a.ago(l.AcquiredAt)
 		if l.Released {
-			state = "rendered, in release grace"
+			state = "released after its render"
 		}
-		row("lease", "%s by holder %d since %s, expires %s", state, l.Holder, a.ago(l.AcquiredAt), a.ago(l.ExpiresAt))
+		row("lease", "%s, holder %d, expires %s", state, l.Holder, a.ago(l.ExpiresAt))
 	} else {
 		row("lease", "none")
 	}

@@ -283,7 +283,7 @@ func TestExplain(t *testing.T) {
 	r := at(t, f.srv, "explain", "https://shop.test/c/a", "--device", "mobile")
 	wantExit(t, r, 0, "")
 	for _, want := range []string{"https://shop.test/c/a", "source sitemap", "overdue by 3m", "6h from route (route catalog), demand rung 2",
-		"submitted, score 0.0123", "leased by holder 3", "2× timeout", "gone", "status 504, 2.0 KiB in 1m", "age 2h = 0.33× cadence, swr 3h, servable"} {
+		"submitted, score 0.0123", "held since ", ", holder 3, expires ", "2× timeout", "gone", "status 504, 2.0 KiB in 1m", "age 2h = 0.33× cadence, swr 3h, servable"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("explain lacks %q:\n%s", want, r.stdout)
 		}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/api"
+)
+
+// binDir holds freshq-supervisor, freshq-worker and freshqctl, built once by TestMain unless
+// -short (the end-to-end test is the only one that needs them).
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		flag.Parse()
+		if testing.Short() {
+			return m.Run()
+		}
+		dir, err := os.MkdirTemp("", "freshqctl-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		for _, b := range []struct{ out, pkg string }{{"freshq-supervisor", "../supervisor"}, {"freshq-worker", "../worker"}, {"freshqctl", "."}} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+			cmd.Stderr = os.Stderr
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "building", b.out, err)
+				return 1
+			}
+		}
+		binDir = dir
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// ctl runs the built freshqctl against server.
+func ctl(t *testing.T, server string, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "freshqctl"), args...)
+	cmd.Env = append(os.Environ(), "FRESHQ_SERVER="+server, "FRESHQ_TOKEN=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running freshqctl %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startSupervisor runs a real supervisor with the sim renderer on a temp data dir and a free
+// port; it is killed, and its shm segment removed, at the end of the test.
+func startSupervisor(t *testing.T, extraYAML string) string {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	seg := filepath.Join("/dev/shm", "freshqctl-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir)+".seg")
+	cfg := fmt.Sprintf(`data_dir: %s
+listen: %s
+workers: 2
+shm: {path: %s}
+log: {level: warn}
+routes:
+  - {name: catalog, match: prefix, path: /c/, interval: 24h}
+render:
+  renderer: sim
+  concurrency: 4
+  sim: {latency_median: 5ms}
+%s`, dir, addr, seg, extraYAML)
+	cfgPath := filepath.Join(dir, "freshq.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	cmd := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", cfgPath, "--worker-bin", filepath.Join(binDir, "freshq-worker"))
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		os.Remove(seg)
+		if t.Failed() {
+			lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+			t.Logf("supervisor log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
+		}
+	})
+	server := "http://" + addr
+	waitFor(t, "readiness", 30*time.Second, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the supervisor exited:\n%s", log.String())
+		default:
+		}
+		resp, err := http.Get(server + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return server
+}
+
+// TestAgainstARunningSupervisor drives the freshqctl binary against a real supervisor: add,
+// import, sitemap, prioritize rush, explain, queue and top.
+func TestAgainstARunningSupervisor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	sitemap := `<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+  <url><loc>https://shop.test/c/s-1</loc><changefreq>daily</changefreq></url>
+  <url><loc>https://shop.test/c/s-2</loc></url>
+  <url><loc>https://elsewhere.test/x</loc></url>
+</urlset>`
+	sm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, sitemap)
+	}))
+	defer sm.Close()
+	server := startSupervisor(t, "  domains: [shop.test, 127.0.0.1]\n")
+
+	// add, then explain it until the sim renderer has rendered it.
+	r := ctl(t, server, "", "add", "https://shop.test/c/added", "--interval", "6h", "--source", "sitemap")
+	wantExit(t, r, 0, "")
+	if r.stdout != "accepted https://shop.test/c/added (desktop)\n" {
+		t.Fatalf("add: %q", r.stdout)
+	}
+	wantExit(t, ctl(t, server, "", "add", "ftp://shop.test/x"), 1, "freshqctl: url: must be an absolute http(s) URL")
+	var ex api.Explanation
+	waitFor(t, "the added target's first render", 20*time.Second, func() bool {
+		r := ctl(t, server, "", "explain", "https://shop.test/c/added", "--json")
+		if r.code != 0 {
+			t.Fatalf("explain --json: %+v", r)
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil {
+			t.Fatal(err)
+		}
+		return ex.LastRender != nil && ex.Page != nil
+	})
+	if ex.Cadence.Seconds != 6*3600 || ex.Source != "sitemap" {
+		t.Fatalf("explained %+v", ex)
+	}
+	r = ctl(t, server, "", "explain", "https://shop.test/c/added")
+	wantExit(t, r, 0, "")
+	for _, want := range []string{"https://shop.test/c/added", "6h from", "status 200", "servable"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("explain lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	fits(t, r.stdout)
+	wantExit(t, ctl(t, server, "", "explain", "https://shop.test/c/unknown"), 1, "freshqctl: url: no such target")
+
+	// import: CSV from a file in chunks, one bad row; NDJSON from stdin.
+	var csv strings.Builder
+	csv.WriteString("url,device,interval,source\n")
+	for i := range 1200 {
+		if i == 700 {
+			csv.WriteString("https://shop.test/c/i-bad,desktop,soon,api\n") // line 702
+			continue
+		}
+		fmt.Fprintf(&csv, "https://shop.test/c/i-%04d,desktop,12h,sitemap\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "targets.csv")
+	os.WriteFile(path, []byte(csv.String()), 0o600)
+	r = ctl(t, server, "", "import", path, "--chunk", "500")
+	wantExit(t, r, 1, "freshqctl: 1 of 1200 items rejected")
+	if !strings.Contains(r.stdout, "1200 items, 1199 accepted, 1 rejected") || !strings.Contains(r.stdout, "line 702: interval: ") {
+		t.Fatalf("import summary:\n%s", r.stdout)
+	}
+	r = ctl(t, server, "{\"url\":\"https://shop.test/c/n-1\",\"device\":\"mobile\"}\n{\"url\":\"https://shop.test/c/n-2\"}\n", "import", "-", "--json")
+	wantExit(t, r, 0, "")
+	var sum importSummary
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || sum.Accepted != 2 || sum.Rejected != 0 {
+		t.Fatalf("import --json %q: %v", r.stdout, err)
+	}
+	wantExit(t, ctl(t, server, "", "explain", "https://shop.test/c/n-1", "--device", "mobile"), 0, "")
+
+	// sitemap: a run fetched from a local server, followed to the end (or a clear error from a
+	// server without sitemap ingestion).
+	r = ctl(t, server, "", "sitemap", sm.URL+"/sitemap.xml", "--poll", "50ms")
+	if r.code == 1 && strings.Contains(r.stderr, "not available") {
+		t.Logf("no sitemap ingestion on this server: %s", r.stderr)
+	} else {
+		wantExit(t, r, 0, "")
+		if !strings.Contains(r.stdout, "done") || !strings.Contains(r.stdout, "2 added") || !strings.Contains(r.stdout, "1 filtered") {
+			t.Fatalf("sitemap:\n%s", r.stdout)
+		}
+		wantExit(t, ctl(t, server, "", "explain", "https://shop.test/c/s-1"), 0, "")
+	}
+
+	// prioritize rush: the target goes to the urgent lane until its next render.
+	r = ctl(t, server, "", "prioritize", "https://shop.test/c/added", "--mode", "rush")
+	if r.code == 1 && strings.Contains(r.stderr, "not available") {
+		t.Logf("no prioritize on this server: %s", r.stderr)
+	} else {
+		wantExit(t, r, 0, "")
+		if !strings.Contains(r.stdout, "rush https://shop.test/c/added: 1 target") {
+			t.Fatalf("prioritize: %q", r.stdout)
+		}
+		wantExit(t, ctl(t, server, "", "prioritize", "--prefix", "https://shop.test/nothing/", "--mode", "wait"), 1, "freshqctl: prefix: no such target")
+	}
+
+	// queue: the table, and JSON that decodes as the API's type.
+	r = ctl(t, server, "", "queue")
+	wantExit(t, r, 0, "")
+	for _, want := range []string{"FLOOR", "READY SET", "LANE", "submitted", "GRANTS", "LEASES"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("queue lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	fits(t, r.stdout)
+	var q api.QueueView
+	r = ctl(t, server, "", "queue", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil || q.Leases.Capacity == 0 || q.Claims["ready"]+q.Claims["index"] == 0 {
+		t.Fatalf("queue --json %q: %v", r.stdout, err)
+	}
+
+	// top --once: one frame from the real /metrics.
+	r = ctl(t, server, "", "top", "--once")
+	wantExit(t, r, 0, "")
+	if !strings.Contains(r.stdout, "renders ") || !strings.Contains(r.stdout, "discovered") {
+		t.Fatalf("top --once:\n%s", r.stdout)
+	}
+	fits(t, r.stdout)
+}
