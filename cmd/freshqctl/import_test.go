@@ -244,7 +244,7 @@ func TestImportProgressBarOnTTY(t *testing.T) {
 	}
 	os.WriteFile(path, []byte(b.String()), 0o600)
 	var out, errb strings.Builder
-	code := run(t.Context(), []string{"--server", f.srv.URL, "import", path, "--chunk", "10"}, nil, &out, &errb, func(string) string { return "" }, true)
+	code := run(t.Context(), []string{"--server", f.srv.URL, "import", path, "--chunk", "10"}, nil, &out, &errb, func(string) string { return "" }, terminals{stdout: true, stderr: true})
 	if code != 0 || !strings.Contains(errb.String(), "importing [") || !strings.Contains(errb.String(), "100%") {
 		t.Fatalf("exit %d stderr %q", code, errb.String())
 	}

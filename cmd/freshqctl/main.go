@@ -67,7 +67,8 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	tty    bool // stderr is a terminal: progress bars and live views
+	tty    bool // stderr is a terminal: progress bars and live progress lines
+	ttyOut bool // stdout is a terminal: top redraws in place
 	client *http.Client
 	now    func() time.Time
 	ctx    context.Context
@@ -104,10 +105,13 @@ func init() {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, isTerminal(os.Stderr))
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, terminals{stdout: isTerminal(os.Stdout), stderr: isTerminal(os.Stderr)})
 	stop()
 	os.Exit(code)
 }
+
+// terminals says which of stdout and stderr are terminals.
+type terminals struct{ stdout, stderr bool }
 
 // isTerminal reports whether f is a character device (a terminal), without a dependency.
 func isTerminal(f *os.File) bool {
@@ -116,8 +120,8 @@ func isTerminal(f *os.File) bool {
 }
 
 // run is the whole program, minus the process: it returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, tty bool) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, tty: tty, now: time.Now, ctx: ctx, retryWait: time.Second}
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, term terminals) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, tty: term.stderr, ttyOut: term.stdout, now: time.Now, ctx: ctx, retryWait: time.Second}
 	a.server = getenv("FRESHQ_SERVER")
 	if a.server == "" {
 		a.server = defaultServer

@@ -28,7 +28,7 @@ type result struct {
 func cli(t *testing.T, env map[string]string, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb strings.Builder
-	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] }, false)
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] }, terminals{})
 	return result{out.String(), errb.String(), code}
 }
 
@@ -450,7 +450,7 @@ func TestSitemapLiveLineOnTTY(t *testing.T) {
 	f := sitemapFake(t, 2, `{"id":"r1","status":"done","added":{"count":20}}`)
 	var out, errb strings.Builder
 	code := run(context.Background(), []string{"--server", f.srv.URL, "sitemap", "https://shop.test/s.xml", "--poll", "1ms"},
-		strings.NewReader(""), &out, &errb, func(string) string { return "" }, true)
+		strings.NewReader(""), &out, &errb, func(string) string { return "" }, terminals{stdout: true, stderr: true})
 	if code != 0 || !strings.Contains(errb.String(), "\rsitemap run r1: running  1 file, 20 urls: 20 added") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}

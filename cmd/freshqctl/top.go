@@ -391,7 +391,7 @@ func runTop(a *app, args []string) error {
 	if *every < 100*time.Millisecond {
 		return usagef("--interval must be at least 100ms")
 	}
-	live := !*once && a.tty && !a.json
+	live := !*once && a.ttyOut && !a.json
 	var prev *scrape
 	for {
 		cur, err := a.scrapeMetrics()

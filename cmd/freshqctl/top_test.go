@@ -147,8 +147,29 @@ func TestTop(t *testing.T) {
 	n = 0
 	mu.Unlock()
 	var out, errb strings.Builder
-	code := run(ctx, []string{"--server", f.srv.URL, "top", "--interval", "100ms"}, nil, &out, &errb, func(string) string { return "" }, false)
+	code := run(ctx, []string{"--server", f.srv.URL, "top", "--interval", "100ms"}, nil, &out, &errb, func(string) string { return "" }, terminals{})
 	if code != 0 || strings.Count(out.String(), "freshq top") < 2 || !strings.Contains(out.String(), "GRANTS") {
 		t.Fatalf("exit %d stdout:\n%s\nstderr %s", code, out.String(), errb.String())
+	}
+}
+
+func TestTopRedrawsOnATerminal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	n := 0
+	f := newFake(t, map[string]http.HandlerFunc{"GET /metrics": func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		if n == 2 {
+			cancel()
+		}
+		mu.Unlock()
+		fmt.Fprint(w, metricsText(1000, 100))
+	}})
+	var out, errb strings.Builder
+	code := run(ctx, []string{"--server", f.srv.URL, "top", "--interval", "100ms"}, nil, &out, &errb, func(string) string { return "" }, terminals{stdout: true})
+	if code != 0 || !strings.HasPrefix(out.String(), "\x1b[H\x1b[2Jfreshq top") || !strings.Contains(out.String(), "Ctrl-C quits") {
+		t.Fatalf("exit %d stdout %q", code, out.String())
 	}
 }
