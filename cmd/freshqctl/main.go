@@ -1,36 +1,43 @@
 // Command freshqctl is the operator CLI for freshq: it wraps the HTTP API served by
-// freshq-supervisor for people at a terminal, and prints raw JSON for scripts with --json.
+// freshq-supervisor for people at a terminal, and prints JSON for scripts with --json.
 //
 // Usage:
 //
 //	freshqctl [global flags] COMMAND [flags] [args]
 //
 //	add URL [--device D] [--interval 6h] [--source sitemap|discovered|api] [--due RFC3339]
-//	                        upsert one target
+//	    Upsert one target (POST /v1/targets). Omitted fields keep their stored value.
 //	import FILE|- [--format ndjson|csv] [--chunk 5000]
-//	                        upsert targets from NDJSON (or a JSON array) or CSV
-//	                        (columns url,device,interval,source; a header row is optional),
-//	                        streamed in chunks, with a progress bar on a terminal
-//	sitemap URL [--detach] [--poll 500ms]
-//	                        ingest a sitemap and follow the run until it is done
+//	    Upsert targets from NDJSON (or one JSON array) or CSV with columns url,device,interval,
+//	    source (a header row naming them, in any order, is optional; due is allowed too). The
+//	    file is streamed in chunks of --chunk items, with a progress bar when stderr is a
+//	    terminal; the totals and the first rejected items, by line, are printed at the end.
+//	sitemap URL|FILE|- [--device D] [--poll 500ms] [--detach] | sitemap --run ID
+//	    Start a sitemap ingest run (POST /v1/sitemaps: a URL for the server to fetch, or the
+//	    XML of a local file) and follow it until it is done, with a live line on a terminal.
 //	explain URL [--device D]
-//	                        what freshq knows and decides about one target
+//	    What freshq knows and decides about one target: due time, cadence and its origin,
+//	    lane and score, lease, failures, terminal state, last render, page age.
 //	prioritize URL|--prefix P --mode rush|wait [--device D]
-//	                        rush: re-render now; wait: drop the page, let cadence refill it
-//	queue                   the floor, ready set, backlog by lane, grants and leases
+//	    rush: re-render at the urgent lane; wait: drop the stored pages, let cadence refill them.
+//	queue
+//	    The floor and what pins it, the ready set, backlog by lane, grants by source, leases.
 //	top [--interval 2s] [--once]
-//	                        a live view of backlog and lateness by lane, from /metrics
+//	    A live view of renders, backlog and lateness at grant by lane, read from /metrics and
+//	    redrawn every --interval until Ctrl-C (--once: one frame; --json: one object a frame).
 //
-// Global flags (before or after the command):
+// Global flags, before or after the command:
 //
-//	--server URL    the supervisor's listener (env FRESHQ_SERVER, default http://127.0.0.1:8420)
+//	--server URL    the supervisor's listener (env FRESHQ_SERVER; default http://127.0.0.1:8420)
 //	--token T       bearer token (env FRESHQ_TOKEN)
 //	--timeout D     per-request timeout (default 60s)
-//	--json          print JSON instead of text
+//	--json          print the server's JSON (import: a summary object) instead of text
 //
-// Exit codes: 0 success; 1 a server, network or data error (import: any item rejected);
-// 2 a usage error. Errors are one line on stderr; an API error {"error", "field"} is shown as
-// "freshqctl: field: error".
+// Requests answered 503 while worker 0 restarts are retried a few times when they are safe
+// to repeat (reads and upserts). Exit codes: 0 success; 1 a server, network or data error
+// (import: any item rejected); 2 a usage error. Errors are one line on stderr; an API error
+// {"error", "field"} reads "freshqctl: field: error", and an endpoint the server does not have
+// (404) says so.
 package main
 
 import (
