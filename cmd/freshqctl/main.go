@@ -102,7 +102,7 @@ func init() {
 	commands = []command{
 		{"add", "URL [--device D] [--interval 6h] [--source S] [--due T]", "upsert one target", runAdd},
 		{"import", "FILE|- [--format ndjson|csv] [--chunk N]", "upsert targets from NDJSON or CSV", runImport},
-		{"sitemap", "URL [--detach] [--poll D]", "ingest a sitemap, following its progress", runSitemap},
+		{"sitemap", "URL|FILE|-|--run ID [--device D] [--poll D] [--detach]", "ingest a sitemap, following its progress", runSitemap},
 		{"explain", "URL [--device D]", "explain one target", runExplain},
 		{"prioritize", "URL|--prefix P --mode rush|wait", "rush a re-render, or drop pages", runPrioritize},
 		{"queue", "", "floor, ready set, backlog, grants, leases", runQueue},
