@@ -33,6 +33,8 @@ type DueSet struct {
 	ids   map[string]int32
 	keys  [][]byte // by id; immutable
 	dues  []int64  // by id: the row's due time; -1 = no row
+	// stored mirrors each row's StoredIntervalMs, which a put carries over (the funnel's rule).
+	stored []int64
 	// buckets[i] holds the rows due in [(base+i)·bucketMs, (base+i+1)·bucketMs).
 	buckets []dsBucket
 	base    int64
@@ -118,14 +120,31 @@ func (d *DueSet) WriteSchedule(sch store.Schedule) error {
 		return fmt.Errorf("sim: write schedule %q: %w", key, store.ErrNegativeInterval)
 	}
 	var stored int64
-	if old, ok := d.Get(key); ok {
-		stored = old.StoredIntervalMs
+	if id, ok := d.ids[string(key)]; ok {
+		stored = d.stored[id]
 	}
 	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
 		FromSitemap: sch.FromSitemap(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
 		StoredIntervalMs: stored, Lanes: sch.Lanes(),
 	}}
 	if err := d.put(key, row); err != nil {
+		return err
+	}
+	d.writes++
+	return nil
+}
+
+// writeID is WriteSchedule for a row the caller knows by id (the simulator's results): the same
+// put, without looking the key up.
+func (d *DueSet) writeID(id int32, sch store.Schedule) error {
+	if sch.DueAtMs() < 0 || sch.EffectiveIntervalMs() < 0 || int(id) >= len(d.keys) || !bytes.Equal(d.keys[id], sch.Key()) {
+		return fmt.Errorf("sim: write schedule %q as row %d: invalid", sch.Key(), id)
+	}
+	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
+		FromSitemap: sch.FromSitemap(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
+		StoredIntervalMs: d.stored[id], Lanes: sch.Lanes(),
+	}}
+	if err := d.putID(id, d.keys[id], row); err != nil {
 		return err
 	}
 	d.writes++
@@ -141,6 +160,22 @@ func (d *DueSet) Load(key []byte, row store.Row) error {
 }
 
 func (d *DueSet) put(key []byte, row store.Row) error {
+	id, ok := d.ids[string(key)]
+	if !ok {
+		if len(d.keys) >= math.MaxInt32 {
+			return fmt.Errorf("sim: file %q: too many rows", key)
+		}
+		id = int32(len(d.keys))
+		k := bytes.Clone(key)
+		d.keys = append(d.keys, k)
+		d.dues = append(d.dues, -1)
+		d.stored = append(d.stored, 0)
+		d.ids[string(k)] = id
+	}
+	return d.putID(id, d.keys[id], row)
+}
+
+func (d *DueSet) putID(id int32, key []byte, row store.Row) error {
 	b := bucketOf(row.DueAtMs)
 	if err := d.cover(b); err != nil {
 		return fmt.Errorf("sim: file %q: %w", key, err)
@@ -150,24 +185,13 @@ func (d *DueSet) put(key []byte, row store.Row) error {
 	if d.open != nil {
 		d.open.minWritten = min(d.open.minWritten, row.DueAtMs)
 	}
-	id, ok := d.ids[string(key)]
-	switch {
-	case !ok:
-		if len(d.keys) >= math.MaxInt32 {
-			return fmt.Errorf("sim: file %q: too many rows", key)
-		}
-		id = int32(len(d.keys))
-		k := bytes.Clone(key)
-		d.keys = append(d.keys, k)
-		d.dues = append(d.dues, -1)
-		d.ids[string(k)] = id
-		d.n++
-	case d.dues[id] >= 0:
-		d.remove(key, d.dues[id])
-	default:
+	if old := d.dues[id]; old >= 0 {
+		d.remove(key, old)
+	} else {
 		d.n++
 	}
 	d.dues[id] = row.DueAtMs
+	d.stored[id] = row.StoredIntervalMs
 	bk := &d.buckets[b-d.base]
 	if len(bk.arena)+len(key) > cap(bk.arena) {
 		bk.arena = make([]byte, 0, max(512, 2*cap(bk.arena), 2*len(key)))
@@ -234,11 +258,27 @@ func (d *DueSet) remove(key []byte, dueMs int64) {
 	}
 }
 
+// sortBucket sorts a bucket written out of order, and lays its keys out again in row order in
+// one fresh arena: a pass then reads rows and keys as two sequential streams, which the
+// processor prefetches, instead of hopping between arenas in the order rows were written.
+// A bucket is sorted about once, when it first falls due, so the copy is paid once per row.
 func (d *DueSet) sortBucket(bk *dsBucket) {
-	if !bk.sorted {
-		slices.SortFunc(bk.rows, cmpDueRows)
-		bk.sorted = true
+	if bk.sorted {
+		return
 	}
+	slices.SortFunc(bk.rows, cmpDueRows)
+	bk.sorted = true
+	n := 0
+	for i := range bk.rows {
+		n += len(bk.rows[i].Key)
+	}
+	arena := make([]byte, 0, n+n/4)
+	for i := range bk.rows {
+		k := bk.rows[i].Key
+		arena = append(arena, k...)
+		bk.rows[i].Key = arena[len(arena)-len(k) : len(arena) : len(arena)]
+	}
+	bk.arena = arena
 }
 
 // walk visits the rows due in [fromMs, nowMs] in index order, as store's walkDue does, handing

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -64,6 +65,12 @@ type Options struct {
 	// Warmup runs before anything is measured; Window is measured. Both must be multiples of
 	// SampleEvery.
 	Warmup, Window time.Duration
+	// CoarseSweepEvery, if set, is the sweep interval for the start of the warm-up, until Settle
+	// before the window; from then on the sweep runs at the configured interval, as after a
+	// reload. It only buys simulator time: the warm-up exists to reach the steady state from
+	// the starting backlog, and Settle at the configured interval lets every class whose
+	// cadence is shorter than Settle re-settle under it before anything is measured.
+	CoarseSweepEvery, Settle time.Duration
 	// ClaimEvery is how often the render farm claims the renders its capacity allows since its
 	// last claim (default 5s). SampleEvery is the period of the standing-lag samples and of the
 	// charts' points (default 1h).
@@ -90,6 +97,8 @@ func (o Options) WithDefaults() (Options, error) {
 		return out, fmt.Errorf("sim: options: claim and sample periods must be at least 1ms")
 	case out.Window <= 0 || out.Warmup < 0:
 		return out, fmt.Errorf("sim: options: the window must be positive and the warm-up not negative")
+	case out.CoarseSweepEvery < 0 || out.Settle < 0 || (out.CoarseSweepEvery > 0 && out.Settle > out.Warmup):
+		return out, fmt.Errorf("sim: options: the coarse sweep interval and settle time must not be negative, and settle must fit in the warm-up")
 	case out.Warmup%out.SampleEvery != 0 || out.Window%out.SampleEvery != 0:
 		return out, fmt.Errorf("sim: options: warm-up %s and window %s must be multiples of the sample period %s",
 			out.Warmup, out.Window, out.SampleEvery)
@@ -116,9 +125,11 @@ type ClassResult struct {
 	// rendered), averaged over the samples in the window.
 	Stale float64
 	// Starved counts pages that were already due when the window opened and were never granted
-	// a render in it; StarvedRetrying counts those of them that were retrying after a failure
-	// when it opened (a retry is filed at now + backoff, so its lateness starts again from zero).
-	Starved, StarvedRetrying int
+	// a render in it. Of those, StarvedRetrying were retrying after a failure when it opened (a
+	// retry is filed at now + backoff, so its lateness starts again from zero), and
+	// StarvedUnpinned had been re-filed due now by the sweep's unpin hatch since their last
+	// render, which resets lateness the same way.
+	Starved, StarvedRetrying, StarvedUnpinned int
 }
 
 // Result is one scenario's outcome. Every field is a deterministic function of (corpus,
@@ -142,6 +153,13 @@ type Result struct {
 	// Grants by source over the whole run; StaleGrants were granted from a ready entry whose
 	// row had been refiled since the publish (rendered anyway, as production would).
 	GrantsReady, GrantsIndex, StaleGrants int
+	// AfterFailure and Clean split the window's lateness ratios (every class) by whether the
+	// render followed a failed attempt of the same page since its previous success. A retry is
+	// filed at now + backoff, so the lateness it had built up is not what ranks it any more.
+	AfterFailure, Clean Mean
+	// P99 and Max are over every ratio of the window; CleanP99 and CleanMax over those that
+	// did not follow a failure.
+	P99, Max, CleanP99, CleanMax float64
 	// F1 is the largest number of rows seen below the floor at a check (after every sweep): 0.
 	F1 int
 	// Series[class][k] is the mean lateness ratio of the class's renders completed in the k-th
@@ -149,6 +167,22 @@ type Result struct {
 	Series      [][]float64
 	SampleEvery time.Duration
 	Warmup      time.Duration
+}
+
+// Mean is a running mean.
+type Mean struct {
+	N   int
+	Sum float64
+}
+
+func (m *Mean) add(v float64) { m.N++; m.Sum += v }
+
+// Value is the mean, 0 when empty.
+func (m Mean) Value() float64 {
+	if m.N == 0 {
+		return 0
+	}
+	return m.Sum / float64(m.N)
 }
 
 // Result.Classes holds the route classes followed by these two source classes.
@@ -193,14 +227,17 @@ type run struct {
 	dueAtOpen []bool
 	retrying  []bool // due at the window's opening and retrying after a failure
 	granted   []bool // granted at least once in the window
+	unpinned  []bool // re-filed by the unpin hatch since its last successful render
 
-	inflight []job // a binary heap by (doneMs, seq)
+	byHash   map[uint64]int32 // shm.KeyHash → page: grants carry the hash, cheaper than the key
+	inflight []job            // a binary heap by (doneMs, seq)
 	seq      uint64
 
 	windowStart, end int64
 	opened           bool
 	res              *Result
 	ratios           [][]float64 // per class, in the window
+	clean            []float64   // every class, in the window, not after a failure
 	sums             [][]float64 // per class, per sample period: Σ ratio
 	counts           [][]int
 	staleSum         []float64
@@ -293,7 +330,8 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		rung: slices.Clone(c.Rung), lastOK: slices.Clone(c.LastOKMs), lastCad: slices.Clone(c.CadenceMs),
 		never: make([]bool, n), failCount: make([]uint32, n), failClass: make([]string, n),
 		failFirst: make([]int64, n), attempts: make([]uint32, n),
-		dueAtOpen: make([]bool, n), retrying: make([]bool, n), granted: make([]bool, n),
+		dueAtOpen: make([]bool, n), retrying: make([]bool, n), granted: make([]bool, n), unpinned: make([]bool, n),
+		byHash: make(map[uint64]int32, n),
 	}
 	r.ds = NewDueSet(seg.Floor())
 	for i := range n {
@@ -309,6 +347,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		if id, _ := r.ds.ID(c.Keys[i]); int(id) != i {
 			return nil, fmt.Errorf("corpus key %q repeats an earlier key", c.Keys[i])
 		}
+		r.byHash[shm.KeyHash(c.Keys[i])] = int32(i) // on a collision the later key wins; claim checks
 	}
 	if r.ds.Len() != n {
 		return nil, fmt.Errorf("corpus has duplicate keys: %d rows for %d pages", r.ds.Len(), n)
@@ -359,6 +398,10 @@ func (r *run) classesOf(i int) (route, source int) {
 func (r *run) loop(ctx context.Context) error {
 	start := r.c.Start
 	sweepEvery := r.cfg.Queue.Ready.SweepInterval.Ms()
+	coarseUntil := r.windowStart - r.opts.Settle.Milliseconds()
+	if r.opts.CoarseSweepEvery <= 0 {
+		coarseUntil = start
+	}
 	claimEvery := r.opts.ClaimEvery.Milliseconds()
 	sampleEvery := r.opts.SampleEvery.Milliseconds()
 	nextSweep, nextClaim, nextSample := start, start, start+sampleEvery
@@ -396,7 +439,11 @@ func (r *run) loop(ctx context.Context) error {
 			if err := r.sweep(bg); err != nil {
 				return err
 			}
-			nextSweep += sweepEvery
+			if t < coarseUntil {
+				nextSweep = min(t+r.opts.CoarseSweepEvery.Milliseconds(), coarseUntil)
+			} else {
+				nextSweep += sweepEvery
+			}
 		}
 		if t == nextClaim {
 			credit += perClaim
@@ -425,6 +472,9 @@ func (r *run) sweep(ctx context.Context) error {
 	}
 	if res.Unpinned {
 		r.res.Unpins++
+		if id, ok := r.ds.ID(res.PinnedKey); ok {
+			r.unpinned[id] = true
+		}
 	}
 	if r.opened {
 		r.windowSweeps++
@@ -463,9 +513,11 @@ func (r *run) claim(ctx context.Context, n int) error {
 		} else {
 			r.res.GrantsIndex++
 		}
-		id, ok := r.ds.ID(j.Key)
-		if !ok {
-			return fmt.Errorf("granted %q, which is not in the due set", j.Key)
+		id, ok := r.byHash[j.KeyHash]
+		if !ok || !bytes.Equal(r.c.Keys[id], j.Key) {
+			if id, ok = r.ds.ID(j.Key); !ok { // a hash shared by two keys: look the key up
+				return fmt.Errorf("granted %q, which is not in the due set", j.Key)
+			}
 		}
 		if r.ds.DueAt(id) != j.DueAtMs {
 			r.res.StaleGrants++
@@ -527,7 +579,7 @@ func (r *run) complete(j job) error {
 	if err != nil {
 		return fmt.Errorf("result of %q: %w", r.c.Keys[i], err)
 	}
-	if err := r.ds.WriteSchedule(sch); err != nil {
+	if err := r.ds.writeID(id, sch); err != nil {
 		return fmt.Errorf("result of %q: %w", r.c.Keys[i], err)
 	}
 	r.seg.Leases().Release(j.lease, now, r.cfg.Queue.ReleaseGrace.Ms())
@@ -560,8 +612,17 @@ func (r *run) complete(j job) error {
 				r.ratios[cl] = append(r.ratios[cl], ratio)
 			}
 		}
+		if inWindow {
+			if st.FailCount > 0 {
+				r.res.AfterFailure.add(ratio)
+			} else {
+				r.res.Clean.add(ratio)
+				r.clean = append(r.clean, ratio)
+			}
+		}
 	}
 	r.lastOK[i], r.lastCad[i] = now, d.CadenceMs
+	r.unpinned[i] = false
 	return nil
 }
 
@@ -626,6 +687,9 @@ func (r *run) finish() *Result {
 				if r.retrying[i] {
 					res.Classes[k].StarvedRetrying++
 				}
+				if r.unpinned[i] {
+					res.Classes[k].StarvedUnpinned++
+				}
 			}
 		}
 	}
@@ -641,12 +705,24 @@ func (r *run) finish() *Result {
 				sum += v
 			}
 			cr.Mean = sum / float64(len(rs))
-			cr.P99 = rs[min(len(rs)-1, int(math.Ceil(0.99*float64(len(rs))))-1)]
+			cr.P99 = percentile(rs, 0.99)
 			cr.Max = rs[len(rs)-1]
 		}
 		if r.samples > 0 {
 			cr.Stale = r.staleSum[k] / float64(r.samples)
 		}
+	}
+	var every []float64
+	for k := range len(r.c.Mix.Classes) {
+		every = append(every, r.ratios[k]...)
+	}
+	if len(every) > 0 {
+		slices.Sort(every)
+		res.P99, res.Max = percentile(every, 0.99), every[len(every)-1]
+	}
+	if len(r.clean) > 0 {
+		slices.Sort(r.clean)
+		res.CleanP99, res.CleanMax = percentile(r.clean, 0.99), r.clean[len(r.clean)-1]
 	}
 	if r.windowSweeps > 0 {
 		res.MeanDueRows = float64(r.dueRowsSum) / float64(r.windowSweeps)
@@ -662,9 +738,14 @@ func (r *run) finish() *Result {
 			}
 		}
 	}
-	r.ratios = nil
+	r.ratios, r.clean = nil, nil
 	runtime.KeepAlive(r.seg)
 	return res
+}
+
+// percentile is the nearest-rank q-quantile of sorted, non-empty values.
+func percentile(sorted []float64, q float64) float64 {
+	return sorted[max(0, min(len(sorted)-1, int(math.Ceil(q*float64(len(sorted))))-1))]
 }
 
 func (r *run) push(j job) {

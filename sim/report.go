@@ -142,14 +142,14 @@ func (r *Report) starvedSummary(res *Result) string {
 // standing lag, renders and pages never granted.
 func (r *Report) Detail() string {
 	var b strings.Builder
-	b.WriteString("| capacity | policy | class | pages | renders | mean | p99 | max | standing lag | due at opening: never granted (retrying) |\n")
+	b.WriteString("| capacity | policy | class | pages | renders | mean | p99 | max | standing lag | due at opening: never granted (retrying, unpinned) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		for _, cr := range res.Classes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.1f %% | %s: %s (%s) |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.1f %% | %s: %s (%s, %s) |\n",
 				pct(res.Scenario.Capacity), res.Scenario.Name, cr.Name, thousands(cr.Pages), thousands(cr.Renders),
 				ratio(cr.Mean, cr.Ratios), ratio(cr.P99, cr.Ratios), ratio(cr.Max, cr.Ratios), 100*cr.Stale,
-				thousands(cr.DueAtOpen), thousands(cr.Starved), thousands(cr.StarvedRetrying))
+				thousands(cr.DueAtOpen), thousands(cr.Starved), thousands(cr.StarvedRetrying), thousands(cr.StarvedUnpinned))
 		}
 	}
 	return b.String()
@@ -158,14 +158,15 @@ func (r *Report) Detail() string {
 // Diagnostics is the table of what the machinery did in each scenario.
 func (r *Report) Diagnostics() string {
 	var b strings.Builder
-	b.WriteString("| capacity | policy | capacity/h | sweeps | due rows per sweep (mean / max) | grants ready / index | stale grants | unpins | attempts ok / transient / sealed-cause | idle slots |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| capacity | policy | capacity/h | sweeps | due rows per sweep (mean / max) | grants ready / index | stale grants | unpins | attempts ok / transient / sealed-cause | idle slots | age ÷ TTL after a failure / clean |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s / %s / %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s / %s / %s | %s | %s / %s |\n",
 			pct(res.Scenario.Capacity), res.Scenario.Name, thousands(int(math.Round(res.CapacityPerHour))),
 			thousands(res.Sweeps), thousands(int(math.Round(res.MeanDueRows))), thousands(res.MaxDueRows),
 			thousands(res.GrantsReady), thousands(res.GrantsIndex), thousands(res.StaleGrants), thousands(res.Unpins),
-			thousands(res.OK), thousands(res.Transient), thousands(res.Deterministic), thousands(res.Idle))
+			thousands(res.OK), thousands(res.Transient), thousands(res.Deterministic), thousands(res.Idle),
+			ratio(res.AfterFailure.Value(), res.AfterFailure.N), ratio(res.Clean.Value(), res.Clean.N))
 	}
 	return b.String()
 }
@@ -232,29 +233,38 @@ func (r *Report) Sentence(res *Result) string {
 	} else if disc.Ratios > 0 && sub.Ratios > 0 && math.Abs(disc.Mean-sub.Mean) > 0.05 {
 		fmt.Fprintf(&s, "; submitted %.2f× against discovered %.2f×", sub.Mean, disc.Mean)
 	}
-	others, retrying := 0, 0
 	for _, cr := range []ClassResult{sub, disc} {
-		if !starves(cr) {
-			others += cr.Starved
-			retrying += cr.StarvedRetrying
+		if starves(cr) || cr.Starved == 0 {
+			continue
 		}
-	}
-	switch {
-	case others == 0:
-	case res.Scenario.Mode == policy.ModeStrict:
-		fmt.Fprintf(&s, "; %s other pages due when the window opened were never granted in it, %s of them retrying after a failure (strict ranks a failing row in the cold lane, below submitted)",
-			thousands(others), thousands(retrying))
-	default:
-		fmt.Fprintf(&s, "; %s pages due when the window opened were not granted in it, %s of them retrying after a failure (a retry is filed at now + backoff, so its lateness starts again from zero)",
-			thousands(others), thousands(retrying))
+		fmt.Fprintf(&s, "; %s of the %s %s pages due when the window opened were never granted in it", thousands(cr.Starved), thousands(cr.DueAtOpen), cr.Name)
+		var why []string
+		if cr.StarvedRetrying > 0 {
+			if res.Scenario.Mode == policy.ModeStrict {
+				why = append(why, fmt.Sprintf("%s retrying after a failure, which strict ranks in the cold lane", thousands(cr.StarvedRetrying)))
+			} else {
+				why = append(why, fmt.Sprintf("%s retrying after a failure, whose lateness restarted from zero", thousands(cr.StarvedRetrying)))
+			}
+		}
+		if cr.StarvedUnpinned > 0 {
+			why = append(why, fmt.Sprintf("%s re-filed due now by the unpin hatch", thousands(cr.StarvedUnpinned)))
+		}
+		if rest := cr.Starved - cr.StarvedRetrying - cr.StarvedUnpinned; rest > 0 && res.Scenario.Mode == policy.ModeStrict && cr.Name == "discovered" {
+			why = append(why, fmt.Sprintf("%s behind the submitted lane, which strict serves first", thousands(rest)))
+		} else if rest > 0 {
+			why = append(why, fmt.Sprintf("%s otherwise", thousands(rest)))
+		}
+		if len(why) > 0 {
+			fmt.Fprintf(&s, " (%s)", strings.Join(why, "; "))
+		}
 	}
 	s.WriteString(".")
 	return s.String()
 }
 
-// starves reports whether most of a class's pages due when the window opened were never
+// starves reports whether nine in ten of a class's pages due when the window opened were never
 // granted in it: the class is not being served at all, not merely slowly.
-func starves(cr ClassResult) bool { return cr.DueAtOpen > 0 && 2*cr.Starved > cr.DueAtOpen }
+func starves(cr ClassResult) bool { return cr.DueAtOpen > 0 && 10*cr.Starved >= 9*cr.DueAtOpen }
 
 // excessRatio compares lateness beyond the cadence: (a−1)/(b−1).
 func excessRatio(a, b float64) float64 {
@@ -329,6 +339,40 @@ func (r *Report) Targets() []string {
 	return out
 }
 
+// Findings are what the run shows about production's behaviour beyond the table, each stated
+// with its numbers so that it stays true (or visibly changes) when the report is regenerated.
+func (r *Report) Findings() []string {
+	var out []string
+	if res := r.find("ready b=1", 0.5); res != nil && res.AfterFailure.N > 0 {
+		out = append(out, fmt.Sprintf("**A failed attempt costs a page its place.** Under `ready b=1` at 50 %%, renders that followed a failed attempt of the same page were %.2f× late on average, against %.2f× for the rest (%s of %s renders). `policy.Apply` files a retry at now + backoff, so the lateness the page had built up no longer ranks it: under scarcity it waits its whole lateness again. It sets the tail: without those renders the p99 is %.2f× and the max %.2f×, against %.2f× and %.2f× with them. Ranking a retry by the due time it failed at, with the backoff as a not-before time, would remove it.",
+			res.AfterFailure.Value(), res.Clean.Value(), thousands(res.AfterFailure.N), thousands(res.AfterFailure.N+res.Clean.N),
+			res.CleanP99, res.CleanMax, res.P99, res.Max))
+	}
+	for _, name := range []string{"ready b=1", "ready+lanes"} {
+		if res := r.find(name, 1); res != nil && res.GrantsIndex > 0 {
+			out = append(out, fmt.Sprintf("**At 100 %% the ready set runs dry between sweeps.** Under `%s` %.1f %% of grants came from the floored index scan, in index order: when everything due has been granted, rows that fall due before the next sweep are served by the fallback, as designed.",
+				name, 100*float64(res.GrantsIndex)/float64(res.GrantsIndex+res.GrantsReady)))
+			break
+		}
+	}
+	if res := r.find("edf", 1); res != nil && res.Idle > 0 {
+		out = append(out, fmt.Sprintf("**Index order wastes capacity at 100 %%.** `edf` left %.1f %% of its render slots idle, with nothing due at that instant, while the 1 h class averaged %.2f×: index order renders a wave of long-cadence rows that fell due together in due order, the short-cadence rows wait behind it, and cadence-from-completion sends the wave back one cadence later (the 48 h period in its chart). Relative lateness breaks the wave up.",
+			100*float64(res.Idle)/float64(res.Offered), res.Classes[0].Mean))
+	}
+	unpins, most := 0, r.Results[0]
+	for _, res := range r.Results {
+		unpins += res.Unpins
+		if res.Unpins > most.Unpins {
+			most = res
+		}
+	}
+	if unpins > 0 {
+		out = append(out, fmt.Sprintf("**The unpin hatch fires under a backlog.** The sweep filed the floor's head row forward %s times over all scenarios (most: `%s` at %s, %s times). Under scarcity the oldest due row can legitimately wait longer than `claim_floor.unpin_after` (1 h); the hatch then re-files it due now, which resets its lateness like a retry does. It touches one row per sweep, so the effect on the table is small, but it is not the wedged row the hatch was meant for.",
+			thousands(unpins), most.Scenario.Name, pct(most.Scenario.Capacity), thousands(most.Unpins)))
+	}
+	return out
+}
+
 // EqualRenders checks that every policy did the same amount of work at each capacity: that
 // what a policy changes is who is rendered, not how much. Renders can differ only by idle
 // slots (a policy that lets the queue run dry at moments leaves capacity unused) and by the
@@ -398,8 +442,13 @@ func (r *Report) Markdown() []byte {
 	w("); %.1f %% discovered. Demand at ratio 1: **%s renders/hour**; capacity *c* is *c* × that.\n", 100*float64(disc)/float64(c.Len()), thousands(int(math.Round(c.DemandPerHour))))
 	w("- Start: a real backlog — %.0f %% of keys overdue by up to %s, %.0f %% never rendered, the rest due within one cadence.\n",
 		100*c.Mix.Backlog.Overdue, hours(c.Mix.Backlog.Depth.D()), 100*c.Mix.Backlog.NeverRendered)
-	w("- **Warm-up %s** (%g × the longest route cadence, %s), then a **measured window of %s**. Only renders completing in the window count.\n",
+	w("- **Warm-up %s** (%g × the longest route cadence, %s), then a **measured window of %s**. Only renders completing in the window count.",
 		hours(o.Warmup), o.Warmup.Hours()/longestRoute(c).Hours(), hours(longestRoute(c)), hours(o.Window))
+	if o.CoarseSweepEvery > 0 {
+		w(" To fit the run in its time budget, the first %s of the warm-up sweep every %s; the last %s of it and the whole window sweep at the configured interval below, as after a reload (every class with a cadence under %s is re-rendered under it before anything is measured).",
+			hours(o.Warmup-o.Settle), o.CoarseSweepEvery, hours(o.Settle), hours(o.Settle))
+	}
+	w("\n")
 	w("- Configuration: freshq defaults with the mix's routes — sweep every **%s**, ready set %s entries, lease TTL %s, floor guard %s, unpin after %s, lane shares urgent ≤ %g / discovered ≥ %g / cold ≥ %g, demand ladder %s, retries %d fast at %s then ×%g (non-sitemap ×%g). The render farm claims every %s whatever its capacity allows since its last claim; renders take a log-normal %s median (σ %g), %.1f %% of attempts fail transiently, %.1f %% of pages are gone and %.1f %% noindex for good.\n\n",
 		cfg.Queue.Ready.SweepInterval.D(), thousands(cfg.Queue.Ready.Capacity), cfg.Queue.LeaseTTL.D(), cfg.Queue.ClaimFloor.Guard.D(), cfg.Queue.ClaimFloor.UnpinAfter.D(),
 		cfg.Queue.Lanes.UrgentMaxShare, *cfg.Queue.Lanes.MinShare.Discovered, *cfg.Queue.Lanes.MinShare.Cold, ladderString(cfg.Render.Demand.Ladder),
@@ -421,6 +470,13 @@ func (r *Report) Markdown() []byte {
 	}
 	w("\nFor comparison, what the system freshq replaces measured in production (issue 7):\n\n%s\n", production)
 
+	if fs := r.Findings(); len(fs) > 0 {
+		w("## Findings\n\n")
+		for _, f := range fs {
+			w("- %s\n", f)
+		}
+		w("\n")
+	}
 	lines, ok := r.EqualRenders()
 	w("## Equal work\n\n")
 	w("Every policy must render the same number of pages: a policy redistributes renders, it never adds any. Renders counted are attempts granted (started) in the window, every outcome; each policy was offered the same render slots. ")
@@ -440,7 +496,7 @@ func (r *Report) Markdown() []byte {
 	}
 
 	w("## Per class\n\n")
-	w("Mean, p99 and max of age at render ÷ TTL over the window's successful renders of pages rendered before; *standing lag* is the share of the class overdue (due, not yet rendered), averaged over hourly samples; *never granted* as above, with how many of those were retrying after a failure when the window opened.\n\n")
+	w("Mean, p99 and max of age at render ÷ TTL over the window's successful renders of pages rendered before; *standing lag* is the share of the class overdue (due, not yet rendered), averaged over hourly samples; *never granted* as above, with how many of those were retrying after a failure when the window opened, and how many the unpin hatch had re-filed.\n\n")
 	w("%s\n", r.Detail())
 	w("## What the machinery did\n\n")
 	w("Sweeps over the whole run; due rows per sweep in the window; grants by source over the whole run (`index` is the floored-scan fallback, taken when the ready set is exhausted between sweeps); *stale grants* were ready entries whose row had been refiled since the publish; *unpins* are the sweep's unpin hatch filing the floor's head row forward to now (it had held the floor for `unpin_after`); attempts in the window by outcome class.\n\n")
