@@ -103,7 +103,6 @@ func lateness(res *Result, draws []int) (*plot.Plot, error) {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = ratioTicks{}
 	p.Legend.Top = true
-	p.Legend.Left = true
 	step := res.SampleEvery.Hours()
 	lo, hi := math.Inf(1), 0.0
 	for _, k := range draws {
@@ -131,7 +130,7 @@ func lateness(res *Result, draws []int) (*plot.Plot, error) {
 	}
 	limit := 1 / res.Scenario.Capacity
 	p.Y.Min = math.Min(0.9, lo)
-	p.Y.Max = math.Max(hi, limit) * 1.1
+	p.Y.Max = math.Max(hi, limit) * 2.5 // headroom on the log scale for the legend
 	end := float64(len(res.Series[0])) * step
 	p.X.Min, p.X.Max = 0, end
 	guide := func(pts plotter.XYs, dashes []vg.Length) error {

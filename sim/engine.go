@@ -125,11 +125,12 @@ type ClassResult struct {
 	// rendered), averaged over the samples in the window.
 	Stale float64
 	// Starved counts pages that were already due when the window opened and were never granted
-	// a render in it. Of those, StarvedRetrying were retrying after a failure when it opened (a
+	// a render in it (a render in flight at the opening counts as granted). Of those, StarvedRetrying were retrying after a failure when it opened (a
 	// retry is filed at now + backoff, so its lateness starts again from zero), and
 	// StarvedUnpinned had been re-filed due now by the sweep's unpin hatch since their last
-	// render, which resets lateness the same way.
-	Starved, StarvedRetrying, StarvedUnpinned int
+	// render, which resets lateness the same way; StarvedNever had never been rendered (the
+	// cold lane, like a retrying page).
+	Starved, StarvedRetrying, StarvedUnpinned, StarvedNever int
 }
 
 // Result is one scenario's outcome. Every field is a deterministic function of (corpus,
@@ -216,18 +217,19 @@ type run struct {
 	nowMs int64
 
 	// per page
-	rung      []uint8
-	lastOK    []int64
-	lastCad   []int64
-	never     []bool
-	failCount []uint32
-	failClass []string
-	failFirst []int64
-	attempts  []uint32
-	dueAtOpen []bool
-	retrying  []bool // due at the window's opening and retrying after a failure
-	granted   []bool // granted at least once in the window
-	unpinned  []bool // re-filed by the unpin hatch since its last successful render
+	rung        []uint8
+	lastOK      []int64
+	lastCad     []int64
+	never       []bool
+	failCount   []uint32
+	failClass   []string
+	failFirst   []int64
+	attempts    []uint32
+	dueAtOpen   []bool
+	retrying    []bool // due at the window's opening and retrying after a failure
+	granted     []bool // granted at least once in the window
+	unpinned    []bool // re-filed by the unpin hatch since its last successful render
+	neverAtOpen []bool // due at the window's opening, never rendered and not failing
 
 	byHash   map[uint64]int32 // shm.KeyHash → page: grants carry the hash, cheaper than the key
 	inflight []job            // a binary heap by (doneMs, seq)
@@ -331,7 +333,8 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		never: make([]bool, n), failCount: make([]uint32, n), failClass: make([]string, n),
 		failFirst: make([]int64, n), attempts: make([]uint32, n),
 		dueAtOpen: make([]bool, n), retrying: make([]bool, n), granted: make([]bool, n), unpinned: make([]bool, n),
-		byHash: make(map[uint64]int32, n),
+		neverAtOpen: make([]bool, n),
+		byHash:      make(map[uint64]int32, n),
 	}
 	r.ds = NewDueSet(seg.Floor())
 	for i := range n {
@@ -629,9 +632,14 @@ func (r *run) complete(j job) error {
 // open starts the window: it notes which pages are due now, for the starvation count.
 func (r *run) open() {
 	r.opened = true
+	// A page in flight at the opening is being rendered: it is not waiting for a grant.
+	for k := range r.inflight {
+		r.granted[r.inflight[k].id] = true
+	}
 	for i := range r.c.Len() {
 		r.dueAtOpen[i] = r.c.Fate[i] == FateOK && r.ds.DueAt(int32(i)) <= r.nowMs
 		r.retrying[i] = r.dueAtOpen[i] && r.failCount[i] > 0
+		r.neverAtOpen[i] = r.dueAtOpen[i] && r.never[i] && r.failCount[i] == 0
 	}
 }
 
@@ -689,6 +697,9 @@ func (r *run) finish() *Result {
 				}
 				if r.unpinned[i] {
 					res.Classes[k].StarvedUnpinned++
+				}
+				if r.neverAtOpen[i] {
+					res.Classes[k].StarvedNever++
 				}
 			}
 		}

@@ -142,14 +142,14 @@ func (r *Report) starvedSummary(res *Result) string {
 // standing lag, renders and pages never granted.
 func (r *Report) Detail() string {
 	var b strings.Builder
-	b.WriteString("| capacity | policy | class | pages | renders | mean | p99 | max | standing lag | due at opening: never granted (retrying, unpinned) |\n")
+	b.WriteString("| capacity | policy | class | pages | renders | mean | p99 | max | standing lag | due at opening: never granted (retrying, never rendered, unpinned) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		for _, cr := range res.Classes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.1f %% | %s: %s (%s, %s) |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.1f %% | %s: %s (%s, %s, %s) |\n",
 				pct(res.Scenario.Capacity), res.Scenario.Name, cr.Name, thousands(cr.Pages), thousands(cr.Renders),
 				ratio(cr.Mean, cr.Ratios), ratio(cr.P99, cr.Ratios), ratio(cr.Max, cr.Ratios), 100*cr.Stale,
-				thousands(cr.DueAtOpen), thousands(cr.Starved), thousands(cr.StarvedRetrying), thousands(cr.StarvedUnpinned))
+				thousands(cr.DueAtOpen), thousands(cr.Starved), thousands(cr.StarvedRetrying), thousands(cr.StarvedNever), thousands(cr.StarvedUnpinned))
 		}
 	}
 	return b.String()
@@ -246,10 +246,17 @@ func (r *Report) Sentence(res *Result) string {
 				why = append(why, fmt.Sprintf("%s retrying after a failure, whose lateness restarted from zero", thousands(cr.StarvedRetrying)))
 			}
 		}
+		if cr.StarvedNever > 0 {
+			if res.Scenario.Mode == policy.ModeStrict {
+				why = append(why, fmt.Sprintf("%s never rendered, which strict ranks in the cold lane", thousands(cr.StarvedNever)))
+			} else {
+				why = append(why, fmt.Sprintf("%s never rendered", thousands(cr.StarvedNever)))
+			}
+		}
 		if cr.StarvedUnpinned > 0 {
 			why = append(why, fmt.Sprintf("%s re-filed due now by the unpin hatch", thousands(cr.StarvedUnpinned)))
 		}
-		if rest := cr.Starved - cr.StarvedRetrying - cr.StarvedUnpinned; rest > 0 && res.Scenario.Mode == policy.ModeStrict && cr.Name == "discovered" {
+		if rest := cr.Starved - cr.StarvedRetrying - cr.StarvedUnpinned - cr.StarvedNever; rest > 0 && res.Scenario.Mode == policy.ModeStrict && cr.Name == "discovered" {
 			why = append(why, fmt.Sprintf("%s behind the submitted lane, which strict serves first", thousands(rest)))
 		} else if rest > 0 {
 			why = append(why, fmt.Sprintf("%s otherwise", thousands(rest)))
@@ -496,7 +503,7 @@ func (r *Report) Markdown() []byte {
 	}
 
 	w("## Per class\n\n")
-	w("Mean, p99 and max of age at render ÷ TTL over the window's successful renders of pages rendered before; *standing lag* is the share of the class overdue (due, not yet rendered), averaged over hourly samples; *never granted* as above, with how many of those were retrying after a failure when the window opened, and how many the unpin hatch had re-filed.\n\n")
+	w("Mean, p99 and max of age at render ÷ TTL over the window's successful renders of pages rendered before; *standing lag* is the share of the class overdue (due, not yet rendered), averaged over hourly samples; *never granted* as above, with how many of those were retrying after a failure when the window opened, how many had never been rendered, and how many the unpin hatch had re-filed (a page can be counted under more than one).\n\n")
 	w("%s\n", r.Detail())
 	w("## What the machinery did\n\n")
 	w("Sweeps over the whole run; due rows per sweep in the window; grants by source over the whole run (`index` is the floored-scan fallback, taken when the ready set is exhausted between sweeps); *stale grants* were ready entries whose row had been refiled since the publish; *unpins* are the sweep's unpin hatch filing the floor's head row forward to now (it had held the floor for `unpin_after`); attempts in the window by outcome class.\n\n")
