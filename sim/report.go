@@ -215,7 +215,15 @@ func (r *Report) Sentence(res *Result) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "Worst %s at %.2f×, best %s at %.2f× (limit 1/c = %.2f×)", res.Classes[wk].Name, wv, res.Classes[bk].Name, bv, limit)
 	first, last := res.Classes[0], res.Classes[nr-1]
+	var unmeasured []string
+	for _, cr := range res.Classes {
+		if cr.Ratios == 0 {
+			unmeasured = append(unmeasured, cr.Name)
+		}
+	}
 	switch {
+	case len(unmeasured) > 0:
+		fmt.Fprintf(&s, "; %s had no render to measure", strings.Join(unmeasured, " and "))
 	case res.Scenario.Mode == policy.ModeEDF && first.Ratios > 0 && last.Ratios > 0:
 		fmt.Fprintf(&s, ": index order makes every class wait about the same absolute time, so %s, whose cadence is shortest, is %.2f× as late as %s (%.1f× its excess over 1.0)",
 			first.Name, first.Mean/last.Mean, last.Name, excessRatio(first.Mean, last.Mean))
@@ -456,8 +464,17 @@ func (r *Report) Markdown() []byte {
 			hours(o.Warmup-o.Settle), o.CoarseSweepEvery, hours(o.Settle), hours(o.Settle))
 	}
 	w("\n")
-	w("- Configuration: freshq defaults with the mix's routes — sweep every **%s**, ready set %s entries, lease TTL %s, floor guard %s, unpin after %s, lane shares urgent ≤ %g / discovered ≥ %g / cold ≥ %g, demand ladder %s, retries %d fast at %s then ×%g (non-sitemap ×%g). The render farm claims every %s whatever its capacity allows since its last claim; renders take a log-normal %s median (σ %g), %.1f %% of attempts fail transiently, %.1f %% of pages are gone and %.1f %% noindex for good.\n\n",
-		cfg.Queue.Ready.SweepInterval.D(), thousands(cfg.Queue.Ready.Capacity), cfg.Queue.LeaseTTL.D(), cfg.Queue.ClaimFloor.Guard.D(), cfg.Queue.ClaimFloor.UnpinAfter.D(),
+	sweepNote := ""
+	if def := config.Default().Queue.Ready.SweepInterval; cfg.Queue.Ready.SweepInterval != def {
+		shortest := longestRoute(c)
+		for _, cl := range c.Mix.Classes {
+			shortest = min(shortest, cl.Route.Interval.D())
+		}
+		sweepNote = fmt.Sprintf(" (`queue.ready.sweep_interval`; the default is %s and DESIGN §11 allows 1m–5m: the longer interval fits the run in its time budget, and adds on average half an interval to every wait, %.1f %% of the shortest cadence)",
+			def.D(), 100*cfg.Queue.Ready.SweepInterval.D().Hours()/2/shortest.Hours())
+	}
+	w("- Configuration: freshq defaults with the mix's routes — sweep every **%s**%s, ready set %s entries, lease TTL %s, floor guard %s, unpin after %s, lane shares urgent ≤ %g / discovered ≥ %g / cold ≥ %g, demand ladder %s, retries %d fast at %s then ×%g (non-sitemap ×%g). The render farm claims every %s whatever its capacity allows since its last claim; renders take a log-normal %s median (σ %g), %.1f %% of attempts fail transiently, %.1f %% of pages are gone and %.1f %% noindex for good.\n\n",
+		cfg.Queue.Ready.SweepInterval.D(), sweepNote, thousands(cfg.Queue.Ready.Capacity), cfg.Queue.LeaseTTL.D(), cfg.Queue.ClaimFloor.Guard.D(), cfg.Queue.ClaimFloor.UnpinAfter.D(),
 		cfg.Queue.Lanes.UrgentMaxShare, *cfg.Queue.Lanes.MinShare.Discovered, *cfg.Queue.Lanes.MinShare.Cold, ladderString(cfg.Render.Demand.Ladder),
 		*cfg.Render.FailureRetry.FastRetries, cfg.Render.FailureRetry.FastDelay.D(), cfg.Render.FailureRetry.Factor, cfg.Render.FailureRetry.NonSitemapPenalty,
 		o.ClaimEvery, c.Mix.Render.LatencyMedian.D(), c.Mix.Render.LatencySigma, 100*c.Mix.Render.Transient, 100*c.Mix.Render.Gone, 100*c.Mix.Render.Noindex)
