@@ -29,12 +29,9 @@ race:
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
 
-# Each fuzz target runs alone for FUZZTIME (go test -fuzz takes one target at a time).
+# Each fuzz target runs alone for FUZZTIME (see scripts/fuzz.sh for the one retry it allows).
 fuzz:
-	@set -e; for t in $$($(GO) test -tags shmstep -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
-	  echo "fuzz $$t ($(FUZZTIME))"; \
-	  $(GO) test -tags shmstep -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
-	done
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 bench:
 	BENCHTIME=$(BENCHTIME) ./scripts/bench.sh docs/BENCHMARKS.md
