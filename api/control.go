@@ -97,7 +97,7 @@ type Control struct {
 // Register adds the internal endpoints to mux.
 func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathClaim, c.claim)
-	mux.HandleFunc("POST "+PathResults, c.results)
+	mux.HandleFunc("POST "+PathResults, resultsHandler(c.Applier))
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <data_dir>/worker0.sock http://w0/internal/debug/pprof/profile?seconds=10
@@ -131,24 +131,32 @@ func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (c *Control) results(w http.ResponseWriter, r *http.Request) {
-	var req resultsRequest
-	if !decodeJSON(w, r, &req, maxControlBody) {
-		return
-	}
-	for i, res := range req.Results {
-		if len(res.Key) == 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].key", i), "empty")
+// resultsHandler applies a batch of results: the internal endpoint for render workers and
+// POST /v1/results for remote renderers are the same operation.
+func resultsHandler(a *Applier) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req resultsRequest
+		if !decodeJSON(w, r, &req, maxControlBody) {
 			return
 		}
+		for i, res := range req.Results {
+			if len(res.Key) == 0 {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].key", i), "empty")
+				return
+			}
+			if res.Outcome == "" {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].outcome", i), "empty")
+				return
+			}
+		}
+		st, err := a.Apply(req.Results)
+		if err != nil {
+			a.Log.Error().Err(err).Int("results", len(req.Results)).Msg("applying results failed")
+			writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
 	}
-	st, err := c.Applier.Apply(req.Results)
-	if err != nil {
-		c.Log.Error().Err(err).Int("results", len(req.Results)).Msg("applying results failed")
-		writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
 }
 
 // apiError is the JSON error body of every 4xx and 5xx.

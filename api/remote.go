@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -20,7 +19,7 @@ type Remote struct {
 // Register adds the endpoints to mux.
 func (x *Remote) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/claim", x.claim)
-	mux.HandleFunc("POST /v1/results", x.results)
+	mux.HandleFunc("POST /v1/results", resultsHandler(x.Applier))
 }
 
 type remoteClaimRequest struct {
@@ -64,29 +63,6 @@ func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 		out[i] = RemoteJob{Job: WireJob(j), URL: url, Device: device}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
-}
-
-func (x *Remote) results(w http.ResponseWriter, r *http.Request) {
-	var req resultsRequest
-	if !decodeJSON(w, r, &req, maxControlBody) {
-		return
-	}
-	for i, res := range req.Results {
-		if len(res.Key) == 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].key", i), "empty")
-			return
-		}
-		if res.Outcome == "" {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].outcome", i), "empty")
-			return
-		}
-	}
-	st, err := x.Applier.Apply(req.Results)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
 }
 
 func splitKey(key []byte) (device, url string) {
