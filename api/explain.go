@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -131,8 +132,7 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := x.Now()
-	pr := policy.Row{Key: key, DueAtMs: row.DueAtMs, FromSitemap: row.FromSitemap, EffectiveIntervalMs: row.EffectiveIntervalMs,
-		StoredIntervalMs: row.StoredIntervalMs, Urgent: row.Urgent, NeverRendered: row.NeverRendered, Failing: row.Failing}
+	pr := rows.Policy(key, row)
 	cadence, origin := pol.Cadence(&pr)
 	route, swr := pol.RouteOf(key)
 	ex := Explanation{

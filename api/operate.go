@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/store"
 )
 
@@ -189,7 +189,7 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
 		return
 	}
-	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs}
+	pr := rows.Policy(key, row)
 	cadence, _ := pol.Cadence(&pr)
 	_, swr := pol.RouteOf(key)
 	age := t.Now() - pg.RenderedAtMs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -55,9 +56,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job
 			if st != shm.Acquired {
 				continue
 			}
-			pr := policy.Row{Key: r.Key, DueAtMs: r.DueAtMs, FromSitemap: r.FromSitemap,
-				EffectiveIntervalMs: r.EffectiveIntervalMs, StoredIntervalMs: r.StoredIntervalMs,
-				Urgent: r.Urgent, NeverRendered: r.NeverRendered, Failing: r.Failing}
+			pr := rows.Policy(r.Key, r.Row)
 			cadence, _ := pol.Cadence(&pr)
 			jobs = append(jobs, Job{
 				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, FromSitemap: r.FromSitemap,

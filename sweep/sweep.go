@@ -45,6 +45,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -214,22 +215,13 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		maxRows = 1 // only the floor's head is needed
 	}
 	var pr policy.Row
-	err = pass.IterateDue(maxRows, chunkRows, func(rows []store.DueRow) error {
+	err = pass.IterateDue(maxRows, chunkRows, func(due []store.DueRow) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for i := range rows {
-			r := &rows[i]
-			pr = policy.Row{
-				Key:                 r.Key,
-				DueAtMs:             r.DueAtMs,
-				FromSitemap:         r.FromSitemap,
-				EffectiveIntervalMs: r.EffectiveIntervalMs,
-				StoredIntervalMs:    r.StoredIntervalMs,
-				Urgent:              r.Urgent,
-				NeverRendered:       r.NeverRendered,
-				Failing:             r.Failing,
-			}
+		for i := range due {
+			r := &due[i]
+			pr = rows.Policy(r.Key, r.Row)
 			cadence, origin := pol.Cadence(&pr)
 			if origin.Carried() {
 				res.Carried++
