@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/internal/testbin"
 )
 
 // binDir holds freshq-supervisor, freshq-worker and freshqctl, built once by TestMain unless
@@ -30,20 +31,12 @@ func TestMain(m *testing.M) {
 		if testing.Short() {
 			return m.Run()
 		}
-		dir, err := os.MkdirTemp("", "freshqctl-e2e-bin-")
+		dir, err := testbin.Build("freshqctl-e2e-bin-", map[string]string{"freshq-supervisor": "../supervisor", "freshq-worker": "../worker", "freshqctl": "."})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		for _, b := range []struct{ out, pkg string }{{"freshq-supervisor", "../supervisor"}, {"freshq-worker", "../worker"}, {"freshqctl", "."}} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintln(os.Stderr, "building", b.out, err)
-				return 1
-			}
-		}
 		binDir = dir
 		return m.Run()
 	}()

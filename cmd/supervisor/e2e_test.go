@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/testbin"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
@@ -38,20 +39,12 @@ func TestMain(m *testing.M) {
 		if testing.Short() {
 			return m.Run()
 		}
-		dir, err := os.MkdirTemp("", "freshq-e2e-bin-")
+		dir, err := testbin.Build("freshq-e2e-bin-", map[string]string{"freshq-supervisor": ".", "freshq-worker": "../worker"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		for _, b := range []struct{ out, pkg string }{{"freshq-supervisor", "."}, {"freshq-worker", "../worker"}} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintln(os.Stderr, "building", b.out, err)
-				return 1
-			}
-		}
 		binDir = dir
 		return m.Run()
 	}()
