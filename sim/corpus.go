@@ -44,8 +44,13 @@ type Corpus struct {
 	// ClassDemand is DemandPerHour by class; ClassPages counts each class's pages (all fates).
 	ClassDemand []float64
 	ClassPages  []int
-	// ClassMeanCadenceMs is each class's long-run mean cadence (its ladder average).
+	// ClassMeanCadenceMs is each class's long-run mean cadence (its ladder average): the mean
+	// time between two renders of a page rendered on time.
 	ClassMeanCadenceMs []float64
+	// ClassHarmonicCadenceMs is 1 / E[1/cadence] over the class's renders. When every page
+	// waits the same absolute lag L past its due time, as index order makes them, the class's
+	// mean age ÷ TTL is 1 + L/this: it is the cadence production's figures can be compared with.
+	ClassHarmonicCadenceMs []float64
 }
 
 // Len is the number of pages.
@@ -66,6 +71,7 @@ const (
 	streamLatency2
 	streamTransient
 	streamVisit
+	streamFit // ProductionFit's rounding spread: no page, no seed
 )
 
 // mix64 is splitmix64's finalizer: a bijection that scatters nearby inputs.
@@ -112,7 +118,7 @@ func Generate(mix *Mix, keys int, seed uint64, startMs int64, cfg *config.Config
 		Rung: make([]uint8, 0, keys), CadenceMs: make([]int64, 0, keys), DueMs: make([]int64, 0, keys),
 		LastOKMs: make([]int64, 0, keys), Fate: make([]Fate, 0, keys),
 		ClassDemand: make([]float64, len(mix.Classes)), ClassPages: make([]int, len(mix.Classes)),
-		ClassMeanCadenceMs: make([]float64, len(mix.Classes)),
+		ClassMeanCadenceMs: make([]float64, len(mix.Classes)), ClassHarmonicCadenceMs: make([]float64, len(mix.Classes)),
 	}
 	counts := classCounts(mix, keys)
 	devs := len(mix.Devices)
@@ -132,11 +138,13 @@ func Generate(mix *Mix, keys int, seed uint64, startMs int64, cfg *config.Config
 			cad[r], _ = pol.Cadence(&row)
 		}
 		pi := ladderStationary(len(ladder), cl.Visit)
-		mean := 0.0
+		mean, rate := 0.0, 0.0
 		for r := range pi {
 			mean += pi[r] * float64(cad[r])
+			rate += pi[r] / float64(cad[r])
 		}
 		c.ClassMeanCadenceMs[ci] = mean
+		c.ClassHarmonicCadenceMs[ci] = 1 / rate
 		for j := range counts[ci] {
 			id := uint64(len(c.Keys))
 			key := classKey(mix, ci, j, sites)
