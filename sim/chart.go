@@ -52,7 +52,7 @@ func WriteCharts(dir, linkDir string, results []*Result, mix *Mix) ([]Chart, err
 		rs := panels[name]
 		plots := make([][]*plot.Plot, len(rs))
 		for i, res := range rs {
-			p, err := lateness(res, draws)
+			p, err := lateness(res, draws, mix.Limit(res.Scenario.Capacity))
 			if err != nil {
 				return nil, fmt.Errorf("sim: chart %s: %w", name, err)
 			}
@@ -94,8 +94,9 @@ func slug(s string) string {
 	return strings.ReplaceAll(strings.Trim(b.String(), "-"), "--", "-")
 }
 
-// lateness is one panel: each drawn class's hourly mean age ÷ TTL on a log scale.
-func lateness(res *Result, draws []int) (*plot.Plot, error) {
+// lateness is one panel: each drawn class's hourly mean age ÷ TTL on a log scale, with the
+// physical limit as a dashed line and the end of the warm-up as a dotted one.
+func lateness(res *Result, draws []int, limit float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s at %s capacity", res.Scenario.Name, pct(res.Scenario.Capacity))
 	p.X.Label.Text = "hours since start"
@@ -128,7 +129,6 @@ func lateness(res *Result, draws []int) (*plot.Plot, error) {
 	if hi == 0 {
 		lo, hi = 1, 2
 	}
-	limit := 1 / res.Scenario.Capacity
 	p.Y.Min = math.Min(0.9, lo)
 	p.Y.Max = math.Max(hi, limit) * 2.5 // headroom on the log scale for the legend
 	end := float64(len(res.Series[0])) * step

@@ -42,10 +42,11 @@ func TestParseMixIsStrict(t *testing.T) {
 		t.Errorf("the error does not name line %d: %v", line, err)
 	}
 	for name, edit := range map[string][2]string{
-		"shares":    {"share: 0.845", "share: 0.9"},
+		"shares":    {"share: 0.94384", "share: 0.9"},
 		"match":     {"match: exact", "match: regex"},
 		"path":      {"path: /p/", "path: p/"},
 		"rate":      {"transient: 0.02", "transient: 1.5"},
+		"farm":      {"unscheduled: 0.078", "unscheduled: 1"},
 		"backlog":   {"overdue: 0.33", "overdue: 0.995"},
 		"duration":  {"depth: 12h", "depth: soon"},
 		"no device": {"devices: [desktop, mobile]", "devices: []"},
@@ -129,16 +130,21 @@ func TestGenerateFollowsTheMix(t *testing.T) {
 	if !near(disc, 0.459, 0.01) || !near(overdue, 0.33, 0.01) || !near(never, 0.01, 0.003) {
 		t.Fatalf("discovered %d, overdue %d, never rendered %d of %d", disc, overdue, never, n)
 	}
-	if c.ClassPages[0] != 200 || c.ClassPages[1] != 6000 || c.ClassPages[2] != 33_800 {
+	if c.ClassPages[0] != 2 || c.ClassPages[1] != 2244 || c.ClassPages[2] != 37_754 {
 		t.Fatalf("class pages %v", c.ClassPages)
 	}
-	// Catalog pages sit on the ladder at its long-run shares: 6 h 67.5 %, 12 h 22.5 %, 24 h 10 %.
+	// Catalog pages sit on the ladder at its long-run shares: at visit 0.5 a quarter on each
+	// rung, so 6 h 25 %, 12 h 25 % and 24 h 50 % (the 48 h rung clamped to the 24 h ceiling).
 	cat := float64(c.ClassPages[1])
-	if math.Abs(float64(rungs[6*3_600_000])/cat-0.675) > 0.02 || math.Abs(float64(rungs[24*3_600_000])/cat-0.10) > 0.015 {
+	if math.Abs(float64(rungs[6*3_600_000])/cat-0.25) > 0.02 || math.Abs(float64(rungs[24*3_600_000])/cat-0.5) > 0.02 {
 		t.Fatalf("catalog rungs %v", rungs)
 	}
-	// Demand: home 200/h, catalog 6000 / 9.15 h, product 33800 / 48 h, less the gone and noindex.
-	want := (200 + 6000/9.15 + 33800/48.0) * (1 - 0.01)
+	// Their renders come 16.5 h apart on average, at a harmonic mean of 12 h.
+	if math.Abs(c.ClassMeanCadenceMs[1]-16.5*3_600_000) > 1 || math.Abs(c.ClassHarmonicCadenceMs[1]-12*3_600_000) > 1 {
+		t.Fatalf("catalog cadence: mean %.0f ms, harmonic %.0f ms", c.ClassMeanCadenceMs[1], c.ClassHarmonicCadenceMs[1])
+	}
+	// Demand: home 2/h, catalog 2244 / 16.5 h, product 37754 / 48 h, less the gone and noindex.
+	want := (2 + 2244/16.5 + 37754/48.0) * (1 - 0.01)
 	if math.Abs(c.DemandPerHour-want)/want > 0.01 {
 		t.Fatalf("demand %.1f/h, want ≈ %.1f/h", c.DemandPerHour, want)
 	}

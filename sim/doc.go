@@ -30,8 +30,20 @@
 //     demand ladder, backoff, sealing by strikes).
 //   - The simulator's: the due set (DueSet, an in-memory d/ index with the store's contract:
 //     sweep.Store, sweep.Pass, claim.Scanner), the corpus (Generate, from a Mix), the render
-//     farm (capacity in renders per hour, paced exactly; a latency and an outcome drawn per
-//     attempt), the visits that move pages on the ladder, and the measurements.
+//     farm (capacity in renders per hour, paced exactly; the share of its slots it spends on
+//     work no cadence asks for; a latency and an outcome drawn per attempt), the visits that
+//     move pages on the ladder, and the measurements.
+//
+// # Why the corpus and the farm are what they are
+//
+// The default mix (default-mix.yaml) is derived from the only measurements of the production
+// queue there are, issue 7's table of age at render ÷ TTL (Production). Each of its rows is a
+// balance of the farm's slots — a class rendered at a mean age of r cadences takes 1/r of its
+// demand — and ProductionFit solves four of them for the classes' shares of the demand and
+// the share of the farm that refreshed no scheduled page (about a tenth, at both capacities).
+// That tenth is what keeps index order saturated, and so late, at 100 %: cadence counts from
+// completion, so a farm that spends every slot on the cadences drains any lag and idles. The
+// report (Report.Model) states the derivation with its numbers.
 //
 // # Invariants
 //
@@ -48,9 +60,11 @@
 //     observed, its now, any write made while it was open) − guard. The run checks after every
 //     sweep that no row lies below the floor, and fails if one does.
 //   - Capacity is exact: every claim tick offers the renders the capacity allows since the last
-//     one (integer micro-renders, no drift); a slot that finds nothing to claim is idle and
-//     lost. Granted + idle = offered, so no policy can do more work than another: a policy
-//     changes who is rendered, never how many.
+//     one (integer micro-renders, no drift), gives the mix's unscheduled share of them to work
+//     outside the corpus (split the same way: the same slots under every policy), and asks the
+//     queue for the rest; a slot that finds nothing to claim is idle and lost. Granted + idle +
+//     unscheduled = offered, so no policy can do more work than another: a policy changes who is
+//     rendered, never how many.
 //   - Time moves forward only: every event is at or after the current time, and a render
 //     completes strictly after it starts.
 //
@@ -58,5 +72,6 @@
 //
 // One node; no worker crashes (a lease always ends in its result, never by expiry); no
 // operator rushes; the corpus is fixed during a run; a visit's probability does not grow with
-// a page's lateness. The report repeats these.
+// a page's lateness; the unscheduled work is modelled by its size only — a share of every
+// claim's slots, never queued, so no policy orders it. The report repeats these.
 package sim

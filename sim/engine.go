@@ -141,9 +141,11 @@ type Result struct {
 	// Classes holds the mix's route classes in order, then "submitted" and "discovered" (by the
 	// page's source, whatever its route).
 	Classes []ClassResult
-	// Renders counts attempts granted (started) in the window; Offered the render slots the
-	// capacity gave in it; Idle the slots that found nothing to claim. Renders + Idle = Offered.
-	Renders, Offered, Idle int
+	// Offered counts the render slots the capacity gave in the window; Unscheduled the slots of
+	// those the farm spent on work outside the corpus (the mix's render.unscheduled share, the
+	// same under every policy); Renders the attempts granted (started) from the queue; Idle the
+	// slots that found nothing to claim. Renders + Idle + Unscheduled = Offered.
+	Renders, Offered, Idle, Unscheduled int
 	// Outcomes of the attempts completed in the window.
 	OK, Transient, Deterministic int
 	// Sweeps ran in the whole run; Capped hit sweep_cap; Unpins filed the floor's head forward.
@@ -411,7 +413,11 @@ func (r *run) loop(ctx context.Context) error {
 	// Capacity is paced in integer micro-renders so that the pacing is exact and platform-
 	// independent: every claim adds capacity × claimEvery, and whole renders are claimed.
 	perClaim := int64(math.Round(r.res.CapacityPerHour * 1e6 * float64(claimEvery) / 3_600_000))
-	var credit int64
+	// The unscheduled share is split off the same way: every slot adds the share in micro-slots,
+	// and whole slots go to the unscheduled work, so its long-run share is exact and it never
+	// takes more than a claim's slots.
+	unscheduled := int64(math.Round(r.c.Mix.Render.Unscheduled * 1e6))
+	var credit, uCredit int64
 	bg := context.Background()
 	for steps := 0; ; steps++ {
 		if steps%4096 == 0 {
@@ -452,7 +458,10 @@ func (r *run) loop(ctx context.Context) error {
 			credit += perClaim
 			n := int(credit / 1e6)
 			credit -= int64(n) * 1e6
-			if err := r.claim(bg, n); err != nil {
+			uCredit += int64(n) * unscheduled
+			u := int(uCredit / 1e6)
+			uCredit -= int64(u) * 1e6
+			if err := r.claim(bg, n, u); err != nil {
 				return err
 			}
 			nextClaim += claimEvery
@@ -493,11 +502,14 @@ func (r *run) sweep(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) claim(ctx context.Context, n int) error {
+// claim offers n render slots, of which u go to unscheduled work and the rest to the queue.
+func (r *run) claim(ctx context.Context, n, u int) error {
 	inWindow := r.opened
 	if inWindow {
 		r.res.Offered += n
+		r.res.Unscheduled += u
 	}
+	n -= u
 	if n == 0 {
 		return nil
 	}

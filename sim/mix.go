@@ -62,6 +62,10 @@ type Outcomes struct {
 	Transient     float64         `yaml:"transient"`     // share of attempts failing with a 5xx
 	Gone          float64         `yaml:"gone"`          // share of pages answering 410 on every render
 	Noindex       float64         `yaml:"noindex"`       // share of pages answering noindex on every render
+	// Unscheduled is the share of the farm's render slots spent on renders that no cadence of
+	// the corpus asks for (see default-mix.yaml): they are taken off every claim before the
+	// queue is asked, so the corpus gets (1 − Unscheduled) of the capacity.
+	Unscheduled float64 `yaml:"unscheduled"`
 }
 
 // DefaultMix returns the default mix.
@@ -120,6 +124,8 @@ func (m *Mix) Validate() error {
 	case !unit(m.Render.Transient) || !unit(m.Render.Gone) || !unit(m.Render.Noindex) ||
 		m.Render.Gone+m.Render.Noindex > 1 || m.Render.Transient >= 1:
 		return bad("render: transient, gone and noindex must be shares (gone+noindex ≤ 1, transient < 1)")
+	case !(m.Render.Unscheduled >= 0 && m.Render.Unscheduled < 1):
+		return bad("render: unscheduled must be a share below 1 (the corpus needs some of the farm), got %v", m.Render.Unscheduled)
 	}
 	for _, d := range m.Devices {
 		if d == "" || strings.ContainsAny(d, "| ") {
@@ -149,6 +155,13 @@ func (m *Mix) Validate() error {
 	}
 	return nil
 }
+
+// Limit is the physical limit at capacity c (a share of the corpus's demand): the mean age ÷
+// TTL that no policy can keep every class below at once. Cadence counts from completion, so a
+// farm whose renders reach the corpus at r renders for every one its cadences ask for renders
+// each page, on average, every 1/r of its cadences. The unscheduled share of the farm's slots
+// never reaches the corpus, so r = (1 − unscheduled) × c.
+func (m *Mix) Limit(c float64) float64 { return 1 / ((1 - m.Render.Unscheduled) * c) }
 
 // Routes returns the freshq routes of the mix, one per class, in order.
 func (m *Mix) Routes() []config.Route {

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // ProductionRow is one row of what the system freshq replaces measured in production (issue 7):
@@ -14,7 +16,8 @@ type ProductionRow struct {
 	Home, Catalog, Product, Discovery float64
 }
 
-// Production is issue 7's table, the only measurements of the production queue there are.
+// Production is issue 7's table, the only measurements of the production queue there are. The
+// default mix is derived from it (ProductionFit) and the report compares against it.
 var Production = []ProductionRow{
 	{Capacity: 1, Policy: "index order", Home: 4.78, Catalog: 1.32, Product: 1.08, Discovery: 1.08},
 	{Capacity: 1, Policy: "floors", Home: 1.00, Catalog: 1.00, Product: 1.13, Discovery: 1.13},
@@ -159,8 +162,31 @@ func solve3(a [3][3]float64, b [3]float64) [3]float64 {
 	return x
 }
 
+// productionTable renders Production as the issue gave it.
+func productionTable() string {
+	var b strings.Builder
+	b.WriteString("| capacity | policy | home (1 h) | catalog (6–12 h) | product (48 h) | discovery |\n|---|---|---|---|---|---|\n")
+	for _, r := range Production {
+		disc := "STARVED"
+		if r.Discovery > 0 {
+			disc = fmt.Sprintf("%.2f×", r.Discovery)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f× | %.2f× | %.2f× | %s |\n", pct(r.Capacity), r.Policy, r.Home, r.Catalog, r.Product, disc)
+	}
+	return b.String()
+}
+
 // balanceOther is the share of a row's slots that refreshed no scheduled page, if the demand
 // were split between home, catalog and product as shares says.
 func balanceOther(shares [3]float64, r ProductionRow) float64 {
 	return (r.Capacity - shares[0]/r.Home - shares[1]/r.Catalog - shares[2]/r.Product) / r.Capacity
+}
+
+// demandShares is each route class's share of the corpus's demand.
+func demandShares(c *Corpus) []float64 {
+	out := make([]float64, len(c.ClassDemand))
+	for k, d := range c.ClassDemand {
+		out[k] = d / c.DemandPerHour
+	}
+	return out
 }

@@ -50,3 +50,33 @@ func TestProductionFit(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultMixFitsProduction: the default mix is what production's figures say, within the
+// spread their rounding leaves — demand shares, the catalog's cadence, the farm's other work,
+// and discovered pages that are all product pages. A change to the mix that leaves production
+// behind fails here.
+func TestDefaultMixFitsProduction(t *testing.T) {
+	f := ProductionFit()
+	c := generate(t, 200_000, 1)
+	ds := demandShares(c)
+	within := func(name string, v float64, k int) {
+		if lo, hi := f.Spread[k][0], f.Spread[k][1]; v < lo || v > hi {
+			t.Errorf("%s %.4f outside production's [%.4f, %.4f]", name, v, lo, hi)
+		}
+	}
+	within("home's share of the demand", ds[0], 0)
+	within("catalog's share of the demand", ds[1], 1)
+	m := c.Mix.Render
+	within("unscheduled + transient failures", m.Unscheduled+(1-m.Unscheduled)*m.Transient, 2)
+	h := c.ClassHarmonicCadenceMs[1] / 3_600_000
+	for _, l := range f.Lags {
+		if math.Abs(h-l.Catalog) > 0.5 {
+			t.Errorf("catalog renders at a harmonic %.1f h; production's index order at %g says %.1f h", h, l.Capacity, l.Catalog)
+		}
+	}
+	for _, cl := range c.Mix.Classes {
+		if cl.Name != "product" && cl.Discovered != 0 {
+			t.Errorf("%s pages are %.0f %% discovered; production's discovered pages were product pages", cl.Name, 100*cl.Discovered)
+		}
+	}
+}

@@ -23,19 +23,9 @@ type Report struct {
 	Charts  []Chart   // written beside the report
 }
 
-// Targets of issue 7 for `ready` with boost 1: within 10 % of the physical limit 1/c for every
+// Targets of issue 7 for `ready` with boost 1: within 10 % of the physical limit for every
 // class at once.
 const targetSlack = 1.10
-
-// production is what the system freshq replaces measured (issue 7), for comparison.
-const production = `| capacity | policy | home (1 h) | catalog (6–12 h) | product (48 h) | discovery |
-|---|---|---|---|---|---|
-| 100 % | index order | 4.78× | 1.32× | 1.08× | 1.08× |
-| 100 % | floors | 1.00× | 1.00× | 1.13× | 1.13× |
-| 50 % | index order | 48.83× | 5.01× | 2.00× | 2.00× |
-| 50 % | floors | 4.95× | 1.33× | 2.49× | 2.49× |
-| 50 % | strict | 1.00× | 1.00× | 2.50× | STARVED |
-`
 
 func pct(c float64) string { return fmt.Sprintf("%g %%", math.Round(c*1000)/10) }
 
@@ -158,11 +148,11 @@ func (r *Report) Detail() string {
 // Diagnostics is the table of what the machinery did in each scenario.
 func (r *Report) Diagnostics() string {
 	var b strings.Builder
-	b.WriteString("| capacity | policy | capacity/h | sweeps | due rows per sweep (mean / max) | grants ready / index | stale grants | unpins | attempts ok / transient / sealed-cause | idle slots | age ÷ TTL after a failure / clean |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| capacity | policy | capacity/h | unscheduled slots | sweeps | due rows per sweep (mean / max) | grants ready / index | stale grants | unpins | attempts ok / transient / sealed-cause | idle slots | age ÷ TTL after a failure / clean |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s / %s / %s | %s | %s / %s |\n",
-			pct(res.Scenario.Capacity), res.Scenario.Name, thousands(int(math.Round(res.CapacityPerHour))),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s / %s / %s | %s | %s / %s |\n",
+			pct(res.Scenario.Capacity), res.Scenario.Name, thousands(int(math.Round(res.CapacityPerHour))), thousands(res.Unscheduled),
 			thousands(res.Sweeps), thousands(int(math.Round(res.MeanDueRows))), thousands(res.MaxDueRows),
 			thousands(res.GrantsReady), thousands(res.GrantsIndex), thousands(res.StaleGrants), thousands(res.Unpins),
 			thousands(res.OK), thousands(res.Transient), thousands(res.Deterministic), thousands(res.Idle),
@@ -204,8 +194,7 @@ func best(res *Result) (int, float64) {
 // Sentence says in one sentence what a row of the headline table shows. It is written from
 // the numbers, so it stays true when the report is regenerated.
 func (r *Report) Sentence(res *Result) string {
-	c := res.Scenario.Capacity
-	limit := 1 / c
+	limit := r.Corpus.Mix.Limit(res.Scenario.Capacity)
 	wk, wv := worst(res)
 	bk, bv := best(res)
 	if wk < 0 {
@@ -213,7 +202,7 @@ func (r *Report) Sentence(res *Result) string {
 	}
 	nr := r.nRoute()
 	var s strings.Builder
-	fmt.Fprintf(&s, "Worst %s at %.2f×, best %s at %.2f× (limit 1/c = %.2f×)", res.Classes[wk].Name, wv, res.Classes[bk].Name, bv, limit)
+	fmt.Fprintf(&s, "Worst %s at %.2f×, best %s at %.2f× (limit %.2f×)", res.Classes[wk].Name, wv, res.Classes[bk].Name, bv, limit)
 	first, last := res.Classes[0], res.Classes[nr-1]
 	var unmeasured []string
 	for _, cr := range res.Classes {
@@ -225,8 +214,9 @@ func (r *Report) Sentence(res *Result) string {
 	case len(unmeasured) > 0:
 		fmt.Fprintf(&s, "; %s had no render to measure", strings.Join(unmeasured, " and "))
 	case res.Scenario.Mode == policy.ModeEDF && first.Ratios > 0 && last.Ratios > 0:
-		fmt.Fprintf(&s, ": index order makes every class wait about the same absolute time, so %s, whose cadence is shortest, is %.2f× as late as %s (%.1f× its excess over 1.0)",
-			first.Name, first.Mean/last.Mean, last.Name, excessRatio(first.Mean, last.Mean))
+		lag := time.Duration((first.Mean - 1) * r.Corpus.ClassHarmonicCadenceMs[0] * float64(time.Millisecond))
+		fmt.Fprintf(&s, ": index order makes every class wait about the same absolute time (%s's figure says %s past due), so %s, whose cadence is shortest, is %.2f× as late as %s",
+			first.Name, shortDur(lag.Round(6*time.Minute)), first.Name, first.Mean/last.Mean, last.Name)
 	case wv <= targetSlack*limit:
 		fmt.Fprintf(&s, ": every class is within %.0f %% of the limit at once", 100*(targetSlack-1))
 	case bv < limit:
@@ -281,35 +271,46 @@ func (r *Report) Sentence(res *Result) string {
 // granted in it: the class is not being served at all, not merely slowly.
 func starves(cr ClassResult) bool { return cr.DueAtOpen > 0 && 10*cr.Starved >= 9*cr.DueAtOpen }
 
-// excessRatio compares lateness beyond the cadence: (a−1)/(b−1).
-func excessRatio(a, b float64) float64 {
-	if b <= 1 {
-		return math.Inf(1)
+// verdict says whether v is within goal, or by how much it misses it.
+func verdict(v, goal float64) string {
+	if v <= goal {
+		return "met"
 	}
-	return (a - 1) / (b - 1)
+	return fmt.Sprintf("MISSED by %.1f %%", 100*(v/goal-1))
 }
 
 // Targets compares the results with issue 7's goals, saying by how much each is met or missed.
+// The issue states the goal for `ready` with boost 1 against 1/c, the limit of a farm whose
+// every slot serves the corpus; this farm gives the unscheduled share away, so each goal is
+// judged twice: as the issue wrote it, and against the limit of the slots the corpus gets.
 func (r *Report) Targets() []string {
 	var out []string
 	nr := r.nRoute()
+	u := r.Corpus.Mix.Render.Unscheduled
 	for _, c := range Capacities() {
 		res := r.find("ready b=1", c)
 		if res == nil {
 			continue
 		}
-		goal := targetSlack / c
-		kind := "the issue's target"
+		kind := "issue 7's target"
 		if c != 1 && c != 0.5 {
-			kind = "implied by the issue's rule (within 10 % of 1/c)"
+			kind = "issue 7's rule"
 		}
 		wk, wv := worst(res)
-		verdict := "met"
-		if wv > goal {
-			verdict = fmt.Sprintf("MISSED by %.1f %%", 100*(wv/goal-1))
+		limit := r.Corpus.Mix.Limit(c)
+		line := fmt.Sprintf("`ready` boost 1 at %s: worst class %s at %.2f×. Against 1/c = %.2f× (%s, ≤ %.2f×): **%s**",
+			pct(c), res.Classes[wk].Name, wv, 1/c, kind, targetSlack/c, verdict(wv, targetSlack/c))
+		if wv > targetSlack/c && u > 0 {
+			line += fmt.Sprintf(": 1/c gives the corpus every slot of the farm, and it gets %.1f %% of them", 100*(1-u))
 		}
-		out = append(out, fmt.Sprintf("`ready` boost 1 at %s: worst class %s at %.2f× against ≤ %.2f× (%s): **%s**. Physical limit 1/c = %.2f×; the worst class is %.1f %% above it.",
-			pct(c), res.Classes[wk].Name, wv, goal, kind, verdict, 1/c, 100*(wv*c-1)))
+		line += "."
+		if u > 0 {
+			line += fmt.Sprintf(" Against the limit of the slots the corpus gets, 1/((1 − %g) × c) = %.2f× (≤ %.2f×): **%s**; the worst class is %.1f %% above it.",
+				u, limit, targetSlack*limit, verdict(wv, targetSlack*limit), 100*(wv/limit-1))
+		} else {
+			line += fmt.Sprintf(" The worst class is %.1f %% above the limit.", 100*(wv/limit-1))
+		}
+		out = append(out, line)
 	}
 	for _, c := range Capacities() {
 		b1, b2 := r.find("ready b=1", c), r.find("ready b=2", c)
@@ -346,10 +347,14 @@ func (r *Report) Targets() []string {
 	} else {
 		out = append(out, "Pages due when the window opened and never granted in it: "+strings.Join(starvers, "; ")+". Only `strict` is allowed any (the per-row sentences say whether the others' are the retry effect).")
 	}
-	if edf := r.find("edf", 1); edf != nil && edf.Classes[0].Ratios > 0 && edf.Classes[nr-1].Ratios > 0 {
-		h, p := edf.Classes[0], edf.Classes[nr-1]
-		out = append(out, fmt.Sprintf("`edf` at 100 %%: %s %.2f× against %s %.2f×: %.2f× as late, %.1f× the excess lateness (production: 4.78× against 1.08×, 4.4× as late).",
-			h.Name, h.Mean, p.Name, p.Mean, h.Mean/p.Mean, excessRatio(h.Mean, p.Mean)))
+	for _, p := range Production {
+		edf := r.find("edf", p.Capacity)
+		if p.Policy != "index order" || edf == nil || edf.Classes[0].Ratios == 0 || edf.Classes[nr-1].Ratios == 0 {
+			continue
+		}
+		h, l := edf.Classes[0], edf.Classes[nr-1]
+		out = append(out, fmt.Sprintf("`edf` at %s: %s %.2f× against %s %.2f×: %.2f× as late (production's index order: %.2f× against %.2f×, %.2f× as late).",
+			pct(p.Capacity), h.Name, h.Mean, l.Name, l.Mean, h.Mean/l.Mean, p.Home, p.Product, p.Home/p.Product))
 	}
 	return out
 }
@@ -389,27 +394,36 @@ func (r *Report) Findings() []string {
 }
 
 // EqualRenders checks that every policy did the same amount of work at each capacity: that
-// what a policy changes is who is rendered, not how much. Renders can differ only by idle
-// slots (a policy that lets the queue run dry at moments leaves capacity unused) and by the
-// renders still in flight when the window closes. It returns one line per capacity, and
-// whether the check held everywhere (no policy rendered more than the capacity offered, and
-// at each capacity the renders agree within 0.5 %).
+// what a policy changes is who is rendered, not how much. Every policy is offered the same
+// slots and gives the same unscheduled share of them away; renders from the queue can then
+// differ only by idle slots (a policy that lets the queue run dry at moments leaves capacity
+// unused). It returns one line per capacity, and whether the check held everywhere: no policy
+// used more slots than it was offered, every policy gave away the same unscheduled slots, and
+// at each capacity the renders agree within 0.5 %.
 func (r *Report) EqualRenders() ([]string, bool) {
 	var out []string
 	ok := true
 	for _, c := range Capacities() {
 		var parts []string
 		lo, hi := math.MaxInt, 0
+		var first *Result
 		for _, res := range r.Results {
 			if res.Scenario.Capacity != c {
 				continue
 			}
+			if first == nil {
+				first = res
+			}
 			lo, hi = min(lo, res.Renders), max(hi, res.Renders)
 			parts = append(parts, fmt.Sprintf("%s %s", res.Scenario.Name, thousands(res.Renders)))
-			if res.Renders > res.Offered {
+			switch {
+			case res.Renders+res.Unscheduled+res.Idle != res.Offered || res.Renders+res.Unscheduled > res.Offered:
 				ok = false
-				parts[len(parts)-1] += fmt.Sprintf(" (MORE than the %s offered)", thousands(res.Offered))
-			} else if res.Idle > 0 {
+				parts[len(parts)-1] += fmt.Sprintf(" (renders + unscheduled + idle ≠ the %s slots offered)", thousands(res.Offered))
+			case res.Offered != first.Offered || res.Unscheduled != first.Unscheduled:
+				ok = false
+				parts[len(parts)-1] += fmt.Sprintf(" (offered %s with %s unscheduled, unlike %s)", thousands(res.Offered), thousands(res.Unscheduled), first.Scenario.Name)
+			case res.Idle > 0:
 				parts[len(parts)-1] += fmt.Sprintf(" (%s slots idle)", thousands(res.Idle))
 			}
 		}
@@ -421,9 +435,90 @@ func (r *Report) EqualRenders() ([]string, bool) {
 		if spread > 0.005 {
 			verdict, ok = "NOT equal", false
 		}
-		out = append(out, fmt.Sprintf("%s: %s — spread %.2f %%: **%s**.", pct(c), strings.Join(parts, ", "), 100*spread, verdict))
+		out = append(out, fmt.Sprintf("%s: %s slots offered, %s of them unscheduled; renders from the queue: %s — spread %.2f %%: **%s**.",
+			pct(c), thousands(first.Offered), thousands(first.Unscheduled), strings.Join(parts, ", "), 100*spread, verdict))
 	}
 	return out, ok
+}
+
+// Model is the report's account of where the corpus and the farm come from: production's
+// table, what its balances say (ProductionFit), how this mix compares, and index order here
+// against production's. Every number is computed, so it stays true when the mix changes.
+func (r *Report) Model() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	c := r.Corpus
+	f := ProductionFit()
+	u := c.Mix.Render.Unscheduled
+	share := func(v float64) string {
+		if math.Abs(v) < 0.01 {
+			return strings.Replace(fmt.Sprintf("%.2f %%", 100*v), "-", "−", 1)
+		}
+		return strings.Replace(fmt.Sprintf("%.1f %%", 100*v), "-", "−", 1)
+	}
+	spread := func(k int) string {
+		return fmt.Sprintf("%s (%s – %s)", share([]float64{f.Home, f.Catalog, f.Other}[k]), share(f.Spread[k][0]), share(f.Spread[k][1]))
+	}
+	w("Issue 7's table is all that was measured of the queue freshq replaces:\n\n%s\n", productionTable())
+	w("Each row balances the farm's slots. A class rendered at a mean age of *r* cadences is rendered 1/*r* as often as its cadences ask, so it takes *s*/*r* of the demand, *s* being its share of the demand (renders per hour at ratio 1): Σ *s*/*r* = *c* × (1 − *other*), where *other* is the share of the farm's slots that refreshed no scheduled page. The index-order and floors rows at both capacities measure every class: four balances in three unknowns, solved by least squares (`sim.ProductionFit`; in brackets, the 5th–95th percentile when every figure moves anywhere within its rounding). The strict row is left out: its discovered pages starved, so its balance holds pages nobody measured.\n\n")
+	w("| | home | catalog | product | *other*, share of the farm's slots |\n|---|---|---|---|---|\n")
+	w("| production's rows | %s | %s | %s | %s |\n", spread(0), spread(1), share(f.Product), spread(2))
+	failed, offered := 0, 0
+	for _, res := range r.Results {
+		failed += res.Transient + res.Deterministic
+		offered += res.Offered
+	}
+	ds := demandShares(c)
+	if len(ds) == 3 && offered > 0 {
+		w("| this corpus and farm | %s | %s | %s | %s unscheduled + %s failed attempts = %s |\n",
+			share(ds[0]), share(ds[1]), share(ds[2]), share(u), share(float64(failed)/float64(offered)), share(u+float64(failed)/float64(offered)))
+	}
+	w("\nEach row on its own puts *other* at ")
+	for i, row := range f.Rows {
+		if i > 0 {
+			w(", ")
+		}
+		w("%s (%s, %s)", share(f.RowOther[i]), row.Policy, pct(row.Capacity))
+	}
+	w(": the same share of the farm at both capacities, not a fixed number of renders an hour. So:\n\n")
+
+	w("- **A tenth of the farm went to work the cadences do not ask for.** Cadence counts from completion, so a standing lag *L* lowers the demand to Σ 1/(*T* + *L*): a farm that spends every slot on the cadences cannot stay far behind at 100 %%, because any lag frees the slots that drain it. Index order then settles minutes behind, not hours, and home is nowhere near several times product (`TestSaturationNeedsUnscheduledWork` runs this corpus without the unscheduled share to show it). Production's index order sat %s behind at 100 %% (home %.2f× = 1 + %.2f h / 1 h): its farm was saturated. What the other work was, production's figures do not say — failed and repeated renders, crawler-found URLs that are not pages, rechecks all fit, and so does a capacity label 10 %% too generous. The simulator models its size only: every claim gives the mix's `render.unscheduled` share of its slots (%s) away before it asks the queue, and failed attempts make up the rest of *other*. The corpus therefore gets (1 − %g) × *c* renders for every one its cadences ask for, and the limit no policy can beat for every class at once is 1/((1 − %g) × *c*): ",
+		shortDur(time.Duration(f.Lags[0].Lag*float64(time.Hour)).Round(6*time.Minute)), 1+f.Lags[0].Lag, f.Lags[0].Lag, share(u), u, u)
+	for i, cap := range Capacities() {
+		if i > 0 {
+			w(", ")
+		}
+		w("%.2f× at %s", c.Mix.Limit(cap), pct(cap))
+	}
+	w(". Issue 7 states its targets against 1/*c*; *Against the targets* judges them both ways.\n")
+	old := [3]float64{0.13, 0.42, 0.45}
+	w("- **Short-cadence pages are a small share of the demand.** The 100 %% rows pin it: with home pages at %s of the demand and catalog pages at %s (one home page per site and device over 4,000 sites, the catalog at a 9 h mean cadence), index order's row needs *other* at %s and floors' row at %s — no one farm gives both.\n",
+		share(old[0]), share(old[1]), share(balanceOther(old, Production[0])), share(balanceOther(old, Production[1])))
+	if len(f.Lags) == 2 && len(c.ClassHarmonicCadenceMs) == 3 {
+		l0, l1 := f.Lags[0], f.Lags[1]
+		w("- **The catalog's cadence.** Read as index order — every class waits the same absolute lag, so *r* = 1 + *L*/*T* — production's home figures give *L* = %.2f h at %s and %.1f h at %s. Its product figures then give *T* = %.1f h and %.1f h (the route's 48 h: the reading holds), and its catalog figures %.1f h and %.1f h: for a class on the demand ladder, 1 / E[1/cadence] over its renders. This corpus's catalog gives %.1f h (mean time between renders %.1f h).\n",
+			l0.Lag, pct(l0.Capacity), l1.Lag, pct(l1.Capacity), l0.Product, l1.Product, l0.Catalog, l1.Catalog,
+			c.ClassHarmonicCadenceMs[1]/3_600_000, c.ClassMeanCadenceMs[1]/3_600_000)
+	}
+	w("- **Discovered pages are product pages.** Production's discovery column equals its product column in every row it measured; they are 46 %% of the keys (DESIGN §1).\n\n")
+
+	var rows []string
+	nr := r.nRoute()
+	for _, p := range Production {
+		edf := r.find("edf", p.Capacity)
+		if p.Policy != "index order" || edf == nil || nr != 3 {
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("| %s | production's index order | %.2f× | %.2f× | %.2f× | %.2f× |", pct(p.Capacity), p.Home, p.Catalog, p.Product, p.Discovery))
+		cl := edf.Classes
+		rows = append(rows, fmt.Sprintf("| %s | `edf` here | %s | %s | %s | %s |", pct(p.Capacity),
+			ratio(cl[0].Mean, cl[0].Ratios), ratio(cl[1].Mean, cl[1].Ratios), ratio(cl[2].Mean, cl[2].Ratios), ratio(cl[nr+extraDiscovered].Mean, cl[nr+extraDiscovered].Ratios)))
+	}
+	if len(rows) > 0 {
+		w("Index order here — production's sweep in `policy.ModeEDF`, on this corpus and farm — against production's:\n\n| capacity | | home | catalog | product | discovered |\n|---|---|---|---|---|---|\n%s\n\n", strings.Join(rows, "\n"))
+		w("The corpus's shares and the unscheduled share come from these rows' balances, which fix only Σ *s*/*r*; that production's code then holds every class one common lag behind, each at its own 1 + *L*/*T*, is the simulation's own result.\n\n")
+	}
+	return b.String()
 }
 
 // Markdown renders the whole report.
@@ -436,7 +531,7 @@ func (r *Report) Markdown() []byte {
 	w("# Scheduling quality under scarcity\n\n")
 	w("<!-- Generated by `make sim` (sim/simreport). Do not edit: rerun it. -->\n\n")
 	w("What freshq is for is the order in which it renders when capacity is short. This report measures it with `sim/`, a deterministic discrete-event simulator that drives production's own code — the sweep (`sweep.Sweeper.Sweep`, selecting with `policy`'s `Selector`), the shared-memory ready set and leases (`shm`), the claim path (`claim.Claimer`, falling back to `claim.IndexSource`), and the result decisions (`policy.Apply`: cadence from completion, demand ladder, backoff, sealing) — on a virtual clock over an in-memory due set with the store's contract.\n\n")
-	w("The figure of merit is **age at render ÷ TTL**: when a page's render completes, how long since its previous successful render, in units of the cadence that render set. 1.00× is a page refreshed exactly when due. Cadence counts from completion, so at capacity *c* there are only *c* renders for every render the cadences ask for, and no policy can hold every class below **1/c** at once: that is the physical limit.\n\n")
+	w("The figure of merit is **age at render ÷ TTL**: when a page's render completes, how long since its previous successful render, in units of the cadence that render set. 1.00× is a page refreshed exactly when due. Cadence counts from completion, so at capacity *c* there are only *c* renders for every render the cadences ask for, and no policy can hold every class below **1/c** at once: that is the physical limit. Here the farm also spends a share *u* of its slots on work no cadence asks for — production's own figures say so (see *The model*) — so the corpus gets (1 − *u*) × *c* renders for every one its cadences ask for, and the limit is **1/((1 − *u*) × *c*)**.\n\n")
 
 	w("## How this was produced\n\n")
 	w("```\n%s\n```\n\n", r.Command)
@@ -446,7 +541,7 @@ func (r *Report) Markdown() []byte {
 		if k > 0 {
 			w(", ")
 		}
-		w("%s %s pages, %s renders/h", cl.Name, thousands(c.ClassPages[k]), thousands(int(math.Round(c.ClassDemand[k]))))
+		w("%s %s pages, %s renders/h, %.1f %% of the demand", cl.Name, thousands(c.ClassPages[k]), thousands(int(math.Round(c.ClassDemand[k]))), 100*c.ClassDemand[k]/c.DemandPerHour)
 	}
 	disc := 0
 	for i := range c.Len() {
@@ -473,13 +568,14 @@ func (r *Report) Markdown() []byte {
 		sweepNote = fmt.Sprintf(" (`queue.ready.sweep_interval`; the default is %s and DESIGN §11 allows 1m–5m: the longer interval fits the run in its time budget, and adds on average half an interval to every wait, %.1f %% of the shortest cadence)",
 			def.D(), 100*cfg.Queue.Ready.SweepInterval.D().Hours()/2/shortest.Hours())
 	}
-	w("- Configuration: freshq defaults with the mix's routes — sweep every **%s**%s, ready set %s entries, lease TTL %s, floor guard %s, unpin after %s, lane shares urgent ≤ %g / discovered ≥ %g / cold ≥ %g, demand ladder %s, retries %d fast at %s then ×%g (non-sitemap ×%g). The render farm claims every %s whatever its capacity allows since its last claim; renders take a log-normal %s median (σ %g), %.1f %% of attempts fail transiently, %.1f %% of pages are gone and %.1f %% noindex for good.\n\n",
+	w("- Configuration: freshq defaults with the mix's routes — sweep every **%s**%s, ready set %s entries, lease TTL %s, floor guard %s, unpin after %s, lane shares urgent ≤ %g / discovered ≥ %g / cold ≥ %g, demand ladder %s, retries %d fast at %s then ×%g (non-sitemap ×%g). The render farm claims every %s whatever its capacity allows since its last claim, and gives %.1f %% of those slots to unscheduled work before it asks the queue; renders take a log-normal %s median (σ %g), %.1f %% of attempts fail transiently, %.1f %% of pages are gone and %.1f %% noindex for good.\n\n",
 		cfg.Queue.Ready.SweepInterval.D(), sweepNote, thousands(cfg.Queue.Ready.Capacity), cfg.Queue.LeaseTTL.D(), cfg.Queue.ClaimFloor.Guard.D(), cfg.Queue.ClaimFloor.UnpinAfter.D(),
 		cfg.Queue.Lanes.UrgentMaxShare, *cfg.Queue.Lanes.MinShare.Discovered, *cfg.Queue.Lanes.MinShare.Cold, ladderString(cfg.Render.Demand.Ladder),
 		*cfg.Render.FailureRetry.FastRetries, cfg.Render.FailureRetry.FastDelay.D(), cfg.Render.FailureRetry.Factor, cfg.Render.FailureRetry.NonSitemapPenalty,
-		o.ClaimEvery, c.Mix.Render.LatencyMedian.D(), c.Mix.Render.LatencySigma, 100*c.Mix.Render.Transient, 100*c.Mix.Render.Gone, 100*c.Mix.Render.Noindex)
+		o.ClaimEvery, 100*c.Mix.Render.Unscheduled, c.Mix.Render.LatencyMedian.D(), c.Mix.Render.LatencySigma, 100*c.Mix.Render.Transient, 100*c.Mix.Render.Gone, 100*c.Mix.Render.Noindex)
 	w("Policies: `edf` is index order (sweep mode `policy.ModeEDF`, the behaviour being replaced); `ready b=1` and `ready b=2` rank by relative lateness (`policy.ModeScore`) with `queue.ready.sitemap_boost` 1 and 2 (the default); `ready+lanes` is production (`policy.ModeLanes`: relative lateness, sitemap boost 2, lane floors and the urgent cap); `strict` serves lanes in strict priority (`policy.ModeStrict`), to show starvation.\n\n")
 
+	w("## The model, from production's figures\n\n%s", r.Model())
 	w("## Mean age at render ÷ TTL\n\n")
 	w("%s\n", r.Table())
 	w("Classes: the three route classes, then every page again by source (sitemap-submitted or crawler-discovered, whatever its route). *Never granted*: pages already due when the window opened that were never granted a render in it.\n\n")
@@ -488,11 +584,11 @@ func (r *Report) Markdown() []byte {
 		w("- **%s, %s.** %s\n", pct(res.Scenario.Capacity), res.Scenario.Name, r.Sentence(res))
 	}
 	w("\n## Against the targets\n\n")
-	w("Issue 7: `ready` with boost 1 within 10 %% of the physical limit for every class at once (≤ 1.10× at 100 %%, ≤ 2.2× at 50 %%); with the default boost, submitted classes better than that and discovered ones within the boost's bound; nobody starves except under `strict`. These are goals, not tuning targets: nothing in the simulator or the policy was tuned to meet them.\n\n")
+	w("Issue 7: `ready` with boost 1 within 10 %% of the physical limit for every class at once (≤ 1.10× at 100 %%, ≤ 2.2× at 50 %%); with the default boost, submitted classes better than that and discovered ones within the boost's bound; nobody starves except under `strict`. These are goals, not tuning targets: nothing in the simulator or the policy was tuned to meet them, and the mix comes from production's figures alone (see *The model*). The issue wrote its limit as 1/*c*, which counts every slot of the farm as the corpus's; with the unscheduled share taken out the corpus gets fewer, so each `ready` target is judged against both limits.\n\n")
 	for _, t := range r.Targets() {
 		w("- %s\n", t)
 	}
-	w("\nFor comparison, what the system freshq replaces measured in production (issue 7):\n\n%s\n", production)
+	w("\nFor comparison, what the system freshq replaces measured in production (issue 7):\n\n%s\n", productionTable())
 
 	if fs := r.Findings(); len(fs) > 0 {
 		w("## Findings\n\n")
@@ -503,18 +599,18 @@ func (r *Report) Markdown() []byte {
 	}
 	lines, ok := r.EqualRenders()
 	w("## Equal work\n\n")
-	w("Every policy must render the same number of pages: a policy redistributes renders, it never adds any. Renders counted are attempts granted (started) in the window, every outcome; each policy was offered the same render slots. ")
+	w("Every policy must render the same number of pages: a policy redistributes renders, it never adds any. Every policy is offered the same render slots in the window and gives the same unscheduled share of them away; renders counted are the attempts granted (started) from the queue, every outcome. ")
 	if ok {
-		w("**The check holds**: no policy rendered more than the capacity offered, and at each capacity the counts agree within 0.5 %%.\n\n")
+		w("**The check holds**: at each capacity every policy used exactly the slots it was offered (renders + unscheduled + idle), gave the same slots away, and the renders agree within 0.5 %%.\n\n")
 	} else {
-		w("**The check does not hold everywhere**: see below. Every policy was offered the same slots; a difference is slots a policy left idle (nothing due at that instant), never extra renders.\n\n")
+		w("**The check does not hold everywhere**: see below. A difference in renders is slots a policy left idle (nothing due at that instant), never extra renders.\n\n")
 	}
 	for _, l := range lines {
 		w("- %s\n", l)
 	}
 
 	w("\n## Lateness over time\n\n")
-	w("Mean age ÷ TTL of the renders completed in each hour, per class, warm-up included (the dotted vertical line is the end of the warm-up; the dashed horizontal line is 1/c). A class with no line rendered nothing.\n\n")
+	w("Mean age ÷ TTL of the renders completed in each hour, per class, warm-up included (the dotted vertical line is the end of the warm-up; the dashed horizontal line is the limit 1/((1 − *u*) × *c*)). A class with no line rendered nothing.\n\n")
 	for _, ch := range r.Charts {
 		w("![%s](%s)\n\n", ch.Title, ch.Link)
 	}
@@ -529,6 +625,7 @@ func (r *Report) Markdown() []byte {
 	w("- One node, one render farm paced at exactly the capacity; no worker crashes, so leases always end in a result (never by expiry), and no operator rushes (the urgent lane is empty).\n")
 	w("- Visits are drawn per render with a fixed probability (see the mix): demand does not rise with lateness, so the ladder's demand is the same under every policy.\n")
 	w("- The corpus is fixed: no pages are added or deleted during the run.\n")
+	w("- The unscheduled work (the mix's `render.unscheduled`) is a share of every claim's slots, given away before the queue is asked: it never waits in the queue, and no policy decides about it. Production's figures pin its size, not its kind. Work that queued instead — as crawler-found pages in the cold or discovered lane, say — would be served at its arrival rate in steady state by every policy that does not starve its lane, which leaves the corpus the same slots; `strict` could starve it, and would then have more slots for the corpus than it has here.\n")
 	w("- Latency does not consume capacity: the farm starts renders at the capacity rate, and a slow render delays only its own page.\n")
 	return b.Bytes()
 }

@@ -52,6 +52,8 @@ func TestReportSaysWhatItMeasured(t *testing.T) {
 	for _, want := range []string{
 		"go run ./sim/simreport -seed 1", "Seed **1**", "Warm-up " + hours(testWarmup), "| 50 % | strict |",
 		"the discovered lane starves", "**met**", "## Equal work", "**The check holds**",
+		"## The model, from production's figures", "| production's rows |", "Against the limit of the slots the corpus gets",
+		"| 100 % | production's index order | 4.78× |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q", want)
