@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -67,9 +68,15 @@ func (s *Store) BeginPass(nowMs int64) (*Pass, error) {
 // value-log entry is read), and hands the rows to fn in chunks of at most chunk rows, in
 // ascending due order. It reads at most maxRows rows (0 = no cap).
 //
+// fn runs on a goroutine of its own while the next chunk is read, so that the caller's work
+// on a chunk (scoring, in the sweep) overlaps Badger's iteration instead of adding to it. The
+// calls are still sequential and in order: fn never runs concurrently with itself, and every
+// call has returned before IterateDue does. A panic in fn is re-raised on the caller's
+// goroutine, so a caller's recover still catches it.
+//
 // The rows slice and every Key in it are valid only until fn returns: both are reused for the
-// next chunk. Copy what must outlive the call. An error from fn stops the iteration and is
-// returned as is.
+// chunk after next. Copy what must outlive the call. An error from fn stops the iteration and
+// is returned as is.
 //
 // IterateDue may be called once per pass (ErrPassIterated otherwise). Writes made during the
 // iteration are not seen by it; the floor protocol accounts for them.
@@ -83,44 +90,123 @@ func (p *Pass) IterateDue(maxRows, chunk int, fn func([]DueRow) error) error {
 		return fmt.Errorf("%w: maxRows %d, chunk %d", ErrInvalidArgument, maxRows, chunk)
 	}
 	p.iterated = true
-	rows := make([]DueRow, 0, chunk)
-	arena := make([]byte, 0, chunk*96)
-	flush := func() error {
-		if len(rows) == 0 {
-			return nil
-		}
-		err := fn(rows)
-		rows, arena = rows[:0], arena[:0]
-		return err
-	}
-	var fnErr error
-	st, err := walkDue(p.txn, p.stats.FloorMs, p.stats.NowMs, maxRows, func(key []byte, r *Row) error {
-		if len(arena)+len(key) > cap(arena) {
-			// The arena is full: start a new one rather than grow this one, so keys
-			// already in rows stay put.
-			arena = make([]byte, 0, max(cap(arena), 2*len(key)))
-		}
-		arena = append(arena, key...)
-		rows = append(rows, DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: *r})
-		if len(rows) == chunk {
-			if fnErr = flush(); fnErr != nil {
-				return fnErr
-			}
-		}
-		return nil
-	})
+	c := newChunkPipe(chunk, fn)
+	defer c.close() // on every path, a panicking walk included: the consumer never leaks
+	st, err := walkDue(p.txn, p.stats.FloorMs, p.stats.NowMs, maxRows, c.add)
 	if err == nil {
-		err = flush()
-		fnErr = err
+		err = c.flush()
 	}
+	fnErr := c.stop()
 	p.stats.Rows = st.rows
 	p.stats.FirstDueMs, p.stats.HasFirstDue = st.firstDue, st.hasFirstDue
 	p.stats.NextDueMs, p.stats.HasNextDue = st.nextDue, st.hasNextDue
 	p.stats.Capped, p.stats.Complete = st.capped, st.complete
-	if err != nil && err != fnErr {
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
 		return fmt.Errorf("store: iterate due from %d: %w", p.stats.FloorMs, err)
 	}
-	return err
+	return nil
+}
+
+// chunkPipe batches rows into chunks and hands them to a consumer goroutine, double-buffered:
+// while the consumer runs fn on one chunk the producer fills the other. A chunk goes back to
+// the producer only after fn has returned on it, which is what keeps the keys of a chunk valid
+// for the whole of fn's call. The producer holds at most one chunk, so a send on full never
+// blocks.
+type chunkPipe struct {
+	fn     func([]DueRow) error
+	size   int
+	cur    *dueChunk      // the chunk the producer fills; nil once the consumer has gone
+	full   chan *dueChunk // producer → consumer
+	free   chan *dueChunk // consumer → producer, carrying fn's result on it
+	done   chan struct{}  // closed when the consumer has exited
+	closed bool           // full is closed; producer-side only
+
+	// Written by the consumer, read by the producer only after done is closed.
+	firstErr error
+	panicked any
+}
+
+type dueChunk struct {
+	rows  []DueRow
+	arena []byte
+	err   error // fn's result on this chunk, or the earlier error that made it skip
+}
+
+func newChunkPipe(size int, fn func([]DueRow) error) *chunkPipe {
+	c := &chunkPipe{fn: fn, size: size, full: make(chan *dueChunk, 1), free: make(chan *dueChunk, 2), done: make(chan struct{})}
+	c.free <- &dueChunk{rows: make([]DueRow, 0, size), arena: make([]byte, 0, size*96)}
+	c.cur = &dueChunk{rows: make([]DueRow, 0, size), arena: make([]byte, 0, size*96)}
+	go c.consume(c.full)
+	return c
+}
+
+func (c *chunkPipe) consume(full <-chan *dueChunk) {
+	defer close(c.done)
+	defer func() { c.panicked = recover() }()
+	for ch := range full {
+		if c.firstErr == nil {
+			c.firstErr = c.fn(ch.rows)
+		}
+		ch.rows, ch.arena, ch.err = ch.rows[:0], ch.arena[:0], c.firstErr
+		c.free <- ch
+	}
+}
+
+// add copies one row into the current chunk and sends the chunk when it is full. It returns
+// fn's error, at most one chunk after fn reported it, to stop the walk.
+func (c *chunkPipe) add(key []byte, r *Row) error {
+	ch := c.cur
+	if len(ch.arena)+len(key) > cap(ch.arena) {
+		// The arena is full: start a new one rather than grow this one, so keys already in
+		// rows stay put.
+		ch.arena = make([]byte, 0, max(cap(ch.arena), 2*len(key)))
+	}
+	ch.arena = append(ch.arena, key...)
+	ch.rows = append(ch.rows, DueRow{Key: ch.arena[len(ch.arena)-len(key) : len(ch.arena) : len(ch.arena)], Row: *r})
+	if len(ch.rows) == c.size {
+		return c.flush()
+	}
+	return nil
+}
+
+// flush sends the current chunk, if it holds rows, and takes the other one back once fn is
+// done with it.
+func (c *chunkPipe) flush() error {
+	if c.cur == nil || len(c.cur.rows) == 0 {
+		return nil
+	}
+	c.full <- c.cur
+	select {
+	case c.cur = <-c.free:
+		return c.cur.err
+	case <-c.done: // fn panicked; stop re-raises it
+		c.cur = nil
+		return errConsumerGone
+	}
+}
+
+var errConsumerGone = errors.New("store: due-chunk consumer exited")
+
+// close ends the pipe and waits for the consumer to exit. It may be called more than once.
+func (c *chunkPipe) close() {
+	if !c.closed {
+		close(c.full)
+		c.closed = true
+	}
+	<-c.done
+}
+
+// stop closes the pipe and re-raises a panic from fn on this goroutine. It returns fn's first
+// error.
+func (c *chunkPipe) stop() error {
+	c.close()
+	if c.panicked != nil {
+		panic(c.panicked)
+	}
+	return c.firstErr
 }
 
 // Stats returns what the pass has observed so far.

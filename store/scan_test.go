@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -147,6 +148,80 @@ func TestPassIterateDueCapAndErrors(t *testing.T) {
 	defer q.Close()
 	if err := q.IterateDue(0, 0, nil); !isErr(err, ErrInvalidArgument) {
 		t.Fatalf("chunk 0: %v", err)
+	}
+}
+
+// fn runs on its own goroutine while the next chunk is read: the rows it was handed must stay
+// untouched until it returns (under -race, a producer writing into a chunk fn still reads is a
+// reported race), the calls never overlap, and they come in due order.
+func TestPassIterateDueOverlapsFn(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 1000, 0, 1)
+	p, _ := st.BeginPass(10_000)
+	defer p.Close()
+	var inFn, calls, next int
+	err := p.IterateDue(0, 7, func(rows []DueRow) error {
+		inFn++
+		defer func() { inFn-- }()
+		if inFn != 1 {
+			t.Errorf("fn runs %d times at once", inFn)
+		}
+		calls++
+		at := make([]string, len(rows))
+		for i, r := range rows {
+			at[i] = string(r.Key)
+		}
+		for range 100 {
+			runtime.Gosched() // give the producer every chance to fill the other chunk
+		}
+		for i, r := range rows {
+			if string(r.Key) != at[i] || at[i] != urlKey(next) || r.DueAtMs != int64(next) {
+				// fn runs off the test goroutine, where t.Fatal must not be called.
+				return fmt.Errorf("call %d row %d: %q at entry, %q at exit, want %q", calls, i, at[i], r.Key, urlKey(next))
+			}
+			next++
+		}
+		return nil
+	})
+	if err != nil || next != 1000 || calls != 143 {
+		t.Fatalf("err %v, %d rows in %d calls", err, next, calls)
+	}
+}
+
+// An error from fn stops the walk within one chunk and is returned as is; a panic in fn is
+// re-raised on the caller's goroutine, where the sweep's recover catches it.
+func TestPassIterateDueStopsOnFnErrorAndPanic(t *testing.T) {
+	st := openTest(t, nil)
+	fill(t, st, 100, 0, 1)
+	stop := errors.New("stop")
+	p, _ := st.BeginPass(1000)
+	defer p.Close()
+	calls := 0
+	if err := p.IterateDue(0, 10, func([]DueRow) error { calls++; return stop }); err != stop {
+		t.Fatalf("callback error: %v", err)
+	}
+	if rows := p.Stats().Rows; calls != 1 || rows > 20 {
+		t.Fatalf("fn called %d times, %d rows read after it failed on the first chunk", calls, rows)
+	}
+
+	for _, chunk := range []int{1, 10, 1000} { // panic on a middle chunk, and on the final flush
+		q, _ := st.BeginPass(1000)
+		func() {
+			defer func() {
+				if v := recover(); v != "boom" {
+					t.Errorf("chunk %d: recovered %v, want the callback's panic", chunk, v)
+				}
+			}()
+			n := 0
+			_ = q.IterateDue(0, chunk, func(rows []DueRow) error {
+				if n += len(rows); n >= 50 {
+					panic("boom")
+				}
+				return nil
+			})
+			t.Errorf("chunk %d: IterateDue returned after its callback panicked", chunk)
+		}()
+		q.Close()
 	}
 }
 
