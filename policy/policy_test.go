@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -157,5 +158,60 @@ func TestRouteOf(t *testing.T) {
 	}
 	if name, swr := p.RouteOf([]byte("desktop|https://a.test/zzz")); name != "" || swr != 3*hour {
 		t.Fatalf("no route: %q %d", name, swr)
+	}
+}
+
+// urlPathReference is URLPath as first written, with IndexAny: the fast one must agree with it.
+func urlPathReference(cacheKey []byte) []byte {
+	u := cacheKey
+	if i := bytes.IndexByte(u, '|'); i >= 0 {
+		u = u[i+1:]
+	}
+	if i := bytes.Index(u, []byte("://")); i >= 0 {
+		u = u[i+3:]
+		j := bytes.IndexByte(u, '/')
+		if j < 0 {
+			return []byte("/")
+		}
+		u = u[j:]
+	}
+	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	if len(u) == 0 {
+		return []byte("/")
+	}
+	return u
+}
+
+func TestURLPathAgreesWithReference(t *testing.T) {
+	parts := []string{"", "desktop|", "|", "https://", "://", "a.test", "/", "/c/x", "?", "#", "p=1", "?#", "#?", ":"}
+	// Every sequence of up to four parts: separators in every order and position.
+	var walk func(prefix string, depth int)
+	walk = func(prefix string, depth int) {
+		if got, want := URLPath([]byte(prefix)), urlPathReference([]byte(prefix)); !bytes.Equal(got, want) {
+			t.Fatalf("URLPath(%q) = %q, reference %q", prefix, got, want)
+		}
+		if depth == 4 {
+			return
+		}
+		for _, p := range parts {
+			walk(prefix+p, depth+1)
+		}
+	}
+	walk("", 0)
+}
+
+func BenchmarkCadence(b *testing.B) {
+	p := testPolicy(b)
+	keys := [][]byte{
+		[]byte("desktop|https://shop.example.test/c/category-0000042/page"),
+		[]byte("mobile|https://shop.example.test/p/product-0000042-detail?ref=x"),
+		[]byte("desktop|https://shop.example.test/"),
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r := Row{Key: keys[i%len(keys)], EffectiveIntervalMs: int64(i&1) * 6 * hour}
+		p.Cadence(&r)
 	}
 }

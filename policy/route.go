@@ -43,28 +43,35 @@ func compileRoutes(rs []config.Route, defaultSWRMs int64) []route {
 }
 
 // URLPath returns the path of the URL in a cache key (device + "|" + URL), without query or
-// fragment: "desktop|https://a.test/c/x?p=1" → "/c/x". It allocates nothing.
+// fragment: "desktop|https://a.test/c/x?p=1" → "/c/x". It allocates nothing. The sweep calls it
+// for every due row, so each search is a single-byte IndexByte (vectorised) rather than
+// IndexAny, which walks the bytes one by one.
 func URLPath(cacheKey []byte) []byte {
 	u := cacheKey
 	if i := bytes.IndexByte(u, '|'); i >= 0 {
 		u = u[i+1:]
 	}
-	if i := bytes.Index(u, []byte("://")); i >= 0 {
-		u = u[i+3:]
+	if i := bytes.Index(u, schemeSep); i >= 0 {
+		u = u[i+len(schemeSep):]
 		j := bytes.IndexByte(u, '/')
 		if j < 0 {
-			return []byte("/")
+			return rootPath
 		}
 		u = u[j:]
 	}
-	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+	if i := bytes.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	if i := bytes.IndexByte(u, '#'); i >= 0 {
 		u = u[:i]
 	}
 	if len(u) == 0 {
-		return []byte("/")
+		return rootPath
 	}
 	return u
 }
+
+var schemeSep, rootPath = []byte("://"), []byte("/")
 
 // matchRoute returns the index of the first route matching the key's path, or -1.
 func (p *Policy) matchRoute(cacheKey []byte) int {
