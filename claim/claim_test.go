@@ -30,11 +30,13 @@ routes:
 // countingScanner is the instrumented store: it counts every index read the fallback makes.
 type countingScanner struct {
 	Scanner
-	scans atomic.Int64
+	scans    atomic.Int64
+	lastFrom atomic.Int64 // where the last scan started
 }
 
 func (c *countingScanner) ScanDue(floor, now int64, limit int) (store.ScanResult, error) {
 	c.scans.Add(1)
+	c.lastFrom.Store(floor)
 	return c.Scanner.ScanDue(floor, now, limit)
 }
 
@@ -141,6 +143,10 @@ func TestFallbackOnColdExhaustedAndDisabled(t *testing.T) {
 	more, err := c.Claim(context.Background(), 1)
 	if err != nil || len(more) != 0 || n.scanner.scans.Load() != scans+1 {
 		t.Fatalf("exhausted claim: %+v %v; it must ask the index (and find every due row leased)", more, err)
+	}
+	// The scan starts at the first due row the sweep saw, not a guard behind it at the floor.
+	if from, floor := n.scanner.lastFrom.Load(), n.Seg.Floor().Load(); from != start-hour-3 || floor >= from {
+		t.Fatalf("the fallback scanned from %d (floor %d), want the head %d", from, floor, start-hour-3)
 	}
 	for _, j := range jobs {
 		n.complete(j)

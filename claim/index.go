@@ -13,6 +13,9 @@ import (
 // Scanner is the floored index scan; *store.Store implements it.
 type Scanner interface {
 	ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error)
+	// HeadMs is where the scan starts: no row is due below it, and it is never below the
+	// floor (store.Store.HeadMs).
+	HeadMs() int64
 }
 
 // IndexSource is worker 0's Fallback: the floored index scan over its store, in due order (the
@@ -25,9 +28,9 @@ type IndexSource struct {
 	Now     func() int64
 }
 
-// ClaimIndex grants up to n jobs from the index, scanning from the floor. Rows being rendered
-// stay in the index at their old due time until their result is written, so the scan pages past
-// the leased ones: pages of a few times n, each starting at the due time where the previous one
+// ClaimIndex grants up to n jobs from the index, scanning from the head (Scanner.HeadMs). Rows
+// being rendered stay in the index at their old due time until their result is written, so
+// the scan pages past the leased ones: pages of a few times n, each starting at the due time where the previous one
 // stopped, until n are granted or the due rows run out. Its cost follows what it grants, not
 // how many leases are live.
 func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job, error) {
@@ -39,7 +42,9 @@ func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job
 	leases := s.Segment.Leases()
 	ttl := pol.Config().Queue.LeaseTTL.Ms()
 	page := max(4*n, 64)
-	from := s.Segment.Floor().Load()
+	// From the head rather than the floor: the guard window behind the first due row holds
+	// the tombstones of every row rescheduled out of it, and the head is past them.
+	from := s.Scanner.HeadMs()
 	jobs := make([]Job, 0, n)
 	for pages := 0; len(jobs) < n && pages < maxIndexPages; pages++ {
 		res, err := s.Scanner.ScanDue(from, now, page)

@@ -102,6 +102,12 @@ func (d *DueSet) Get(key []byte) (store.Row, bool) {
 // Floor is the floor cell.
 func (d *DueSet) Floor() store.FloorCell { return d.floor }
 
+// HeadMs is where the floored scan starts (claim.Scanner): the floor itself. The store keeps a
+// head past the guard window because Badger's seek pays for every tombstone in it; a DueSet
+// deletes rows outright, so a scan from the floor costs nothing extra and the head would only
+// be a second protocol to keep exact.
+func (d *DueSet) HeadMs() int64 { return d.floor.Load() }
+
 func bucketOf(dueMs int64) int64 { return dueMs / bucketMs }
 
 // WriteSchedule files sch, replacing the key's row (the funnel's put semantics): the projection's

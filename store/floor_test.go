@@ -192,3 +192,41 @@ func TestAdvanceFloorCountsWriteInFlight(t *testing.T) {
 	}
 	p.Close()
 }
+
+// The head follows the floor's protocol without the guard: a pass moves it to the first due
+// row it observed, a write lowers it, and it never reads below the floor.
+func TestHeadIsTheFloorWithoutItsGuard(t *testing.T) {
+	f := NewMemFloor(1_000)
+	st := openTest(t, &Options{Floor: f})
+	if st.HeadMs() != 1_000 {
+		t.Fatalf("head %d at open, want the floor 1000", st.HeadMs())
+	}
+	fill(t, st, 5, 50_000, 10) // due 50000..50040
+	p := runPass(t, st, 100_000)
+	if floor, ok := p.AdvanceFloor(5_000); !ok || floor != 45_000 || st.HeadMs() != 50_000 {
+		t.Fatalf("after a pass: floor %d (moved %v), head %d; want 45000 and 50000", floor, ok, st.HeadMs())
+	}
+	p.Close()
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "late", 47_000, false, 0, Lanes{})})
+	if st.HeadMs() != 47_000 || f.Load() != 45_000 {
+		t.Fatalf("a write at 47000 left head %d, floor %d", st.HeadMs(), f.Load())
+	}
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "later", 2_000, false, 0, Lanes{})})
+	if st.HeadMs() != 2_000 || f.Load() != 2_000 {
+		t.Fatalf("a write at 2000 left head %d, floor %d", st.HeadMs(), f.Load())
+	}
+	// The protocol keeps the head at or above the floor; should the cell (shared memory) ever
+	// read above it, HeadMs still never reads below the floor.
+	f.v.Store(3_000)
+	if st.HeadMs() != 3_000 {
+		t.Fatalf("head %d below the floor 3000", st.HeadMs())
+	}
+	// A scan from the head sees every due row from there, and the first one is at the head.
+	p = runPass(t, st, 100_000)
+	p.AdvanceFloor(5_000)
+	p.Close()
+	res, err := st.ScanDue(st.HeadMs(), 100_000, 100)
+	if err != nil || len(res.Rows) != 6 || res.FirstDueMs != st.HeadMs() {
+		t.Fatalf("scan from head %d: %d rows, first %d, %v", st.HeadMs(), len(res.Rows), res.FirstDueMs, err)
+	}
+}

@@ -21,6 +21,7 @@ type Pass struct {
 	txn        *badger.Txn // the snapshot, taken in registerPass
 	stats      PassStats
 	minWritten int64 // guarded by Store.floorMu
+	headMs     int64 // Store.head when the snapshot was taken
 	closed     bool  // guarded by Store.floorMu
 	iterated   bool
 }

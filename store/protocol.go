@@ -11,13 +11,16 @@ import "math"
 //	lock                                  lock
 //	  register in flight (minDue)           snapshot := Badger read txn
 //	  every open pass: pass.min ∧= minDue   observed := floor.Load()
-//	  floor.Lower(minDue)                   pass.min := min minDue of batches in flight
+//	  floor.Lower(minDue)                   observedHead := head.Load()
+//	  head.Lower(minDue)                    pass.min := min minDue of batches in flight
 //	unlock                                  register pass
 //	commit (Badger, pipelined)            unlock
 //	lock                                  iterate d/ from observed to now over snapshot,
 //	  unregister                            noting firstDue (the first due row read)
 //	unlock                                lock
-//	acknowledge callers                     to := min(firstDue, now, pass.min) − guard
+//	acknowledge callers                     bound := min(firstDue, now, pass.min)
+//	                                        head.Advance(observedHead → bound)
+//	                                        to := bound − guard
 //	                                        floor.Advance(observed → to) if to > observed
 //	                                      unlock
 //
@@ -64,6 +67,7 @@ func (s *Store) beginInflight(b *batch) {
 		p.minWritten = min(p.minWritten, minDue)
 	}
 	s.floor.Lower(minDue)
+	s.head.Lower(minDue)
 }
 
 // endInflight unregisters the batch once all its transactions are done.
@@ -79,6 +83,7 @@ func (s *Store) registerPass(p *Pass) {
 	defer s.floorMu.Unlock()
 	p.txn = s.db.NewTransaction(false)
 	p.stats.FloorMs = s.floor.Load()
+	p.headMs = s.head.Load()
 	p.minWritten = math.MaxInt64
 	for _, d := range s.inflight {
 		p.minWritten = min(p.minWritten, d)
@@ -86,7 +91,10 @@ func (s *Store) registerPass(p *Pass) {
 	s.passes[p] = struct{}{}
 }
 
-// advance is AdvanceFloor's critical section.
+// advance is AdvanceFloor's critical section. The head advances by the same rule with no
+// guard, from the head the pass observed: the argument above holds for it word for word with
+// guard 0, because the pass read every row from the floor (≤ the head, or the head is moot)
+// up to now.
 func (s *Store) advance(p *Pass, guardMs int64) (int64, bool) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
@@ -98,6 +106,7 @@ func (s *Store) advance(p *Pass, guardMs int64) (int64, bool) {
 		bound = min(bound, p.stats.FirstDueMs)
 	}
 	bound = min(bound, p.minWritten)
+	s.head.Advance(p.headMs, bound)
 	to := bound - guardMs
 	if to <= p.stats.FloorMs || !s.floor.Advance(p.stats.FloorMs, to) {
 		return s.floor.Load(), false

@@ -34,6 +34,7 @@ type Store struct {
 	floorMu  sync.Mutex
 	inflight map[*batch]int64 // batches registered and not yet acknowledged → min new due
 	passes   map[*Pass]struct{}
+	head     MemFloor // the floor without its guard: where a scan may start (HeadMs)
 
 	// Maintenance (maintenance.go).
 	gcMu   sync.Mutex
@@ -68,6 +69,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		passes:        make(map[*Pass]struct{}),
 		inflight:      make(map[*batch]int64),
 	}
+	s.head.v.Store(o.Floor.Load())
 	go s.commitLoop()
 	lsm, vlog := db.Size()
 	s.log.Info().Str("dir", dir).Bool("sync_writes", o.SyncWrites).
@@ -108,6 +110,14 @@ func (s *Store) Close() error {
 	s.log.Info().Err(err).Dur("took", time.Since(start)).Msg("store closed")
 	return err
 }
+
+// HeadMs is where a scan for due rows may start: no schedule row is due below it. It is kept
+// by the floor protocol exactly as the floor is, but without the guard (protocol.go), so it
+// is never below the floor and usually at the first due row the last pass observed. A seek
+// from the floor skips the tombstones of every row rescheduled out of the guard window; a seek
+// from the head does not (docs/store.md, BenchmarkSeekFirstDue). The floor itself stays a
+// guard behind, and sweep passes still read from it.
+func (s *Store) HeadMs() int64 { return max(s.floor.Load(), s.head.Load()) }
 
 // Floor returns the floor cell the store lowers and its passes advance.
 func (s *Store) Floor() FloorCell { return s.floor }
