@@ -15,6 +15,8 @@ import (
 const (
 	claimBatch       = 4                    // jobs per claim: one fallback round trip serves several renders
 	resultBatch      = 256                  // results per delivery at most
+	resultQueue      = resultBatch / 4      // results rendered and waiting for a batch
+	batchesInFlight  = 3                    // result batches worker 0 is given at once, by all render workers
 	resultLinger     = 5 * time.Millisecond // how long a partial batch waits for company
 	resultRetryLimit = 30 * time.Second     // then the batch is dropped: its leases lapse and the rows render again
 	idleMin, idleMax = 20 * time.Millisecond, time.Second
@@ -59,11 +61,14 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	// Renders in flight may finish after SIGTERM, within shutdown_timeout; claiming stops at once.
 	renderCtx, cancelRenders := context.WithCancel(context.Background())
 	defer cancelRenders()
-	results := make(chan pending, 4*resultBatch)
+	// Every result waiting here holds its lease, and the lease table (queue.max_leases) is
+	// shared by all render workers: the queue is kept short, and the batches in flight are
+	// shared out between the render workers.
+	results := make(chan pending, resultQueue)
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		deliver(e, client, results)
+		deliver(e, client, results, senders(int(e.seg.Layout().Workers)))
 	}()
 
 	var wg sync.WaitGroup
@@ -132,58 +137,64 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) ap
 	}
 }
 
-// deliver sends results to worker 0 in batches until in is closed and drained. A batch worker 0
-// cannot take is retried with backoff for resultRetryLimit, then dropped and counted. Each
-// delivered job's claim-to-result latency is observed when worker 0 acknowledges its commit.
-func deliver(e *env, client *api.Client, in <-chan pending) {
-	batch := make([]pending, 0, resultBatch)
-	wire := make([]api.Result, 0, resultBatch)
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		wire = wire[:0]
-		for _, p := range batch {
-			wire = append(wire, p.Result)
-		}
-		deadline := time.Now().Add(resultRetryLimit)
-		for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, err := client.SendResults(ctx, wire)
-			cancel()
-			if err == nil {
-				acked := time.Now()
-				for _, p := range batch {
-					e.worker.Observe(shm.CounterResultLatency, shm.ResultLatencyBuckets[:], acked.Sub(p.claimedAt).Seconds(), 1e6)
-				}
-				break
-			}
-			if time.Now().Add(wait).After(deadline) {
-				e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
-				e.log.Error().Err(err).Int("results", len(batch)).
-					Msg("results undeliverable; dropped (their leases lapse and the rows render again)")
-				break
-			}
-			time.Sleep(wait)
-		}
-		batch = batch[:0]
+// senders is how many result batches one of workers-1 render workers keeps in flight: together
+// about batchesInFlight, at least one each. Worker 0 acknowledges a batch only once it has
+// committed; with one batch in flight it would idle through every commit, and with many, the
+// results queued behind them would hold leases for nothing.
+func senders(workers int) int {
+	renderers := max(1, workers-1)
+	return max(1, (batchesInFlight+renderers-1)/renderers)
+}
+
+// resultSender is worker 0's side of a delivery (api.Client).
+type resultSender interface {
+	SendResults(ctx context.Context, results []api.Result) (api.ApplyStats, error)
+}
+
+// deliver sends results to worker 0 in batches until in is closed and drained, with up to
+// inFlight batches in flight: worker 0 decides one batch while the funnel commits another,
+// instead of idling through each commit. A batch worker 0 cannot take is retried with backoff
+// for resultRetryLimit, then dropped and counted. Each delivered job's claim-to-result latency
+// is observed when worker 0 acknowledges its commit.
+func deliver(e *env, client resultSender, in <-chan pending, inFlight int) {
+	free := make(chan []pending, inFlight)
+	for range inFlight {
+		free <- make([]pending, 0, resultBatch)
 	}
+	full := make(chan []pending)
+	var sending sync.WaitGroup
+	for range inFlight {
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			wire := make([]api.Result, 0, resultBatch)
+			for batch := range full {
+				wire = wire[:0]
+				for _, p := range batch {
+					wire = append(wire, p.Result)
+				}
+				send(e, client, batch, wire)
+				clear(wire)
+				clear(batch)
+				free <- batch[:0]
+			}
+		}()
+	}
+	defer sending.Wait()
+	defer close(full)
 	for {
 		p, ok := <-in
 		if !ok {
-			flush()
 			return
 		}
-		batch = append(batch, p)
+		batch := append(<-free, p)
 		linger := time.NewTimer(resultLinger)
 	fill:
 		for len(batch) < resultBatch {
 			select {
 			case p, ok := <-in:
 				if !ok {
-					linger.Stop()
-					flush()
-					return
+					break fill
 				}
 				batch = append(batch, p)
 			case <-linger.C:
@@ -191,6 +202,30 @@ func deliver(e *env, client *api.Client, in <-chan pending) {
 			}
 		}
 		linger.Stop()
-		flush()
+		full <- batch
+	}
+}
+
+// send delivers one batch, retrying for resultRetryLimit.
+func send(e *env, client resultSender, batch []pending, wire []api.Result) {
+	deadline := time.Now().Add(resultRetryLimit)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := client.SendResults(ctx, wire)
+		cancel()
+		if err == nil {
+			acked := time.Now()
+			for _, p := range batch {
+				e.worker.Observe(shm.CounterResultLatency, shm.ResultLatencyBuckets[:], acked.Sub(p.claimedAt).Seconds(), 1e6)
+			}
+			return
+		}
+		if time.Now().Add(wait).After(deadline) {
+			e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
+			e.log.Error().Err(err).Int("results", len(batch)).
+				Msg("results undeliverable; dropped (their leases lapse and the rows render again)")
+			return
+		}
+		time.Sleep(wait)
 	}
 }

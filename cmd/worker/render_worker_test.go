@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/shm"
+)
+
+func testEnv(t *testing.T) *env {
+	t.Helper()
+	seg, err := shm.Create(filepath.Join(t.TempDir(), "seg"), shm.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seg.Close() })
+	w, err := seg.Worker(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{index: 1, log: zerolog.Nop(), seg: seg, worker: w}
+}
+
+// gatedSender is worker 0 as a test controls it: each call reports itself on calls, then
+// blocks until the test lets it through on release.
+type gatedSender struct {
+	calls   chan []api.Result
+	release chan struct{}
+	mu      sync.Mutex
+	got     map[string]int
+}
+
+func (g *gatedSender) SendResults(_ context.Context, rs []api.Result) (api.ApplyStats, error) {
+	g.mu.Lock()
+	for _, r := range rs {
+		g.got[string(r.Key)]++
+	}
+	g.mu.Unlock()
+	g.calls <- rs
+	<-g.release
+	return api.ApplyStats{Applied: len(rs)}, nil
+}
+
+// Worker 0 answers a batch only once it has committed, and while the funnel commits one batch
+// it could be deciding the next. So a render worker keeps several batches in flight
+// rather than waiting for each acknowledgement before sending the next.
+func TestDeliverKeepsSeveralBatchesInFlight(t *testing.T) {
+	const inFlight = 3
+	const total = (inFlight + 1) * resultBatch
+	e := testEnv(t)
+	g := &gatedSender{calls: make(chan []api.Result), release: make(chan struct{}), got: map[string]int{}}
+	in := make(chan pending)
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		deliver(e, g, in, inFlight)
+	}()
+	go func() {
+		for i := range total {
+			in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "desktop|https://shop.test/%d", i), Outcome: "ok"}, claimedAt: time.Now()}
+		}
+		close(in)
+	}()
+	// inFlight calls arrive while none has been answered. (The deadline only bounds how long a
+	// failure takes to show; a passing run never waits for it.)
+	for i := range inFlight {
+		select {
+		case <-g.calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d batches in flight, want %d", i, inFlight)
+		}
+	}
+	// Answer everything from here on; every result is delivered exactly once.
+	close(g.release)
+	go func() {
+		for range g.calls {
+		}
+	}()
+	<-delivered
+	close(g.calls)
+	if len(g.got) != total {
+		t.Fatalf("%d distinct results delivered, want %d", len(g.got), total)
+	}
+	for k, n := range g.got {
+		if n != 1 {
+			t.Fatalf("%s delivered %d times", k, n)
+		}
+	}
+	observed := uint64(0)
+	for i := range len(shm.ResultLatencyBuckets) + 1 {
+		observed += e.worker.Load(shm.CounterResultLatency + shm.Counter(i))
+	}
+	if observed != total {
+		t.Fatalf("claim-to-result latency observed for %d results, want %d", observed, total)
+	}
+}
+
+// Worker 0 is given about batchesInFlight batches at once whatever the number of render
+// workers: a lone render worker keeps them all in flight, and many keep one each, so that the
+// results queued behind the batches (each holding its lease) stay few.
+func TestSendersShareTheBatchesInFlight(t *testing.T) {
+	for _, c := range []struct{ workers, want int }{{1, 3}, {2, 3}, {3, 2}, {4, 1}, {9, 1}} {
+		if got := senders(c.workers); got != c.want {
+			t.Errorf("senders(%d) = %d, want %d", c.workers, got, c.want)
+		}
+	}
+}
+
+// Every rendered result a render worker holds (queued, batched or in flight to worker 0) holds
+// its lease, and all render workers share one lease table (queue.max_leases, 4096 by default).
+// At zero render latency the results pile up behind worker 0, so together they must leave most
+// of the table to the claims: with a queue of 1024 results a render worker, four workers held
+// nearly the whole table and the grants refused 12,726 takes as "full" in a 50,000-job run,
+// each refused take losing its ready entry until the next sweep.
+func TestHeldResultsLeaveTheLeaseTableToClaims(t *testing.T) {
+	const maxLeases, concurrency = 4096, 16 // the defaults, and the benchmark's concurrency
+	for workers := 2; workers <= 4; workers++ {
+		perWorker := resultQueue + senders(workers)*resultBatch + concurrency*claimBatch
+		if held := (workers - 1) * perWorker; held > maxLeases/2 {
+			t.Errorf("%d workers hold up to %d leases in results, over half of %d", workers, held, maxLeases)
+		}
+	}
+}
