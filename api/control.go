@@ -97,7 +97,7 @@ type Control struct {
 // Register adds the internal endpoints to mux.
 func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathClaim, c.claim)
-	mux.HandleFunc("POST "+PathResults, resultsHandler(c.Applier))
+	mux.HandleFunc("POST "+PathResults, resultsHandler(c.Applier, true))
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <data_dir>/worker0.sock http://w0/internal/debug/pprof/profile?seconds=10
@@ -132,31 +132,65 @@ func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 }
 
 // resultsHandler applies a batch of results: the internal endpoint for render workers and
-// POST /v1/results for remote renderers are the same operation.
-func resultsHandler(a *Applier) http.HandlerFunc {
+// POST /v1/results for remote renderers are the same operation. With binaryOK, a body of
+// Content-Type ResultsContentType is a binary batch (wire.go); any other body is JSON.
+func resultsHandler(a *Applier, binaryOK bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req resultsRequest
-		if !decodeJSON(w, r, &req, maxControlBody) {
-			return
+		var results []Result
+		if binaryOK && r.Header.Get("Content-Type") == ResultsContentType {
+			body, ok := readBody(w, r, maxControlBody)
+			if !ok {
+				return
+			}
+			rs, err := DecodeResults(body)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "", "bad results batch: "+err.Error())
+				return
+			}
+			results = rs
+		} else {
+			var req resultsRequest
+			if !decodeJSON(w, r, &req, maxControlBody) {
+				return
+			}
+			results = req.Results
 		}
-		for i, res := range req.Results {
-			if len(res.Key) == 0 {
+		for i := range results {
+			if len(results[i].Key) == 0 {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].key", i), "empty")
 				return
 			}
-			if res.Outcome == "" {
+			if results[i].Outcome == "" {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].outcome", i), "empty")
 				return
 			}
 		}
-		st, err := a.Apply(req.Results)
+		st, err := a.Apply(results)
 		if err != nil {
-			a.Log.Error().Err(err).Int("results", len(req.Results)).Msg("applying results failed")
+			a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
 			writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
 			return
 		}
 		writeJSON(w, http.StatusOK, st)
 	}
+}
+
+// readBody reads a size-limited body whole, answering 413 or 400 itself on failure.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // one allocation: ReadFrom wants MinRead spare
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "", "reading the body: "+err.Error())
+		return nil, false
+	}
+	return buf.Bytes(), true
 }
 
 // apiError is the JSON error body of every 4xx and 5xx.
@@ -217,11 +251,15 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("api: %s: %w", path, err)
 	}
+	return c.postBody(ctx, path, "application/json", body, out)
+}
+
+func (c *Client) postBody(ctx context.Context, path, contentType string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://worker0"+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("api: %s: %w", path, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, path, err)
@@ -250,10 +288,11 @@ func (c *Client) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.
 	return jobs, nil
 }
 
-// SendResults delivers a batch of results; worker 0 answers only after they are committed.
+// SendResults delivers a batch of results, in the binary form; worker 0 answers only after
+// they are committed.
 func (c *Client) SendResults(ctx context.Context, results []Result) (ApplyStats, error) {
 	var st ApplyStats
-	err := c.post(ctx, PathResults, resultsRequest{Results: results}, &st)
+	err := c.postBody(ctx, PathResults, ResultsContentType, EncodeResults(nil, results), &st)
 	return st, err
 }
 

@@ -100,16 +100,24 @@ func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
 func TestControlRejectsBadInputNamingTheField(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
 	cl := serve(t, e)
+	binary := func(rs ...Result) string { return string(EncodeResults(nil, rs)) }
 	for _, tc := range []struct {
-		path, body, want string
-		code             int
+		path, ctype, body, want string
+		code                    int
 	}{
-		{PathClaim, `{"n": 0}`, `"field":"n"`, 400},
-		{PathClaim, `{"n": 1, "bogus": true}`, `unknown field`, 400},
-		{PathClaim, `{"n": `, `bad JSON`, 400},
-		{PathResults, `{"results": [{"outcome": "ok"}]}`, `"field":"results[0].key"`, 400},
+		{PathClaim, "", `{"n": 0}`, `"field":"n"`, 400},
+		{PathClaim, "", `{"n": 1, "bogus": true}`, `unknown field`, 400},
+		{PathClaim, "", `{"n": `, `bad JSON`, 400},
+		{PathResults, "", `{"results": [{"outcome": "ok"}]}`, `"field":"results[0].key"`, 400},
+		{PathResults, ResultsContentType, binary(Result{Outcome: "ok"}), `"field":"results[0].key"`, 400},
+		{PathResults, ResultsContentType, binary(Result{Key: []byte("desktop|https://a.test/")}), `"field":"results[0].outcome"`, 400},
+		{PathResults, ResultsContentType, binary(Result{Key: []byte("k"), Outcome: "ok"})[:12], `corrupt results batch`, 400},
+		{PathResults, ResultsContentType, `{"results": []}`, `not a results batch`, 400},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, "http://worker0"+tc.path, strings.NewReader(tc.body))
+		if tc.ctype != "" {
+			req.Header.Set("Content-Type", tc.ctype)
+		}
 		resp, err := cl.http.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -118,10 +126,57 @@ func TestControlRejectsBadInputNamingTheField(t *testing.T) {
 		b.ReadFrom(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.code || !strings.Contains(b.String(), tc.want) {
-			t.Errorf("%s %s: %d %s, want %d containing %s", tc.path, tc.body, resp.StatusCode, b.String(), tc.code, tc.want)
+			t.Errorf("%s %q: %d %s, want %d containing %s", tc.path, tc.body, resp.StatusCode, b.String(), tc.code, tc.want)
 		}
 	}
 	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).ClaimIndex(context.Background(), 1, 1); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("unreachable worker 0: %v", err)
+	}
+}
+
+// Render workers send their results in the binary form, which worker 0 decodes without JSON's
+// reflection and base64; worker 0 still takes JSON on the same path (a render worker of an older
+// build, during an upgrade).
+func TestResultsTravelInTheBinaryForm(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "w0.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ctype string
+	var got []Result
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathResults, func(w http.ResponseWriter, r *http.Request) {
+		ctype = r.Header.Get("Content-Type")
+		body, _ := readBody(w, r, maxControlBody)
+		got, err = DecodeResults(body)
+		writeJSON(w, http.StatusOK, ApplyStats{Applied: len(got)})
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+	sent := sampleResults()
+	st, serr := NewClient(sock).SendResults(context.Background(), sent)
+	if serr != nil || st.Applied != len(sent) {
+		t.Fatalf("send: %+v %v", st, serr)
+	}
+	if ctype != ResultsContentType || err != nil || len(got) != len(sent) || string(got[0].Body) != string(sent[0].Body) {
+		t.Fatalf("worker 0 got %q: %+v %v", ctype, got, err)
+	}
+
+	e := qtest.New(t, "", start, shm.Options{})
+	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{NeverRendered: true})
+	req, _ := http.NewRequest(http.MethodPost, "http://worker0"+PathResults,
+		strings.NewReader(`{"results": [{"key": "ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzE=", "outcome": "ok", "status": 200}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := serve(t, e).http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), `"applied":1`) {
+		t.Fatalf("JSON on the internal path: %d %s", resp.StatusCode, b.String())
 	}
 }

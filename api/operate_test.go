@@ -254,4 +254,14 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 	if code, out := n.post("/v1/claim", `{"limit": 1, "lease": "1s"}`); code != 400 || out["field"] != "lease" {
 		t.Fatalf("bad lease: %d %v", code, out)
 	}
+	// The public endpoint speaks JSON only (README); the binary batch is the control socket's.
+	bin := EncodeResults(nil, []Result{{Key: []byte("desktop|https://shop.test/c/p0"), Outcome: "ok"}})
+	resp, err := http.Post(n.srv.URL+"/v1/results", ResultsContentType, bytes.NewReader(bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a binary batch on /v1/results: %d, want 400", resp.StatusCode)
+	}
 }

@@ -19,7 +19,7 @@ type Remote struct {
 // Register adds the endpoints to mux.
 func (x *Remote) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/claim", x.claim)
-	mux.HandleFunc("POST /v1/results", resultsHandler(x.Applier))
+	mux.HandleFunc("POST /v1/results", resultsHandler(x.Applier, false)) // JSON only (README)
 }
 
 type remoteClaimRequest struct {

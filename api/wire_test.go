@@ -1,0 +1,108 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sampleResults() []Result {
+	return []Result{
+		{Key: []byte("desktop|https://a.test/c/1"), Outcome: "ok", Status: 200, Stage: "body", DurationMs: 1234,
+			Headers: map[string]string{"content-type": "text/html", "etag": `"x"`, "cache-control": "max-age=60"},
+			Body:    []byte("<html>1</html>"), Lease: Lease{Slot: 4095, State: 1<<63 | 12345, KeyHash: 0xdeadbeefcafef00d}},
+		{Key: []byte("mobile|https://a.test/"), Outcome: "server_error", Status: 503, Stage: "headers", DurationMs: -1,
+			Err: "upstream said no", Lease: Lease{Slot: 0, State: 0, KeyHash: 1}},
+		{Key: []byte("k"), Outcome: "a future outcome"},
+	}
+}
+
+// A binary batch decodes to exactly the results that were encoded, field for field; no result
+// and an empty batch are both valid.
+func TestResultsBatchRoundTrips(t *testing.T) {
+	for _, rs := range [][]Result{sampleResults(), nil} {
+		b := EncodeResults(nil, rs)
+		got, err := DecodeResults(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 && len(got) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(got, rs) {
+			t.Fatalf("decoded\n%+v\nwant\n%+v", got, rs)
+		}
+		if again := EncodeResults(nil, got); !bytes.Equal(again, b) {
+			t.Fatal("re-encoding a decoded batch changed its bytes")
+		}
+	}
+	// EncodeResults appends.
+	if b := EncodeResults([]byte("xy"), nil); string(b[:2]) != "xy" || string(b[2:5]) != resultsMagic {
+		t.Fatalf("EncodeResults did not append: %q", b)
+	}
+}
+
+// Every proper prefix of a batch, as a dropped connection leaves it, and a batch with bytes
+// after its last result are corrupt; another magic or another version is refused as such.
+func TestResultsBatchRefusesWhatItCannotRead(t *testing.T) {
+	b := EncodeResults(nil, sampleResults())
+	for n := range len(b) {
+		_, err := DecodeResults(b[:n])
+		if n < len(resultsMagic)+1 {
+			if !errors.Is(err, ErrResultsMagic) {
+				t.Fatalf("%d-byte prefix: %v, want ErrResultsMagic", n, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrResultsCorrupt) {
+			t.Fatalf("%d-byte prefix of %d: %v, want ErrResultsCorrupt", n, len(b), err)
+		}
+	}
+	if _, err := DecodeResults(append(b[:len(b):len(b)], 0)); !errors.Is(err, ErrResultsCorrupt) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	v2 := bytes.Clone(b)
+	v2[len(resultsMagic)] = ResultsVersion + 1
+	if _, err := DecodeResults(v2); !errors.Is(err, ErrResultsVersion) {
+		t.Fatalf("version %d: %v", ResultsVersion+1, err)
+	}
+	if _, err := DecodeResults([]byte(`{"results": []}`)); !errors.Is(err, ErrResultsMagic) {
+		t.Fatalf("JSON: %v", err)
+	}
+	// A count the body cannot hold is refused before anything is allocated for it.
+	huge := append([]byte(resultsMagic), ResultsVersion, 0xff, 0xff, 0xff, 0xff, 0x0f)
+	if _, err := DecodeResults(huge); !errors.Is(err, ErrResultsCorrupt) {
+		t.Fatalf("huge count: %v", err)
+	}
+	// Header names must be distinct and ascending, so that one batch has one encoding.
+	dup := append([]byte(resultsMagic), ResultsVersion, 1, 1, 'k', 2, 'o', 'k', 0, 0, 0,
+		2, 1, 'a', 0, 1, 'a', 0, 0, 0, 0)
+	dup = append(dup, make([]byte, 16)...)
+	if _, err := DecodeResults(dup); !errors.Is(err, ErrResultsCorrupt) || !strings.Contains(err.Error(), "ascending") {
+		t.Fatalf("duplicate header: %v", err)
+	}
+	dup[bytes.LastIndexByte(dup, 'a')] = 'b'
+	if rs, err := DecodeResults(dup); err != nil || len(rs[0].Headers) != 2 {
+		t.Fatalf("distinct headers: %+v %v", rs, err)
+	}
+}
+
+// Decoding a batch of render's own outcomes and stages allocates nothing per string; keys and
+// bodies are slices of the batch.
+func TestResultsBatchDecodesWithoutCopying(t *testing.T) {
+	b := EncodeResults(nil, []Result{{Key: []byte("desktop|https://a.test/"), Outcome: "ok", Stage: "body", Body: []byte("<html/>")}})
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := DecodeResults(b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations to decode one result, want 1 (the slice of results)", allocs)
+	}
+	rs, _ := DecodeResults(b)
+	if &rs[0].Body[0] != &b[len(b)-16-1-1-len("<html/>")] {
+		t.Fatal("the body was copied")
+	}
+}
