@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -105,4 +107,50 @@ func TestResultsBatchDecodesWithoutCopying(t *testing.T) {
 	if &rs[0].Body[0] != &b[len(b)-16-1-1-len("<html/>")] {
 		t.Fatal("the body was copied")
 	}
+}
+
+// BenchmarkResultsBatch decodes and encodes a batch of 256 results shaped like the sim
+// renderer's (a ~60-byte key, two headers, a 2 KiB body) in both forms, side by side.
+func BenchmarkResultsBatch(b *testing.B) {
+	rs := make([]Result, 256)
+	body := bytes.Repeat([]byte("<p>freshq</p>"), 2048/13)
+	for i := range rs {
+		rs[i] = Result{Key: fmt.Appendf(nil, "desktop|https://shop.example.test/p/product-%07d-detail", i),
+			Outcome: "ok", Status: 200, Stage: "body", DurationMs: 6000,
+			Headers: map[string]string{"content-type": "text/html", "etag": `"v1"`}, Body: body,
+			Lease: Lease{Slot: uint32(i), State: 1<<40 | uint64(i), KeyHash: uint64(i) * 0x9e3779b97f4a7c15}}
+	}
+	bin := EncodeResults(nil, rs)
+	js, err := json.Marshal(resultsRequest{Results: rs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode/binary", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := DecodeResults(bin); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/json", func(b *testing.B) {
+		for b.Loop() {
+			var req resultsRequest
+			if err := json.Unmarshal(js, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode/binary", func(b *testing.B) {
+		buf := make([]byte, 0, len(bin))
+		for b.Loop() {
+			buf = EncodeResults(buf[:0], rs)
+		}
+	})
+	b.Run("encode/json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(resultsRequest{Results: rs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
