@@ -105,7 +105,9 @@ func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 	var arena []byte
 	st, err := walkDue(txn, floorMs, nowMs, limit, func(key []byte, r *Row) error {
 		if len(arena)+len(key) > cap(arena) {
-			arena = make([]byte, 0, max(4096, 2*len(key)))
+			// Sized for the rows the limit still allows, at most 4 KiB at a time: a claim's
+			// scan of a few rows should not pay for a page of them.
+			arena = make([]byte, 0, max(min(4096, (limit-len(res.Rows))*96), 2*len(key)))
 		}
 		arena = append(arena, key...)
 		res.Rows = append(res.Rows, DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: *r})
