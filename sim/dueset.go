@@ -140,6 +140,15 @@ func (d *DueSet) WriteSchedule(sch store.Schedule) error {
 	return nil
 }
 
+// RefileIfUnchanged is the store's conditional put (sweep.Store, for the unpin hatch): sch is
+// filed only if key's row is exactly was.
+func (d *DueSet) RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error) {
+	if cur, ok := d.Get(sch.Key()); !ok || cur != was {
+		return false, nil
+	}
+	return true, d.WriteSchedule(sch)
+}
+
 // writeID is WriteSchedule for a row the caller knows by id (the simulator's results): the same
 // put, without looking the key up.
 func (d *DueSet) writeID(id int32, sch store.Schedule) error {

@@ -12,8 +12,8 @@
 //
 // # Promises
 //
-// One writer. WriteSchedule, WriteSchedules and DeleteTarget (the funnel, funnel.go) are the
-// only code that writes. A schedule row and its due-index entry change in one transaction,
+// One writer. WriteSchedule, WriteSchedules, RefileIfUnchanged and DeleteTarget (the funnel,
+// funnel.go) are the only code that writes. A schedule row and its due-index entry change in one transaction,
 // so no index entry exists without its row nor a row without its entry, at every instant and
 // after any crash (VerifyIndex checks it). A put states fromSitemap and the effective interval
 // explicitly: Schedule values are built only by NewSchedule, and the zero value is refused.

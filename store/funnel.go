@@ -156,11 +156,26 @@ func (s *Store) refileIfAbsent(ws []Write) (int, error) {
 	return s.submit(ops)
 }
 
+// RefileIfUnchanged files sch only if cacheKey's schedule row is exactly was when the funnel
+// applies the write, and reports whether it filed it. The sweep's unpin hatch uses it: the row
+// it files forward is the one a pass read in its snapshot, and a write committed since (the
+// row's render result, an operator's change) is newer than that picture and must stand.
+func (s *Store) RefileIfUnchanged(sch Schedule, was Row) (bool, error) {
+	var o op
+	if err := o.preparePut(&Write{Schedule: sch}); err != nil {
+		return false, err
+	}
+	o.kind, o.was = opPutIfUnchanged, was
+	n, err := s.submit([]op{o})
+	return n == 1, err
+}
+
 type opKind uint8
 
 const (
 	opPut opKind = iota
 	opPutIfAbsent
+	opPutIfUnchanged // applies only over a row equal to op.was
 	opDelete
 )
 
@@ -174,6 +189,7 @@ type op struct {
 	tKey      []byte
 	pKey      []byte
 	row       Row
+	was       Row  // opPutIfUnchanged: the row it may replace
 	hasStored bool // storedMs overrides the carried-over stored interval
 	storedMs  int64
 	target    []byte // encoded target, or nil
@@ -594,6 +610,10 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 		return staged, nil
 	case opPutIfAbsent:
 		if had {
+			return false, nil
+		}
+	case opPutIfUnchanged:
+		if !had || old != o.was {
 			return false, nil
 		}
 	}

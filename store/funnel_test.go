@@ -339,3 +339,51 @@ func TestCloseDrainsAndReopens(t *testing.T) {
 	mustVerify(t, st)
 	t.Logf("%d acknowledged writes survived Close and reopen", len(seen))
 }
+
+// RefileIfUnchanged files only over the row it was given: not over a row written since, not
+// over a deleted one; and a refused refile writes nothing at all.
+func TestRefileIfUnchanged(t *testing.T) {
+	st := openTest(t, nil)
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "k", 1_000, true, 6*3_600_000, Lanes{Failing: true})})
+	was, err := st.GetSchedule([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := mustSchedule(t, "k", 9_000, true, 24*3_600_000, Lanes{Failing: true})
+
+	// Written since: refused, and the newer row stands.
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "k", 5_000, true, 6*3_600_000, Lanes{})})
+	if filed, err := st.RefileIfUnchanged(forward, was); err != nil || filed {
+		t.Fatalf("refile over a changed row: filed %v, %v", filed, err)
+	}
+	if row, _ := st.GetSchedule([]byte("k")); row.DueAtMs != 5_000 || row.Failing {
+		t.Fatalf("row after a refused refile: %+v", row)
+	}
+
+	// Unchanged: filed.
+	was, _ = st.GetSchedule([]byte("k"))
+	if filed, err := st.RefileIfUnchanged(forward, was); err != nil || !filed {
+		t.Fatalf("refile over the same row: filed %v, %v", filed, err)
+	}
+	if row, _ := st.GetSchedule([]byte("k")); row.DueAtMs != 9_000 || row.EffectiveIntervalMs != 24*3_600_000 {
+		t.Fatalf("row after the refile: %+v", row)
+	}
+
+	// Deleted: refused, nothing resurrected.
+	was, _ = st.GetSchedule([]byte("k"))
+	if err := st.DeleteTarget([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if filed, err := st.RefileIfUnchanged(forward, was); err != nil || filed {
+		t.Fatalf("refile over a deleted row: filed %v, %v", filed, err)
+	}
+	if _, err := st.GetSchedule([]byte("k")); !isErr(err, ErrNotFound) {
+		t.Fatalf("a refused refile resurrected the row: %v", err)
+	}
+	if rep, err := st.VerifyIndex(); err != nil || !rep.OK() {
+		t.Fatalf("index: %+v %v", rep, err)
+	}
+	if _, err := st.RefileIfUnchanged(Schedule{}, was); !isErr(err, ErrScheduleUnset) {
+		t.Fatalf("zero schedule: %v", err)
+	}
+}

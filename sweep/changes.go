@@ -81,6 +81,7 @@ func (c *Changes) sweepEnd() {
 type Writer interface {
 	WriteSchedule(store.Schedule) error
 	WriteSchedules([]store.Write) error
+	RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error)
 }
 
 // Wrap returns w with every write registered with c.
@@ -95,6 +96,12 @@ func (t trackedWriter) WriteSchedule(s store.Schedule) error {
 	hs := t.c.begin([][]byte{s.Key()})
 	defer t.c.end(hs)
 	return t.w.WriteSchedule(s)
+}
+
+func (t trackedWriter) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, error) {
+	hs := t.c.begin([][]byte{s.Key()})
+	defer t.c.end(hs)
+	return t.w.RefileIfUnchanged(s, was)
 }
 
 func (t trackedWriter) WriteSchedules(ws []store.Write) error {

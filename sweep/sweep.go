@@ -22,7 +22,9 @@
 // warns once when it has pinned the floor for half of claim_floor.unpin_after, and at
 // unpin_after runs the unpin hatch: it files the row forward, due now, with the cadence the
 // sweep resolved for it, so a row that had no carried cadence becomes self-describing. The
-// hatch writes only after the pass's iterator is closed.
+// hatch writes only after the pass's iterator is closed, and only over the row as the pass read
+// it (store.Store.RefileIfUnchanged): a write committed since, such as the row's own render
+// result, is newer than the pass's picture of the row and stands.
 //
 // # Failure
 //
@@ -64,7 +66,9 @@ type Pass interface {
 // Store is what the sweep needs of the store. FromStore adapts *store.Store.
 type Store interface {
 	BeginPass(nowMs int64) (Pass, error)
-	WriteSchedule(store.Schedule) error
+	// RefileIfUnchanged files the schedule only over a row still equal to was (the unpin
+	// hatch's write: see store.Store.RefileIfUnchanged), and reports whether it did.
+	RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error)
 }
 
 // FromStore adapts the Badger store to Store. With changes, its writes (the unpin hatch) are
@@ -82,7 +86,9 @@ type badgerStore struct {
 	w Writer
 }
 
-func (b badgerStore) WriteSchedule(s store.Schedule) error { return b.w.WriteSchedule(s) }
+func (b badgerStore) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, error) {
+	return b.w.RefileIfUnchanged(s, was)
+}
 
 func (b badgerStore) BeginPass(nowMs int64) (Pass, error) {
 	p, err := b.Store.BeginPass(nowMs)
@@ -207,6 +213,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	var head struct {
 		key     []byte
 		row     policy.Row
+		stored  store.Row // as the pass read it: the unpin hatch files only over this
 		cadence int64
 		ok      bool
 	}
@@ -229,7 +236,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				res.Resolved++
 			}
 			if !head.ok {
-				head.key, head.row, head.cadence, head.ok = bytes.Clone(r.Key), pr, cadence, true
+				head.key, head.row, head.stored, head.cadence, head.ok = bytes.Clone(r.Key), pr, r.Row, cadence, true
 				head.row.Key = head.key
 			}
 			if !enabled {
@@ -305,29 +312,38 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			Msg("a row has held the claim floor for half of unpin_after; it will be filed forward")
 	}
 	if res.PinnedForMs >= unpinAfter {
-		if err := s.unpin(&head.row, head.cadence, now); err != nil {
+		filed, err := s.unpin(&head.row, head.stored, head.cadence, now)
+		if err != nil {
 			return res, err
 		}
-		res.Unpinned = true
+		res.Unpinned = filed
 		s.pin = pinState{}
 	}
 	return res, nil
 }
 
 // unpin files the row at the floor's head forward: due now, with the cadence the sweep
-// resolved, keeping its source and lane inputs.
-func (s *Sweeper) unpin(r *policy.Row, cadenceMs, now int64) error {
+// resolved, keeping its source and lane inputs. It writes only over the row as the pass read
+// it (was): if anything wrote the row since, that write is newer and stands, and the row no
+// longer holds the floor where the pass saw it. It reports whether it filed the row.
+func (s *Sweeper) unpin(r *policy.Row, was store.Row, cadenceMs, now int64) (bool, error) {
 	sch, err := store.NewSchedule(r.Key, now, r.FromSitemap, cadenceMs,
 		store.Lanes{Urgent: r.Urgent, NeverRendered: r.NeverRendered, Failing: r.Failing})
 	if err != nil {
-		return fmt.Errorf("sweep: unpin %q: %w", r.Key, err)
+		return false, fmt.Errorf("sweep: unpin %q: %w", r.Key, err)
 	}
-	if err := s.opts.Store.WriteSchedule(sch); err != nil {
-		return fmt.Errorf("sweep: unpin %q: %w", r.Key, err)
+	filed, err := s.opts.Store.RefileIfUnchanged(sch, was)
+	if err != nil {
+		return false, fmt.Errorf("sweep: unpin %q: %w", r.Key, err)
+	}
+	if !filed {
+		s.opts.Log.Info().Str("key", string(r.Key)).Int64("was_due_ms", r.DueAtMs).
+			Msg("unpin hatch: the row was written after the sweep read it; that write stands")
+		return false, nil
 	}
 	s.opts.Log.Warn().Str("key", string(r.Key)).Int64("was_due_ms", r.DueAtMs).Int64("cadence_ms", cadenceMs).
 		Msg("unpin hatch: filed the row holding the claim floor forward to now")
-	return nil
+	return true, nil
 }
 
 // record logs a sweep (one line) and updates worker 0's counters.

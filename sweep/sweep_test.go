@@ -371,3 +371,54 @@ func TestChangesCountsWritesInFlightAtTheSnapshot(t *testing.T) {
 		t.Fatal("state left over after the sweep")
 	}
 }
+
+// The unpin hatch files the row it read in the pass's snapshot. A result committed after that
+// snapshot (the wedged row was rendering after all) is newer than the hatch's picture of the
+// row, and must not be overwritten by it: the hatch files only a row that is still as it saw it.
+func TestUnpinHatchLeavesARowWrittenAfterItsSnapshot(t *testing.T) {
+	e := qtest.New(t, routes+`
+queue:
+  claim_floor: {guard: 5m, unpin_after: 1h}
+`, start, shm.Options{})
+	wedged := "desktop|https://a.test/p/wedged"
+	e.Put(wedged, start-10*hour, false, 0, store.Lanes{Failing: true})
+	s := newSweeper(e, nil)
+	if _, err := s.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Advance(hour)
+	// The result of the row's render commits while the next sweep's pass is open.
+	rendered, err := store.NewSchedule([]byte(wedged), e.Now()+48*hour, false, 48*hour, store.Lanes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := writeDuringPass{Store: FromStore(e.Store, nil), write: func() {
+		if err := e.Store.WriteSchedule(rendered); err != nil {
+			t.Error(err)
+		}
+	}}
+	s.opts.Store = st
+	res, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := e.Store.GetSchedule([]byte(wedged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.DueAtMs != e.Now()+48*hour || row.Failing || res.Unpinned {
+		t.Fatalf("after the hatch: %+v (unpinned %v); the committed result must stand", row, res.Unpinned)
+	}
+	e.CheckF1("after a refused unpin")
+
+	// Nothing wrote it this time: the hatch files it.
+	e.Put(wedged, start-10*hour, false, 0, store.Lanes{Failing: true})
+	s.opts.Store = FromStore(e.Store, nil)
+	if _, err := s.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Advance(hour)
+	if res, err = s.Sweep(context.Background()); err != nil || !res.Unpinned {
+		t.Fatalf("the hatch did not file an unchanged row: %+v %v", res, err)
+	}
+}
