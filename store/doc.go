@@ -37,8 +37,10 @@
 // together with its snapshot, and only up to min(first due row observed, now, earliest write
 // in flight at or committed after the snapshot) − guard. With one writer this is exact: after
 // any advance, every schedule row has dueAt ≥ floor. protocol.go holds the argument; the
-// randomized interleaving test checks it. The store never reads the wall clock for these
-// decisions: nowMs is always a parameter.
+// randomized interleaving test checks it. The same protocol without the guard keeps the head
+// (HeadMs), where the claim fallback's scan starts: no row is due below it either, and the
+// interleaving test judges it too. The store never reads the wall clock for these decisions:
+// nowMs is always a parameter.
 //
 // Time is int64 milliseconds since the epoch; intervals are int64 ms. Due times must be ≥ 0:
 // the index orders unsigned big-endian bytes, in which a negative int64 would sort last, so
