@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,21 +25,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		flag.Parse()
-		if testing.Short() {
-			return m.Run()
-		}
-		dir, err := testbin.Build("freshqctl-e2e-bin-", map[string]string{"freshq-supervisor": "../supervisor", "freshq-worker": "../worker", "freshqctl": "."})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		binDir = dir
-		return m.Run()
-	}()
-	os.Exit(code)
+	os.Exit(testbin.Main(m, &binDir, "freshqctl-e2e-bin-", map[string]string{"freshq-supervisor": "../supervisor", "freshq-worker": "../worker", "freshqctl": "."}))
 }
 
 // ctl runs the built freshqctl against server.

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,21 +33,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		flag.Parse()
-		if testing.Short() {
-			return m.Run()
-		}
-		dir, err := testbin.Build("freshq-e2e-bin-", map[string]string{"freshq-supervisor": ".", "freshq-worker": "../worker"})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		binDir = dir
-		return m.Run()
-	}()
-	os.Exit(code)
+	os.Exit(testbin.Main(m, &binDir, "freshq-e2e-bin-", map[string]string{"freshq-supervisor": ".", "freshq-worker": "../worker"}))
 }
 
 type node struct {

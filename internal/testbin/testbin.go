@@ -3,10 +3,12 @@
 package testbin
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // Build compiles each package (a path relative to the calling test's directory) into a fresh
@@ -26,4 +28,22 @@ func Build(prefix string, bins map[string]string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// Main is a TestMain for tests that run the binaries: it builds bins (as Build) into *dir,
+// runs the tests, and removes the directory. With -short nothing is built and *dir stays
+// empty: the tests that need the binaries skip. It returns the exit code for os.Exit.
+func Main(m *testing.M, dir *string, prefix string, bins map[string]string) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
+	d, err := Build(prefix, bins)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(d)
+	*dir = d
+	return m.Run()
 }
