@@ -30,9 +30,9 @@ type IndexSource struct {
 
 // ClaimIndex grants up to n jobs from the index, scanning from the head (Scanner.HeadMs). Rows
 // being rendered stay in the index at their old due time until their result is written, so
-// the scan pages past the leased ones: pages of a few times n, each starting at the due time where the previous one
-// stopped, until n are granted or the due rows run out. Its cost follows what it grants, not
-// how many leases are live.
+// the scan pages past the leased ones: pages of a few times n, each starting at the due time
+// where the previous one stopped, until n are granted or the due rows run out. Its cost
+// follows what it grants, not how many leases are live.
 func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job, error) {
 	if n <= 0 {
 		return nil, nil

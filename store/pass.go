@@ -137,7 +137,7 @@ type dueChunk struct {
 }
 
 func newChunkPipe(size int, fn func([]DueRow) error) *chunkPipe {
-	c := &chunkPipe{fn: fn, size: size, full: make(chan *dueChunk, 1), free: make(chan *dueChunk, 2), done: make(chan struct{})}
+	c := &chunkPipe{fn: fn, size: size, full: make(chan *dueChunk, 1), free: make(chan *dueChunk, 1), done: make(chan struct{})}
 	c.free <- &dueChunk{rows: make([]DueRow, 0, size), arena: make([]byte, 0, size*96)}
 	c.cur = &dueChunk{rows: make([]DueRow, 0, size), arena: make([]byte, 0, size*96)}
 	go c.consume(c.full)
