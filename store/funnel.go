@@ -625,10 +625,7 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	case had:
 		row.StoredIntervalMs = old.StoredIntervalMs
 	}
-	vals := make([]byte, 0, rowLen+projectionLen)
-	vals, _ = row.AppendBinary(vals) // validated by NewSchedule and the target's Validate
-	vals, _ = row.Projection.AppendBinary(vals)
-	rowVal, projVal := vals[:rowLen:rowLen], vals[rowLen:]
+	rowVal, projVal := rowValues(row)
 
 	if had && old.DueAtMs != row.DueAtMs {
 		if err := stage(txn.Delete(dueKey(old.DueAtMs, o.key))); err != nil {
@@ -638,6 +635,7 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	if err := stage(txn.Set(o.dKey, projVal)); err != nil {
 		return staged, err
 	}
+	s.keys.add(o.key) // K1: before the row can exist
 	if err := stage(txn.Set(o.sKey, rowVal)); err != nil {
 		return staged, err
 	}
@@ -661,14 +659,32 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	return staged, nil
 }
 
+// rowValues encodes row as its s/ value and its d/ entry's projection, in one allocation.
+func rowValues(row Row) (rowVal, projVal []byte) {
+	vals := make([]byte, 0, rowLen+projectionLen)
+	vals, _ = row.AppendBinary(vals) // validated by NewSchedule and the target's Validate
+	vals, _ = row.Projection.AppendBinary(vals)
+	return vals[:rowLen:rowLen], vals[rowLen:]
+}
+
 // lookup returns the row o replaces and whether it exists; fromDB reports that it was read
-// from Badger rather than from this transaction's or the previous one's writes.
+// from Badger rather than from this transaction's or the previous one's writes, or known
+// absent from the key filter.
 func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row, had, fromDB bool, err error) {
 	if st, ok := cur[string(o.key)]; ok {
 		return st.row, st.exists, false, nil
 	}
 	if st, ok := s.pl.overlay[string(o.key)]; ok {
 		return st.row, st.exists, false, nil
+	}
+	if !s.keys.mayHave(o.key) {
+		if invariants {
+			if _, err := txn.Get(o.sKey); !errors.Is(err, badger.ErrKeyNotFound) {
+				panic(fmt.Sprintf("store: invariant K1: key filter excludes %q, whose read returned %v", o.key, err))
+			}
+		}
+		s.readsSkipped.Add(1)
+		return old, false, false, nil
 	}
 	item, err := txn.Get(o.sKey)
 	switch {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -50,10 +51,15 @@ func mustVerify(t testing.TB, st *Store) IndexReport {
 // rawSet writes bytes straight into Badger, bypassing the funnel: tests use it to plant
 // corruption and loss. (The source-scan test allows it here because it reads only non-test
 // files.)
+// rawSet writes k behind the funnel's back. A planted schedule row is a row that exists, so its
+// key goes into the key filter too (K1), as the next Open would put it.
 func rawSet(t testing.TB, st *Store, k, v []byte) {
 	t.Helper()
 	if err := st.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
 		t.Fatal(err)
+	}
+	if cacheKey, ok := bytes.CutPrefix(k, []byte(prefixSchedule)); ok {
+		st.keys.add(cacheKey)
 	}
 }
 

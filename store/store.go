@@ -28,7 +28,10 @@ type Store struct {
 	reqs          chan *request
 	committerDone chan struct{}
 
-	pl pipeline // committer-owned (funnel.go)
+	pl   pipeline   // committer-owned (funnel.go)
+	keys *keyFilter // committer-owned once the committer starts (keyfilter.go)
+	// readsSkipped counts funnel writes whose row read the key filter proved unnecessary.
+	readsSkipped atomic.Uint64
 
 	// The F1 critical section (protocol.go).
 	floorMu  sync.Mutex
@@ -70,10 +73,15 @@ func Open(dir string, opts *Options) (*Store, error) {
 		inflight:      make(map[*batch]int64),
 	}
 	s.head.v.Store(o.Floor.Load())
+	keys, rows, err := buildKeyFilter(db)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	s.keys = keys
 	go s.commitLoop()
 	lsm, vlog := db.Size()
 	s.log.Info().Str("dir", dir).Bool("sync_writes", o.SyncWrites).
-		Int64("lsm_bytes", lsm).Int64("vlog_bytes", vlog).
+		Int64("lsm_bytes", lsm).Int64("vlog_bytes", vlog).Int("rows", rows).
 		Dur("took", time.Since(start)).Msg("store opened")
 	return s, nil
 }
@@ -107,7 +115,8 @@ func (s *Store) Close() error {
 	if err != nil {
 		err = fmt.Errorf("store: close: %w", err)
 	}
-	s.log.Info().Err(err).Dur("took", time.Since(start)).Msg("store closed")
+	s.log.Info().Err(err).Uint64("reads_skipped", s.readsSkipped.Load()).
+		Dur("took", time.Since(start)).Msg("store closed")
 	return err
 }
 
