@@ -13,11 +13,11 @@ benchtime=${BENCHTIME:-1s}
 # name:package[:benchtime[:regexp]]. Order is the order of the report. The queue benchmark
 # runs real processes and counts one op per job, so it takes a fixed number of jobs. The
 # store's writes are amortised over the compactions they cause, which a one-second run ends
-# before paying, so they take a fixed 100,000 writes, in a process of their own.
+# before paying, so they take a fixed 300,000 writes, in a process of their own.
 sections=(
   shm:./shm
   store:./store::'BulkLoad|SweepDue500k|RSS1M|SeekFirstDue'
-  store-writes:./store:100000x:Reschedule
+  store-writes:./store:300000x:Reschedule
   sweep:./sweep
   apply:./api
   queue:./cmd/supervisor:50000x
