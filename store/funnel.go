@@ -635,7 +635,11 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	if err := stage(txn.Set(o.dKey, projVal)); err != nil {
 		return staged, err
 	}
-	s.keys.add(o.key) // K1: before the row can exist
+	if !had {
+		// K1: the row is new. A row that exists is in the filter already, and adding a key
+		// the filter holds changes nothing, so only creations pay for it.
+		s.keys.add(o.key)
+	}
 	if err := stage(txn.Set(o.sKey, rowVal)); err != nil {
 		return staged, err
 	}

@@ -16,9 +16,10 @@ import (
 // therefore certain and the read can be skipped; a "yes" may be false (about 1 % up to the
 // capacity it was sized for, more beyond it) and costs only the read it would have cost
 // anyway. K1 holds because the filter is built at Open from every s/ key before the committer
-// starts, and the committer adds a key before it stages a put of that key's row. A delete
-// leaves its key in, so the filter only ever errs towards "yes". It lives in memory only and
-// is rebuilt, and resized, by the next Open.
+// starts, and the committer adds a key when it stages the put that creates the key's row (a
+// put over an existing row finds its key there already). A delete leaves its key in, so the
+// filter only ever errs towards "yes". It lives in memory only and is rebuilt, and resized, by
+// the next Open.
 //
 // After Open only the committer goroutine touches it.
 type keyFilter struct {
