@@ -671,9 +671,9 @@ func rowValues(row Row) (rowVal, projVal []byte) {
 	return vals[:rowLen:rowLen], vals[rowLen:]
 }
 
-// lookup returns the row o replaces and whether it exists; fromDB reports that it was read
-// from Badger rather than from this transaction's or the previous one's writes, or known
-// absent from the key filter.
+// lookup returns the row o replaces and whether it exists. fromDB reports that Badger was
+// read: it is false when the answer came from this transaction's or the previous one's writes,
+// or from the key filter showing that the row cannot exist.
 func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row, had, fromDB bool, err error) {
 	if st, ok := cur[string(o.key)]; ok {
 		return st.row, st.exists, false, nil
