@@ -25,6 +25,14 @@ import (
 // ErrInvalid wraps every load and validation failure.
 var ErrInvalid = errors.New("config: invalid")
 
+// MaxPageBody is the largest page body the store keeps (store.MaxPageBody; this package does
+// not import the store, and a test in cmd/worker pins the two equal): render.max_body may not
+// exceed it, or every larger page would fail its whole result batch.
+const MaxPageBody = 32 << 20
+
+// KeySeparator separates the device from the URL in a cache key ("mobile|https://…").
+const KeySeparator = "|"
+
 // Config is the whole configuration. Field comments give the YAML key and the default.
 type Config struct {
 	DataDir    string     `yaml:"data_dir"`   // ./data
@@ -44,7 +52,10 @@ type Config struct {
 
 // SHM locates the shared-memory segment.
 type SHM struct {
-	Path string `yaml:"path"` // /dev/shm/freshq.seg
+	// Path is the segment file. Empty (the default) puts it in the supervisor's private runtime
+	// directory ($RUNTIME_DIRECTORY under systemd, else /dev/shm/freshq-<uid>/), named after the
+	// data directory, next to worker 0's control socket.
+	Path string `yaml:"path"`
 }
 
 // Log configures zerolog output on stderr.
@@ -226,7 +237,6 @@ func (c *Config) EnsureDefaults() {
 	setStr(&c.DataDir, "./data")
 	setStr(&c.Listen, "127.0.0.1:8420")
 	setInt(&c.Workers, 3)
-	setStr(&c.SHM.Path, "/dev/shm/freshq.seg")
 	setStr(&c.Log.Level, "info")
 	setStr(&c.Log.Format, "json")
 	setDur(&c.Store.GCInterval, 10*time.Minute)
@@ -299,6 +309,148 @@ func (c *Config) EnsureDefaults() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// defaultedKey is a key EnsureDefaults fills when its field is zero. EnsureDefaults cannot tell
+// an absent key from one the file sets to zero, so Parse looks at the file: a key present with
+// its zero value is refused with its line (keepZero false), or kept as written where zero is a
+// real setting (keepZero true). Either way the file's value is what runs, never a silent default.
+type defaultedKey struct {
+	path     string
+	field    any // *string, *int, *int64, *float64, *Duration, *ByteSize or *[]Duration
+	keepZero bool
+}
+
+func (c *Config) defaulted() []defaultedKey {
+	q, r, s := &c.Queue, &c.Render, &c.Supervisor
+	return []defaultedKey{
+		{"data_dir", &c.DataDir, false},
+		{"listen", &c.Listen, false},
+		{"workers", &c.Workers, false},
+		{"log.level", &c.Log.Level, false},
+		{"log.format", &c.Log.Format, false},
+		{"store.gc_interval", &c.Store.GCInterval, false},
+		{"queue.lease_ttl", &q.LeaseTTL, false},
+		{"queue.max_leases", &q.MaxLeases, false},
+		{"queue.release_grace", &q.ReleaseGrace, false},
+		{"queue.claim_floor.guard", &q.ClaimFloor.Guard, false},
+		{"queue.claim_floor.unpin_after", &q.ClaimFloor.UnpinAfter, false},
+		{"queue.ready.capacity", &q.Ready.Capacity, false},
+		{"queue.ready.key_capacity", &q.Ready.KeyCapacity, false},
+		{"queue.ready.sweep_interval", &q.Ready.SweepInterval, false},
+		{"queue.ready.sweep_cap", &q.Ready.SweepCap, false},
+		{"queue.ready.sitemap_boost", &q.Ready.SitemapBoost, false},
+		{"queue.lanes.urgent_max_share", &q.Lanes.UrgentMaxShare, false},
+		{"render.renderer", &r.Renderer, false},
+		{"render.concurrency", &r.Concurrency, false},
+		{"render.timeout", &r.Timeout, false},
+		{"render.default_interval", &r.DefaultInterval, false},
+		{"render.user_agent", &r.UserAgent, false},
+		{"render.max_body", &r.MaxBody, false},
+		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
+		{"render.sim.seed", &r.Sim.Seed, true},          // 0 is a seed like any other
+		{"render.failure_retry.fast_delay", &r.FailureRetry.FastDelay, false},
+		{"render.failure_retry.factor", &r.FailureRetry.Factor, false},
+		{"render.failure_retry.max_backoff", &r.FailureRetry.MaxBackoff, false},
+		{"render.failure_retry.non_sitemap_penalty", &r.FailureRetry.NonSitemapPenalty, false},
+		{"render.suppression.noindex.strikes", &r.Suppression.Noindex.Strikes, false},
+		{"render.suppression.noindex.recheck", &r.Suppression.Noindex.Recheck, false},
+		{"render.suppression.gone.strikes", &r.Suppression.Gone.Strikes, false},
+		{"render.suppression.gone.recheck", &r.Suppression.Gone.Recheck, false},
+		{"render.demand.ladder", &r.Demand.Ladder, false},
+		{"page.swr_ttl", &c.Page.SWRTTL, false},
+		{"sitemap.min_ttl", &c.Sitemap.MinTTL, false},
+		{"sitemap.max_depth", &c.Sitemap.MaxDepth, true}, // 0: follow no index file
+		{"sitemap.max_decompressed", &c.Sitemap.MaxDecompressed, false},
+		{"supervisor.restart_intensity", &s.RestartIntensity, false},
+		{"supervisor.restart_period", &s.RestartPeriod, false},
+		{"supervisor.backoff_min", &s.BackoffMin, false},
+		{"supervisor.backoff_max", &s.BackoffMax, false},
+		{"supervisor.shutdown_timeout", &s.ShutdownTimeout, false},
+		{"supervisor.ready_timeout", &s.ReadyTimeout, false},
+		{"supervisor.watchdog_stall", &s.WatchdogStall, false},
+	}
+}
+
+// fieldValue is the value behind a defaultedKey's field, and whether it is the zero value.
+func fieldValue(field any) (v any, zero bool) {
+	switch f := field.(type) {
+	case *string:
+		return *f, *f == ""
+	case *int:
+		return *f, *f == 0
+	case *int64:
+		return *f, *f == 0
+	case *float64:
+		return *f, *f == 0
+	case *Duration:
+		return *f, *f == 0
+	case *ByteSize:
+		return *f, *f == 0
+	case *[]Duration:
+		return *f, len(*f) == 0
+	}
+	panic(fmt.Sprintf("config: defaulted field of type %T", field))
+}
+
+// zeroField sets a defaultedKey's field back to zero.
+func zeroField(field any) {
+	switch f := field.(type) {
+	case *int:
+		*f = 0
+	case *int64:
+		*f = 0
+	}
+}
+
+// applyDefaults is EnsureDefaults for a file: a key the file sets to a zero that is not a
+// setting is refused with its line, a zero that is one is kept, and only absent keys are
+// defaulted.
+func (c *Config) applyDefaults(file *ast.File) error {
+	var keep []any
+	for _, k := range c.defaulted() {
+		if _, zero := fieldValue(k.field); !zero {
+			continue
+		}
+		line := keyLine(file, k.path)
+		if line == 0 {
+			continue // absent: defaulted below
+		}
+		if k.keepZero {
+			keep = append(keep, k.field)
+			continue
+		}
+		def := ""
+		for _, d := range Default().defaulted() {
+			if d.path == k.path {
+				v, _ := fieldValue(d.field)
+				def = fmt.Sprint(v)
+			}
+		}
+		return &FieldError{Path: k.path, Line: line, Msg: fmt.Sprintf("must not be zero or empty (remove the key for the default, %s)", def)}
+	}
+	c.EnsureDefaults()
+	for _, f := range keep {
+		zeroField(f)
+	}
+	return nil
+}
+
+// keyLine is the line of the key at a dotted path if the file sets it, else 0 (no parent
+// fallback, unlike lineOf).
+func keyLine(file *ast.File, path string) int {
+	if file == nil {
+		return 0
+	}
+	yp, err := yaml.PathString("$." + path)
+	if err != nil {
+		return 0
+	}
+	node, err := yp.FilterFile(file)
+	if err != nil || node == nil {
+		return 0
+	}
+	return node.GetToken().Position.Line
+}
 
 // ReadyEnabled reports queue.ready.enabled.
 func (c *Config) ReadyEnabled() bool { return c.Queue.Ready.Enabled == nil || *c.Queue.Ready.Enabled }
@@ -399,6 +551,8 @@ func (c *Config) Validate() error {
 		return bad("render.concurrency", "must be 1..4096, got %d", r.Concurrency)
 	case r.MaxBody < 1:
 		return bad("render.max_body", "must be positive")
+	case r.MaxBody > MaxPageBody:
+		return bad("render.max_body", "must not exceed %d bytes (32MiB), the largest page the store keeps, got %d", MaxPageBody, r.MaxBody)
 	case r.MaxRedirects < 0:
 		return bad("render.max_redirects", "must not be negative")
 	case *r.FailureRetry.FastRetries < 0:
@@ -432,6 +586,13 @@ func (c *Config) Validate() error {
 		if dev == "" || !validHeaderValue(ua) {
 			return bad("render.user_agents."+dev, "needs a device name and a non-empty single-line User-Agent")
 		}
+		if strings.Contains(dev, KeySeparator) {
+			// Cache keys are device|url: such a device could never be told from its URL.
+			return bad("render.user_agents", "device name %q contains the cache key separator %q", dev, KeySeparator)
+		}
+	}
+	if r.Sim.LatencyMedian < 0 {
+		return bad("render.sim.latency_median", "must not be negative, got %s", r.Sim.LatencyMedian)
 	}
 	if !validHeaderValue(r.UserAgent) {
 		return bad("render.user_agent", "must be a non-empty single-line User-Agent")
@@ -482,6 +643,34 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// CheckReload refuses a reload that changes a key read only when the pool starts: the segment's
+// geometry (workers, shm.path, queue.max_leases, queue.ready.capacity and key_capacity), the
+// listener, the store's directory and options, and the render workers' loops. The running
+// configuration stays in force whole; data is the new file, for the line of the key named.
+func CheckReload(running, next *Config, data []byte) error {
+	for _, k := range []struct {
+		path      string
+		was, want any
+	}{
+		{"workers", running.Workers, next.Workers},
+		{"listen", running.Listen, next.Listen},
+		{"data_dir", running.DataDir, next.DataDir},
+		{"shm.path", running.SHM.Path, next.SHM.Path},
+		{"queue.max_leases", running.Queue.MaxLeases, next.Queue.MaxLeases},
+		{"queue.ready.capacity", running.Queue.Ready.Capacity, next.Queue.Ready.Capacity},
+		{"queue.ready.key_capacity", running.Queue.Ready.KeyCapacity, next.Queue.Ready.KeyCapacity},
+		{"store.sync_writes", running.Store.SyncWrites, next.Store.SyncWrites},
+		{"store.gc_interval", running.Store.GCInterval, next.Store.GCInterval},
+		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},
+	} {
+		if k.was != k.want {
+			return &FieldError{Path: k.path, Line: lineOf(data, k.path),
+				Msg: fmt.Sprintf("changes only on restart (running %v, file %v); reload refused, the running configuration stays", k.was, k.want)}
+		}
+	}
+	return nil
+}
+
 // validDomain accepts a host name or IP address as render.domains means it: no scheme, port,
 // path, wildcard or blank. Internationalized names are allowed as written; the renderer compares
 // them in their ASCII (punycode) form.
@@ -524,7 +713,13 @@ func Parse(data []byte) (*Config, error) {
 	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
 	}
-	c.EnsureDefaults()
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
+	}
+	if err := c.applyDefaults(file); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
@@ -573,6 +768,7 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // ParseDuration parses Go duration syntax with an added "d" unit for days.
 func ParseDuration(s string) (Duration, error) {
 	s = strings.TrimSpace(s)
+	text := s
 	var days int64
 	if i := strings.IndexByte(s, 'd'); i >= 0 {
 		n, err := strconv.ParseInt(s[:i], 10, 64)
@@ -583,10 +779,14 @@ func ParseDuration(s string) (Duration, error) {
 		if s == "" {
 			return Duration(time.Duration(days) * day), nil
 		}
+		// What follows the days adds to them: "1d-23h" would silently mean 1h.
+		if s[0] < '0' || s[0] > '9' {
+			return 0, fmt.Errorf("invalid duration %q: only digits may follow the days", text)
+		}
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q", s)
+		return 0, fmt.Errorf("invalid duration %q", text)
 	}
 	return Duration(time.Duration(days)*day + d), nil
 }
