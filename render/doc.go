@@ -23,6 +23,11 @@
 //   - The allowlist holds on every hop. render.domains is checked on the URL asked for and on every
 //     redirect target before it is dialled: a redirect cannot lead the renderer off the list
 //     (Allowed documents the matching). Only http and https are fetched.
+//   - Internal addresses only when listed. The http renderer (and sitemap fetches, through
+//     NewTransport) dial a loopback, private, link-local, CGNAT, multicast or otherwise internal
+//     address only when render.domains lists that address or, exactly, the name being dialled.
+//     The check runs on the resolved address at dial time, so DNS rebinding cannot pass it, and
+//     its error names the policy, never the address or whether a port answered.
 //   - Bounded memory. A body (or exec's stdout) is read to at most max_body+1 bytes into a buffer
 //     that never grows past that — also after gzip decoding — and a larger one is OutcomeTooLarge;
 //     exec's stderr keeps its last 4 KiB; response headers are capped.
@@ -35,7 +40,8 @@
 // Result.Stage says where a render ended. The names are stable (they reach logs and the row's
 // last-attempt record):
 //
-//	policy   refused before any I/O: the host is not in render.domains (first URL or a redirect)
+//	policy   refused before any connection: the host is not in render.domains, or it resolved to
+//	         an internal address that render.domains does not list (first URL or a redirect)
 //	dial     DNS, TCP connect, TLS handshake
 //	request  writing the request
 //	headers  waiting for and reading the response status and headers; every status-only outcome

@@ -29,6 +29,9 @@ import (
 //     OutcomeRedirectLoop), checking each target before it is dialled: an http(s) URL, a host in
 //     render.domains (else OutcomeBlocked at "policy"), not a URL already visited on this render
 //     (else OutcomeRedirectLoop);
+//   - dials only what the address policy allows (see addressGuard): an internal address that
+//     render.domains does not list explicitly is refused at dial time, on the resolved address,
+//     on every hop (OutcomeBlocked at "policy", with an error that names the policy only);
 //   - classifies the final status: 404 not_found, 410 gone, 408/425/429 and 5xx server_error
 //     (retryable; Status and the retry-after header say which), other 4xx client_error, anything
 //     else that is not 2xx failed — all at "headers", without reading the body;
@@ -54,9 +57,10 @@ func NewHTTP(cfg config.Render) (*HTTP, error) {
 		return nil, errors.New("render: max_redirects must not be negative")
 	}
 	perHost := max(cfg.Concurrency, 2)
+	guard := newAddressGuard(cfg.Domains)
 	t := &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                  guard.proxy,
+		DialContext:            guard.dialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           min(16*perHost, 1024),
 		MaxIdleConnsPerHost:    perHost,
@@ -150,6 +154,12 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		case errors.As(err, &re):
 			res.Headers = nil // those of a 3xx, not of a page
 			return failed(res, re.outcome, re.stage, re.msg)
+		case errors.Is(err, ErrAddressPolicy):
+			var ue *url.Error
+			if errors.As(err, &ue) && ue.URL != "" {
+				res.FinalURL = ue.URL
+			}
+			return failed(res, OutcomeBlocked, StagePolicy, errText(err))
 		case rctx.Err() != nil:
 			return failed(res, OutcomeTimeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout.D(), ph.stage()))
 		default:

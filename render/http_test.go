@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/testdns"
 )
 
 const page = `<!doctype html><html><head><title>hello</title></head><body><p>hello</p></body></html>`
@@ -47,6 +49,7 @@ func newHTTP(t *testing.T, mutate func(*config.Render)) *HTTP {
 	t.Helper()
 	cfg := testConfig("http")
 	cfg.Timeout = config.Duration(10 * time.Second)
+	cfg.Domains = []string{"127.0.0.1"} // the origins are httptest servers on loopback
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -538,3 +541,52 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// An internal address is dialled only when render.domains lists it: the address itself, or the
+// name being dialled exactly. The check is on the resolved address, on every hop.
+func TestHTTPInternalAddressesOnlyWhenListed(t *testing.T) {
+	o := newOrigin(t)
+	_, port, _ := net.SplitHostPort(o.Listener.Addr().String())
+	o.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, page) })
+	o.mux.HandleFunc("/hop", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://www.example.test:"+port+"/", http.StatusFound)
+	})
+	loopback := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	testdns.Use(t, map[string][]netip.Addr{"example.test": loopback, "www.example.test": loopback, "rebind.test": loopback})
+
+	// Not listed: refused at dial time, the origin never contacted, the error naming the policy.
+	for _, tc := range []struct {
+		domains []string
+		url     string
+	}{
+		{nil, o.URL + "/"},                                                  // any host, but loopback is not listed
+		{nil, "http://localhost:" + port + "/"},                             // a name that resolves to loopback
+		{nil, "http://rebind.test:" + port + "/"},                           // passes every URL check, resolves inside
+		{[]string{"example.test"}, "http://www.example.test:" + port + "/"}, // a subdomain of a listed name
+	} {
+		h := newHTTP(t, func(c *config.Render) { c.Domains = tc.domains })
+		res := render(h, tc.url)
+		expect(t, res, OutcomeBlocked, StagePolicy, 0)
+		if !strings.Contains(res.Err, "address policy (render.domains)") || strings.Contains(res.Err, port) ||
+			strings.Contains(res.Err, "dial") || strings.Contains(res.Err, `Get "`) {
+			t.Errorf("%q under %q: Err %q", tc.url, tc.domains, res.Err)
+		}
+	}
+	if n := o.hits.Load(); n != 0 {
+		t.Fatalf("the origin was contacted %d times", n)
+	}
+
+	// Listed: the address, or the name itself.
+	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test", "127.0.0.1"} }), "http://www.example.test:"+port+"/"), OutcomeOK, StageBody, 200)
+	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} }), "http://example.test:"+port+"/"), OutcomeOK, StageBody, 200)
+
+	// A redirect from a listed name to a subdomain that resolves inside: the URL passes the
+	// allowlist, the dial does not.
+	o.hits.Store(0)
+	h := newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} })
+	res := render(h, "http://example.test:"+port+"/hop")
+	expect(t, res, OutcomeBlocked, StagePolicy, 0) // the refused hop has no response
+	if res.FinalURL != "http://www.example.test:"+port+"/" || o.hits.Load() != 1 {
+		t.Errorf("FinalURL %q after %d hits", res.FinalURL, o.hits.Load())
+	}
+}
