@@ -347,7 +347,11 @@ func (s *Sitemaps) execute(run *sitemapRun, req sitemapRequest, body *os.File) e
 }
 
 // client returns the HTTP client of a run: the injected one or a default with render.timeout,
-// either way refusing a redirect outside render.domains.
+// either way refusing a redirect outside render.domains. The default client dials under
+// render's address policy (render.NewTransport): an internal address that render.domains does
+// not list is refused at dial time, on every hop, with an error that names the policy only.
+// An injected client without a Transport gets the same guard; one with its own Transport is
+// used as given.
 func (s *Sitemaps) client(cfg *config.Config) *http.Client {
 	c := &http.Client{Timeout: cfg.Render.Timeout.D()}
 	if s.Client != nil {
@@ -355,6 +359,11 @@ func (s *Sitemaps) client(cfg *config.Config) *http.Client {
 		c = &cp
 	}
 	domains := cfg.Render.Domains
+	if c.Transport == nil {
+		t := render.NewTransport(domains)
+		t.IdleConnTimeout = 30 * time.Second // a transport per run: its idle connections end soon after it
+		c.Transport = t
+	}
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 10 {
 			return errors.New("more than 10 redirects")
