@@ -19,6 +19,10 @@ var (
 	// unsigned bytes, in which a negative int64 would sort after every positive one.
 	ErrNegativeDue = errors.New("store: negative due time")
 
+	// ErrImplausibleDue is returned, with Options.RefuseImplausibleDue, for a due time before
+	// MinDueMs or after MaxDueMs.
+	ErrImplausibleDue = errors.New("store: implausible due time")
+
 	// ErrNegativeInterval is returned for an interval below zero. Zero is legal and means
 	// "absent: resolve the cadence from configuration".
 	ErrNegativeInterval = errors.New("store: negative interval")

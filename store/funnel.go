@@ -32,6 +32,23 @@ import (
 // and lowers the floor to the batch's earliest new due time, inside the critical section it
 // shares with sweep passes (protocol.go).
 
+// Plausible due times, refused outside with Options.RefuseImplausibleDue. A due time is a
+// wall-clock freshness deadline: one before MinDueMs scores as the most overdue row there is,
+// holds the floor down and is granted before everything else; one after MaxDueMs is a typo
+// that would never come due. The API refuses both before they reach the funnel.
+const (
+	MinDueMs = 946_684_800_000   // 2000-01-01T00:00:00Z
+	MaxDueMs = 4_102_444_800_000 // 2100-01-01T00:00:00Z
+)
+
+// checkDue applies Options.RefuseImplausibleDue to a prepared put.
+func (s *Store) checkDue(o *op) error {
+	if s.opts.RefuseImplausibleDue && (o.row.DueAtMs < MinDueMs || o.row.DueAtMs > MaxDueMs) {
+		return fmt.Errorf("%w: %d ms", ErrImplausibleDue, o.row.DueAtMs)
+	}
+	return nil
+}
+
 // Schedule is one schedule put for the funnel. Its fields are unexported: the only way to make
 // one is NewSchedule, which takes every field of the record explicitly. The funnel rejects the
 // zero value with ErrScheduleUnset.
@@ -107,7 +124,7 @@ func (s *Store) WriteSchedule(sch Schedule) error {
 // call may be durable. Writes of one key apply in slice order.
 //
 // Nothing is enqueued if any Write is invalid (ErrScheduleUnset, ErrInvalidTarget,
-// ErrInvalidPage). After Close it returns ErrClosed.
+// ErrInvalidPage, ErrImplausibleDue). After Close it returns ErrClosed.
 func (s *Store) WriteSchedules(ws []Write) error {
 	if len(ws) == 0 {
 		return nil
@@ -115,6 +132,9 @@ func (s *Store) WriteSchedules(ws []Write) error {
 	ops := make([]op, len(ws))
 	for i := range ws {
 		if err := ops[i].preparePut(&ws[i]); err != nil {
+			return fmt.Errorf("store: write %d of %d: %w", i+1, len(ws), err)
+		}
+		if err := s.checkDue(&ops[i]); err != nil {
 			return fmt.Errorf("store: write %d of %d: %w", i+1, len(ws), err)
 		}
 	}
@@ -148,6 +168,9 @@ func (s *Store) refileIfAbsent(ws []Write) (int, error) {
 		if err := ops[i].preparePut(&w); err != nil {
 			return 0, err
 		}
+		if err := s.checkDue(&ops[i]); err != nil {
+			return 0, err
+		}
 		ops[i].kind = opPutIfAbsent
 		if t != nil {
 			ops[i].hasStored, ops[i].storedMs = true, t.StoredIntervalMs
@@ -163,6 +186,9 @@ func (s *Store) refileIfAbsent(ws []Write) (int, error) {
 func (s *Store) RefileIfUnchanged(sch Schedule, was Row) (bool, error) {
 	var o op
 	if err := o.preparePut(&Write{Schedule: sch}); err != nil {
+		return false, err
+	}
+	if err := s.checkDue(&o); err != nil {
 		return false, err
 	}
 	o.kind, o.was = opPutIfUnchanged, was

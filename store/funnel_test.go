@@ -387,3 +387,28 @@ func TestRefileIfUnchanged(t *testing.T) {
 		t.Fatalf("zero schedule: %v", err)
 	}
 }
+
+// With RefuseImplausibleDue, the funnel refuses a due time before MinDueMs or after MaxDueMs
+// on every write path, and writes nothing; without it, any non-negative due time is filed.
+func TestFunnelRefusesImplausibleDue(t *testing.T) {
+	st := openTest(t, &Options{RefuseImplausibleDue: true})
+	for _, due := range []int64{0, MinDueMs - 1, MaxDueMs + 1} {
+		sch := mustSchedule(t, "desktop|https://a.test/", due, false, 0, Lanes{})
+		if err := st.WriteSchedules([]Write{{Schedule: sch}}); !isErr(err, ErrImplausibleDue) {
+			t.Fatalf("due %d: %v", due, err)
+		}
+		if _, err := st.RefileIfUnchanged(sch, Row{}); !isErr(err, ErrImplausibleDue) {
+			t.Fatalf("refile due %d: %v", due, err)
+		}
+		if _, err := st.refileIfAbsent([]Write{{Schedule: sch}}); !isErr(err, ErrImplausibleDue) {
+			t.Fatalf("refile if absent due %d: %v", due, err)
+		}
+	}
+	if _, err := st.GetSchedule([]byte("desktop|https://a.test/")); !isErr(err, ErrNotFound) {
+		t.Fatalf("an implausible due time was filed: %v", err)
+	}
+	for _, due := range []int64{MinDueMs, MaxDueMs} {
+		mustWrite(t, st, Write{Schedule: mustSchedule(t, "desktop|https://a.test/", due, false, 0, Lanes{})})
+	}
+	mustWrite(t, openTest(t, nil), Write{Schedule: mustSchedule(t, "desktop|https://a.test/", 0, false, 0, Lanes{})})
+}

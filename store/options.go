@@ -95,6 +95,13 @@ type Options struct {
 	// (default 1024); callers beyond it wait.
 	QueueLen int
 
+	// RefuseImplausibleDue makes the funnel refuse, with ErrImplausibleDue, a schedule due
+	// before MinDueMs or after MaxDueMs. Worker 0 sets it: its due times are wall-clock
+	// deadlines, and one in 1970 would pin the floor and be granted before every other row.
+	// Off (the default) any non-negative due time is filed, for tests and tools on
+	// synthetic clocks.
+	RefuseImplausibleDue bool
+
 	// Floor is the claim-floor cell (default: a fresh MemFloor at 0). Worker 0 passes the
 	// shared-memory cell.
 	Floor FloorCell

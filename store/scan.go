@@ -29,13 +29,19 @@ type dueStats struct {
 // walk stops after maxRows rows (0 = no cap), at the first row past nowMs (recorded as the
 // next not-yet-due time), at the end of the index, or at the first error.
 func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *Row) error) (dueStats, error) {
+	return walkDueFrom(txn, dueSeekKey(fromMs), fromMs, nowMs, maxRows, visit)
+}
+
+// walkDueFrom is walkDue starting at the due-index key seek (prefix included) rather than at
+// the first key of fromMs; fromMs is the seek's due time, for the order check.
+func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *Row) error) (dueStats, error) {
 	var st dueStats
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
 	var row Row
 	decode := row.Projection.UnmarshalBinary
 	prev := int64(-1)
-	for it.Seek(dueSeekKey(fromMs)); ; it.Next() {
+	for it.Seek(seek); ; it.Next() {
 		if !it.Valid() {
 			st.complete = true
 			return st, nil
@@ -93,6 +99,26 @@ type ScanResult struct {
 // to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
 // consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
 func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
+	return s.scanDue(dueSeekKey(floorMs), floorMs, nowMs, limit)
+}
+
+// ScanDueAfter continues a scan strictly after the row (afterMs, afterKey): the due rows
+// ordered by (due time, cacheKey) past that cursor, up to nowMs, at most limit of them. Pages
+// chained on the last row of the previous page never read a row twice and never skip one,
+// however many rows share one due time: a page of rows that all fall on one millisecond does
+// not hide the rows behind it. A row moved behind the cursor since the previous page (a
+// reschedule to an earlier time) is not revisited; the next scan from the head sees it.
+func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (ScanResult, error) {
+	if afterMs < 0 {
+		return s.ScanDue(0, nowMs, limit)
+	}
+	// The smallest due-index key after (afterMs, afterKey): the key itself with a 0x00 byte
+	// appended, since no other cacheKey lies between a key and that extension.
+	seek := append(dueKey(afterMs, afterKey), 0)
+	return s.scanDue(seek, afterMs, nowMs, limit)
+}
+
+func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResult, error) {
 	var res ScanResult
 	if limit <= 0 {
 		return res, fmt.Errorf("%w: limit %d", ErrInvalidArgument, limit)
@@ -103,7 +129,7 @@ func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	var arena []byte
-	st, err := walkDue(txn, floorMs, nowMs, limit, func(key []byte, r *Row) error {
+	st, err := walkDueFrom(txn, seek, fromMs, nowMs, limit, func(key []byte, r *Row) error {
 		if len(arena)+len(key) > cap(arena) {
 			// Sized for the rows the limit still allows, at most 4 KiB at a time: a claim's
 			// scan of a few rows should not pay for a page of them.
@@ -114,7 +140,7 @@ func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 		return nil
 	})
 	if err != nil {
-		return ScanResult{}, fmt.Errorf("store: scan due from %d: %w", floorMs, err)
+		return ScanResult{}, fmt.Errorf("store: scan due from %d: %w", fromMs, err)
 	}
 	res.FirstDueMs, res.HasFirstDue = st.firstDue, st.hasFirstDue
 	res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue

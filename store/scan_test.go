@@ -238,3 +238,42 @@ func TestPassReadsItsSnapshot(t *testing.T) {
 		t.Fatalf("pass saw %d rows, first %d", n, p.Stats().FirstDueMs)
 	}
 }
+
+// Pages chained on (due, key) read every due row exactly once, even when a whole page shares
+// one due time: the cursor is the last row of the previous page, not its due time.
+func TestScanDueAfterPagesByDueAndKey(t *testing.T) {
+	st := openTest(t, nil)
+	var want []string
+	for i := range 200 {
+		k := fmt.Sprintf("desktop|https://shop.test/same/%03d", i)
+		mustWrite(t, st, Write{Schedule: mustSchedule(t, k, 5_000, false, 0, Lanes{})})
+		want = append(want, k)
+	}
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "desktop|https://shop.test/later", 5_001, false, 0, Lanes{})})
+	want = append(want, "desktop|https://shop.test/later")
+	var got []string
+	res, err := st.ScanDue(0, 9_000, 64)
+	for pages := 0; ; pages++ {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Rows {
+			got = append(got, string(r.Key))
+		}
+		if !res.Capped || pages > 10 {
+			break
+		}
+		last := res.Rows[len(res.Rows)-1]
+		res, err = st.ScanDueAfter(last.DueAtMs, last.Key, 9_000, 64)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("paged %d rows, want %d in order:\n%v", len(got), len(want), got)
+	}
+	// After the last row: nothing; a negative cursor is the start.
+	if res, _ := st.ScanDueAfter(5_001, []byte("desktop|https://shop.test/later"), 9_000, 10); len(res.Rows) != 0 {
+		t.Fatalf("after the last row: %+v", res)
+	}
+	if res, _ := st.ScanDueAfter(-1, nil, 9_000, 1); len(res.Rows) != 1 || string(res.Rows[0].Key) != want[0] {
+		t.Fatalf("from the start: %+v", res)
+	}
+}
