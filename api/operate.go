@@ -165,9 +165,23 @@ func (o *Operate) apply(keys [][]byte, mode string) (int, error) {
 	return len(writes), t.Writer.WriteSchedules(writes)
 }
 
+// PageCSP is the Content-Security-Policy of every stored page GET /v1/pages serves. A stored
+// page is someone else's HTML served from the API's own origin, so it must not run there: no
+// script of any kind (default-src 'none' and no script-src), and a sandbox without
+// allow-scripts, allow-forms or allow-same-origin, which gives the document an opaque origin —
+// even a request it could make would arrive cross-site and be refused by the listener. Images,
+// styles and fonts may load from anywhere so that an operator who opens a page sees it as it
+// looks; none of them can run code. frame-ancestors 'none' keeps the API's origin out of frames.
+const PageCSP = "default-src 'none'; img-src * data:; style-src * 'unsafe-inline'; font-src * data:; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox"
+
 // page serves the stored page of ?url=&device= with its age. Within its cadence plus the
 // route's stale-while-revalidate window it is served (X-Freshq-Stale says whether it is past
-// its cadence); past the window the answer is 404 with the reason.
+// its cadence); past the window the answer is 404 with the reason. Every page carries
+// X-Content-Type-Options: nosniff and PageCSP, set after the page's own headers so that none
+// of those can loosen them. A stored status that is not a final HTTP status (200–599) is
+// answered 502 with a JSON error: a page stored by an older version or a faulty renderer is
+// refused, not passed to WriteHeader, which panics on a code it cannot send.
 func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 	t := o.Targets
 	pol := t.Policy()
@@ -198,9 +212,15 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 			age/1000, cadence/1000, swr/1000))
 		return
 	}
+	if pg.Status < 200 || pg.Status > 599 {
+		writeError(w, http.StatusBadGateway, "", fmt.Sprintf("the stored page has status %d, which is not a final HTTP status (200-599); it is not served until the page is rendered again", pg.Status))
+		return
+	}
 	for _, h := range pg.Headers {
 		w.Header().Set(h.Name, h.Value)
 	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", PageCSP)
 	w.Header().Set("Age", strconv.FormatInt(max(age, 0)/1000, 10))
 	w.Header().Set("X-Freshq-Stale", strconv.FormatBool(age > cadence))
 	w.WriteHeader(int(pg.Status))

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/freshq/freshq/store"
+)
+
+// getPage fetches /v1/pages for u.
+func (n *opNode) getPage(u string) (int, http.Header, []byte) {
+	n.T.Helper()
+	resp, err := http.Get(n.srv.URL + "/v1/pages?url=" + url.QueryEscape(u))
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// storePage writes a page for u as it is, bypassing every check a result goes through: a page
+// stored by an older version, or by a bug, must still be answered without a panic.
+func (n *opNode) storePage(u string, pg store.Page) {
+	n.T.Helper()
+	key := []byte("desktop|" + u)
+	sch, err := store.NewSchedule(key, n.Now()+3600_000, false, 0, store.Lanes{})
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	if err := n.Store.WriteSchedules([]store.Write{{Schedule: sch, Page: &pg}}); err != nil {
+		n.T.Fatal(err)
+	}
+}
+
+// A stored page is served as a document that runs no script and is never sniffed into one, and
+// the page's own headers cannot loosen that.
+func TestPagesCarryNoScriptHeaders(t *testing.T) {
+	n := newOpNode(t)
+	const u = "https://shop.test/c/a"
+	n.storePage(u, store.Page{Status: 200, RenderedAtMs: n.Now(), Body: []byte("<script>alert(1)</script>"), Headers: []store.Header{
+		{Name: "content-type", Value: "text/html"},
+		{Name: "content-security-policy", Value: "script-src *"},
+		{Name: "x-content-type-options", Value: "sniff"},
+	}})
+	code, h, body := n.getPage(u)
+	if code != 200 || string(body) != "<script>alert(1)</script>" || h.Get("Content-Type") != "text/html" {
+		t.Fatalf("%d %v %q", code, h, body)
+	}
+	if got := h.Values("X-Content-Type-Options"); len(got) != 1 || got[0] != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q", got)
+	}
+	if got := h.Values("Content-Security-Policy"); len(got) != 1 || got[0] != PageCSP {
+		t.Errorf("Content-Security-Policy %q", got)
+	}
+	for _, d := range []string{"default-src 'none'", "sandbox"} {
+		if !strings.Contains(PageCSP, d) || strings.Contains(PageCSP, "script-src") || strings.Contains(PageCSP, "allow-scripts") {
+			t.Errorf("PageCSP %q lacks %q or allows scripts", PageCSP, d)
+		}
+	}
+}
+
+// A stored status that HTTP cannot carry as a final answer is a 502 with a JSON error, not a
+// panic in WriteHeader (status 0 is what the exec renderer once stored).
+func TestPagesWithAnInvalidStoredStatus(t *testing.T) {
+	n := newOpNode(t)
+	for _, status := range []uint16{0, 1, 99, 100, 103, 199, 600, 999, 65535} {
+		u := "https://shop.test/c/s" + strings.Repeat("x", int(status%7))
+		n.storePage(u, store.Page{Status: status, RenderedAtMs: n.Now(), Body: []byte("<html>x</html>")})
+		code, h, body := n.getPage(u)
+		var e struct{ Error, Field string }
+		if code != http.StatusBadGateway || json.Unmarshal(body, &e) != nil || e.Field != "" || !strings.Contains(e.Error, "status") ||
+			!strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+			t.Errorf("stored status %d: %d %q", status, code, body)
+		}
+	}
+	for _, status := range []uint16{200, 203, 299, 404, 503, 599} {
+		u := "https://shop.test/c/ok"
+		n.storePage(u, store.Page{Status: status, RenderedAtMs: n.Now(), Body: []byte("<html>x</html>")})
+		if code, _, _ := n.getPage(u); code != int(status) {
+			t.Errorf("stored status %d served as %d", status, code)
+		}
+	}
+}
