@@ -24,8 +24,19 @@
 //
 // The lease table grants at most one unexpired lease per key across all processes. A lease
 // held by a killed process lapses at its expiry. A full window refuses and counts, never
-// overwrites. A release is a CAS from the exact lease granted, so it never shortens somebody
-// else's newer lease; a released key stays unclaimable for the caller's grace.
+// overwrites. A release is a CAS from the grant's own state (its slot and version), so it
+// never shortens somebody else's newer lease; a released key stays unclaimable for the
+// caller's grace.
+//
+// A Lease is a plain value and may come from outside the process (a result batch, a remote
+// renderer): every method taking one checks its slot against the table and its key hash
+// against the slot before it touches anything, whatever the value. Check tells a lease that
+// cannot be this table's (ErrLeaseSlot, ErrLeaseKey) from one that was but is no longer held
+// (ErrLeaseNotHeld: lapsed, released, revoked, re-granted, or never granted). Once a grant is
+// released, revoked or re-granted, no copy of it ever checks again: that is what lets worker 0
+// apply a result at most once per grant. Revoke ends a key's live lease and holds the key for a
+// while, so that neither the in-flight render's result nor a stale ready-set entry undoes an
+// operator's delete, rush or wait; the hold is a grace, with a grace's limits (lease.go).
 //
 // The floor cell lowers only by CAS-min and advances only by CAS from the value the advancer
 // observed.

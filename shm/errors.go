@@ -37,6 +37,21 @@ var (
 	ErrKeyTooLong = errors.New("shm: key longer than the entry's key capacity")
 )
 
+// Errors returned by Leases.Check, for a lease that arrives with a result. The first two mean
+// the lease cannot be one this table granted for that key (a caller's bug or a forged lease:
+// refuse the request); the third means it was, but is not held any more (fence the result).
+var (
+	// ErrLeaseSlot means the lease names a slot past the end of the table.
+	ErrLeaseSlot = errors.New("shm: lease slot out of range")
+
+	// ErrLeaseKey means the lease's key hash is not the hash of the key it came with.
+	ErrLeaseKey = errors.New("shm: lease is not for this key")
+
+	// ErrLeaseNotHeld means the slot no longer holds this grant: it lapsed, was released or
+	// revoked, was granted to someone else since, or was never granted.
+	ErrLeaseNotHeld = errors.New("shm: lease not held")
+)
+
 // VersionError reports a layout version mismatch; it unwraps to ErrVersion.
 type VersionError struct {
 	Got, Want uint32

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"fmt"
 	"sync/atomic"
 	"unsafe"
 )
@@ -41,10 +42,40 @@ import (
 // store are full fences), so of two concurrent acquirers of h at least one sees the other: at
 // most one unexpired lease per key, across all processes.
 //
-// Release(lease): CAS the slot's state from exactly the state the lease was granted with to
-// (now+grace, released, same version). If the lease lapsed and anyone re-acquired the slot, the version
-// differs and the CAS fails: a release can never shorten somebody else's newer lease. A lease
-// whose holder was killed simply lapses at its expiry.
+// Release(lease): CAS the slot's state from the state of the grant (the one it was granted with,
+// or the one an Extend of the same grant moved it to: same version, not released) to
+// (now+grace, released, same version). If the lease lapsed and anyone re-acquired the slot, the
+// version differs and the CAS fails: a release can never shorten somebody else's newer lease. A
+// lease that lapsed but whose slot nobody took is marked released where it lies, its expiry
+// unchanged (so no live slot is created): either way the grant's state never comes back. A
+// lease whose holder was killed simply lapses at its expiry.
+//
+// Check(lease, h): the lease is the slot's grant now iff the slot's state is exactly the
+// lease's, unexpired and not released, and the slot holds h. Since only Acquire writes an
+// unreleased state, and it always moves the version on, a slot that was released, revoked or
+// re-acquired never matches an older lease again (until 2^23 acquisitions of that one slot).
+// A lease from outside the process is checked for range (ErrLeaseSlot) and key (ErrLeaseKey)
+// before any slot is touched; Release and Extend refuse the same leases.
+//
+// Revoke(h, hold): the operator's word beats an in-flight render. For each slot of h's window
+// whose state is live and whose hash is h: a lease is CASed to (now+hold, released, same
+// version), ending it (its holder's Release, Extend and Check all fail from then on: the
+// result it carries is fenced); a grace ending before now+hold is extended to it. If no slot
+// held h, a free slot (or the grace that ends soonest) becomes a grace of h until now+hold,
+// placed like an acquire (state, then hash, then a scan of the window): the hold. So for the
+// hold no Acquire of h succeeds, in particular none from a stale ready-set entry published
+// before the revoke. A concurrent Acquire of h either sees the hold and refuses, or published
+// first and is seen by Revoke's scan after the hold, and ended; an acquirer re-reads its own
+// state before it returns and refuses a grant that was ended under it.
+//
+// The hold is a grace: in a window without a free slot it may be taken over like any grace
+// (counted in gracesEvicted), and in a window of live leases there is no room for it at all
+// (Revoke reports held false). Then a stale ready-set entry may be granted; what it renders
+// is the row as it stands, and worker 0's fencing still keys on the row. Revoke reads a slot's
+// state before its hash, and an acquirer stores its state before its hash: a slot last used by
+// h and being taken by another key at that very instant can be mistaken for h's. The cost is
+// liveness only: that other key's grant is refused, or its render's result fenced, and it is
+// unclaimable until the hold ends; no key ever gets two leases, and no result is applied twice.
 //
 // The version has 23 bits: a stale holder could release a re-acquired slot only if that slot
 // were acquired exactly 2^23 times while the holder stalled, at a lapsed lease's expiry.
@@ -135,7 +166,8 @@ type leaseSlot struct {
 	state, hash, holder, acquiredAt uint64
 }
 
-// slot returns slot i; i < capacity always holds, because every index comes from next.
+// slot returns slot i. i < capacity always holds: every index comes from next, or from
+// slotOf, which checks a lease's slot before it is used.
 func (l *Leases) slot(i uint64) *leaseSlot {
 	return (*leaseSlot)(unsafe.Add(l.slots, i*leaseSlotSize))
 }
@@ -200,6 +232,10 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 			atomic.AddUint64(l.refusedContended, 1)
 			return Lease{}, Contended
 		}
+		if atomic.LoadUint64(&sl.state) != mine { // revoked under us: the slot is now a hold
+			atomic.AddUint64(l.refusedHeld, 1)
+			return Lease{}, Held
+		}
 		return Lease{Slot: uint32(free), State: mine, KeyHash: keyHash}, Acquired
 	}
 	atomic.AddUint64(l.refusedContended, 1)
@@ -219,30 +255,191 @@ func (l *Leases) liveElsewhere(keyHash, home, mine, relNow uint64) bool {
 	return false
 }
 
+// slotOf returns the slot lease names, or false if the lease cannot be one of this table's:
+// its slot is out of range, or the slot holds another key. It is the only way a slot number
+// from a caller reaches slot: a lease from outside the process is never dereferenced unchecked.
+func (l *Leases) slotOf(lease Lease) (*leaseSlot, bool) {
+	if uint64(lease.Slot) >= l.capacity {
+		return nil, false
+	}
+	sl := l.slot(uint64(lease.Slot))
+	return sl, atomic.LoadUint64(&sl.hash) == lease.KeyHash
+}
+
+// sameGrant reports whether st is the state of the grant lease was taken from: the same
+// version, not released (Extend moves only the expiry).
+func sameGrant(st uint64, lease Lease) bool {
+	return st&releasedBit == 0 && lease.State&releasedBit == 0 && st&versionMask == lease.State&versionMask
+}
+
+// Check reports whether lease is, at nowMs, the live grant of the key whose hash is keyHash:
+// nil iff its slot is in range, lease.KeyHash is keyHash, and the slot still holds exactly this
+// grant (the same state, unexpired and not released, and the same key). Otherwise it returns
+// ErrLeaseSlot, ErrLeaseKey or ErrLeaseNotHeld. It writes nothing. Worker 0 calls it under the
+// key's lock before it applies a result, so a result is applied only by the grant's holder,
+// and at most once: the apply releases the grant before the lock is let go.
+func (l *Leases) Check(lease Lease, keyHash uint64, nowMs int64) error {
+	if uint64(lease.Slot) >= l.capacity {
+		return fmt.Errorf("%w: slot %d, table of %d", ErrLeaseSlot, lease.Slot, l.capacity)
+	}
+	if lease.KeyHash != keyHash {
+		return ErrLeaseKey
+	}
+	sl, ok := l.slotOf(lease)
+	st := atomic.LoadUint64(&sl.state)
+	switch {
+	case !ok || st != lease.State:
+		return fmt.Errorf("%w: slot %d was released, revoked or re-granted", ErrLeaseNotHeld, lease.Slot)
+	case st&releasedBit != 0 || st>>expiryShift <= l.rel(nowMs):
+		return fmt.Errorf("%w: slot %d lapsed or was released", ErrLeaseNotHeld, lease.Slot)
+	}
+	return nil
+}
+
 // Release ends lease at nowMs. The key stays unclaimable for graceMs more (the commit-visibility
 // grace: until the result's reschedule is visible to the next sweep); 0 frees it at once.
-// It reports false, and changes nothing, if the lease had already lapsed or been released:
-// a release never touches a lease it does not hold.
+// It releases the grant, whatever expiry an Extend of it moved it to. It reports false if the
+// lease is not this table's (slot out of range, or the slot holds another key), or had already
+// lapsed, been released or been revoked: a release never touches a lease it does not hold. A
+// lapsed lease whose slot nobody took is marked released as it lies (still lapsed), so that
+// Check never again accepts it, whatever the clock does.
 func (l *Leases) Release(lease Lease, nowMs, graceMs int64) bool {
-	if lease.expiresRel() <= l.rel(nowMs) {
+	sl, ok := l.slotOf(lease)
+	if !ok {
 		return false
 	}
-	return atomic.CompareAndSwapUint64(&l.slot(uint64(lease.Slot)).state, lease.State,
-		packState(l.rel(nowMs+graceMs), true, lease.State))
+	relNow := l.rel(nowMs)
+	for {
+		st := atomic.LoadUint64(&sl.state)
+		if !sameGrant(st, lease) {
+			return false
+		}
+		if st>>expiryShift <= relNow {
+			atomic.CompareAndSwapUint64(&sl.state, st, st|releasedBit)
+			return false
+		}
+		if atomic.CompareAndSwapUint64(&sl.state, st, packState(l.rel(nowMs+graceMs), true, st)) {
+			return true
+		}
+	}
 }
 
 // Extend moves a held lease's expiry to nowMs+ttlMs, for a render that outlives its TTL. It
-// reports false if the lease had lapsed or been released; the caller no longer holds the row.
+// reports false if the lease is not this table's, or had lapsed, been released or been
+// revoked; the caller no longer holds the row.
 func (l *Leases) Extend(lease *Lease, nowMs, ttlMs int64) bool {
-	if lease.expiresRel() <= l.rel(nowMs) {
+	sl, ok := l.slotOf(*lease)
+	if !ok || lease.expiresRel() <= l.rel(nowMs) {
 		return false
 	}
 	next := packState(l.rel(nowMs+ttlMs), false, lease.State)
-	if !atomic.CompareAndSwapUint64(&l.slot(uint64(lease.Slot)).state, lease.State, next) {
+	if !atomic.CompareAndSwapUint64(&sl.state, lease.State, next) {
 		return false
 	}
 	lease.State = next
 	return true
+}
+
+// Revoke ends whatever live lease keyHash has at nowMs and keeps the key unclaimable until
+// nowMs+holdMs (the hold; holdMs ≤ 0 only ends the lease). ended reports that a live lease was
+// ended: its holder's result will be fenced. held reports that the key is held until the end
+// of the hold; it is false only when the key's window had no room for the hold (every slot a
+// live lease of another key). Worker 0 calls it under the key's lock, for a delete, rush or
+// wait: whatever render was granted before is not applied over them. The protocol, and the
+// hold's limits, are in the Leases doc.
+func (l *Leases) Revoke(keyHash uint64, nowMs, holdMs int64) (ended, held bool) {
+	relNow, until := l.rel(nowMs), l.rel(nowMs+holdMs)
+	home := keyHash % l.capacity
+	ended, held = l.revokeWindow(keyHash, home, relNow, until)
+	if held || until <= relNow {
+		return ended, true
+	}
+	if !l.placeHold(keyHash, home, relNow, until) {
+		return ended, false
+	}
+	// An acquirer that published before the hold did not see it: end its lease too.
+	e, _ := l.revokeWindow(keyHash, home, relNow, until)
+	return ended || e, true
+}
+
+// revokeWindow ends every live lease of keyHash in its window and extends its graces to
+// until. held reports that a slot of keyHash is live until at least until afterwards.
+func (l *Leases) revokeWindow(keyHash, home, relNow, until uint64) (ended, held bool) {
+	for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
+		sl := l.slot(i)
+		for {
+			st := atomic.LoadUint64(&sl.state)
+			exp := st >> expiryShift
+			if exp <= relNow || atomic.LoadUint64(&sl.hash) != keyHash {
+				break
+			}
+			released := st&releasedBit != 0
+			if released && exp >= until {
+				held = true
+				break
+			}
+			if atomic.CompareAndSwapUint64(&sl.state, st, packState(until, true, st)) {
+				ended = ended || !released
+				held = held || until > relNow
+				break
+			}
+		}
+	}
+	return ended, held
+}
+
+// placeHold makes a free slot of keyHash's window (or the grace that ends soonest) a grace of
+// keyHash until until, as Acquire takes a slot. It reports false if the window is all live
+// leases.
+func (l *Leases) placeHold(keyHash, home, relNow, until uint64) bool {
+	for range 4 { // a lost CAS means another key took the slot; look again
+		free, freeState, found := uint64(0), uint64(0), false
+		grace, graceState, graceFound := uint64(0), uint64(0), false
+		for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
+			st := atomic.LoadUint64(&l.slot(i).state)
+			if exp := st >> expiryShift; exp > relNow {
+				if st&releasedBit != 0 && (!graceFound || exp < graceState>>expiryShift) {
+					grace, graceState, graceFound = i, st, true
+				}
+				continue
+			}
+			if !found {
+				free, freeState, found = i, st, true
+			}
+		}
+		evicting := false
+		if !found {
+			if !graceFound {
+				return false
+			}
+			free, freeState, evicting = grace, graceState, true
+		}
+		sl := l.slot(free)
+		if atomic.CompareAndSwapUint64(&sl.state, freeState, packState(until, true, freeState+1)) {
+			if evicting {
+				atomic.AddUint64(l.gracesEvicted, 1)
+			}
+			atomic.StoreUint64(&sl.hash, keyHash)
+			atomic.StoreUint64(&sl.holder, 0)
+			atomic.StoreUint64(&sl.acquiredAt, 0)
+			return true
+		}
+	}
+	return false
+}
+
+// CountHolder counts holder's live leases at nowMs (graces are not counted). It scans the whole
+// table: it is for capping a remote holder's leases, not for a hot path.
+func (l *Leases) CountHolder(holder uint64, nowMs int64) int {
+	relNow, n := l.rel(nowMs), 0
+	for i := range l.capacity {
+		sl := l.slot(i)
+		st := atomic.LoadUint64(&sl.state)
+		if st>>expiryShift > relNow && st&releasedBit == 0 && atomic.LoadUint64(&sl.holder) == holder {
+			n++
+		}
+	}
+	return n
 }
 
 // LeaseInfo describes a live lease, for explain and /v1/queue.

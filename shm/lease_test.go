@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -253,5 +254,198 @@ func TestGraceGivesWayToALease(t *testing.T) {
 	}
 	if s := l.Stats(epoch + 1); s.GracesEvicted != 1 || s.Live != 2 || s.Graces != 2 {
 		t.Fatalf("stats after one eviction: %+v", s)
+	}
+}
+
+// A lease that arrives from outside the process (a result batch, a remote renderer) may name
+// any slot. None of the methods taking a Lease may reach past the table: out of range is a
+// refusal, and so is a slot that holds another key.
+func TestLeaseFromOutsideIsCheckedBeforeUse(t *testing.T) {
+	l := newLeases(t, 16, 4)
+	h := uint64(5)
+	good, _ := l.Acquire(h, epoch, ttl, 1)
+	for _, slot := range []uint32{16, 17, 1 << 20, 1<<32 - 1} {
+		bad := Lease{Slot: slot, State: good.State, KeyHash: h}
+		if err := l.Check(bad, h, epoch+1); !errors.Is(err, ErrLeaseSlot) {
+			t.Fatalf("check of slot %d: %v, want ErrLeaseSlot", slot, err)
+		}
+		if l.Release(bad, epoch+1, grace) {
+			t.Fatalf("release of slot %d succeeded", slot)
+		}
+		if l.Extend(&bad, epoch+1, ttl) {
+			t.Fatalf("extend of slot %d succeeded", slot)
+		}
+	}
+	other := good
+	other.KeyHash = 6 // the right slot and state, claimed for another key
+	if err := l.Check(other, 6, epoch+1); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("check of a lease whose slot holds another key: %v", err)
+	}
+	if err := l.Check(good, 6, epoch+1); !errors.Is(err, ErrLeaseKey) {
+		t.Fatalf("check of a lease against another key: %v", err)
+	}
+	if l.Release(other, epoch+1, grace) || l.Extend(&other, epoch+1, ttl) {
+		t.Fatal("release or extend of a lease whose hash is not its slot's succeeded")
+	}
+	if err := l.Check(good, h, epoch+1); err != nil {
+		t.Fatalf("the real lease after the refusals: %v", err)
+	}
+}
+
+func TestLeaseCheck(t *testing.T) {
+	l := newLeases(t, 16, 4)
+	lease, _ := l.Acquire(5, epoch, 1000, 1)
+	if err := l.Check(lease, 5, epoch+999); err != nil {
+		t.Fatalf("held lease: %v", err)
+	}
+	for name, bad := range map[string]Lease{
+		"never granted": {Slot: lease.Slot + 1, State: 0, KeyHash: 5},
+		"forged state":  {Slot: lease.Slot, State: lease.State + 1, KeyHash: 5},
+		"zero":          {KeyHash: 5},
+	} {
+		if err := l.Check(bad, 5, epoch+1); !errors.Is(err, ErrLeaseNotHeld) {
+			t.Fatalf("%s: %v, want ErrLeaseNotHeld", name, err)
+		}
+	}
+	if err := l.Check(lease, 5, epoch+1000); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("lapsed lease: %v", err)
+	}
+	// A lapsed lease released late is marked spent where it lies: even a clock that steps back
+	// does not make it held again.
+	if l.Release(lease, epoch+1000, grace) {
+		t.Fatal("release of a lapsed lease succeeded")
+	}
+	if err := l.Check(lease, 5, epoch+10); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("spent lease with the clock stepped back: %v", err)
+	}
+	if _, st := l.Acquire(5, epoch+1000, ttl, 2); st != Acquired {
+		t.Fatalf("the spent slot is not free: %v", st)
+	}
+
+	// Released: not held. Re-granted: the old lease is still not held.
+	l2 := newLeases(t, 16, 4)
+	a, _ := l2.Acquire(7, epoch, ttl, 1)
+	l2.Release(a, epoch+1, 0)
+	if err := l2.Check(a, 7, epoch+1); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("released lease: %v", err)
+	}
+	b, _ := l2.Acquire(7, epoch+2, ttl, 2)
+	if b.Slot != a.Slot {
+		t.Fatalf("re-grant in slot %d, want the key's own slot %d", b.Slot, a.Slot)
+	}
+	if err := l2.Check(a, 7, epoch+3); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("old lease after a re-grant: %v", err)
+	}
+	if err := l2.Check(b, 7, epoch+3); err != nil {
+		t.Fatalf("new lease: %v", err)
+	}
+}
+
+// A release ends the grant, even from a copy of the lease taken before an Extend of it (worker
+// 0 releases with the lease a result carried while the holder may have extended since).
+func TestLeaseReleaseEndsAnExtendedGrant(t *testing.T) {
+	l := newLeases(t, 16, 4)
+	lease, _ := l.Acquire(5, epoch, 1000, 1)
+	before := lease
+	if !l.Extend(&lease, epoch+500, 1000) {
+		t.Fatal("extend failed")
+	}
+	if !l.Release(before, epoch+600, 0) {
+		t.Fatal("release from the pre-extend copy failed")
+	}
+	if err := l.Check(lease, 5, epoch+601); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("extended lease after its release: %v", err)
+	}
+}
+
+func TestLeaseRevoke(t *testing.T) {
+	l := newLeases(t, 16, 4)
+	lease, _ := l.Acquire(5, epoch, ttl, 1)
+	ended, held := l.Revoke(5, epoch+100, grace)
+	if !ended || !held {
+		t.Fatalf("revoke of a live lease: ended %v held %v", ended, held)
+	}
+	if err := l.Check(lease, 5, epoch+101); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("revoked lease checks: %v", err)
+	}
+	if l.Release(lease, epoch+101, grace) {
+		t.Fatal("the revoked holder's release succeeded")
+	}
+	stale := lease
+	if l.Extend(&stale, epoch+101, ttl) {
+		t.Fatal("the revoked holder's extend succeeded")
+	}
+	if _, st := l.Acquire(5, epoch+100+grace-1, ttl, 2); st != Held {
+		t.Fatalf("acquire inside the hold: %v", st)
+	}
+	if _, st := l.Acquire(5, epoch+100+grace, ttl, 2); st != Acquired {
+		t.Fatalf("acquire after the hold: %v", st)
+	}
+
+	// No lease: the hold alone keeps a stale ready-set entry from being granted.
+	if ended, held := l.Revoke(9, epoch, 2*grace); ended || !held {
+		t.Fatalf("revoke of an idle key: ended %v held %v", ended, held)
+	}
+	if info, ok := l.Lookup(9, epoch); !ok || !info.Released || info.ExpiresAtMs != epoch+2*grace {
+		t.Fatalf("the hold: %+v %v", info, ok)
+	}
+	if _, st := l.Acquire(9, epoch+2*grace-1, ttl, 2); st != Held {
+		t.Fatalf("acquire inside the hold of an idle key: %v", st)
+	}
+	// A second revoke lengthens a shorter hold, never shortens a longer one.
+	l.Revoke(9, epoch+1, 3*grace)
+	l.Revoke(9, epoch+2, 1)
+	if info, _ := l.Lookup(9, epoch+2); info.ExpiresAtMs != epoch+1+3*grace {
+		t.Fatalf("hold after two revokes ends at %d, want %d", info.ExpiresAtMs, epoch+1+3*grace)
+	}
+	if s := l.Stats(epoch + 2); s.Live != 1 || s.Graces != 1 {
+		t.Fatalf("stats %+v: one lease (key 5, granted again) and one hold (key 9)", s)
+	}
+
+	// holdMs 0 ends the lease and frees the key at once.
+	a, _ := l.Acquire(11, epoch, ttl, 1)
+	if ended, _ := l.Revoke(11, epoch+1, 0); !ended {
+		t.Fatal("revoke without a hold did not end the lease")
+	}
+	if l.Check(a, 11, epoch+1) == nil {
+		t.Fatal("lease ended without a hold still checks")
+	}
+	if _, st := l.Acquire(11, epoch+1, ttl, 2); st != Acquired {
+		t.Fatalf("acquire after a revoke without a hold: %v", st)
+	}
+}
+
+func TestLeaseRevokeInAWindowOfLiveLeases(t *testing.T) {
+	l := newLeases(t, 4, 4)
+	for k := uint64(1); k <= 4; k++ {
+		l.Acquire(k, epoch, ttl, k)
+	}
+	if ended, held := l.Revoke(99, epoch, grace); ended || held {
+		t.Fatalf("revoke with no room: ended %v held %v, want false false", ended, held)
+	}
+	for k := uint64(1); k <= 4; k++ {
+		if info, ok := l.Lookup(k, epoch); !ok || info.Released {
+			t.Fatalf("key %d lost its lease to a hold", k)
+		}
+	}
+}
+
+func TestLeaseCountHolder(t *testing.T) {
+	l := newLeases(t, 64, 8)
+	for k := uint64(1); k <= 5; k++ {
+		l.Acquire(k, epoch, int64(k)*1000, 7)
+	}
+	other, _ := l.Acquire(50, epoch, ttl, 8)
+	l.Release(other, epoch, grace)
+	held, _ := l.Acquire(51, epoch, ttl, 7)
+	l.Release(held, epoch, grace) // a grace is not a lease
+	if n := l.CountHolder(7, epoch); n != 5 {
+		t.Fatalf("holder 7 at start: %d, want 5", n)
+	}
+	if n := l.CountHolder(7, epoch+2000); n != 3 {
+		t.Fatalf("holder 7 after two lapsed: %d, want 3", n)
+	}
+	if n := l.CountHolder(8, epoch); n != 0 {
+		t.Fatalf("holder 8: %d", n)
 	}
 }
