@@ -51,8 +51,9 @@ import (
 // Outcomes: exit 0 with output → OutcomeOK, or OutcomeNoindex if the page's head has a robots
 // meta noindex (stage "body"); exit 0 without output → OutcomeFailed at "body"; a non-zero exit,
 // a signal, or a command that cannot start → OutcomeFailed at "exec"; the deadline →
-// OutcomeTimeout at "exec". Status is always 0: a process has no HTTP status, so exec never
-// reports not_found or gone.
+// OutcomeTimeout at "exec". A page the command produced (ok or noindex) has Status 200: it is
+// what GET /v1/pages serves, and a stored page must carry a status HTTP can send. Every other
+// outcome has Status 0: a process has no HTTP status, so exec never reports not_found or gone.
 type Exec struct {
 	cfg   config.Render
 	argv  []string
@@ -140,7 +141,7 @@ func (e *Exec) Render(ctx context.Context, req Request) (res Result) {
 	if len(stdout.buf) == 0 {
 		return failed(res, OutcomeFailed, StageBody, "exit 0 with no output"+stderr.quote())
 	}
-	res.Body, res.Stage = stdout.buf, StageBody
+	res.Body, res.Stage, res.Status = stdout.buf, StageBody, http.StatusOK
 	res.Headers = map[string]string{"content-type": http.DetectContentType(res.Body)}
 	if metaNoindex(res.Body) {
 		res.Outcome, res.Err = OutcomeNoindex, "robots meta tag: noindex"

@@ -60,7 +60,8 @@ func TestExecPassesTheURLVerbatimWithoutAShell(t *testing.T) {
 	url := fmt.Sprintf("http://example.com/a;touch %s;rm -rf %s $(touch %s) `touch %s` 'q' \"d\" |cat &bg >x <y *?~ \\n", pwned, dir, pwned, pwned)
 	e := newExec(t, 30*time.Second, os.Args[0], "render-helper", "argv", "--flag=a b")
 	res := e.Render(context.Background(), Request{URL: url, Device: "mobile"})
-	expect(t, res, OutcomeOK, StageBody, 0)
+	// A page the command produced is served as a page: 200, never the 0 of "no response".
+	expect(t, res, OutcomeOK, StageBody, 200)
 
 	start := bytes.Index(res.Body, []byte("<body>")) + len("<body>")
 	end := bytes.Index(res.Body, []byte("</body>"))
@@ -120,7 +121,7 @@ func TestExecEmptyOutputFails(t *testing.T) {
 func TestExecNoindex(t *testing.T) {
 	e := newExec(t, 30*time.Second, "/bin/sh", "-c", `printf '<html><head><meta name="robots" content="noindex"></head><body>%s</body></html>' "$1"`, "sh")
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeNoindex, StageBody, 0)
+	expect(t, res, OutcomeNoindex, StageBody, 200)
 	if !bytes.Contains(res.Body, []byte("http://example.com/")) {
 		t.Errorf("body %q", res.Body)
 	}
@@ -151,7 +152,7 @@ func TestExecKillsWhatItLeavesBehind(t *testing.T) {
 	script := `sleep 60 & echo "$!" > "$0"; echo "<html><body>$1</body></html>"`
 	e := newExec(t, 30*time.Second, "/bin/sh", "-c", script, pidfile)
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeOK, StageBody, 0)
+	expect(t, res, OutcomeOK, StageBody, 200)
 	if res.Duration > 20*time.Second {
 		t.Fatalf("took %s", res.Duration)
 	}
@@ -178,7 +179,7 @@ func TestExecOutputOverTheLimitIsKilled(t *testing.T) {
 	cfg.Exec.Command = []string{"/bin/sh", "-c", `head -c 4096 /dev/zero | tr '\0' a`}
 	e, _ = NewExec(cfg)
 	res = e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeOK, StageBody, 0) // exactly max_body is fine
+	expect(t, res, OutcomeOK, StageBody, 200) // exactly max_body is fine
 	if len(res.Body) != 4096 {
 		t.Fatalf("%d bytes", len(res.Body))
 	}
