@@ -48,6 +48,7 @@ type Config struct {
 	Page       Page       `yaml:"page"`       //
 	Sitemap    Sitemap    `yaml:"sitemap"`    //
 	Supervisor Supervisor `yaml:"supervisor"` //
+	HTTP       HTTP       `yaml:"http"`       // the public listener
 }
 
 // SHM locates the shared-memory segment.
@@ -198,6 +199,18 @@ type Supervisor struct {
 	WatchdogStall    Duration `yaml:"watchdog_stall"`    // 30s without a heartbeat stops WATCHDOG=1
 }
 
+// HTTP configures the public listener (listen): the names a request's Host may carry, and how
+// long and how many connections it keeps, so that a slow or idle client is cut at a bound.
+type HTTP struct {
+	Hosts             []string `yaml:"hosts"`               // none: names Host may carry besides listen's host and localhost (DNS rebinding guard)
+	MaxConns          int      `yaml:"max_conns"`           // 512 connections at once; more wait to be accepted
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // 10s to send a request's headers
+	ReadTimeout       Duration `yaml:"read_timeout"`        // 1m to send a whole request
+	WriteTimeout      Duration `yaml:"write_timeout"`       // 1m to answer, from the end of the request's headers
+	BulkTimeout       Duration `yaml:"bulk_timeout"`        // 10m: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
+	IdleTimeout       Duration `yaml:"idle_timeout"`        // 2m a keep-alive connection may wait for its next request
+}
+
 // Default returns the configuration with every default filled in.
 func Default() *Config {
 	c := &Config{}
@@ -306,6 +319,14 @@ func (c *Config) EnsureDefaults() {
 	setDur(&s.ShutdownTimeout, 30*time.Second)
 	setDur(&s.ReadyTimeout, 60*time.Second)
 	setDur(&s.WatchdogStall, 30*time.Second)
+
+	h := &c.HTTP
+	setInt(&h.MaxConns, 512)
+	setDur(&h.ReadHeaderTimeout, 10*time.Second)
+	setDur(&h.ReadTimeout, time.Minute)
+	setDur(&h.WriteTimeout, time.Minute)
+	setDur(&h.BulkTimeout, 10*time.Minute)
+	setDur(&h.IdleTimeout, 2*time.Minute)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -368,6 +389,12 @@ func (c *Config) defaulted() []defaultedKey {
 		{"supervisor.shutdown_timeout", &s.ShutdownTimeout, false},
 		{"supervisor.ready_timeout", &s.ReadyTimeout, false},
 		{"supervisor.watchdog_stall", &s.WatchdogStall, false},
+		{"http.max_conns", &c.HTTP.MaxConns, false},
+		{"http.read_header_timeout", &c.HTTP.ReadHeaderTimeout, false},
+		{"http.read_timeout", &c.HTTP.ReadTimeout, false},
+		{"http.write_timeout", &c.HTTP.WriteTimeout, false},
+		{"http.bulk_timeout", &c.HTTP.BulkTimeout, false},
+		{"http.idle_timeout", &c.HTTP.IdleTimeout, false},
 	}
 }
 
@@ -501,6 +528,11 @@ func (c *Config) Validate() error {
 		{"supervisor.shutdown_timeout", c.Supervisor.ShutdownTimeout},
 		{"supervisor.ready_timeout", c.Supervisor.ReadyTimeout},
 		{"supervisor.watchdog_stall", c.Supervisor.WatchdogStall},
+		{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout},
+		{"http.read_timeout", c.HTTP.ReadTimeout},
+		{"http.write_timeout", c.HTTP.WriteTimeout},
+		{"http.bulk_timeout", c.HTTP.BulkTimeout},
+		{"http.idle_timeout", c.HTTP.IdleTimeout},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -630,6 +662,9 @@ func (c *Config) Validate() error {
 	if c.Supervisor.BackoffMin > c.Supervisor.BackoffMax {
 		return bad("supervisor.backoff_min", "must not exceed backoff_max")
 	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
+	}
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -639,6 +674,26 @@ func (c *Config) Validate() error {
 	case "json", "console":
 	default:
 		return bad("log.format", "must be json or console, got %q", c.Log.Format)
+	}
+	return nil
+}
+
+func (h *HTTP) validate() error {
+	bad := func(path, format string, args ...any) error {
+		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case h.MaxConns < 1 || h.MaxConns > 1<<20:
+		return bad("http.max_conns", "must be 1..1048576, got %d", h.MaxConns)
+	case h.ReadHeaderTimeout > h.ReadTimeout:
+		return bad("http.read_header_timeout", "%s exceeds http.read_timeout %s, which includes the headers", h.ReadHeaderTimeout, h.ReadTimeout)
+	case h.BulkTimeout < h.ReadTimeout || h.BulkTimeout < h.WriteTimeout:
+		return bad("http.bulk_timeout", "%s must be at least http.read_timeout and http.write_timeout", h.BulkTimeout)
+	}
+	for i, d := range h.Hosts {
+		if !validDomain(d) {
+			return bad(fmt.Sprintf("http.hosts[%d]", i), "must be a host name such as freshq.internal or an IP address (no scheme, port, path or wildcard), got %q", d)
+		}
 	}
 	return nil
 }
@@ -662,6 +717,11 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"store.sync_writes", running.Store.SyncWrites, next.Store.SyncWrites},
 		{"store.gc_interval", running.Store.GCInterval, next.Store.GCInterval},
 		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},
+		{"http.max_conns", running.HTTP.MaxConns, next.HTTP.MaxConns},
+		{"http.read_header_timeout", running.HTTP.ReadHeaderTimeout, next.HTTP.ReadHeaderTimeout},
+		{"http.read_timeout", running.HTTP.ReadTimeout, next.HTTP.ReadTimeout},
+		{"http.write_timeout", running.HTTP.WriteTimeout, next.HTTP.WriteTimeout},
+		{"http.idle_timeout", running.HTTP.IdleTimeout, next.HTTP.IdleTimeout},
 	} {
 		if k.was != k.want {
 			return &FieldError{Path: k.path, Line: lineOf(data, k.path),
