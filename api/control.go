@@ -69,10 +69,14 @@ func (j Job) ClaimJob() claim.Job {
 type claimRequest struct {
 	N      int    `json:"n"`
 	Holder uint64 `json:"holder"`
+	TTLMs  int64  `json:"ttl_ms,omitempty"` // the lease TTL asked for; 0: queue.lease_ttl
 }
 
 type claimResponse struct {
 	Jobs []Job `json:"jobs"`
+	// QueuedBehindLeases: no job, because the bounded scan read only leased rows and more are
+	// due behind them (claim.ErrQueuedBehindLeases). Not "nothing to do".
+	QueuedBehindLeases bool `json:"queued_behind_leases,omitempty"`
 }
 
 type resultsRequest struct {
@@ -118,7 +122,15 @@ func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "n", "must be 1..10000")
 		return
 	}
-	jobs, err := c.Index.ClaimIndex(r.Context(), req.N, req.Holder)
+	if req.TTLMs < 0 {
+		writeError(w, http.StatusBadRequest, "ttl_ms", "must not be negative")
+		return
+	}
+	jobs, err := c.Index.ClaimIndex(r.Context(), claim.IndexClaim{N: req.N, Holder: req.Holder, TTLMs: req.TTLMs})
+	if errors.Is(err, claim.ErrQueuedBehindLeases) {
+		writeJSON(w, http.StatusOK, claimResponse{Jobs: []Job{}, QueuedBehindLeases: true})
+		return
+	}
 	if err != nil {
 		c.Log.Error().Err(err).Msg("index claim failed")
 		writeError(w, http.StatusServiceUnavailable, "", "index claim failed")
@@ -275,11 +287,15 @@ func (c *Client) postBody(ctx context.Context, path, contentType string, body []
 	return nil
 }
 
-// ClaimIndex asks worker 0 for up to n jobs from the floored index scan.
-func (c *Client) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.Job, error) {
+// ClaimIndex asks worker 0 for up to req.N jobs from the floored index scan. It returns
+// claim.ErrQueuedBehindLeases when worker 0 says so.
+func (c *Client) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]claim.Job, error) {
 	var resp claimResponse
-	if err := c.post(ctx, PathClaim, claimRequest{N: n, Holder: holder}, &resp); err != nil {
+	if err := c.post(ctx, PathClaim, claimRequest{N: req.N, Holder: req.Holder, TTLMs: req.TTLMs}, &resp); err != nil {
 		return nil, err
+	}
+	if resp.QueuedBehindLeases && len(resp.Jobs) == 0 {
+		return nil, claim.ErrQueuedBehindLeases
 	}
 	jobs := make([]claim.Job, len(resp.Jobs))
 	for i, j := range resp.Jobs {

@@ -53,7 +53,7 @@ func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
 	if st, err := cl.Status(ctx); err != nil || !st.Serving || st.Sweeps != 7 {
 		t.Fatalf("status %+v %v", st, err)
 	}
-	jobs, err := cl.ClaimIndex(ctx, 2, 42)
+	jobs, err := cl.ClaimIndex(ctx, claim.IndexClaim{N: 2, Holder: 42})
 	if err != nil || len(jobs) != 2 || string(jobs[0].Key) != keys[0] || jobs[0].Source != claim.SourceIndex {
 		t.Fatalf("claim %+v %v", jobs, err)
 	}
@@ -129,7 +129,7 @@ func TestControlRejectsBadInputNamingTheField(t *testing.T) {
 			t.Errorf("%s %q: %d %s, want %d containing %s", tc.path, tc.body, resp.StatusCode, b.String(), tc.code, tc.want)
 		}
 	}
-	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).ClaimIndex(context.Background(), 1, 1); !errors.Is(err, ErrUnavailable) {
+	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).ClaimIndex(context.Background(), claim.IndexClaim{N: 1, Holder: 1}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("unreachable worker 0: %v", err)
 	}
 }

@@ -3,8 +3,11 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -84,7 +87,7 @@ func TestPostTargetsRejectsEachBadItemByField(t *testing.T) {
 	if code != 200 || out.Accepted != 2 || out.Rejected != 9 {
 		t.Fatalf("%d %+v", code, out)
 	}
-	want := map[int]string{0: "url", 1: "url", 2: "url", 4: "interval", 5: "interval", 6: "device", 7: "source", 8: "due", 9: ""}
+	want := map[int]string{0: "url", 1: "url", 2: "url", 4: "interval", 5: "interval", 6: "device", 7: "source", 8: "due", 9: "colour"}
 	for _, ie := range out.Errors {
 		if f, ok := want[ie.Index]; !ok || f != ie.Field || ie.Error == "" {
 			t.Errorf("item %d: field %q (%s), want %q", ie.Index, ie.Field, ie.Error, want[ie.Index])
@@ -144,4 +147,153 @@ func TestQueueView(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Floor.Ms != -5 || !v.Ready.Enabled || len(v.Backlog) != 4 || v.Leases.Capacity == 0 {
 		t.Fatalf("%+v %v", v, err)
 	}
+}
+
+// A key named twice in one request: the items apply in order, the later merged over the earlier
+// (what it omits keeps the earlier item's value), and both are reported as landed.
+func TestPostTargetsRepeatedKeyMergesInOrder(t *testing.T) {
+	e, srv := targetsServer(t)
+	code, out := postTargets(t, srv, `[
+		{"url": "https://shop.test/a", "interval": "12h"},
+		{"url": "https://shop.test/b"},
+		{"url": "https://shop.test/a", "source": "discovered", "due": "2027-01-01T00:00:00Z"}
+	]`)
+	if code != 200 || out.Accepted != 3 || out.Merged != 1 || out.Rejected != 0 {
+		t.Fatalf("%d %+v", code, out)
+	}
+	row, err := e.Store.GetSchedule([]byte("desktop|https://shop.test/a"))
+	if err != nil || row.EffectiveIntervalMs != 12*hour || row.DueAtMs != 1798761600000 || row.FromSitemap {
+		t.Fatalf("the repeat dropped the first item's fields: %+v %v", row, err)
+	}
+	if tg, _ := e.Store.GetTarget([]byte("desktop|https://shop.test/a")); tg.Source != store.SourceDiscovered || tg.StoredIntervalMs != 12*hour {
+		t.Fatalf("target %+v", tg)
+	}
+}
+
+// A body that stops being JSON after 1,000 items landed says so: the count of what landed, and
+// the index where it stopped.
+func TestPostTargetsSyntaxErrorReportsWhatLanded(t *testing.T) {
+	e, srv := targetsServer(t)
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 1001 {
+		fmt.Fprintf(&b, `{"url": "https://shop.test/p/%d"},`, i)
+	}
+	b.WriteString(`{"url": "https://shop.test/q"]`) // a bracket that does not match
+	resp, err := http.Post(srv.URL+"/v1/targets", "application/json", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out TargetsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 400 || out.Accepted != 1001 || out.Error == "" || out.StoppedAt == nil || *out.StoppedAt != 1001 {
+		t.Fatalf("%d %+v", resp.StatusCode, out)
+	}
+	if _, err := e.Store.GetSchedule([]byte("desktop|https://shop.test/p/1000")); err != nil {
+		t.Fatalf("item 1000 did not land: %v", err)
+	}
+	// A break between items (not inside one) stops the body the same way.
+	code, out := postTargets(t, srv, `[{"url": "https://shop.test/x"} {"url": "https://shop.test/y"}]`)
+	if code != 400 || out.Accepted != 1 || out.StoppedAt == nil || *out.StoppedAt != 1 {
+		t.Fatalf("missing comma: %d %+v", code, out)
+	}
+}
+
+// An omitted field keeps its stored value: source, interval and due, whatever set them.
+func TestPostTargetsOmittedSourceKeepsStored(t *testing.T) {
+	e, srv := targetsServer(t)
+	for _, src := range []string{"discovered", "sitemap"} {
+		u := "https://shop.test/" + src
+		postTargets(t, srv, `[{"url": "`+u+`", "source": "`+src+`", "interval": "6h"}]`)
+		if code, out := postTargets(t, srv, `{"url": "`+u+`"}`); code != 200 || out.Accepted != 1 {
+			t.Fatalf("%d %+v", code, out)
+		}
+		tg, _ := e.Store.GetTarget([]byte("desktop|" + u))
+		row, _ := e.Store.GetSchedule([]byte("desktop|" + u))
+		if tg.Source.String() != src || row.FromSitemap != (src == "sitemap") || tg.StoredIntervalMs != 6*hour {
+			t.Fatalf("%s: an omitted source reset the target: %+v, row %+v", src, tg, row)
+		}
+	}
+	// A new target without a source is an API target.
+	postTargets(t, srv, `{"url": "https://shop.test/new"}`)
+	if tg, _ := e.Store.GetTarget([]byte("desktop|https://shop.test/new")); tg.Source != store.SourceAPI {
+		t.Fatalf("new target %+v", tg)
+	}
+}
+
+func TestPostTargetsBodyShapes(t *testing.T) {
+	_, srv := targetsServer(t)
+	// Trailing garbage after the array is an error, reported with what landed.
+	code, out := postTargets(t, srv, `[{"url": "https://shop.test/a"}] garbage`)
+	if code != 400 || out.Accepted != 1 || out.Error == "" {
+		t.Fatalf("trailing garbage: %d %+v", code, out)
+	}
+	// A pretty-printed single object is one item.
+	code, out = postTargets(t, srv, "{\n  \"url\": \"https://shop.test/pretty\",\n  \"interval\": \"6h\"\n}\n")
+	if code != 200 || out.Accepted != 1 || out.Rejected != 0 {
+		t.Fatalf("pretty-printed object: %d %+v", code, out)
+	}
+	// A due time before 2000 or after 2100 is refused naming due: 1970 would be granted first.
+	for _, due := range []string{"1970-01-01T00:00:00Z", "1999-12-31T23:59:59Z", "2100-01-01T00:00:01Z"} {
+		code, out = postTargets(t, srv, `{"url": "https://shop.test/due", "due": "`+due+`"}`)
+		if code != 400 || out.Rejected != 1 || out.Errors[0].Field != "due" {
+			t.Fatalf("due %s: %d %+v", due, code, out)
+		}
+	}
+	// An unknown field and a field of the wrong type are named.
+	code, out = postTargets(t, srv, `[{"url": "https://shop.test/g", "colour": "red"}, {"url": 5}, {"url": "https://shop.test/ok"}]`)
+	if code != 200 || out.Accepted != 1 || len(out.Errors) != 2 || out.Errors[0].Field != "colour" || out.Errors[1].Field != "url" {
+		t.Fatalf("field names: %d %+v", code, out)
+	}
+}
+
+// An item over MaxTargetItem is rejected by index without being held; its neighbours land. A
+// body of one huge item costs the decoder its buffers, not the item.
+func TestPostTargetsItemBoundedByBytes(t *testing.T) {
+	e, srv := targetsServer(t)
+	huge := `{"url": "https://shop.test/` + strings.Repeat("x", MaxTargetItem) + `"}`
+	code, out := postTargets(t, srv, `[{"url": "https://shop.test/a"}, `+huge+`, {"url": "https://shop.test/b"}]`)
+	if code != 200 || out.Accepted != 2 || out.Rejected != 1 || out.Errors[0].Index != 1 || !strings.Contains(out.Errors[0].Error, "bytes") {
+		t.Fatalf("%d %+v", code, out)
+	}
+	for _, ndjson := range []bool{false, true} {
+		body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/`), &repeatReader{b: 'x', n: 32 << 20}, strings.NewReader(`"}]`))
+		if ndjson {
+			body = io.MultiReader(strings.NewReader(`{"url": "https://shop.test/`), &repeatReader{b: 'x', n: 32 << 20}, strings.NewReader(`"}`))
+		}
+		h := &Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}
+		req := httptest.NewRequest("POST", "/v1/targets", body)
+		rec := httptest.NewRecorder()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		h.post(rec, req)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+			t.Errorf("ndjson %v: a 32 MiB item allocated %d bytes", ndjson, alloc)
+		}
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"rejected":1`) {
+			t.Errorf("ndjson %v: %d %s", ndjson, rec.Code, rec.Body)
+		}
+	}
+}
+
+// repeatReader yields n copies of b.
+type repeatReader struct {
+	b byte
+	n int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(len(p), r.n)]
+	for i := range p {
+		p[i] = r.b
+	}
+	r.n -= len(p)
+	return len(p), nil
 }

@@ -20,6 +20,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -56,11 +57,34 @@ type Job struct {
 	Lease       shm.Lease
 }
 
-// Fallback grants up to n jobs from the floored index scan, leased for holder. Worker 0
-// implements it over its store (IndexSource); a render worker implements it as a call to
-// worker 0 over the control socket.
+// Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for
+// req.TTLMs. Worker 0 implements it over its store (IndexSource); a render worker implements
+// it as a call to worker 0 over the control socket. It returns ErrQueuedBehindLeases, with no
+// job, when its bounded scan found only leased rows and more due rows behind them.
 type Fallback interface {
-	ClaimIndex(ctx context.Context, n int, holder uint64) ([]Job, error)
+	ClaimIndex(ctx context.Context, req IndexClaim) ([]Job, error)
+}
+
+// IndexClaim is one request to the index fallback.
+type IndexClaim struct {
+	N      int
+	Holder uint64
+	TTLMs  int64 // the lease TTL asked for; resolved by LeaseTTL
+}
+
+// MinLeaseTTL is the shortest lease a claim may ask for: a render that cannot finish in a
+// minute cannot finish at all, and a shorter lease only churns the table. A claim's TTL lies
+// in [MinLeaseTTL, queue.lease_ttl] on every path.
+const MinLeaseTTL = time.Minute
+
+// LeaseTTL resolves the TTL a claim asked for against queue.lease_ttl (maxMs): 0 means maxMs,
+// and anything else is held within [MinLeaseTTL, maxMs]. Callers that take a TTL from outside
+// the process refuse one out of that range before they get here.
+func LeaseTTL(maxMs, requestedMs int64) int64 {
+	if requestedMs <= 0 {
+		return maxMs
+	}
+	return min(max(requestedMs, MinLeaseTTL.Milliseconds()), maxMs)
 }
 
 // Options wires a Claimer.
@@ -87,24 +111,29 @@ func (c *Claimer) Claim(ctx context.Context, n int) ([]Job, error) {
 	return c.ClaimTTL(ctx, n, 0)
 }
 
-// ClaimTTL is Claim with leases of ttlMs instead of queue.lease_ttl (0 = queue.lease_ttl), for a
-// remote renderer that states how long it needs. Jobs served by the fallback keep its TTL.
+// ClaimTTL is Claim with leases of ttlMs instead of queue.lease_ttl, for a remote renderer that
+// states how long it needs; the TTL is resolved by LeaseTTL, on the ready path and the
+// fallback's alike.
 func (c *Claimer) ClaimTTL(ctx context.Context, n int, ttlMs int64) ([]Job, error) {
+	return c.ClaimFor(ctx, n, ttlMs, c.opts.Holder)
+}
+
+// ClaimFor is ClaimTTL on behalf of holder rather than the Claimer's own: worker 0 claims for
+// each remote renderer under that renderer's holder id, so that its leases are counted and
+// explained as its own.
+func (c *Claimer) ClaimFor(ctx context.Context, n int, ttlMs int64, holder uint64) ([]Job, error) {
 	cfg := c.opts.Policy().Config()
 	now := c.opts.Now()
-	ttl := cfg.Queue.LeaseTTL.Ms()
-	if ttlMs > 0 {
-		ttl = ttlMs
-	}
+	ttl := LeaseTTL(cfg.Queue.LeaseTTL.Ms(), ttlMs)
 	jobs := make([]Job, 0, n)
 	if cfg.ReadyEnabled() {
-		jobs = c.takeReady(jobs, n, now, ttl)
+		jobs = c.takeReady(jobs, n, now, ttl, holder)
 		c.observeLateness(jobs, now)
 	}
 	if len(jobs) == n || c.opts.Fallback == nil {
 		return jobs, nil
 	}
-	more, err := c.opts.Fallback.ClaimIndex(ctx, n-len(jobs), c.opts.Holder)
+	more, err := c.opts.Fallback.ClaimIndex(ctx, IndexClaim{N: n - len(jobs), Holder: holder, TTLMs: ttl})
 	if err != nil {
 		return jobs, fmt.Errorf("claim: index fallback: %w", err)
 	}
@@ -136,7 +165,7 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 // takeReady takes from the ready set until it has n jobs or the set stops serving. Each take
 // consumes its entry (at most once per generation), whether or not the lease is granted: a
 // refused entry is leased by someone else, who is rendering it.
-func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64) []Job {
+func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []Job {
 	ready, leases := c.opts.Segment.Ready(), c.opts.Segment.Leases()
 	var e shm.Entry
 	granted, refused := 0, 0
@@ -144,7 +173,7 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64) []Job {
 		if ready.Take(&e) != shm.Taken {
 			break // cold, exhausted, disabled or busy: the fallback serves the rest
 		}
-		lease, st := leases.Acquire(e.KeyHash, now, ttl, c.opts.Holder)
+		lease, st := leases.Acquire(e.KeyHash, now, ttl, holder)
 		if st == shm.Full {
 			refused++
 			break // the table is full around this key; another take will likely meet the same

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -38,6 +39,11 @@ func (c *countingScanner) ScanDue(floor, now int64, limit int) (store.ScanResult
 	c.scans.Add(1)
 	c.lastFrom.Store(floor)
 	return c.Scanner.ScanDue(floor, now, limit)
+}
+
+func (c *countingScanner) ScanDueAfter(afterMs int64, afterKey []byte, now int64, limit int) (store.ScanResult, error) {
+	c.scans.Add(1)
+	return c.Scanner.ScanDueAfter(afterMs, afterKey, now, limit)
 }
 
 type node struct {
@@ -101,7 +107,7 @@ func TestHomepageGrantedFirstWithZeroIndexReads(t *testing.T) {
 		t.Fatalf("the claim made %d index reads, want 0", s)
 	}
 	// The old order for comparison: the index scan grants the oldest product first.
-	idx, err := n.index.ClaimIndex(context.Background(), 1, 9)
+	idx, err := n.index.ClaimIndex(context.Background(), IndexClaim{N: 1, Holder: 9})
 	if err != nil || len(idx) != 1 || string(idx[0].Key) == home {
 		t.Fatalf("index order granted %+v %v", idx, err)
 	}
@@ -198,12 +204,12 @@ func TestLeasedRowNeverGrantedTwice(t *testing.T) {
 	}
 	jobs, _ = n.claimer(2).Claim(context.Background(), 20)
 	grant(jobs)
-	jobs, _ = n.index.ClaimIndex(context.Background(), 20, 3)
+	jobs, _ = n.index.ClaimIndex(context.Background(), IndexClaim{N: 20, Holder: 3})
 	grant(jobs)
 	if len(held) != 20 {
 		t.Fatalf("%d of 20 rows granted", len(held))
 	}
-	if idx, _ := n.index.ClaimIndex(context.Background(), 20, 3); len(idx) != 0 {
+	if idx, _ := n.index.ClaimIndex(context.Background(), IndexClaim{N: 20, Holder: 3}); len(idx) != 0 {
 		t.Fatalf("the index granted %d leased rows", len(idx))
 	}
 }
@@ -314,4 +320,86 @@ func TestFloorInvariantUnderRandomOperations(t *testing.T) {
 		t.Fatal("the run never exercised the index fallback")
 	}
 	t.Logf("floor advanced in %d sweeps; %d index scans", advanced, n.scanner.scans.Load())
+}
+
+// The bulk-import shape: the ready set disabled, 200 rows at one due ms, nothing completed.
+// Paging on the due time alone granted the first page (64) and then nothing; paging on (due,
+// key) grants all 200 across claims, each once.
+func TestIndexFallbackPagesPastLeasedRowsAtOneDueMs(t *testing.T) {
+	n := newNode(t, routes+"queue:\n  ready: {enabled: false}\n")
+	for i := range 200 {
+		n.Put(fmt.Sprintf("desktop|https://shop.test/c/%03d", i), start-hour, true, 0, store.Lanes{})
+	}
+	c := n.claimer(1)
+	held := map[string]bool{}
+	for claims := 0; claims < 100 && len(held) < 200; claims++ {
+		jobs, err := c.Claim(context.Background(), 8)
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("claim %d after %d granted: %d jobs, %v", claims, len(held), len(jobs), err)
+		}
+		for _, j := range jobs {
+			if held[string(j.Key)] {
+				t.Fatalf("%q granted twice", j.Key)
+			}
+			held[string(j.Key)] = true
+		}
+	}
+	if len(held) != 200 {
+		t.Fatalf("%d of 200 granted", len(held))
+	}
+	if jobs, err := c.Claim(context.Background(), 8); len(jobs) != 0 || err != nil {
+		t.Fatalf("every row leased and the scan read them all: %d jobs, %v; want empty", len(jobs), err)
+	}
+}
+
+// A claim whose bounded scan read only leased rows, with more due behind them, says so: it is
+// not "nothing to do". With fewer due rows than the bound, every row leased is "empty".
+func TestIndexFallbackSaysQueuedBehindLeases(t *testing.T) {
+	n := newNode(t, routes+"queue:\n  ready: {enabled: false}\n")
+	const rows = maxIndexPages*64 + 50
+	for i := range rows {
+		n.Put(fmt.Sprintf("desktop|https://shop.test/c/%04d", i), start-hour-int64(i%3), true, 0, store.Lanes{})
+	}
+	got := 0
+	for got < rows-10 {
+		jobs, err := n.index.ClaimIndex(context.Background(), IndexClaim{N: min(500, rows-10-got), Holder: 5})
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("after %d: %d %v", got, len(jobs), err)
+		}
+		got += len(jobs)
+	}
+	// 10 rows are left unleased, behind more than maxIndexPages pages of leased ones.
+	jobs, err := n.claimer(1).Claim(context.Background(), 1)
+	if !errors.Is(err, ErrQueuedBehindLeases) || len(jobs) != 0 {
+		t.Fatalf("queued behind leases: %d jobs, %v", len(jobs), err)
+	}
+	// A claim large enough to page to them gets them.
+	if jobs, err := n.index.ClaimIndex(context.Background(), IndexClaim{N: 400, Holder: 5}); err != nil || len(jobs) != 10 {
+		t.Fatalf("large claim: %d %v", len(jobs), err)
+	}
+}
+
+// The fallback leases for the TTL asked for, held within [MinLeaseTTL, queue.lease_ttl]; 0 is
+// queue.lease_ttl. The ready path does the same.
+func TestClaimHonoursRequestedTTL(t *testing.T) {
+	n := newNode(t, routes+"queue:\n  lease_ttl: 10m\n  ready: {enabled: false}\n")
+	for i := range 8 {
+		n.Put(fmt.Sprintf("desktop|https://shop.test/c/%d", i), start-hour, true, 0, store.Lanes{})
+	}
+	for _, c := range []struct{ ask, want int64 }{{0, 10 * 60_000}, {3 * 60_000, 3 * 60_000}, {1, MinLeaseTTL.Milliseconds()}, {hour, 10 * 60_000}} {
+		jobs, err := n.claimer(1).ClaimTTL(context.Background(), 1, c.ask)
+		if err != nil || len(jobs) != 1 {
+			t.Fatal(jobs, err)
+		}
+		li, _ := n.Seg.Leases().Lookup(jobs[0].KeyHash, n.Now())
+		if got := li.ExpiresAtMs - n.Now(); got != c.want {
+			t.Errorf("asked %d ms: leased for %d, want %d", c.ask, got, c.want)
+		}
+	}
+	n.Reload(routes + "queue:\n  lease_ttl: 10m\n")
+	n.sweep()
+	jobs, _ := n.claimer(2).ClaimTTL(context.Background(), 1, 3*60_000)
+	if li, _ := n.Seg.Leases().Lookup(jobs[0].KeyHash, n.Now()); len(jobs) != 1 || jobs[0].Source != SourceReady || li.ExpiresAtMs-n.Now() != 3*60_000 {
+		t.Fatalf("ready path: %+v %+v", jobs, li)
+	}
 }

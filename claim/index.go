@@ -13,6 +13,9 @@ import (
 // Scanner is the floored index scan; *store.Store implements it.
 type Scanner interface {
 	ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error)
+	// ScanDueAfter continues a scan strictly after the row (afterMs, afterKey), in (due,
+	// key) order (store.Store.ScanDueAfter).
+	ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (store.ScanResult, error)
 	// HeadMs is where the scan starts: no row is due below it, and it is never below the
 	// floor (store.Store.HeadMs).
 	HeadMs() int64
@@ -28,26 +31,29 @@ type IndexSource struct {
 	Now     func() int64
 }
 
-// ClaimIndex grants up to n jobs from the index, scanning from the head (Scanner.HeadMs). Rows
-// being rendered stay in the index at their old due time until their result is written, so
-// the scan pages past the leased ones: pages of a few times n, each starting at the due time
-// where the previous one stopped, until n are granted or the due rows run out. Its cost
-// follows what it grants, not how many leases are live.
-func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job, error) {
+// ClaimIndex grants up to req.N jobs from the index, scanning from the head (Scanner.HeadMs),
+// leased for req.Holder for LeaseTTL(queue.lease_ttl, req.TTLMs). Rows being rendered stay in
+// the index at their old due time until their result is written, so the scan pages past the
+// leased ones: pages of a few times N, each starting strictly after the last row of the one
+// before in (due, key) order, so a page of leased rows that all share one due time never hides
+// the rows behind it. At most maxIndexPages pages are read; when they held only leased rows
+// and more are due, it returns ErrQueuedBehindLeases. Its cost follows what it grants, not
+// how many leases are live.
+func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, error) {
+	n := req.N
 	if n <= 0 {
 		return nil, nil
 	}
 	pol := s.Policy()
 	now := s.Now()
 	leases := s.Segment.Leases()
-	ttl := pol.Config().Queue.LeaseTTL.Ms()
+	ttl := LeaseTTL(pol.Config().Queue.LeaseTTL.Ms(), req.TTLMs)
 	page := max(4*n, 64)
 	// From the head rather than the floor: the guard window behind the first due row holds
 	// the tombstones of every row rescheduled out of it, and the head is past them.
-	from := s.Scanner.HeadMs()
+	res, err := s.Scanner.ScanDue(s.Scanner.HeadMs(), now, page)
 	jobs := make([]Job, 0, n)
-	for pages := 0; len(jobs) < n && pages < maxIndexPages; pages++ {
-		res, err := s.Scanner.ScanDue(from, now, page)
+	for pages := 1; ; pages++ {
 		if err != nil {
 			return jobs, fmt.Errorf("claim: scan: %w", err)
 		}
@@ -57,7 +63,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job
 			}
 			r := &res.Rows[i]
 			h := shm.KeyHash(r.Key)
-			lease, st := leases.Acquire(h, now, ttl, holder)
+			lease, st := leases.Acquire(h, now, ttl, req.Holder)
 			if st != shm.Acquired {
 				continue
 			}
@@ -68,16 +74,18 @@ func (s *IndexSource) ClaimIndex(_ context.Context, n int, holder uint64) ([]Job
 				Lane: policy.LaneOf(&pr), Score: pol.Score(&pr, cadence, now), Source: SourceIndex, Lease: lease,
 			})
 		}
-		if !res.Capped || len(res.Rows) == 0 {
-			break
+		if len(jobs) == n || !res.Capped || len(res.Rows) == 0 {
+			return jobs, nil
 		}
-		last := res.Rows[len(res.Rows)-1].DueAtMs
-		if last <= from {
-			break // a whole page at one due time; the next page would repeat it
+		if pages == maxIndexPages {
+			if len(jobs) == 0 {
+				return nil, ErrQueuedBehindLeases
+			}
+			return jobs, nil
 		}
-		from = last // rows at exactly this time are read again; their leases refuse them
+		last := &res.Rows[len(res.Rows)-1]
+		res, err = s.Scanner.ScanDueAfter(last.DueAtMs, last.Key, now, page)
 	}
-	return jobs, nil
 }
 
 // maxIndexPages bounds one fallback claim's scan when nearly every due row is leased.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -406,6 +407,40 @@ func (d *DueSet) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, err
 	res.Capped = st.capped
 	return res, nil
 }
+
+// ScanDueAfter continues a scan strictly after the row (afterMs, afterKey) in (due, key) order,
+// as store's does (claim.Scanner).
+func (d *DueSet) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (store.ScanResult, error) {
+	var res store.ScanResult
+	if limit <= 0 {
+		return res, fmt.Errorf("sim: scan due after: %w: limit %d", store.ErrInvalidArgument, limit)
+	}
+	st, err := d.walk(max(afterMs, 0), nowMs, 0, limit, func(rows []store.DueRow) error {
+		for _, r := range rows {
+			if r.DueAtMs == afterMs && bytes.Compare(r.Key, afterKey) <= 0 {
+				continue
+			}
+			if len(res.Rows) == limit {
+				res.Capped = true
+				return errScanFull
+			}
+			if !res.HasFirstDue {
+				res.FirstDueMs, res.HasFirstDue = r.DueAtMs, true
+			}
+			res.Rows = append(res.Rows, r)
+		}
+		return nil
+	})
+	if err != nil && err != errScanFull {
+		return store.ScanResult{}, fmt.Errorf("sim: scan due after %d: %w", afterMs, err)
+	}
+	if !res.Capped {
+		res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue
+	}
+	return res, nil
+}
+
+var errScanFull = errors.New("sim: scan page full")
 
 // BelowFloor returns the number of rows due below the floor, and one of them. F1 says it is 0
 // whenever no pass is open.

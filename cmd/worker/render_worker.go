@@ -31,11 +31,11 @@ type oneFallback struct {
 	slot chan struct{}
 }
 
-func (o *oneFallback) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.Job, error) {
+func (o *oneFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]claim.Job, error) {
 	select {
 	case o.slot <- struct{}{}:
 		defer func() { <-o.slot }()
-		return o.Fallback.ClaimIndex(ctx, n, holder)
+		return o.Fallback.ClaimIndex(ctx, req)
 	default:
 		return nil, nil
 	}

@@ -154,14 +154,14 @@ type kickingFallback struct {
 	kick  chan<- struct{}
 }
 
-func (k kickingFallback) ClaimIndex(ctx context.Context, n int, holder uint64) ([]claim.Job, error) {
+func (k kickingFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]claim.Job, error) {
 	if st := k.ready.Stats(); st.Enabled && st.Gen > 0 && st.Taken >= st.Count {
 		select {
 		case k.kick <- struct{}{}:
 		default:
 		}
 	}
-	return k.Fallback.ClaimIndex(ctx, n, holder)
+	return k.Fallback.ClaimIndex(ctx, req)
 }
 
 // belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none, so
