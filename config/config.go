@@ -79,6 +79,9 @@ type Queue struct {
 	ClaimFloor   ClaimFloor `yaml:"claim_floor"`
 	Ready        Ready      `yaml:"ready"`
 	Lanes        Lanes      `yaml:"lanes"`
+	// MaxRemoteLeases caps the live leases of one remote renderer (POST /v1/claim), so that
+	// no remote can fill the table and starve the local render workers.
+	MaxRemoteLeases int `yaml:"max_remote_leases"` // a quarter of max_leases
 }
 
 // ClaimFloor configures the floor of DESIGN §5.
@@ -257,6 +260,7 @@ func (c *Config) EnsureDefaults() {
 	q := &c.Queue
 	setDur(&q.LeaseTTL, 10*time.Minute)
 	setInt(&q.MaxLeases, 4096)
+	setInt(&q.MaxRemoteLeases, max(1, q.MaxLeases/4))
 	setDur(&q.ReleaseGrace, 5*time.Second)
 	setDur(&q.ClaimFloor.Guard, 5*time.Minute)
 	setDur(&q.ClaimFloor.UnpinAfter, time.Hour)
@@ -352,6 +356,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"store.gc_interval", &c.Store.GCInterval, false},
 		{"queue.lease_ttl", &q.LeaseTTL, false},
 		{"queue.max_leases", &q.MaxLeases, false},
+		{"queue.max_remote_leases", &q.MaxRemoteLeases, false},
 		{"queue.release_grace", &q.ReleaseGrace, false},
 		{"queue.claim_floor.guard", &q.ClaimFloor.Guard, false},
 		{"queue.claim_floor.unpin_after", &q.ClaimFloor.UnpinAfter, false},
@@ -547,6 +552,8 @@ func (c *Config) Validate() error {
 		return bad("queue.lease_ttl", "must be at least 2m (a render outliving its lease is rendered twice), got %s", q.LeaseTTL)
 	case q.MaxLeases < 16 || q.MaxLeases > 1<<24:
 		return bad("queue.max_leases", "must be 16..16777216, got %d", q.MaxLeases)
+	case q.MaxRemoteLeases < 1 || q.MaxRemoteLeases > q.MaxLeases:
+		return bad("queue.max_remote_leases", "must be 1..queue.max_leases (%d), got %d", q.MaxLeases, q.MaxRemoteLeases)
 	case q.Ready.Capacity < 1 || q.Ready.Capacity > 1<<24:
 		return bad("queue.ready.capacity", "must be 1..16777216, got %d", q.Ready.Capacity)
 	case q.Ready.KeyCapacity < 16 || q.Ready.KeyCapacity > 1<<15:
