@@ -797,6 +797,10 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
+// LineOf is the line of the key at a dotted path in a configuration file, or of its nearest
+// parent the file sets, or 0: for errors about a value that a caller checks outside Validate.
+func LineOf(data []byte, path string) int { return lineOf(data, path) }
+
 // lineOf finds the line of the YAML key at a dotted path such as queue.lease_ttl or
 // routes[2].match, or 0 if the file does not set it.
 func lineOf(data []byte, path string) int {

@@ -24,13 +24,20 @@ type child struct {
 	backoff time.Duration
 }
 
-// start launches the worker process and a goroutine that restarts it when it dies.
+// start launches the worker process and a goroutine that restarts it when it dies. Once the
+// pool is stopping it launches nothing: the check and the launch hold c.mu, which signal takes
+// too, so a stop either finds the new process or prevents it.
 func (c *child) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.s.stopping.Load() {
+		return
+	}
 	c.done = make(chan struct{})
 	cfg := c.s.cfg.Load()
-	args := []string{"-index", strconv.Itoa(c.index), "-config", c.s.configPath, "-data-dir", cfg.DataDir,
+	// The worker reads the configuration in force (the supervisor's validated copy), never the
+	// operator's file: a bad edit or a refused reload cannot reach a restarted worker.
+	args := []string{"-index", strconv.Itoa(c.index), "-config", c.s.workerConfig, "-data-dir", cfg.DataDir,
 		"-shm", cfg.SHM.Path, "-socket", c.s.socket, "-log-format", c.s.logFormat}
 	cmd := exec.Command(c.s.bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -84,9 +91,6 @@ func (c *child) exitedWith(err error) {
 	wait := c.backoff
 	c.mu.Unlock()
 	time.Sleep(wait)
-	if c.s.stopping.Load() {
-		return
-	}
 	c.start()
 	// A worker that stays up for a whole restart period has recovered: its backoff starts over.
 	go func(done <-chan struct{}) {

@@ -53,10 +53,28 @@ func (o overrides) apply(c *config.Config) {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	// Handlers first thing: a SIGHUP (or SIGTERM) that arrives while the process starts waits in
+	// the channel for the main loop, instead of taking its default action, which kills.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	holdForTest()
+	os.Exit(run(os.Args[1:], sigs))
 }
 
-func run(args []string) int {
+// holdForTest lets a test signal a process that has only just started: with FRESHQ_TEST_HOLD
+// set, the process says so on stderr and waits for SIGUSR1 before it goes on.
+func holdForTest() {
+	if os.Getenv("FRESHQ_TEST_HOLD") == "" {
+		return
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Fprintln(os.Stderr, "holding for the test")
+	<-usr1
+	signal.Stop(usr1)
+}
+
+func run(args []string, sigs <-chan os.Signal) int {
 	fs := flag.NewFlagSet("freshq-supervisor", flag.ContinueOnError)
 	configPath := fs.String("config", "", "configuration file (required)")
 	var ov overrides
@@ -73,27 +91,14 @@ func run(args []string) int {
 		log.Error().Msg("--config is required")
 		return 2
 	}
-	load := func() (*config.Config, error) {
-		c, err := config.Load(*configPath)
-		if err != nil {
-			return nil, err
-		}
-		ov.apply(c)
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", *configPath, err)
-		}
-		return c, nil
-	}
-	cfg, err := load()
+	rt := runtimeDir()
+	load := loader{path: *configPath, ov: ov, rt: rt}.load
+	cfg, data, err := load()
 	if err != nil {
 		log.Error().Err(err).Msg("configuration")
 		return 2
 	}
 	log = logging.WithLevel(log, cfg.Log.Level)
-	if !loopbackOnly(cfg.Listen) && cfg.Token == "" {
-		log.Error().Str("listen", cfg.Listen).Msg("listening beyond loopback requires a bearer token (token in the config or FRESHQ_TOKEN)")
-		return 2
-	}
 	if cfg.Workers < 2 {
 		log.Warn().Int("workers", cfg.Workers).Msg("with fewer than 2 workers nothing renders locally; only remote renderers will")
 	}
@@ -110,34 +115,138 @@ func run(args []string) int {
 		log.Error().Err(err).Msg("worker binary")
 		return 2
 	}
+
+	// Ownership before anything else is touched: a second supervisor on this data directory or
+	// segment stops here, leaving the first one's files alone.
+	if err := ensurePrivateDir(rt); err != nil {
+		log.Error().Err(err).Msg("runtime directory")
+		return 1
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		log.Error().Err(err).Msg("data dir")
 		return 1
 	}
-	seg, err := shm.Create(cfg.SHM.Path, shm.Options{
+	dataLock, err := acquireLock(filepath.Join(cfg.DataDir, "supervisor.lock"))
+	if err != nil {
+		log.Error().Err(err).Str("data_dir", cfg.DataDir).Msg("data_dir is in use by another freshq supervisor; refusing to start")
+		return 1
+	}
+	defer dataLock.release()
+	segLock, err := acquireLock(cfg.SHM.Path + ".lock")
+	if err != nil {
+		log.Error().Err(err).Str("shm", cfg.SHM.Path).Msg("shm.path is in use by another freshq supervisor; refusing to start")
+		return 1
+	}
+	defer segLock.release()
+	name := poolName(cfg.DataDir)
+	socket := filepath.Join(rt, name+".sock")
+	if len(socket) > maxSocketPath {
+		log.Error().Str("socket", socket).Msg("the control socket's path is longer than a unix socket address holds; use a shorter RUNTIME_DIRECTORY")
+		return 2
+	}
+	opts := shm.Options{
 		ReadyCapacity: cfg.Queue.Ready.Capacity,
 		KeyCapacity:   cfg.Queue.Ready.KeyCapacity,
 		LeaseCapacity: cfg.Queue.MaxLeases,
 		Workers:       cfg.Workers,
-	})
+	}
+	if err := checkSegmentSpace(cfg, opts, data); err != nil {
+		log.Error().Err(fmt.Errorf("%s: %w", *configPath, err)).Msg("configuration")
+		return 2
+	}
+	seg, err := shm.Create(cfg.SHM.Path, opts)
 	if err != nil {
+		log.Error().Err(err).Msg("creating the shared-memory segment")
+		return 1
+	}
+	segID, err := statID(cfg.SHM.Path)
+	if err != nil {
+		seg.Close()
 		log.Error().Err(err).Msg("creating the shared-memory segment")
 		return 1
 	}
 	defer func() {
 		seg.Close()
-		os.Remove(cfg.SHM.Path)
+		if !removeIfSame(cfg.SHM.Path, segID) {
+			log.Warn().Str("shm", cfg.SHM.Path).Msg("the segment file is not the one this supervisor created; left in place")
+		}
 	}()
 	if !cfg.ReadyEnabled() {
 		seg.Ready().SetEnabled(false)
 	}
+	workerConfig := filepath.Join(rt, name+".yaml")
+	if err := writePrivate(workerConfig, data); err != nil {
+		log.Error().Err(err).Msg("writing the workers' configuration")
+		return 1
+	}
+	defer os.Remove(workerConfig)
 
 	s := &supervisor{
-		log: log, seg: seg, bin: bin, configPath: *configPath, ov: ov, logFormat: *logFormat,
-		socket: filepath.Join(cfg.DataDir, "worker0.sock"),
+		log: log, seg: seg, bin: bin, workerConfig: workerConfig, logFormat: *logFormat, socket: socket,
 	}
 	s.cfg.Store(cfg)
-	return s.run(load)
+	return s.run(load, sigs)
+}
+
+// loader reads, validates and resolves the configuration file: the same checks run at start
+// and on every reload. load returns the file's bytes too: they are what the workers get.
+type loader struct {
+	path string
+	ov   overrides
+	rt   string // the runtime directory, for a defaulted shm.path
+}
+
+func (l loader) load() (*config.Config, []byte, error) {
+	data, err := os.ReadFile(l.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := config.Parse(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", l.path, err)
+	}
+	if tok := os.Getenv("FRESHQ_TOKEN"); tok != "" {
+		c.Token = tok // a secret is better kept out of a file that gets copied around
+	}
+	l.ov.apply(c)
+	if err := resolvePaths(c, l.rt); err != nil {
+		return nil, nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", l.path, err)
+	}
+	if err := checkToken(c, data); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", l.path, err)
+	}
+	return c, data, nil
+}
+
+// checkToken refuses a listener beyond loopback without a bearer token, at start and on every
+// reload: a reload must not turn authentication off.
+func checkToken(c *config.Config, data []byte) error {
+	if loopbackOnly(c.Listen) || c.Token != "" {
+		return nil
+	}
+	return &config.FieldError{Path: "token", Line: config.LineOf(data, "token"),
+		Msg: fmt.Sprintf("listening beyond loopback (%s) requires a bearer token (token in the config or FRESHQ_TOKEN)", c.Listen)}
+}
+
+// writePrivate replaces path with data, mode 0600, atomically: a worker starting meanwhile
+// reads the old configuration or the new one, never half of one.
+func writePrivate(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".freshq-config-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 func newLogger(format string) zerolog.Logger {
@@ -145,21 +254,20 @@ func newLogger(format string) zerolog.Logger {
 }
 
 type supervisor struct {
-	log        zerolog.Logger
-	seg        *shm.Segment
-	bin        string
-	configPath string
-	ov         overrides
-	logFormat  string
-	socket     string
-	cfg        atomic.Pointer[config.Config]
-	children   []*child
-	stopping   atomic.Bool
-	fatal      chan error // a restart storm
+	log          zerolog.Logger
+	seg          *shm.Segment
+	bin          string
+	workerConfig string // the configuration in force, as the workers read it (runtime directory, 0600)
+	logFormat    string
+	socket       string
+	cfg          atomic.Pointer[config.Config]
+	children     []*child
+	stopping     atomic.Bool
+	fatal        chan error // a restart storm
 }
 
 // run starts everything and blocks until a signal or a restart storm ends it.
-func (s *supervisor) run(load func() (*config.Config, error)) int {
+func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-chan os.Signal) int {
 	cfg := s.cfg.Load()
 	s.fatal = make(chan error, 1)
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -167,14 +275,14 @@ func (s *supervisor) run(load func() (*config.Config, error)) int {
 		s.log.Error().Err(err).Str("listen", cfg.Listen).Msg("listen")
 		return 1
 	}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, ln := s.publicServer(ln) // timeouts and http.max_conns (http.go)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error().Err(err).Msg("public listener stopped")
 		}
 	}()
 	s.log.Info().Str("listen", ln.Addr().String()).Int("workers", cfg.Workers).Str("data_dir", cfg.DataDir).
-		Str("shm", cfg.SHM.Path).Msg("freshq supervisor started")
+		Str("shm", cfg.SHM.Path).Str("socket", s.socket).Msg("freshq supervisor started")
 
 	restarts := newIntensity(cfg.Supervisor.RestartIntensity, cfg.Supervisor.RestartPeriod.D())
 	for i := range cfg.Workers {
@@ -184,8 +292,6 @@ func (s *supervisor) run(load func() (*config.Config, error)) int {
 	}
 	go s.notifySystemd()
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	code := 0
 loop:
 	for {
@@ -203,27 +309,33 @@ loop:
 			break loop
 		}
 	}
+	start := time.Now()
 	s.stopping.Store(true)
 	notify("STOPPING=1")
-	s.stopChildren(s.cfg.Load().Supervisor.ShutdownTimeout.D())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(ctx)
-	s.log.Info().Int("exit", code).Msg("freshq supervisor stopped")
+	killed := s.stopChildren(s.cfg.Load().Supervisor.ShutdownTimeout.D(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	s.log.Info().Int("exit", code).Int("killed", killed).Dur("took", time.Since(start)).Msg("freshq supervisor stopped")
 	return code
 }
 
-// reload validates the file; a good one reaches every worker (they reload it themselves on
-// SIGHUP) and the kill switch is applied to shared memory at once.
-func (s *supervisor) reload(load func() (*config.Config, error)) {
-	cfg, err := load()
+// reload validates the file as at start, refuses a change of a restart-only key, and only then
+// makes it the configuration in force: the workers' copy is replaced and they are told to reread
+// it (SIGHUP), and the kill switch is applied to shared memory at once. A refused reload reaches
+// no worker, and a worker restarted later gets the configuration in force, not the file.
+func (s *supervisor) reload(load func() (*config.Config, []byte, error)) {
+	cfg, data, err := load()
+	if err == nil {
+		err = config.CheckReload(s.cfg.Load(), cfg, data)
+	}
+	if err == nil {
+		err = writePrivate(s.workerConfig, data)
+	}
 	if err != nil {
 		s.log.Error().Err(err).Msg("reload refused; the running configuration stays in force")
 		return
-	}
-	old := s.cfg.Load()
-	if cfg.Workers != old.Workers || cfg.Listen != old.Listen || cfg.DataDir != old.DataDir || cfg.SHM.Path != old.SHM.Path {
-		s.log.Warn().Msg("workers, listen, data_dir and shm.path change only on restart; the rest is reloaded")
 	}
 	s.cfg.Store(cfg)
 	s.seg.Ready().SetEnabled(cfg.ReadyEnabled())
@@ -233,22 +345,42 @@ func (s *supervisor) reload(load func() (*config.Config, error)) {
 	s.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Msg("configuration reloaded")
 }
 
-// stopChildren sends SIGTERM to every worker, waits up to drain (plus a margin for worker 0 to
-// close Badger) and kills what is left.
-func (s *supervisor) stopChildren(drain time.Duration) {
-	for _, c := range s.children {
-		c.signal(syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(drain + 5*time.Second)
-	for _, c := range s.children {
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-c.exited():
-			t.Stop()
-		case <-t.C:
-			s.log.Warn().Int("worker", c.index).Msg("worker did not stop within the drain bound; killing it")
-			c.signal(syscall.SIGKILL)
-			<-c.exited()
+// flushMargin is how long past the drain bound a render worker has to deliver its last results
+// (it gives up on worker 0 after renderFlushTimeout), and worker 0 to commit and close Badger.
+const flushMargin = 10 * time.Second
+
+// stopChildren stops the pool in order, so that no result is lost: the render workers first
+// (SIGTERM: they stop claiming, finish or cancel their renders within drain, and deliver every
+// result to worker 0, which is still serving), then the public listener (stopListener), then
+// worker 0 (final commit, Badger closed). A worker still running past its bound is killed; it
+// returns how many were.
+func (s *supervisor) stopChildren(drain time.Duration, stopListener func()) int {
+	killed := 0
+	wait := func(cs []*child, bound time.Duration) {
+		deadline := time.Now().Add(bound)
+		for _, c := range cs {
+			t := time.NewTimer(time.Until(deadline))
+			select {
+			case <-c.exited():
+				t.Stop()
+			case <-t.C:
+				s.log.Warn().Int("worker", c.index).Dur("bound", bound).Msg("worker did not stop within its bound; killing it")
+				c.signal(syscall.SIGKILL)
+				<-c.exited()
+				killed++
+			}
 		}
 	}
+	if len(s.children) > 1 {
+		for _, c := range s.children[1:] {
+			c.signal(syscall.SIGTERM)
+		}
+		wait(s.children[1:], drain+flushMargin)
+	}
+	stopListener()
+	if len(s.children) > 0 {
+		s.children[0].signal(syscall.SIGTERM)
+		wait(s.children[:1], drain+flushMargin)
+	}
+	return killed
 }

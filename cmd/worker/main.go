@@ -3,8 +3,11 @@
 // sweep, serves the control socket and applies every write. Workers 1..N-1 render: they claim
 // from the shared-memory ready set, render, and send results to worker 0 in batches.
 //
-// Signals: SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the configuration file (a bad
-// one is logged and the old one kept).
+// Signals: SIGTERM drains and exits 0; SIGHUP rereads the configuration (the supervisor's copy
+// of the configuration in force; a bad one is logged and the old one kept). SIGINT is ignored:
+// the supervisor orders the stop, render workers before worker 0, so a Ctrl-C that reaches a
+// worker directly must not race that order. The handlers are installed first thing in main, so
+// a signal that arrives while the process starts is never fatal.
 package main
 
 import (
@@ -42,14 +45,33 @@ type env struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	signal.Ignore(syscall.SIGINT)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	holdForTest()
+	os.Exit(run(os.Args[1:], term, hup))
 }
 
-func run(args []string) int {
+// holdForTest lets a test signal a process that has only just started: with FRESHQ_TEST_HOLD
+// set, the process says so on stderr and waits for SIGUSR1 before it goes on.
+func holdForTest() {
+	if os.Getenv("FRESHQ_TEST_HOLD") == "" {
+		return
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Fprintln(os.Stderr, "holding for the test")
+	<-usr1
+	signal.Stop(usr1)
+}
+
+func run(args []string, term, hup <-chan os.Signal) int {
 	fs := flag.NewFlagSet("freshq-worker", flag.ContinueOnError)
 	e := &env{}
 	fs.IntVar(&e.index, "index", -1, "worker index (0 = the store worker)")
-	fs.StringVar(&e.configPath, "config", "", "configuration file")
+	fs.StringVar(&e.configPath, "config", "", "configuration file (the supervisor's copy of the one in force)")
 	fs.StringVar(&e.dataDir, "data-dir", "", "override data_dir")
 	fs.StringVar(&e.shmPath, "shm", "", "override shm.path")
 	fs.StringVar(&e.socketPath, "socket", "", "worker 0's control socket (default: <data_dir>/worker0.sock)")
@@ -84,9 +106,17 @@ func run(args []string) int {
 	}
 	e.worker.Start(os.Getpid(), nowMs())
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go e.reloadOnHUP(ctx)
+	go func() {
+		select {
+		case <-term:
+			e.log.Info().Msg("stopping")
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	go e.reloadOnHUP(ctx, hup)
 	go e.heartbeat(ctx)
 
 	if e.index == 0 {
@@ -125,10 +155,7 @@ func (e *env) loadConfig() (*config.Config, error) {
 
 // reloadOnHUP swaps in a new configuration on SIGHUP. The sweep and the claims read the policy
 // once per sweep or claim, so the switch is atomic for each of them.
-func (e *env) reloadOnHUP(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+func (e *env) reloadOnHUP(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

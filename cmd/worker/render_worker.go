@@ -2,25 +2,37 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 )
 
 const (
-	claimBatch       = 4                    // jobs per claim: one fallback round trip serves several renders
-	resultBatch      = 256                  // results per delivery at most
-	resultQueue      = resultBatch / 4      // results rendered and waiting for a batch
-	batchesInFlight  = 3                    // result batches worker 0 is given at once, by all render workers
-	resultLinger     = 5 * time.Millisecond // how long a partial batch waits for company
-	resultRetryLimit = 30 * time.Second     // then the batch is dropped: its leases lapse and the rows render again
-	idleMin, idleMax = 20 * time.Millisecond, time.Second
+	claimBatch  = 4   // jobs per claim: one fallback round trip serves several renders
+	resultBatch = 256 // results per delivery at most
+	// resultBatchBytes bounds a delivery's encoded size: a quarter of the largest results body
+	// worker 0 accepts, so that a batch, and the one result larger than it that goes alone (a
+	// page is at most render.max_body, itself at most config.MaxPageBody), always fit.
+	resultBatchBytes   = maxResultsBody / 4
+	resultQueue        = resultBatch / 4      // results rendered and waiting for a batch
+	batchesInFlight    = 3                    // result batches worker 0 is given at once, by all render workers
+	resultLinger       = 5 * time.Millisecond // how long a partial batch waits for company
+	resultRetryLimit   = 30 * time.Second     // then the batch is dropped and its leases released
+	renderFlushTimeout = 5 * time.Second      // at a stop, how long worker 0 has to take the last results
+	idleMin, idleMax   = 20 * time.Millisecond, time.Second
+	worker0Wait        = time.Second // the longest pause between two looks at worker 0 while it starts
 )
+
+// maxResultsBody is the largest results body worker 0 accepts (its control endpoint's limit).
+const maxResultsBody = 256 << 20
 
 // oneFallback lets one claim of this worker at a time go to worker 0's index scan. The others,
 // finding the ready set empty meanwhile, get nothing and back off briefly: worker 0 is already
@@ -48,13 +60,25 @@ type pending struct {
 }
 
 // runRenderWorker is workers 1..N-1: render.concurrency loops of claim, render, report.
+//
+// It claims only once worker 0 serves. On ctx's end (SIGTERM) it stops claiming at once and
+// gives back, without rendering them, the jobs it had claimed but not begun; it waits for the
+// renders in flight up to supervisor.shutdown_timeout and cancels the rest, giving their
+// leases back too (no grace: the rows are claimable at once, not after a TTL); then it
+// delivers every result it holds to worker 0, which the supervisor stops only after this
+// worker has exited. A lease given back is counted (shm.CounterReleasedUnrendered), never
+// silently dropped.
 func runRenderWorker(ctx context.Context, e *env) error {
 	cfg := e.pol.Load().Config()
-	rdr, err := render.New(cfg.Render, render.WithStream(uint64(e.index)))
-	if err != nil {
+	rdrs := &renderers{e: e}
+	if rdrs.get() == nil {
+		_, err := render.New(cfg.Render, render.WithStream(uint64(e.index)))
 		return wrap("renderer", err)
 	}
 	client := api.NewClient(e.socketPath)
+	if !waitForWorker0(ctx, e, client) {
+		return nil
+	}
 	fallback := &oneFallback{Fallback: client, slot: make(chan struct{}, 1)}
 	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
 
@@ -65,18 +89,20 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	// shared by all render workers: the queue is kept short, and the batches in flight are
 	// shared out between the render workers.
 	results := make(chan pending, resultQueue)
+	flushNow := make(chan struct{}) // closed when the last results must go at once or be dropped
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		deliver(e, client, results, senders(int(e.seg.Layout().Workers)))
+		deliver(e, client, results, senders(int(e.seg.Layout().Workers)), flushNow)
 	}()
 
+	var released atomic.Int64
 	var wg sync.WaitGroup
 	for range cfg.Render.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			renderLoop(ctx, renderCtx, e, claimer, rdr, results)
+			renderLoop(ctx, renderCtx, e, claimer, rdrs, results, &released)
 		}()
 	}
 	e.log.Info().Int("concurrency", cfg.Render.Concurrency).Str("renderer", cfg.Render.Renderer).Msg("render worker started")
@@ -88,16 +114,78 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	select {
 	case <-finished:
 	case <-time.After(drain):
-		e.log.Warn().Dur("shutdown_timeout", drain).Msg("renders still in flight at the drain bound; abandoning them (their leases lapse)")
+		e.log.Warn().Dur("shutdown_timeout", drain).Msg("renders still in flight at the drain bound; cancelling them and releasing their leases")
 		cancelRenders()
 		<-finished
 	}
 	close(results)
+	flush := time.AfterFunc(renderFlushTimeout, func() { close(flushNow) })
 	<-delivered
+	flush.Stop()
+	if n := released.Load(); n > 0 {
+		e.log.Warn().Int64("released", n).Msg("jobs given back unrendered at the stop; their leases are released and the rows are claimable at once")
+	}
 	return nil
 }
 
-func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, rdr render.Renderer, out chan<- pending) {
+// waitForWorker0 waits until worker 0 serves (it opens the store first), looking again with a
+// growing pause: a render worker that claimed meanwhile would only log failed claims. It
+// reports false if ctx ends first.
+func waitForWorker0(ctx context.Context, e *env, client *api.Client) bool {
+	logged := false
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, worker0Wait) {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := client.Status(sctx)
+		cancel()
+		if err == nil && st.Serving {
+			if logged {
+				e.log.Info().Msg("worker 0 serves; claiming")
+			}
+			return true
+		}
+		if !logged {
+			e.log.Info().Str("socket", e.socketPath).Msg("waiting for worker 0 to serve")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause):
+		}
+	}
+}
+
+// renderers is the renderer of the configuration in force: a reload that changes render.*
+// (all but concurrency, which needs a restart) takes effect from the next render on.
+type renderers struct {
+	e   *env
+	mu  sync.Mutex
+	pol *policy.Policy
+	rdr render.Renderer
+}
+
+// get returns the renderer, rebuilt if the configuration changed; nil only if the first
+// configuration's renderer cannot be built. A reload whose renderer cannot be built keeps the
+// previous one.
+func (r *renderers) get() render.Renderer {
+	pol := r.e.pol.Load()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pol != r.pol {
+		r.pol = pol
+		rdr, err := render.New(pol.Config().Render, render.WithStream(uint64(r.e.index)))
+		if err != nil {
+			if r.rdr != nil {
+				r.e.log.Error().Err(err).Msg("the reloaded configuration's renderer; keeping the previous one")
+			}
+		} else {
+			r.rdr = rdr
+		}
+	}
+	return r.rdr
+}
+
+func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, rdrs *renderers, out chan<- pending, released *atomic.Int64) {
 	idle := idleMin
 	for claimCtx.Err() == nil {
 		jobs, err := c.Claim(claimCtx, claimBatch)
@@ -115,17 +203,39 @@ func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, r
 		}
 		idle = idleMin
 		for _, j := range jobs {
-			out <- pending{Result: renderJob(renderCtx, e, rdr, j), claimedAt: claimedAt}
+			if claimCtx.Err() != nil { // stopping: a job not begun goes back at once
+				releaseUnrendered(e, j.Lease, released)
+				continue
+			}
+			res, ok := renderJob(renderCtx, e, rdrs.get(), j)
+			if !ok { // cancelled at the drain bound
+				releaseUnrendered(e, j.Lease, released)
+				continue
+			}
+			out <- pending{Result: res, claimedAt: claimedAt}
 		}
 	}
 }
 
-func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) api.Result {
+// releaseUnrendered gives a job back without a result: its lease ends now, with no grace, so
+// the row is claimable at once (here or after a restart), and the give-back is counted.
+func releaseUnrendered(e *env, l shm.Lease, released *atomic.Int64) {
+	e.seg.Leases().Release(l, nowMs(), 0)
+	e.worker.Add(shm.CounterReleasedUnrendered, 1)
+	released.Add(1)
+}
+
+// renderJob renders one job. It reports false, and counts nothing, if ctx was cancelled
+// meanwhile: the render did not finish, and its lease must be given back.
+func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (api.Result, bool) {
 	device, url, ok := strings.Cut(string(j.Key), "|")
 	if !ok {
 		device, url = "", string(j.Key)
 	}
 	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
+	if ctx.Err() != nil {
+		return api.Result{}, false
+	}
 	if i := int(res.Outcome) - 1; i >= 0 && i < shm.NumRenderOutcomes {
 		e.worker.Add(shm.CounterRenderOutcome+shm.Counter(i), 1)
 	}
@@ -134,7 +244,7 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) ap
 		Key: j.Key, Outcome: res.Outcome.String(), Status: res.Status, Stage: res.Stage,
 		DurationMs: res.Duration.Milliseconds(), Headers: res.Headers, Body: res.Body, Err: res.Err,
 		Lease: api.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
-	}
+	}, true
 }
 
 // senders is how many result batches one of workers-1 render workers keeps in flight: together
@@ -153,10 +263,11 @@ type resultSender interface {
 
 // deliver sends results to worker 0 in batches until in is closed and drained, with up to
 // inFlight batches in flight: worker 0 decides one batch while the funnel commits another,
-// instead of idling through each commit. A batch worker 0 cannot take is retried with backoff
-// for resultRetryLimit, then dropped and counted. Each delivered job's claim-to-result latency
-// is observed when worker 0 acknowledges its commit.
-func deliver(e *env, client resultSender, in <-chan pending, inFlight int) {
+// instead of idling through each commit. A batch holds at most resultBatch results and
+// resultBatchBytes of them (a larger result goes alone). A batch worker 0 cannot take is
+// retried with backoff for resultRetryLimit, or until flushNow is closed, then dropped. Each
+// delivered job's claim-to-result latency is observed when worker 0 acknowledges its commit.
+func deliver(e *env, client resultSender, in <-chan pending, inFlight int, flushNow <-chan struct{}) {
 	free := make(chan []pending, inFlight)
 	for range inFlight {
 		free <- make([]pending, 0, resultBatch)
@@ -173,7 +284,7 @@ func deliver(e *env, client resultSender, in <-chan pending, inFlight int) {
 				for _, p := range batch {
 					wire = append(wire, p.Result)
 				}
-				send(e, client, batch, wire)
+				send(e, client, batch, wire, flushNow)
 				clear(wire)
 				clear(batch)
 				free <- batch[:0]
@@ -182,19 +293,31 @@ func deliver(e *env, client resultSender, in <-chan pending, inFlight int) {
 	}
 	defer sending.Wait()
 	defer close(full)
+	var carry *pending // the result that did not fit the previous batch
 	for {
-		p, ok := <-in
-		if !ok {
-			return
+		if carry == nil {
+			p, ok := <-in
+			if !ok {
+				return
+			}
+			carry = &p
 		}
-		batch := append(<-free, p)
+		batch := append(<-free, *carry)
+		size := resultSize(&carry.Result)
+		carry = nil
 		linger := time.NewTimer(resultLinger)
 	fill:
-		for len(batch) < resultBatch {
+		for len(batch) < resultBatch && size < resultBatchBytes {
 			select {
 			case p, ok := <-in:
 				if !ok {
 					break fill
+				}
+				if n := resultSize(&p.Result); size+n > resultBatchBytes {
+					carry = &p
+					break fill
+				} else {
+					size += n
 				}
 				batch = append(batch, p)
 			case <-linger.C:
@@ -206,8 +329,21 @@ func deliver(e *env, client resultSender, in <-chan pending, inFlight int) {
 	}
 }
 
-// send delivers one batch, retrying for resultRetryLimit.
-func send(e *env, client resultSender, batch []pending, wire []api.Result) {
+// resultSize is about the bytes a result takes in a binary batch.
+func resultSize(r *api.Result) int {
+	n := 64 + len(r.Key) + len(r.Outcome) + len(r.Stage) + len(r.Body) + len(r.Err)
+	for k, v := range r.Headers {
+		n += 4 + len(k) + len(v)
+	}
+	return n
+}
+
+// send delivers one batch, retrying a transient failure for resultRetryLimit (or until flushNow
+// is closed, then once more). A 4xx is final: worker 0 refused these results for good (409:
+// their leases are no longer this worker's), so they are logged once and dropped, and the
+// leases, if still held, lapse at their TTL. A batch given up on otherwise has its leases
+// released at once, so that its rows render again without waiting a TTL.
+func send(e *env, client resultSender, batch []pending, wire []api.Result, flushNow <-chan struct{}) {
 	deadline := time.Now().Add(resultRetryLimit)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -220,12 +356,31 @@ func send(e *env, client resultSender, batch []pending, wire []api.Result) {
 			}
 			return
 		}
-		if time.Now().Add(wait).After(deadline) {
+		var refused *api.StatusError
+		if errors.As(err, &refused) && refused.Code/100 == 4 {
 			e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
-			e.log.Error().Err(err).Int("results", len(batch)).
-				Msg("results undeliverable; dropped (their leases lapse and the rows render again)")
+			e.log.Error().Err(err).Int("status", refused.Code).Int("results", len(batch)).
+				Msg("worker 0 refused the results; dropped, not retried")
 			return
 		}
-		time.Sleep(wait)
+		hurry := false
+		select {
+		case <-flushNow:
+			hurry = true
+		default:
+		}
+		if hurry || time.Now().Add(wait).After(deadline) {
+			e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
+			for _, p := range batch {
+				e.seg.Leases().Release(shm.Lease{Slot: p.Lease.Slot, State: p.Lease.State, KeyHash: p.Lease.KeyHash}, nowMs(), 0)
+			}
+			e.log.Error().Err(err).Int("results", len(batch)).
+				Msg("results undeliverable; dropped (their leases are released and the rows render again)")
+			return
+		}
+		select {
+		case <-time.After(wait):
+		case <-flushNow:
+		}
 	}
 }

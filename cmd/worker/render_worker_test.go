@@ -60,7 +60,7 @@ func TestDeliverKeepsSeveralBatchesInFlight(t *testing.T) {
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		deliver(e, g, in, inFlight)
+		deliver(e, g, in, inFlight, nil)
 	}()
 	go func() {
 		for i := range total {

@@ -78,7 +78,8 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	control.Register(mux)
 	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}
 	targets.Register(mux)
-	(&api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs}).Register(mux)
+	sitemaps := &api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs}
+	sitemaps.Register(mux)
 	(&api.Operate{Targets: targets}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	(&api.Remote{Applier: control.Applier, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
@@ -95,10 +96,12 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	go func() { served <- srv.Serve(ln) }()
 	e.log.Info().Str("socket", e.socketPath).Str("data_dir", cfg.DataDir).Msg("store worker serving")
 
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
-		sweepLoop(ctx, e, sweeper, kick)
+		sweepLoop(sweepCtx, e, sweeper, kick)
 	}()
 
 	select {
@@ -106,7 +109,10 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	case err = <-served:
 		e.log.Error().Err(err).Msg("control socket stopped")
 	}
-	<-sweepDone
+	// Stop in order, so that nothing writes to a closed store: the socket stops accepting and
+	// finishes the requests it has (the render workers, stopped first, have delivered their
+	// results already), then the sweep loop and the sitemap runs stop, and only then (deferred
+	// above) the GC and the store.
 	drain := e.pol.Load().Config().Supervisor.ShutdownTimeout.D()
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
@@ -114,6 +120,13 @@ func runStoreWorker(ctx context.Context, e *env) error {
 		e.log.Warn().Err(err).Msg("control socket did not drain in time")
 	}
 	os.Remove(e.socketPath)
+	stopSweep()
+	<-sweepDone
+	if c, ok := any(sitemaps).(interface{ Close(context.Context) error }); ok {
+		if err := c.Close(sctx); err != nil {
+			e.log.Warn().Err(err).Msg("sitemap runs did not stop in time")
+		}
+	}
 	return nil
 }
 

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+// config may not import the store; its copy of the store's page limit must not exceed it, or
+// a render.max_body the configuration accepts would fail whole result batches.
+func TestConfigPageLimitIsTheStores(t *testing.T) {
+	if config.MaxPageBody > store.MaxPageBody {
+		t.Fatalf("config.MaxPageBody %d exceeds store.MaxPageBody %d", config.MaxPageBody, store.MaxPageBody)
+	}
+	// One page of the largest size goes alone, and fits what worker 0 accepts.
+	if resultBatchBytes+config.MaxPageBody+1<<20 > maxResultsBody {
+		t.Fatalf("a batch (%d) plus one largest page (%d) exceeds the results body limit %d", resultBatchBytes, config.MaxPageBody, maxResultsBody)
+	}
+}
+
+// recordingSender answers each batch with err after recording it.
+type recordingSender struct {
+	mu      sync.Mutex
+	batches [][]api.Result
+	err     error
+}
+
+func (r *recordingSender) SendResults(_ context.Context, rs []api.Result) (api.ApplyStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches = append(r.batches, append([]api.Result(nil), rs...))
+	return api.ApplyStats{Applied: len(rs)}, r.err
+}
+
+// A delivery is cut by bytes, not only by count: big pages go a few at a time, and one larger
+// than a batch goes alone.
+func TestDeliverCutsBatchesByBytes(t *testing.T) {
+	e := testEnv(t)
+	r := &recordingSender{}
+	in := make(chan pending, 64)
+	sizes := []int{resultBatchBytes / 3, resultBatchBytes / 3, resultBatchBytes / 3, resultBatchBytes + 1, 10, 10}
+	for i, n := range sizes {
+		in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "k%d", i), Outcome: "ok", Body: make([]byte, n)}, claimedAt: time.Now()}
+	}
+	close(in)
+	deliver(e, r, in, 1, nil)
+	total := 0
+	for _, b := range r.batches {
+		size := 0
+		for i := range b {
+			size += resultSize(&b[i])
+		}
+		if size > resultBatchBytes && len(b) > 1 {
+			t.Fatalf("a batch of %d results and %d bytes, over %d", len(b), size, resultBatchBytes)
+		}
+		total += len(b)
+	}
+	if total != len(sizes) || len(r.batches) < 3 {
+		t.Fatalf("%d results in %d batches", total, len(r.batches))
+	}
+}
+
+// A 4xx from worker 0 is final: the batch is dropped at once and counted, not retried for
+// resultRetryLimit as a transient failure would be.
+func TestRefusedBatchIsNotRetried(t *testing.T) {
+	for _, code := range []int{400, 409, 413} {
+		e := testEnv(t)
+		r := &recordingSender{err: &api.StatusError{Path: api.PathResults, Code: code, Msg: "no"}}
+		in := make(chan pending, 4)
+		for i := range 3 {
+			in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "k%d", i), Outcome: "ok"}, claimedAt: time.Now()}
+		}
+		close(in)
+		done := make(chan struct{})
+		go func() { deliver(e, r, in, 1, nil); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d: the batch is still being retried", code)
+		}
+		if len(r.batches) != 1 || e.worker.Load(shm.CounterResultsDropped) != 3 {
+			t.Fatalf("%d: %d attempts, %d dropped; want 1 attempt, 3 dropped", code, len(r.batches), e.worker.Load(shm.CounterResultsDropped))
+		}
+	}
+}
+
+// At a stop a batch worker 0 cannot take is given up when flushNow closes, not after
+// resultRetryLimit, and its leases are released at once.
+func TestFlushNowGivesUpAndReleases(t *testing.T) {
+	e := testEnv(t)
+	r := &recordingSender{err: fmt.Errorf("%w: gone", api.ErrUnavailable)}
+	lease, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 7)
+	if st != shm.Acquired {
+		t.Fatalf("acquire: %v", st)
+	}
+	in := make(chan pending, 1)
+	in <- pending{Result: api.Result{Key: []byte("k"), Outcome: "ok", Lease: api.Lease{Slot: lease.Slot, State: lease.State, KeyHash: lease.KeyHash}}, claimedAt: time.Now()}
+	close(in)
+	flushNow := make(chan struct{})
+	close(flushNow)
+	done := make(chan struct{})
+	go func() { deliver(e, r, in, 1, flushNow); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("still retrying after flushNow")
+	}
+	if e.worker.Load(shm.CounterResultsDropped) != 1 {
+		t.Fatal("the undeliverable result was not counted")
+	}
+	if info, ok := e.seg.Leases().Lookup(42, nowMs()); ok && !info.Released {
+		t.Fatalf("the lease is still held: %+v", info)
+	}
+	if _, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 8); st != shm.Acquired {
+		t.Fatalf("the row is not claimable at once: %v", st)
+	}
+}
+
