@@ -258,6 +258,20 @@ func NewClient(socketPath string) *Client {
 // ErrUnavailable wraps every failure to reach worker 0 or to get a 2xx from it.
 var ErrUnavailable = errors.New("api: worker 0 unavailable")
 
+// StatusError is worker 0's answer other than 2xx. A 4xx is final (the request is refused for
+// good, and sending it again cannot help); a 5xx may pass. It wraps ErrUnavailable.
+type StatusError struct {
+	Path string
+	Code int
+	Msg  string // the start of the body
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%v: %s: %d %s: %s", ErrUnavailable, e.Path, e.Code, http.StatusText(e.Code), e.Msg)
+}
+
+func (e *StatusError) Unwrap() error { return ErrUnavailable }
+
 func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -279,7 +293,7 @@ func (c *Client) postBody(ctx context.Context, path, contentType string, body []
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return fmt.Errorf("%w: %s: %s: %s", ErrUnavailable, path, resp.Status, bytes.TrimSpace(msg))
+		return &StatusError{Path: path, Code: resp.StatusCode, Msg: string(bytes.TrimSpace(msg))}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("%w: %s: bad response: %v", ErrUnavailable, path, err)

@@ -72,7 +72,12 @@ const (
 	// ResultLatencyBuckets, one for +Inf, then the sum in µs.
 	CounterResultLatency = CounterBacklog + NumLanes
 
-	numNamedCounters = CounterResultLatency + Counter(len(ResultLatencyBuckets)) + 2
+	// CounterReleasedUnrendered counts leases a render worker gave back without a result, at
+	// once (no grace), when it stopped: jobs it had claimed but not begun, and renders it
+	// cancelled at the drain bound.
+	CounterReleasedUnrendered = CounterResultLatency + Counter(len(ResultLatencyBuckets)) + 2
+
+	numNamedCounters = CounterReleasedUnrendered + 1
 )
 
 // Histogram geometry, fixed by the layout.

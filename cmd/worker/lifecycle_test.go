@@ -122,4 +122,3 @@ func TestFlushNowGivesUpAndReleases(t *testing.T) {
 		t.Fatalf("the row is not claimable at once: %v", st)
 	}
 }
-
