@@ -1,16 +1,33 @@
 #!/usr/bin/env bash
 # `make run`: starts freshq on examples/freshq.yaml (Badger under ./data, sim renderer, no
 # network), loads the demo corpus through the API, and prints a progress line every 2 s.
-# Ctrl-C stops it cleanly (SIGTERM: drain, flush, close Badger).
+# Ctrl-C stops it cleanly: the render workers finish their renders and deliver their results,
+# then worker 0 commits and closes Badger (see README, Operating). It says how long that took and
+# whether anything was dropped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${CONFIG:-examples/freshq.yaml}
 corpus=${CORPUS:-examples/demo-targets.ndjson}
 addr=$(awk '/^listen:/ {print $2}' "$config")
 
-./bin/freshq-supervisor --config "$config" 2>>data/freshq.log &
+log=data/freshq.log
+from=$(( $(stat -c %s "$log" 2>/dev/null || echo 0) + 1 ))
+./bin/freshq-supervisor --config "$config" 2>>"$log" &
 pid=$!
-stop() { trap - INT TERM; echo; echo "stopping freshq (pid $pid)…"; kill -TERM "$pid" 2>/dev/null; wait "$pid"; echo "stopped; data kept in ./data, log in data/freshq.log"; exit 0; }
+stop() {
+  trap - INT TERM
+  echo; echo "stopping freshq (pid $pid)…"
+  local t0=$(date +%s%N) code=0
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" || code=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  # What this run logged about lost work: dropped or refused results, killed workers.
+  local lost
+  lost=$(tail -c +"$from" "$log" | grep -cE 'undeliverable|refused the results|"killed":[1-9]|killing it' || true)
+  echo "stopped in $(( ms / 1000 )).$(( ms % 1000 / 100 ))s (exit $code); data kept in ./data, log in $log"
+  if [ "$lost" != 0 ]; then echo "warning: $lost log lines about dropped results or killed workers; see $log"; fi
+  exit "$code"
+}
 trap stop INT TERM
 
 for _ in $(seq 1 300); do
