@@ -34,8 +34,17 @@ const (
 	PathStatus  = "/internal/status"
 )
 
-// maxControlBody bounds one internal request: a batch of results carries page bodies.
+// maxControlBody bounds one internal request other than a results batch.
 const maxControlBody = 256 << 20
+
+// MaxResultsBody is the largest results request body worker 0 accepts, JSON or binary, on
+// POST /internal/results and POST /v1/results; a larger one is answered 413 before it is read
+// past the limit. It is sized so that one result carrying the largest page the store keeps
+// (store.MaxPageBody, 32 MiB) fits in JSON, where the body is base64 (4/3: 42.7 MiB), with
+// 5 MiB to spare for the key, headers and the rest. A render worker cuts its batches by bytes
+// well below it. Worker 0 holds a request's body while it applies it, so this is also the
+// memory one results request may pin.
+const MaxResultsBody = 48 << 20
 
 // Job is a claim.Job on the wire.
 type Job struct {
@@ -141,68 +150,6 @@ func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 		resp.Jobs[i] = WireJob(j)
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// resultsHandler applies a batch of results: the internal endpoint for render workers and
-// POST /v1/results for remote renderers are the same operation. With binaryOK, a body of
-// Content-Type ResultsContentType is a binary batch (wire.go); any other body is JSON.
-func resultsHandler(a *Applier, binaryOK bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var results []Result
-		if binaryOK && r.Header.Get("Content-Type") == ResultsContentType {
-			body, ok := readBody(w, r, maxControlBody)
-			if !ok {
-				return
-			}
-			rs, err := DecodeResults(body)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, "", "bad results batch: "+err.Error())
-				return
-			}
-			results = rs
-		} else {
-			var req resultsRequest
-			if !decodeJSON(w, r, &req, maxControlBody) {
-				return
-			}
-			results = req.Results
-		}
-		for i := range results {
-			if len(results[i].Key) == 0 {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].key", i), "empty")
-				return
-			}
-			if results[i].Outcome == "" {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("results[%d].outcome", i), "empty")
-				return
-			}
-		}
-		st, err := a.Apply(results)
-		if err != nil {
-			a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
-			writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	}
-}
-
-// readBody reads a size-limited body whole, answering 413 or 400 itself on failure.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead) // one allocation: ReadFrom wants MinRead spare
-	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "", "reading the body: "+err.Error())
-		return nil, false
-	}
-	return buf.Bytes(), true
 }
 
 // apiError is the JSON error body of every 4xx and 5xx.
@@ -319,10 +266,16 @@ func (c *Client) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]claim.
 }
 
 // SendResults delivers a batch of results, in the binary form; worker 0 answers only after
-// they are committed.
+// they are committed. A batch whose every result was fenced (409: none of its leases is held
+// any more, e.g. a retry of a batch worker 0 had committed) is not an error: there is nothing
+// left to deliver, and the stats say so. Any other 4xx is a *StatusError the batch cannot
+// recover from by being sent again.
 func (c *Client) SendResults(ctx context.Context, results []Result) (ApplyStats, error) {
 	var st ApplyStats
 	err := c.postBody(ctx, PathResults, ResultsContentType, EncodeResults(nil, results), &st)
+	if se := (*StatusError)(nil); errors.As(err, &se) && se.Code == http.StatusConflict {
+		return ApplyStats{Fenced: len(results)}, nil
+	}
 	return st, err
 }
 

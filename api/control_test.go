@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -166,8 +167,10 @@ func TestResultsTravelInTheBinaryForm(t *testing.T) {
 
 	e := qtest.New(t, "", start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{NeverRendered: true})
+	lease := grant(t, e, []byte("desktop|https://a.test/c/1"))
 	req, _ := http.NewRequest(http.MethodPost, "http://worker0"+PathResults,
-		strings.NewReader(`{"results": [{"key": "ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzE=", "outcome": "ok", "status": 200}]}`))
+		strings.NewReader(fmt.Sprintf(`{"results": [{"key": "ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzE=", "outcome": "ok", "status": 200, `+
+			`"lease": {"slot": %d, "state": %d, "key_hash": %d}}]}`, lease.Slot, lease.State, lease.KeyHash)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := serve(t, e).http.Do(req)
 	if err != nil {

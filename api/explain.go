@@ -83,6 +83,15 @@ type Explain struct {
 	Seg    *shm.Segment
 	Policy func() *policy.Policy
 	Now    func() int64
+	// Deleter deletes; nil means Store. Worker 0 passes sweep.Changes' wrapper, so that a sweep
+	// in progress does not publish the deleted row.
+	Deleter Deleter
+	Locks   *KeyLocks // worker 0's, shared with every other writer; nil: none
+}
+
+// Deleter is the store's delete.
+type Deleter interface {
+	DeleteTarget(cacheKey []byte) error
 }
 
 // Register adds the endpoints to mux.
@@ -166,19 +175,40 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ex)
 }
 
-// delete removes the target, its schedule row, its index entry and its page.
+// delete removes the target, its schedule row, its index entry and its page. A 200 is never
+// undone by a render that was in flight:
+//   - it holds the key's lock, like every writer of worker 0, so no result of the key is
+//     between its decision and its commit, and a result applied later finds no row (Applier
+//     never re-creates one);
+//   - it deletes through sweep.Changes, so a sweep in progress does not publish the key;
+//   - it revokes the key's lease, so the in-flight render's result is fenced, and holds the
+//     key for two sweep intervals, so the entry of the ready set published before the delete
+//     is not granted: within one interval (and the sweep's own run, bounded by it in
+//     practice) the next sweep replaces that set with one that cannot hold the key. A sweep
+//     that fails leaves the old set longer; a render granted from it then finds no row, and its
+//     result is skipped.
 func (x *Explain) delete(w http.ResponseWriter, r *http.Request) {
-	key, ok := keyOf(w, r, x.Policy())
+	pol := x.Policy()
+	key, ok := keyOf(w, r, pol)
 	if !ok {
 		return
+	}
+	if x.Locks != nil {
+		defer x.Locks.Lock([][]byte{key})()
 	}
 	if _, err := x.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "url", "no such target")
 		return
 	}
-	if err := x.Store.DeleteTarget(key); err != nil {
+	var d Deleter = x.Store
+	if x.Deleter != nil {
+		d = x.Deleter
+	}
+	if err := d.DeleteTarget(key); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
 		return
 	}
+	hold := 2 * pol.Config().Queue.Ready.SweepInterval.Ms()
+	x.Seg.Leases().Revoke(shm.KeyHash(key), x.Now(), hold)
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": string(key)})
 }

@@ -38,7 +38,7 @@ func TestExplainAndDelete(t *testing.T) {
 	key := []byte("desktop|https://shop.test/c/shoes")
 	// Render it once (result applied as worker 0 does), then let it fall 3 h late.
 	a := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
-	if _, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, DurationMs: 80, Body: []byte("<html/>")}}); err != nil {
+	if _, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, DurationMs: 80, Body: []byte("<html/>"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}
 	e.Advance(9 * hour)

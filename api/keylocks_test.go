@@ -52,7 +52,8 @@ func TestResultDoesNotOverwriteAConcurrentUpsert(t *testing.T) {
 		case <-waiting: // serialised behind the result
 		}
 	}
-	if _, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>")}}); err != nil {
+	lease := grant(t, e, key)
+	if _, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}}); err != nil {
 		t.Fatal(err)
 	}
 	<-upserted

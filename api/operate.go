@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/freshq/freshq/internal/rows"
+	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
 
@@ -15,6 +16,7 @@ import (
 // GET /v1/pages. It writes through Targets (its Writer and Locks).
 type Operate struct {
 	Targets *Targets
+	Seg     *shm.Segment // whose leases a rush or wait revokes; nil: none (tests of other things)
 }
 
 // Register adds the endpoints to mux.
@@ -133,7 +135,12 @@ func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"mode": req.Mode, "matched": matched})
 }
 
-// apply rushes or waits a chunk of keys under their locks.
+// apply rushes or waits a chunk of keys under their locks. After the commit, still under the
+// locks, it revokes the lease of every key whose render is in flight: that render was granted
+// before the rush or wait and would undo it (clear the urgent mark, file the next due time from
+// now, store the page a wait dropped), so its result is fenced. The key is held for
+// queue.release_grace, as after any render, and is then granted again, rushed. A key with no
+// lease gets no hold: whatever is granted from now on renders the row as the rush left it.
 func (o *Operate) apply(keys [][]byte, mode string) (int, error) {
 	t := o.Targets
 	if t.Locks != nil {
@@ -162,7 +169,19 @@ func (o *Operate) apply(keys [][]byte, mode string) (int, error) {
 	if len(writes) == 0 {
 		return 0, nil
 	}
-	return len(writes), t.Writer.WriteSchedules(writes)
+	if err := t.Writer.WriteSchedules(writes); err != nil {
+		return 0, err
+	}
+	if o.Seg != nil {
+		leases, hold := o.Seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
+		for _, w := range writes {
+			h := shm.KeyHash(w.Schedule.Key())
+			if li, ok := leases.Lookup(h, now); ok && !li.Released {
+				leases.Revoke(h, now, hold)
+			}
+		}
+	}
+	return len(writes), nil
 }
 
 // PageCSP is the Content-Security-Policy of every stored page GET /v1/pages serves. A stored

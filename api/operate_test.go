@@ -151,7 +151,8 @@ func TestPagesServeWithinTheSWRWindow(t *testing.T) {
 	if code, _, body := get(); code != 404 || !strings.Contains(body, "no rendered page") {
 		t.Fatalf("no page yet: %d %s", code, body)
 	}
-	n.applier.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html>a</html>"), Headers: map[string]string{"content-type": "text/html"}}})
+	n.applier.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html>a</html>"), Headers: map[string]string{"content-type": "text/html"},
+		Lease: grant(t, n.Env, key)}})
 	n.Advance(7 * hour) // past the 6 h cadence, within the 6 h swr window of the catalog route
 	code, h, body := get()
 	if code != 200 || body != "<html>a</html>" || h.Get("Age") != "25200" || h.Get("X-Freshq-Stale") != "true" || h.Get("Content-Type") != "text/html" {

@@ -1,13 +1,17 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
@@ -40,10 +44,24 @@ type Writer interface {
 	WriteSchedules([]store.Write) error
 }
 
+// MaxResults bounds the results of one request (a render worker sends at most a few hundred).
+// JSON can describe a result in 3 bytes that decode into some 200: without a count bound a
+// body within MaxResultsBody could cost gigabytes.
+const MaxResults = 10_000
+
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
 // its target and its page in one transaction), a batch becomes one WriteSchedules call, and
-// only after it commits are the leases released, with the commit-visibility grace. A result is
-// at-least-once: applying one twice reschedules the row twice, which is harmless.
+// only after it commits are the leases released, with the commit-visibility grace.
+//
+// A result is fenced by its lease: Apply checks it (shm.Leases.Check) under the key's lock,
+// where it decides, and releases it after the commit, before the lock is let go. So a result is
+// applied at most once per grant, and only while the grant is held: a duplicate delivery (a
+// batch retried after worker 0 committed it), a result whose lease lapsed or was released, and
+// one whose render an operator overtook (a delete, rush or wait revokes the lease under the
+// same lock) all find the grant gone, and are fenced: they change nothing at all, page
+// included. Keeping a fenced result's page "if the row is otherwise unchanged" would need a
+// second notion of what changed; a fenced page is at most one render stale, and the row
+// renders again on its schedule.
 type Applier struct {
 	Store  *store.Store // reads
 	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
@@ -52,18 +70,24 @@ type Applier struct {
 	Policy func() *policy.Policy
 	Now    func() int64
 	Log    zerolog.Logger
+	Limit  *Limiter // admits results requests by their bytes; nil: none
 
 	afterDecide func() // test hook: between the reads and the commit
 }
 
-// ApplyStats counts what a batch did.
+// ApplyStats is what a batch did; every result is counted in exactly one of Applied, Skipped
+// and Fenced.
 type ApplyStats struct {
 	Applied int `json:"applied"`
 	Skipped int `json:"skipped"` // the row was deleted while it rendered
+	// Fenced results changed nothing: their lease was not held (FencedItems says why, by index).
+	Fenced      int         `json:"fenced"`
+	FencedItems []ItemError `json:"fenced_items,omitempty"` // the first few
 }
 
-// Apply applies a batch. It fails as a whole (nothing written, no lease released) only if the
-// store cannot read or commit; the caller retries.
+// Apply applies a batch. Results should have passed Validate; Apply itself is safe for any
+// value (a lease it cannot use is fenced). It fails as a whole (nothing written, no lease
+// released) only if the store cannot read or commit; the caller retries.
 func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
@@ -74,21 +98,33 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	}
 	pol := a.Policy()
 	now := a.Now()
+	leases := a.Seg.Leases()
 	var st ApplyStats
 	writes := make([]store.Write, 0, len(results))
 	release := make([]shm.Lease, 0, len(results))
+	held := make(map[uint64]bool, len(results))
 	for i := range results {
-		w, ok, err := a.decide(pol, &results[i], now)
+		r := &results[i]
+		h := shm.KeyHash(r.Key)
+		err := leases.Check(r.Lease.shm(), h, now)
+		if err == nil && held[h] {
+			err = errors.New("the batch carries this key's result twice; the first one is applied")
+		}
+		if err != nil {
+			st.fence(i, err)
+			continue
+		}
+		held[h] = true
+		w, ok, err := a.decide(pol, r, now)
 		if err != nil {
 			return ApplyStats{}, err
 		}
+		release = append(release, r.Lease.shm())
 		if !ok {
 			st.Skipped++
-			release = append(release, results[i].Lease.shm())
 			continue
 		}
 		writes = append(writes, w)
-		release = append(release, results[i].Lease.shm())
 	}
 	if a.afterDecide != nil {
 		a.afterDecide()
@@ -97,11 +133,12 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	if a.Writer != nil {
 		w = a.Writer
 	}
-	if err := w.WriteSchedules(writes); err != nil {
-		return ApplyStats{}, fmt.Errorf("api: apply %d results: %w", len(writes), err)
+	if len(writes) > 0 {
+		if err := w.WriteSchedules(writes); err != nil {
+			return ApplyStats{}, fmt.Errorf("api: apply %d results: %w", len(writes), err)
+		}
 	}
 	grace := pol.Config().Queue.ReleaseGrace.Ms()
-	leases := a.Seg.Leases()
 	for _, l := range release {
 		leases.Release(l, now, grace)
 	}
@@ -109,7 +146,16 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	return st, nil
 }
 
-// decide turns one result into its funnel write. ok is false when the row no longer exists.
+func (st *ApplyStats) fence(i int, err error) {
+	st.Fenced++
+	if len(st.FencedItems) < maxReportErrors {
+		st.FencedItems = append(st.FencedItems, ItemError{Index: i, Field: fmt.Sprintf("results[%d].lease", i), Error: err.Error()})
+	}
+}
+
+// decide turns one result into its funnel write. ok is false when the row no longer exists:
+// the key's lock is held from here to the commit, and every deleter takes it, so a row read
+// here exists at commit, and a row missing here is never re-created.
 func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write, bool, error) {
 	row, err := a.Store.GetSchedule(r.Key)
 	if errors.Is(err, store.ErrNotFound) {
@@ -124,6 +170,7 @@ func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write,
 	} else if err != nil {
 		return store.Write{}, false, fmt.Errorf("api: result for %q: %w", r.Key, err)
 	}
+	outcome, body := storable(r)
 	d := pol.Apply(policy.State{
 		Key:              r.Key,
 		FromSitemap:      row.FromSitemap,
@@ -134,7 +181,7 @@ func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write,
 		FailClass:        t.Failures.LastClass,
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
-	}, r.Outcome, now)
+	}, outcome, now)
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.FromSitemap, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
@@ -144,13 +191,29 @@ func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write,
 	t.DemandRung = d.DemandRung
 	t.Failures = store.Failures{Count: d.FailCount, LastClass: d.FailClass, FirstMs: d.FailFirstMs, LastMs: d.FailLastMs}
 	t.Terminal, t.TerminalRecheckMs = terminalOf(d.Terminal), d.RecheckAtMs
-	t.LastRender = store.RenderSummary{Status: uint16(r.Status), AtMs: now, DurationMs: r.DurationMs, Bytes: uint64(len(r.Body))}
+	t.LastRender = store.RenderSummary{Status: uint16(max(0, r.Status)), AtMs: now, DurationMs: max(0, r.DurationMs), Bytes: uint64(len(r.Body))}
 	w := store.Write{Schedule: sch, Target: &t}
 	if d.StorePage {
-		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: r.Body, RenderedAtMs: now}
+		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: body, RenderedAtMs: now}
 	}
 	return w, true, nil
 }
+
+// storable is the outcome and body a result is applied with. A page the store cannot hold
+// (over store.MaxPageBody) is applied as too_large, without it, so that one oversized page
+// fails its own row and not the batch's commit. A page without a status HTTP can send is
+// applied as failed: Validate refuses one, and a stored page is served with its status.
+func storable(r *Result) (outcome string, body []byte) {
+	switch {
+	case len(r.Body) > store.MaxPageBody:
+		return render.OutcomeTooLarge.String(), nil
+	case r.Outcome == render.OutcomeOK.String() && !httpStatus(r.Status):
+		return render.OutcomeFailed.String(), nil
+	}
+	return r.Outcome, r.Body
+}
+
+func httpStatus(code int) bool { return code >= 100 && code <= 599 }
 
 func terminalOf(s string) store.Terminal {
 	switch s {
@@ -165,7 +228,8 @@ func terminalOf(s string) store.Terminal {
 func pageHeaders(h map[string]string) []store.Header {
 	out := make([]store.Header, 0, len(h))
 	for _, name := range []string{"content-type", "content-language", "last-modified", "etag", "cache-control"} {
-		if v, ok := h[name]; ok && len(out) < store.MaxPageHeaders {
+		// A value the store would refuse is left out: it must not fail the batch's commit.
+		if v, ok := h[name]; ok && len(out) < store.MaxPageHeaders && len(v) <= store.MaxHeaderLen {
 			out = append(out, store.Header{Name: name, Value: v})
 		}
 	}
@@ -183,4 +247,247 @@ func targetFromKey(key []byte, fromSitemap bool) store.Target {
 		src = store.SourceSitemap
 	}
 	return store.Target{URL: url, Device: device, Source: src}
+}
+
+// resultsHandler applies a batch of results: the internal endpoint for render workers and
+// POST /v1/results for remote renderers are the same operation. With binaryOK, a body of
+// Content-Type ResultsContentType is a binary batch (wire.go); any other body is JSON.
+//
+// The answers: 413 for a body over MaxResultsBody; 400 naming the field for a batch that does
+// not decode or holds a bad result (Validate), and then nothing of the batch is applied; 503
+// when the store fails, nothing applied (retry); 409 naming results[i].lease when every result
+// was fenced (its body also carries the ApplyStats); otherwise 200 with the ApplyStats, which
+// count what was applied, skipped and fenced.
+func resultsHandler(a *Applier, binaryOK bool) http.HandlerFunc {
+	return a.Limit.Wrap(MaxResultsBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		results, ok := readResults(w, r, binaryOK)
+		if !ok {
+			return
+		}
+		if field, err := a.Validate(results); err != nil {
+			writeError(w, http.StatusBadRequest, field, err.Error())
+			return
+		}
+		st, err := a.Apply(results)
+		if err != nil {
+			a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
+			writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
+			return
+		}
+		if st.Fenced > 0 {
+			a.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
+				Msg("results fenced: their lease is not held")
+		}
+		if st.Fenced > 0 && st.Fenced == len(results) {
+			first := st.FencedItems[0]
+			writeJSON(w, http.StatusConflict, fencedError{
+				apiError:   apiError{Error: "lease not held: " + first.Error, Field: first.Field},
+				ApplyStats: st,
+			})
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})).ServeHTTP
+}
+
+// fencedError is the 409 body: the error every client understands, and the counts.
+type fencedError struct {
+	apiError
+	ApplyStats
+}
+
+// readResults reads and decodes a results body, answering 413 or 400 itself on failure. The
+// body is read whole into one buffer of its Content-Length; the binary form is decoded in
+// place, and JSON is first scanned without allocating (count and field names) and then decoded
+// by encoding/json from that buffer, so a request costs about its body plus its decoded pages.
+func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Result, bool) {
+	body, ok := readBody(w, r, MaxResultsBody)
+	if !ok {
+		return nil, false
+	}
+	if binaryOK && r.Header.Get("Content-Type") == ResultsContentType {
+		rs, err := DecodeResults(body)
+		if err == nil && len(rs) > MaxResults {
+			err = fmt.Errorf("%d results, at most %d a request", len(rs), MaxResults)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "results", "bad results batch: "+err.Error())
+			return nil, false
+		}
+		return rs, true
+	}
+	if field, err := scanResultsJSON(body); err != nil {
+		writeError(w, http.StatusBadRequest, field, err.Error())
+		return nil, false
+	}
+	var req resultsRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "", "bad JSON: "+err.Error())
+		return nil, false
+	}
+	return req.Results, true
+}
+
+// readBody reads a size-limited body whole, answering 413 or 400 itself on failure.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // one allocation: ReadFrom wants MinRead spare
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "", "reading the body: "+err.Error())
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// needsStatus are the outcomes that are an HTTP response: their status is the response's, so
+// it must be one HTTP can send. The others (timeout, network, redirect_loop, too_large,
+// blocked, failed) may end before any response, and carry 0 then.
+var needsStatus = map[string]bool{
+	render.OutcomeOK.String(): true, render.OutcomeNoindex.String(): true,
+	render.OutcomeNotFound.String(): true, render.OutcomeGone.String(): true,
+	render.OutcomeClientError.String(): true, render.OutcomeServerError.String(): true,
+}
+
+// Validate checks every result of a batch before anything is applied, and returns the first
+// bad one's field and why: a key of 1..store.MaxKeyLen bytes; an outcome among render's
+// outcome names; a status of 100..599, or 0 for an outcome that may have had no response; a
+// non-negative duration; and a lease that can be this table's grant for this key (slot in
+// range, key hash the key's). Whether the lease is still held is not checked here: that is
+// fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
+// here: Apply applies it as too_large, and the rest of the batch with it.
+func (a *Applier) Validate(results []Result) (field string, err error) {
+	leases := a.Seg.Leases()
+	for i := range results {
+		r := &results[i]
+		f := func(name string) string { return fmt.Sprintf("results[%d].%s", i, name) }
+		switch {
+		case len(r.Key) == 0:
+			return f("key"), errors.New("empty")
+		case len(r.Key) > store.MaxKeyLen:
+			return f("key"), fmt.Errorf("%d bytes, at most %d", len(r.Key), store.MaxKeyLen)
+		case outcomes[r.Outcome] == "":
+			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of ok, noindex, not_found, gone, client_error, server_error, timeout, network, redirect_loop, too_large, blocked, failed)", r.Outcome)
+		case needsStatus[r.Outcome] && !httpStatus(r.Status):
+			return f("status"), fmt.Errorf("%d: outcome %s is an HTTP response, its status must be 100..599", r.Status, r.Outcome)
+		case r.Status != 0 && !httpStatus(r.Status):
+			return f("status"), fmt.Errorf("%d: must be 100..599, or 0 when there was no response", r.Status)
+		case r.DurationMs < 0:
+			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
+		}
+		if err := leases.Check(r.Lease.shm(), shm.KeyHash(r.Key), 0); errors.Is(err, shm.ErrLeaseSlot) || errors.Is(err, shm.ErrLeaseKey) {
+			return f("lease"), err
+		}
+	}
+	return "", nil
+}
+
+// JSON field names of a results request, for scanResultsJSON.
+var (
+	resultsTopFields   = []string{"results"}
+	resultsFields      = []string{"key", "outcome", "status", "stage", "duration_ms", "headers", "body", "err", "lease"}
+	resultsLeaseFields = []string{"slot", "state", "key_hash"}
+)
+
+// scanResultsJSON walks a JSON results request without allocating, before encoding/json
+// decodes it: it counts the results (at most MaxResults, because decoding a result costs
+// much more than its smallest JSON) and refuses an unknown field, naming it, as the other
+// endpoints do. It judges only what it looks at; json.Unmarshal refuses malformed JSON.
+func scanResultsJSON(b []byte) (field string, err error) {
+	type frame struct {
+		known  []string // the field names of this object; nil: any (headers) or not checked
+		kind   byte     // 't' the request, 'r' the results array, 'e' a result, 'l' its lease
+		array  bool
+		commas int // of an array: elements so far - 1
+	}
+	var stack [64]frame
+	depth := 0
+	expectKey := false
+	var lastKey []byte
+	resultIndex := func() int {
+		for d := depth - 1; d >= 0; d-- {
+			if stack[d].kind == 'r' {
+				return stack[d].commas
+			}
+		}
+		return 0
+	}
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			end := i + 1
+			for end < len(b) && b[end] != '"' {
+				if b[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			if end >= len(b) {
+				return "", errors.New("bad JSON: unterminated string")
+			}
+			if depth > 0 && !stack[depth-1].array && expectKey {
+				lastKey = b[i+1 : end]
+				if fr := &stack[depth-1]; fr.known != nil && !knownField(fr.known, lastKey) {
+					name := fmt.Sprintf("%.64s", lastKey)
+					switch fr.kind {
+					case 'e':
+						name = fmt.Sprintf("results[%d].%s", resultIndex(), name)
+					case 'l':
+						name = fmt.Sprintf("results[%d].lease.%s", resultIndex(), name)
+					}
+					return name, fmt.Errorf("unknown field %q", name)
+				}
+				expectKey = false
+			}
+			i = end
+		case '{', '[':
+			if depth == len(stack) {
+				return "", errors.New("bad JSON: nested too deeply")
+			}
+			fr := frame{array: c == '['}
+			switch {
+			case depth == 0 && c == '{':
+				fr.kind, fr.known = 't', resultsTopFields
+			case depth == 0:
+			case stack[depth-1].kind == 't' && c == '[' && bytes.EqualFold(lastKey, []byte("results")):
+				fr.kind = 'r'
+			case stack[depth-1].kind == 'r' && c == '{':
+				fr.kind, fr.known = 'e', resultsFields
+			case stack[depth-1].kind == 'e' && c == '{' && bytes.EqualFold(lastKey, []byte("lease")):
+				fr.kind, fr.known = 'l', resultsLeaseFields
+			}
+			stack[depth] = fr
+			depth++
+			expectKey = c == '{'
+		case '}', ']':
+			depth = max(0, depth-1)
+			expectKey = false
+		case ',':
+			switch {
+			case depth == 0:
+			case !stack[depth-1].array:
+				expectKey = true
+			case stack[depth-1].kind == 'r':
+				if stack[depth-1].commas++; stack[depth-1].commas >= MaxResults {
+					return "results", fmt.Errorf("over %d results; at most %d a request", MaxResults, MaxResults)
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+func knownField(known []string, name []byte) bool {
+	for _, k := range known {
+		if bytes.EqualFold([]byte(k), name) {
+			return true
+		}
+	}
+	return false
 }

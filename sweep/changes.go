@@ -82,6 +82,7 @@ type Writer interface {
 	WriteSchedule(store.Schedule) error
 	WriteSchedules([]store.Write) error
 	RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error)
+	DeleteTarget(cacheKey []byte) error
 }
 
 // Wrap returns w with every write registered with c.
@@ -102,6 +103,14 @@ func (t trackedWriter) RefileIfUnchanged(s store.Schedule, was store.Row) (bool,
 	hs := t.c.begin([][]byte{s.Key()})
 	defer t.c.end(hs)
 	return t.w.RefileIfUnchanged(s, was)
+}
+
+// DeleteTarget is a write like any other: a sweep whose snapshot still holds the row must not
+// publish it once it is gone.
+func (t trackedWriter) DeleteTarget(key []byte) error {
+	hs := t.c.begin([][]byte{key})
+	defer t.c.end(hs)
+	return t.w.DeleteTarget(key)
 }
 
 func (t trackedWriter) WriteSchedules(ws []store.Write) error {
