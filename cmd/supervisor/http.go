@@ -4,17 +4,21 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/internal/clock"
@@ -22,8 +26,31 @@ import (
 	"github.com/freshq/freshq/shm"
 )
 
+// publicServer wraps the public listener: at most http.max_conns connections at once (more
+// wait in the kernel's accept queue), and every connection bounded in time — its headers within
+// http.read_header_timeout, a request within http.read_timeout, an answer within
+// http.write_timeout, an idle keep-alive within http.idle_timeout — so that a client that
+// sends slowly (slowloris) or never closes holds a connection only that long. Bulk endpoints
+// get http.bulk_timeout instead, per request (see bulkDeadlines).
+func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) {
+	h := s.cfg.Load().HTTP
+	srv := &http.Server{
+		Handler:           s.handler(),
+		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
+		ReadTimeout:       h.ReadTimeout.D(),
+		WriteTimeout:      h.WriteTimeout.D(),
+		IdleTimeout:       h.IdleTimeout.D(),
+		MaxHeaderBytes:    64 << 10,
+	}
+	return srv, netutil.LimitListener(ln, h.MaxConns)
+}
+
 // handler is the public listener: /metrics, /healthz and /readyz are answered from shared
 // memory, so they work while worker 0 restarts; everything else goes to worker 0.
+//
+// In front of everything, in this order: the Host check (hostGuard), the cross-origin check
+// on writes (crossOrigin), the bearer token (authorize), and per-request deadlines of bulk
+// endpoints (bulkDeadlines).
 func (s *supervisor) handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&collector{s: s})
@@ -59,7 +86,120 @@ func (s *supervisor) handler() http.Handler {
 		json.NewEncoder(w).Encode(map[string]string{"error": "worker 0 is unavailable; retry shortly"})
 	}
 	mux.Handle("/", internalGuard(proxy))
-	return s.authorize(mux)
+	return s.hostGuard(crossOrigin(s.authorize(s.bulkDeadlines(mux))))
+}
+
+// bulkEndpoints stream large bodies in, or work long before they answer: they get
+// http.bulk_timeout to read the request and to answer, instead of read_timeout and write_timeout.
+var bulkEndpoints = map[string]bool{
+	"POST /v1/targets": true, "POST /v1/sitemaps": true, "POST /v1/results": true, "POST /v1/prioritize": true,
+}
+
+// bulkDeadlines moves the connection's read and write deadlines of a bulk request to
+// http.bulk_timeout from now. Every other request keeps the server's shorter bounds.
+func (s *supervisor) bulkDeadlines(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bulkEndpoints[r.Method+" "+r.URL.Path] {
+			deadline := time.Now().Add(s.cfg.Load().HTTP.BulkTimeout.D())
+			rc := http.NewResponseController(w)
+			rc.SetReadDeadline(deadline)
+			rc.SetWriteDeadline(deadline)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostGuard refuses a request whose Host header names neither this listener nor a name in
+// http.hosts, with 421 and a JSON error naming Host. It is the guard against DNS rebinding: a
+// page on evil.example whose name is made to resolve to 127.0.0.1 reaches the listener as
+// same-origin to the browser, but its requests carry Host: evil.example. Accepted:
+//   - no Host at all (HTTP/1.0: not a browser);
+//   - an IP address, when it is the listener's own, or any address when the listener is on
+//     all interfaces (0.0.0.0, ::), or a loopback address when the listener is on loopback
+//     (a rebinding page always carries a name, never an address);
+//   - localhost, which browsers never resolve through DNS, and listen's own host name;
+//   - a name in http.hosts (case-insensitive, a trailing dot ignored), for a listener reached
+//     by name or behind a proxy that keeps the Host.
+//
+// The port is not compared: a port forward or a proxy may change it. /healthz and /readyz are
+// exempt, so that a load balancer's probe, which may send any Host, still gets its answer.
+func (s *supervisor) hostGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cfg := s.cfg.Load()
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || hostAllowed(cfg.Listen, cfg.HTTP.Hosts, r.Host) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusMisdirectedRequest, "Host", fmt.Sprintf(
+			"Host %q is not a name this listener answers to; add it to http.hosts in the configuration if it is one of its names", r.Host))
+	})
+}
+
+// hostAllowed is hostGuard's rule for the Host header host under listen and http.hosts.
+func hostAllowed(listen string, hosts []string, host string) bool {
+	if host == "" {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	lhost, _, _ := net.SplitHostPort(listen)
+	lhost = strings.ToLower(lhost)
+	if ip, err := netip.ParseAddr(name); err == nil {
+		ip = ip.Unmap()
+		lip, err := netip.ParseAddr(lhost)
+		switch {
+		case lhost == "" || err == nil && lip.IsUnspecified():
+			return true
+		case err == nil:
+			lip = lip.Unmap()
+			return ip == lip || ip.IsLoopback() && lip.IsLoopback()
+		default:
+			return ip.IsLoopback() && lhost == "localhost"
+		}
+	}
+	if name == "localhost" || name == strings.TrimSuffix(lhost, ".") {
+		return true
+	}
+	for _, h := range hosts {
+		if strings.ToLower(strings.TrimSuffix(h, ".")) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// crossOrigin keeps a web page on another site from changing anything through the API, token
+// or no token: with the default loopback listener and no token, any page the operator opens
+// could otherwise POST to 127.0.0.1 (a text/plain or form POST needs no CORS preflight).
+// Every request but GET, HEAD and OPTIONS is refused with 403 when the browser says it comes
+// from another origin: Sec-Fetch-Site is present and not same-origin or none, or, from a
+// browser that sends no Sec-Fetch-Site, Origin is present and is not this listener's origin
+// (http.CrossOriginProtection). Every browser of the last years sends one of the two on a
+// cross-origin POST; programs (curl, freshqctl, remote renderers, worker 0's clients) send
+// neither and pass, whatever their Content-Type — so a plain `curl --data-binary @file`, which
+// sends a form Content-Type, keeps working. That is why the guard looks at where a request
+// comes from rather than refusing the content types a browser may send without a preflight.
+func crossOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		field := "Origin"
+		if r.Header.Get("Sec-Fetch-Site") != "" {
+			field = "Sec-Fetch-Site"
+		}
+		writeError(w, http.StatusForbidden, field, fmt.Sprintf(
+			"cross-origin %s refused: a page on another site may not change this API; send it from a program (curl, freshqctl), which sends no Origin or Sec-Fetch-Site", r.Method))
+	}))
+	return cop.Handler(next)
+}
+
+// writeError answers a JSON API error.
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg, "field": field})
 }
 
 // authorize requires the bearer token (config token or FRESHQ_TOKEN) on every request but the
@@ -107,10 +247,20 @@ func internalGuard(next http.Handler) http.Handler {
 	})
 }
 
+// worker0Clients holds the one status client of each worker 0 socket (there is one per
+// process), made on first use: /readyz and the systemd loop reuse its keep-alive connections.
+// A client per call left one idle unix connection behind per /readyz request, in both
+// processes, until the idle timeout closed it.
+var worker0Clients sync.Map // socket path → *api.Client
+
 func (s *supervisor) worker0Status(ctx context.Context) (api.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return api.NewClient(s.socket).Status(ctx)
+	c, ok := worker0Clients.Load(s.socket)
+	if !ok {
+		c, _ = worker0Clients.LoadOrStore(s.socket, api.NewClient(s.socket))
+	}
+	return c.(*api.Client).Status(ctx)
 }
 
 // notifySystemd sends READY=1 once worker 0 serves and its first sweep finished (or failed,

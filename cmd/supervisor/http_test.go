@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/freshq/freshq/config"
@@ -45,6 +47,99 @@ func TestLoopbackOnly(t *testing.T) {
 	} {
 		if got := loopbackOnly(addr); got != want {
 			t.Errorf("%s: %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestHostAllowed(t *testing.T) {
+	hosts := []string{"freshq.internal", "Render.Example.COM."}
+	for _, tc := range []struct {
+		listen, host string
+		want         bool
+	}{
+		{"127.0.0.1:8420", "127.0.0.1:8420", true},
+		{"127.0.0.1:8420", "127.0.0.1", true},
+		{"127.0.0.1:8420", "127.0.0.1:9000", true}, // a port forward may change the port
+		{"127.0.0.1:8420", "localhost:8420", true},
+		{"127.0.0.1:8420", "LOCALHOST.:8420", true},
+		{"127.0.0.1:8420", "[::1]:8420", true}, // loopback for loopback
+		{"127.0.0.1:8420", "127.0.0.2:8420", true},
+		{"127.0.0.1:8420", "", true}, // HTTP/1.0 without Host: not a browser
+		{"127.0.0.1:8420", "evil.example:8420", false},
+		{"127.0.0.1:8420", "127.0.0.1.nip.io:8420", false},
+		{"127.0.0.1:8420", "localhost.evil.example", false},
+		{"127.0.0.1:8420", "10.0.0.5:8420", false},
+		{"127.0.0.1:8420", "freshq.internal:8420", true},
+		{"127.0.0.1:8420", "render.example.com", true},
+		{"127.0.0.1:8420", "www.freshq.internal", false}, // exact names only
+		{"[::1]:8420", "[::1]:8420", true},
+		{"[::1]:8420", "127.0.0.1:8420", true},
+		{"localhost:8420", "127.0.0.1:8420", true},
+		{"localhost:8420", "10.0.0.5:8420", false},
+		{"10.0.0.5:8420", "10.0.0.5:8420", true},
+		{"10.0.0.5:8420", "127.0.0.1:8420", false},
+		{"10.0.0.5:8420", "10.0.0.6:8420", false},
+		{"0.0.0.0:8420", "10.0.0.6:8420", true}, // on every interface: any address may be ours
+		{":8420", "[2001:db8::1]:8420", true},
+		{":8420", "evil.example", false},
+		{"myhost:8420", "MyHost:8420", true},
+		{"myhost:8420", "evil.example:8420", false},
+	} {
+		if got := hostAllowed(tc.listen, hosts, tc.host); got != tc.want {
+			t.Errorf("listen %s, Host %q: %v, want %v", tc.listen, tc.host, got, tc.want)
+		}
+	}
+}
+
+// The guards in front of the API: Host first, then the cross-origin check on writes; each
+// refusal is a JSON error naming the header, and what programs send passes.
+func TestPublicGuards(t *testing.T) {
+	s := &supervisor{}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:8420"
+	s.cfg.Store(cfg)
+	reached := 0
+	h := s.hostGuard(crossOrigin(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached++
+		w.WriteHeader(http.StatusTeapot)
+	})))
+	for _, tc := range []struct {
+		name, method, path, host string
+		header                   map[string]string
+		want                     int
+		field                    string
+	}{
+		{"curl default", "POST", "/v1/targets", "127.0.0.1:8420", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusTeapot, ""},
+		{"freshqctl", "POST", "/v1/targets", "127.0.0.1:8420", map[string]string{"Content-Type": "application/x-ndjson", "User-Agent": "freshqctl"}, http.StatusTeapot, ""},
+		{"cross-site text/plain", "POST", "/v1/results", "127.0.0.1:8420", map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, "Sec-Fetch-Site"},
+		{"same-site is not same-origin", "POST", "/v1/targets", "127.0.0.1:8420", map[string]string{"Origin": "http://127.0.0.1:9999", "Sec-Fetch-Site": "same-site"}, http.StatusForbidden, "Sec-Fetch-Site"},
+		{"old browser, Origin only", "DELETE", "/v1/targets", "127.0.0.1:8420", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden, "Origin"},
+		{"null Origin (sandboxed page)", "POST", "/v1/prioritize", "127.0.0.1:8420", map[string]string{"Origin": "null"}, http.StatusForbidden, "Origin"},
+		{"same origin", "POST", "/v1/targets", "127.0.0.1:8420", map[string]string{"Origin": "http://127.0.0.1:8420", "Sec-Fetch-Site": "same-origin"}, http.StatusTeapot, ""},
+		{"typed in the address bar", "POST", "/v1/targets", "127.0.0.1:8420", map[string]string{"Sec-Fetch-Site": "none"}, http.StatusTeapot, ""},
+		{"cross-site read", "GET", "/v1/queue", "127.0.0.1:8420", map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusTeapot, ""},
+		{"rebinding read", "GET", "/v1/queue", "evil.example:8420", nil, http.StatusMisdirectedRequest, "Host"},
+		{"rebinding write, same-origin to the browser", "POST", "/v1/targets", "evil.example:8420", map[string]string{"Origin": "http://evil.example:8420", "Sec-Fetch-Site": "same-origin"}, http.StatusMisdirectedRequest, "Host"},
+		{"probe with any Host", "GET", "/readyz", "10.1.2.3:8420", nil, http.StatusTeapot, ""},
+	} {
+		reached = 0
+		req := httptest.NewRequest(tc.method, "http://"+tc.host+tc.path, strings.NewReader(`[]`))
+		req.Host = tc.host
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d (%s)", tc.name, rec.Code, tc.want, rec.Body)
+			continue
+		}
+		if tc.want == http.StatusTeapot {
+			continue
+		}
+		var e struct{ Error, Field string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Field != tc.field || e.Error == "" || reached != 0 {
+			t.Errorf("%s: %s (reached %d), want a JSON error naming %s", tc.name, rec.Body, reached, tc.field)
 		}
 	}
 }

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/store"
+)
+
+// The public listener's trust boundary, against the real supervisor and worker 0: what a web
+// page in the operator's browser can do to it (nothing but read), a rebinding Host, the headers
+// of a served page, slow and idle clients, and /readyz's connections to worker 0.
+
+// apiAnswer is one response, its body read and closed.
+type apiAnswer struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+// do sends one request to the node with the given headers ("Host" sets the Host header).
+func (n *node) do(method, path, body string, header map[string]string) apiAnswer {
+	n.t.Helper()
+	req, err := http.NewRequest(method, "http://"+n.addr+path, strings.NewReader(body))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		n.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return apiAnswer{resp.StatusCode, resp.Header, b}
+}
+
+// jsonError checks that a is a JSON API error naming field.
+func (a apiAnswer) jsonError(t *testing.T, what string, code int, field string) {
+	t.Helper()
+	var e struct{ Error, Field string }
+	if a.code != code || json.Unmarshal(a.body, &e) != nil || e.Error == "" || e.Field != field {
+		t.Fatalf("%s: %d %s, want %d with a JSON error naming %q", what, a.code, a.body, code, field)
+	}
+}
+
+// seedPages stores pages for the given URLs (catalog route, rendered now, due in an hour).
+func seedPages(t *testing.T, dataDir string, pages map[string]store.Page) {
+	st, err := store.Open(filepath.Join(dataDir, "db"), &store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := clock.NowMs()
+	var ws []store.Write
+	for u, pg := range pages {
+		key := []byte("desktop|" + u)
+		sch, err := store.NewSchedule(key, now+3600_000, false, 0, store.Lanes{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg.RenderedAtMs = now
+		ws = append(ws, store.Write{Schedule: sch, Target: &store.Target{URL: u, Device: "desktop", Source: store.SourceAPI}, Page: &pg})
+	}
+	if err := st.WriteSchedules(ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndToEndBrowserCannotWriteOrRebind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	seedPages(t, dir, map[string]store.Page{
+		"https://shop.test/c/page": {Status: 200, Body: []byte("<script>fetch('/v1/targets',{method:'DELETE'})</script>"),
+			Headers: []store.Header{{Name: "content-type", Value: "text/html"}}},
+		"https://shop.test/c/zero": {Status: 0, Body: []byte("<html>stored with status 0</html>")},
+	})
+	n := startNode(t, dir, 1, "http: {hosts: [freshq.test]}\n", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	host := n.addr
+	explain := func(u string) int {
+		return n.do("GET", "/v1/targets?url="+url.QueryEscape(u), "", nil).code
+	}
+	evil := `[{"url": "https://shop.test/c/evil"}]`
+
+	// A page on another site posts text/plain (no preflight): refused, nothing written.
+	a := n.do("POST", "/v1/targets", evil, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})
+	a.jsonError(t, "cross-site text/plain POST", http.StatusForbidden, "Sec-Fetch-Site")
+	// An older browser that sends only Origin.
+	a = n.do("POST", "/v1/targets", evil, map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://evil.example"})
+	a.jsonError(t, "cross-origin form POST", http.StatusForbidden, "Origin")
+	// The results endpoint, which the issue reached this way, is refused the same way.
+	a = n.do("POST", "/v1/results", `{"results": []}`, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})
+	a.jsonError(t, "cross-site results POST", http.StatusForbidden, "Sec-Fetch-Site")
+	if code := explain("https://shop.test/c/evil"); code != http.StatusNotFound {
+		t.Fatalf("after refused posts the target exists: explain %d", code)
+	}
+
+	// DNS rebinding: same-origin to the browser, but Host names the attacker's domain.
+	a = n.do("POST", "/v1/targets", evil, map[string]string{"Host": "evil.example:" + portOf(host), "Origin": "http://evil.example:" + portOf(host), "Sec-Fetch-Site": "same-origin"})
+	a.jsonError(t, "rebinding POST", http.StatusMisdirectedRequest, "Host")
+	n.do("GET", "/v1/queue", "", map[string]string{"Host": "evil.example:" + portOf(host)}).jsonError(t, "rebinding GET", http.StatusMisdirectedRequest, "Host")
+	if code := explain("https://shop.test/c/evil"); code != http.StatusNotFound {
+		t.Fatalf("after a rebinding post the target exists: explain %d", code)
+	}
+	// The listener's own forms and a configured name are answered.
+	for _, h := range []string{host, "localhost:" + portOf(host), "freshq.test:" + portOf(host), "FRESHQ.TEST"} {
+		if a := n.do("GET", "/v1/queue", "", map[string]string{"Host": h}); a.code != http.StatusOK {
+			t.Fatalf("Host %s: %d %s", h, a.code, a.body)
+		}
+	}
+
+	// What curl --data-binary @file sends: a form Content-Type, no Origin. It works.
+	a = n.do("POST", "/v1/targets", `[{"url": "https://shop.test/c/curl"}]`, map[string]string{"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "curl/8.5.0", "Accept": "*/*"})
+	if a.code != http.StatusOK || explain("https://shop.test/c/curl") != http.StatusOK {
+		t.Fatalf("curl-like POST: %d %s", a.code, a.body)
+	}
+
+	// A stored page is served with nosniff and a CSP that runs no script.
+	a = n.do("GET", "/v1/pages?url="+url.QueryEscape("https://shop.test/c/page"), "", nil)
+	if a.code != http.StatusOK || a.header.Get("X-Content-Type-Options") != "nosniff" || a.header.Get("Content-Security-Policy") != api.PageCSP ||
+		a.header.Get("Content-Type") != "text/html" {
+		t.Fatalf("page: %d %v", a.code, a.header)
+	}
+	// A page stored with status 0 is a 502 with a JSON error, and worker 0 lives on.
+	pid := workerPID(n.segment(), 0)
+	n.do("GET", "/v1/pages?url="+url.QueryEscape("https://shop.test/c/zero"), "", nil).jsonError(t, "status-0 page", http.StatusBadGateway, "")
+	if got := workerPID(n.segment(), 0); got != pid || !n.ready() {
+		t.Fatalf("worker 0 was %d, is %d", pid, got)
+	}
+}
+
+func portOf(hostport string) string {
+	_, port, _ := net.SplitHostPort(hostport)
+	return port
+}
+
+// openFDs counts the open file descriptors of a process.
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// /readyz asks worker 0 over its unix socket; 500 probes must not leave 500 connections open.
+func TestEndToEndReadyzReusesItsConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	n := startNode(t, t.TempDir(), 1, "", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	w0 := workerPID(n.segment(), 0)
+	before := openFDs(t, w0)
+	for i := range 500 {
+		if a := n.do("GET", "/readyz", "", nil); a.code != http.StatusOK {
+			t.Fatalf("probe %d: %d %s", i, a.code, a.body)
+		}
+	}
+	after := openFDs(t, w0)
+	t.Logf("worker 0 fds: %d before 500 /readyz, %d after", before, after)
+	if after > before+10 {
+		t.Fatalf("worker 0 went from %d to %d open fds over 500 /readyz", before, after)
+	}
+}
+
+// Every bound of the public listener holds against a slow client (short bounds configured):
+// headers sent slower than http.read_header_timeout, a body slower than read_timeout (except
+// on a bulk endpoint, within bulk_timeout), an answer read slower than write_timeout, and a
+// keep-alive connection idle past idle_timeout are all cut.
+func TestEndToEndSlowClientsAreCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	const bigPage = 30 << 20 // more than loopback's socket buffers hold
+	seedPages(t, dir, map[string]store.Page{"https://shop.test/c/big": {Status: 200, Body: []byte(strings.Repeat("x", bigPage))}})
+	n := startNode(t, dir, 1, "http: {read_header_timeout: 300ms, read_timeout: 2s, write_timeout: 1s, bulk_timeout: 20s, idle_timeout: 500ms}\n", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	dial := func() (net.Conn, chan time.Duration, time.Time) {
+		c, err := net.Dial("tcp", n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, make(chan time.Duration, 1), time.Now()
+	}
+
+	// Slowloris: one header byte every 100 ms, for up to 20 s, against a 300 ms bound (and a
+	// read_timeout of 2 s, which would cut it too, later).
+	c, closed, start := dial()
+	go func() {
+		io.Copy(io.Discard, c) // returns once the server closes the connection
+		closed <- time.Since(start)
+	}()
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Slow: ", n.addr)
+	sent := 0
+	var cutAfter time.Duration
+slow:
+	for ; sent < 200; sent++ {
+		select {
+		case cutAfter = <-closed:
+			break slow
+		case <-time.After(100 * time.Millisecond):
+		}
+		if _, err := c.Write([]byte("a")); err != nil {
+			cutAfter = <-closed
+			break
+		}
+	}
+	if sent >= 200 {
+		t.Fatal("a connection sending its headers a byte per 100 ms was still open after 20 s")
+	}
+	t.Logf("slowloris connection cut after %v and %d header bytes", cutAfter, sent)
+	if cutAfter < 300*time.Millisecond || cutAfter > 1500*time.Millisecond {
+		t.Fatalf("cut after %v, want about read_header_timeout (300ms)", cutAfter)
+	}
+
+	// Idle past idle_timeout after an answer: closed.
+	c, closed, _ = dial()
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", n.addr)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	answered := time.Now()
+	go func() {
+		io.Copy(io.Discard, br)
+		closed <- time.Since(answered)
+	}()
+	select {
+	case idle := <-closed:
+		t.Logf("idle connection closed after %v", idle)
+		if idle < 400*time.Millisecond || idle > 1500*time.Millisecond { // read_timeout (2s) would close it later
+			t.Fatalf("idle connection closed after %v, want about idle_timeout (500ms)", idle)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an idle keep-alive connection was still open 10 s past idle_timeout (500ms)")
+	}
+
+	// An answer nobody reads: cut at write_timeout, well short of the whole page.
+	c, _, _ = dial()
+	fmt.Fprintf(c, "GET /v1/pages?url=%s HTTP/1.1\r\nHost: %s\r\n\r\n", url.QueryEscape("https://shop.test/c/big"), n.addr)
+	time.Sleep(2500 * time.Millisecond) // the slow reader itself, against a 1 s bound
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.Copy(io.Discard, c)
+	t.Logf("a reader that waited 2.5 s got %d of %d page bytes (%v)", got, bigPage, err)
+	if got >= bigPage || err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("got %d bytes, %v: the answer was not cut at write_timeout", got, err)
+	}
+
+	// A body streamed in 8 pieces 600 ms apart (4.8 s, past read_timeout and write_timeout):
+	// accepted on a bulk endpoint, cut at read_timeout (2 s) on another.
+	slowBody := func(path string) (int, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.Write([]byte("["))
+			for i := range 8 {
+				time.Sleep(600 * time.Millisecond)
+				sep := ","
+				if i == 0 {
+					sep = ""
+				}
+				fmt.Fprintf(pw, `%s{"url": "https://shop.test/c/slow-%d"}`, sep, i)
+			}
+			pw.Write([]byte("]"))
+			pw.Close()
+		}()
+		req, _ := http.NewRequest("POST", "http://"+n.addr+path, pr)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	if code, err := slowBody("/v1/targets"); err != nil || code != http.StatusOK {
+		t.Fatalf("slow bulk body: %d %v", code, err)
+	}
+	start = time.Now()
+	code, err := slowBody("/v1/discover")
+	cutAfter = time.Since(start)
+	t.Logf("slow body to a non-bulk endpoint: %d, %v after %v", code, err, cutAfter)
+	if err == nil && code < 400 || cutAfter > 3500*time.Millisecond {
+		t.Fatalf("slow body to a non-bulk endpoint: %d, %v after %v; want it cut at read_timeout (2s)", code, err, cutAfter)
+	}
+}
+
+// At most http.max_conns connections are served at once; the next waits until one closes.
+func TestEndToEndConnectionCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	n := startNode(t, t.TempDir(), 1, "http: {max_conns: 4, idle_timeout: 1m}\n", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	http.DefaultClient.CloseIdleConnections() // the readiness probes' connections held slots
+
+	get := func(c net.Conn, limit time.Duration) error {
+		c.SetDeadline(time.Now().Add(limit))
+		if _, err := fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", n.addr); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	var held []net.Conn
+	for i := range 4 {
+		c, err := net.Dial("tcp", n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := get(c, 20*time.Second); err != nil { // a keep-alive connection: its slot stays taken
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	fifth, err := net.Dial("tcp", n.addr) // the kernel accepts it; the server does not, yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fifth.Close()
+	if err := get(fifth, 500*time.Millisecond); err == nil {
+		t.Fatal("a fifth connection was served with http.max_conns 4")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("fifth connection: %v, want no answer yet", err)
+	}
+	held[0].Close()
+	fifth.SetDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(fifth), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("after a slot freed, the fifth connection: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
