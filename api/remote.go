@@ -1,30 +1,63 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // Remote serves renderers on other machines: POST /v1/claim takes leased jobs from the same
 // ready set (falling back to the index like a local worker), POST /v1/results applies their
-// outcomes like a local worker's. A browser farm elsewhere renders exactly like a render worker.
+// outcomes like a local worker's, and POST /v1/leases/extend and /v1/leases/release keep or give
+// back a lease. A browser farm elsewhere renders exactly like a render worker.
+//
+// Each remote names itself (renderer, in the claim) and holds its leases under a holder id
+// derived from that name alone, so explain shows "remote:<name>" for its leases in any process
+// and across restarts of worker 0. One remote holds at most queue.max_remote_leases live leases:
+// the table is shared with the local render workers, and a remote that stops returning its
+// leases must not starve them.
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
 	Applier *Applier
+	Seg     *shm.Segment          // nil: the Applier's
+	Policy  func() *policy.Policy // nil: the Applier's
+	Now     func() int64          // nil: the Applier's
+
+	mu sync.Mutex // a remote's lease count and its claim are one step
 }
 
 // Register adds the endpoints to mux.
 func (x *Remote) Register(mux *http.ServeMux) {
+	if x.Seg == nil {
+		x.Seg = x.Applier.Seg
+	}
+	if x.Policy == nil {
+		x.Policy = x.Applier.Policy
+	}
+	if x.Now == nil {
+		x.Now = x.Applier.Now
+	}
 	mux.HandleFunc("POST /v1/claim", x.claim)
 	mux.HandleFunc("POST /v1/results", resultsHandler(x.Applier, false)) // JSON only (README)
+	mux.HandleFunc("POST /v1/leases/extend", x.extend)
+	mux.HandleFunc("POST /v1/leases/release", x.release)
 }
 
+const maxRemoteRequest = 1 << 20 // a claim or lease request
+
 type remoteClaimRequest struct {
-	Limit int    `json:"limit"`
-	Lease string `json:"lease,omitempty"` // lease TTL, e.g. "5m"; default queue.lease_ttl
+	Limit    int    `json:"limit"`
+	Lease    string `json:"lease,omitempty"`    // lease TTL, e.g. "5m"; default queue.lease_ttl
+	Renderer string `json:"renderer,omitempty"` // the remote's name; default "remote"
 }
 
 // RemoteJob is one granted job for a remote renderer. Send its lease back with the result.
@@ -34,35 +67,200 @@ type RemoteJob struct {
 	Device string `json:"device"`
 }
 
+// RemoteClaimResponse answers POST /v1/claim. QueuedBehindLeases with no job means due work is
+// waiting behind rows being rendered: claim again soon, it is not "nothing to do".
+type RemoteClaimResponse struct {
+	Jobs               []RemoteJob `json:"jobs"`
+	QueuedBehindLeases bool        `json:"queued_behind_leases,omitempty"`
+}
+
+// Remote renderer names: what fits a holder id, so that any process decodes it from the lease
+// table alone.
+const (
+	DefaultRenderer   = "remote"
+	maxRendererName   = 10
+	rendererAlphabet  = "abcdefghijklmnopqrstuvwxyz0123456789-._"
+	remoteHolderMark  = uint64(1) << 63 // local holders are pid<<16 | worker index
+	rendererCharBits  = 6
+	rendererCharsMask = 1<<rendererCharBits - 1
+)
+
+// RemoteHolder is the lease holder id of the remote renderer called name (a valid name: see
+// ValidRenderer): the top bit set, then six bits per character.
+func RemoteHolder(name string) uint64 {
+	h := remoteHolderMark
+	for i := 0; i < len(name); i++ {
+		h |= uint64(strings.IndexByte(rendererAlphabet, name[i])+1) << (rendererCharBits * i)
+	}
+	return h
+}
+
+// ValidRenderer checks a remote renderer's name: 1 to 10 of a-z, 0-9, '-', '.', '_'.
+func ValidRenderer(name string) error {
+	if name == "" || len(name) > maxRendererName {
+		return fmt.Errorf("must be 1..%d characters, got %d", maxRendererName, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		if strings.IndexByte(rendererAlphabet, name[i]) < 0 {
+			return fmt.Errorf("may hold only a-z, 0-9, '-', '.' and '_', got %q", name)
+		}
+	}
+	return nil
+}
+
+// HolderName says who holds a lease, for explain: "remote:<name>" for a remote renderer,
+// "worker <i> (pid <p>)" for a local worker.
+func HolderName(h uint64) string {
+	if h&remoteHolderMark == 0 {
+		return fmt.Sprintf("worker %d (pid %d)", h&0xffff, h>>16)
+	}
+	var b strings.Builder
+	b.WriteString("remote:")
+	for i := 0; i < maxRendererName; i++ {
+		c := (h >> (rendererCharBits * i)) & rendererCharsMask
+		if c == 0 || int(c) > len(rendererAlphabet) {
+			break
+		}
+		b.WriteByte(rendererAlphabet[c-1])
+	}
+	return b.String()
+}
+
 func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 	var req remoteClaimRequest
-	if !decodeJSON(w, r, &req, 1<<20) {
+	if !decodeJSON(w, r, &req, maxRemoteRequest) {
 		return
 	}
+	cfg := x.Policy().Config()
 	if req.Limit < 1 || req.Limit > 1000 {
 		writeError(w, http.StatusBadRequest, "limit", "must be 1..1000")
 		return
 	}
-	ttl := int64(0)
-	if req.Lease != "" {
-		d, err := config.ParseDuration(req.Lease)
-		if err != nil || d.Ms() < 60_000 || d.Ms() > 24*3_600_000 {
-			writeError(w, http.StatusBadRequest, "lease", "must be a duration between 1m and 24h")
-			return
-		}
-		ttl = d.Ms()
+	ttl, ok := leaseTTL(w, cfg, req.Lease)
+	if !ok {
+		return
 	}
-	jobs, err := x.Claimer.ClaimTTL(r.Context(), req.Limit, ttl)
-	if err != nil && len(jobs) == 0 {
+	if req.Renderer == "" {
+		req.Renderer = DefaultRenderer
+	}
+	if err := ValidRenderer(req.Renderer); err != nil {
+		writeError(w, http.StatusBadRequest, "renderer", err.Error())
+		return
+	}
+	holder := RemoteHolder(req.Renderer)
+	x.mu.Lock()
+	held := x.Seg.Leases().CountHolder(holder, x.Now())
+	room := cfg.Queue.MaxRemoteLeases - held
+	if room <= 0 {
+		x.mu.Unlock()
+		writeError(w, http.StatusTooManyRequests, "limit", fmt.Sprintf(
+			"renderer %q holds %d live leases, queue.max_remote_leases is %d: return results or release leases first",
+			req.Renderer, held, cfg.Queue.MaxRemoteLeases))
+		return
+	}
+	jobs, err := x.Claimer.ClaimFor(r.Context(), min(req.Limit, room), ttl, holder)
+	x.mu.Unlock()
+	resp := RemoteClaimResponse{Jobs: make([]RemoteJob, len(jobs))}
+	switch {
+	case errors.Is(err, claim.ErrQueuedBehindLeases):
+		resp.QueuedBehindLeases = len(jobs) == 0
+	case err != nil && len(jobs) == 0:
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
 		return
 	}
-	out := make([]RemoteJob, len(jobs))
 	for i, j := range jobs {
 		device, url := splitKey(j.Key)
-		out[i] = RemoteJob{Job: WireJob(j), URL: url, Device: device}
+		resp.Jobs[i] = RemoteJob{Job: WireJob(j), URL: url, Device: device}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// leaseTTL reads a TTL a remote asked for: "" is queue.lease_ttl, anything else must lie in
+// [claim.MinLeaseTTL, queue.lease_ttl]. It answers 400 naming lease itself.
+func leaseTTL(w http.ResponseWriter, cfg *config.Config, s string) (int64, bool) {
+	maxMs := cfg.Queue.LeaseTTL.Ms()
+	if s == "" {
+		return maxMs, true
+	}
+	d, err := config.ParseDuration(s)
+	if err != nil || d.Ms() < claim.MinLeaseTTL.Milliseconds() || d.Ms() > maxMs {
+		writeError(w, http.StatusBadRequest, "lease", fmt.Sprintf("must be a duration between %s and queue.lease_ttl (%s)",
+			claim.MinLeaseTTL, cfg.Queue.LeaseTTL))
+		return 0, false
+	}
+	return d.Ms(), true
+}
+
+// LeaseRequest is the body of POST /v1/leases/extend and /v1/leases/release: the key and the
+// lease as handed out with the job (or as the last extend returned it).
+type LeaseRequest struct {
+	Key   []byte `json:"key"`
+	Lease Lease  `json:"lease"`
+	TTL   string `json:"ttl,omitempty"` // extend only: the new TTL from now; default queue.lease_ttl
+}
+
+// LeaseResponse answers an extend: the lease to use from now on (its state changed), and when
+// it lapses.
+type LeaseResponse struct {
+	Lease     Lease     `json:"lease"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// heldLease reads a lease request and checks the lease against the table before anything
+// touches it: 400 naming the field for one that cannot be a lease of this key, 409 for one
+// that is no longer held.
+func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (LeaseRequest, shm.Lease, bool) {
+	var req LeaseRequest
+	if !decodeJSON(w, r, &req, maxRemoteRequest) {
+		return req, shm.Lease{}, false
+	}
+	if len(req.Key) == 0 || len(req.Key) > store.MaxKeyLen {
+		writeError(w, http.StatusBadRequest, "key", fmt.Sprintf("must be the job's key, 1..%d bytes", store.MaxKeyLen))
+		return req, shm.Lease{}, false
+	}
+	l := req.Lease.shm()
+	switch err := x.Seg.Leases().Check(l, shm.KeyHash(req.Key), x.Now()); {
+	case errors.Is(err, shm.ErrLeaseSlot):
+		writeError(w, http.StatusBadRequest, "lease.slot", err.Error())
+	case errors.Is(err, shm.ErrLeaseKey):
+		writeError(w, http.StatusBadRequest, "lease.key_hash", "not the hash of key: "+err.Error())
+	case err != nil:
+		writeError(w, http.StatusConflict, "lease", "no longer held: "+err.Error())
+	default:
+		return req, l, true
+	}
+	return req, shm.Lease{}, false
+}
+
+func (x *Remote) extend(w http.ResponseWriter, r *http.Request) {
+	req, l, ok := x.heldLease(w, r)
+	if !ok {
+		return
+	}
+	ttl, ok := leaseTTL(w, x.Policy().Config(), req.TTL)
+	if !ok {
+		return
+	}
+	now := x.Now()
+	if !x.Seg.Leases().Extend(&l, now, ttl) {
+		writeError(w, http.StatusConflict, "lease", "no longer held")
+		return
+	}
+	writeJSON(w, http.StatusOK, LeaseResponse{Lease: wireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()})
+}
+
+// release gives a lease back unrendered: the row is claimable again at once (no grace: nothing
+// was written that a sweep must see first).
+func (x *Remote) release(w http.ResponseWriter, r *http.Request) {
+	_, l, ok := x.heldLease(w, r)
+	if !ok {
+		return
+	}
+	if !x.Seg.Leases().Release(l, x.Now(), 0) {
+		writeError(w, http.StatusConflict, "lease", "no longer held")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"released": true})
 }
 
 func splitKey(key []byte) (device, url string) {

@@ -68,6 +68,11 @@ const (
 	// MaxSitemapField bounds the text of one tag (<loc>, <changefreq>, …); longer text is cut
 	// and the entry marked TooLong. A URL this long could not be a cache key anyway.
 	MaxSitemapField = 8 << 10
+	// MaxSitemapToken bounds one token of the XML as the parser reads it: a text node, a tag
+	// with its attributes, a comment. The decoder holds a token whole before handing it over,
+	// so this is what a file can make worker 0 hold at once; a longer token refuses the file
+	// (nothing of it lands) once this many bytes were read, without keeping them.
+	MaxSitemapToken = 64 << 10
 )
 
 // Run states.
@@ -77,17 +82,59 @@ const (
 	RunFailed  = "failed"
 )
 
-// Sitemaps serves /v1/sitemaps.
+// Sitemaps serves /v1/sitemaps. Its runs belong to it: each runs under a context Close
+// cancels, and Close returns only once none of them can write again, so that worker 0 stops
+// them before it closes the store.
 type Sitemaps struct {
 	Targets *Targets
 	Policy  func() *policy.Policy
 	Now     func() int64
 	Client  *http.Client // nil: a client with render.timeout
+	Limit   *Limiter     // heavy requests of worker 0 (a posted body); nil: none
 
 	mu      sync.Mutex
 	runs    map[string]*sitemapRun
 	order   []string // run ids, oldest first
 	running int
+	ctx     context.Context // the runs'; cancelled by Close
+	cancel  context.CancelFunc
+	closed  bool
+	stopped chan struct{}  // closed once Close holds the gate and the runs returned
+	wg      sync.WaitGroup // runs in progress
+	// gate is read-held by every upsert of a run and write-held by Close: once Close holds
+	// it, no run writes again, whether or not the runs have returned yet.
+	gate sync.RWMutex
+}
+
+// ErrSitemapsClosed is returned for a run started, or a write attempted, after Close.
+var ErrSitemapsClosed = errors.New("api: sitemap runs stopped")
+
+// Close stops the sitemap runs: it refuses new ones, cancels those in progress, waits for any
+// upsert in flight to commit, and then for the runs to return, bounded by ctx. When it returns,
+// whatever ctx did, no run writes again; it returns ctx's error if runs were still unwinding
+// (they only clean up their temporary files and report). Safe to call twice, or without a run.
+func (s *Sitemaps) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.stopped = make(chan struct{})
+		go func(done chan struct{}) {
+			s.gate.Lock() // held for good: the runs' writes are over
+			s.wg.Wait()
+			close(done)
+		}(s.stopped)
+	}
+	done := s.stopped
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("api: sitemap runs still stopping: %w", ctx.Err())
+	}
 }
 
 // SitemapRun is the report of one run, as GET /v1/sitemaps/{id} answers it.
@@ -160,7 +207,7 @@ func (f *SitemapFailure) add(u, reason string) {
 
 // Register adds the endpoints to mux.
 func (s *Sitemaps) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/sitemaps", s.post)
+	mux.Handle("POST /v1/sitemaps", s.Limit.Wrap(maxSitemapBody, http.HandlerFunc(s.post)))
 	mux.HandleFunc("GET /v1/sitemaps/{id}", s.get)
 }
 
@@ -231,6 +278,11 @@ func (s *Sitemaps) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := s.start(req, body)
+	if errors.Is(err, ErrSitemapsClosed) {
+		discard(body)
+		writeError(w, http.StatusServiceUnavailable, "", "worker 0 is stopping; post the sitemap again once it is back")
+		return
+	}
 	if err != nil {
 		discard(body)
 		writeError(w, http.StatusTooManyRequests, "", err.Error())
@@ -269,20 +321,31 @@ func (s *Sitemaps) start(req sitemapRequest, body *os.File) (*sitemapRun, error)
 		run.rep.Source = "body"
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrSitemapsClosed
+	}
 	if s.running >= maxSitemapRunning {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%d sitemap runs already in progress; retry when one is done", s.running)
 	}
 	if s.runs == nil {
 		s.runs = map[string]*sitemapRun{}
+		s.ctx, s.cancel = context.WithCancel(context.Background())
 	}
 	s.running++
 	s.runs[run.rep.ID] = run
 	s.order = append(s.order, run.rep.ID)
 	s.evictLocked()
+	s.wg.Add(1)
+	ctx := s.ctx
 	s.mu.Unlock()
 	go func() {
-		err := s.execute(run, req, body)
+		defer s.wg.Done()
+		err := s.execute(ctx, run, req, body)
+		if err != nil && ctx.Err() != nil {
+			err = errors.New("stopped: worker 0 is shutting down (what was stored before stays; post the sitemap again)")
+		}
 		s.mu.Lock()
 		s.running--
 		s.mu.Unlock()
@@ -316,6 +379,7 @@ func (s *Sitemaps) evictLocked() {
 
 // ingest is the state of one run while it executes.
 type ingest struct {
+	ctx     context.Context // cancelled by Sitemaps.Close
 	s       *Sitemaps
 	run     *sitemapRun
 	cfg     *config.Config
@@ -326,9 +390,9 @@ type ingest struct {
 	files   int
 }
 
-func (s *Sitemaps) execute(run *sitemapRun, req sitemapRequest, body *os.File) error {
+func (s *Sitemaps) execute(ctx context.Context, run *sitemapRun, req sitemapRequest, body *os.File) error {
 	cfg := s.Policy().Config()
-	in := &ingest{s: s, run: run, cfg: cfg, devs: devices(cfg), device: req.Device, visited: map[string]bool{}}
+	in := &ingest{ctx: ctx, s: s, run: run, cfg: cfg, devs: devices(cfg), device: req.Device, visited: map[string]bool{}}
 	in.client = s.client(cfg)
 	if body != nil {
 		defer discard(body)
@@ -381,6 +445,19 @@ func (s *Sitemaps) client(cfg *config.Config) *http.Client {
 
 var gzipMagic = []byte{0x1f, 0x8b}
 
+// ctxReader stops reading once ctx is done, so that a run's spooling ends with the run.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
 var errTooLarge = errors.New("too large")
 
 // boundedReader fails with errTooLarge once more than n bytes were read.
@@ -422,7 +499,7 @@ func (in *ingest) spool(src io.Reader) (*os.File, error) {
 		return nil, err
 	}
 	limit := int64(in.cfg.Sitemap.MaxDecompressed)
-	if _, err := io.Copy(f, &boundedReader{r: r, n: limit}); err != nil {
+	if _, err := io.Copy(f, &boundedReader{r: ctxReader{in.ctx, r}, n: limit}); err != nil {
 		discard(f)
 		if errors.Is(err, errTooLarge) {
 			return nil, fmt.Errorf("over sitemap.max_decompressed (%d bytes) once decompressed: refused", limit)
@@ -439,7 +516,7 @@ func (in *ingest) fetchFile(u string, level int) error {
 	if in.files > maxSitemapFiles {
 		return fmt.Errorf("the run already read %d files", maxSitemapFiles)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.Render.Timeout.D())
+	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.Render.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -485,6 +562,9 @@ func (in *ingest) file(f *os.File, level int) error {
 	}
 	if kind == SitemapIndex {
 		_, err = ParseSitemap(bufio.NewReaderSize(f, 64<<10), func(e SitemapEntry) error {
+			if err := in.ctx.Err(); err != nil {
+				return err
+			}
 			in.child(e, level)
 			return nil
 		})
@@ -543,6 +623,9 @@ func (in *ingest) newBatch() *batch {
 
 func (b *batch) entry(e SitemapEntry) error {
 	in := b.in
+	if err := in.ctx.Err(); err != nil {
+		return err
+	}
 	if e.TooLong {
 		in.fail(e.Loc, fmt.Sprintf("a tag longer than %d bytes", MaxSitemapField))
 		in.count(1)
@@ -604,9 +687,8 @@ func (b *batch) flush() error {
 		existed[i] = err == nil
 	}
 	failed := make(map[int]string)
-	_, err := in.s.Targets.upsert(b.chunk, func(i int, _, msg string) { failed[i] = msg })
-	if err != nil {
-		return fmt.Errorf("store: %v", err)
+	if err := in.s.upsert(in.ctx, b.chunk, func(i int, _, msg string) { failed[i] = msg }); err != nil {
+		return err
 	}
 	in.run.mu.Lock()
 	for i := range b.chunk {
@@ -624,6 +706,23 @@ func (b *batch) flush() error {
 	in.run.mu.Unlock()
 	b.chunk = b.chunk[:0]
 	clear(b.keys)
+	return nil
+}
+
+// upsert writes a run's chunk unless the runs are stopping: under the gate's read side, so
+// that Close, once it holds the gate, knows no run writes again. It never waits for the gate:
+// a run that meets Close there stops instead of blocking Close's wait for it.
+func (s *Sitemaps) upsert(ctx context.Context, chunk []parsedItem, reject func(i int, field, msg string)) error {
+	if !s.gate.TryRLock() { // only Close takes the write side: the runs are stopping
+		return ErrSitemapsClosed
+	}
+	defer s.gate.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSitemapsClosed, err)
+	}
+	if _, err := s.Targets.upsert(chunk, reject); err != nil {
+		return fmt.Errorf("store: %v", err)
+	}
 	return nil
 }
 
@@ -676,7 +775,13 @@ type SitemapEntry struct {
 // entries before the error. Elements it does not know (extensions such as image:image,
 // news:news, xhtml:link) are skipped.
 func ParseSitemap(r io.Reader, fn func(SitemapEntry) error) (SitemapKind, error) {
-	dec := xml.NewDecoder(r)
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 32<<10)
+	}
+	budget := &tokenBudget{r: br}
+	dec := xml.NewDecoder(budget)
+	p := &sitemapParser{dec: dec, budget: budget}
 	dec.CharsetReader = func(charset string, input io.Reader) (io.Reader, error) {
 		switch strings.ToLower(charset) {
 		case "utf-8", "utf8", "us-ascii", "ascii":
@@ -691,7 +796,7 @@ func ParseSitemap(r io.Reader, fn func(SitemapEntry) error) (SitemapKind, error)
 		entry    = "url"
 	)
 	for {
-		tok, err := dec.Token()
+		tok, err := p.token()
 		if err == io.EOF {
 			if kind == 0 {
 				return 0, errors.New("no <urlset> or <sitemapindex> element")
@@ -722,12 +827,12 @@ func ParseSitemap(r io.Reader, fn func(SitemapEntry) error) (SitemapKind, error)
 				continue
 			}
 			if t.Name.Local != entry || t.Name.Space != rootNS {
-				if err := dec.Skip(); err != nil {
+				if err := p.skip(); err != nil {
 					return kind, err
 				}
 				continue
 			}
-			e, err := parseEntry(dec, rootNS)
+			e, err := parseEntry(p, rootNS)
 			if err != nil {
 				return kind, err
 			}
@@ -752,10 +857,10 @@ func line(dec *xml.Decoder) int {
 }
 
 // parseEntry reads the children of one <url> or <sitemap> up to its end tag.
-func parseEntry(dec *xml.Decoder, ns string) (SitemapEntry, error) {
+func parseEntry(p *sitemapParser, ns string) (SitemapEntry, error) {
 	var e SitemapEntry
 	for {
-		tok, err := dec.Token()
+		tok, err := p.token()
 		if err != nil {
 			return e, unexpectedEOF(err)
 		}
@@ -777,12 +882,12 @@ func parseEntry(dec *xml.Decoder, ns string) (SitemapEntry, error) {
 				}
 			}
 			if dst == nil {
-				if err := dec.Skip(); err != nil {
+				if err := p.skip(); err != nil {
 					return e, unexpectedEOF(err)
 				}
 				continue
 			}
-			text, long, err := fieldText(dec)
+			text, long, err := fieldText(p)
 			if err != nil {
 				return e, err
 			}
@@ -794,11 +899,11 @@ func parseEntry(dec *xml.Decoder, ns string) (SitemapEntry, error) {
 
 // fieldText reads the text of a simple element up to its end tag, keeping at most
 // MaxSitemapField bytes; nested elements are skipped.
-func fieldText(dec *xml.Decoder) (string, bool, error) {
+func fieldText(p *sitemapParser) (string, bool, error) {
 	var sb strings.Builder
 	long := false
 	for {
-		tok, err := dec.Token()
+		tok, err := p.token()
 		if err != nil {
 			return "", false, unexpectedEOF(err)
 		}
@@ -809,13 +914,74 @@ func fieldText(dec *xml.Decoder) (string, bool, error) {
 			}
 			sb.Write(t)
 		case xml.StartElement:
-			if err := dec.Skip(); err != nil {
+			if err := p.skip(); err != nil {
 				return "", false, unexpectedEOF(err)
 			}
 		case xml.EndElement:
 			return strings.TrimSpace(sb.String()), long, nil
 		}
 	}
+}
+
+// sitemapParser reads tokens under a per-token byte budget (MaxSitemapToken): the decoder
+// reads through tokenBudget one byte at a time, and the budget is renewed before each token,
+// so a token that would grow past it fails while the decoder holds at most the budget.
+type sitemapParser struct {
+	dec    *xml.Decoder
+	budget *tokenBudget
+}
+
+func (p *sitemapParser) token() (xml.Token, error) {
+	p.budget.left = MaxSitemapToken
+	tok, err := p.dec.Token()
+	if errors.Is(err, errTokenTooLong) {
+		return nil, fmt.Errorf("line %d: a text node, tag or comment longer than %d bytes: refused", line(p.dec), MaxSitemapToken)
+	}
+	return tok, err
+}
+
+// skip skips the element just started, token by token (xml.Decoder.Skip would read the whole
+// element under one budget).
+func (p *sitemapParser) skip() error {
+	for depth := 1; depth > 0; {
+		tok, err := p.token()
+		if err != nil {
+			return err
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+	return nil
+}
+
+var errTokenTooLong = errors.New("token over budget")
+
+// tokenBudget is the decoder's reader: an io.ByteReader (so the decoder adds no buffer of its
+// own) that fails once left bytes were read since the budget was last renewed.
+type tokenBudget struct {
+	r    *bufio.Reader
+	left int
+}
+
+func (t *tokenBudget) ReadByte() (byte, error) {
+	if t.left <= 0 {
+		return 0, errTokenTooLong
+	}
+	t.left--
+	return t.r.ReadByte()
+}
+
+func (t *tokenBudget) Read(p []byte) (int, error) {
+	if t.left <= 0 {
+		return 0, errTokenTooLong
+	}
+	n, err := t.r.Read(p[:min(len(p), t.left)])
+	t.left -= n
+	return n, err
 }
 
 func unexpectedEOF(err error) error {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -644,3 +645,102 @@ func TestSitemapRunsBounded(t *testing.T) {
 		t.Fatalf("an evicted run: %d", resp.StatusCode)
 	}
 }
+
+// A 64 MiB <loc> is refused once MaxSitemapToken bytes of it were read, without being held:
+// the parse allocates a few buffers, not the text node.
+func TestSitemapHugeTextNodeRefusedUnbuffered(t *testing.T) {
+	for _, where := range []string{"loc", "comment", "extension"} {
+		var open, close string
+		switch where {
+		case "loc":
+			open, close = `<urlset><url><loc>https://shop.test/`, `</loc></url></urlset>`
+		case "comment":
+			open, close = `<urlset><url><loc>https://shop.test/</loc></url><!--`, `--></urlset>`
+		case "extension":
+			open, close = `<urlset><url><loc>https://shop.test/</loc><image:image a="`, `"/></url></urlset>`
+		}
+		body := io.MultiReader(strings.NewReader(open), &repeatReader{b: 'x', n: 64 << 20}, strings.NewReader(close))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := ParseSitemap(body, func(SitemapEntry) error { return nil })
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(MaxSitemapToken)) {
+			t.Errorf("%s: a 64 MiB token: %v", where, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
+			t.Errorf("%s: a 64 MiB token allocated %.1f MiB", where, mib(alloc))
+		}
+	}
+	// Extension elements are skipped token by token: many of them in one entry are fine.
+	var b strings.Builder
+	b.WriteString(`<urlset xmlns:image="i"><url><loc>https://shop.test/a</loc>`)
+	for range 5000 {
+		b.WriteString(`<image:image><image:loc>https://shop.test/i.png</image:loc></image:image>`)
+	}
+	b.WriteString(`</url></urlset>`)
+	n := 0
+	if _, err := ParseSitemap(strings.NewReader(b.String()), func(SitemapEntry) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("%d entries, %v", n, err)
+	}
+}
+
+// Close stops a run in progress: it cancels it, waits for the chunk it is writing to commit,
+// and once Close returns nothing of the run is written again. A run posted after Close is
+// refused with 503.
+func TestSitemapsCloseStopsRuns(t *testing.T) {
+	e := qtest.New(t, sitemapYAML, start, shm.Options{})
+	var writes atomic.Int64
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	w := writerFunc(func(ws []store.Write) error {
+		if writes.Add(1) == 1 {
+			close(inWrite)
+			<-release // the first chunk is being written when Close is called
+		}
+		return e.Store.WriteSchedules(ws)
+	})
+	s := &Sitemaps{Targets: &Targets{Store: e.Store, Writer: w, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}, Policy: e.Policy, Now: e.Now}
+	mux := http.NewServeMux()
+	s.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	id := postSitemap(t, srv, "application/xml", strings.NewReader(urlset("c", 5*targetsChunk, "daily")))
+	<-inWrite
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned while a chunk was being written: %v", err)
+	case <-time.After(50 * time.Millisecond): // a bound on how long we look, not a wait for time to pass
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	n := writes.Load()
+	run := waitRun(t, srv, id)
+	if run.Status != RunFailed || !strings.Contains(run.Error, "shutting down") || n != 1 {
+		t.Fatalf("run after Close: %+v, %d writes", run, n)
+	}
+	if writes.Load() != n || len(e.AllRows()) != targetsChunk {
+		t.Fatalf("%d writes and %d rows after Close returned", writes.Load(), len(e.AllRows()))
+	}
+	resp, err := http.Post(srv.URL+"/v1/sitemaps", "application/xml", strings.NewReader(urlset("d", 1, "daily")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a run after Close: %d", resp.StatusCode)
+	}
+	// Twice, and on a Sitemaps that never ran, Close returns at once.
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Sitemaps{}).Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type writerFunc func([]store.Write) error
+
+func (f writerFunc) WriteSchedules(ws []store.Write) error { return f(ws) }

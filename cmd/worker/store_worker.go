@@ -24,10 +24,11 @@ func runStoreWorker(ctx context.Context, e *env) error {
 		return wrap("data dir", err)
 	}
 	st, err := store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
-		SyncWrites: cfg.Store.SyncWrites,
-		Floor:      e.seg.Floor(),
-		GCInterval: cfg.Store.GCInterval.D(),
-		Logger:     e.log,
+		SyncWrites:           cfg.Store.SyncWrites,
+		Floor:                e.seg.Floor(),
+		GCInterval:           cfg.Store.GCInterval.D(),
+		Logger:               e.log,
+		RefuseImplausibleDue: true,
 	})
 	if err != nil {
 		return wrap("open store", err)
@@ -66,9 +67,11 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	kick := make(chan struct{}, 1)
 	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs},
 		ready: e.seg.Ready(), kick: kick}
+	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
+	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	control := &api.Control{
 		Index:   index,
-		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
+		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Limit: heavy},
 		Status: func() api.Status {
 			return api.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
 		},
@@ -76,13 +79,14 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	}
 	mux := http.NewServeMux()
 	control.Register(mux)
-	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}
+	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	targets.Register(mux)
-	sitemaps := &api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs}
+	sitemaps := &api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	sitemaps.Register(mux)
 	(&api.Operate{Targets: targets}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
-	(&api.Remote{Applier: control.Applier, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
+	// Each remote claims under its own holder id (api.RemoteHolder), capped by queue.max_remote_leases.
+	(&api.Remote{Applier: control.Applier, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
 	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}).Register(mux)
