@@ -351,6 +351,11 @@ func TestRefusedReloadDoesNotReachARestartedWorker(t *testing.T) {
 	victim := workerPID(seg, 1)
 	syscall.Kill(victim, syscall.SIGKILL)
 	waitFor(t, "worker 1's restart", 30*time.Second, func() bool {
+		select {
+		case err := <-n.exited:
+			t.Fatalf("the supervisor exited: %v", err)
+		default:
+		}
 		return n.logCount(`"worker":1`, "render worker started") == 2
 	})
 	select {

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +125,38 @@ func TestFlushNowGivesUpAndReleases(t *testing.T) {
 	}
 	if _, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 8); st != shm.Acquired {
 		t.Fatalf("the row is not claimable at once: %v", st)
+	}
+}
+
+// A render worker waits for worker 0 to serve before it claims, looking again with a growing
+// pause, instead of failing a claim per attempt while worker 0 opens the store.
+func TestWaitForWorker0(t *testing.T) {
+	e := testEnv(t)
+	e.socketPath = filepath.Join(t.TempDir(), "w0.sock")
+	ln, err := net.Listen("unix", e.socketPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// Worker 0 answers but does not serve yet for its first two looks.
+		json.NewEncoder(w).Encode(api.Status{Serving: calls.Add(1) > 2})
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ready := make(chan bool, 1)
+	go func() { ready <- waitForWorker0(context.Background(), e, api.NewClient(e.socketPath)) }()
+	select {
+	case ok := <-ready:
+		if !ok || calls.Load() != 3 {
+			t.Fatalf("waitForWorker0 returned %v after %d looks, want true after 3", ok, calls.Load())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting after worker 0 served")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if waitForWorker0(ctx, e, api.NewClient(filepath.Join(t.TempDir(), "none.sock"))) {
+		t.Fatal("a stopped worker reported worker 0 ready")
 	}
 }
