@@ -23,6 +23,11 @@ import (
 //
 // It fails closed: a host that cannot be put in canonical form is refused, an entry that cannot
 // is skipped, so a non-empty list of only unusable entries allows nothing.
+//
+// Allowed judges names only. Which addresses a fetch may then connect to is the address policy,
+// applied at dial time by the http renderer and NewTransport: an internal address needs an IP
+// entry equal to it, or an entry equal to the very name being dialled — a subdomain match, and
+// an empty list, allow public addresses only.
 func Allowed(domains []string, host string) bool {
 	return newAllowlist(domains).allows(host)
 }
