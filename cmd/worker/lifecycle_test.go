@@ -24,9 +24,12 @@ func TestConfigPageLimitIsTheStores(t *testing.T) {
 	if config.MaxPageBody > store.MaxPageBody {
 		t.Fatalf("config.MaxPageBody %d exceeds store.MaxPageBody %d", config.MaxPageBody, store.MaxPageBody)
 	}
-	// One page of the largest size goes alone, and fits what worker 0 accepts.
-	if resultBatchBytes+config.MaxPageBody+1<<20 > maxResultsBody {
-		t.Fatalf("a batch (%d) plus one largest page (%d) exceeds the results body limit %d", resultBatchBytes, config.MaxPageBody, maxResultsBody)
+	// A batch fits what worker 0 accepts, and so does one result with the largest page, which
+	// goes alone.
+	big := api.Result{Key: make([]byte, 4096), Outcome: "ok", Stage: "body", Err: "x",
+		Headers: map[string]string{"content-type": "text/html; charset=utf-8"}, Body: make([]byte, config.MaxPageBody)}
+	if resultBatchBytes > api.MaxResultsBody || len(api.EncodeResults(nil, []api.Result{big})) > api.MaxResultsBody {
+		t.Fatalf("a batch (%d) or one largest page (%d) exceeds the results body limit %d", resultBatchBytes, config.MaxPageBody, api.MaxResultsBody)
 	}
 }
 

@@ -21,7 +21,7 @@ const (
 	// resultBatchBytes bounds a delivery's encoded size: a quarter of the largest results body
 	// worker 0 accepts, so that a batch, and the one result larger than it that goes alone (a
 	// page is at most render.max_body, itself at most config.MaxPageBody), always fit.
-	resultBatchBytes   = maxResultsBody / 4
+	resultBatchBytes   = api.MaxResultsBody / 4
 	resultQueue        = resultBatch / 4      // results rendered and waiting for a batch
 	batchesInFlight    = 3                    // result batches worker 0 is given at once, by all render workers
 	resultLinger       = 5 * time.Millisecond // how long a partial batch waits for company
@@ -31,8 +31,6 @@ const (
 	worker0Wait        = time.Second // the longest pause between two looks at worker 0 while it starts
 )
 
-// maxResultsBody is the largest results body worker 0 accepts (its control endpoint's limit).
-const maxResultsBody = 256 << 20
 
 // oneFallback lets one claim of this worker at a time go to worker 0's index scan. The others,
 // finding the ready set empty meanwhile, get nothing and back off briefly: worker 0 is already
