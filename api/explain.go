@@ -42,6 +42,7 @@ type Cadence struct {
 // LeaseInfo is a live lease or release grace.
 type LeaseInfo struct {
 	Holder     uint64    `json:"holder"`
+	HolderName string    `json:"holder_name"` // "remote:<name>" or "worker <i> (pid <p>)" (HolderName)
 	AcquiredAt time.Time `json:"acquired_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	Released   bool      `json:"released"` // a release grace: the render finished
@@ -156,7 +157,7 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 		ex.Cadence.Origin = "rung"
 	}
 	if li, ok := x.Seg.Leases().Lookup(shm.KeyHash(key), now); ok {
-		ex.Lease = &LeaseInfo{Holder: li.Holder, AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
+		ex.Lease = &LeaseInfo{Holder: li.Holder, HolderName: HolderName(li.Holder), AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
 	}
 	if f := tgt.Failures; f.Count > 0 {
 		ex.Failures = &Failures{Count: f.Count, Class: f.LastClass, FirstAt: ms(f.FirstMs), LastAt: ms(f.LastMs)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/freshq/freshq/claim"
@@ -27,6 +28,7 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 		Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}
 	mux := http.NewServeMux()
 	x.Register(mux)
+	(&Explain{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return e, srv
@@ -70,6 +72,17 @@ func TestRemoteClaimTTLAndHolder(t *testing.T) {
 		}
 		if j.URL == "" || j.Device != "desktop" {
 			t.Fatalf("job %+v", j)
+		}
+		// Explain names the holder.
+		r, err := http.Get(srv.URL + "/v1/targets?url=" + url.QueryEscape(j.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ex Explanation
+		json.NewDecoder(r.Body).Decode(&ex)
+		r.Body.Close()
+		if ex.Lease == nil || ex.Lease.HolderName != "remote:farm-eu.1" {
+			t.Fatalf("explain: %+v", ex.Lease)
 		}
 	}
 	if HolderName(7<<16|2) != "worker 2 (pid 7)" || HolderName(RemoteHolder(DefaultRenderer)) != "remote:remote" {
