@@ -31,7 +31,6 @@ const (
 	worker0Wait        = time.Second // the longest pause between two looks at worker 0 while it starts
 )
 
-
 // oneFallback lets one claim of this worker at a time go to worker 0's index scan. The others,
 // finding the ready set empty meanwhile, get nothing and back off briefly: worker 0 is already
 // sweeping early to refill the set, and a crowd of index scans would only slow that down and
