@@ -126,10 +126,8 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	os.Remove(e.socketPath)
 	stopSweep()
 	<-sweepDone
-	if c, ok := any(sitemaps).(interface{ Close(context.Context) error }); ok {
-		if err := c.Close(sctx); err != nil {
-			e.log.Warn().Err(err).Msg("sitemap runs did not stop in time")
-		}
+	if err := sitemaps.Close(sctx); err != nil {
+		e.log.Warn().Err(err).Msg("sitemap runs did not stop in time")
 	}
 	return nil
 }
