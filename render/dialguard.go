@@ -115,7 +115,11 @@ func (e *addressError) Unwrap() error { return ErrAddressPolicy }
 // Sitemap fetches use it; the http renderer builds its own with the same guard.
 func NewTransport(domains []string) *http.Transport {
 	g := newAddressGuard(domains)
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 100, IdleConnTimeout: 90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = d.Clone()
+	}
 	t.DialContext = g.dialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	t.Proxy = g.proxy
 	return t
