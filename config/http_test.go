@@ -32,3 +32,28 @@ func TestHTTPDefaultsAndLimits(t *testing.T) {
 		t.Fatalf("%+v %v", c, err)
 	}
 }
+
+// The listener's bounds are set when it starts: a reload that changes one is refused, naming
+// it; http.hosts and http.bulk_timeout are read per request and reload.
+func TestHTTPReloadKeys(t *testing.T) {
+	running := Default()
+	for yaml, path := range map[string]string{
+		"http: {max_conns: 10}\n":           "http.max_conns",
+		"http: {read_header_timeout: 5s}\n": "http.read_header_timeout",
+		"http: {read_timeout: 2m}\n":        "http.read_timeout",
+		"http: {write_timeout: 2m}\n":       "http.write_timeout",
+		"http: {idle_timeout: 1m}\n":        "http.idle_timeout",
+		"http: {hosts: [a.test]}\n":         "",
+		"http: {bulk_timeout: 20m}\n":       "",
+	} {
+		next, err := Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckReload(running, next, []byte(yaml))
+		var fe *FieldError
+		if path == "" && err != nil || path != "" && (!errors.As(err, &fe) || fe.Path != path || fe.Line != 1) {
+			t.Errorf("%s: %v, want a refusal at %q", yaml, err, path)
+		}
+	}
+}
