@@ -449,3 +449,45 @@ func TestLeaseCountHolder(t *testing.T) {
 		t.Fatalf("holder 8: %d", n)
 	}
 }
+
+// Revoke races acquirers of the same key (a stale ready-set entry being granted while worker 0
+// deletes the row): whatever grant an acquirer got before Revoke returned no longer checks
+// afterwards, and no acquire after it succeeds inside the hold.
+func TestRevokeRacesAcquire(t *testing.T) {
+	l := newLeases(t, 64, 8)
+	const hold = 1000
+	now := int64(epoch)
+	for round := range 2000 {
+		key := uint64(round%50 + 1)
+		var wg sync.WaitGroup
+		var done atomic.Bool
+		got := make(chan Lease, 16)
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !done.Load() {
+					if lease, st := l.Acquire(key, now, ttl, 1); st == Acquired {
+						got <- lease
+					}
+				}
+			}()
+		}
+		_, held := l.Revoke(key, now, hold)
+		done.Store(true)
+		wg.Wait()
+		close(got)
+		if !held {
+			t.Fatalf("round %d: no room for the hold", round)
+		}
+		for lease := range got {
+			if err := l.Check(lease, key, now); err == nil {
+				t.Fatalf("round %d: a grant made before the revoke still checks: %+v", round, lease)
+			}
+		}
+		if _, st := l.Acquire(key, now+hold-1, ttl, 2); st != Held {
+			t.Fatalf("round %d: acquire inside the hold: %v", round, st)
+		}
+		now += hold + 1
+	}
+}
