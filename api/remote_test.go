@@ -150,7 +150,7 @@ func TestRemoteLeaseExtendAndRelease(t *testing.T) {
 		field string
 	}{
 		"the lease before the extend": {LeaseRequest{Key: j.Key, Lease: j.Lease}, 409, "lease"},
-		"a slot past the table":       {LeaseRequest{Key: j.Key, Lease: Lease{Slot: 1 << 30, State: ext.Lease.State, KeyHash: j.KeyHash}}, 400, "lease.slot"},
+		"a slot past the table":       {LeaseRequest{Key: j.Key, Lease: Lease{Slot: 1 << 31, State: ext.Lease.State, KeyHash: j.KeyHash}}, 400, "lease.slot"},
 		"another key's lease":         {LeaseRequest{Key: j.Key, Lease: other.Lease}, 400, "lease.key_hash"},
 		"no key":                      {LeaseRequest{Lease: ext.Lease}, 400, "key"},
 		"a TTL over lease_ttl":        {LeaseRequest{Key: j.Key, Lease: ext.Lease, TTL: "1h"}, 400, "lease"},
