@@ -6,6 +6,11 @@
 // Worker 0 is the only process with a store, so everything that reads or writes Badger on
 // behalf of another process comes through here. Bad input is answered 4xx with a JSON error
 // naming the field; nothing is half-written.
+//
+// Every writer of worker 0 (results, upserts, rush and wait, deletes) holds its keys' locks
+// (KeyLocks) from its first read to its commit, and writes through sweep.Changes. A result is
+// applied only while its lease is held, at most once per grant (Applier); a delete, rush or
+// wait revokes the lease of a render in flight, so that render's result cannot undo it.
 package api
 
 import (
