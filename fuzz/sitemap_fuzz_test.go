@@ -35,6 +35,8 @@ func FuzzSitemapParse(f *testing.F) {
 	f.Add([]byte(urlset[:len(urlset)/2] + "<url><loc>https://a.test/half</lo")) // half-written entry
 	f.Add([]byte(`<urlset><url><loc>` + strings.Repeat("x", api.MaxSitemapField+10) + `</loc></url></urlset>`))
 	f.Add([]byte(`<!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><urlset><url><loc>&b;</loc></url></urlset>`))
+	f.Add([]byte(`<urlset><url><loc>https://a.test/</loc></url><!--` + strings.Repeat("x", api.MaxSitemapToken+10) + `--></urlset>`)) // a token over the budget
+	f.Add([]byte(`<urlset><url><loc>https://a.test/</loc><x a="` + strings.Repeat("y", api.MaxSitemapToken) + `"/></url></urlset>`))
 	f.Add([]byte(`<urlset></urlset><urlset/>`))
 	f.Add([]byte(`<html><body/></html>`))
 	f.Add([]byte(`<?xml version="1.0" encoding="ISO-8859-1"?><urlset/>`))

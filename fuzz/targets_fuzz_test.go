@@ -2,6 +2,8 @@ package fuzz
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/freshq/freshq/api"
@@ -21,10 +23,18 @@ func FuzzTargetsDecode(f *testing.F) {
 	f.Add([]byte("{\"url\": \"https://a.test/x\"}\n{\"url\": \"https://a.test/y\", \"interval\": 3600}\n{\"url\""))
 	f.Add([]byte("\n\n  \n"))
 	f.Add([]byte(`[1, "two", null, {}]`))
+	f.Add([]byte("{\n  \"url\": \"https://a.test/p\",\n  \"interval\": \"6h\"\n}\n"))                                     // pretty-printed: one item
+	f.Add([]byte(`[{"url": "https://a.test/"}] trailing`))                                                                // after the closing bracket
+	f.Add([]byte(`[{"url": "https://a.test/"}, {"url": "https://a.test/"]`))                                              // a bracket that does not match
+	f.Add([]byte(`[{"url": "https://a.test/", "a": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}]`)) // too deep
+	f.Add([]byte(`[{"url": "https://a.test/` + strings.Repeat("x", api.MaxTargetItem) + `"}, {"url": "https://a.test/"}]`))
 	devices := map[string]bool{"desktop": true, "mobile": true}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		items := 0
-		api.DecodeTargetItems(bytes.NewReader(body), func(i int, item *api.TargetItem, err error) error {
+		err := api.DecodeTargetItems(bytes.NewReader(body), func(i int, item *api.TargetItem, err error) error {
+			if i != items {
+				t.Fatalf("item %d after %d items", i, items)
+			}
 			items++
 			if i < 0 || items > len(body)+1 {
 				t.Fatalf("item index %d after %d items of a %d-byte body", i, items, len(body))
@@ -47,5 +57,10 @@ func FuzzTargetsDecode(f *testing.F) {
 			}
 			return nil
 		})
+		// A body that stops being readable names the first item it did not hand over.
+		var bad *api.BodyError
+		if err != nil && (!errors.As(err, &bad) || bad.Index != items) {
+			t.Fatalf("after %d items: %v", items, err)
+		}
 	})
 }
