@@ -87,6 +87,12 @@ render:
 	}
 	var log bytes.Buffer
 	cmd := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", cfgPath, "--worker-bin", filepath.Join(binDir, "freshq-worker"))
+	// A runtime directory of its own (short: the socket's path must fit a unix socket address).
+	rt, err := os.MkdirTemp("", "fq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+rt)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -97,6 +103,8 @@ render:
 		cmd.Process.Kill()
 		<-exited
 		os.Remove(seg)
+		os.Remove(seg + ".lock")
+		os.RemoveAll(rt)
 		if t.Failed() {
 			lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 			t.Logf("supervisor log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))

@@ -56,7 +56,7 @@ func launch(t *testing.T, dir string, workers int, extraYAML string, args ...str
 	writeNodeConfig(t, n, workers, extraYAML)
 	n.cmd = exec.Command(filepath.Join(binDir, "freshq-supervisor"), append([]string{"--config", filepath.Join(dir, "freshq.yaml"),
 		"--worker-bin", filepath.Join(binDir, "freshq-worker")}, args...)...)
-	n.cmd.Env = append(os.Environ(), clock.EnvFile+"="+n.clockF)
+	n.cmd.Env = append(os.Environ(), clock.EnvFile+"="+n.clockF, "RUNTIME_DIRECTORY="+runtimeDirFor(t))
 	out := &lockedBuffer{}
 	n.cmd.Stdout, n.cmd.Stderr = out, out
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -67,6 +67,7 @@ func launch(t *testing.T, dir string, workers int, extraYAML string, args ...str
 	t.Cleanup(func() {
 		n.cmd.Process.Kill()
 		os.Remove(n.segPath)
+		os.Remove(n.segPath + ".lock")
 		if t.Failed() {
 			t.Logf("supervisor log:\n%s", lastLogLines(out.String(), 60))
 		}

@@ -109,7 +109,8 @@ routes:
 		workerBin = filepath.Join(binDir, "freshq-worker")
 	}
 	n.cmd = exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", cfgPath, "--worker-bin", workerBin)
-	n.cmd.Env = append(os.Environ(), clock.EnvFile+"="+n.clockF)
+	rt := runtimeDirFor(t)
+	n.cmd.Env = append(os.Environ(), clock.EnvFile+"="+n.clockF, "RUNTIME_DIRECTORY="+rt)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -118,11 +119,24 @@ routes:
 	t.Cleanup(func() {
 		n.cmd.Process.Kill()
 		os.Remove(n.segPath)
+		os.Remove(n.segPath + ".lock")
 		if t.Failed() {
 			t.Logf("supervisor log:\n%s", lastLogLines(n.log.String(), 40))
 		}
 	})
 	return n
+}
+
+// runtimeDirFor is a private runtime directory for one supervisor (RUNTIME_DIRECTORY), so that
+// a node killed at the end of its test leaves its socket and configuration copy nowhere shared.
+// It is short: the socket's path must fit a unix socket address.
+func runtimeDirFor(t testing.TB) string {
+	rt, err := os.MkdirTemp("", "fq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	return rt
 }
 
 func lastLogLines(s string, n int) string {
