@@ -67,9 +67,8 @@ type pending struct {
 // silently dropped.
 func runRenderWorker(ctx context.Context, e *env) error {
 	cfg := e.pol.Load().Config()
-	rdrs := &renderers{e: e}
-	if rdrs.get() == nil {
-		_, err := render.New(cfg.Render, render.WithStream(uint64(e.index)))
+	rdrs, err := newRenderers(e)
+	if err != nil {
 		return wrap("renderer", err)
 	}
 	client := api.NewClient(e.socketPath)
@@ -161,9 +160,18 @@ type renderers struct {
 	rdr render.Renderer
 }
 
-// get returns the renderer, rebuilt if the configuration changed; nil only if the first
-// configuration's renderer cannot be built. A reload whose renderer cannot be built keeps the
-// previous one.
+// newRenderers builds the renderer of the configuration in force.
+func newRenderers(e *env) (*renderers, error) {
+	pol := e.pol.Load()
+	rdr, err := render.New(pol.Config().Render, render.WithStream(uint64(e.index)))
+	if err != nil {
+		return nil, err
+	}
+	return &renderers{e: e, pol: pol, rdr: rdr}, nil
+}
+
+// get returns the renderer, rebuilt if the configuration changed. A reload whose renderer
+// cannot be built keeps the previous one, and says so once.
 func (r *renderers) get() render.Renderer {
 	pol := r.e.pol.Load()
 	r.mu.Lock()
@@ -172,9 +180,7 @@ func (r *renderers) get() render.Renderer {
 		r.pol = pol
 		rdr, err := render.New(pol.Config().Render, render.WithStream(uint64(r.e.index)))
 		if err != nil {
-			if r.rdr != nil {
-				r.e.log.Error().Err(err).Msg("the reloaded configuration's renderer; keeping the previous one")
-			}
+			r.e.log.Error().Err(err).Msg("the reloaded configuration's renderer; keeping the previous one")
 		} else {
 			r.rdr = rdr
 		}
