@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -328,13 +329,17 @@ func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Resul
 	return req.Results, true
 }
 
-// readBody reads a size-limited body whole, answering 413 or 400 itself on failure.
+// readBody reads a size-limited body whole, answering 413 or 400 itself on failure. A body
+// that declares a length over limit is refused before any of it is read; one of a declared
+// length is read into one buffer of that size. One of unknown length grows its buffer by
+// doubling, but never past limit, so reading it holds at most about 1.5× the limit.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead) // one allocation: ReadFrom wants MinRead spare
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body of %d bytes, over %d", r.ContentLength, limit))
+		return nil, false
 	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+	body, err := readCapped(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, int(limit))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
@@ -343,7 +348,36 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		writeError(w, http.StatusBadRequest, "", "reading the body: "+err.Error())
 		return nil, false
 	}
-	return buf.Bytes(), true
+	return body, true
+}
+
+// readCapped reads r to its end into a buffer of length+1 bytes when length is known (the
+// extra byte sees EOF without growing), else one that doubles from 64 KiB up to limit+1.
+// r must fail past limit bytes (http.MaxBytesReader).
+func readCapped(r io.Reader, length int64, limit int) ([]byte, error) {
+	size := 64 << 10
+	if length >= 0 {
+		size = int(length) + 1
+	}
+	b := make([]byte, 0, min(size, limit+1))
+	for {
+		if len(b) == cap(b) {
+			if cap(b) > limit {
+				return nil, &http.MaxBytesError{Limit: int64(limit)}
+			}
+			nb := make([]byte, len(b), min(max(2*cap(b), 64<<10), limit+1))
+			copy(nb, b)
+			b = nb
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // needsStatus are the outcomes that are an HTTP response: their status is the response's, so

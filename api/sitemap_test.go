@@ -475,7 +475,10 @@ func writeProducts(w io.Writer, n int) int64 {
 }
 
 // peakHeap runs fn while sampling the heap in use, and returns the heap before and at its peak.
-func peakHeap(fn func()) (base, peak uint64) {
+func peakHeap(fn func()) (base, peak uint64) { return peakHeapEvery(5*time.Millisecond, fn) }
+
+// peakHeapEvery is peakHeap sampling every d.
+func peakHeapEvery(d time.Duration, fn func()) (base, peak uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -489,7 +492,7 @@ func peakHeap(fn func()) (base, peak uint64) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(5 * time.Millisecond):
+			case <-time.After(d):
 			}
 			runtime.ReadMemStats(&m)
 			peak = max(peak, m.HeapInuse)

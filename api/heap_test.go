@@ -1,0 +1,156 @@
+package api
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+)
+
+// Worker 0's peak heap while the heaviest inputs it accepts arrive at once: a 64 MiB results
+// body and four sitemaps of 256 MiB once decompressed (two gzip bombs past
+// sitemap.max_decompressed, two files within it whose one <loc> is 255 MiB), served from a
+// loopback server. The handlers are worker 0's own (results, sitemaps, the heavy-request
+// limiter) over a store and a segment in a temporary directory. What worker 0 may hold for them
+// is bounded by the configured limits: MaxResultsBody for the results body (refused past it),
+// MaxSitemapToken per sitemap parse; the rest is spooled to disk or streamed. The results body
+// is sent chunked, the worst case: worker 0 must read it up to its limit to refuse it. The peak of the
+// heap in use above its level before, sampled every millisecond, must stay within twice that.
+//
+//	go test -run TestWorker0PeakHeapUnderHeavyRequests -v ./api/
+func TestWorker0PeakHeapUnderHeavyRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 1 GiB of temporary files")
+	}
+	e := qtest.New(t, `render:
+  domains: ["127.0.0.1", "shop.test"]
+sitemap:
+  max_decompressed: 256MiB
+`, start, shm.Options{})
+	heavy := NewLimiter(DefaultHeavyBytes, 0)
+	applier := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Limit: heavy}
+	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now, Limit: heavy}
+	sitemaps := &Sitemaps{Targets: targets, Policy: e.Policy, Now: e.Now, Limit: heavy}
+	mux := http.NewServeMux()
+	targets.Register(mux)
+	sitemaps.Register(mux)
+	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
+	(&Remote{Applier: applier, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	// The sitemap files, compressed once up front: a few hundred KiB each in memory.
+	decompressed := 256 << 20
+	if raceBuild() {
+		decompressed = 64 << 20 // the same bound, at a quarter of the race detector's time
+	}
+	bomb := gzipOf(t, `<urlset><url><loc>https://shop.test/`, decompressed+1024, `</loc></url></urlset>`)
+	within := gzipOf(t, `<urlset><url><loc>https://shop.test/`, decompressed-1024, `</loc></url></urlset>`)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/bomb") {
+			w.Write(bomb)
+			return
+		}
+		w.Write(within)
+	}))
+	defer site.Close()
+
+	// A body that declares its 64 MiB is refused before it is read.
+	if code := postResults64MiB(t, srv.URL, 64<<20); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a declared 64 MiB results body: %d", code)
+	}
+	limits := uint64(MaxResultsBody + 4*MaxSitemapToken)
+	var results int
+	var runs []SitemapRun
+	base, peak := peakHeapEvery(time.Millisecond, func() {
+		var wg sync.WaitGroup
+		wg.Go(func() { results = postResults64MiB(t, srv.URL, -1) })
+		var mu sync.Mutex
+		for i, name := range []string{"bomb-1", "bomb-2", "big-1", "big-2"} {
+			wg.Go(func() {
+				id := postSitemapURL(t, srv, fmt.Sprintf("%s/%s-%d.xml.gz", site.URL, name, i))
+				run := waitRunFor(t, srv, id, 5*time.Minute)
+				mu.Lock()
+				runs = append(runs, run)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	})
+	if results != http.StatusRequestEntityTooLarge {
+		t.Errorf("the 64 MiB results body: %d, want 413", results)
+	}
+	for _, run := range runs {
+		if run.Status != RunFailed || !(strings.Contains(run.Error, "max_decompressed") || strings.Contains(run.Error, "longer than")) {
+			t.Errorf("run %+v: want refused by max_decompressed or the token bound", run)
+		}
+	}
+	grew := peak - min(base, peak)
+	t.Logf("peak heap in use: %.1f MiB above a base of %.1f MiB (%.2f× the %.1f MiB of configured limits)",
+		mib(grew), mib(base), float64(grew)/float64(limits), mib(limits))
+	fmt.Printf("BenchmarkWorker0PeakHeap\t1\t%d peak-heap-B\t%.2f x-limits\n", grew, float64(grew)/float64(limits))
+	if grew > 2*limits {
+		t.Fatalf("peak heap grew by %.1f MiB, over twice the configured limits (%.1f MiB)", mib(grew), mib(limits))
+	}
+}
+
+// gzipOf compresses head, n bytes of 'x', then tail.
+func gzipOf(t *testing.T, head string, n int, tail string) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	io.WriteString(zw, head)
+	if _, err := io.Copy(zw, &repeatReader{b: 'x', n: n}); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(zw, tail)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// postResults64MiB streams a 64 MiB JSON results body (one result whose page is 64 MiB of
+// base64), generated as it is sent, declaring length (-1: chunked, so that worker 0 reads it
+// up to MaxResultsBody before it can refuse it), and returns the status.
+func postResults64MiB(t *testing.T, base string, length int64) int {
+	const size = 64 << 20
+	head := `{"results": [{"key": "desktop|https://shop.test/p", "outcome": "ok", "status": 200, "lease": {"slot": 0, "state": 1, "key_hash": 1}, "body": "`
+	tail := `"}]}`
+	body := io.MultiReader(strings.NewReader(head), &repeatReader{b: 'A', n: size - len(head) - len(tail)}, strings.NewReader(tail))
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/results", body)
+	req.ContentLength = length
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0 // the server may close the connection once it refused the body
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitRunFor(t *testing.T, srv *httptest.Server, id string, limit time.Duration) SitemapRun {
+	deadline := time.Now().Add(limit)
+	for {
+		resp, err := http.Get(srv.URL + "/v1/sitemaps/" + id)
+		if err != nil {
+			t.Error(err)
+			return SitemapRun{}
+		}
+		var run SitemapRun
+		json.NewDecoder(resp.Body).Decode(&run)
+		resp.Body.Close()
+		if run.Status != RunRunning || time.Now().After(deadline) {
+			return run
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
