@@ -332,7 +332,8 @@ func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Resul
 // readBody reads a size-limited body whole, answering 413 or 400 itself on failure. A body
 // that declares a length over limit is refused before any of it is read; one of a declared
 // length is read into one buffer of that size. One of unknown length grows its buffer by
-// doubling, but never past limit, so reading it holds at most about 1.5× the limit.
+// doubling, but never past limit, so reading it holds at most about 1.7× the limit (the last
+// step copies up to 2/3 of the limit into a buffer of the limit).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body of %d bytes, over %d", r.ContentLength, limit))
