@@ -298,7 +298,8 @@ func TestMaxResultsBodyHoldsTheLargestPageInJSON(t *testing.T) {
 
 // What worker 0 allocates to take a JSON results body at the limit: one result carrying a
 // 32 MiB page (a 43 MiB body), decoded as the handler does, against the json.Decoder that
-// decoded it before. The figure is logged; the bound keeps it within 2x the body.
+// decoded it before. The figure is logged; the bound keeps it within 2x the body (3x under the
+// race detector).
 func TestResultsJSONMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates ~100 MiB")
@@ -329,7 +330,11 @@ func TestResultsJSONMemory(t *testing.T) {
 	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
 	t.Logf("JSON results body of %.1f MiB: %.1f MiB allocated (%.2fx), was %.1f MiB (%.2fx) with json.Decoder",
 		mib(uint64(len(body))), mib(now), float64(now)/float64(len(body)), mib(was), float64(was)/float64(len(body)))
-	if now > 2*uint64(len(body)) {
-		t.Fatalf("%.1f MiB allocated for a %.1f MiB body: over 2x", mib(now), mib(uint64(len(body))))
+	bound := uint64(2)
+	if raceEnabled {
+		bound = 3 // still below what json.Decoder cost without the race detector
+	}
+	if now > bound*uint64(len(body)) {
+		t.Fatalf("%.1f MiB allocated for a %.1f MiB body: over %dx", mib(now), mib(uint64(len(body))), bound)
 	}
 }
