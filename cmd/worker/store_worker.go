@@ -83,13 +83,13 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	targets.Register(mux)
 	sitemaps := &api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	sitemaps.Register(mux)
-	(&api.Operate{Targets: targets}).Register(mux)
+	(&api.Operate{Targets: targets, Seg: e.seg}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (api.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
-	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}).Register(mux)
+	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
 	ln, err := listenUnix(e.socketPath)
 	if err != nil {
