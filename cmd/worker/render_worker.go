@@ -193,10 +193,16 @@ func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, r
 	for claimCtx.Err() == nil {
 		jobs, err := c.Claim(claimCtx, claimBatch)
 		claimedAt := time.Now()
-		if err != nil && claimCtx.Err() == nil {
+		// Work queued behind leased rows is not a failure, nor "nothing to do": claim again
+		// soon, without a warning and without backing off further.
+		queued := errors.Is(err, claim.ErrQueuedBehindLeases)
+		if err != nil && !queued && claimCtx.Err() == nil {
 			e.log.Warn().Err(err).Msg("claim failed; backing off")
 		}
 		if len(jobs) == 0 {
+			if queued {
+				idle = idleMin
+			}
 			select {
 			case <-claimCtx.Done():
 			case <-time.After(idle):
