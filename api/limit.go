@@ -15,8 +15,10 @@ import (
 // requests (result batches carrying pages, bulk target uploads, sitemap bodies) must not add
 // up to more memory than it can spare, whatever each one's own limit is. A Limiter is a
 // byte budget shared by every heavy endpoint: a request is admitted with a weight, the bytes
-// it may hold (its Content-Length, or its endpoint's limit when the length is unknown), and
-// gives them back when its handler returns.
+// it may hold (its Content-Length, or its endpoint's bound when the length is unknown or
+// larger), and gives them back when its handler returns. An endpoint that reads its body whole
+// (results) is bounded by its body limit; one that streams (target uploads, sitemap bodies
+// spooled to disk) by the working set it keeps, whatever the body's size.
 //
 // A request that does not fit waits, at most DefaultHeavyWait and never past its own context,
 // then is answered 503 with Retry-After and a JSON error. It waits rather than failing at
@@ -62,9 +64,9 @@ func (l *Limiter) Budget() int64 {
 	return l.budget
 }
 
-// Weight is what a request bounded by limit bytes is admitted with: its Content-Length when
-// known and within the limit, else the limit, never more than the budget (so that one request
-// alone always fits).
+// Weight is what a request whose handler holds at most limit bytes is admitted with: its
+// Content-Length when known and within the limit, else the limit, never more than the budget
+// (so that one request alone always fits).
 func (l *Limiter) Weight(r *http.Request, limit int64) int64 {
 	n := limit
 	if r.ContentLength >= 0 && r.ContentLength < limit {
@@ -90,10 +92,11 @@ func (l *Limiter) Acquire(ctx context.Context, n int64) (release func(), err err
 	return func() { l.sem.Release(n) }, nil
 }
 
-// Wrap admits each request to h with the weight of a body bounded by limit bytes, answering
-// 503 (Retry-After, JSON error) when the budget stays taken. h must itself refuse a body over
-// limit (http.MaxBytesReader): the weight trusts Content-Length only below the limit.
-// A nil Limiter returns h.
+// Wrap admits each request to h with Weight(r, limit), answering 503 (Retry-After, JSON error)
+// when the budget stays taken. limit is the most h holds in memory for one request: its body
+// limit if it reads the body whole (and then h must refuse a longer body itself, with
+// http.MaxBytesReader: the weight trusts Content-Length only below the limit), its working set
+// if it streams. A nil Limiter returns h.
 func (l *Limiter) Wrap(limit int64, h http.Handler) http.Handler {
 	if l == nil {
 		return h

@@ -61,6 +61,7 @@ import (
 const (
 	maxSitemapBody    = 64 << 20 // a posted sitemap body, compressed or not
 	maxSitemapRequest = 64 << 10 // a JSON request {"url": ...}
+	sitemapPostHeld   = 1 << 20  // what a POST holds in memory: the body is spooled to disk
 	maxSitemapRuns    = 100      // runs kept for GET
 	maxSitemapRunning = 4        // runs in progress at once; more are refused with 429
 	maxSitemapFiles   = 10_000   // files one run may read (index children included)
@@ -207,7 +208,7 @@ func (f *SitemapFailure) add(u, reason string) {
 
 // Register adds the endpoints to mux.
 func (s *Sitemaps) Register(mux *http.ServeMux) {
-	mux.Handle("POST /v1/sitemaps", s.Limit.Wrap(maxSitemapBody, http.HandlerFunc(s.post)))
+	mux.Handle("POST /v1/sitemaps", s.Limit.Wrap(sitemapPostHeld, http.HandlerFunc(s.post)))
 	mux.HandleFunc("GET /v1/sitemaps/{id}", s.get)
 }
 

@@ -26,7 +26,10 @@ const (
 	// MaxTargetItem bounds one item of it, whitespace included. An item is decoded from a
 	// buffer of at most this many bytes: a longer one is read to its end without being kept
 	// and rejected by index, so a request never holds more than one bounded item.
-	MaxTargetItem   = 16 << 10
+	MaxTargetItem = 16 << 10
+	// targetsHeld is what one upload holds in memory however long it is (a chunk of parsed
+	// items with their keys, one item, the reader's buffer): its weight for the Limiter.
+	targetsHeld     = 5 << 20
 	maxItemDepth    = 32   // nesting inside one item
 	targetsChunk    = 1000 // items per funnel batch
 	maxReportErrors = 20   // errors listed in a response, by index
@@ -76,7 +79,7 @@ type Targets struct {
 
 // Register adds the endpoints to mux.
 func (t *Targets) Register(mux *http.ServeMux) {
-	mux.Handle("POST /v1/targets", t.Limit.Wrap(MaxTargetsBody, http.HandlerFunc(t.post)))
+	mux.Handle("POST /v1/targets", t.Limit.Wrap(targetsHeld, http.HandlerFunc(t.post)))
 }
 
 // Devices a target may name: desktop and mobile, plus every device of render.user_agents.
