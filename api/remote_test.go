@@ -174,3 +174,24 @@ func TestRemoteLeaseExtendAndRelease(t *testing.T) {
 		t.Fatalf("extend a lapsed lease: %d", code)
 	}
 }
+
+// The internal claim carries the TTL a render worker asks for; a negative one is 400 naming
+// ttl_ms.
+func TestInternalClaimCarriesTTL(t *testing.T) {
+	e, _ := remoteServer(t, "")
+	mux := http.NewServeMux()
+	(&Control{Index: &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
+		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}}).Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var resp claimResponse
+	if code, ae := postJSON(t, srv, PathClaim, `{"n": 1, "holder": 5, "ttl_ms": 180000}`, &resp); code != 200 || len(resp.Jobs) != 1 {
+		t.Fatalf("%d %+v", code, ae)
+	}
+	if li, _ := e.Seg.Leases().Lookup(resp.Jobs[0].KeyHash, e.Now()); li.ExpiresAtMs-e.Now() != 180_000 || li.Holder != 5 {
+		t.Fatalf("lease %+v", li)
+	}
+	if code, ae := postJSON(t, srv, PathClaim, `{"n": 1, "holder": 5, "ttl_ms": -1}`, nil); code != 400 || ae.Field != "ttl_ms" {
+		t.Fatalf("negative TTL: %d %+v", code, ae)
+	}
+}

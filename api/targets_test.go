@@ -280,6 +280,20 @@ func TestPostTargetsItemBoundedByBytes(t *testing.T) {
 	}
 }
 
+// A body over MaxTargetsBody is 413, and still reports what landed before the limit.
+func TestPostTargetsOverBodyLimitReportsWhatLanded(t *testing.T) {
+	e, _ := targetsServer(t)
+	body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/a"}, `), &repeatReader{b: ' ', n: MaxTargetsBody}, strings.NewReader(`{"url": "https://shop.test/b"}]`))
+	req := httptest.NewRequest("POST", "/v1/targets", body)
+	rec := httptest.NewRecorder()
+	(&Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}).post(rec, req)
+	var out TargetsResponse
+	json.Unmarshal(rec.Body.Bytes(), &out)
+	if rec.Code != http.StatusRequestEntityTooLarge || out.Accepted != 1 || out.Error == "" || out.StoppedAt == nil || *out.StoppedAt != 1 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
+
 // repeatReader yields n copies of b.
 type repeatReader struct {
 	b byte
