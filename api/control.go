@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,8 +40,8 @@ const (
 	PathStatus  = "/internal/status"
 )
 
-// maxControlBody bounds one internal request other than a results batch.
-const maxControlBody = 256 << 20
+// maxClaimBody bounds an internal claim request: a few numbers of JSON.
+const maxClaimBody = 1 << 10
 
 // MaxResultsBody is the largest results request body worker 0 accepts, JSON or binary, on
 // POST /internal/results and POST /v1/results; a larger one is answered 413 before it is read
@@ -118,7 +119,8 @@ func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathResults, resultsHandler(c.Applier, true))
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
-	// curl --unix-socket <data_dir>/worker0.sock http://w0/internal/debug/pprof/profile?seconds=10
+	// curl --unix-socket <runtime dir>/freshq-<hash>.sock http://w0/internal/debug/pprof/profile?seconds=10
+	// (README, Operating: Files)
 	mux.HandleFunc("/internal/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = strings.TrimPrefix(r.URL.Path, "/internal")
 		pprof.Index(w, r)
@@ -129,7 +131,7 @@ func (c *Control) Register(mux *http.ServeMux) {
 
 func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 	var req claimRequest
-	if !decodeJSON(w, r, &req, maxControlBody) {
+	if !decodeJSON(w, r, &req, maxClaimBody) {
 		return
 	}
 	if req.N < 1 || req.N > 10_000 {
@@ -173,20 +175,46 @@ func writeError(w http.ResponseWriter, code int, field, msg string) {
 	writeJSON(w, code, apiError{Error: msg, Field: field})
 }
 
-// decodeJSON reads a size-limited JSON body into v, answering 413 or 400 itself on failure.
+// decodeJSON reads a size-limited body holding exactly one JSON object into v, answering 413
+// or 400 itself on failure. A 400 names the field when the decoder can tell it (an unknown
+// field, or a value of the wrong type); anything after the object is refused, so a request is
+// never half-read.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		if _, next := dec.Token(); next != io.EOF {
+			err = errors.New("data after the JSON object")
+			if tooBig := new(http.MaxBytesError); errors.As(next, &tooBig) {
+				err = next
+			}
+		}
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
 			return false
 		}
-		writeError(w, http.StatusBadRequest, "", "bad JSON: "+err.Error())
+		writeError(w, http.StatusBadRequest, jsonErrorField(err), "bad JSON: "+err.Error())
 		return false
 	}
 	return true
+}
+
+// jsonErrorField is the field encoding/json blames in err: the path of a value of the wrong
+// type, or the name of an unknown field; "" when it names none.
+func jsonErrorField(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return typeErr.Field
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field, _ := strconv.Unquote(name)
+		return field
+	}
+	return ""
 }
 
 // Client talks to worker 0 over its control socket. It implements claim.Fallback.

@@ -149,7 +149,7 @@ func TestResultsTravelInTheBinaryForm(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathResults, func(w http.ResponseWriter, r *http.Request) {
 		ctype = r.Header.Get("Content-Type")
-		body, _ := readBody(w, r, maxControlBody)
+		body, _ := readBody(w, r, MaxResultsBody)
 		got, err = DecodeResults(body)
 		writeJSON(w, http.StatusOK, ApplyStats{Applied: len(got)})
 	})

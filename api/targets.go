@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -450,13 +449,7 @@ func decodeItem(raw []byte) (*TargetItem, error) {
 	dec.DisallowUnknownFields()
 	var it TargetItem
 	if err := dec.Decode(&it); err != nil {
-		field := ""
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			field = typeErr.Field
-		} else if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field, _ = strconv.Unquote(name)
-		}
+		field := jsonErrorField(err)
 		if field == "" {
 			return nil, &FieldError{Err: fmt.Errorf("not a target object: %v", err)}
 		}
