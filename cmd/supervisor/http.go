@@ -357,12 +357,13 @@ var (
 	descBelow       = prometheus.NewDesc("freshq_below_floor", "Rows below the claim floor (must be 0).", nil, nil)
 	descRestarts    = prometheus.NewDesc("freshq_worker_restarts_total", "Worker restarts.", []string{"worker"}, nil)
 	descDropped     = prometheus.NewDesc("freshq_results_dropped_total", "Results given up after the delivery bound.", nil, nil)
+	descGivenBack   = prometheus.NewDesc("freshq_leases_released_unrendered_total", "Leases a render worker gave back without a result when it stopped: claimed but not begun, or cancelled at the drain bound.", nil, nil)
 	descResultLat   = prometheus.NewDesc("freshq_claim_to_result_seconds", "From claim to worker 0's commit of the result.", nil, nil)
 	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
 	laneNames       = []string{"urgent", "submitted", "discovered", "cold"}
 	allDescriptions = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
 		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
-		descDropped, descHeartbeat, descResultLat}
+		descDropped, descGivenBack, descHeartbeat, descResultLat}
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -438,6 +439,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPinned, pinned)
 	gauge(descBelow, float64(w0.Load(shm.CounterBelowFloor)))
 	counter(descDropped, sum(shm.CounterResultsDropped))
+	counter(descGivenBack, sum(shm.CounterReleasedUnrendered))
 	for i, w := range workers {
 		st := w.Status()
 		idx := strconv.Itoa(i)
