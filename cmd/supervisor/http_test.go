@@ -143,3 +143,35 @@ func TestPublicGuards(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalPathsAreNotProxied: worker 0's internal endpoints (result batches, the index
+// claim, profiles) are for the render workers on the 0600 socket only. The public listener
+// never forwards them, however the path is spelled: ServeMux cleans it first (a redirect to the
+// clean path, which the guard then refuses).
+func TestInternalPathsAreNotProxied(t *testing.T) {
+	proxied := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	mux := http.NewServeMux()
+	mux.Handle("/", internalGuard(proxied))
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/internal/results", http.StatusNotFound},
+		{"/internal/claim", http.StatusNotFound},
+		{"/internal/debug/pprof/profile", http.StatusNotFound},
+		{"/v1/../internal/claim", http.StatusTemporaryRedirect},
+		{"//internal/claim", http.StatusTemporaryRedirect},
+		{"/v1/queue", http.StatusTeapot},
+		{"/internalized", http.StatusTeapot},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://x"+tc.path, nil)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.path, rec.Code, tc.want)
+		}
+		if loc := rec.Header().Get("Location"); rec.Code == http.StatusTemporaryRedirect && !strings.HasPrefix(loc, "/internal/") {
+			t.Errorf("%s: redirected to %q, not to the clean internal path", tc.path, loc)
+		}
+	}
+}
