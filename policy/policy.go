@@ -145,7 +145,7 @@ func (p *Policy) Score(r *Row, cadenceMs, nowMs int64) float64 {
 	return s
 }
 
-// Lane is a row's lane (DESIGN §7), derived from the row and never stored.
+// Lane is a row's lane (docs/ARCHITECTURE.md, "lane"), derived from the row and never stored.
 type Lane uint8
 
 const (

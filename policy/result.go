@@ -2,9 +2,10 @@ package policy
 
 import "math"
 
-// What a render's outcome does to its row and target (DESIGN §8). Outcomes arrive by the
-// renderer's stable names ("ok", "server_error", …; render.Outcome.String()), so policy does not
-// depend on the renderer.
+// What a render's outcome does to its row and target: success, or a failure of one of the three
+// kinds below (transient, deterministic, terminal). Outcomes arrive by the renderer's stable
+// names ("ok", "server_error", …; render.Outcome.String()), so policy does not depend on the
+// renderer.
 
 // Class is what an outcome means for scheduling.
 type Class uint8

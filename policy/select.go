@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Shares are the lane shares of a published set (DESIGN §7).
+// Shares are the lane shares of a published set (docs/ARCHITECTURE.md, "lane").
 type Shares struct {
 	UrgentMax     float64 // urgent is served first but holds at most this share
 	DiscoveredMin float64 // discovered holds at least this share while it has rows

@@ -3,7 +3,7 @@ package store
 import "encoding/binary"
 
 // Lanes are the lane inputs a schedule row carries. Lanes themselves are derived at score time
-// (DESIGN §7); the store only records the facts they are derived from.
+// (policy.LaneOf); the store only records the facts they are derived from.
 type Lanes struct {
 	Urgent        bool // an operator rush is pending (POST /v1/prioritize mode=rush)
 	NeverRendered bool // no render of this target has ever succeeded

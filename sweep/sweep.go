@@ -6,7 +6,7 @@
 //
 // # Who owns what
 //
-// The sweep owns the claim floor (DESIGN §5). It is the only reader that sees every due row, so
+// The sweep owns the claim floor (invariant F1, docs/ARCHITECTURE.md). It is the only reader that sees every due row, so
 // the first due row it observes is the true minimum, and it is the only code that advances the
 // floor. The store makes each advance safe (F1): a pass advances at most to
 // min(first due observed, its snapshot time, every write that raced it) − guard, by CAS from the
