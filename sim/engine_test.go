@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/policy"
 )
 
@@ -25,7 +26,7 @@ var (
 )
 
 func init() {
-	if raceEnabled {
+	if invariants.Race {
 		testKeys, testWarmup = 1500, 48*time.Hour
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/internal/invariants"
 )
 
 // This file is the funnel: the only code that writes to Badger. It alone writes the s/ and
@@ -599,7 +601,7 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 	if err != nil {
 		return false, err
 	}
-	if invariants && had && fromDB {
+	if invariants.Enabled && had && fromDB {
 		// A row read from Badger has its index entry in the same snapshot.
 		if _, err := txn.Get(dueKey(old.DueAtMs, o.key)); err != nil {
 			panic(fmt.Sprintf("store: invariant: row %q due %d has no index entry: %v", o.key, old.DueAtMs, err))
@@ -708,7 +710,7 @@ func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row
 		return st.row, st.exists, false, nil
 	}
 	if !s.keys.mayHave(o.key) {
-		if invariants {
+		if invariants.Enabled {
 			if _, err := txn.Get(o.sKey); !errors.Is(err, badger.ErrKeyNotFound) {
 				panic(fmt.Sprintf("store: invariant K1: key filter excludes %q, whose read returned %v", o.key, err))
 			}

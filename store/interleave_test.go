@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/freshq/freshq/internal/invariants"
 )
 
 // The F1 checker. After each pass has advanced (or tried to advance) the floor, the checker
@@ -187,7 +189,7 @@ func (c interleaving) run(t *testing.T, seed uint64) (violations []string, advan
 // a long episode costs more per pass than a new store.
 func TestFloorInterleaving(t *testing.T) {
 	episodes := 8
-	if raceEnabled || testing.Short() {
+	if invariants.Race || testing.Short() {
 		episodes = 4
 	}
 	const passes = 1000

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/internal/invariants"
 )
 
 // DueRow is one entry of the due index: a cacheKey, its due time and its projection.
@@ -51,7 +53,7 @@ func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int,
 		if err != nil {
 			return st, err
 		}
-		if invariants {
+		if invariants.Enabled {
 			if due < prev || due < fromMs {
 				panic(fmt.Sprintf("store: invariant: due index out of order: %d after %d, from %d", due, prev, fromMs))
 			}

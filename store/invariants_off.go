@@ -1,5 +1,0 @@
-//go:build !(invariants || race)
-
-package store
-
-const invariants = false
