@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
@@ -238,7 +239,7 @@ func TestStopOnSIGINTToTheGroupDrainsInOrder(t *testing.T) {
 	})
 }
 
-// A SIGHUP that arrives while a process starts must not kill it. FRESHQ_TEST_HOLD makes the
+// A SIGHUP that arrives while a process starts must not kill it. testhold.EnvHold makes the
 // binary stop right after its handlers are installed and wait for SIGUSR1: the test sends
 // SIGHUP there, then lets it go on. Without --config / -index both then exit 2 of their own
 // accord, where a fatal SIGHUP would have ended them by the signal.
@@ -249,7 +250,7 @@ func TestSIGHUPAtStartIsNotFatal(t *testing.T) {
 	for _, bin := range []string{"freshq-supervisor", "freshq-worker"} {
 		t.Run(bin, func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(binDir, bin))
-			cmd.Env = append(os.Environ(), "FRESHQ_TEST_HOLD=1")
+			cmd.Env = append(os.Environ(), testhold.EnvHold+"=1")
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -261,7 +262,7 @@ func TestSIGHUPAtStartIsNotFatal(t *testing.T) {
 			pw.Close()
 			line := make([]byte, 64)
 			k, _ := pr.Read(line) // the hold announces itself
-			if !strings.Contains(string(line[:k]), "holding") {
+			if !strings.Contains(string(line[:k]), testhold.Announce) {
 				cmd.Process.Kill()
 				t.Fatalf("no hold announced: %q", line[:k])
 			}

@@ -26,8 +26,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/logging"
+	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -57,21 +59,8 @@ func main() {
 	// the channel for the main loop, instead of taking its default action, which kills.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	holdForTest()
+	testhold.Hold()
 	os.Exit(run(os.Args[1:], sigs))
-}
-
-// holdForTest lets a test signal a process that has only just started: with FRESHQ_TEST_HOLD
-// set, the process says so on stderr and waits for SIGUSR1 before it goes on.
-func holdForTest() {
-	if os.Getenv("FRESHQ_TEST_HOLD") == "" {
-		return
-	}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	fmt.Fprintln(os.Stderr, "holding for the test")
-	<-usr1
-	signal.Stop(usr1)
 }
 
 func run(args []string, sigs <-chan os.Signal) int {
@@ -260,6 +249,7 @@ type supervisor struct {
 	workerConfig string // the configuration in force, as the workers read it (runtime directory, 0600)
 	logFormat    string
 	socket       string
+	status       *api.Client // worker 0's status, for /readyz and systemd; one client, kept-alive connections
 	cfg          atomic.Pointer[config.Config]
 	children     []*child
 	stopping     atomic.Bool
@@ -270,6 +260,7 @@ type supervisor struct {
 func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-chan os.Signal) int {
 	cfg := s.cfg.Load()
 	s.fatal = make(chan error, 1)
+	s.status = api.NewClient(s.socket)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		s.log.Error().Err(err).Str("listen", cfg.Listen).Msg("listen")

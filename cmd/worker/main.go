@@ -27,6 +27,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/logging"
+	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
@@ -50,21 +51,8 @@ func main() {
 	signal.Notify(term, syscall.SIGTERM)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	holdForTest()
+	testhold.Hold()
 	os.Exit(run(os.Args[1:], term, hup))
-}
-
-// holdForTest lets a test signal a process that has only just started: with FRESHQ_TEST_HOLD
-// set, the process says so on stderr and waits for SIGUSR1 before it goes on.
-func holdForTest() {
-	if os.Getenv("FRESHQ_TEST_HOLD") == "" {
-		return
-	}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	fmt.Fprintln(os.Stderr, "holding for the test")
-	<-usr1
-	signal.Stop(usr1)
 }
 
 func run(args []string, term, hup <-chan os.Signal) int {
