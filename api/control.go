@@ -171,9 +171,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, code int, field, msg string) {
+// WriteError answers an API error: status code and the JSON body {"error": msg, "field": field}
+// (field omitted when empty). The supervisor's public guards answer with it too, so that every
+// refusal a client meets has the same shape.
+func WriteError(w http.ResponseWriter, code int, field, msg string) {
 	writeJSON(w, code, apiError{Error: msg, Field: field})
 }
+
+func writeError(w http.ResponseWriter, code int, field, msg string) { WriteError(w, code, field, msg) }
 
 // decodeJSON reads a size-limited body holding exactly one JSON object into v, answering 413
 // or 400 itself on failure. A 400 names the field when the decoder can tell it (an unknown

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -130,7 +129,7 @@ func (s *supervisor) hostGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusMisdirectedRequest, "Host", fmt.Sprintf(
+		api.WriteError(w, http.StatusMisdirectedRequest, "Host", fmt.Sprintf(
 			"Host %q is not a name this listener answers to; add it to http.hosts in the configuration if it is one of its names", r.Host))
 	})
 }
@@ -189,17 +188,10 @@ func crossOrigin(next http.Handler) http.Handler {
 		if r.Header.Get("Sec-Fetch-Site") != "" {
 			field = "Sec-Fetch-Site"
 		}
-		writeError(w, http.StatusForbidden, field, fmt.Sprintf(
+		api.WriteError(w, http.StatusForbidden, field, fmt.Sprintf(
 			"cross-origin %s refused: a page on another site may not change this API; send it from a program (curl, freshqctl), which sends no Origin or Sec-Fetch-Site", r.Method))
 	}))
 	return cop.Handler(next)
-}
-
-// writeError answers a JSON API error.
-func writeError(w http.ResponseWriter, status int, field, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg, "field": field})
 }
 
 // authorize requires the bearer token (config token or FRESHQ_TOKEN) on every request but the
@@ -214,9 +206,7 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="freshq"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			json.NewEncoder(w).Encode(map[string]string{"error": "missing or wrong bearer token", "field": "Authorization"})
+			api.WriteError(w, http.StatusUnauthorized, "Authorization", "missing or wrong bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -247,20 +237,14 @@ func internalGuard(next http.Handler) http.Handler {
 	})
 }
 
-// worker0Clients holds the one status client of each worker 0 socket (there is one per
-// process), made on first use: /readyz and the systemd loop reuse its keep-alive connections.
-// A client per call left one idle unix connection behind per /readyz request, in both
-// processes, until the idle timeout closed it.
-var worker0Clients sync.Map // socket path → *api.Client
-
+// worker0Status asks worker 0 whether it serves, over the supervisor's one status client
+// (s.status): /readyz and the systemd loop reuse its keep-alive connections. A client per call
+// left one idle unix connection behind per /readyz request, in both processes, until the idle
+// timeout closed it.
 func (s *supervisor) worker0Status(ctx context.Context) (api.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, ok := worker0Clients.Load(s.socket)
-	if !ok {
-		c, _ = worker0Clients.LoadOrStore(s.socket, api.NewClient(s.socket))
-	}
-	return c.(*api.Client).Status(ctx)
+	return s.status.Status(ctx)
 }
 
 // notifySystemd sends READY=1 once worker 0 serves and its first sweep finished (or failed,
@@ -334,7 +318,8 @@ func notify(state string) {
 	daemon.SdNotify(false, state)
 }
 
-// collector turns the segment's counters into DESIGN §9's metrics at each scrape.
+// collector turns the segment's counters into the metrics README's Metrics table lists, at
+// each scrape.
 type collector struct{ s *supervisor }
 
 var (
@@ -350,8 +335,8 @@ var (
 	descRenderSec = prometheus.NewDesc("freshq_render_seconds", "Render duration.", nil, nil)
 	descRefused   = prometheus.NewDesc("freshq_lease_refused_total", "Takes refused at grant time because the row was leased, by cause.", []string{"cause"}, nil)
 	descLeases    = prometheus.NewDesc("freshq_leases_live", "Live leases and release graces.", nil, nil)
-	// DESIGN §9 calls this freshq_floor_ms; promtool rejects abbreviated units in names, so it
-	// follows the Prometheus convention for a timestamp instead (same instant, in seconds).
+	// A timestamp in seconds, as Prometheus names them (promtool rejects an abbreviated unit such
+	// as freshq_floor_ms).
 	descFloor       = prometheus.NewDesc("freshq_floor_timestamp_seconds", "The claim floor, seconds since the epoch.", nil, nil)
 	descPinned      = prometheus.NewDesc("freshq_floor_pinned_seconds", "How long the row at the floor's head has held it.", nil, nil)
 	descBelow       = prometheus.NewDesc("freshq_below_floor", "Rows below the claim floor (must be 0).", nil, nil)
