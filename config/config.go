@@ -84,13 +84,15 @@ type Queue struct {
 	MaxRemoteLeases int `yaml:"max_remote_leases"` // a quarter of max_leases
 }
 
-// ClaimFloor configures the floor of DESIGN §5.
+// ClaimFloor configures the floor: how far it stays behind the first due row, and when the
+// row pinning it is filed forward (store's package doc; docs/ARCHITECTURE.md, Invariants).
 type ClaimFloor struct {
 	Guard      Duration `yaml:"guard"`       // 5m
 	UnpinAfter Duration `yaml:"unpin_after"` // 1h
 }
 
-// Ready configures the sweep and the ready set of DESIGN §6.
+// Ready configures the sweep and the ready set it publishes (sweep's package doc;
+// docs/ARCHITECTURE.md, A target's journey).
 type Ready struct {
 	Enabled       *bool    `yaml:"enabled"`        // true; false sends every claim to the index scan
 	Capacity      int      `yaml:"capacity"`       // 5000 entries per slot
@@ -100,7 +102,8 @@ type Ready struct {
 	SitemapBoost  float64  `yaml:"sitemap_boost"`  // 2
 }
 
-// Lanes configures lane shares within a published set (DESIGN §7).
+// Lanes configures lane shares within a published set (policy's package doc;
+// docs/ARCHITECTURE.md, Glossary: lane).
 type Lanes struct {
 	UrgentMaxShare float64  `yaml:"urgent_max_share"` // 0.2
 	MinShare       MinShare `yaml:"min_share"`

@@ -1,7 +1,7 @@
 // Package render turns a URL into a page: the renderers behind one interface, and the
 // classification of what happened into an Outcome that policy/ then judges (transient,
-// deterministic, terminal — DESIGN §8). render/ decides what happened, never what it means for the
-// row.
+// deterministic or terminal: see policy.Classify). render/ decides what happened, never
+// what it means for the row.
 //
 // Three renderers, chosen by render.renderer:
 //

@@ -112,7 +112,7 @@ func TestEndToEndBrowserCannotWriteOrRebind(t *testing.T) {
 	// An older browser that sends only Origin.
 	a = n.do("POST", "/v1/targets", evil, map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://evil.example"})
 	a.jsonError(t, "cross-origin form POST", http.StatusForbidden, "Origin")
-	// The results endpoint, which the issue reached this way, is refused the same way.
+	// The results endpoint, where a forged lease once reached shared memory, is refused the same way.
 	a = n.do("POST", "/v1/results", `{"results": []}`, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})
 	a.jsonError(t, "cross-site results POST", http.StatusForbidden, "Sec-Fetch-Site")
 	if code := explain("https://shop.test/c/evil"); code != http.StatusNotFound {
