@@ -52,7 +52,8 @@
 //     stream, the page and the attempt number, so the n-th attempt of a page turns out the same
 //     under every policy (policies are compared on the same luck) and no decision depends on
 //     event order or on how many scenarios run at once. Same seed and scenarios: byte-identical
-//     table.
+//     table; testdata/table-small.txt holds the table of a small run as the reference
+//     (TestTableGolden; regenerate it with -rewrite after a deliberate change).
 //   - The order is production's: the DueSet orders rows by (dueAt, key) as Badger orders the d/
 //     index, and every ranking decision is made by the production code above.
 //   - F1 holds: a write lowers the floor to its due time before the row is visible; a pass
