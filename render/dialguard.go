@@ -8,10 +8,12 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
+	"golang.org/x/net/idna"
 )
 
 // ErrAddressPolicy is the refusal of a dial to an internal address that render.domains does not
@@ -38,17 +40,22 @@ var ErrAddressPolicy = errors.New("refused by the address policy (render.domains
 // checked and to 127.0.0.1 when dialled (DNS rebinding) is refused, and so is every redirect
 // hop, since each hop dials.
 //
-// A proxy from the environment (HTTP_PROXY, HTTPS_PROXY) is the operator's choice and is
-// dialled whatever its address; the proxy then resolves names itself, so it must apply its own
-// egress policy. Through a proxy the guard still refuses a URL whose host is an internal IP
-// literal.
+// A proxy from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, read once when the guard is
+// made) is the operator's choice and is dialled whatever its address; the proxy then resolves
+// names itself, so it must apply its own egress policy. Through a proxy the guard still refuses
+// a URL whose host is an internal IP literal. The exemption is for dialling the proxy as the
+// proxy only: Go sends a loopback or NO_PROXY URL directly, so a URL that names a proxy's own
+// host:port (http://127.0.0.1:3128/ with HTTP_PROXY=http://127.0.0.1:3128) would reach it
+// unchecked; such a URL is refused unless render.domains lists its host.
 type addressGuard struct {
-	allow   *allowlist
-	proxies map[string]bool // host:port of the environment's proxies
+	allow    *allowlist
+	proxyFor func(*url.URL) (*url.URL, error) // the environment's proxy for a URL; nil = direct
+	proxies  map[string]bool                  // host:port of the environment's proxies, as the transport dials them
 }
 
 func newAddressGuard(domains []string) *addressGuard {
-	return &addressGuard{allow: newAllowlist(domains), proxies: envProxies()}
+	env := httpproxy.FromEnvironment()
+	return &addressGuard{allow: newAllowlist(domains), proxyFor: env.ProxyFunc(), proxies: proxyAddrs(env)}
 }
 
 // permits reports whether a dial of host (the name or literal of the URL) may connect to addr.
@@ -56,12 +63,7 @@ func (g *addressGuard) permits(host string, addr netip.Addr) bool {
 	if publicAddr(addr) {
 		return true
 	}
-	addr = addr.WithZone("").Unmap()
-	if slices.Contains(g.allow.addrs, addr) {
-		return true
-	}
-	name, _, ok := canonicalHost(stripPort(host))
-	return ok && name != "" && slices.Contains(g.allow.names, name)
+	return slices.Contains(g.allow.addrs, addr.WithZone("").Unmap()) || g.listedName(host)
 }
 
 // dialContext returns base's DialContext with the policy checked on every address it connects to.
@@ -90,18 +92,70 @@ func (g *addressGuard) dialContext(base *net.Dialer) func(ctx context.Context, n
 	}
 }
 
-// proxy is http.ProxyFromEnvironment, refusing a proxied URL whose host is an internal IP
-// literal that render.domains does not list (the proxy would dial it for us).
+// proxy is the transport's Proxy: the environment's proxy for the request, as
+// http.ProxyFromEnvironment decides it. It refuses a proxied URL whose host is an internal IP
+// literal that render.domains does not list (the proxy would dial it for us), and a URL sent
+// directly that names a proxy's own address (its dial would pass as the proxy's) unless
+// render.domains lists that host.
 func (g *addressGuard) proxy(req *http.Request) (*url.URL, error) {
-	p, err := http.ProxyFromEnvironment(req)
-	if p == nil || err != nil {
-		return p, err
+	p, err := g.proxyFor(req.URL)
+	if err != nil {
+		return nil, err
 	}
 	host := req.URL.Hostname()
+	if p == nil {
+		if g.namesProxy(req.URL) && !g.listed(host) {
+			return nil, &addressError{host: host}
+		}
+		return nil, nil
+	}
 	if a, err := netip.ParseAddr(host); err == nil && !g.permits(host, a) {
 		return nil, &addressError{host: host}
 	}
 	return p, nil
+}
+
+// namesProxy reports whether a direct dial for u would go to one of the environment's proxies:
+// u's host (as written, and in its IDNA form) and port (or the scheme's) are a proxy's. It
+// errs on the side of a match (case is ignored), which only refuses more.
+func (g *addressGuard) namesProxy(u *url.URL) bool {
+	if len(g.proxies) == 0 {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	hosts := []string{u.Hostname()}
+	if a, err := idna.Lookup.ToASCII(u.Hostname()); err == nil {
+		hosts = append(hosts, a)
+	}
+	for p := range g.proxies {
+		ph, pp, err := net.SplitHostPort(p)
+		if err != nil || pp != port {
+			continue
+		}
+		for _, h := range hosts {
+			if strings.EqualFold(h, ph) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// listed reports whether render.domains lists host (a URL's) exactly: its address, or its name.
+func (g *addressGuard) listed(host string) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return slices.Contains(g.allow.addrs, a.WithZone("").Unmap())
+	}
+	return g.listedName(host)
+}
+
+// listedName reports whether render.domains lists the name host, exactly (no subdomain).
+func (g *addressGuard) listedName(host string) bool {
+	name, _, ok := canonicalHost(stripPort(host))
+	return ok && name != "" && slices.Contains(g.allow.names, name)
 }
 
 // addressError is a refused dial: the host asked for, never the address it resolved to.
@@ -125,10 +179,9 @@ func NewTransport(domains []string) *http.Transport {
 	return t
 }
 
-// envProxies returns the host:port of the HTTP and HTTPS proxies the environment configures, as
-// the transport dials them.
-func envProxies() map[string]bool {
-	cfg := httpproxy.FromEnvironment()
+// proxyAddrs returns the host:port of the HTTP and HTTPS proxies cfg configures, as the
+// transport dials them.
+func proxyAddrs(cfg *httpproxy.Config) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range []string{cfg.HTTPProxy, cfg.HTTPSProxy} {
 		if p == "" {

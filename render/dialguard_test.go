@@ -3,13 +3,19 @@ package render
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
+
+	"github.com/freshq/freshq/config"
 )
 
 func TestPublicAddr(t *testing.T) {
@@ -151,7 +157,7 @@ func TestEnvProxiesAreTrusted(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "http://127.0.0.1:3128")
 	t.Setenv("HTTPS_PROXY", "proxy.internal")
 	t.Setenv("NO_PROXY", "")
-	got := envProxies()
+	got := proxyAddrs(httpproxy.FromEnvironment())
 	for _, want := range []string{"127.0.0.1:3128", "proxy.internal:80"} {
 		if !got[want] {
 			t.Errorf("proxy %s is not trusted: %v", want, got)
@@ -159,5 +165,78 @@ func TestEnvProxiesAreTrusted(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Errorf("trusted proxies %v", got)
+	}
+}
+
+// setProxyEnv points the environment's HTTP proxy at proxy, for both spellings of each variable.
+func setProxyEnv(t *testing.T, proxy string) {
+	for _, k := range []string{"HTTP_PROXY", "http_proxy"} {
+		t.Setenv(k, proxy)
+	}
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD"} {
+		t.Setenv(k, "")
+	}
+}
+
+// A proxy from the environment is dialled whatever its address, but only as the proxy. Go
+// sends a loopback or NO_PROXY URL directly, so a URL naming the proxy's own address would
+// otherwise reach it with the proxy's exemption from the address policy: such a URL is refused
+// like any internal address, by the sitemap transport and by the http renderer, while a request
+// that does go through the proxy still works, and a proxy address listed in render.domains may
+// be fetched.
+func TestProxyAddressIsNoBypass(t *testing.T) {
+	var direct, proxied atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.IsAbs() { // a proxied request carries the absolute URL
+			proxied.Add(1)
+			io.WriteString(w, "through the proxy")
+			return
+		}
+		direct.Add(1)
+		io.WriteString(w, "the proxy itself")
+	}))
+	defer proxy.Close()
+	setProxyEnv(t, proxy.URL)
+	_, port, _ := net.SplitHostPort(proxy.Listener.Addr().String())
+
+	get := func(domains []string, u string) (string, error) {
+		resp, err := (&http.Client{Transport: NewTransport(domains)}).Get(u)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	for _, u := range []string{proxy.URL + "/admin", "http://127.0.0.1:" + port, "https://127.0.0.1:" + port + "/"} {
+		if body, err := get(nil, u); !errors.Is(err, ErrAddressPolicy) {
+			t.Errorf("%s with an empty render.domains: %q, %v; want the address policy", u, body, err)
+		}
+	}
+	rc := config.Default().Render
+	rc.Timeout = config.Duration(5 * time.Second)
+	h, err := NewHTTP(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if res := h.Render(ctx, Request{URL: proxy.URL + "/admin"}); res.Outcome != OutcomeBlocked || res.Stage != StagePolicy {
+		t.Errorf("the http renderer on the proxy's address: %v at %q (%s), want blocked at policy", res.Outcome, res.Stage, res.Err)
+	}
+	if n := direct.Load(); n != 0 {
+		t.Fatalf("the proxy was reached directly %d times", n)
+	}
+
+	// Through the proxy (a public name, never resolved here): works.
+	if body, err := get(nil, "http://shop.example/page"); err != nil || body != "through the proxy" {
+		t.Fatalf("a proxied request: %q, %v", body, err)
+	}
+	if res := h.Render(ctx, Request{URL: "http://shop.example/page"}); res.Outcome != OutcomeOK {
+		t.Fatalf("the http renderer through the proxy: %v at %q (%s)", res.Outcome, res.Stage, res.Err)
+	}
+	// The proxy's address listed in render.domains: it may be fetched like any listed address.
+	if body, err := get([]string{"127.0.0.1"}, proxy.URL+"/status"); err != nil || body != "the proxy itself" {
+		t.Fatalf("a listed proxy address: %q, %v", body, err)
 	}
 }
