@@ -368,7 +368,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"queue.ready.sweep_interval", &q.Ready.SweepInterval, false},
 		{"queue.ready.sweep_cap", &q.Ready.SweepCap, false},
 		{"queue.ready.sitemap_boost", &q.Ready.SitemapBoost, false},
-		{"queue.lanes.urgent_max_share", &q.Lanes.UrgentMaxShare, false},
+		{"queue.lanes.urgent_max_share", &q.Lanes.UrgentMaxShare, true}, // 0: urgent rows get no reserved share
 		{"render.renderer", &r.Renderer, false},
 		{"render.concurrency", &r.Concurrency, false},
 		{"render.timeout", &r.Timeout, false},
@@ -427,13 +427,26 @@ func fieldValue(field any) (v any, zero bool) {
 	panic(fmt.Sprintf("config: defaulted field of type %T", field))
 }
 
-// zeroField sets a defaultedKey's field back to zero.
+// zeroField sets a defaultedKey's field back to zero. It handles every type fieldValue does;
+// another is a programming error (TestEveryKeepZeroKeyKeepsItsZero runs it over every key).
 func zeroField(field any) {
 	switch f := field.(type) {
+	case *string:
+		*f = ""
 	case *int:
 		*f = 0
 	case *int64:
 		*f = 0
+	case *float64:
+		*f = 0
+	case *Duration:
+		*f = 0
+	case *ByteSize:
+		*f = 0
+	case *[]Duration:
+		*f = nil
+	default:
+		panic(fmt.Sprintf("config: defaulted field of type %T", field))
 	}
 }
 

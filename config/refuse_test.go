@@ -21,7 +21,6 @@ func TestExplicitZeroAndBadValuesAreRefused(t *testing.T) {
 		{"queue:\n  ready:\n    capacity: 0\n", "line 3: queue.ready.capacity"},
 		{"queue:\n  ready:\n    key_capacity: 0\n", "line 3: queue.ready.key_capacity"},
 		{"queue:\n  ready:\n    sweep_interval: 0s\n", "line 3: queue.ready.sweep_interval"},
-		{"queue:\n  lanes:\n    urgent_max_share: 0\n", "line 3: queue.lanes.urgent_max_share"},
 		{"render:\n  timeout: 0s\n", "line 2: render.timeout"},
 		{"render:\n  max_body: 0\n", "line 2: render.max_body"},
 		{"render:\n  concurrency: 0\n", "line 2: render.concurrency"},
@@ -44,18 +43,69 @@ func TestExplicitZeroAndBadValuesAreRefused(t *testing.T) {
 	}
 }
 
-// A zero that is a real setting is kept, not defaulted.
+// A zero that is a real setting is kept, not defaulted: urgent_max_share 0 means "urgent rows
+// get no reserved share".
 func TestMeaningfulZeroIsKept(t *testing.T) {
-	c, err := Parse([]byte("render:\n  max_redirects: 0\n  sim: {seed: 0}\nsitemap:\n  max_depth: 0\n"))
+	c, err := Parse([]byte("queue:\n  lanes: {urgent_max_share: 0}\nrender:\n  max_redirects: 0\n  sim: {seed: 0}\nsitemap:\n  max_depth: 0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Render.MaxRedirects != 0 || c.Render.Sim.Seed != 0 || c.Sitemap.MaxDepth != 0 {
-		t.Fatalf("explicit zeros replaced: redirects %d, seed %d, depth %d", c.Render.MaxRedirects, c.Render.Sim.Seed, c.Sitemap.MaxDepth)
+	if c.Render.MaxRedirects != 0 || c.Render.Sim.Seed != 0 || c.Sitemap.MaxDepth != 0 || c.Queue.Lanes.UrgentMaxShare != 0 {
+		t.Fatalf("explicit zeros replaced: redirects %d, seed %d, depth %d, urgent share %v",
+			c.Render.MaxRedirects, c.Render.Sim.Seed, c.Sitemap.MaxDepth, c.Queue.Lanes.UrgentMaxShare)
 	}
 	d := Default()
-	if d.Render.MaxRedirects != 5 || d.Render.Sim.Seed != 1 || d.Sitemap.MaxDepth != 3 {
+	if d.Render.MaxRedirects != 5 || d.Render.Sim.Seed != 1 || d.Sitemap.MaxDepth != 3 || d.Queue.Lanes.UrgentMaxShare != 0.2 {
 		t.Fatal("absent keys lost their defaults")
+	}
+}
+
+// zeroLiteral is the YAML zero of a defaulted field's type.
+func zeroLiteral(t *testing.T, field any) string {
+	switch field.(type) {
+	case *string:
+		return `""`
+	case *int, *int64, *float64, *ByteSize:
+		return "0"
+	case *Duration:
+		return "0s"
+	case *[]Duration:
+		return "[]"
+	}
+	t.Fatalf("no YAML zero for %T", field)
+	return ""
+}
+
+// Every key marked keepZero, whatever its type, keeps a zero the file sets; and zeroField
+// handles every type a defaulted key may have, so a key marked keepZero later cannot fall back
+// to its default silently.
+func TestEveryKeepZeroKeyKeepsItsZero(t *testing.T) {
+	for _, k := range Default().defaulted() {
+		zeroField(k.field) // panics on a type it does not handle
+		if _, zero := fieldValue(k.field); !zero {
+			t.Errorf("%s: zeroField left %T non-zero", k.path, k.field)
+		}
+		if !k.keepZero {
+			continue
+		}
+		parts := strings.Split(k.path, ".")
+		doc := parts[len(parts)-1] + ": " + zeroLiteral(t, k.field)
+		for i := len(parts) - 2; i >= 0; i-- {
+			doc = parts[i] + ": {" + doc + "}"
+		}
+		c, err := Parse([]byte(doc + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", doc, err)
+			continue
+		}
+		for _, got := range c.defaulted() {
+			if got.path != k.path {
+				continue
+			}
+			if v, zero := fieldValue(got.field); !zero {
+				t.Errorf("%s: the file's zero was replaced by %v", doc, v)
+			}
+		}
 	}
 }
 
