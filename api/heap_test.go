@@ -16,6 +16,7 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // Worker 0's peak heap while the heaviest inputs it accepts arrive at once: a 64 MiB results
@@ -27,6 +28,7 @@ import (
 // MaxSitemapToken per sitemap parse; the rest is spooled to disk or streamed. The results body
 // is sent chunked, the worst case: worker 0 must read it up to its limit to refuse it. The peak of the
 // heap in use above its level before, sampled every millisecond, must stay within twice that.
+// Then, alone, a results body near MaxResultsBody that is accepted and applied is measured.
 //
 //	go test -run TestWorker0PeakHeapUnderHeavyRequests -v ./api/
 func TestWorker0PeakHeapUnderHeavyRequests(t *testing.T) {
@@ -103,6 +105,30 @@ sitemap:
 	if grew > 2*limits {
 		t.Fatalf("peak heap grew by %.1f MiB, over twice the configured limits (%.1f MiB)", mib(grew), mib(limits))
 	}
+
+	// A results body near MaxResultsBody that is accepted: read, scanned, decoded, applied
+	// (its 32 MiB page committed to the store). Refusals above never decode; this does. It
+	// holds the body, the decoded page and the store's encoding of the page at once (the
+	// body is garbage once decoded, but in use until the next GC): bounded by that, plus
+	// 8 MiB of slack.
+	key := []byte("desktop|https://shop.test/accepted")
+	e.Put(string(key), e.Now()-hour, false, 0, store.Lanes{NeverRendered: true})
+	body := jsonResults(t, Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},
+		Body: bytes.Repeat([]byte("<p>x</p>"), store.MaxPageBody/8), Lease: grant(t, e, key)})
+	var ans resultsAnswer
+	base, peak = peakHeapEvery(time.Millisecond, func() {
+		ans = postResults(t, srv, "/v1/results", "application/json", body)
+	})
+	if ans.Code != http.StatusOK || ans.Applied != 1 {
+		t.Fatalf("an accepted %.1f MiB results body: %+v", mib(uint64(len(body))), ans)
+	}
+	grew = peak - min(base, peak)
+	t.Logf("an accepted %.1f MiB results body: peak heap %.1f MiB above base (%.2f× MaxResultsBody)",
+		mib(uint64(len(body))), mib(grew), float64(grew)/MaxResultsBody)
+	fmt.Printf("BenchmarkWorker0PeakHeapAcceptedResults\t1\t%d peak-heap-B\t%.2f x-limit\n", grew, float64(grew)/MaxResultsBody)
+	if bound := uint64(len(body) + 2*store.MaxPageBody + 8<<20); grew > bound {
+		t.Fatalf("an accepted results body: peak heap grew by %.1f MiB, over the body plus twice its page (%.1f MiB)", mib(grew), mib(bound))
+	}
 }
 
 // gzipOf compresses head, n bytes of 'x', then tail.
@@ -137,6 +163,8 @@ func postResults64MiB(t *testing.T, base string, length int64) int {
 	return resp.StatusCode
 }
 
+// waitRunFor waits, by polling, until run id is no longer running, and fails the test if it
+// still is after limit (a deadline on a condition, not time let pass).
 func waitRunFor(t *testing.T, srv *httptest.Server, id string, limit time.Duration) SitemapRun {
 	deadline := time.Now().Add(limit)
 	for {
@@ -148,7 +176,11 @@ func waitRunFor(t *testing.T, srv *httptest.Server, id string, limit time.Durati
 		var run SitemapRun
 		json.NewDecoder(resp.Body).Decode(&run)
 		resp.Body.Close()
-		if run.Status != RunRunning || time.Now().After(deadline) {
+		if run.Status != RunRunning {
+			return run
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("run %s still running after %s: %+v", id, limit, run)
 			return run
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,12 @@ type Writer interface {
 // JSON can describe a result in 3 bytes that decode into some 200: without a count bound a
 // body within MaxResultsBody could cost gigabytes.
 const MaxResults = 10_000
+
+// MaxResultHeaders bounds the headers of one result. A renderer sends the few that serving a
+// page needs (render keeps six, the store five), but JSON can name a header in 6 bytes that
+// decode into a map entry of some 100: without a bound one result within MaxResultsBody could
+// decode into millions of entries. Both decoders refuse more, naming results[i].headers.
+const MaxResultHeaders = 64
 
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
 // its target and its page in one transaction), a batch becomes one WriteSchedules call, and
@@ -308,11 +315,8 @@ func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Resul
 	}
 	if binaryOK && r.Header.Get("Content-Type") == ResultsContentType {
 		rs, err := DecodeResults(body)
-		if err == nil && len(rs) > MaxResults {
-			err = fmt.Errorf("%d results, at most %d a request", len(rs), MaxResults)
-		}
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "results", "bad results batch: "+err.Error())
+			writeError(w, http.StatusBadRequest, cmp.Or(fieldOf(err), "results"), "bad results batch: "+err.Error())
 			return nil, false
 		}
 		return rs, true
@@ -431,13 +435,14 @@ var (
 )
 
 // scanResultsJSON walks a JSON results request without allocating, before encoding/json
-// decodes it: it counts the results (at most MaxResults, because decoding a result costs
-// much more than its smallest JSON) and refuses an unknown field, naming it, as the other
-// endpoints do. It judges only what it looks at; json.Unmarshal refuses malformed JSON.
+// decodes it: it counts the results (at most MaxResults) and the headers of each (at most
+// MaxResultHeaders), because decoding either costs much more than its smallest JSON, and
+// refuses an unknown field, naming it, as the other endpoints do. It judges only what it looks
+// at; json.Unmarshal refuses malformed JSON.
 func scanResultsJSON(b []byte) (field string, err error) {
 	type frame struct {
 		known  []string // the field names of this object; nil: any (headers) or not checked
-		kind   byte     // 't' the request, 'r' the results array, 'e' a result, 'l' its lease
+		kind   byte     // 't' the request, 'r' the results array, 'e' a result, 'l' its lease, 'h' its headers
 		array  bool
 		commas int // of an array: elements so far - 1
 	}
@@ -496,6 +501,8 @@ func scanResultsJSON(b []byte) (field string, err error) {
 				fr.kind, fr.known = 'e', resultsFields
 			case stack[depth-1].kind == 'e' && c == '{' && bytes.EqualFold(lastKey, []byte("lease")):
 				fr.kind, fr.known = 'l', resultsLeaseFields
+			case stack[depth-1].kind == 'e' && c == '{' && bytes.EqualFold(lastKey, []byte("headers")):
+				fr.kind = 'h'
 			}
 			stack[depth] = fr
 			depth++
@@ -506,6 +513,12 @@ func scanResultsJSON(b []byte) (field string, err error) {
 		case ',':
 			switch {
 			case depth == 0:
+			case stack[depth-1].kind == 'h':
+				expectKey = true
+				if stack[depth-1].commas++; stack[depth-1].commas >= MaxResultHeaders {
+					name := fmt.Sprintf("results[%d].headers", resultIndex())
+					return name, fmt.Errorf("over %d headers; a result carries at most %d", MaxResultHeaders, MaxResultHeaders)
+				}
 			case !stack[depth-1].array:
 				expectKey = true
 			case stack[depth-1].kind == 'r':

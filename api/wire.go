@@ -110,7 +110,9 @@ func appendString(dst []byte, s string) []byte {
 
 // DecodeResults decodes a binary results batch. The keys and bodies of the results it returns
 // are slices of b (no copy): b must not change while they are in use. An empty key, body or
-// header map decodes as nil.
+// header map decodes as nil. It refuses, before allocating for them, more than MaxResults
+// results and more than MaxResultHeaders headers in one result: those errors are a
+// *FieldError naming results or results[i].headers, wrapping ErrResultsCorrupt.
 func DecodeResults(b []byte) ([]Result, error) {
 	if len(b) < len(resultsMagic)+1 || string(b[:len(resultsMagic)]) != resultsMagic {
 		return nil, ErrResultsMagic
@@ -122,6 +124,10 @@ func DecodeResults(b []byte) ([]Result, error) {
 	count := d.uvarint()
 	if d.err == nil && count > uint64(len(b)-d.off)/minResultSize {
 		d.fail("%d results in %d bytes", count, len(b)-d.off)
+	}
+	if d.err == nil && count > MaxResults {
+		d.fail("%d results, at most %d a request", count, MaxResults)
+		return nil, &FieldError{Field: "results", Err: d.err}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -135,6 +141,10 @@ func DecodeResults(b []byte) ([]Result, error) {
 		r.Stage = intern(stages, d.bytes())
 		r.DurationMs = d.varint(math.MinInt64, math.MaxInt64)
 		if n := d.uvarint(); n > 0 && d.err == nil {
+			if n > MaxResultHeaders {
+				d.fail("result %d: %d headers, at most %d", i, n, MaxResultHeaders)
+				return nil, &FieldError{Field: fmt.Sprintf("results[%d].headers", i), Err: d.err}
+			}
 			if n > uint64(len(b)-d.off)/2 {
 				d.fail("result %d: %d headers in %d bytes", i, n, len(b)-d.off)
 				break
