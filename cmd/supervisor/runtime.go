@@ -89,11 +89,23 @@ type lock struct {
 // supervisor holds yields an error wrapping errInUse that names its pid. The file is removed on
 // release; a lock taken on a file that was removed and re-created meanwhile is dropped and
 // taken again on the new one, so two supervisors never hold locks on two files of one name.
+//
+// The segment's lock sits next to the segment, which shm.path may put in a directory others
+// can write (/dev/shm): a name planted there is refused, never followed or written. The open
+// does not follow a symlink (O_NOFOLLOW), and what it opened must be a regular file of this
+// user with one link (ownFile), so a planted link to one of our files is not truncated.
 func acquireLock(path string) (*lock, error) {
 	for range 10 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("lock %s is a symbolic link; refusing to follow it (remove it, or keep shm.path in a private directory)", path)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if err := ownFile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w (remove it, or keep shm.path in a private directory)", path, err)
 		}
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			b := make([]byte, 32)
@@ -108,7 +120,7 @@ func acquireLock(path string) (*lock, error) {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		var held, now unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(path, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
+		if unix.Fstat(int(f.Fd()), &held) != nil || unix.Lstat(path, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
 			f.Close() // its holder removed it as we took it: lock the new file instead
 			continue
 		}
@@ -125,10 +137,30 @@ func acquireLock(path string) (*lock, error) {
 	return nil, fmt.Errorf("lock %s: the file keeps changing under us", path)
 }
 
-// release removes the file and drops the lock, in that order: whoever opens the name next
-// creates a new file.
+// ownFile refuses an open lock file that is not a regular file of this user with one link.
+func ownFile(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return errors.New("is not a regular file")
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("belongs to uid %d, not to this user (%d)", st.Uid, os.Geteuid())
+	case st.Nlink != 1:
+		return fmt.Errorf("has %d links; a hard link may name another file", st.Nlink)
+	}
+	return nil
+}
+
+// release removes the file, if it is still the one locked, and drops the lock, in that order:
+// whoever opens the name next creates a new file.
 func (l *lock) release() {
-	os.Remove(l.path)
+	var held, now unix.Stat_t
+	if unix.Fstat(int(l.f.Fd()), &held) == nil && unix.Lstat(l.path, &now) == nil && held.Ino == now.Ino && held.Dev == now.Dev {
+		os.Remove(l.path)
+	}
 	l.f.Close()
 }
 

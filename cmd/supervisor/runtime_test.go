@@ -32,6 +32,52 @@ func TestLockIsExclusiveAndNamesItsHolder(t *testing.T) {
 	l2.release()
 }
 
+// A lock file may sit in a directory others can write (shm.path in /dev/shm, say): a name
+// planted there before the supervisor starts — a symlink to a file of ours, a hard link to one,
+// something not a regular file, or a file of another user — is refused, never followed,
+// truncated or written.
+func TestLockRefusesAPlantedFile(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plant := map[string]func(path string) error{
+		"symlink":   func(path string) error { return os.Symlink(victim, path) },
+		"hard link": func(path string) error { return os.Link(victim, path) },
+		"directory": func(path string) error { return os.Mkdir(path, 0o700) },
+		"dangling symlink": func(path string) error {
+			return os.Symlink(filepath.Join(dir, "created-through-the-link"), path)
+		},
+	}
+	if os.Geteuid() == 0 { // only root can make a file another user owns
+		plant["another user's file"] = func(path string) error {
+			if err := os.WriteFile(path, nil, 0o666); err != nil {
+				return err
+			}
+			return os.Chown(path, 65534, 65534)
+		}
+	}
+	for name, mk := range plant {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".lock")
+		if err := mk(path); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := acquireLock(path); err == nil {
+			l.release()
+			t.Errorf("a planted %s was taken as the lock", name)
+		} else if !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v does not name the file", name, err)
+		}
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+		t.Fatalf("the file a planted link pointed at was changed: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "created-through-the-link")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a file was created through a dangling symlink: %v", err)
+	}
+}
+
 func TestRuntimeDirMustBePrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rt")
 	if err := ensurePrivateDir(dir); err != nil {
