@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz bench sim lint run clean check-deploy
+.PHONY: build test race fuzz bench sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -41,6 +41,12 @@ bench:
 SIMFLAGS ?= -keys 200000 -seed 1 -sweep-interval 5m -warmup 144h -window 96h -warmup-sweep-interval 15m -settle 48h
 sim:
 	$(GO) run ./sim/simreport -out docs/SIMULATION.md -charts docs/sim $(SIMFLAGS)
+
+# The golden tests compare the deterministic core with files under each package's testdata/
+# (policy decisions, the selector, the simulator's table, the shm layout). After a deliberate
+# change of behaviour, this rewrites them from the code; review the diff before committing it.
+golden:
+	$(GO) test -count=1 -run Golden ./policy/ ./sim/ ./shm/ -rewrite
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
