@@ -84,7 +84,7 @@ func (s *supervisor) handler() http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]string{"error": "worker 0 is unavailable; retry shortly"})
 	}
-	mux.Handle("/", internalGuard(proxy))
+	mux.Handle("/", internalGuard(s.noClaimsWhileStopping(proxy)))
 	return s.hostGuard(crossOrigin(s.authorize(s.bulkDeadlines(mux))))
 }
 
@@ -224,6 +224,21 @@ func loopbackOnly(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// noClaimsWhileStopping refuses a remote renderer's claim once the pool stops: the listener
+// stays up while the render workers drain, and a lease granted then would only be given back
+// or lapse. 503 with Retry-After says "come back to the next instance". Results, extensions
+// and releases still pass: they end leases that remote renders already hold.
+func (s *supervisor) noClaimsWhileStopping(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.stopping.Load() && r.Method == http.MethodPost && r.URL.Path == "/v1/claim" {
+			w.Header().Set("Retry-After", "5")
+			api.WriteError(w, http.StatusServiceUnavailable, "", "freshq is stopping: no new leases; retry shortly")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // internalGuard keeps worker 0's internal endpoints off the public listener.

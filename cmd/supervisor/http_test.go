@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -172,6 +175,58 @@ func TestInternalPathsAreNotProxied(t *testing.T) {
 		}
 		if loc := rec.Header().Get("Location"); rec.Code == http.StatusTemporaryRedirect && !strings.HasPrefix(loc, "/internal/") {
 			t.Errorf("%s: redirected to %q, not to the clean internal path", tc.path, loc)
+		}
+	}
+}
+
+// fakeWorker0 serves every request on a unix socket with 200, as a worker 0 would that grants
+// whatever it is asked; it returns the socket's path.
+func fakeWorker0(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "w0.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jobs": []}`)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return sock
+}
+
+// Once the pool stops, a remote renderer gets no new lease: POST /v1/claim is a 503 with
+// Retry-After and a JSON error, while the endpoints that end leases (results, extend, release)
+// stay open, so that a remote's renders in flight still land or go back.
+func TestRemoteClaimsRefusedWhileStopping(t *testing.T) {
+	s := &supervisor{socket: fakeWorker0(t)}
+	cfg := config.Default()
+	s.cfg.Store(cfg)
+	h := s.handler()
+	post := func(path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8420"+path, strings.NewReader(`{}`))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	paths := []string{"/v1/claim", "/v1/results", "/v1/leases/extend", "/v1/leases/release"}
+	for _, p := range paths {
+		if rec := post(p); rec.Code != http.StatusOK {
+			t.Fatalf("%s before the stop: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+	s.stopping.Store(true)
+	rec := post("/v1/claim")
+	var e struct{ Error string }
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == "" {
+		t.Fatalf("a claim while stopping: %d %v %s, want 503 with Retry-After and a JSON error", rec.Code, rec.Header(), rec.Body)
+	}
+	for _, p := range paths[1:] {
+		if rec := post(p); rec.Code != http.StatusOK {
+			t.Fatalf("%s while stopping: %d %s, want it still served", p, rec.Code, rec.Body)
 		}
 	}
 }
