@@ -722,7 +722,7 @@ func (s *Sitemaps) upsert(ctx context.Context, chunk []parsedItem, reject func(i
 		return fmt.Errorf("%w: %v", ErrSitemapsClosed, err)
 	}
 	if _, err := s.Targets.upsert(chunk, reject); err != nil {
-		return fmt.Errorf("store: %v", err)
+		return err // a *storeError, which names the store
 	}
 	return nil
 }

@@ -233,7 +233,7 @@ func TestSitemapBadRequests(t *testing.T) {
 		{"application/json", `{"url": "ftp://shop.test/s.xml"}`, "url", 400},
 		{"application/json", `{"url": "https://evil.test/sitemap.xml"}`, "url", 400},
 		{"application/json", `{"url": "https://shop.test/s.xml", "device": "fridge"}`, "device", 400},
-		{"application/json", `{"url": "https://shop.test/s.xml", "depth": 9}`, "", 400},
+		{"application/json", `{"url": "https://shop.test/s.xml", "depth": 9}`, "depth", 400}, // an unknown field, named
 		{"application/json", `not json`, "", 400},
 		{"application/xml", ``, "", 400},
 		{"image/png", `x`, "Content-Type", 415},

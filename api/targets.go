@@ -52,8 +52,11 @@ type ItemError struct {
 
 // TargetsResponse answers POST /v1/targets. It reports exactly what landed, whatever the
 // status: Accepted items are committed, Rejected ones changed nothing, and when the body could
-// not be read to its end (Error set: malformed JSON, over MaxTargetsBody, a store failure)
-// every item before StoppedAt was handled and none from it on.
+// not be read to its end (Error set: malformed JSON, over MaxTargetsBody) every item before
+// StoppedAt was handled and none from it on. On a store failure (503) StoppedAt is the first
+// item of the chunk the store failed: every valid item before it landed (Accepted, Merged),
+// none from it on did; the items of that chunk found invalid before the write are counted in
+// Rejected, the rest in neither, and nothing after the chunk was read.
 type TargetsResponse struct {
 	Accepted int `json:"accepted"`
 	Rejected int `json:"rejected"`
@@ -109,14 +112,20 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 	}
 	chunk := make([]parsedItem, 0, targetsChunk)
 	inChunk := make(map[string]int, targetsChunk)
-	next := 0 // the index of the next item to read
+	next := 0        // the index of the next item to read
+	chunkMerged := 0 // merges into the chunk being gathered, counted in resp.Merged
+	failedAt := -1   // the first item of the chunk the store failed
 	flush := func() error {
 		if len(chunk) == 0 {
 			return nil
 		}
 		n, err := t.upsert(chunk, reject)
 		resp.Accepted += n
-		chunk = chunk[:0]
+		if err != nil {
+			// Nothing of the chunk landed: neither its first item nor its merges.
+			failedAt, resp.Merged = chunk[0].index, resp.Merged-chunkMerged
+		}
+		chunk, chunkMerged = chunk[:0], 0
 		clear(inChunk)
 		return err
 	}
@@ -135,6 +144,7 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 		if j, ok := inChunk[string(p.key)]; ok {
 			chunk[j].mergeOver(&p)
 			resp.Merged++
+			chunkMerged++
 			return nil
 		}
 		inChunk[string(p.key)] = len(chunk)
@@ -172,12 +182,9 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 		resp.Error, resp.StoppedAt = bad.Error(), &bad.Index
 	case errors.As(err, &stored):
 		code = http.StatusServiceUnavailable
-		resp.Error = err.Error()
+		resp.Error, resp.StoppedAt = stored.Error(), &failedAt
 	default:
 		resp.Error = "reading the body: " + err.Error()
-	}
-	if code == http.StatusServiceUnavailable {
-		resp.Merged = 0 // the merged items of the failed chunk did not land either
 	}
 	writeJSON(w, code, resp)
 }
@@ -185,7 +192,13 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 // storeError is a funnel failure while upserting: the request stops there.
 type storeError struct{ err error }
 
-func (e *storeError) Error() string { return fmt.Sprintf("store: %v", e.err) }
+// Error names the store once: the funnel's errors already start with "store:".
+func (e *storeError) Error() string {
+	if msg := e.err.Error(); strings.HasPrefix(msg, "store:") {
+		return msg
+	}
+	return "store: " + e.err.Error()
+}
 func (e *storeError) Unwrap() error { return e.err }
 
 // upsert merges a chunk of valid items with the stored rows and targets and writes them in one
