@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,10 +51,16 @@ import (
 //
 // The set-up is once per fuzz process, so state carries from one input to the next (targets
 // added, leases taken): an input found failing may need the ones before it to fail again. The
-// clock is fixed; a body may say $KEY and $LEASE for the key and lease of the last job handed
-// out, so that extend, release and results reach their paths past the lease check. Sitemap
-// runs are not waited on: while one is in progress (it may write), the store comparison is
-// skipped. Fetches never leave the process: the sitemap client's transport refuses at once.
+// clock is injected and stands still during a request; it steps apiClockStep between inputs,
+// so that leases lapse and rendered rows come due again (frozen, it let the first few claims
+// lease every due row, after which no claim could write at all). A body may say $KEY and
+// $LEASE for the key and lease of the last job handed out, so that extend, release and results
+// reach their paths past the lease check. A body that starts with a NUL byte is built from
+// the rest as a JSON object of the API's field names and typical values (see apiJSON), so that
+// the fuzzer also writes requests that decode, and reaches what a handler does after decoding.
+// Sitemap runs are not waited on: while one is in
+// progress (it may write), the store comparison is skipped. Fetches never leave the process:
+// the sitemap client's transport refuses at once.
 func FuzzAPIEndpoints(f *testing.F) {
 	w := newFuzzWorker0(f)
 	add := func(method, path, ctype, query, body string) {
@@ -110,6 +118,10 @@ func FuzzAPIEndpoints(f *testing.F) {
 	addJSON("/v1/leases/release", `{"key": $KEY, "lease": $LEASE}`)
 	add("POST", "/v1/leases/release", "application/json", "", `{"key": "", "lease": {"slot": 3, "state": 0, "key_hash": 0}}`)
 	addJSON("/internal/claim", `{"n": 1, "holder": 7, "ttl_ms": 60000}`)
+	add("POST", "/v1/claim", "application/json", "", string(apiJSONSeed(f, "limit", "2", "renderer", `"farm-eu"`, "lease", `"5m"`)))
+	add("POST", "/v1/prioritize", "application/json", "", string(apiJSONSeed(f, "prefix", `"https://a.test/"`, "mode", `"rush"`, "device", `"mobile"`)))
+	add("POST", "/v1/leases/extend", "application/json", "", string(apiJSONSeed(f, "key", "$KEY", "lease", "$LEASE", "ttl", `"11m"`)))
+	add("POST", "/v1/results", "application/json", "", string(apiJSONSeed(f, "results", "key", "$KEY", "outcome", `"ok"`, "status", "200", "lease", "$LEASE")))
 	sitemap := `<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
 		`<url><loc>https://a.test/s/1</loc><changefreq>daily</changefreq></url><url><loc>https://elsewhere.test/</loc></url></urlset>`
 	add("POST", "/v1/sitemaps", "application/xml", "device=mobile", sitemap)
@@ -126,6 +138,7 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("GET", "//v1/../v1/queue", "", "", "")
 	add("BREW", "/v1/claim", "text/plain", "x=1", "coffee")
 	f.Fuzz(func(t *testing.T, mi, pi, ci uint8, path, query, ctype string, body []byte) {
+		w.clock.Add(apiClockStep)
 		req, ok := w.request(mi, pi, ci, path, query, ctype, body)
 		if ok {
 			w.check(t, req)
@@ -138,8 +151,12 @@ func FuzzAPIEndpoints(f *testing.F) {
 // found the budget leaked would exceed it.
 const apiRequestBound = 3 * time.Second
 
-// fuzzNowMs is the fixed clock: 2027-01-15.
-const fuzzNowMs = int64(1_800_000_000_000)
+// The clock starts at 2027-01-15 and steps 10 s between inputs: a lease of the default TTL
+// (10m) lapses 60 inputs after its grant, a delete's hold (2m) after 12.
+const (
+	fuzzStartMs  = int64(1_800_000_000_000)
+	apiClockStep = int64(10_000)
+)
 
 var (
 	apiMethods = []string{"GET", "POST", "DELETE", "HEAD", "PUT", "PATCH", "OPTIONS", "TRACE", "CONNECT", "BREW", "post"}
@@ -171,7 +188,8 @@ type fuzzWorker0 struct {
 	mux      *http.ServeMux
 	st       *store.Store
 	seg      *shm.Segment
-	running  []string // sitemap runs started and not seen finished
+	clock    atomic.Int64 // ms; moved only between requests
+	running  []string     // sitemap runs started and not seen finished
 	lastRun  string
 	jobKey   []byte // the last job handed out, for $KEY and $LEASE
 	jobLease api.Lease
@@ -187,7 +205,7 @@ func (refuseTransport) RoundTrip(*http.Request) (*http.Response, error) {
 // newFuzzWorker0 wires worker 0's handlers as runStoreWorker does (the same types, options
 // and sharing: one Limiter, one KeyLocks, every write through sweep.Changes), then files four
 // targets, renders c/0 through the remote endpoints so that it has a page, and takes a live
-// lease. What differs from the binary: no sweep loop and no GC run, no listener, a fixed
+// lease. What differs from the binary: no sweep loop and no GC run, no listener, an injected
 // clock, and the sitemap client's transport.
 func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	dir := f.TempDir()
@@ -197,9 +215,11 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	}
 	pol := policy.New(cfg)
 	polFn := func() *policy.Policy { return pol }
-	now := func() int64 { return fuzzNowMs }
+	w := &fuzzWorker0{}
+	w.clock.Store(fuzzStartMs)
+	now := w.clock.Load
 	seg, err := shm.Create(filepath.Join(dir, "seg"), shm.Options{ReadyCapacity: 64, LeaseCapacity: cfg.Queue.MaxLeases,
-		Workers: 4, EpochMs: fuzzNowMs - qtest.Hour})
+		Workers: 4, EpochMs: fuzzStartMs - qtest.Hour})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -240,7 +260,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		st.Close()
 		seg.Close()
 	})
-	w := &fuzzWorker0{mux: mux, st: st, seg: seg}
+	w.mux, w.st, w.seg = mux, st, seg
 	w.setUp(f)
 	return w
 }
@@ -298,6 +318,9 @@ func (w *fuzzWorker0) request(mi, pi, ci uint8, path, query, ctype string, body 
 	if err != nil {
 		return nil, false
 	}
+	if len(body) > 0 && body[0] == 0 {
+		body = apiJSON(body[1:], false)
+	}
 	body = w.substitute(body)
 	req := &http.Request{Method: method, URL: u, RequestURI: target, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{}, Host: "w0", RemoteAddr: "@", Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
@@ -308,6 +331,63 @@ func (w *fuzzWorker0) request(mi, pi, ci uint8, path, query, ctype string, body 
 		req.Header.Set("Content-Type", ctype)
 	}
 	return req.WithContext(context.Background()), true
+}
+
+// apiJSONKeys and apiJSONValues make the bodies of apiJSON: every field name the JSON
+// endpoints know, a few they do not, and values of every type, valid and not, for them.
+var (
+	apiJSONKeys = []string{"url", "device", "interval", "source", "due", "prefix", "mode", "limit", "lease", "renderer",
+		"key", "ttl", "results", "outcome", "status", "duration_ms", "headers", "body", "err", "stage", "n", "holder",
+		"ttl_ms", "slot", "state", "key_hash", "colour"}
+	apiJSONValues = []string{`"https://a.test/c/0"`, `"https://a.test/c/1"`, `"https://a.test/f/9"`, `"https://a.test/"`,
+		`"https://elsewhere.test/x"`, `"ftp://a.test/"`, `""`, `"desktop"`, `"mobile"`, `"watch"`, `"Farm"`, `"farm-eu"`,
+		`"a-too-long-name"`, `"6h"`, `"1s"`, `"5m"`, `"10m"`, `"11m"`, `"sitemap"`, `"discovered"`, `"api"`, `"rush"`,
+		`"wait"`, `"2027-02-01T00:00:00Z"`, `"1999-12-31T00:00:00Z"`, `"ok"`, `"not_found"`, `"timeout"`, `"teapot"`, `0`,
+		`1`, `2`, `-1`, `200`, `404`, `1000`, `1001`, `99999999999999999999`, `1.5`, `true`, `null`, `[]`, `{}`, "$KEY",
+		"$LEASE", `{"slot": 4294967295, "state": 1, "key_hash": 2}`, `{"slot": 0, "state": 0, "key_hash": 0}`,
+		`"ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzE="`, `"PGh0bWw+PC9odG1sPg=="`, `{"content-type": "text/html"}`}
+)
+
+// apiJSON builds a JSON object from b, two bytes a field: a key of apiJSONKeys and a value of
+// apiJSONValues. The key "results" takes the rest of b as the one result of its array.
+func apiJSON(b []byte, nested bool) []byte {
+	out := []byte{'{'}
+	for i := 0; i+1 < len(b); i += 2 {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		k := apiJSONKeys[int(b[i])%len(apiJSONKeys)]
+		out = append(strconv.AppendQuote(out, k), ':')
+		if k == "results" && !nested {
+			out = append(append(append(out, '['), apiJSON(b[i+1:], true)...), ']')
+			break
+		}
+		out = append(out, apiJSONValues[int(b[i+1])%len(apiJSONValues)]...)
+	}
+	return append(out, '}')
+}
+
+// apiJSONSeed is the apiJSON input of the given keys and values (a "results" key takes no
+// value: the fields after it are its result's).
+func apiJSONSeed(f *testing.F, kv ...string) []byte {
+	b := []byte{0}
+	for i := 0; i < len(kv); i++ {
+		k := index(apiJSONKeys, kv[i])
+		if k < 0 {
+			f.Fatalf("seed key %s is not in the list", kv[i])
+		}
+		b = append(b, byte(k))
+		if kv[i] == "results" {
+			continue // its result's fields follow
+		}
+		i++
+		v := index(apiJSONValues, kv[i])
+		if v < 0 {
+			f.Fatalf("seed value %s is not in the list", kv[i])
+		}
+		b = append(b, byte(v))
+	}
+	return b
 }
 
 // validHeaderValue is what net/http's server lets through as a header value.
@@ -501,7 +581,7 @@ func (w *fuzzWorker0) runsFinished(t *testing.T) bool {
 func (w *fuzzWorker0) fingerprint(t *testing.T) string {
 	h := fnv.New64a()
 	rows := 0
-	leases := w.seg.Leases()
+	leases, now := w.seg.Leases(), w.clock.Load()
 	err := w.st.ForEachSchedule(nil, func(k []byte, row store.Row) error {
 		rows++
 		b, err := row.AppendBinary(append(bytes.Clone(k), 0))
@@ -509,7 +589,7 @@ func (w *fuzzWorker0) fingerprint(t *testing.T) string {
 			return err
 		}
 		h.Write(b)
-		if li, ok := leases.Lookup(shm.KeyHash(k), fuzzNowMs); ok {
+		if li, ok := leases.Lookup(shm.KeyHash(k), now); ok {
 			fmt.Fprintf(h, "%+v", li)
 		}
 		return nil
@@ -518,7 +598,7 @@ func (w *fuzzWorker0) fingerprint(t *testing.T) string {
 		t.Fatalf("fingerprint: %v", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d rows %x; leases %+v\n", rows, h.Sum64(), leases.Stats(fuzzNowMs))
+	fmt.Fprintf(&b, "%d rows %x; leases %+v\n", rows, h.Sum64(), leases.Stats(now))
 	for _, k := range apiSeededKeys {
 		tgt, err := w.st.GetTarget(k)
 		fmt.Fprintf(&b, "%s target %+v %v\n", k, tgt, err)
