@@ -156,7 +156,7 @@ func (o *Operate) apply(keys [][]byte, mode string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		due, lanes := row.DueAtMs, row.Lanes
+		due, lanes := storedDue(row.DueAtMs, now), row.Lanes
 		if mode == "rush" {
 			due, lanes.Urgent = min(due, now), true
 		}

@@ -161,7 +161,9 @@ func (st *ApplyStats) fence(i int, err error) {
 	}
 }
 
-// decide turns one result into its funnel write. ok is false when the row no longer exists:
+// decide turns one result into its funnel write. The due time is policy.Apply's, counted from
+// now, never the stored one (which a row from an older version may hold out of range). ok is
+// false when the row no longer exists:
 // the key's lock is held from here to the commit, and every deleter takes it, so a row read
 // here exists at commit, and a row missing here is never re-created.
 func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write, bool, error) {

@@ -598,6 +598,18 @@ func parseItem(it *TargetItem, devs map[string]bool) (parsedItem, string, error)
 	return p, "", nil
 }
 
+// storedDue is a stored due time as a write keeps it. A row stored by an older version may
+// hold one out of [store.MinDueMs, store.MaxDueMs] (1970, or a typo centuries ahead), which
+// the funnel now refuses: such a row is taken as due now, the deadline it was meant to have
+// passed, so that every write keeping its due time (an upload that omits due, a sitemap run,
+// a rush, a wait) lands instead of failing its whole batch.
+func storedDue(stored, now int64) int64 {
+	if !store.PlausibleDue(stored) {
+		return now
+	}
+	return stored
+}
+
 // merge turns a valid item into its funnel write, merging with the stored row and target: what
 // the item leaves out keeps its stored value (due, cadence, source), so a re-import never resets
 // a due time, erases a cadence or turns a sitemap target into an API one.
@@ -627,7 +639,7 @@ func (t *Targets) merge(p *parsedItem, now int64) (store.Write, error) {
 	if exists {
 		lanes, carried = row.Lanes, row.EffectiveIntervalMs
 		if due < 0 {
-			due = row.DueAtMs
+			due = storedDue(row.DueAtMs, now)
 		}
 	}
 	if due < 0 {

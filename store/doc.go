@@ -35,6 +35,13 @@
 // the store skip that read: every key with a row is in the filter, so its "no" is certain
 // (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows).
 //
+// Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
+// MinDueMs or after MaxDueMs is refused with ErrImplausibleDue, and nothing of its call is
+// enqueued: such a row would score as the most overdue there is and hold the floor down, or
+// never come due. Rows stored before the option existed may still hold one; a writer that
+// keeps a stored due time checks it with PlausibleDue and brings it into range first, so the
+// refusal is an assertion that no write path trips.
+//
 // The due index carries the projection. A sweep scores every due row from the d/ entries
 // alone (Pass.IterateDue); it never reads a schedule row, a target or the value log.
 //

@@ -43,9 +43,15 @@ const (
 	MaxDueMs = 4_102_444_800_000 // 2100-01-01T00:00:00Z
 )
 
+// PlausibleDue reports whether ms lies in [MinDueMs, MaxDueMs]. A row stored before the funnel
+// refused implausible due times may hold one outside: a writer that keeps a stored due time
+// brings such a one into range first (the API treats it as due now), so that the funnel's
+// refusal stays an assertion.
+func PlausibleDue(ms int64) bool { return ms >= MinDueMs && ms <= MaxDueMs }
+
 // checkDue applies Options.RefuseImplausibleDue to a prepared put.
 func (s *Store) checkDue(o *op) error {
-	if s.opts.RefuseImplausibleDue && (o.row.DueAtMs < MinDueMs || o.row.DueAtMs > MaxDueMs) {
+	if s.opts.RefuseImplausibleDue && !PlausibleDue(o.row.DueAtMs) {
 		return fmt.Errorf("%w: %d ms", ErrImplausibleDue, o.row.DueAtMs)
 	}
 	return nil
