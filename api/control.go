@@ -147,10 +147,14 @@ func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, claimResponse{Jobs: []Job{}, QueuedBehindLeases: true})
 		return
 	}
-	if err != nil {
+	if err != nil && len(jobs) == 0 {
 		c.Log.Error().Err(err).Msg("index claim failed")
 		writeError(w, http.StatusServiceUnavailable, "", "index claim failed")
 		return
+	}
+	if err != nil {
+		// The scan failed after it leased these: hand them out, or they strand until their TTL.
+		c.Log.Error().Err(err).Int("jobs", len(jobs)).Msg("index claim failed part way; handing out the jobs it leased")
 	}
 	resp := claimResponse{Jobs: make([]Job, len(jobs))}
 	for i, j := range jobs {

@@ -3,10 +3,12 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,5 +183,40 @@ func TestResultsTravelInTheBinaryForm(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), `"applied":1`) {
 		t.Fatalf("JSON on the internal path: %d %s", resp.StatusCode, b.String())
+	}
+}
+
+// fallbackFunc is a claim.Fallback stub.
+type fallbackFunc func(context.Context, claim.IndexClaim) ([]claim.Job, error)
+
+func (f fallbackFunc) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]claim.Job, error) {
+	return f(ctx, req)
+}
+
+// An index claim that fails after it leased jobs hands them out (200) rather than answering 503
+// and stranding their leases until their TTL; one that leased nothing is 503.
+func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
+	e := qtest.New(t, "", start, shm.Options{})
+	key := []byte("desktop|https://a.test/c/1")
+	lease, _ := e.Seg.Leases().Acquire(shm.KeyHash(key), e.Now(), 600_000, 3)
+	var jobs []claim.Job
+	c := &Control{Index: fallbackFunc(func(context.Context, claim.IndexClaim) ([]claim.Job, error) {
+		return jobs, errors.New("claim: scan: disk gone")
+	}), Applier: &Applier{}, Log: qtest.Log(nil)}
+	mux := http.NewServeMux()
+	c.Register(mux)
+	post := func() (int, claimResponse) {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, PathClaim, strings.NewReader(`{"n": 4, "holder": 3}`)))
+		var resp claimResponse
+		json.Unmarshal(w.Body.Bytes(), &resp)
+		return w.Code, resp
+	}
+	if code, _ := post(); code != http.StatusServiceUnavailable {
+		t.Fatalf("nothing leased: %d, want 503", code)
+	}
+	jobs = []claim.Job{{Key: key, KeyHash: shm.KeyHash(key), Lease: lease}}
+	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || resp.Jobs[0].ClaimJob().Lease != lease {
+		t.Fatalf("one job leased before the failure: %d %+v", code, resp)
 	}
 }

@@ -22,6 +22,7 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,7 +64,8 @@ type Job struct {
 // Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for
 // req.TTLMs. Worker 0 implements it over its store (IndexSource); a render worker implements
 // it as a call to worker 0 over the control socket. It returns ErrQueuedBehindLeases, with no
-// job, when its bounded scan found only leased rows and more due rows behind them.
+// job, when its bounded scan found only leased rows and more due rows behind them. With any
+// other error it may return jobs it leased before it failed: the caller owns their leases.
 type Fallback interface {
 	ClaimIndex(ctx context.Context, req IndexClaim) ([]Job, error)
 }
@@ -109,7 +111,9 @@ type Claimer struct {
 func New(opts Options) *Claimer { return &Claimer{opts: opts} }
 
 // Claim grants up to n jobs: from the ready set while it serves, then from the fallback for the
-// rest. It returns fewer than n (possibly none) when nothing more is due.
+// rest. It returns fewer than n (possibly none) when nothing more is due. With an error it may
+// still return jobs: they are leased to the caller, who renders them or gives them back; a
+// claim never leases a row it does not hand out.
 func (c *Claimer) Claim(ctx context.Context, n int) ([]Job, error) {
 	return c.ClaimTTL(ctx, n, 0)
 }
@@ -137,14 +141,15 @@ func (c *Claimer) ClaimFor(ctx context.Context, n int, ttlMs int64, holder uint6
 		return jobs, nil
 	}
 	more, err := c.opts.Fallback.ClaimIndex(ctx, IndexClaim{N: n - len(jobs), Holder: holder, TTLMs: ttl})
-	if err != nil {
-		return jobs, fmt.Errorf("claim: index fallback: %w", err)
-	}
 	if c.opts.Worker != nil && len(more) > 0 {
 		c.opts.Worker.Add(shm.CounterClaimIndex, uint64(len(more)))
 	}
 	c.observeLateness(more, now)
-	return append(jobs, more...), nil
+	jobs = append(jobs, more...)
+	if err != nil && !errors.Is(err, ErrQueuedBehindLeases) {
+		err = fmt.Errorf("claim: index fallback: %w", err)
+	}
+	return jobs, err
 }
 
 // observeLateness records each granted job's lateness ratio, (now − due) / cadence without the

@@ -38,7 +38,8 @@ type IndexSource struct {
 // before in (due, key) order, so a page of leased rows that all share one due time never hides
 // the rows behind it. At most maxIndexPages pages are read; when they held only leased rows
 // and more are due, it returns ErrQueuedBehindLeases. Its cost follows what it grants, not
-// how many leases are live.
+// how many leases are live. A scan that fails after the first page returns the jobs it had
+// leased with the error, never leases without a job.
 func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, error) {
 	n := req.N
 	if n <= 0 {
