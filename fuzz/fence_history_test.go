@@ -110,14 +110,14 @@ type fenceStep struct {
 
 // Bits of a result step's argument.
 const (
-	resLapse   = 1 << 0 // advance the clock to the grant's expiry first: the lease lapsed
-	resTwice   = 1 << 1 // the batch carries the result twice
-	resForge   = 1 << 2 // a lease never granted (the grant's version bit 22 flipped)
-	resPair    = 1 << 3 // the batch carries a second grant's result too
-	resKeep    = 1 << 4 // keep the grant in flight: the batch is delivered again later
-	resOther   = 1 << 5 // deliver some other goroutine's grant (a retry racing the original)
-	resBinary  = 1 << 6 // the binary batch, not JSON
-	resOutcome = 1 << 7 // a failure (not_found, server_error or timeout), not ok
+	resLapse  = 1 << 0 // advance the clock to the grant's expiry first: the lease lapsed
+	resTwice  = 1 << 1 // the batch carries the result twice
+	resForge  = 1 << 2 // a lease never granted (the grant's version bit 22 flipped)
+	resPair   = 1 << 3 // the batch carries a second grant's result too
+	resKeep   = 1 << 4 // keep the grant in flight: the batch is delivered again later
+	resOther  = 1 << 5 // deliver some other goroutine's grant (a retry racing the original)
+	resBinary = 1 << 6 // the binary batch, not JSON
+	resRace   = 1 << 7 // deliver the batch twice at once: a retry racing the original delivery
 )
 
 type fenceGrant struct {
@@ -325,15 +325,13 @@ func (r *fenceRun) result(g int, s fenceStep, inflight []int) []int {
 		it := fenceItem{grant: id, key: gr.key}
 		res := api.Result{Key: r.keys[gr.key], Outcome: "ok", Status: 200, DurationMs: 120,
 			Headers: map[string]string{"content-type": "text/html"}, Body: []byte(fmt.Sprintf("<html>grant %d</html>", id)), Lease: gr.lease}
-		if s.arg&resOutcome != 0 {
-			switch id % 3 {
-			case 0:
-				res.Outcome, res.Status, res.Body = "not_found", 404, nil
-			case 1:
-				res.Outcome, res.Status, res.Body = "server_error", 503, nil
-			default:
-				res.Outcome, res.Status, res.Body = "timeout", 0, nil
-			}
+		switch id % 6 { // half the renders fail
+		case 3:
+			res.Outcome, res.Status, res.Body = "not_found", 404, nil
+		case 4:
+			res.Outcome, res.Status, res.Body = "server_error", 503, nil
+		case 5:
+			res.Outcome, res.Status, res.Body = "timeout", 0, nil
 		}
 		if j == 0 && s.arg&resForge != 0 {
 			res.Lease.State ^= 1 << 22 // a version this slot never reaches here: never granted
@@ -354,6 +352,23 @@ func (r *fenceRun) result(g int, s fenceStep, inflight []int) []int {
 	} else {
 		body, _ = json.Marshal(map[string]any{"results": rs})
 	}
+	if s.arg&resRace != 0 {
+		var wg sync.WaitGroup
+		wg.Go(func() { r.deliver(o, ctype, body) })
+		r.deliver(o, ctype, body)
+		wg.Wait()
+	} else {
+		r.deliver(o, ctype, body)
+	}
+	if s.arg&resKeep == 0 {
+		inflight = slices.DeleteFunc(inflight, func(id int) bool { return slices.Contains(ids, id) })
+	}
+	return inflight
+}
+
+// deliver posts a results batch, and records it with what was answered for each item.
+func (r *fenceRun) deliver(o fenceOp, ctype string, body []byte) {
+	o.items = slices.Clone(o.items)
 	o.start = r.seq.Add(1)
 	o.clock0 = r.n.e.Now()
 	code, answer := r.serve(http.MethodPost, api.PathResults, ctype, body)
@@ -382,10 +397,6 @@ func (r *fenceRun) result(g int, s fenceStep, inflight []int) []int {
 		}
 	}
 	r.record(o)
-	if s.arg&resKeep == 0 {
-		inflight = slices.DeleteFunc(inflight, func(id int) bool { return slices.Contains(ids, id) })
-	}
-	return inflight
 }
 
 func (r *fenceRun) grant(id int) fenceGrant {
@@ -395,8 +406,9 @@ func (r *fenceRun) grant(id int) fenceGrant {
 }
 
 // upsert files the key, as POST /v1/targets does: the argument's bits choose the source (bits
-// 0-1: omitted, sitemap, api, discovered), an interval (bit 2) and a due time (bit 3, hours
-// ahead from bits 4-7).
+// 0-1: omitted, sitemap, api, discovered), an interval (bit 2) and a due time (bit 3: from 8
+// hours ago to 7 hours ahead, by bits 4-7; one in the past may lie below the floor a sweep
+// advanced, and must lower it).
 func (r *fenceRun) upsert(g int, s fenceStep) {
 	item := map[string]string{"url": r.urls[s.key]}
 	if src := []string{"", "sitemap", "api", "discovered"}[s.arg&3]; src != "" {
@@ -406,7 +418,7 @@ func (r *fenceRun) upsert(g int, s fenceStep) {
 		item["interval"] = "6h"
 	}
 	if s.arg&8 != 0 {
-		item["due"] = time.UnixMilli(r.n.e.Now() + int64(s.arg>>4)*qtest.Hour).UTC().Format(time.RFC3339)
+		item["due"] = time.UnixMilli(r.n.e.Now() + (int64(s.arg>>4)-8)*qtest.Hour).UTC().Format(time.RFC3339)
 	}
 	body, _ := json.Marshal([]map[string]string{item})
 	code, answer := r.keyOp(g, s, http.MethodPost, "/v1/targets", body, 200)
@@ -606,7 +618,8 @@ func checkFenceEnd(t testing.TB, e *qtest.Env) {
 	t.Helper()
 	rep, err := e.Store.VerifyIndex()
 	if err != nil || !rep.OK() {
-		t.Fatalf("index: %+v %v", rep, err)
+		t.Fatalf("index: %d rows, %d entries, %d rows without their entry, %d entries without their row, %d corrupt, e.g. %q; %v",
+			rep.Rows, rep.Entries, rep.RowsWithoutEntry, rep.EntriesWithoutRow, rep.Corrupt, rep.Examples, err)
 	}
 	floor := e.Seg.Floor().Load()
 	rows, err := e.Store.ScanDue(0, 1<<62, 1<<30)
@@ -662,11 +675,11 @@ func fenceProgram(rng *rand.Rand, steps int) []fenceStep {
 		}
 		s := fenceStep{kind: k, key: rng.IntN(fenceKeys), arg: byte(rng.Uint32())}
 		if k == fkResult { // rarer variants rarer
-			s.arg &^= resLapse | resForge | resPair | resOther | resTwice
+			s.arg &^= resLapse | resForge | resPair | resOther | resTwice | resRace
 			for _, b := range []struct {
 				bit byte
 				in  int
-			}{{resLapse, 40}, {resForge, 16}, {resPair, 6}, {resOther, 5}, {resTwice, 4}} {
+			}{{resLapse, 40}, {resForge, 16}, {resPair, 6}, {resOther, 5}, {resTwice, 4}, {resRace, 4}} {
 				if rng.IntN(b.in) == 0 {
 					s.arg |= b.bit
 				}
