@@ -58,7 +58,7 @@ func TestDeliverCutsBatchesByBytes(t *testing.T) {
 		in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "k%d", i), Outcome: "ok", Body: make([]byte, n)}, claimedAt: time.Now()}
 	}
 	close(in)
-	deliver(e, r, in, 1, nil)
+	deliver(e, r, in, 1, context.Background())
 	total := 0
 	for _, b := range r.batches {
 		size := 0
@@ -76,18 +76,27 @@ func TestDeliverCutsBatchesByBytes(t *testing.T) {
 }
 
 // A 4xx from worker 0 is final: the batch is dropped at once and counted, not retried for
-// resultRetryLimit as a transient failure would be.
+// resultRetryLimit as a transient failure would be, and its leases are released at once, so
+// that its rows do not wait out a lease TTL (a lease worker 0 already ended is left alone:
+// the release is a CAS from the exact grant).
 func TestRefusedBatchIsNotRetried(t *testing.T) {
 	for _, code := range []int{400, 409, 413} {
 		e := testEnv(t)
 		r := &recordingSender{err: &api.StatusError{Path: api.PathResults, Code: code, Msg: "no"}}
 		in := make(chan pending, 4)
+		var hashes []uint64
 		for i := range 3 {
-			in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "k%d", i), Outcome: "ok"}, claimedAt: time.Now()}
+			key := fmt.Appendf(nil, "k%d", i)
+			l, st := e.seg.Leases().Acquire(shm.KeyHash(key), nowMs(), 60_000, 7)
+			if st != shm.Acquired {
+				t.Fatalf("acquire: %v", st)
+			}
+			hashes = append(hashes, l.KeyHash)
+			in <- pending{Result: api.Result{Key: key, Outcome: "ok", Lease: api.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}}, claimedAt: time.Now()}
 		}
 		close(in)
 		done := make(chan struct{})
-		go func() { deliver(e, r, in, 1, nil); close(done) }()
+		go func() { deliver(e, r, in, 1, context.Background()); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
@@ -96,12 +105,17 @@ func TestRefusedBatchIsNotRetried(t *testing.T) {
 		if len(r.batches) != 1 || e.worker.Load(shm.CounterResultsDropped) != 3 {
 			t.Fatalf("%d: %d attempts, %d dropped; want 1 attempt, 3 dropped", code, len(r.batches), e.worker.Load(shm.CounterResultsDropped))
 		}
+		for _, h := range hashes {
+			if _, st := e.seg.Leases().Acquire(h, nowMs(), 60_000, 8); st != shm.Acquired {
+				t.Fatalf("%d: a dropped result's row is not claimable at once: %v", code, st)
+			}
+		}
 	}
 }
 
-// At a stop a batch worker 0 cannot take is given up when flushNow closes, not after
+// At a stop a batch worker 0 cannot take is given up when the flush bound ends, not after
 // resultRetryLimit, and its leases are released at once.
-func TestFlushNowGivesUpAndReleases(t *testing.T) {
+func TestFlushBoundGivesUpAndReleases(t *testing.T) {
 	e := testEnv(t)
 	r := &recordingSender{err: fmt.Errorf("%w: gone", api.ErrUnavailable)}
 	lease, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 7)
@@ -111,14 +125,14 @@ func TestFlushNowGivesUpAndReleases(t *testing.T) {
 	in := make(chan pending, 1)
 	in <- pending{Result: api.Result{Key: []byte("k"), Outcome: "ok", Lease: api.Lease{Slot: lease.Slot, State: lease.State, KeyHash: lease.KeyHash}}, claimedAt: time.Now()}
 	close(in)
-	flushNow := make(chan struct{})
-	close(flushNow)
+	flush, cancel := context.WithCancel(context.Background())
+	cancel()
 	done := make(chan struct{})
-	go func() { deliver(e, r, in, 1, flushNow); close(done) }()
+	go func() { deliver(e, r, in, 1, flush); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("still retrying after flushNow")
+		t.Fatal("still retrying after the flush bound")
 	}
 	if e.worker.Load(shm.CounterResultsDropped) != 1 {
 		t.Fatal("the undeliverable result was not counted")

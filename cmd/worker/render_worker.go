@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
@@ -64,9 +66,9 @@ type pending struct {
 // leases back too (no grace: the rows are claimable at once, not after a TTL); then it
 // delivers every result it holds to worker 0, which the supervisor stops only after this
 // worker has exited. A lease given back is counted (shm.CounterReleasedUnrendered), never
-// silently dropped.
+// silently dropped. The whole stop takes at most shutdown_timeout + renderFlushTimeout,
+// whatever worker 0 does (see renderPool.run).
 func runRenderWorker(ctx context.Context, e *env) error {
-	cfg := e.pol.Load().Config()
 	rdrs, err := newRenderers(e)
 	if err != nil {
 		return wrap("renderer", err)
@@ -77,51 +79,92 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	}
 	fallback := &oneFallback{Fallback: client, slot: make(chan struct{}, 1)}
 	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
+	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After}
+	p.run(ctx)
+	return nil
+}
 
-	// Renders in flight may finish after SIGTERM, within shutdown_timeout; claiming stops at once.
+// jobClaimer is where a render loop claims its jobs (claim.Claimer).
+type jobClaimer interface {
+	Claim(ctx context.Context, n int) ([]claim.Job, error)
+}
+
+// renderPool is a render worker's loops and its delivery to worker 0.
+type renderPool struct {
+	e        *env
+	claimer  jobClaimer
+	rdrs     *renderers
+	sender   resultSender
+	inFlight int // result batches in flight at once (senders)
+	// after is time.After: the stop's two bounds are timers made with it, so that a test can
+	// fire them itself.
+	after    func(time.Duration) <-chan time.Time
+	released atomic.Int64 // leases given back unrendered
+}
+
+// run renders until ctx ends, then stops within two bounds, both timed from the stop:
+//
+//	stop ──── shutdown_timeout ────┬──── renderFlushTimeout ────┐
+//	  claiming ends; renders run   │ drain bound: renders still │ flush bound: each delivery
+//	  on; results go to worker 0   │ running, and results not   │ attempt still running is
+//	                               │ yet queued, are given back │ cut; what is left is dropped
+//	                               │                            │ and its leases released
+//
+// Every send attempt's context is derived from the flush bound, and a loop waiting to queue a
+// result waits on the drain bound too, so a worker 0 that is slow to take results cannot hold
+// this worker past shutdown_timeout + renderFlushTimeout, which the supervisor's bound
+// (shutdown_timeout + flushMargin) exceeds: the worker is never killed for it.
+func (p *renderPool) run(ctx context.Context) {
+	e := p.e
 	renderCtx, cancelRenders := context.WithCancel(context.Background())
 	defer cancelRenders()
+	flushCtx, cancelFlush := context.WithCancel(context.Background())
+	defer cancelFlush()
 	// Every result waiting here holds its lease, and the lease table (queue.max_leases) is
 	// shared by all render workers: the queue is kept short, and the batches in flight are
 	// shared out between the render workers.
 	results := make(chan pending, resultQueue)
-	flushNow := make(chan struct{}) // closed when the last results must go at once or be dropped
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		deliver(e, client, results, senders(int(e.seg.Layout().Workers)), flushNow)
+		deliver(e, p.sender, results, p.inFlight, flushCtx)
 	}()
 
-	var released atomic.Int64
+	concurrency := e.pol.Load().Config().Render.Concurrency
 	var wg sync.WaitGroup
-	for range cfg.Render.Concurrency {
+	for range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			renderLoop(ctx, renderCtx, e, claimer, rdrs, results, &released)
+			p.renderLoop(ctx, renderCtx, results)
 		}()
 	}
-	e.log.Info().Int("concurrency", cfg.Render.Concurrency).Str("renderer", cfg.Render.Renderer).Msg("render worker started")
+	e.log.Info().Int("concurrency", concurrency).Str("renderer", e.pol.Load().Config().Render.Renderer).Msg("render worker started")
 
 	<-ctx.Done()
 	drain := e.pol.Load().Config().Supervisor.ShutdownTimeout.D()
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
+	drainBound, flushBound := p.after(drain), p.after(drain+renderFlushTimeout)
+	go func() {
+		select {
+		case <-flushBound:
+			cancelFlush()
+		case <-delivered:
+		}
+	}()
+	loops := make(chan struct{})
+	go func() { wg.Wait(); close(loops) }()
 	select {
-	case <-finished:
-	case <-time.After(drain):
+	case <-loops:
+	case <-drainBound:
 		e.log.Warn().Dur("shutdown_timeout", drain).Msg("renders still in flight at the drain bound; cancelling them and releasing their leases")
 		cancelRenders()
-		<-finished
+		<-loops
 	}
 	close(results)
-	flush := time.AfterFunc(renderFlushTimeout, func() { close(flushNow) })
 	<-delivered
-	flush.Stop()
-	if n := released.Load(); n > 0 {
+	if n := p.released.Load(); n > 0 {
 		e.log.Warn().Int64("released", n).Msg("jobs given back unrendered at the stop; their leases are released and the rows are claimable at once")
 	}
-	return nil
 }
 
 // waitForWorker0 waits until worker 0 serves (it opens the store first), looking again with a
@@ -152,46 +195,65 @@ func waitForWorker0(ctx context.Context, e *env, client *api.Client) bool {
 }
 
 // renderers is the renderer of the configuration in force: a reload that changes render.*
-// (all but concurrency, which needs a restart) takes effect from the next render on.
+// (all but concurrency, which needs a restart) takes effect from the next render on. A reload
+// that leaves render.* as it was keeps the renderer, and its warm connections.
 type renderers struct {
-	e   *env
-	mu  sync.Mutex
-	pol *policy.Policy
-	rdr render.Renderer
+	e     *env
+	build func(config.Render) (render.Renderer, error)
+	mu    sync.Mutex
+	pol   *policy.Policy
+	rdr   render.Renderer
 }
 
 // newRenderers builds the renderer of the configuration in force.
 func newRenderers(e *env) (*renderers, error) {
-	pol := e.pol.Load()
-	rdr, err := render.New(pol.Config().Render, render.WithStream(uint64(e.index)))
+	r := &renderers{e: e, build: func(c config.Render) (render.Renderer, error) {
+		return render.New(c, render.WithStream(uint64(e.index)))
+	}}
+	r.pol = e.pol.Load()
+	rdr, err := r.build(r.pol.Config().Render)
 	if err != nil {
 		return nil, err
 	}
-	return &renderers{e: e, pol: pol, rdr: rdr}, nil
+	r.rdr = rdr
+	return r, nil
 }
 
-// get returns the renderer, rebuilt if the configuration changed. A reload whose renderer
-// cannot be built keeps the previous one, and says so once.
+// idleCloser is a renderer that keeps connections (render.HTTP).
+type idleCloser interface{ CloseIdleConnections() }
+
+// get returns the renderer, rebuilt if a reload changed render.*. The renderer it replaces
+// closes its idle connections (renders still running on it finish on theirs). A reload whose
+// renderer cannot be built keeps the previous one, and says so once.
 func (r *renderers) get() render.Renderer {
 	pol := r.e.pol.Load()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if pol != r.pol {
-		r.pol = pol
-		rdr, err := render.New(pol.Config().Render, render.WithStream(uint64(r.e.index)))
-		if err != nil {
-			r.e.log.Error().Err(err).Msg("the reloaded configuration's renderer; keeping the previous one")
-		} else {
-			r.rdr = rdr
-		}
+	if pol == r.pol {
+		return r.rdr
 	}
+	changed := !reflect.DeepEqual(pol.Config().Render, r.pol.Config().Render)
+	r.pol = pol
+	if !changed {
+		return r.rdr
+	}
+	rdr, err := r.build(pol.Config().Render)
+	if err != nil {
+		r.e.log.Error().Err(err).Msg("the reloaded configuration's renderer; keeping the previous one")
+		return r.rdr
+	}
+	if c, ok := r.rdr.(idleCloser); ok {
+		c.CloseIdleConnections()
+	}
+	r.rdr = rdr
 	return r.rdr
 }
 
-func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, rdrs *renderers, out chan<- pending, released *atomic.Int64) {
+func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- pending) {
+	e := p.e
 	idle := idleMin
 	for claimCtx.Err() == nil {
-		jobs, err := c.Claim(claimCtx, claimBatch)
+		jobs, err := p.claimer.Claim(claimCtx, claimBatch)
 		claimedAt := time.Now()
 		// Work queued behind leased rows is not a failure, nor "nothing to do": claim again
 		// soon, without a warning and without backing off further.
@@ -213,36 +275,54 @@ func renderLoop(claimCtx, renderCtx context.Context, e *env, c *claim.Claimer, r
 		idle = idleMin
 		for _, j := range jobs {
 			if claimCtx.Err() != nil { // stopping: a job not begun goes back at once
-				releaseUnrendered(e, j.Lease, released)
+				p.giveBack(j.Lease)
 				continue
 			}
-			res, ok := renderJob(renderCtx, e, rdrs.get(), j)
+			res, ok := renderJob(renderCtx, e, p.rdrs.get(), j)
 			if !ok { // cancelled at the drain bound
-				releaseUnrendered(e, j.Lease, released)
+				p.giveBack(j.Lease)
 				continue
 			}
-			out <- pending{Result: res, claimedAt: claimedAt}
+			p.queue(renderCtx, out, pending{Result: res, claimedAt: claimedAt})
 		}
 	}
 }
 
-// releaseUnrendered gives a job back without a result: its lease ends now, with no grace, so
-// the row is claimable at once (here or after a restart), and the give-back is counted.
-func releaseUnrendered(e *env, l shm.Lease, released *atomic.Int64) {
-	e.seg.Leases().Release(l, nowMs(), 0)
-	e.worker.Add(shm.CounterReleasedUnrendered, 1)
-	released.Add(1)
+// queue hands a result to the delivery. Should worker 0 be slow to take results, the queue
+// stays full; past the drain bound (renderCtx's end) the result is given up and its lease
+// given back, rather than holding the stop past its bound.
+func (p *renderPool) queue(renderCtx context.Context, out chan<- pending, r pending) {
+	select {
+	case out <- r:
+		return
+	default:
+	}
+	select {
+	case out <- r:
+	case <-renderCtx.Done():
+		p.giveBack(shm.Lease{Slot: r.Lease.Slot, State: r.Lease.State, KeyHash: r.Lease.KeyHash})
+	}
 }
 
-// renderJob renders one job. It reports false, and counts nothing, if ctx was cancelled
-// meanwhile: the render did not finish, and its lease must be given back.
+// giveBack gives a job back without a result: its lease ends now, with no grace, so the row is
+// claimable at once (here or after a restart), and the give-back is counted.
+func (p *renderPool) giveBack(l shm.Lease) {
+	p.e.seg.Leases().Release(l, nowMs(), 0)
+	p.e.worker.Add(shm.CounterReleasedUnrendered, 1)
+	p.released.Add(1)
+}
+
+// renderJob renders one job. It reports false, and counts nothing, if the render was cut short
+// by ctx's end (the drain bound): it did not finish, and its lease must be given back. A render
+// that finished as ctx ended is kept: what counts is its outcome (a cut render is
+// OutcomeTimeout), not whether ctx has ended since.
 func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (api.Result, bool) {
 	device, url, ok := strings.Cut(string(j.Key), "|")
 	if !ok {
 		device, url = "", string(j.Key)
 	}
 	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
-	if ctx.Err() != nil {
+	if res.Outcome == render.OutcomeTimeout && ctx.Err() != nil {
 		return api.Result{}, false
 	}
 	if i := int(res.Outcome) - 1; i >= 0 && i < shm.NumRenderOutcomes {
@@ -274,9 +354,10 @@ type resultSender interface {
 // inFlight batches in flight: worker 0 decides one batch while the funnel commits another,
 // instead of idling through each commit. A batch holds at most resultBatch results and
 // resultBatchBytes of them (a larger result goes alone). A batch worker 0 cannot take is
-// retried with backoff for resultRetryLimit, or until flushNow is closed, then dropped. Each
-// delivered job's claim-to-result latency is observed when worker 0 acknowledges its commit.
-func deliver(e *env, client resultSender, in <-chan pending, inFlight int, flushNow <-chan struct{}) {
+// retried with backoff for resultRetryLimit, or until flush ends (the flush bound of a stop),
+// then dropped. Each delivered job's claim-to-result latency is observed when worker 0
+// acknowledges its commit.
+func deliver(e *env, client resultSender, in <-chan pending, inFlight int, flush context.Context) {
 	free := make(chan []pending, inFlight)
 	for range inFlight {
 		free <- make([]pending, 0, resultBatch)
@@ -293,7 +374,7 @@ func deliver(e *env, client resultSender, in <-chan pending, inFlight int, flush
 				for _, p := range batch {
 					wire = append(wire, p.Result)
 				}
-				send(e, client, batch, wire, flushNow)
+				send(e, client, batch, wire, flush)
 				clear(wire)
 				clear(batch)
 				free <- batch[:0]
@@ -347,15 +428,15 @@ func resultSize(r *api.Result) int {
 	return n
 }
 
-// send delivers one batch, retrying a transient failure for resultRetryLimit (or until flushNow
-// is closed, then once more). A 4xx is final: worker 0 refused these results for good (409:
-// their leases are no longer this worker's), so they are logged once and dropped, and the
-// leases, if still held, lapse at their TTL. A batch given up on otherwise has its leases
-// released at once, so that its rows render again without waiting a TTL.
-func send(e *env, client resultSender, batch []pending, wire []api.Result, flushNow <-chan struct{}) {
+// send delivers one batch, retrying a transient failure for resultRetryLimit, each attempt
+// bounded by 10 s and by flush: once flush ends (the flush bound of a stop), the attempt in
+// progress is cut and the batch given up. A 4xx is final: worker 0 refused these results for
+// good (400, 413: it will not take them; 409: their leases are no longer this worker's), so
+// they are dropped at once, not retried. Every batch given up is dropped (dropBatch).
+func send(e *env, client resultSender, batch []pending, wire []api.Result, flush context.Context) {
 	deadline := time.Now().Add(resultRetryLimit)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(flush, 10*time.Second)
 		_, err := client.SendResults(ctx, wire)
 		cancel()
 		if err == nil {
@@ -367,29 +448,36 @@ func send(e *env, client resultSender, batch []pending, wire []api.Result, flush
 		}
 		var refused *api.StatusError
 		if errors.As(err, &refused) && refused.Code/100 == 4 {
-			e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
-			e.log.Error().Err(err).Int("status", refused.Code).Int("results", len(batch)).
-				Msg("worker 0 refused the results; dropped, not retried")
+			dropBatch(e, batch, err, "worker 0 refused the results; dropped, not retried")
 			return
 		}
-		hurry := false
-		select {
-		case <-flushNow:
-			hurry = true
-		default:
-		}
-		if hurry || time.Now().Add(wait).After(deadline) {
-			e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
-			for _, p := range batch {
-				e.seg.Leases().Release(shm.Lease{Slot: p.Lease.Slot, State: p.Lease.State, KeyHash: p.Lease.KeyHash}, nowMs(), 0)
-			}
-			e.log.Error().Err(err).Int("results", len(batch)).
-				Msg("results undeliverable; dropped (their leases are released and the rows render again)")
+		if flush.Err() != nil || time.Now().Add(wait).After(deadline) {
+			dropBatch(e, batch, err, "results undeliverable; dropped")
 			return
 		}
 		select {
 		case <-time.After(wait):
-		case <-flushNow:
+		case <-flush.Done():
 		}
 	}
+}
+
+// dropBatch gives up on a batch: its results are counted as dropped, and their leases are
+// released at once, so that the rows render again without waiting a TTL. A release is a CAS
+// from the exact grant, so a lease worker 0 has already ended (a 409, or a commit whose answer
+// was lost) or granted anew is left alone; the log says how many were released.
+func dropBatch(e *env, batch []pending, err error, msg string) {
+	e.worker.Add(shm.CounterResultsDropped, uint64(len(batch)))
+	released := 0
+	for _, p := range batch {
+		if e.seg.Leases().Release(shm.Lease{Slot: p.Lease.Slot, State: p.Lease.State, KeyHash: p.Lease.KeyHash}, nowMs(), 0) {
+			released++
+		}
+	}
+	ev := e.log.Error().Err(err).Int("results", len(batch)).Int("released", released)
+	var refused *api.StatusError
+	if errors.As(err, &refused) {
+		ev = ev.Int("status", refused.Code)
+	}
+	ev.Msg(msg)
 }

@@ -60,7 +60,7 @@ func TestDeliverKeepsSeveralBatchesInFlight(t *testing.T) {
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
-		deliver(e, g, in, inFlight, nil)
+		deliver(e, g, in, inFlight, context.Background())
 	}()
 	go func() {
 		for i := range total {
