@@ -51,7 +51,8 @@ const (
 	fenceKeys    = 8
 	fenceTTL     = 30_000 // ms, each grant's lease
 	fenceStartMs = 1_800_000_000_000
-	// a release grace of 1s and a delete's hold of two sweep intervals (4s): short, so that keys are granted often
+	// a release grace of 1s and a delete's hold of two sweep intervals (4s): short, so that a
+	// key is granted again soon
 	fenceHistoryYAML = "routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h}\nqueue: {release_grace: 1s, ready: {sweep_interval: 2s}}\n"
 )
 
@@ -115,7 +116,7 @@ const (
 	resForge  = 1 << 2 // a lease never granted (the grant's version bit 22 flipped)
 	resPair   = 1 << 3 // the batch carries a second grant's result too
 	resKeep   = 1 << 4 // keep the grant in flight: the batch is delivered again later
-	resOther  = 1 << 5 // deliver some other goroutine's grant (a retry racing the original)
+	resOther  = 1 << 5 // deliver any grant of the run: a stale one, or another goroutine's
 	resBinary = 1 << 6 // the binary batch, not JSON
 	resRace   = 1 << 7 // deliver the batch twice at once: a retry racing the original delivery
 )
@@ -275,8 +276,9 @@ func (r *fenceRun) claim(g int, s fenceStep, inflight []int) []int {
 	return inflight
 }
 
-// result delivers a batch for one of g's grants in flight (the one of s.key if it holds one),
-// or for any grant of the run when g holds none or the step says so.
+// result delivers a batch for one of g's grants in flight (the one of s.key if it holds one).
+// When g holds none it claims s.key first, as a quick render would; with resOther it delivers
+// any grant of the run instead.
 func (r *fenceRun) result(g int, s fenceStep, inflight []int) []int {
 	pick := func(avoid int) (int, bool) {
 		if s.arg&resOther == 0 {
