@@ -64,7 +64,7 @@ import (
 func FuzzAPIEndpoints(f *testing.F) {
 	w := newFuzzWorker0(f)
 	add := func(method, path, ctype, query, body string) {
-		mi, pi, ci := index(apiMethods, method), index(apiPaths, path), index(apiContentTypes, ctype)
+		mi, pi, ci := apiIndexOf(apiMethods, method), apiIndexOf(apiPaths, path), apiIndexOf(apiContentTypes, ctype)
 		if mi < 0 {
 			f.Fatalf("seed method %s is not in the list", method)
 		}
@@ -154,7 +154,7 @@ const apiRequestBound = 3 * time.Second
 // The clock starts at 2027-01-15 and steps 10 s between inputs: a lease of the default TTL
 // (10m) lapses 60 inputs after its grant, a delete's hold (2m) after 12.
 const (
-	fuzzStartMs  = int64(1_800_000_000_000)
+	apiStartMs  = int64(1_800_000_000_000)
 	apiClockStep = int64(10_000)
 )
 
@@ -173,7 +173,7 @@ var (
 		[]byte("desktop|https://a.test/c/2"), []byte("desktop|https://a.test/c/3")}
 )
 
-func index(list []string, s string) int {
+func apiIndexOf(list []string, s string) int {
 	for i, v := range list {
 		if v == s {
 			return i
@@ -216,10 +216,10 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	pol := policy.New(cfg)
 	polFn := func() *policy.Policy { return pol }
 	w := &fuzzWorker0{}
-	w.clock.Store(fuzzStartMs)
+	w.clock.Store(apiStartMs)
 	now := w.clock.Load
 	seg, err := shm.Create(filepath.Join(dir, "seg"), shm.Options{ReadyCapacity: 64, LeaseCapacity: cfg.Queue.MaxLeases,
-		Workers: 4, EpochMs: fuzzStartMs - qtest.Hour})
+		Workers: 4, EpochMs: apiStartMs - qtest.Hour})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func apiJSON(b []byte, nested bool) []byte {
 func apiJSONSeed(f *testing.F, kv ...string) []byte {
 	b := []byte{0}
 	for i := 0; i < len(kv); i++ {
-		k := index(apiJSONKeys, kv[i])
+		k := apiIndexOf(apiJSONKeys, kv[i])
 		if k < 0 {
 			f.Fatalf("seed key %s is not in the list", kv[i])
 		}
@@ -381,7 +381,7 @@ func apiJSONSeed(f *testing.F, kv ...string) []byte {
 			continue // its result's fields follow
 		}
 		i++
-		v := index(apiJSONValues, kv[i])
+		v := apiIndexOf(apiJSONValues, kv[i])
 		if v < 0 {
 			f.Fatalf("seed value %s is not in the list", kv[i])
 		}
