@@ -154,7 +154,7 @@ const apiRequestBound = 3 * time.Second
 // The clock starts at 2027-01-15 and steps 10 s between inputs: a lease of the default TTL
 // (10m) lapses 60 inputs after its grant, a delete's hold (2m) after 12.
 const (
-	apiStartMs  = int64(1_800_000_000_000)
+	apiStartMs   = int64(1_800_000_000_000)
 	apiClockStep = int64(10_000)
 )
 
