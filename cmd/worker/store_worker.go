@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
@@ -33,7 +36,11 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	if err != nil {
 		return wrap("open store", err)
 	}
+	closeStore := true // false when a writer may still run: see workerStop
 	defer func() {
+		if !closeStore {
+			return
+		}
 		if err := st.Close(); err != nil {
 			e.log.Error().Err(err).Msg("closing the store")
 		}
@@ -78,6 +85,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 		Log: e.log,
 	}
 	mux := http.NewServeMux()
+	inflight := &handlers{}
 	control.Register(mux)
 	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	targets.Register(mux)
@@ -95,7 +103,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	if err != nil {
 		return wrap("control socket", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: inflight.wrap(mux), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	e.log.Info().Str("socket", e.socketPath).Str("data_dir", cfg.DataDir).Msg("store worker serving")
@@ -113,23 +121,134 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	case err = <-served:
 		e.log.Error().Err(err).Msg("control socket stopped")
 	}
-	// Stop in order, so that nothing writes to a closed store: the socket stops accepting and
-	// finishes the requests it has (the render workers, stopped first, have delivered their
-	// results already), then the sweep loop and the sitemap runs stop, and only then (deferred
-	// above) the GC and the store.
-	drain := e.pol.Load().Config().Supervisor.ShutdownTimeout.D()
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		e.log.Warn().Err(err).Msg("control socket did not drain in time")
-	}
-	os.Remove(e.socketPath)
+	// Stop in order, so that nothing writes to a closed store. The sweep loop stops first, at
+	// once (sweepCtx ends with ctx): a pool that stops needs no new ready set. Then the control
+	// socket, its sitemap runs and its handlers (workerStop), and only then, deferred above,
+	// the GC and the store.
 	stopSweep()
 	<-sweepDone
-	if err := sitemaps.Close(sctx); err != nil {
-		e.log.Warn().Err(err).Msg("sitemap runs did not stop in time")
-	}
+	stop := &workerStop{srv: srv, inflight: inflight, sitemaps: sitemaps, log: e.log, after: time.After,
+		drain: e.pol.Load().Config().Supervisor.ShutdownTimeout.D()}
+	closeStore = stop.run()
+	os.Remove(e.socketPath)
 	return nil
+}
+
+// finishTimeout bounds, after the control socket's drain, how long worker 0 waits for the
+// sitemap runs to stop and for the requests it cut to return.
+const finishTimeout = 3 * time.Second
+
+// workerStop stops worker 0's writers: the control socket's requests and the sitemap runs.
+type workerStop struct {
+	srv      *http.Server
+	inflight *handlers
+	sitemaps interface{ Close(context.Context) error }
+	log      zerolog.Logger
+	after    func(time.Duration) <-chan time.Time // time.After; a test fires its own
+	drain    time.Duration                        // supervisor.shutdown_timeout
+}
+
+// run stops the writers and reports whether none is left, so that the store may be closed.
+//
+// The socket stops accepting and finishes the requests it has (the render workers, stopped
+// first, have delivered their results already) within the drain bound. A request still running
+// then (a bulk upload may take http.bulk_timeout) has its connection closed, and the requests
+// and the sitemap runs get finishTimeout more to return, on a bound of their own. If a writer
+// is still running past it, run reports false: the store is then left open, not closed under
+// it. A process that exits without closing Badger loses nothing acknowledged (the store
+// recovers from its write-ahead log at the next open, as after a kill), while a close under a
+// live writer fails that write after it may have been half-applied.
+func (w *workerStop) run() bool {
+	drained := make(chan struct{})
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.after(w.drain):
+			cancel()
+		case <-drained:
+		}
+	}()
+	err := w.srv.Shutdown(sctx)
+	close(drained)
+	if err != nil {
+		w.log.Warn().Err(err).Int("requests", w.inflight.count()).Dur("shutdown_timeout", w.drain).
+			Msg("control socket did not drain in time; closing its connections")
+		w.srv.Close()
+	}
+	fctx, fcancel := context.WithCancel(context.Background())
+	defer fcancel()
+	bound := w.after(finishTimeout)
+	go func() {
+		select {
+		case <-bound:
+			fcancel()
+		case <-fctx.Done():
+		}
+	}()
+	ok := true
+	if err := w.sitemaps.Close(fctx); err != nil {
+		w.log.Error().Err(err).Msg("sitemap runs did not stop in time")
+		ok = false
+	}
+	select {
+	case <-w.inflight.idle():
+	case <-fctx.Done():
+		w.log.Error().Int("requests", w.inflight.count()).Msg("requests still running")
+		ok = false
+	}
+	if !ok {
+		w.log.Error().Msg("writers still running past the stop's bound; the store is left open rather than closed under them (it recovers at the next start)")
+	}
+	return ok
+}
+
+// handlers counts the control socket's requests in progress.
+type handlers struct {
+	mu      sync.Mutex
+	n       int
+	waiting []chan struct{} // closed when n drops to 0
+}
+
+// wrap counts next's requests while they run.
+func (h *handlers) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.n++
+		h.mu.Unlock()
+		defer h.leave()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handlers) leave() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n--; h.n == 0 {
+		for _, c := range h.waiting {
+			close(c)
+		}
+		h.waiting = nil
+	}
+}
+
+// idle returns a channel closed once no request runs.
+func (h *handlers) idle() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := make(chan struct{})
+	if h.n == 0 {
+		close(c)
+	} else {
+		h.waiting = append(h.waiting, c)
+	}
+	return c
+}
+
+func (h *handlers) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
 }
 
 // sweepLoop sweeps at once, then every queue.ready.sweep_interval as it stands after each

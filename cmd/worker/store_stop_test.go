@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// fakeSitemaps stands in for api.Sitemaps: Close returns at once, or, stuck, when ctx ends.
+type fakeSitemaps struct{ stuck bool }
+
+func (f fakeSitemaps) Close(ctx context.Context) error {
+	if !f.stuck {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// stopRig is worker 0's control socket with one request in progress that returns only when the
+// test lets it (a bulk upload in the middle of its commit, say).
+type stopRig struct {
+	stop     *workerStop
+	asked    <-chan timer
+	release  chan struct{}
+	finished atomic.Bool // the request has returned
+}
+
+func newStopRig(t *testing.T, sitemaps fakeSitemaps) *stopRig {
+	r := &stopRig{release: make(chan struct{})}
+	entered := make(chan struct{})
+	inflight := &handlers{}
+	srv := &http.Server{Handler: inflight.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-r.release // deaf to its connection's end, as a commit under way is
+		r.finished.Store(true)
+	}))}
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "w0.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", ln.Addr().String())
+	}}}
+	go func() {
+		if resp, err := client.Post("http://w0/v1/targets", "application/json", strings.NewReader("[]")); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	within(t, "the request reaching its handler", entered)
+	after, asked := testTimers()
+	r.asked = asked
+	r.stop = &workerStop{srv: srv, inflight: inflight, sitemaps: sitemaps, log: zerolog.Nop(), after: after, drain: 7 * time.Second}
+	t.Cleanup(func() {
+		select {
+		case <-r.release:
+		default:
+			close(r.release)
+		}
+		srv.Close()
+	})
+	return r
+}
+
+func (r *stopRig) next(t *testing.T, want time.Duration) timer {
+	t.Helper()
+	select {
+	case tm := <-r.asked:
+		if tm.d != want {
+			t.Fatalf("a bound of %v, want %v", tm.d, want)
+		}
+		return tm
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the %v bound was not asked for", want)
+		return timer{}
+	}
+}
+
+// A request that outlives the control socket's drain bound is cut, and worker 0 waits for it
+// to return before it may close the store: the store is never closed under a live writer.
+func TestWorker0StoreOutlivesItsRequests(t *testing.T) {
+	r := newStopRig(t, fakeSitemaps{})
+	closeStore := make(chan bool, 1)
+	go func() {
+		ok := r.stop.run()
+		if ok && !r.finished.Load() {
+			t.Error("the store may be closed while a request still runs")
+		}
+		closeStore <- ok
+	}()
+	close(r.next(t, 7*time.Second).fire) // the drain bound passes with the request running
+	r.next(t, finishTimeout)             // the stop now waits for it, on a bound of its own
+	select {
+	case <-closeStore:
+		t.Fatal("the stop ended while a request still ran")
+	default:
+	}
+	close(r.release)
+	select {
+	case ok := <-closeStore:
+		if !ok {
+			t.Fatal("the request returned in time, yet the store is left open")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop did not end once the request returned")
+	}
+}
+
+// A request (or a sitemap run) still running past the stop's last bound: the store is left
+// open rather than closed under it.
+func TestWorker0LeavesTheStoreOpenUnderALiveWriter(t *testing.T) {
+	for _, sitemaps := range []fakeSitemaps{{}, {stuck: true}} {
+		r := newStopRig(t, sitemaps)
+		if !sitemaps.stuck {
+			defer close(r.release)
+		} else {
+			close(r.release) // only the sitemap run is stuck
+		}
+		closeStore := make(chan bool, 1)
+		go func() { closeStore <- r.stop.run() }()
+		close(r.next(t, 7*time.Second).fire)
+		close(r.next(t, finishTimeout).fire)
+		select {
+		case ok := <-closeStore:
+			if ok {
+				t.Fatalf("stuck sitemaps %v: the store would be closed under a live writer", sitemaps.stuck)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stop did not end at its last bound")
+		}
+	}
+}
