@@ -206,18 +206,32 @@ type LeaseResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// heldLease reads a lease request and checks the lease against the table before anything
-// touches it: 400 naming the field for one that cannot be a lease of this key, 409 for one
-// that is no longer held.
-func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (LeaseRequest, shm.Lease, bool) {
-	var req LeaseRequest
+// heldLease reads a lease request, takes the key's lock (the Applier's), and checks the lease
+// against the table before anything touches it: 400 naming the field for one that cannot be a
+// lease of this key, 409 for one that is no longer held. On success the caller holds the lock
+// until it calls unlock: an extend or release is then never interleaved with a result of the
+// same key being applied, which holds the lock from its check to its release.
+func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (req LeaseRequest, l shm.Lease, unlock func(), ok bool) {
 	if !decodeJSON(w, r, &req, maxRemoteRequest) {
-		return req, shm.Lease{}, false
+		return req, l, nil, false
 	}
 	if len(req.Key) == 0 || len(req.Key) > store.MaxKeyLen {
 		writeError(w, http.StatusBadRequest, "key", fmt.Sprintf("must be the job's key, 1..%d bytes", store.MaxKeyLen))
-		return req, shm.Lease{}, false
+		return req, l, nil, false
 	}
+	unlock = func() {}
+	if x.Applier != nil && x.Applier.Locks != nil {
+		unlock = x.Applier.Locks.Lock([][]byte{req.Key})
+	}
+	if l, ok = x.checkLease(w, req); !ok {
+		unlock()
+		return req, l, nil, false
+	}
+	return req, l, unlock, true
+}
+
+// checkLease checks req's lease against the table, answering 400 or 409 itself.
+func (x *Remote) checkLease(w http.ResponseWriter, req LeaseRequest) (shm.Lease, bool) {
 	l := req.Lease.shm()
 	switch err := x.Seg.Leases().Check(l, shm.KeyHash(req.Key), x.Now()); {
 	case errors.Is(err, shm.ErrLeaseSlot):
@@ -227,16 +241,17 @@ func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (LeaseRequest
 	case err != nil:
 		writeError(w, http.StatusConflict, "lease", "no longer held: "+err.Error())
 	default:
-		return req, l, true
+		return l, true
 	}
-	return req, shm.Lease{}, false
+	return shm.Lease{}, false
 }
 
 func (x *Remote) extend(w http.ResponseWriter, r *http.Request) {
-	req, l, ok := x.heldLease(w, r)
+	req, l, unlock, ok := x.heldLease(w, r)
 	if !ok {
 		return
 	}
+	defer unlock()
 	ttl, ok := leaseTTL(w, x.Policy().Config(), req.TTL)
 	if !ok {
 		return
@@ -252,10 +267,11 @@ func (x *Remote) extend(w http.ResponseWriter, r *http.Request) {
 // release gives a lease back unrendered: the row is claimable again at once (no grace: nothing
 // was written that a sweep must see first).
 func (x *Remote) release(w http.ResponseWriter, r *http.Request) {
-	_, l, ok := x.heldLease(w, r)
+	_, l, unlock, ok := x.heldLease(w, r)
 	if !ok {
 		return
 	}
+	defer unlock()
 	if !x.Seg.Leases().Release(l, x.Now(), 0) {
 		writeError(w, http.StatusConflict, "lease", "no longer held")
 		return

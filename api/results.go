@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -59,17 +60,21 @@ const MaxResultHeaders = 64
 
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
 // its target and its page in one transaction), a batch becomes one WriteSchedules call, and
-// only after it commits are the leases released, with the commit-visibility grace.
+// only after a write commits is its lease released, with the commit-visibility grace.
 //
 // A result is fenced by its lease: Apply checks it (shm.Leases.Check) under the key's lock,
-// where it decides, and releases it after the commit, before the lock is let go. So a result is
-// applied at most once per grant, and only while the grant is held: a duplicate delivery (a
-// batch retried after worker 0 committed it), a result whose lease lapsed or was released, and
-// one whose render an operator overtook (a delete, rush or wait revokes the lease under the
-// same lock) all find the grant gone, and are fenced: they change nothing at all, page
-// included. Keeping a fenced result's page "if the row is otherwise unchanged" would need a
-// second notion of what changed; a fenced page is at most one render stale, and the row
-// renders again on its schedule.
+// where it decides, holds it through the commit, and releases it after the commit, before the
+// lock is let go. Everything that ends a lease from outside the render takes the same lock
+// first: a delete, rush or wait (which revoke it) and a remote renderer's extend or release.
+// A lease whose expiry falls within applyCommitBound is extended to it before the decision (a
+// lease that cannot be extended is fenced), so no lease lapses while its result commits and
+// no other grant of the key can exist meanwhile. So a result is applied at most once per grant,
+// and only while the grant is held: a duplicate delivery (a batch retried after worker 0
+// committed it), a result whose lease lapsed or was released, and one whose render an operator
+// overtook all find the grant gone, and are fenced: they change nothing at all, page included.
+// Keeping a fenced result's page "if the row is otherwise unchanged" would need a second
+// notion of what changed; a fenced page is at most one render stale, and the row renders again
+// on its schedule.
 type Applier struct {
 	Store  *store.Store // reads
 	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
@@ -93,9 +98,20 @@ type ApplyStats struct {
 	FencedItems []ItemError `json:"fenced_items,omitempty"` // the first few
 }
 
+// applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
+// longer than any commit takes (a funnel batch commits in milliseconds, a second or two with
+// fsync under load). It is no configuration key because nothing should tune it: it only
+// keeps a lease about to lapse (a render that finished near its TTL) from lapsing while its
+// result commits. Should a commit ever outlast it, the cost is a render granted again before
+// the result landed, never a result applied twice for one grant.
+const applyCommitBound = time.Minute
+
 // Apply applies a batch. Results should have passed Validate; Apply itself is safe for any
-// value (a lease it cannot use is fenced). It fails as a whole (nothing written, no lease
-// released) only if the store cannot read or commit; the caller retries.
+// value (a lease it cannot use is fenced). It fails only if the store cannot read or commit;
+// the caller retries the batch. Then nothing was written and no lease released, except where
+// the funnel committed part of the batch (a *store.PartialWriteError): the leases of the
+// results that did commit are released, so the retry finds them fenced and applies only the
+// rest.
 func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
@@ -109,14 +125,19 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	leases := a.Seg.Leases()
 	var st ApplyStats
 	writes := make([]store.Write, 0, len(results))
-	release := make([]shm.Lease, 0, len(results))
+	written := make([]shm.Lease, 0, len(results)) // the lease of each write
+	skipped := make([]shm.Lease, 0)               // of results whose row was gone
 	held := make(map[uint64]bool, len(results))
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
-		err := leases.Check(r.Lease.shm(), h, now)
+		lease := r.Lease.shm()
+		err := leases.Check(lease, h, now)
 		if err == nil && held[h] {
 			err = errors.New("the batch carries this key's result twice; the first one is applied")
+		}
+		if err == nil {
+			err = holdThroughCommit(leases, &lease, now)
 		}
 		if err != nil {
 			st.fence(i, err)
@@ -127,12 +148,13 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 		if err != nil {
 			return ApplyStats{}, err
 		}
-		release = append(release, r.Lease.shm())
 		if !ok {
 			st.Skipped++
+			skipped = append(skipped, lease)
 			continue
 		}
 		writes = append(writes, w)
+		written = append(written, lease)
 	}
 	if a.afterDecide != nil {
 		a.afterDecide()
@@ -141,17 +163,40 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	if a.Writer != nil {
 		w = a.Writer
 	}
+	grace := pol.Config().Queue.ReleaseGrace.Ms()
 	if len(writes) > 0 {
 		if err := w.WriteSchedules(writes); err != nil {
+			if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
+				done := a.Now()
+				for i, ok := range pe.Committed {
+					if ok && i < len(written) {
+						leases.Release(written[i], done, grace)
+					}
+				}
+			}
 			return ApplyStats{}, fmt.Errorf("api: apply %d results: %w", len(writes), err)
 		}
 	}
-	grace := pol.Config().Queue.ReleaseGrace.Ms()
-	for _, l := range release {
-		leases.Release(l, now, grace)
+	done := a.Now()
+	for _, l := range append(written, skipped...) {
+		leases.Release(l, done, grace)
 	}
 	st.Applied = len(writes)
 	return st, nil
+}
+
+// holdThroughCommit extends a checked lease that would lapse within applyCommitBound to it,
+// under the key's lock, before the result is decided. A lease that cannot be extended (its
+// state changed since the check) is not held: the result is fenced.
+func holdThroughCommit(leases *shm.Leases, l *shm.Lease, now int64) error {
+	bound := applyCommitBound.Milliseconds()
+	if leases.ExpiresAtMs(*l) >= now+bound {
+		return nil
+	}
+	if !leases.Extend(l, now, bound) {
+		return fmt.Errorf("%w: it changed before it could be held through the commit", shm.ErrLeaseNotHeld)
+	}
+	return nil
 }
 
 func (st *ApplyStats) fence(i int, err error) {

@@ -324,6 +324,10 @@ func (l *Leases) Release(lease Lease, nowMs, graceMs int64) bool {
 	}
 }
 
+// ExpiresAtMs is when lease lapses, as its state says (an Extend moves it). It reads no slot:
+// whether the lease is still held is Check's to say.
+func (l *Leases) ExpiresAtMs(lease Lease) int64 { return l.epochMs + int64(lease.expiresRel()) }
+
 // Extend moves a held lease's expiry to nowMs+ttlMs, for a render that outlives its TTL. It
 // reports false if the lease is not this table's, or had lapsed, been released or been
 // revoked; the caller no longer holds the row.

@@ -75,3 +75,25 @@ func IsCorruptionError(err error) bool { return errors.Is(err, ErrCorruption) }
 func corruptionf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCorruption, fmt.Sprintf(format, args...))
 }
+
+// PartialWriteError is returned by WriteSchedules when the call failed but some of its writes
+// committed: a call the funnel split across transactions, one of which failed, or a write
+// refused at commit (a corrupt row it would replace) beside others that committed. Committed[i]
+// reports whether the call's i-th Write is durable; each Write is still all or nothing. It
+// unwraps to the failure, so errors.Is sees the cause.
+type PartialWriteError struct {
+	Committed []bool
+	Err       error
+}
+
+func (e *PartialWriteError) Error() string {
+	n := 0
+	for _, c := range e.Committed {
+		if c {
+			n++
+		}
+	}
+	return fmt.Sprintf("%v (%d of %d writes committed)", e.Err, n, len(e.Committed))
+}
+
+func (e *PartialWriteError) Unwrap() error { return e.Err }

@@ -131,6 +131,10 @@ func (s *Store) WriteSchedule(sch Schedule) error {
 // if one fails the error is returned after the others are done, so some writes of a failed
 // call may be durable. Writes of one key apply in slice order.
 //
+// When a call fails after some of its writes committed, the error is a *PartialWriteError
+// saying which: a caller that must act once per durable write (worker 0 releases a result's
+// lease once its write is durable) acts on those, and retries only the rest.
+//
 // Nothing is enqueued if any Write is invalid (ErrScheduleUnset, ErrInvalidTarget,
 // ErrInvalidPage, ErrImplausibleDue). After Close it returns ErrClosed.
 func (s *Store) WriteSchedules(ws []Write) error {
@@ -147,7 +151,28 @@ func (s *Store) WriteSchedules(ws []Write) error {
 		}
 	}
 	_, err := s.submit(ops)
-	return err
+	return partial(ops, err)
+}
+
+// partial turns the error of a failed call into a *PartialWriteError when some of its ops
+// committed. The committer is done with ops once submit returns.
+func partial(ops []op, err error) error {
+	if err == nil {
+		return nil
+	}
+	var committed []bool
+	for i := range ops {
+		if ops[i].applied {
+			if committed == nil {
+				committed = make([]bool, len(ops))
+			}
+			committed[i] = true
+		}
+	}
+	if committed == nil {
+		return err
+	}
+	return &PartialWriteError{Committed: committed, Err: err}
 }
 
 // DeleteTarget removes every record of cacheKey — schedule row, due-index entry, target and
