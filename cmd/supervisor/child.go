@@ -25,12 +25,12 @@ type child struct {
 }
 
 // start launches the worker process and a goroutine that restarts it when it dies. Once the
-// pool is stopping it launches nothing: the check and the launch hold c.mu, which signal takes
-// too, so a stop either finds the new process or prevents it.
+// pool is stopping it launches nothing (mayStart): the check and the launch hold c.mu, which
+// signal takes too, so a stop either finds the new process or prevents it.
 func (c *child) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.s.stopping.Load() {
+	if !c.mayStart() {
 		return
 	}
 	c.done = make(chan struct{})
@@ -71,10 +71,22 @@ func (c *child) start() {
 	c.s.log.Info().Int("worker", c.index).Int("child_pid", c.proc.Pid).Msg("worker started")
 }
 
-// exitedWith decides what a worker's exit means: nothing while stopping, otherwise a restart
-// after a backoff, unless restarts exceed the intensity limit.
+// mayStart reports whether this worker may (re)start. A render worker may not once the pool
+// stops. Worker 0 may until it is told to stop itself (closing): while the render workers
+// drain, their last results go to worker 0, and a worker 0 that crashed then and stayed down
+// would have every one of them dropped.
+func (c *child) mayStart() bool {
+	if c.index == 0 {
+		return !c.s.closing.Load()
+	}
+	return !c.s.stopping.Load()
+}
+
+// exitedWith decides what a worker's exit means: nothing once it may not start again,
+// otherwise a restart after a backoff (the shortest while the pool stops: the render workers'
+// flush bound is running), unless restarts exceed the intensity limit.
 func (c *child) exitedWith(err error) {
-	if c.s.stopping.Load() {
+	if !c.mayStart() {
 		return
 	}
 	cfg := c.s.cfg.Load().Supervisor
@@ -89,6 +101,9 @@ func (c *child) exitedWith(err error) {
 	c.mu.Lock()
 	c.backoff = min(max(2*c.backoff, cfg.BackoffMin.D()), cfg.BackoffMax.D())
 	wait := c.backoff
+	if c.s.stopping.Load() {
+		wait = cfg.BackoffMin.D()
+	}
 	c.mu.Unlock()
 	time.Sleep(wait)
 	c.start()

@@ -252,8 +252,9 @@ type supervisor struct {
 	status       *api.Client // worker 0's status, for /readyz and systemd; one client, kept-alive connections
 	cfg          atomic.Pointer[config.Config]
 	children     []*child
-	stopping     atomic.Bool
-	fatal        chan error // a restart storm
+	stopping     atomic.Bool // the stop began: render workers stop and are not restarted
+	closing      atomic.Bool // worker 0 was told to stop: it is not restarted either
+	fatal        chan error  // a restart storm
 }
 
 // run starts everything and blocks until a signal or a restart storm ends it.
@@ -342,9 +343,9 @@ const flushMargin = 10 * time.Second
 
 // stopChildren stops the pool in order, so that no result is lost: the render workers first
 // (SIGTERM: they stop claiming, finish or cancel their renders within drain, and deliver every
-// result to worker 0, which is still serving), then the public listener (stopListener), then
-// worker 0 (final commit, Badger closed). A worker still running past its bound is killed; it
-// returns how many were.
+// result to worker 0, which is still serving, and restarted should it crash meanwhile), then
+// the public listener (stopListener), then worker 0 (final commit, Badger closed). A worker
+// still running past its bound is killed; it returns how many were.
 func (s *supervisor) stopChildren(drain time.Duration, stopListener func()) int {
 	killed := 0
 	wait := func(cs []*child, bound time.Duration) {
@@ -369,6 +370,7 @@ func (s *supervisor) stopChildren(drain time.Duration, stopListener func()) int 
 		wait(s.children[1:], drain+flushMargin)
 	}
 	stopListener()
+	s.closing.Store(true) // before the signal: a worker 0 restarting now is not launched
 	if len(s.children) > 0 {
 		s.children[0].signal(syscall.SIGTERM)
 		wait(s.children[:1], drain+flushMargin)
