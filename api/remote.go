@@ -22,9 +22,10 @@ import (
 //
 // Each remote names itself (renderer, in the claim) and holds its leases under a holder id
 // derived from that name alone, so explain shows "remote:<name>" for its leases in any process
-// and across restarts of worker 0. One remote holds at most queue.max_remote_leases live leases:
-// the table is shared with the local render workers, and a remote that stops returning its
-// leases must not starve them.
+// and across restarts of worker 0. One remote holds at most queue.max_remote_leases live leases,
+// and all remotes together at most half the lease table (remoteTableShare): the table is shared
+// with the local render workers, and a remote that stops returning its leases, or one that
+// claims under ever new names with the one shared token, must not starve them.
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
 	Applier *Applier
@@ -32,8 +33,19 @@ type Remote struct {
 	Policy  func() *policy.Policy // nil: the Applier's
 	Now     func() int64          // nil: the Applier's
 
-	mu sync.Mutex // a remote's lease count and its claim are one step
+	// mu guards the reservations: a claim counts the live leases and reserves its room under
+	// mu, claims without it, and gives the reservation back. A claim in flight is counted
+	// twice at most (its grants and its reservation), never not at all: the caps may be
+	// under-filled for a moment, never exceeded, and claims do not wait on each other's scans.
+	mu          sync.Mutex
+	reserved    map[uint64]int // by holder
+	reservedAll int
 }
+
+// remoteTableShare is the share of the lease table that remote renderers may hold together,
+// as a divisor: at most 1/remoteTableShare of queue.max_leases, so that the local render
+// workers always keep at least half of it, whatever queue.max_remote_leases is.
+const remoteTableShare = 2
 
 // Register adds the endpoints to mux.
 func (x *Remote) Register(mux *http.ServeMux) {
@@ -148,18 +160,13 @@ func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	holder := RemoteHolder(req.Renderer)
-	x.mu.Lock()
-	held := x.Seg.Leases().CountHolder(holder, x.Now())
-	room := cfg.Queue.MaxRemoteLeases - held
-	if room <= 0 {
-		x.mu.Unlock()
-		writeError(w, http.StatusTooManyRequests, "limit", fmt.Sprintf(
-			"renderer %q holds %d live leases, queue.max_remote_leases is %d: return results or release leases first",
-			req.Renderer, held, cfg.Queue.MaxRemoteLeases))
+	room, refusal := x.reserve(holder, req.Renderer, min(req.Limit, cfg.Queue.MaxRemoteLeases), cfg.Queue.MaxRemoteLeases)
+	if room == 0 {
+		writeError(w, http.StatusTooManyRequests, "limit", refusal)
 		return
 	}
-	jobs, err := x.Claimer.ClaimFor(r.Context(), min(req.Limit, room), ttl, holder)
-	x.mu.Unlock()
+	jobs, err := x.Claimer.ClaimFor(r.Context(), room, ttl, holder)
+	x.unreserve(holder, room)
 	resp := RemoteClaimResponse{Jobs: make([]RemoteJob, len(jobs))}
 	switch {
 	case errors.Is(err, claim.ErrQueuedBehindLeases):
@@ -173,6 +180,42 @@ func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 		resp.Jobs[i] = RemoteJob{Job: WireJob(j), URL: url, Device: device}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// reserve counts the live leases of holder and of every remote, and reserves up to want of
+// the room both caps leave. It returns 0 and why when there is none.
+func (x *Remote) reserve(holder uint64, name string, want, perHolder int) (int, string) {
+	leases, now := x.Seg.Leases(), x.Now()
+	all := leases.Capacity() / remoteTableShare
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	held := leases.CountHolder(holder, now) + x.reserved[holder]
+	heldAll := leases.CountHolders(now, func(h uint64) bool { return h&remoteHolderMark != 0 }) + x.reservedAll
+	switch {
+	case held >= perHolder:
+		return 0, fmt.Sprintf("renderer %q holds %d live leases, queue.max_remote_leases is %d: return results or release leases first",
+			name, held, perHolder)
+	case heldAll >= all:
+		return 0, fmt.Sprintf("all remote renderers together hold %d live leases, at most half of queue.max_leases (%d): return results or release leases first",
+			heldAll, leases.Capacity())
+	}
+	room := min(want, perHolder-held, all-heldAll)
+	if x.reserved == nil {
+		x.reserved = map[uint64]int{}
+	}
+	x.reserved[holder] += room
+	x.reservedAll += room
+	return room, ""
+}
+
+// unreserve gives back a reservation once its claim returned (its grants now count as leases).
+func (x *Remote) unreserve(holder uint64, room int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.reserved[holder] -= room; x.reserved[holder] <= 0 {
+		delete(x.reserved, holder)
+	}
+	x.reservedAll -= room
 }
 
 // leaseTTL reads a TTL a remote asked for: "" is queue.lease_ttl, anything else must lie in

@@ -435,16 +435,25 @@ func (l *Leases) placeHold(keyHash, home, relNow, until uint64) bool {
 // CountHolder counts holder's live leases at nowMs (graces are not counted). It scans the whole
 // table: it is for capping a remote holder's leases, not for a hot path.
 func (l *Leases) CountHolder(holder uint64, nowMs int64) int {
+	return l.CountHolders(nowMs, func(h uint64) bool { return h == holder })
+}
+
+// CountHolders counts the live leases at nowMs whose holder match accepts (graces are not
+// counted). It scans the whole table, like CountHolder.
+func (l *Leases) CountHolders(nowMs int64, match func(holder uint64) bool) int {
 	relNow, n := l.rel(nowMs), 0
 	for i := range l.capacity {
 		sl := l.slot(i)
 		st := atomic.LoadUint64(&sl.state)
-		if st>>expiryShift > relNow && st&releasedBit == 0 && atomic.LoadUint64(&sl.holder) == holder {
+		if st>>expiryShift > relNow && st&releasedBit == 0 && match(atomic.LoadUint64(&sl.holder)) {
 			n++
 		}
 	}
 	return n
 }
+
+// Capacity is the number of slots of the table (queue.max_leases).
+func (l *Leases) Capacity() int { return int(l.capacity) }
 
 // LeaseInfo describes a live lease, for explain and /v1/queue.
 type LeaseInfo struct {
