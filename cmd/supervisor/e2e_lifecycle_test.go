@@ -24,6 +24,7 @@ import (
 type lnode struct {
 	*node
 	out *lockedBuffer
+	rt  string // its runtime directory (RUNTIME_DIRECTORY)
 }
 
 type lockedBuffer struct {
@@ -57,7 +58,8 @@ func launch(t *testing.T, dir string, workers int, extraYAML string, args ...str
 	writeNodeConfig(t, n, workers, extraYAML)
 	n.cmd = exec.Command(filepath.Join(binDir, "freshq-supervisor"), append([]string{"--config", filepath.Join(dir, "freshq.yaml"),
 		"--worker-bin", filepath.Join(binDir, "freshq-worker")}, args...)...)
-	n.cmd.Env = append(os.Environ(), clock.EnvFile+"="+n.clockF, "RUNTIME_DIRECTORY="+runtimeDirFor(t))
+	rt := runtimeDirFor(t)
+	n.cmd.Env = append(os.Environ(), clock.EnvFile+"="+n.clockF, "RUNTIME_DIRECTORY="+rt)
 	out := &lockedBuffer{}
 	n.cmd.Stdout, n.cmd.Stderr = out, out
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -73,7 +75,7 @@ func launch(t *testing.T, dir string, workers int, extraYAML string, args ...str
 			t.Logf("supervisor log:\n%s", lastLogLines(out.String(), 60))
 		}
 	})
-	return &lnode{node: n, out: out}
+	return &lnode{node: n, out: out, rt: rt}
 }
 
 // writeNodeConfig writes the node's configuration file (as startNode does).
@@ -143,9 +145,10 @@ func stopWhileRendering(t *testing.T, stop func(n *lnode)) {
 	const targets = 500
 	dir := t.TempDir()
 	keys := seed(t, dir, targets)
-	// shutdown_timeout 2s: a render still running then is cancelled and given back, so that the
-	// 3 s bound holds even for the sim's log-normal tail.
-	n := launch(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 500ms}}\nsupervisor: {shutdown_timeout: 2s}\n")
+	// shutdown_timeout 1s: a render still running then is cancelled and given back, so that the
+	// 3 s bound holds even for the sim's log-normal tail, with 2 s left for the flush, worker 0's
+	// stop and a loaded machine.
+	n := launch(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 500ms}}\nsupervisor: {shutdown_timeout: 1s}\n")
 	waitFor(t, "readiness", 60*time.Second, n.ready)
 	seg := n.segment() // stays mapped after the supervisor removes the file
 	renders := func() uint64 {
@@ -302,9 +305,11 @@ func TestSecondSupervisorRefusesToStart(t *testing.T) {
 	pids := []int{workerPID(seg, 0), workerPID(seg, 1)}
 	pid := strconv.Itoa(first.cmd.Process.Pid)
 
-	// The same file: same data_dir, same shm.path (another port, so only ownership can stop it).
+	// The same file: same data_dir, same shm.path (another port, so only ownership can stop it),
+	// and the same runtime directory, where its socket would replace the first one's.
 	second := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", filepath.Join(dir, "freshq.yaml"),
 		"--worker-bin", filepath.Join(binDir, "freshq-worker"), "--listen", freePort(t))
+	second.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+first.rt)
 	out, err := second.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "in use by another freshq supervisor") ||
@@ -317,6 +322,7 @@ func TestSecondSupervisorRefusesToStart(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "freshq.yaml"), []byte(cfg), 0o600)
 	third := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", filepath.Join(other, "freshq.yaml"),
 		"--worker-bin", filepath.Join(binDir, "freshq-worker"))
+	third.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+first.rt)
 	out, err = third.CombinedOutput()
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "shm.path is in use") || !strings.Contains(string(out), "pid "+pid) {
 		t.Fatalf("second supervisor on the same shm.path: %v\n%s", err, out)

@@ -18,11 +18,12 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// config may not import the store; its copy of the store's page limit must not exceed it, or
-// a render.max_body the configuration accepts would fail whole result batches.
+// config may not import the store, so it keeps a copy of the store's page limit, which must be
+// the same: above it, a render.max_body the configuration accepts would fail whole result
+// batches; below it, the configuration would refuse pages the store keeps.
 func TestConfigPageLimitIsTheStores(t *testing.T) {
-	if config.MaxPageBody > store.MaxPageBody {
-		t.Fatalf("config.MaxPageBody %d exceeds store.MaxPageBody %d", config.MaxPageBody, store.MaxPageBody)
+	if config.MaxPageBody != store.MaxPageBody {
+		t.Fatalf("config.MaxPageBody %d, store.MaxPageBody %d: they must be equal", config.MaxPageBody, store.MaxPageBody)
 	}
 	// A batch fits what worker 0 accepts, and so does one result with the largest page, which
 	// goes alone.
