@@ -121,8 +121,12 @@ func ValidRenderer(name string) error {
 }
 
 // HolderName says who holds a lease, for explain: "remote:<name>" for a remote renderer,
-// "worker <i> (pid <p>)" for a local worker.
+// "worker <i> (pid <p>)" for a local worker, and for a hold (shm.HoldHolder: a delete, rush or
+// wait keeps the key from being granted a moment) "held after delete/rush/wait".
 func HolderName(h uint64) string {
+	if h == shm.HoldHolder {
+		return "held after delete/rush/wait"
+	}
 	if h&remoteHolderMark == 0 {
 		return fmt.Sprintf("worker %d (pid %d)", h&0xffff, h>>16)
 	}

@@ -85,6 +85,9 @@ func TestRemoteClaimTTLAndHolder(t *testing.T) {
 			t.Fatalf("explain: %+v", ex.Lease)
 		}
 	}
+	if HolderName(shm.HoldHolder) != "held after delete/rush/wait" {
+		t.Fatalf("a hold: %s", HolderName(shm.HoldHolder))
+	}
 	if HolderName(7<<16|2) != "worker 2 (pid 7)" || HolderName(RemoteHolder(DefaultRenderer)) != "remote:remote" {
 		t.Fatal(HolderName(7<<16|2), HolderName(RemoteHolder(DefaultRenderer)))
 	}

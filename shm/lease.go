@@ -76,6 +76,13 @@ import (
 // h and being taken by another key at that very instant can be mistaken for h's. The cost is
 // liveness only: that other key's grant is refused, or its render's result fenced, and it is
 // unclaimable until the hold ends; no key ever gets two leases, and no result is applied twice.
+// Revoke's report stays true: it reads each slot's hash back after setting its state and
+// counts the slot as h's hold only if it still holds h (else it places a hold of its own, a
+// slot it took by CAS and reads back after storing the hash). A holder of a hold is
+// HoldHolder. What no reader can see is a writer stopped between its state store and its
+// hash store (two adjacent instructions) for the whole of a revoke: its hash lands after the
+// read-back, and a hold reported for h is that other key's. It takes a thread preempted at
+// that one instruction for the length of a window scan; its cost is the liveness above.
 //
 // The version has 23 bits: a stale holder could release a re-acquired slot only if that slot
 // were acquired exactly 2^23 times while the holder stalled, at a lapsed lease's expiry.
@@ -187,46 +194,20 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 	relNow := l.rel(nowMs)
 	home := keyHash % l.capacity
 	for range 4 { // a lost CAS on a free slot means another key took it; look again
-		free, freeState, found := uint64(0), uint64(0), false
-		grace, graceState, graceFound := uint64(0), uint64(0), false
-		for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
-			sl := l.slot(i)
-			h := atomic.LoadUint64(&sl.hash)
-			st := atomic.LoadUint64(&sl.state)
-			if exp := st >> expiryShift; exp > relNow {
-				if h == keyHash {
-					atomic.AddUint64(l.refusedHeld, 1)
-					return Lease{}, Held
-				}
-				if st&releasedBit != 0 && (!graceFound || exp < graceState>>expiryShift) {
-					grace, graceState, graceFound = i, st, true
-				}
-				continue
-			}
-			// Prefer the key's own lapsed slot, so one key does not spread over its window.
-			if !found || h == keyHash {
-				free, freeState, found = i, st, true
-			}
-		}
-		evicting := false
-		if !found {
-			if !graceFound {
-				atomic.AddUint64(l.refusedFull, 1)
-				return Lease{}, Full
-			}
-			free, freeState, evicting = grace, graceState, true
+		free, freeState, evicting, found, held := l.pick(keyHash, home, relNow)
+		switch {
+		case held:
+			atomic.AddUint64(l.refusedHeld, 1)
+			return Lease{}, Held
+		case !found:
+			atomic.AddUint64(l.refusedFull, 1)
+			return Lease{}, Full
 		}
 		mine := packState(l.rel(nowMs+ttlMs), false, freeState+1)
-		sl := l.slot(free)
-		if !atomic.CompareAndSwapUint64(&sl.state, freeState, mine) {
+		if !l.take(free, freeState, mine, evicting, keyHash, holder, nowMs) {
 			continue
 		}
-		if evicting {
-			atomic.AddUint64(l.gracesEvicted, 1)
-		}
-		atomic.StoreUint64(&sl.hash, keyHash)
-		atomic.StoreUint64(&sl.holder, holder)
-		atomic.StoreUint64(&sl.acquiredAt, uint64(nowMs))
+		sl := l.slot(free)
 		if l.liveElsewhere(keyHash, home, free, relNow) {
 			atomic.CompareAndSwapUint64(&sl.state, mine, packState(0, false, mine))
 			atomic.AddUint64(l.refusedContended, 1)
@@ -240,6 +221,53 @@ func (l *Leases) Acquire(keyHash uint64, nowMs, ttlMs int64, holder uint64) (Lea
 	}
 	atomic.AddUint64(l.refusedContended, 1)
 	return Lease{}, Contended
+}
+
+// pick scans keyHash's window at relNow for the slot a new lease or hold takes: the key's own
+// lapsed slot, else the first lapsed one, else (evicting) the release grace that ends soonest.
+// found is false when every slot is a live lease. held reports that a live slot (lease or
+// grace) holds keyHash; Acquire refuses then.
+func (l *Leases) pick(keyHash, home, relNow uint64) (slot, state uint64, evicting, found, held bool) {
+	grace, graceState, graceFound := uint64(0), uint64(0), false
+	for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
+		sl := l.slot(i)
+		h := atomic.LoadUint64(&sl.hash)
+		st := atomic.LoadUint64(&sl.state)
+		if exp := st >> expiryShift; exp > relNow {
+			if h == keyHash {
+				held = true
+			}
+			if st&releasedBit != 0 && (!graceFound || exp < graceState>>expiryShift) {
+				grace, graceState, graceFound = i, st, true
+			}
+			continue
+		}
+		// Prefer the key's own lapsed slot, so one key does not spread over its window.
+		if !found || h == keyHash {
+			slot, state, found = i, st, true
+		}
+	}
+	if !found && graceFound {
+		return grace, graceState, true, true, held
+	}
+	return slot, state, false, found, held
+}
+
+// take CASes slot i's state from the one pick saw to mine, then publishes keyHash, holder and
+// acquiredAt in it (state first: see the Leases doc). It reports false if the CAS lost: another
+// key took the slot since pick looked.
+func (l *Leases) take(i, seen, mine uint64, evicting bool, keyHash, holder uint64, nowMs int64) bool {
+	sl := l.slot(i)
+	if !atomic.CompareAndSwapUint64(&sl.state, seen, mine) {
+		return false
+	}
+	if evicting {
+		atomic.AddUint64(l.gracesEvicted, 1)
+	}
+	atomic.StoreUint64(&sl.hash, keyHash)
+	atomic.StoreUint64(&sl.holder, holder)
+	atomic.StoreUint64(&sl.acquiredAt, uint64(nowMs))
+	return true
 }
 
 // liveElsewhere reports whether a slot other than mine in keyHash's window holds it live.
@@ -272,18 +300,30 @@ func sameGrant(st uint64, lease Lease) bool {
 	return st&releasedBit == 0 && lease.State&releasedBit == 0 && st&versionMask == lease.State&versionMask
 }
 
-// Check reports whether lease is, at nowMs, the live grant of the key whose hash is keyHash:
-// nil iff its slot is in range, lease.KeyHash is keyHash, and the slot still holds exactly this
-// grant (the same state, unexpired and not released, and the same key). Otherwise it returns
-// ErrLeaseSlot, ErrLeaseKey or ErrLeaseNotHeld. It writes nothing. Worker 0 calls it under the
-// key's lock before it applies a result, so a result is applied only by the grant's holder,
-// and at most once: the apply releases the grant before the lock is let go.
-func (l *Leases) Check(lease Lease, keyHash uint64, nowMs int64) error {
+// Valid reports whether lease can be one this table granted for the key whose hash is
+// keyHash, from its words alone: nil, or ErrLeaseSlot (its slot is past the table) or
+// ErrLeaseKey (its hash is not keyHash). It reads no slot. A lease from outside the process
+// that is not Valid is a forgery or a bug: refuse the request; whether a valid one is still
+// held is Check's to say.
+func (l *Leases) Valid(lease Lease, keyHash uint64) error {
 	if uint64(lease.Slot) >= l.capacity {
 		return fmt.Errorf("%w: slot %d, table of %d", ErrLeaseSlot, lease.Slot, l.capacity)
 	}
 	if lease.KeyHash != keyHash {
 		return ErrLeaseKey
+	}
+	return nil
+}
+
+// Check reports whether lease is, at nowMs, the live grant of the key whose hash is keyHash:
+// nil iff it is Valid and the slot still holds exactly this grant (the same state, unexpired
+// and not released, and the same key). Otherwise it returns ErrLeaseSlot, ErrLeaseKey or
+// ErrLeaseNotHeld. It writes nothing. Worker 0 calls it under the key's lock before it applies
+// a result, so a result is applied only by the grant's holder, and at most once: the apply
+// releases the grant before the lock is let go.
+func (l *Leases) Check(lease Lease, keyHash uint64, nowMs int64) error {
+	if err := l.Valid(lease, keyHash); err != nil {
+		return err
 	}
 	sl, ok := l.slotOf(lease)
 	st := atomic.LoadUint64(&sl.state)
@@ -298,6 +338,10 @@ func (l *Leases) Check(lease Lease, keyHash uint64, nowMs int64) error {
 
 // Release ends lease at nowMs. The key stays unclaimable for graceMs more (the commit-visibility
 // grace: until the result's reschedule is visible to the next sweep); 0 frees it at once.
+// Release is for the lease's holder, who has its exact words. A lease that arrives from outside
+// the process must pass Check first: Release matches the grant by slot, key hash and version
+// only (not by expiry, which an Extend moves), so a forged lease that guesses those words
+// releases the real grant. Worker 0 checks, then releases, under the key's lock.
 // It releases the grant, whatever expiry an Extend of it moved it to. It reports false if the
 // lease is not this table's (slot out of range, or the slot holds another key), or had already
 // lapsed, been released or been revoked: a release never touches a lease it does not hold. A
@@ -344,21 +388,32 @@ func (l *Leases) Extend(lease *Lease, nowMs, ttlMs int64) bool {
 	return true
 }
 
+// HoldHolder is the holder recorded in a hold (a grace Revoke places for a key that had no
+// lease): no worker (pid<<16 | index, pid < 2^22) and no remote renderer (bit 63) has it.
+const HoldHolder uint64 = 1 << 62
+
 // Revoke ends whatever live lease keyHash has at nowMs and keeps the key unclaimable until
 // nowMs+holdMs (the hold; holdMs ≤ 0 only ends the lease). ended reports that a live lease was
-// ended: its holder's result will be fenced. held reports that the key is held until the end
-// of the hold; it is false only when the key's window had no room for the hold (every slot a
-// live lease of another key). Worker 0 calls it under the key's lock, for a delete, rush or
-// wait: whatever render was granted before is not applied over them. The protocol, and the
-// hold's limits, are in the Leases doc.
+// ended: its holder's result will be fenced. held reports that, when Revoke returned, a slot of
+// the key's window held keyHash as a grace until the end of the hold, verified after it was
+// written: a slot counts only if it still holds keyHash's hash once its state was set (a slot
+// another key was taking at that instant is not counted), and a hold Revoke placed only if its
+// state is still the one written once its hash is stored (an evicted hold is placed again).
+// held is false when the window had no room for the hold (every slot a live lease of another
+// key). Worker 0 calls it under the key's lock, for a delete, rush or wait: whatever render
+// was granted before is not applied over them. The protocol, and the hold's limits, are in the
+// Leases doc.
 func (l *Leases) Revoke(keyHash uint64, nowMs, holdMs int64) (ended, held bool) {
 	relNow, until := l.rel(nowMs), l.rel(nowMs+holdMs)
 	home := keyHash % l.capacity
 	ended, held = l.revokeWindow(keyHash, home, relNow, until)
-	if held || until <= relNow {
+	if until <= relNow {
 		return ended, true
 	}
-	if !l.placeHold(keyHash, home, relNow, until) {
+	if held {
+		return ended, true
+	}
+	if !l.placeHold(keyHash, home, relNow, until, nowMs) {
 		return ended, false
 	}
 	// An acquirer that published before the hold did not see it: end its lease too.
@@ -367,7 +422,8 @@ func (l *Leases) Revoke(keyHash uint64, nowMs, holdMs int64) (ended, held bool) 
 }
 
 // revokeWindow ends every live lease of keyHash in its window and extends its graces to
-// until. held reports that a slot of keyHash is live until at least until afterwards.
+// until. held reports that a slot still holding keyHash's hash after its state was set (or
+// found) is live until at least until.
 func (l *Leases) revokeWindow(keyHash, home, relNow, until uint64) (ended, held bool) {
 	for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
 		sl := l.slot(i)
@@ -379,12 +435,14 @@ func (l *Leases) revokeWindow(keyHash, home, relNow, until uint64) (ended, held 
 			}
 			released := st&releasedBit != 0
 			if released && exp >= until {
-				held = true
+				held = held || atomic.LoadUint64(&sl.hash) == keyHash
 				break
 			}
 			if atomic.CompareAndSwapUint64(&sl.state, st, packState(until, true, st)) {
 				ended = ended || !released
-				held = held || until > relNow
+				// Re-read: a slot another key was taking (its state stored, its hash not
+				// yet) looked like keyHash's. Its holder is refused; it is no hold of ours.
+				held = held || (until > relNow && atomic.LoadUint64(&sl.hash) == keyHash)
 				break
 			}
 		}
@@ -392,40 +450,23 @@ func (l *Leases) revokeWindow(keyHash, home, relNow, until uint64) (ended, held 
 	return ended, held
 }
 
-// placeHold makes a free slot of keyHash's window (or the grace that ends soonest) a grace of
-// keyHash until until, as Acquire takes a slot. It reports false if the window is all live
-// leases.
-func (l *Leases) placeHold(keyHash, home, relNow, until uint64) bool {
-	for range 4 { // a lost CAS means another key took the slot; look again
-		free, freeState, found := uint64(0), uint64(0), false
-		grace, graceState, graceFound := uint64(0), uint64(0), false
-		for i, j := home, uint64(0); j < l.window; i, j = l.next(i), j+1 {
-			st := atomic.LoadUint64(&l.slot(i).state)
-			if exp := st >> expiryShift; exp > relNow {
-				if st&releasedBit != 0 && (!graceFound || exp < graceState>>expiryShift) {
-					grace, graceState, graceFound = i, st, true
-				}
-				continue
-			}
-			if !found {
-				free, freeState, found = i, st, true
-			}
-		}
-		evicting := false
+// placeHold makes the slot an Acquire of keyHash would take a grace of keyHash until until,
+// held by HoldHolder. A grace may be evicted between its state and its hash, so the slot is
+// read back once its hash is stored: if its state is no longer the one written, the hold is
+// placed again. It reports false if the window is all live leases, or the hold was taken four
+// times over.
+func (l *Leases) placeHold(keyHash, home, relNow, until uint64, nowMs int64) bool {
+	for range 4 {
+		free, freeState, evicting, found, _ := l.pick(keyHash, home, relNow)
 		if !found {
-			if !graceFound {
-				return false
-			}
-			free, freeState, evicting = grace, graceState, true
+			return false
+		}
+		mine := packState(until, true, freeState+1)
+		if !l.take(free, freeState, mine, evicting, keyHash, HoldHolder, nowMs) {
+			continue
 		}
 		sl := l.slot(free)
-		if atomic.CompareAndSwapUint64(&sl.state, freeState, packState(until, true, freeState+1)) {
-			if evicting {
-				atomic.AddUint64(l.gracesEvicted, 1)
-			}
-			atomic.StoreUint64(&sl.hash, keyHash)
-			atomic.StoreUint64(&sl.holder, 0)
-			atomic.StoreUint64(&sl.acquiredAt, 0)
+		if atomic.LoadUint64(&sl.state) == mine && atomic.LoadUint64(&sl.hash) == keyHash {
 			return true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/freshq/freshq/internal/invariants"
 )
 
 const (
@@ -386,7 +388,7 @@ func TestLeaseRevoke(t *testing.T) {
 	if ended, held := l.Revoke(9, epoch, 2*grace); ended || !held {
 		t.Fatalf("revoke of an idle key: ended %v held %v", ended, held)
 	}
-	if info, ok := l.Lookup(9, epoch); !ok || !info.Released || info.ExpiresAtMs != epoch+2*grace {
+	if info, ok := l.Lookup(9, epoch); !ok || !info.Released || info.ExpiresAtMs != epoch+2*grace || info.Holder != HoldHolder {
 		t.Fatalf("the hold: %+v %v", info, ok)
 	}
 	if _, st := l.Acquire(9, epoch+2*grace-1, ttl, 2); st != Held {
@@ -452,42 +454,101 @@ func TestLeaseCountHolder(t *testing.T) {
 
 // Revoke races acquirers of the same key (a stale ready-set entry being granted while worker 0
 // deletes the row): whatever grant an acquirer got before Revoke returned no longer checks
-// afterwards, and no acquire after it succeeds inside the hold.
+// afterwards, and no acquire begun after it succeeds inside the hold. Each round's Revoke
+// starts only once both acquirers have tried at least once (a barrier), and they keep trying
+// while it runs: one churns (acquires and releases at once, so the key keeps passing through
+// free, which is when Revoke must place its hold), the other keeps what it gets. The test
+// counts the rounds in which the churner took a step while Revoke ran, and requires some.
 func TestRevokeRacesAcquire(t *testing.T) {
 	l := newLeases(t, 64, 8)
 	const hold = 1000
+	rounds := 2000
+	if invariants.Race {
+		rounds = 500
+	}
 	now := int64(epoch)
-	for round := range 2000 {
+	raced := 0
+	for round := range rounds {
 		key := uint64(round%50 + 1)
 		var wg sync.WaitGroup
-		var done atomic.Bool
-		got := make(chan Lease, 16)
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !done.Load() {
-					if lease, st := l.Acquire(key, now, ttl, 1); st == Acquired {
-						got <- lease
+		var done, revoked atomic.Bool
+		var churns atomic.Int64
+		tried := make(chan struct{}, 2)
+		kept := make(chan Lease, 1)
+		late := make(chan Lease, 1) // an acquire begun after Revoke returned that succeeded
+		wg.Add(2)
+		go func() { // the churner
+			defer wg.Done()
+			for first := true; !done.Load(); first = false {
+				after := revoked.Load()
+				if lease, st := l.Acquire(key, now, ttl, 1); st == Acquired {
+					if after {
+						select {
+						case late <- lease:
+						default:
+						}
 					}
+					l.Release(lease, now, 0)
 				}
-			}()
-		}
+				churns.Add(1)
+				if first {
+					tried <- struct{}{}
+				}
+			}
+		}()
+		go func() { // the keeper
+			defer wg.Done()
+			for first := true; !done.Load(); first = false {
+				after := revoked.Load()
+				if lease, st := l.Acquire(key, now, ttl, 2); st == Acquired {
+					if after {
+						select {
+						case late <- lease:
+						default:
+						}
+					}
+					kept <- lease
+					if first {
+						tried <- struct{}{}
+					}
+					return
+				}
+				if first {
+					tried <- struct{}{}
+				}
+			}
+		}()
+		<-tried
+		<-tried
+		before := churns.Load()
 		_, held := l.Revoke(key, now, hold)
+		revoked.Store(true)
+		if churns.Load() != before {
+			raced++
+		}
 		done.Store(true)
 		wg.Wait()
-		close(got)
+		close(kept)
 		if !held {
 			t.Fatalf("round %d: no room for the hold", round)
 		}
-		for lease := range got {
+		select {
+		case lease := <-late:
+			t.Fatalf("round %d: an acquire begun after the revoke succeeded: %+v", round, lease)
+		default:
+		}
+		for lease := range kept {
 			if err := l.Check(lease, key, now); err == nil {
 				t.Fatalf("round %d: a grant made before the revoke still checks: %+v", round, lease)
 			}
 		}
-		if _, st := l.Acquire(key, now+hold-1, ttl, 2); st != Held {
+		if _, st := l.Acquire(key, now+hold-1, ttl, 3); st != Held {
 			t.Fatalf("round %d: acquire inside the hold: %v", round, st)
 		}
 		now += hold + 1
+	}
+	t.Logf("the churner stepped during Revoke in %d of %d rounds", raced, rounds)
+	if raced == 0 {
+		t.Fatal("Revoke never ran while an acquirer did: the race was not exercised")
 	}
 }
