@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -54,7 +55,7 @@ sitemap:
 
 	// The sitemap files, compressed once up front: a few hundred KiB each in memory.
 	decompressed := 256 << 20
-	if raceBuild() {
+	if invariants.Race {
 		decompressed = 64 << 20 // the same bound, at a quarter of the race detector's time
 	}
 	bomb := gzipOf(t, `<urlset><url><loc>https://shop.test/`, decompressed+1024, `</loc></url></urlset>`)

@@ -8,14 +8,20 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // Requests are admitted by their bytes: one that does not fit waits, at most the limiter's
 // wait and never past its own context, and is then answered 503 with Retry-After and a JSON
 // error. A request whose length is unknown weighs its endpoint's limit; none weighs more than
-// the budget, so one alone always fits.
+// the budget, so one alone always fits. It runs in a synctest bubble: the limiter's wait
+// passes on the bubble's clock, and synctest.Wait says when a request is blocked waiting.
 func TestLimiterAdmitsByBytes(t *testing.T) {
+	synctest.Test(t, testLimiterAdmitsByBytes)
+}
+
+func testLimiterAdmitsByBytes(t *testing.T) {
 	l := NewLimiter(100, 20*time.Millisecond)
 	held, err := l.Acquire(context.Background(), 70)
 	if err != nil {
@@ -54,6 +60,10 @@ func TestLimiterAdmitsByBytes(t *testing.T) {
 	// A waiting request is admitted as soon as room is given back.
 	done := make(chan int)
 	go func() { done <- post(strings.Repeat("y", 60), 60).Code }()
+	synctest.Wait() // the request is blocked in the limiter's wait
+	if len(entered) != 1 {
+		t.Fatal("a 60-byte request entered with 30 bytes free")
+	}
 	held()
 	if code := <-done; code != http.StatusNoContent {
 		t.Fatalf("after a release: %d", code)

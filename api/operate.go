@@ -231,7 +231,7 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 			age/1000, cadence/1000, swr/1000))
 		return
 	}
-	if pg.Status < 200 || pg.Status > 599 {
+	if !finalStatus(int(pg.Status)) {
 		writeError(w, http.StatusBadGateway, "", fmt.Sprintf("the stored page has status %d, which is not a final HTTP status (200-599); it is not served until the page is rendered again", pg.Status))
 		return
 	}

@@ -262,13 +262,17 @@ func storable(r *Result) (outcome string, body []byte) {
 	switch {
 	case len(r.Body) > store.MaxPageBody:
 		return render.OutcomeTooLarge.String(), nil
-	case r.Outcome == render.OutcomeOK.String() && !httpStatus(r.Status):
+	case r.Outcome == render.OutcomeOK.String() && !finalStatus(r.Status):
 		return render.OutcomeFailed.String(), nil
 	}
 	return r.Outcome, r.Body
 }
 
-func httpStatus(code int) bool { return code >= 100 && code <= 599 }
+// finalStatus reports whether code is a final HTTP status (200–599): the status a render ends
+// with and a stored page is served with (1xx are informational, never a page; WriteHeader
+// panics on a code outside 100–599). The results endpoint and GET /v1/pages both judge
+// statuses with it.
+func finalStatus(code int) bool { return code >= 200 && code <= 599 }
 
 func terminalOf(s string) store.Terminal {
 	switch s {
@@ -443,9 +447,10 @@ var needsStatus = map[string]bool{
 
 // Validate checks every result of a batch before anything is applied, and returns the first
 // bad one's field and why: a key of 1..store.MaxKeyLen bytes; an outcome among render's
-// outcome names; a status of 100..599, or 0 for an outcome that may have had no response; a
-// non-negative duration; and a lease that can be this table's grant for this key (slot in
-// range, key hash the key's). Whether the lease is still held is not checked here: that is
+// outcome names; a status of 200..599 (a final response: the page may be stored and served
+// with it; 1xx never ends a render), or 0 for an outcome that may have had no response; a
+// non-negative duration; and a lease that can be this table's grant for this key
+// (shm.Leases.Valid: slot in range, key hash the key's). Whether the lease is still held is not checked here: that is
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
 func (a *Applier) Validate(results []Result) (field string, err error) {
@@ -460,14 +465,14 @@ func (a *Applier) Validate(results []Result) (field string, err error) {
 			return f("key"), fmt.Errorf("%d bytes, at most %d", len(r.Key), store.MaxKeyLen)
 		case outcomes[r.Outcome] == "":
 			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of ok, noindex, not_found, gone, client_error, server_error, timeout, network, redirect_loop, too_large, blocked, failed)", r.Outcome)
-		case needsStatus[r.Outcome] && !httpStatus(r.Status):
-			return f("status"), fmt.Errorf("%d: outcome %s is an HTTP response, its status must be 100..599", r.Status, r.Outcome)
-		case r.Status != 0 && !httpStatus(r.Status):
-			return f("status"), fmt.Errorf("%d: must be 100..599, or 0 when there was no response", r.Status)
+		case needsStatus[r.Outcome] && !finalStatus(r.Status):
+			return f("status"), fmt.Errorf("%d: outcome %s is a final HTTP response, its status must be 200..599", r.Status, r.Outcome)
+		case r.Status != 0 && !finalStatus(r.Status):
+			return f("status"), fmt.Errorf("%d: must be 200..599, or 0 when there was no response", r.Status)
 		case r.DurationMs < 0:
 			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
 		}
-		if err := leases.Check(r.Lease.shm(), shm.KeyHash(r.Key), 0); errors.Is(err, shm.ErrLeaseSlot) || errors.Is(err, shm.ErrLeaseKey) {
+		if err := leases.Valid(r.Lease.shm(), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err
 		}
 	}

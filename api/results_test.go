@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -127,6 +128,9 @@ func TestResultsStatusAndOutcomeAreValidated(t *testing.T) {
 	}{
 		{Result{Outcome: "ok", Status: 0}, "results[0].status"},
 		{Result{Outcome: "ok", Status: 99}, "results[0].status"},
+		{Result{Outcome: "ok", Status: 100}, "results[0].status"}, // informational: never a page
+		{Result{Outcome: "ok", Status: 199}, "results[0].status"},
+		{Result{Outcome: "timeout", Status: 103}, "results[0].status"},
 		{Result{Outcome: "ok", Status: 600}, "results[0].status"},
 		{Result{Outcome: "not_found", Status: 0}, "results[0].status"},
 		{Result{Outcome: "timeout", Status: -1}, "results[0].status"},
@@ -331,7 +335,7 @@ func TestResultsJSONMemory(t *testing.T) {
 	t.Logf("JSON results body of %.1f MiB: %.1f MiB allocated (%.2fx), was %.1f MiB (%.2fx) with json.Decoder",
 		mib(uint64(len(body))), mib(now), float64(now)/float64(len(body)), mib(was), float64(was)/float64(len(body)))
 	bound := uint64(2)
-	if raceEnabled {
+	if invariants.Race {
 		bound = 3 // still below what json.Decoder cost without the race detector
 	}
 	if now > bound*uint64(len(body)) {
