@@ -84,7 +84,7 @@ type Options struct {
 	EpochMs int64
 }
 
-// Defaults (DESIGN §11).
+// Defaults: the configuration defaults of queue.ready and queue.max_leases (config).
 const (
 	DefaultReadyCapacity = 5000
 	DefaultKeyCapacity   = 256

@@ -3,7 +3,7 @@ package store
 import "encoding/binary"
 
 // Row is a decoded schedule row: the value of s/+cacheKey. Its due time is the freshness
-// deadline (DESIGN §4): priority is never encoded into it.
+// deadline (the package doc, and docs/ARCHITECTURE.md, Glossary): priority is never encoded into it.
 type Row struct {
 	DueAtMs int64
 	Projection

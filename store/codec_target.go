@@ -31,7 +31,7 @@ func (s Source) String() string {
 // fromSitemap fact of its schedule row.
 func (s Source) Submitted() bool { return s == SourceSitemap || s == SourceAPI }
 
-// Terminal is a target's sealed state (DESIGN §8). A sealed target keeps a schedule row at its
+// Terminal is a target's sealed state (docs/ARCHITECTURE.md, Glossary: sealed). A sealed target keeps a schedule row at its
 // recheck time.
 type Terminal uint8
 

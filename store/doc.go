@@ -1,5 +1,5 @@
 // Package store is freshq's schedule store: one Badger database, opened by worker 0 only,
-// holding the keyspace of DESIGN §4.
+// holding the keyspace below (docs/store-format.md draws every value).
 //
 //	s/ + cacheKey                      → schedule row (Row)
 //	d/ + dueAt (8 B big-endian) + key  → the sweep's projection (Projection)
@@ -45,7 +45,7 @@
 // The due index carries the projection. A sweep scores every due row from the d/ entries
 // alone (Pass.IterateDue); it never reads a schedule row, a target or the value log.
 //
-// Floor (F1, DESIGN §5). Every funnel batch lowers the floor cell to its earliest new due time
+// Floor (F1; docs/ARCHITECTURE.md, Invariants). Every funnel batch lowers the floor cell to its earliest new due time
 // before it commits; a Pass advances the floor only by compare-and-swap from the value it read
 // together with its snapshot, and only up to min(first due row observed, now, earliest write
 // in flight at or committed after the snapshot) − guard. With one writer this is exact: after
@@ -74,7 +74,7 @@
 // its index entry cannot be located; such writes fail with an error wrapping ErrCorruption.
 // DeleteTarget of such a key fails the same way. The store never panics on bad bytes.
 //
-// Multi-node ownership (DESIGN §5, later) enters through Options.Floor: the cell a write
+// Multi-node ownership (not built yet) enters through Options.Floor: the cell a write
 // lowers is the owning node's, chosen by whoever constructs the store, and callers of the
 // funnel do not change.
 package store

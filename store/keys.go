@@ -11,7 +11,7 @@ import (
 // never truncated.
 const MaxKeyLen = 2048
 
-// The four prefixes of DESIGN §4. This file is the only one that spells them; the funnel
+// The four prefixes of the keyspace (the package doc; docs/store-format.md). This file is the only one that spells them; the funnel
 // (funnel.go) is the only one that writes under prefixSchedule and prefixDue.
 const (
 	prefixSchedule = "s/" // s/ + cacheKey                  → schedule row (codec_row.go)

@@ -2,7 +2,7 @@ package store
 
 import "math"
 
-// This file is the floor protocol of DESIGN §5 (invariant F1: nothing strands), made exact by
+// This file is the floor protocol (invariant F1: nothing strands; docs/ARCHITECTURE.md, Invariants), made exact by
 // worker 0 being the only writer. It is the one critical section (Store.floorMu) shared by
 // the funnel and sweep passes:
 //
