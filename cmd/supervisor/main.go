@@ -338,7 +338,8 @@ func (s *supervisor) reload(load func() (*config.Config, []byte, error)) {
 }
 
 // flushMargin is how long past the drain bound a render worker has to deliver its last results
-// (it gives up on worker 0 after renderFlushTimeout), and worker 0 to commit and close Badger.
+// (it gives up on worker 0 5 s past it, at the worker's renderFlushTimeout), and worker 0 to
+// finish its cut requests and sitemap runs (3 s, its finishTimeout) and close Badger.
 const flushMargin = 10 * time.Second
 
 // stopChildren stops the pool in order, so that no result is lost: the render workers first
