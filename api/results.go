@@ -386,9 +386,9 @@ func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Resul
 
 // readBody reads a size-limited body whole, answering 413 or 400 itself on failure. A body
 // that declares a length over limit is refused before any of it is read; one of a declared
-// length is read into one buffer of that size. One of unknown length grows its buffer by
-// doubling, but never past limit, so reading it holds at most about 1.7× the limit (the last
-// step copies up to 2/3 of the limit into a buffer of the limit).
+// length is read into one buffer of that size. One of unknown length is read in chunks that
+// are never copied while it arrives, so refusing one past limit holds about the limit, and
+// accepting one holds it twice for the moment its chunks are joined.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body of %d bytes, over %d", r.ContentLength, limit))
@@ -407,33 +407,60 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	return body, true
 }
 
-// readCapped reads r to its end into a buffer of length+1 bytes when length is known (the
-// extra byte sees EOF without growing), else one that doubles from 64 KiB up to limit+1.
-// r must fail past limit bytes (http.MaxBytesReader).
+// Chunks of a body of unknown length: the first small, so that a small body costs little,
+// then doubling up to the largest, so that a large one is a few dozen allocations.
+const (
+	firstBodyChunk = 64 << 10
+	maxBodyChunk   = 4 << 20
+)
+
+// readCapped reads r to its end. With a known length it reads into one buffer of length+1
+// bytes (the extra byte sees EOF without growing). Without, it fills chunks and joins them
+// once at EOF: a buffer grown by doubling would leave every smaller copy behind as garbage,
+// and a body refused at the limit would have cost nearly twice the limit. r must fail past
+// limit bytes (http.MaxBytesReader).
 func readCapped(r io.Reader, length int64, limit int) ([]byte, error) {
-	size := 64 << 10
 	if length >= 0 {
-		size = int(length) + 1
-	}
-	b := make([]byte, 0, min(size, limit+1))
-	for {
-		if len(b) == cap(b) {
-			if cap(b) > limit {
+		b := make([]byte, 0, min(int(length)+1, limit+1))
+		for {
+			if len(b) == cap(b) {
 				return nil, &http.MaxBytesError{Limit: int64(limit)}
 			}
-			nb := make([]byte, len(b), min(max(2*cap(b), 64<<10), limit+1))
-			copy(nb, b)
-			b = nb
+			n, err := r.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+			if err == io.EOF {
+				return b, nil
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
+	}
+	var chunks [][]byte
+	total := 0
+	for size := firstBodyChunk; ; size = min(2*size, maxBodyChunk) {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		total += n
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	b := make([]byte, 0, total)
+	for i, c := range chunks {
+		b = append(b, c...)
+		chunks[i] = nil
+	}
+	return b, nil
 }
 
 // needsStatus are the outcomes that are an HTTP response: their status is the response's, so

@@ -166,6 +166,7 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusOK
 		if resp.Accepted == 0 && resp.Rejected > 0 {
 			code = http.StatusBadRequest
+			resp.Error = fmt.Sprintf("no item accepted: all %d were rejected (errors lists the first by index)", resp.Rejected)
 		}
 		writeJSON(w, code, resp)
 		return
