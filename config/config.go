@@ -33,11 +33,12 @@ const MaxPageBody = 32 << 20
 // KeySeparator separates the device from the URL in a cache key ("mobile|https://…").
 const KeySeparator = "|"
 
-// Config is the whole configuration. Field comments give the YAML key and the default.
+// Config is the whole configuration. Field comments give the YAML key and name the default
+// (defaults.go).
 type Config struct {
-	DataDir    string     `yaml:"data_dir"`   // ./data
-	Listen     string     `yaml:"listen"`     // 127.0.0.1:8420
-	Workers    int        `yaml:"workers"`    // 3: worker 0 (store) + 2 render workers
+	DataDir    string     `yaml:"data_dir"`   // DataDirDefault
+	Listen     string     `yaml:"listen"`     // ListenDefault
+	Workers    int        `yaml:"workers"`    // WorkersDefault: worker 0 (store) + render workers
 	Token      string     `yaml:"token"`      // bearer token; FRESHQ_TOKEN overrides; required beyond loopback
 	SHM        SHM        `yaml:"shm"`        //
 	Log        Log        `yaml:"log"`        //
@@ -61,71 +62,71 @@ type SHM struct {
 
 // Log configures zerolog output on stderr.
 type Log struct {
-	Level  string `yaml:"level"`  // info
-	Format string `yaml:"format"` // json | console
+	Level  string `yaml:"level"`  // LogLevelDefault
+	Format string `yaml:"format"` // json | console; LogFormatDefault
 }
 
 // Store configures the Badger store (store.Options).
 type Store struct {
 	SyncWrites bool     `yaml:"sync_writes"` // false: survives kill -9; true: fsync per batch, survives power loss
-	GCInterval Duration `yaml:"gc_interval"` // 10m
+	GCInterval Duration `yaml:"gc_interval"` // GCIntervalDefault
 }
 
 // Queue configures claiming, leasing, the floor and the ready set.
 type Queue struct {
-	LeaseTTL     Duration   `yaml:"lease_ttl"`     // 10m, at least 2m
-	MaxLeases    int        `yaml:"max_leases"`    // 4096
-	ReleaseGrace Duration   `yaml:"release_grace"` // 5s
+	LeaseTTL     Duration   `yaml:"lease_ttl"`     // LeaseTTLDefault, at least LeaseTTLMin
+	MaxLeases    int        `yaml:"max_leases"`    // MaxLeasesDefault
+	ReleaseGrace Duration   `yaml:"release_grace"` // ReleaseGraceDefault
 	ClaimFloor   ClaimFloor `yaml:"claim_floor"`
 	Ready        Ready      `yaml:"ready"`
 	Lanes        Lanes      `yaml:"lanes"`
 	// MaxRemoteLeases caps the live leases of one remote renderer (POST /v1/claim), so that
 	// no remote can fill the table and starve the local render workers.
-	MaxRemoteLeases int `yaml:"max_remote_leases"` // a quarter of max_leases
+	MaxRemoteLeases int `yaml:"max_remote_leases"` // max_leases / MaxRemoteLeasesDivisor
 }
 
 // ClaimFloor configures the floor: how far it stays behind the first due row, and when the
 // row pinning it is filed forward (store's package doc; docs/ARCHITECTURE.md, Invariants).
 type ClaimFloor struct {
-	Guard      Duration `yaml:"guard"`       // 5m
-	UnpinAfter Duration `yaml:"unpin_after"` // 1h
+	Guard      Duration `yaml:"guard"`       // GuardDefault
+	UnpinAfter Duration `yaml:"unpin_after"` // UnpinAfterDefault
 }
 
 // Ready configures the sweep and the ready set it publishes (sweep's package doc;
 // docs/ARCHITECTURE.md, A target's journey).
 type Ready struct {
-	Enabled       *bool    `yaml:"enabled"`        // true; false sends every claim to the index scan
-	Capacity      int      `yaml:"capacity"`       // 5000 entries per slot
-	KeyCapacity   int      `yaml:"key_capacity"`   // 256 bytes; longer keys skip the ready set
-	SweepInterval Duration `yaml:"sweep_interval"` // 1m
-	SweepCap      int      `yaml:"sweep_cap"`      // 500000 rows
-	SitemapBoost  float64  `yaml:"sitemap_boost"`  // 2
+	Enabled       *bool    `yaml:"enabled"`        // ReadyEnabledDefault; false sends every claim to the index scan
+	Capacity      int      `yaml:"capacity"`       // ReadyCapacityDefault entries per slot
+	KeyCapacity   int      `yaml:"key_capacity"`   // KeyCapacityDefault bytes; longer keys skip the ready set
+	SweepInterval Duration `yaml:"sweep_interval"` // SweepIntervalDefault
+	SweepCap      int      `yaml:"sweep_cap"`      // SweepCapDefault rows
+	SitemapBoost  float64  `yaml:"sitemap_boost"`  // SitemapBoostDefault
 }
 
 // Lanes configures lane shares within a published set (policy's package doc;
 // docs/ARCHITECTURE.md, Glossary: lane).
 type Lanes struct {
-	UrgentMaxShare float64  `yaml:"urgent_max_share"` // 0.2
+	UrgentMaxShare float64  `yaml:"urgent_max_share"` // UrgentMaxShareDefault
 	MinShare       MinShare `yaml:"min_share"`
 }
 
 // MinShare is the floor of each protected lane.
 type MinShare struct {
-	Discovered *float64 `yaml:"discovered"` // 0.10
-	Cold       *float64 `yaml:"cold"`       // 0.02
+	Discovered *float64 `yaml:"discovered"` // DiscoveredMinShareDefault
+	Cold       *float64 `yaml:"cold"`       // ColdMinShareDefault
 }
 
 // Render configures renderers and what a render's outcome does to a row.
 type Render struct {
-	Renderer        string            `yaml:"renderer"`         // http | exec | sim
-	Concurrency     int               `yaml:"concurrency"`      // 8 renders in flight per render worker
-	Timeout         Duration          `yaml:"timeout"`          // 60s; must be below queue.lease_ttl
-	DefaultInterval Duration          `yaml:"default_interval"` // 24h
+	Renderer        string            `yaml:"renderer"`         // http | exec | sim; RendererDefault
+	Concurrency     int               `yaml:"concurrency"`      // ConcurrencyDefault renders in flight per render worker
+	Timeout         Duration          `yaml:"timeout"`          // TimeoutDefault; must be below queue.lease_ttl
+	DefaultInterval Duration          `yaml:"default_interval"` // IntervalDefault
 	Domains         []string          `yaml:"domains"`          // allowlist of hosts (and their subdomains); empty = any host
-	UserAgent       string            `yaml:"user_agent"`       // freshq/1 (+render queue)
+	UserAgent       string            `yaml:"user_agent"`       // UserAgentDefault
 	UserAgents      map[string]string `yaml:"user_agents"`      // per device, e.g. mobile: "…"; a device not listed gets user_agent
-	MaxBody         ByteSize          `yaml:"max_body"`         // 10MiB
-	MaxRedirects    int               `yaml:"max_redirects"`    // 5
+	MaxBody         ByteSize          `yaml:"max_body"`         // MaxBodyDefault, at most MaxPageBody
+	MaxRedirects    int               `yaml:"max_redirects"`    // MaxRedirectsDefault
 	Exec            Exec              `yaml:"exec"`
 	Sim             Sim               `yaml:"sim"`
 	FailureRetry    FailureRetry      `yaml:"failure_retry"`
@@ -140,7 +141,7 @@ type Exec struct {
 
 // Sim is the simulated renderer used by benchmarks and the demo.
 type Sim struct {
-	Seed          int64    `yaml:"seed"`           // 1
+	Seed          int64    `yaml:"seed"`           // SimSeedDefault
 	LatencyMedian Duration `yaml:"latency_median"` // 0s
 	TransientRate float64  `yaml:"transient_rate"` // 0
 	GoneRate      float64  `yaml:"gone_rate"`      // 0
@@ -149,17 +150,17 @@ type Sim struct {
 
 // FailureRetry is the transient-failure backoff.
 type FailureRetry struct {
-	FastRetries       *int     `yaml:"fast_retries"`        // 2
-	FastDelay         Duration `yaml:"fast_delay"`          // 1m
-	Factor            float64  `yaml:"factor"`              // 2
-	MaxBackoff        Duration `yaml:"max_backoff"`         // 7d
-	NonSitemapPenalty float64  `yaml:"non_sitemap_penalty"` // 4
+	FastRetries       *int     `yaml:"fast_retries"`        // FastRetriesDefault
+	FastDelay         Duration `yaml:"fast_delay"`          // FastDelayDefault
+	Factor            float64  `yaml:"factor"`              // FactorDefault
+	MaxBackoff        Duration `yaml:"max_backoff"`         // MaxBackoffDefault
+	NonSitemapPenalty float64  `yaml:"non_sitemap_penalty"` // NonSitemapPenaltyDefault
 }
 
 // Suppression seals deterministic failures by their cause, after evidence.
 type Suppression struct {
-	Noindex Strikes `yaml:"noindex"` // recheck 7d, 4 strikes
-	Gone    Strikes `yaml:"gone"`    // 404/410: recheck 14d, 2 strikes
+	Noindex Strikes `yaml:"noindex"` // NoindexStrikesDefault, NoindexRecheckDefault
+	Gone    Strikes `yaml:"gone"`    // 404/410: GoneStrikesDefault, GoneRecheckDefault
 }
 
 // Strikes is how many consecutive observations seal a state, and when it is checked again.
@@ -170,7 +171,7 @@ type Strikes struct {
 
 // Demand is the ladder visited pages are promoted along, under the route's ceiling.
 type Demand struct {
-	Ladder []Duration `yaml:"ladder"` // [6h, 12h, 24h, 48h]
+	Ladder []Duration `yaml:"ladder"` // LadderDefault()
 }
 
 // Route classifies targets by URL path. The first route that matches wins.
@@ -184,159 +185,38 @@ type Route struct {
 
 // Page configures serving stored pages.
 type Page struct {
-	SWRTTL Duration `yaml:"swr_ttl"` // 3h
+	SWRTTL Duration `yaml:"swr_ttl"` // SWRTTLDefault
 }
 
 // Sitemap configures sitemap ingest.
 type Sitemap struct {
-	MinTTL          Duration `yaml:"min_ttl"`          // 6h: floor for <changefreq> cadences
-	MaxDepth        int      `yaml:"max_depth"`        // 3 levels of index files
-	MaxDecompressed ByteSize `yaml:"max_decompressed"` // 256MiB per file: a zip bomb is refused
+	MinTTL          Duration `yaml:"min_ttl"`          // MinTTLDefault: floor for <changefreq> cadences
+	MaxDepth        int      `yaml:"max_depth"`        // MaxDepthDefault levels of index files
+	MaxDecompressed ByteSize `yaml:"max_decompressed"` // MaxDecompressedDefault per file: a zip bomb is refused
 }
 
 // Supervisor configures restarts and shutdown.
 type Supervisor struct {
-	RestartIntensity int      `yaml:"restart_intensity"` // 5 restarts …
-	RestartPeriod    Duration `yaml:"restart_period"`    // … within 60s, then exit non-zero
-	BackoffMin       Duration `yaml:"backoff_min"`       // 100ms
-	BackoffMax       Duration `yaml:"backoff_max"`       // 10s
-	ShutdownTimeout  Duration `yaml:"shutdown_timeout"`  // 30s
-	ReadyTimeout     Duration `yaml:"ready_timeout"`     // 60s: READY=1 even if the first sweep has not finished
-	WatchdogStall    Duration `yaml:"watchdog_stall"`    // 30s without a heartbeat stops WATCHDOG=1
+	RestartIntensity int      `yaml:"restart_intensity"` // RestartIntensityDefault restarts …
+	RestartPeriod    Duration `yaml:"restart_period"`    // … within RestartPeriodDefault, then exit non-zero
+	BackoffMin       Duration `yaml:"backoff_min"`       // BackoffMinDefault
+	BackoffMax       Duration `yaml:"backoff_max"`       // BackoffMaxDefault
+	ShutdownTimeout  Duration `yaml:"shutdown_timeout"`  // ShutdownTimeoutDefault
+	ReadyTimeout     Duration `yaml:"ready_timeout"`     // ReadyTimeoutDefault: READY=1 even if the first sweep has not finished
+	WatchdogStall    Duration `yaml:"watchdog_stall"`    // WatchdogStallDefault without a heartbeat stops WATCHDOG=1
 }
 
 // HTTP configures the public listener (listen): the names a request's Host may carry, and how
 // long and how many connections it keeps, so that a slow or idle client is cut at a bound.
 type HTTP struct {
 	Hosts             []string `yaml:"hosts"`               // none: names Host may carry besides listen's host and localhost (DNS rebinding guard)
-	MaxConns          int      `yaml:"max_conns"`           // 512 connections at once; more wait to be accepted
-	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // 10s to send a request's headers
-	ReadTimeout       Duration `yaml:"read_timeout"`        // 1m to send a whole request
-	WriteTimeout      Duration `yaml:"write_timeout"`       // 1m to answer, from the end of the request's headers
-	BulkTimeout       Duration `yaml:"bulk_timeout"`        // 10m: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
-	IdleTimeout       Duration `yaml:"idle_timeout"`        // 2m a keep-alive connection may wait for its next request
+	MaxConns          int      `yaml:"max_conns"`           // MaxConnsDefault connections at once; more wait to be accepted
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // ReadHeaderTimeoutDefault to send a request's headers
+	ReadTimeout       Duration `yaml:"read_timeout"`        // ReadTimeoutDefault to send a whole request
+	WriteTimeout      Duration `yaml:"write_timeout"`       // WriteTimeoutDefault to answer, from the end of the request's headers
+	BulkTimeout       Duration `yaml:"bulk_timeout"`        // BulkTimeoutDefault: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
+	IdleTimeout       Duration `yaml:"idle_timeout"`        // IdleTimeoutDefault: how long a keep-alive connection may wait for its next request
 }
-
-// Default returns the configuration with every default filled in.
-func Default() *Config {
-	c := &Config{}
-	c.EnsureDefaults()
-	return c
-}
-
-func setDur(d *Duration, v time.Duration) {
-	if *d == 0 {
-		*d = Duration(v)
-	}
-}
-
-func setInt(p *int, v int) {
-	if *p == 0 {
-		*p = v
-	}
-}
-
-func setFloat(p *float64, v float64) {
-	if *p == 0 {
-		*p = v
-	}
-}
-
-func setStr(p *string, v string) {
-	if *p == "" {
-		*p = v
-	}
-}
-
-const day = 24 * time.Hour
-
-// EnsureDefaults fills every unset field with its default. Fields where zero is a meaningful
-// setting (ready.enabled, lane floors, fast retries) are pointers, so "unset" and "0" differ.
-func (c *Config) EnsureDefaults() {
-	setStr(&c.DataDir, "./data")
-	setStr(&c.Listen, "127.0.0.1:8420")
-	setInt(&c.Workers, 3)
-	setStr(&c.Log.Level, "info")
-	setStr(&c.Log.Format, "json")
-	setDur(&c.Store.GCInterval, 10*time.Minute)
-
-	q := &c.Queue
-	setDur(&q.LeaseTTL, 10*time.Minute)
-	setInt(&q.MaxLeases, 4096)
-	setInt(&q.MaxRemoteLeases, max(1, q.MaxLeases/4))
-	setDur(&q.ReleaseGrace, 5*time.Second)
-	setDur(&q.ClaimFloor.Guard, 5*time.Minute)
-	setDur(&q.ClaimFloor.UnpinAfter, time.Hour)
-	if q.Ready.Enabled == nil {
-		q.Ready.Enabled = ptr(true)
-	}
-	setInt(&q.Ready.Capacity, 5000)
-	setInt(&q.Ready.KeyCapacity, 256)
-	setDur(&q.Ready.SweepInterval, time.Minute)
-	setInt(&q.Ready.SweepCap, 500_000)
-	setFloat(&q.Ready.SitemapBoost, 2)
-	setFloat(&q.Lanes.UrgentMaxShare, 0.2)
-	if q.Lanes.MinShare.Discovered == nil {
-		q.Lanes.MinShare.Discovered = ptr(0.10)
-	}
-	if q.Lanes.MinShare.Cold == nil {
-		q.Lanes.MinShare.Cold = ptr(0.02)
-	}
-
-	r := &c.Render
-	setStr(&r.Renderer, "http")
-	setInt(&r.Concurrency, 8)
-	setDur(&r.Timeout, 60*time.Second)
-	setDur(&r.DefaultInterval, day)
-	setStr(&r.UserAgent, "freshq/1 (+render queue)")
-	if r.MaxBody == 0 {
-		r.MaxBody = 10 << 20
-	}
-	setInt(&r.MaxRedirects, 5)
-	if r.Sim.Seed == 0 {
-		r.Sim.Seed = 1
-	}
-	if r.FailureRetry.FastRetries == nil {
-		r.FailureRetry.FastRetries = ptr(2)
-	}
-	setDur(&r.FailureRetry.FastDelay, time.Minute)
-	setFloat(&r.FailureRetry.Factor, 2)
-	setDur(&r.FailureRetry.MaxBackoff, 7*day)
-	setFloat(&r.FailureRetry.NonSitemapPenalty, 4)
-	setInt(&r.Suppression.Noindex.Strikes, 4)
-	setDur(&r.Suppression.Noindex.Recheck, 7*day)
-	setInt(&r.Suppression.Gone.Strikes, 2)
-	setDur(&r.Suppression.Gone.Recheck, 14*day)
-	if len(r.Demand.Ladder) == 0 {
-		r.Demand.Ladder = []Duration{Duration(6 * time.Hour), Duration(12 * time.Hour), Duration(day), Duration(2 * day)}
-	}
-
-	setDur(&c.Page.SWRTTL, 3*time.Hour)
-	setDur(&c.Sitemap.MinTTL, 6*time.Hour)
-	setInt(&c.Sitemap.MaxDepth, 3)
-	if c.Sitemap.MaxDecompressed == 0 {
-		c.Sitemap.MaxDecompressed = 256 << 20
-	}
-
-	s := &c.Supervisor
-	setInt(&s.RestartIntensity, 5)
-	setDur(&s.RestartPeriod, 60*time.Second)
-	setDur(&s.BackoffMin, 100*time.Millisecond)
-	setDur(&s.BackoffMax, 10*time.Second)
-	setDur(&s.ShutdownTimeout, 30*time.Second)
-	setDur(&s.ReadyTimeout, 60*time.Second)
-	setDur(&s.WatchdogStall, 30*time.Second)
-
-	h := &c.HTTP
-	setInt(&h.MaxConns, 512)
-	setDur(&h.ReadHeaderTimeout, 10*time.Second)
-	setDur(&h.ReadTimeout, time.Minute)
-	setDur(&h.WriteTimeout, time.Minute)
-	setDur(&h.BulkTimeout, 10*time.Minute)
-	setDur(&h.IdleTimeout, 2*time.Minute)
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // defaultedKey is a key EnsureDefaults fills when its field is zero. EnsureDefaults cannot tell
 // an absent key from one the file sets to zero, so Parse looks at the file: a key present with
@@ -562,22 +442,22 @@ func (c *Config) Validate() error {
 	}
 	q := c.Queue
 	switch {
-	case c.Workers < 1 || c.Workers > 256:
-		return bad("workers", "must be 1..256, got %d", c.Workers)
-	case q.LeaseTTL.D() < 2*time.Minute:
-		return bad("queue.lease_ttl", "must be at least 2m (a render outliving its lease is rendered twice), got %s", q.LeaseTTL)
-	case q.MaxLeases < 16 || q.MaxLeases > 1<<24:
-		return bad("queue.max_leases", "must be 16..16777216, got %d", q.MaxLeases)
+	case c.Workers < 1 || c.Workers > WorkersMax:
+		return bad("workers", "must be 1..%d, got %d", WorkersMax, c.Workers)
+	case q.LeaseTTL < LeaseTTLMin:
+		return bad("queue.lease_ttl", "must be at least %s (a render outliving its lease is rendered twice), got %s", LeaseTTLMin, q.LeaseTTL)
+	case q.MaxLeases < MaxLeasesMin || q.MaxLeases > MaxLeasesMax:
+		return bad("queue.max_leases", "must be %d..%d, got %d", MaxLeasesMin, MaxLeasesMax, q.MaxLeases)
 	case q.MaxRemoteLeases < 1 || q.MaxRemoteLeases > q.MaxLeases:
 		return bad("queue.max_remote_leases", "must be 1..queue.max_leases (%d), got %d", q.MaxLeases, q.MaxRemoteLeases)
-	case q.Ready.Capacity < 1 || q.Ready.Capacity > 1<<24:
-		return bad("queue.ready.capacity", "must be 1..16777216, got %d", q.Ready.Capacity)
-	case q.Ready.KeyCapacity < 16 || q.Ready.KeyCapacity > 1<<15:
-		return bad("queue.ready.key_capacity", "must be 16..32768, got %d", q.Ready.KeyCapacity)
+	case q.Ready.Capacity < 1 || q.Ready.Capacity > ReadyCapacityMax:
+		return bad("queue.ready.capacity", "must be 1..%d, got %d", ReadyCapacityMax, q.Ready.Capacity)
+	case q.Ready.KeyCapacity < KeyCapacityMin || q.Ready.KeyCapacity > KeyCapacityMax:
+		return bad("queue.ready.key_capacity", "must be %d..%d, got %d", KeyCapacityMin, KeyCapacityMax, q.Ready.KeyCapacity)
 	case q.Ready.SweepCap < q.Ready.Capacity:
 		return bad("queue.ready.sweep_cap", "must be at least queue.ready.capacity (%d), got %d", q.Ready.Capacity, q.Ready.SweepCap)
-	case !(q.Ready.SitemapBoost >= 1 && q.Ready.SitemapBoost <= 100):
-		return bad("queue.ready.sitemap_boost", "must be 1..100, got %v", q.Ready.SitemapBoost)
+	case !(q.Ready.SitemapBoost >= SitemapBoostMin && q.Ready.SitemapBoost <= SitemapBoostMax):
+		return bad("queue.ready.sitemap_boost", "must be %v..%v, got %v", SitemapBoostMin, SitemapBoostMax, q.Ready.SitemapBoost)
 	case !(q.Lanes.UrgentMaxShare >= 0 && q.Lanes.UrgentMaxShare <= 1):
 		return bad("queue.lanes.urgent_max_share", "must be 0..1, got %v", q.Lanes.UrgentMaxShare)
 	case !(*q.Lanes.MinShare.Discovered >= 0 && *q.Lanes.MinShare.Discovered <= 1):
@@ -602,8 +482,8 @@ func (c *Config) Validate() error {
 		return bad("render.renderer", "must be http, exec or sim, got %q", r.Renderer)
 	}
 	switch {
-	case r.Concurrency < 1 || r.Concurrency > 4096:
-		return bad("render.concurrency", "must be 1..4096, got %d", r.Concurrency)
+	case r.Concurrency < 1 || r.Concurrency > ConcurrencyMax:
+		return bad("render.concurrency", "must be 1..%d, got %d", ConcurrencyMax, r.Concurrency)
 	case r.MaxBody < 1:
 		return bad("render.max_body", "must be positive")
 	case r.MaxBody > MaxPageBody:
@@ -612,10 +492,10 @@ func (c *Config) Validate() error {
 		return bad("render.max_redirects", "must not be negative")
 	case *r.FailureRetry.FastRetries < 0:
 		return bad("render.failure_retry.fast_retries", "must not be negative")
-	case r.FailureRetry.Factor < 1:
-		return bad("render.failure_retry.factor", "must be at least 1, got %v", r.FailureRetry.Factor)
-	case r.FailureRetry.NonSitemapPenalty < 1:
-		return bad("render.failure_retry.non_sitemap_penalty", "must be at least 1, got %v", r.FailureRetry.NonSitemapPenalty)
+	case r.FailureRetry.Factor < FactorMin:
+		return bad("render.failure_retry.factor", "must be at least %v, got %v", FactorMin, r.FailureRetry.Factor)
+	case r.FailureRetry.NonSitemapPenalty < NonSitemapPenaltyMin:
+		return bad("render.failure_retry.non_sitemap_penalty", "must be at least %v, got %v", NonSitemapPenaltyMin, r.FailureRetry.NonSitemapPenalty)
 	case r.Suppression.Noindex.Strikes < 1:
 		return bad("render.suppression.noindex.strikes", "must be at least 1")
 	case r.Suppression.Gone.Strikes < 1:
@@ -676,8 +556,8 @@ func (c *Config) Validate() error {
 		}
 		names[rt.Name] = true
 	}
-	if c.Sitemap.MaxDepth < 0 || c.Sitemap.MaxDepth > 10 {
-		return bad("sitemap.max_depth", "must be 0..10, got %d", c.Sitemap.MaxDepth)
+	if c.Sitemap.MaxDepth < 0 || c.Sitemap.MaxDepth > MaxDepthMax {
+		return bad("sitemap.max_depth", "must be 0..%d, got %d", MaxDepthMax, c.Sitemap.MaxDepth)
 	}
 	if c.Supervisor.RestartIntensity < 1 {
 		return bad("supervisor.restart_intensity", "must be at least 1")
@@ -706,8 +586,8 @@ func (h *HTTP) validate() error {
 		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case h.MaxConns < 1 || h.MaxConns > 1<<20:
-		return bad("http.max_conns", "must be 1..1048576, got %d", h.MaxConns)
+	case h.MaxConns < 1 || h.MaxConns > MaxConnsMax:
+		return bad("http.max_conns", "must be 1..%d, got %d", MaxConnsMax, h.MaxConns)
 	case h.ReadHeaderTimeout > h.ReadTimeout:
 		return bad("http.read_header_timeout", "%s exceeds http.read_timeout %s, which includes the headers", h.ReadHeaderTimeout, h.ReadTimeout)
 	case h.BulkTimeout < h.ReadTimeout || h.BulkTimeout < h.WriteTimeout:

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"cmp"
+	"time"
+)
+
+// Every default and every bound that is a choice lives here, once: EnsureDefaults fills a key
+// from its XDefault, Validate checks it against its XMin or XMax, and README's Configuration
+// table is tested against Default(). A constant is named after its field, suffixed Default,
+// Min or Max.
+
+const day = 24 * time.Hour
+
+// Top level.
+const (
+	DataDirDefault   = "./data"
+	ListenDefault    = "127.0.0.1:8420"
+	WorkersDefault   = 3 // worker 0 (the store) and two render workers
+	WorkersMax       = 256
+	LogLevelDefault  = "info"
+	LogFormatDefault = "json"
+)
+
+// store
+const GCIntervalDefault = Duration(10 * time.Minute)
+
+// queue
+const (
+	LeaseTTLDefault = Duration(10 * time.Minute)
+	// LeaseTTLMin leaves a render room to finish: one that outlives its lease is rendered twice.
+	LeaseTTLMin = Duration(2 * time.Minute)
+	// MaxLeasesMax keeps the lease table within the segment's limit.
+	MaxLeasesDefault = 4096
+	MaxLeasesMin     = 16
+	MaxLeasesMax     = 1 << 24
+	// MaxRemoteLeasesDivisor: queue.max_remote_leases defaults to max_leases divided by it (at
+	// least 1), so that remote renderers cannot fill the table.
+	MaxRemoteLeasesDivisor = 4
+	ReleaseGraceDefault    = Duration(5 * time.Second)
+	GuardDefault           = Duration(5 * time.Minute)
+	UnpinAfterDefault      = Duration(time.Hour)
+
+	ReadyEnabledDefault  = true
+	ReadyCapacityDefault = 5000
+	ReadyCapacityMax     = 1 << 24
+	KeyCapacityDefault   = 256
+	KeyCapacityMin       = 16
+	// KeyCapacityMax is the longest key a ready-set entry can hold: its length is 16 bits.
+	KeyCapacityMax       = 1 << 15
+	SweepIntervalDefault = Duration(time.Minute)
+	SweepCapDefault      = 500_000
+	SitemapBoostDefault  = 2.0
+	SitemapBoostMin      = 1.0
+	SitemapBoostMax      = 100.0
+
+	UrgentMaxShareDefault     = 0.2
+	DiscoveredMinShareDefault = 0.10
+	ColdMinShareDefault       = 0.02
+)
+
+// render
+const (
+	RendererDefault          = "http"
+	ConcurrencyDefault       = 8
+	ConcurrencyMax           = 4096
+	TimeoutDefault           = Duration(60 * time.Second) // render.timeout; below queue.lease_ttl
+	IntervalDefault          = Duration(day)              // render.default_interval
+	UserAgentDefault         = "freshq/1 (+render queue)"
+	MaxBodyDefault           = ByteSize(10 << 20) // at most MaxPageBody
+	MaxRedirectsDefault      = 5
+	SimSeedDefault           = 1
+	FastRetriesDefault       = 2
+	FastDelayDefault         = Duration(time.Minute)
+	FactorDefault            = 2.0
+	FactorMin                = 1.0
+	MaxBackoffDefault        = Duration(7 * day)
+	NonSitemapPenaltyDefault = 4.0
+	NonSitemapPenaltyMin     = 1.0
+	NoindexStrikesDefault    = 4
+	NoindexRecheckDefault    = Duration(7 * day)
+	GoneStrikesDefault       = 2
+	GoneRecheckDefault       = Duration(14 * day)
+)
+
+// LadderDefault is render.demand.ladder's default: a new slice on each call, since a slice
+// cannot be a constant and a shared one could be changed by whoever holds a Config.
+func LadderDefault() []Duration {
+	return []Duration{Duration(6 * time.Hour), Duration(12 * time.Hour), Duration(day), Duration(2 * day)}
+}
+
+// page and sitemap
+const (
+	SWRTTLDefault          = Duration(3 * time.Hour)
+	MinTTLDefault          = Duration(6 * time.Hour) // sitemap.min_ttl
+	MaxDepthDefault        = 3                       // sitemap.max_depth
+	MaxDepthMax            = 10
+	MaxDecompressedDefault = ByteSize(256 << 20)
+)
+
+// supervisor
+const (
+	RestartIntensityDefault = 5
+	RestartPeriodDefault    = Duration(60 * time.Second)
+	BackoffMinDefault       = Duration(100 * time.Millisecond)
+	BackoffMaxDefault       = Duration(10 * time.Second)
+	ShutdownTimeoutDefault  = Duration(30 * time.Second)
+	ReadyTimeoutDefault     = Duration(60 * time.Second)
+	WatchdogStallDefault    = Duration(30 * time.Second)
+)
+
+// http
+const (
+	MaxConnsDefault          = 512
+	MaxConnsMax              = 1 << 20
+	ReadHeaderTimeoutDefault = Duration(10 * time.Second)
+	ReadTimeoutDefault       = Duration(time.Minute)
+	WriteTimeoutDefault      = Duration(time.Minute)
+	BulkTimeoutDefault       = Duration(10 * time.Minute)
+	IdleTimeoutDefault       = Duration(2 * time.Minute)
+)
+
+// Default returns the configuration with every default filled in.
+func Default() *Config { return (&Config{}).EnsureDefaults() }
+
+// EnsureDefaults fills every unset field with its default and returns c. Fields where zero is a
+// meaningful setting (ready.enabled, lane floors, fast retries) are pointers, so "unset" and
+// "0" differ; Parse keeps the other meaningful zeros a file sets (see defaulted).
+func (c *Config) EnsureDefaults() *Config {
+	c.DataDir = cmp.Or(c.DataDir, DataDirDefault)
+	c.Listen = cmp.Or(c.Listen, ListenDefault)
+	c.Workers = cmp.Or(c.Workers, WorkersDefault)
+	c.Log.Level = cmp.Or(c.Log.Level, LogLevelDefault)
+	c.Log.Format = cmp.Or(c.Log.Format, LogFormatDefault)
+	c.Store.GCInterval = cmp.Or(c.Store.GCInterval, GCIntervalDefault)
+
+	q := &c.Queue
+	q.LeaseTTL = cmp.Or(q.LeaseTTL, LeaseTTLDefault)
+	q.MaxLeases = cmp.Or(q.MaxLeases, MaxLeasesDefault)
+	q.MaxRemoteLeases = cmp.Or(q.MaxRemoteLeases, max(1, q.MaxLeases/MaxRemoteLeasesDivisor))
+	q.ReleaseGrace = cmp.Or(q.ReleaseGrace, ReleaseGraceDefault)
+	q.ClaimFloor.Guard = cmp.Or(q.ClaimFloor.Guard, GuardDefault)
+	q.ClaimFloor.UnpinAfter = cmp.Or(q.ClaimFloor.UnpinAfter, UnpinAfterDefault)
+	q.Ready.Enabled = cmp.Or(q.Ready.Enabled, ptr(ReadyEnabledDefault))
+	q.Ready.Capacity = cmp.Or(q.Ready.Capacity, ReadyCapacityDefault)
+	q.Ready.KeyCapacity = cmp.Or(q.Ready.KeyCapacity, KeyCapacityDefault)
+	q.Ready.SweepInterval = cmp.Or(q.Ready.SweepInterval, SweepIntervalDefault)
+	q.Ready.SweepCap = cmp.Or(q.Ready.SweepCap, SweepCapDefault)
+	q.Ready.SitemapBoost = cmp.Or(q.Ready.SitemapBoost, SitemapBoostDefault)
+	q.Lanes.UrgentMaxShare = cmp.Or(q.Lanes.UrgentMaxShare, UrgentMaxShareDefault)
+	q.Lanes.MinShare.Discovered = cmp.Or(q.Lanes.MinShare.Discovered, ptr(DiscoveredMinShareDefault))
+	q.Lanes.MinShare.Cold = cmp.Or(q.Lanes.MinShare.Cold, ptr(ColdMinShareDefault))
+
+	r := &c.Render
+	r.Renderer = cmp.Or(r.Renderer, RendererDefault)
+	r.Concurrency = cmp.Or(r.Concurrency, ConcurrencyDefault)
+	r.Timeout = cmp.Or(r.Timeout, TimeoutDefault)
+	r.DefaultInterval = cmp.Or(r.DefaultInterval, IntervalDefault)
+	r.UserAgent = cmp.Or(r.UserAgent, UserAgentDefault)
+	r.MaxBody = cmp.Or(r.MaxBody, MaxBodyDefault)
+	r.MaxRedirects = cmp.Or(r.MaxRedirects, MaxRedirectsDefault)
+	r.Sim.Seed = cmp.Or(r.Sim.Seed, SimSeedDefault)
+	f := &r.FailureRetry
+	f.FastRetries = cmp.Or(f.FastRetries, ptr(FastRetriesDefault))
+	f.FastDelay = cmp.Or(f.FastDelay, FastDelayDefault)
+	f.Factor = cmp.Or(f.Factor, FactorDefault)
+	f.MaxBackoff = cmp.Or(f.MaxBackoff, MaxBackoffDefault)
+	f.NonSitemapPenalty = cmp.Or(f.NonSitemapPenalty, NonSitemapPenaltyDefault)
+	r.Suppression.Noindex.Strikes = cmp.Or(r.Suppression.Noindex.Strikes, NoindexStrikesDefault)
+	r.Suppression.Noindex.Recheck = cmp.Or(r.Suppression.Noindex.Recheck, NoindexRecheckDefault)
+	r.Suppression.Gone.Strikes = cmp.Or(r.Suppression.Gone.Strikes, GoneStrikesDefault)
+	r.Suppression.Gone.Recheck = cmp.Or(r.Suppression.Gone.Recheck, GoneRecheckDefault)
+	if len(r.Demand.Ladder) == 0 {
+		r.Demand.Ladder = LadderDefault()
+	}
+
+	c.Page.SWRTTL = cmp.Or(c.Page.SWRTTL, SWRTTLDefault)
+	c.Sitemap.MinTTL = cmp.Or(c.Sitemap.MinTTL, MinTTLDefault)
+	c.Sitemap.MaxDepth = cmp.Or(c.Sitemap.MaxDepth, MaxDepthDefault)
+	c.Sitemap.MaxDecompressed = cmp.Or(c.Sitemap.MaxDecompressed, MaxDecompressedDefault)
+
+	s := &c.Supervisor
+	s.RestartIntensity = cmp.Or(s.RestartIntensity, RestartIntensityDefault)
+	s.RestartPeriod = cmp.Or(s.RestartPeriod, RestartPeriodDefault)
+	s.BackoffMin = cmp.Or(s.BackoffMin, BackoffMinDefault)
+	s.BackoffMax = cmp.Or(s.BackoffMax, BackoffMaxDefault)
+	s.ShutdownTimeout = cmp.Or(s.ShutdownTimeout, ShutdownTimeoutDefault)
+	s.ReadyTimeout = cmp.Or(s.ReadyTimeout, ReadyTimeoutDefault)
+	s.WatchdogStall = cmp.Or(s.WatchdogStall, WatchdogStallDefault)
+
+	h := &c.HTTP
+	h.MaxConns = cmp.Or(h.MaxConns, MaxConnsDefault)
+	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
+	h.ReadTimeout = cmp.Or(h.ReadTimeout, ReadTimeoutDefault)
+	h.WriteTimeout = cmp.Or(h.WriteTimeout, WriteTimeoutDefault)
+	h.BulkTimeout = cmp.Or(h.BulkTimeout, BulkTimeoutDefault)
+	h.IdleTimeout = cmp.Or(h.IdleTimeout, IdleTimeoutDefault)
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
