@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -103,7 +104,7 @@ func (x *Explain) Register(mux *http.ServeMux) {
 
 // keyOf reads ?url=&device= into a cache key, answering 400 itself when they are bad.
 func keyOf(w http.ResponseWriter, r *http.Request, pol *policy.Policy) ([]byte, bool) {
-	u, err := NormalizeURL(r.URL.Query().Get("url"))
+	u, err := cachekey.NormalizeURL(r.URL.Query().Get("url"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "url", err.Error())
 		return nil, false
@@ -116,7 +117,7 @@ func keyOf(w http.ResponseWriter, r *http.Request, pol *policy.Policy) ([]byte, 
 		writeError(w, http.StatusBadRequest, "device", "unknown device "+device)
 		return nil, false
 	}
-	return []byte(device + "|" + u), true
+	return cachekey.New(device, u), true
 }
 
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -95,19 +96,19 @@ func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
 	}
 	var keys [][]byte
 	if req.URL != "" {
-		u, err := NormalizeURL(req.URL)
+		u, err := cachekey.NormalizeURL(req.URL)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "url", err.Error())
 			return
 		}
-		keys = [][]byte{[]byte(device + "|" + u)}
+		keys = [][]byte{cachekey.New(device, u)}
 	} else {
-		u, err := NormalizeURL(req.Prefix)
+		u, err := cachekey.NormalizeURL(req.Prefix)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "prefix", err.Error())
 			return
 		}
-		if err := t.Store.ForEachSchedule([]byte(device+"|"+u), func(k []byte, _ store.Row) error {
+		if err := t.Store.ForEachSchedule(cachekey.New(device, u), func(k []byte, _ store.Row) error {
 			keys = append(keys, bytes.Clone(k))
 			return nil
 		}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
@@ -180,7 +181,7 @@ func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, j := range jobs {
-		device, url := splitKey(j.Key)
+		device, url, _ := cachekey.Split(j.Key)
 		resp.Jobs[i] = RemoteJob{Job: WireJob(j), URL: url, Device: device}
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -324,12 +325,4 @@ func (x *Remote) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"released": true})
-}
-
-func splitKey(key []byte) (device, url string) {
-	device, url, ok := strings.Cut(string(key), "|")
-	if !ok {
-		return "", device
-	}
-	return device, url
 }

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
@@ -297,10 +297,7 @@ func pageHeaders(h map[string]string) []store.Header {
 
 // targetFromKey rebuilds a minimal target for a row that has none (a row filed without one).
 func targetFromKey(key []byte, fromSitemap bool) store.Target {
-	device, url, ok := strings.Cut(string(key), "|")
-	if !ok {
-		device, url = "", string(key)
-	}
+	device, url, _ := cachekey.Split(key)
 	src := store.SourceDiscovered
 	if fromSitemap {
 		src = store.SourceSitemap

@@ -52,6 +52,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
@@ -231,7 +232,7 @@ func (s *Sitemaps) post(w http.ResponseWriter, r *http.Request) {
 		if !decodeJSON(w, r, &req, maxSitemapRequest) {
 			return
 		}
-		u, err := NormalizeURL(req.URL)
+		u, err := cachekey.NormalizeURL(req.URL)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "url", err.Error())
 			return
@@ -584,7 +585,7 @@ func (in *ingest) child(e SitemapEntry, level int) {
 		in.fail(e.Loc, "child sitemap <loc> too long")
 		return
 	}
-	u, err := NormalizeURL(e.Loc)
+	u, err := cachekey.NormalizeURL(e.Loc)
 	if err != nil {
 		in.fail(e.Loc, "child sitemap: "+err.Error())
 		return

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -475,25 +475,6 @@ func decodeItem(raw []byte) (*TargetItem, error) {
 	return &it, nil
 }
 
-// NormalizeURL checks that raw is an absolute http(s) URL and returns its canonical form:
-// lower-case scheme and host, no fragment, "/" for an empty path.
-func NormalizeURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("not a URL: %v", err)
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil {
-		return "", errors.New("must be an absolute http(s) URL without credentials")
-	}
-	u.Host = strings.ToLower(u.Host)
-	u.Fragment, u.RawFragment = "", ""
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	return u.String(), nil
-}
-
 // parseInterval reads an interval given as a duration string or a number of seconds.
 func parseInterval(raw json.RawMessage) (int64, error) {
 	var s string
@@ -555,7 +536,7 @@ func (p *parsedItem) indices() []int { return append([]int{p.index}, p.merged...
 // error.
 func parseItem(it *TargetItem, devs map[string]bool) (parsedItem, string, error) {
 	p := parsedItem{interval: -1, due: -1, source: store.SourceAPI}
-	u, err := NormalizeURL(it.URL)
+	u, err := cachekey.NormalizeURL(it.URL)
 	if err != nil {
 		return p, "url", err
 	}
@@ -566,7 +547,7 @@ func parseItem(it *TargetItem, devs map[string]bool) (parsedItem, string, error)
 	if !devs[p.device] {
 		return p, "device", fmt.Errorf("unknown device %q", p.device)
 	}
-	p.key = []byte(p.device + "|" + u)
+	p.key = cachekey.New(p.device, u)
 	if len(p.key) > store.MaxKeyLen {
 		return p, "url", fmt.Errorf("cache key of %d bytes is longer than the limit of %d", len(p.key), store.MaxKeyLen)
 	}

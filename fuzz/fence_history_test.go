@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -188,7 +189,7 @@ type fenceRun struct {
 func newFenceRun(t testing.TB, n *fenceNode, host string) *fenceRun {
 	r := &fenceRun{n: n}
 	for i := range fenceKeys {
-		u, err := api.NormalizeURL(fmt.Sprintf("https://%s/c/%d", host, i))
+		u, err := cachekey.NormalizeURL(fmt.Sprintf("https://%s/c/%d", host, i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
 )
 
@@ -48,7 +49,7 @@ func compileRoutes(rs []config.Route, defaultSWRMs int64) []route {
 // IndexAny, which walks the bytes one by one.
 func URLPath(cacheKey []byte) []byte {
 	u := cacheKey
-	if i := bytes.IndexByte(u, '|'); i >= 0 {
+	if i := bytes.IndexByte(u, cachekey.SeparatorByte); i >= 0 {
 		u = u[i+1:]
 	}
 	if i := bytes.Index(u, schemeSep); i >= 0 {

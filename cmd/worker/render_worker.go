@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
@@ -317,10 +317,7 @@ func (p *renderPool) giveBack(l shm.Lease) {
 // that finished as ctx ended is kept: what counts is its outcome (a cut render is
 // OutcomeTimeout), not whether ctx has ended since.
 func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (api.Result, bool) {
-	device, url, ok := strings.Cut(string(j.Key), "|")
-	if !ok {
-		device, url = "", string(j.Key)
-	}
+	device, url, _ := cachekey.Split(j.Key)
 	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
 	if res.Outcome == render.OutcomeTimeout && ctx.Err() != nil {
 		return api.Result{}, false

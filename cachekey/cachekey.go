@@ -1,0 +1,86 @@
+// Package cachekey is the identity of a target: its cache key, the device name and the
+// normalised URL joined by Separator ("mobile|https://a.test/c/x").
+//
+// Every key freshq stores, leases or renders is built by New and taken apart by Split, so the
+// format lives here and nowhere else. Invariants:
+//   - A key holds exactly one Separator: a device name never contains one (ValidDevice, which
+//     the configuration checks every device name with), and the URL is everything after the
+//     first one.
+//   - The URL of a key is in the form NormalizeURL returns, so that one page is one key
+//     however it was spelled when it was submitted.
+//
+// The store treats a key as opaque bytes and bounds its length (store.MaxKeyLen); this package
+// imports nothing of freshq, so that the configuration and the policy can use it.
+package cachekey
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Separator separates the device from the URL in a cache key.
+const Separator = "|"
+
+// SeparatorByte is Separator as a byte, for searches on a hot path (bytes.IndexByte).
+const SeparatorByte = '|'
+
+// Key is a cache key. It is a byte slice because the store, the shared-memory ready set and the
+// lease table all take keys as bytes.
+type Key []byte
+
+// New joins a device name and a normalised URL into a key. The device must be valid
+// (ValidDevice) and the URL normalised (NormalizeURL); New does not check either. It is also
+// the prefix of every key of that device whose URL starts with url.
+func New(device, url string) Key {
+	k := make(Key, 0, len(device)+len(Separator)+len(url))
+	k = append(k, device...)
+	k = append(k, Separator...)
+	return append(k, url...)
+}
+
+// Split takes a key apart into its device and URL. A key without the separator (New never
+// builds one) is all URL: device "" and ok false.
+func Split(key []byte) (device, url string, ok bool) {
+	i := bytes.IndexByte(key, SeparatorByte)
+	if i < 0 {
+		return "", string(key), false
+	}
+	return string(key[:i]), string(key[i+1:]), true
+}
+
+// ErrDevice is wrapped by every error of ValidDevice.
+var ErrDevice = errors.New("cachekey: bad device name")
+
+// ValidDevice checks that name can be the device of a key: not empty, and without the
+// separator, which would make the device impossible to tell from its URL.
+func ValidDevice(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrDevice)
+	case strings.Contains(name, Separator):
+		return fmt.Errorf("%w: %q contains the cache key separator %q", ErrDevice, name, Separator)
+	}
+	return nil
+}
+
+// NormalizeURL checks that raw is an absolute http(s) URL and returns its canonical form:
+// lower-case scheme and host, no fragment, "/" for an empty path.
+func NormalizeURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("not a URL: %v", err)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil {
+		return "", errors.New("must be an absolute http(s) URL without credentials")
+	}
+	u.Host = strings.ToLower(u.Host)
+	u.Fragment, u.RawFragment = "", ""
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String(), nil
+}
