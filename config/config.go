@@ -5,14 +5,20 @@
 // force and says why.
 //
 // Validation rejects values that cannot work, not just values out of range: a render timeout
-// at or above the lease TTL makes every slow render a duplicate, so it is refused at load.
+// at or above the lease TTL makes every slow render a duplicate, so it is refused at load. It
+// reports every bad value of a file at once (FieldErrors), each with its line.
+//
+// Each default and each bound that is a choice is one named constant (defaults.go), read by
+// EnsureDefaults and Validate alike; README's Configuration table is tested against Default().
 package config
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -400,11 +406,34 @@ func (e *FieldError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
-// Validate checks every value, and the combinations that cannot work. It returns the first
-// failure as a *FieldError without a line; Load adds the line.
+// FieldErrors is every failure Validate found, in the order it checks them. It unwraps to each
+// *FieldError, so errors.As finds the first and errors.Is(err, ErrInvalid) holds. Its message is
+// one line, for a log event or a one-line error on stderr.
+type FieldErrors []*FieldError
+
+func (es FieldErrors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = strings.TrimPrefix(e.Error(), "config: ")
+	}
+	return "config: " + strings.Join(msgs, "; ")
+}
+
+// Unwrap returns each *FieldError.
+func (es FieldErrors) Unwrap() []error {
+	errs := make([]error, len(es))
+	for i, e := range es {
+		errs[i] = e
+	}
+	return errs
+}
+
+// Validate checks every value, and the combinations that cannot work. It reports every
+// failure, not only the first, as FieldErrors without lines; Load and Parse add the lines.
 func (c *Config) Validate() error {
-	bad := func(path, format string, args ...any) error {
-		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	var errs FieldErrors
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	positive := []struct {
 		path string
@@ -437,168 +466,188 @@ func (c *Config) Validate() error {
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
-			return bad(p.path, "must be a positive duration, got %s", p.d)
+			bad(p.path, "must be a positive duration, got %s", p.d)
 		}
 	}
 	q := c.Queue
-	switch {
-	case c.Workers < 1 || c.Workers > WorkersMax:
-		return bad("workers", "must be 1..%d, got %d", WorkersMax, c.Workers)
-	case q.LeaseTTL < LeaseTTLMin:
-		return bad("queue.lease_ttl", "must be at least %s (a render outliving its lease is rendered twice), got %s", LeaseTTLMin, q.LeaseTTL)
-	case q.MaxLeases < MaxLeasesMin || q.MaxLeases > MaxLeasesMax:
-		return bad("queue.max_leases", "must be %d..%d, got %d", MaxLeasesMin, MaxLeasesMax, q.MaxLeases)
-	case q.MaxRemoteLeases < 1 || q.MaxRemoteLeases > q.MaxLeases:
-		return bad("queue.max_remote_leases", "must be 1..queue.max_leases (%d), got %d", q.MaxLeases, q.MaxRemoteLeases)
-	case q.Ready.Capacity < 1 || q.Ready.Capacity > ReadyCapacityMax:
-		return bad("queue.ready.capacity", "must be 1..%d, got %d", ReadyCapacityMax, q.Ready.Capacity)
-	case q.Ready.KeyCapacity < KeyCapacityMin || q.Ready.KeyCapacity > KeyCapacityMax:
-		return bad("queue.ready.key_capacity", "must be %d..%d, got %d", KeyCapacityMin, KeyCapacityMax, q.Ready.KeyCapacity)
-	case q.Ready.SweepCap < q.Ready.Capacity:
-		return bad("queue.ready.sweep_cap", "must be at least queue.ready.capacity (%d), got %d", q.Ready.Capacity, q.Ready.SweepCap)
-	case !(q.Ready.SitemapBoost >= SitemapBoostMin && q.Ready.SitemapBoost <= SitemapBoostMax):
-		return bad("queue.ready.sitemap_boost", "must be %v..%v, got %v", SitemapBoostMin, SitemapBoostMax, q.Ready.SitemapBoost)
-	case !(q.Lanes.UrgentMaxShare >= 0 && q.Lanes.UrgentMaxShare <= 1):
-		return bad("queue.lanes.urgent_max_share", "must be 0..1, got %v", q.Lanes.UrgentMaxShare)
-	case !(*q.Lanes.MinShare.Discovered >= 0 && *q.Lanes.MinShare.Discovered <= 1):
-		return bad("queue.lanes.min_share.discovered", "must be 0..1, got %v", *q.Lanes.MinShare.Discovered)
-	case !(*q.Lanes.MinShare.Cold >= 0 && *q.Lanes.MinShare.Cold <= 1):
-		return bad("queue.lanes.min_share.cold", "must be 0..1, got %v", *q.Lanes.MinShare.Cold)
-	case q.Lanes.UrgentMaxShare+*q.Lanes.MinShare.Discovered+*q.Lanes.MinShare.Cold > 1:
-		return bad("queue.lanes", "urgent_max_share + min_share.discovered + min_share.cold exceeds 1")
-	case c.Render.Timeout >= q.LeaseTTL:
-		return bad("render.timeout", "%s is not below queue.lease_ttl %s: every slow render would be leased twice", c.Render.Timeout, q.LeaseTTL)
-	case q.ClaimFloor.Guard >= q.ClaimFloor.UnpinAfter:
-		return bad("queue.claim_floor.guard", "%s must be below unpin_after %s", q.ClaimFloor.Guard, q.ClaimFloor.UnpinAfter)
+	if c.Workers < 1 || c.Workers > WorkersMax {
+		bad("workers", "must be 1..%d, got %d", WorkersMax, c.Workers)
+	}
+	if q.LeaseTTL < LeaseTTLMin {
+		bad("queue.lease_ttl", "must be at least %s (a render outliving its lease is rendered twice), got %s", LeaseTTLMin, q.LeaseTTL)
+	}
+	if q.MaxLeases < MaxLeasesMin || q.MaxLeases > MaxLeasesMax {
+		bad("queue.max_leases", "must be %d..%d, got %d", MaxLeasesMin, MaxLeasesMax, q.MaxLeases)
+	}
+	if q.MaxRemoteLeases < 1 || q.MaxRemoteLeases > q.MaxLeases {
+		bad("queue.max_remote_leases", "must be 1..queue.max_leases (%d), got %d", q.MaxLeases, q.MaxRemoteLeases)
+	}
+	if q.Ready.Capacity < 1 || q.Ready.Capacity > ReadyCapacityMax {
+		bad("queue.ready.capacity", "must be 1..%d, got %d", ReadyCapacityMax, q.Ready.Capacity)
+	}
+	if q.Ready.KeyCapacity < KeyCapacityMin || q.Ready.KeyCapacity > KeyCapacityMax {
+		bad("queue.ready.key_capacity", "must be %d..%d, got %d", KeyCapacityMin, KeyCapacityMax, q.Ready.KeyCapacity)
+	}
+	if q.Ready.SweepCap < q.Ready.Capacity {
+		bad("queue.ready.sweep_cap", "must be at least queue.ready.capacity (%d), got %d", q.Ready.Capacity, q.Ready.SweepCap)
+	}
+	if !(q.Ready.SitemapBoost >= SitemapBoostMin && q.Ready.SitemapBoost <= SitemapBoostMax) {
+		bad("queue.ready.sitemap_boost", "must be %v..%v, got %v", SitemapBoostMin, SitemapBoostMax, q.Ready.SitemapBoost)
+	}
+	if !(q.Lanes.UrgentMaxShare >= 0 && q.Lanes.UrgentMaxShare <= 1) {
+		bad("queue.lanes.urgent_max_share", "must be 0..1, got %v", q.Lanes.UrgentMaxShare)
+	}
+	if !(*q.Lanes.MinShare.Discovered >= 0 && *q.Lanes.MinShare.Discovered <= 1) {
+		bad("queue.lanes.min_share.discovered", "must be 0..1, got %v", *q.Lanes.MinShare.Discovered)
+	}
+	if !(*q.Lanes.MinShare.Cold >= 0 && *q.Lanes.MinShare.Cold <= 1) {
+		bad("queue.lanes.min_share.cold", "must be 0..1, got %v", *q.Lanes.MinShare.Cold)
+	}
+	if q.Lanes.UrgentMaxShare+*q.Lanes.MinShare.Discovered+*q.Lanes.MinShare.Cold > 1 {
+		bad("queue.lanes", "urgent_max_share + min_share.discovered + min_share.cold exceeds 1")
+	}
+	if c.Render.Timeout >= q.LeaseTTL {
+		bad("render.timeout", "%s is not below queue.lease_ttl %s: every slow render would be leased twice", c.Render.Timeout, q.LeaseTTL)
+	}
+	if q.ClaimFloor.Guard >= q.ClaimFloor.UnpinAfter {
+		bad("queue.claim_floor.guard", "%s must be below unpin_after %s", q.ClaimFloor.Guard, q.ClaimFloor.UnpinAfter)
 	}
 	r := c.Render
 	switch r.Renderer {
 	case "http", "sim":
 	case "exec":
 		if len(r.Exec.Command) == 0 {
-			return bad("render.exec.command", "the exec renderer needs a command")
+			bad("render.exec.command", "the exec renderer needs a command")
 		}
 	default:
-		return bad("render.renderer", "must be http, exec or sim, got %q", r.Renderer)
+		bad("render.renderer", "must be http, exec or sim, got %q", r.Renderer)
 	}
-	switch {
-	case r.Concurrency < 1 || r.Concurrency > ConcurrencyMax:
-		return bad("render.concurrency", "must be 1..%d, got %d", ConcurrencyMax, r.Concurrency)
-	case r.MaxBody < 1:
-		return bad("render.max_body", "must be positive")
-	case r.MaxBody > MaxPageBody:
-		return bad("render.max_body", "must not exceed %d bytes (32MiB), the largest page the store keeps, got %d", MaxPageBody, r.MaxBody)
-	case r.MaxRedirects < 0:
-		return bad("render.max_redirects", "must not be negative")
-	case *r.FailureRetry.FastRetries < 0:
-		return bad("render.failure_retry.fast_retries", "must not be negative")
-	case r.FailureRetry.Factor < FactorMin:
-		return bad("render.failure_retry.factor", "must be at least %v, got %v", FactorMin, r.FailureRetry.Factor)
-	case r.FailureRetry.NonSitemapPenalty < NonSitemapPenaltyMin:
-		return bad("render.failure_retry.non_sitemap_penalty", "must be at least %v, got %v", NonSitemapPenaltyMin, r.FailureRetry.NonSitemapPenalty)
-	case r.Suppression.Noindex.Strikes < 1:
-		return bad("render.suppression.noindex.strikes", "must be at least 1")
-	case r.Suppression.Gone.Strikes < 1:
-		return bad("render.suppression.gone.strikes", "must be at least 1")
+	if r.Concurrency < 1 || r.Concurrency > ConcurrencyMax {
+		bad("render.concurrency", "must be 1..%d, got %d", ConcurrencyMax, r.Concurrency)
+	}
+	if r.MaxBody < 1 {
+		bad("render.max_body", "must be positive")
+	}
+	if r.MaxBody > MaxPageBody {
+		bad("render.max_body", "must not exceed %d bytes (32MiB), the largest page the store keeps, got %d", MaxPageBody, r.MaxBody)
+	}
+	if r.MaxRedirects < 0 {
+		bad("render.max_redirects", "must not be negative")
+	}
+	if *r.FailureRetry.FastRetries < 0 {
+		bad("render.failure_retry.fast_retries", "must not be negative")
+	}
+	if r.FailureRetry.Factor < FactorMin {
+		bad("render.failure_retry.factor", "must be at least %v, got %v", FactorMin, r.FailureRetry.Factor)
+	}
+	if r.FailureRetry.NonSitemapPenalty < NonSitemapPenaltyMin {
+		bad("render.failure_retry.non_sitemap_penalty", "must be at least %v, got %v", NonSitemapPenaltyMin, r.FailureRetry.NonSitemapPenalty)
+	}
+	if r.Suppression.Noindex.Strikes < 1 {
+		bad("render.suppression.noindex.strikes", "must be at least 1")
+	}
+	if r.Suppression.Gone.Strikes < 1 {
+		bad("render.suppression.gone.strikes", "must be at least 1")
 	}
 	for _, rate := range []struct {
 		path string
 		v    float64
 	}{{"render.sim.transient_rate", r.Sim.TransientRate}, {"render.sim.gone_rate", r.Sim.GoneRate}, {"render.sim.noindex_rate", r.Sim.NoindexRate}} {
 		if !(rate.v >= 0 && rate.v <= 1) {
-			return bad(rate.path, "must be 0..1, got %v", rate.v)
+			bad(rate.path, "must be 0..1, got %v", rate.v)
 		}
 	}
 	if r.Sim.TransientRate+r.Sim.GoneRate+r.Sim.NoindexRate > 1 {
-		return bad("render.sim", "outcome rates add up to more than 1")
+		bad("render.sim", "outcome rates add up to more than 1")
 	}
 	for i, d := range r.Domains {
 		if !validDomain(d) {
-			return bad(fmt.Sprintf("render.domains[%d]", i), "must be a bare host name such as example.com (no scheme, port, path or wildcard), got %q", d)
+			bad(fmt.Sprintf("render.domains[%d]", i), "must be a bare host name such as example.com (no scheme, port, path or wildcard), got %q", d)
 		}
 	}
-	for dev, ua := range r.UserAgents {
-		if dev == "" || !validHeaderValue(ua) {
-			return bad("render.user_agents."+dev, "needs a device name and a non-empty single-line User-Agent")
+	for _, dev := range slices.Sorted(maps.Keys(r.UserAgents)) {
+		if ua := r.UserAgents[dev]; dev == "" || !validHeaderValue(ua) {
+			bad("render.user_agents."+dev, "needs a device name and a non-empty single-line User-Agent")
 		}
 		if strings.Contains(dev, KeySeparator) {
 			// Cache keys are device|url: such a device could never be told from its URL.
-			return bad("render.user_agents", "device name %q contains the cache key separator %q", dev, KeySeparator)
+			bad("render.user_agents", "device name %q contains the cache key separator %q", dev, KeySeparator)
 		}
 	}
 	if r.Sim.LatencyMedian < 0 {
-		return bad("render.sim.latency_median", "must not be negative, got %s", r.Sim.LatencyMedian)
+		bad("render.sim.latency_median", "must not be negative, got %s", r.Sim.LatencyMedian)
 	}
 	if !validHeaderValue(r.UserAgent) {
-		return bad("render.user_agent", "must be a non-empty single-line User-Agent")
+		bad("render.user_agent", "must be a non-empty single-line User-Agent")
 	}
 	for i, d := range r.Demand.Ladder {
 		if d <= 0 || (i > 0 && d <= r.Demand.Ladder[i-1]) {
-			return bad(fmt.Sprintf("render.demand.ladder[%d]", i), "rungs must be positive and increasing")
+			bad(fmt.Sprintf("render.demand.ladder[%d]", i), "rungs must be positive and increasing")
 		}
 	}
 	names := map[string]bool{}
 	for i, rt := range c.Routes {
 		path := fmt.Sprintf("routes[%d]", i)
-		switch {
-		case rt.Name == "":
-			return bad(path+".name", "a route needs a name")
-		case names[rt.Name]:
-			return bad(path+".name", "duplicate route name %q", rt.Name)
-		case rt.Match != "exact" && rt.Match != "prefix" && rt.Match != "contains":
-			return bad(path+".match", "must be exact, prefix or contains, got %q", rt.Match)
-		case rt.Path == "":
-			return bad(path+".path", "a route needs a path pattern")
-		case rt.Interval < 0:
-			return bad(path+".interval", "must not be negative")
-		case rt.SWR < 0:
-			return bad(path+".swr", "must not be negative")
+		if rt.Name == "" {
+			bad(path+".name", "a route needs a name")
+		} else if names[rt.Name] {
+			bad(path+".name", "duplicate route name %q", rt.Name)
+		}
+		if rt.Match != "exact" && rt.Match != "prefix" && rt.Match != "contains" {
+			bad(path+".match", "must be exact, prefix or contains, got %q", rt.Match)
+		}
+		if rt.Path == "" {
+			bad(path+".path", "a route needs a path pattern")
+		}
+		if rt.Interval < 0 {
+			bad(path+".interval", "must not be negative")
+		}
+		if rt.SWR < 0 {
+			bad(path+".swr", "must not be negative")
 		}
 		names[rt.Name] = true
 	}
 	if c.Sitemap.MaxDepth < 0 || c.Sitemap.MaxDepth > MaxDepthMax {
-		return bad("sitemap.max_depth", "must be 0..%d, got %d", MaxDepthMax, c.Sitemap.MaxDepth)
+		bad("sitemap.max_depth", "must be 0..%d, got %d", MaxDepthMax, c.Sitemap.MaxDepth)
 	}
 	if c.Supervisor.RestartIntensity < 1 {
-		return bad("supervisor.restart_intensity", "must be at least 1")
+		bad("supervisor.restart_intensity", "must be at least 1")
 	}
 	if c.Supervisor.BackoffMin > c.Supervisor.BackoffMax {
-		return bad("supervisor.backoff_min", "must not exceed backoff_max")
+		bad("supervisor.backoff_min", "must not exceed backoff_max")
 	}
-	if err := c.HTTP.validate(); err != nil {
-		return err
-	}
+	c.HTTP.validate(bad)
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
-		return bad("log.level", "must be trace, debug, info, warn or error, got %q", c.Log.Level)
+		bad("log.level", "must be trace, debug, info, warn or error, got %q", c.Log.Level)
 	}
 	switch c.Log.Format {
 	case "json", "console":
 	default:
-		return bad("log.format", "must be json or console, got %q", c.Log.Format)
+		bad("log.format", "must be json or console, got %q", c.Log.Format)
 	}
-	return nil
+	if len(errs) == 0 {
+		return nil // not a nil FieldErrors, which would be a non-nil error
+	}
+	return errs
 }
 
-func (h *HTTP) validate() error {
-	bad := func(path, format string, args ...any) error {
-		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
+func (h *HTTP) validate(bad func(path, format string, args ...any)) {
+	if h.MaxConns < 1 || h.MaxConns > MaxConnsMax {
+		bad("http.max_conns", "must be 1..%d, got %d", MaxConnsMax, h.MaxConns)
 	}
-	switch {
-	case h.MaxConns < 1 || h.MaxConns > MaxConnsMax:
-		return bad("http.max_conns", "must be 1..%d, got %d", MaxConnsMax, h.MaxConns)
-	case h.ReadHeaderTimeout > h.ReadTimeout:
-		return bad("http.read_header_timeout", "%s exceeds http.read_timeout %s, which includes the headers", h.ReadHeaderTimeout, h.ReadTimeout)
-	case h.BulkTimeout < h.ReadTimeout || h.BulkTimeout < h.WriteTimeout:
-		return bad("http.bulk_timeout", "%s must be at least http.read_timeout and http.write_timeout", h.BulkTimeout)
+	if h.ReadHeaderTimeout > h.ReadTimeout {
+		bad("http.read_header_timeout", "%s exceeds http.read_timeout %s, which includes the headers", h.ReadHeaderTimeout, h.ReadTimeout)
+	}
+	if h.BulkTimeout < h.ReadTimeout || h.BulkTimeout < h.WriteTimeout {
+		bad("http.bulk_timeout", "%s must be at least http.read_timeout and http.write_timeout", h.BulkTimeout)
 	}
 	for i, d := range h.Hosts {
 		if !validDomain(d) {
-			return bad(fmt.Sprintf("http.hosts[%d]", i), "must be a host name such as freshq.internal or an IP address (no scheme, port, path or wildcard), got %q", d)
+			bad(fmt.Sprintf("http.hosts[%d]", i), "must be a host name such as freshq.internal or an IP address (no scheme, port, path or wildcard), got %q", d)
 		}
 	}
-	return nil
 }
 
 // CheckReload refuses a reload that changes a key read only when the pool starts: the segment's
@@ -684,9 +733,11 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {
-		var fe *FieldError
-		if errors.As(err, &fe) {
-			fe.Line = lineOf(data, fe.Path)
+		var errs FieldErrors
+		if errors.As(err, &errs) {
+			for _, fe := range errs {
+				fe.Line = lineOf(data, fe.Path)
+			}
 		}
 		return nil, err
 	}
