@@ -11,10 +11,11 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // postLease posts a lease request to a remote endpoint and returns the status.
-func postLease(t *testing.T, srv *httptest.Server, path string, req LeaseRequest) int {
+func postLease(t *testing.T, srv *httptest.Server, path string, req wire.LeaseRequest) int {
 	t.Helper()
 	b, _ := json.Marshal(req)
 	resp, err := http.Post(srv.URL+path, "application/json", bytes.NewReader(b))
@@ -40,8 +41,8 @@ func TestRemoteReleaseWaitsForTheResultsCommit(t *testing.T) {
 	for _, path := range []string{"/v1/leases/release", "/v1/leases/extend"} {
 		lease := grant(t, n.Env, shoesKey)
 		var code int
-		done := n.inWindow(func() { code = postLease(t, remote, path, LeaseRequest{Key: shoesKey, Lease: lease}) })
-		st, err := n.applier.Apply([]Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
+		done := n.inWindow(func() { code = postLease(t, remote, path, wire.LeaseRequest{Key: shoesKey, Lease: lease}) })
+		st, err := n.applier.Apply([]wire.Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
 		if err != nil || st.Applied != 1 {
 			t.Fatalf("%s: apply %+v %v", path, st, err)
 		}
@@ -75,7 +76,7 @@ func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
 			_, during = e.Seg.Leases().Acquire(h, e.Now(), 600_000, 2)
 			return e.Store.WriteSchedules(ws)
 		})}
-	res, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Lease: wireLease(l)}})
+	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: WireLease(l)}})
 	if err != nil || res.Applied != 1 {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
@@ -91,11 +92,11 @@ func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
 // committed are released: the retry of the batch finds them fenced and applies only the rest.
 func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
-	var rs []Result
+	var rs []wire.Result
 	for i := range 2 {
 		key := []byte(fmt.Sprintf("desktop|https://a.test/c/%d", i))
 		e.Put(string(key), start-hour, false, 0, store.Lanes{})
-		rs = append(rs, Result{Key: key, Outcome: "ok", Status: 200, Lease: grant(t, e, key)})
+		rs = append(rs, wire.Result{Key: key, Outcome: "ok", Status: 200, Lease: grant(t, e, key)})
 	}
 	fail := true
 	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
@@ -112,10 +113,10 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 	if _, err := a.Apply(rs); err == nil {
 		t.Fatal("a partly failed commit reported no error")
 	}
-	if err := e.Seg.Leases().Check(rs[0].Lease.shm(), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
+	if err := e.Seg.Leases().Check(ShmLease(rs[0].Lease), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
 		t.Fatal("the committed result's lease is still held")
 	}
-	if err := e.Seg.Leases().Check(rs[1].Lease.shm(), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
+	if err := e.Seg.Leases().Check(ShmLease(rs[1].Lease), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
 		t.Fatalf("the uncommitted result's lease: %v", err)
 	}
 	st, err := a.Apply(rs) // the sender's retry

@@ -7,6 +7,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // BenchmarkApply measures worker 0's cost per result: two point reads, the policy decision and
@@ -26,11 +27,11 @@ func BenchmarkApply(b *testing.B) {
 	}
 	a := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	body := make([]byte, 2048)
-	batch := make([]Result, 256)
+	batch := make([]wire.Result, 256)
 	b.ResetTimer()
 	for done := 0; done < b.N; done += len(batch) {
 		for i := range batch {
-			batch[i] = Result{Key: keys[(done+i)%rows], Outcome: "ok", Status: 200, Body: body}
+			batch[i] = wire.Result{Key: keys[(done+i)%rows], Outcome: "ok", Status: 200, Body: body}
 		}
 		if _, err := a.Apply(batch); err != nil {
 			b.Fatal(err)

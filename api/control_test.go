@@ -17,6 +17,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 const (
@@ -25,7 +26,13 @@ const (
 )
 
 // serve runs a Control for e on a unix socket and returns a client for it.
-func serve(t *testing.T, e *qtest.Env) *Client {
+func serve(t *testing.T, e *qtest.Env) *wire.Client {
+	t.Helper()
+	return wire.NewClient(serveSocket(t, e))
+}
+
+// serveSocket runs a Control for e on a unix socket and returns the socket's path.
+func serveSocket(t *testing.T, e *qtest.Env) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "w0.sock")
 	ln, err := net.Listen("unix", sock)
@@ -35,14 +42,23 @@ func serve(t *testing.T, e *qtest.Env) *Client {
 	c := &Control{
 		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
 		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
-		Status:  func() Status { return Status{Serving: true, Sweeps: 7} },
+		Status:  func() wire.Status { return wire.Status{Serving: true, Sweeps: 7} },
 	}
 	mux := http.NewServeMux()
 	c.Register(mux)
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return NewClient(sock)
+	return sock
+}
+
+// socketHTTP is a plain HTTP client of the unix socket at sock, for requests wire.Client does
+// not make.
+func socketHTTP(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
 }
 
 func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
@@ -56,7 +72,7 @@ func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
 	if st, err := cl.Status(ctx); err != nil || !st.Serving || st.Sweeps != 7 {
 		t.Fatalf("status %+v %v", st, err)
 	}
-	jobs, err := cl.ClaimIndex(ctx, claim.IndexClaim{N: 2, Holder: 42})
+	jobs, err := IndexFallback{cl}.ClaimIndex(ctx, claim.IndexClaim{N: 2, Holder: 42})
 	if err != nil || len(jobs) != 2 || string(jobs[0].Key) != keys[0] || jobs[0].Source != claim.SourceIndex {
 		t.Fatalf("claim %+v %v", jobs, err)
 	}
@@ -68,10 +84,10 @@ func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Advance(1000)
-	st, err := cl.SendResults(ctx, []Result{
+	st, err := cl.SendResults(ctx, []wire.Result{
 		{Key: jobs[0].Key, Outcome: "ok", Status: 200, DurationMs: 120, Body: []byte("<html>1</html>"),
-			Headers: map[string]string{"content-type": "text/html", "x-junk": "dropped"}, Lease: wireLease(jobs[0].Lease)},
-		{Key: jobs[1].Key, Outcome: "ok", Status: 200, Body: []byte("<html>2</html>"), Lease: wireLease(jobs[1].Lease)},
+			Headers: map[string]string{"content-type": "text/html", "x-junk": "dropped"}, Lease: WireLease(jobs[0].Lease)},
+		{Key: jobs[1].Key, Outcome: "ok", Status: 200, Body: []byte("<html>2</html>"), Lease: WireLease(jobs[1].Lease)},
 	})
 	if err != nil || st.Applied != 1 || st.Skipped != 1 {
 		t.Fatalf("results %+v %v", st, err)
@@ -102,26 +118,26 @@ func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
 
 func TestControlRejectsBadInputNamingTheField(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
-	cl := serve(t, e)
-	binary := func(rs ...Result) string { return string(EncodeResults(nil, rs)) }
+	cl := socketHTTP(serveSocket(t, e))
+	binary := func(rs ...wire.Result) string { return string(wire.EncodeResults(nil, rs)) }
 	for _, tc := range []struct {
 		path, ctype, body, want string
 		code                    int
 	}{
-		{PathClaim, "", `{"n": 0}`, `"field":"n"`, 400},
-		{PathClaim, "", `{"n": 1, "bogus": true}`, `unknown field`, 400},
-		{PathClaim, "", `{"n": `, `bad JSON`, 400},
-		{PathResults, "", `{"results": [{"outcome": "ok"}]}`, `"field":"results[0].key"`, 400},
-		{PathResults, ResultsContentType, binary(Result{Outcome: "ok"}), `"field":"results[0].key"`, 400},
-		{PathResults, ResultsContentType, binary(Result{Key: []byte("desktop|https://a.test/")}), `"field":"results[0].outcome"`, 400},
-		{PathResults, ResultsContentType, binary(Result{Key: []byte("k"), Outcome: "ok"})[:12], `corrupt results batch`, 400},
-		{PathResults, ResultsContentType, `{"results": []}`, `not a results batch`, 400},
+		{wire.PathClaim, "", `{"n": 0}`, `"field":"n"`, 400},
+		{wire.PathClaim, "", `{"n": 1, "bogus": true}`, `unknown field`, 400},
+		{wire.PathClaim, "", `{"n": `, `bad JSON`, 400},
+		{wire.PathResults, "", `{"results": [{"outcome": "ok"}]}`, `"field":"results[0].key"`, 400},
+		{wire.PathResults, wire.ResultsContentType, binary(wire.Result{Outcome: "ok"}), `"field":"results[0].key"`, 400},
+		{wire.PathResults, wire.ResultsContentType, binary(wire.Result{Key: []byte("desktop|https://a.test/")}), `"field":"results[0].outcome"`, 400},
+		{wire.PathResults, wire.ResultsContentType, binary(wire.Result{Key: []byte("k"), Outcome: "ok"})[:12], `corrupt results batch`, 400},
+		{wire.PathResults, wire.ResultsContentType, `{"results": []}`, `not a results batch`, 400},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, "http://worker0"+tc.path, strings.NewReader(tc.body))
 		if tc.ctype != "" {
 			req.Header.Set("Content-Type", tc.ctype)
 		}
-		resp, err := cl.http.Do(req)
+		resp, err := cl.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +148,7 @@ func TestControlRejectsBadInputNamingTheField(t *testing.T) {
 			t.Errorf("%s %q: %d %s, want %d containing %s", tc.path, tc.body, resp.StatusCode, b.String(), tc.code, tc.want)
 		}
 	}
-	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).ClaimIndex(context.Background(), claim.IndexClaim{N: 1, Holder: 1}); !errors.Is(err, ErrUnavailable) {
+	if _, err := (IndexFallback{wire.NewClient(filepath.Join(t.TempDir(), "none.sock"))}).ClaimIndex(context.Background(), claim.IndexClaim{N: 1, Holder: 1}); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("unreachable worker 0: %v", err)
 	}
 }
@@ -147,34 +163,41 @@ func TestResultsTravelInTheBinaryForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ctype string
-	var got []Result
+	var got []wire.Result
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathResults, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+wire.PathResults, func(w http.ResponseWriter, r *http.Request) {
 		ctype = r.Header.Get("Content-Type")
-		body, _ := readBody(w, r, MaxResultsBody)
-		got, err = DecodeResults(body)
-		writeJSON(w, http.StatusOK, ApplyStats{Applied: len(got)})
+		body, _ := readBody(w, r, wire.MaxResultsBody)
+		got, err = wire.DecodeResults(body)
+		writeJSON(w, http.StatusOK, wire.ApplyStats{Applied: len(got)})
 	})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	defer srv.Close()
-	sent := sampleResults()
-	st, serr := NewClient(sock).SendResults(context.Background(), sent)
+	sent := []wire.Result{
+		{Key: []byte("desktop|https://a.test/c/1"), Outcome: "ok", Status: 200, Stage: "body", DurationMs: 1234,
+			Headers: map[string]string{"content-type": "text/html", "etag": `"x"`, "cache-control": "max-age=60"},
+			Body:    []byte("<html>1</html>"), Lease: wire.Lease{Slot: 4095, State: 1<<63 | 12345, KeyHash: 0xdeadbeefcafef00d}},
+		{Key: []byte("mobile|https://a.test/"), Outcome: "server_error", Status: 503, Stage: "headers", DurationMs: -1,
+			Err: "upstream said no", Lease: wire.Lease{Slot: 0, State: 0, KeyHash: 1}},
+		{Key: []byte("k"), Outcome: "a future outcome"},
+	}
+	st, serr := wire.NewClient(sock).SendResults(context.Background(), sent)
 	if serr != nil || st.Applied != len(sent) {
 		t.Fatalf("send: %+v %v", st, serr)
 	}
-	if ctype != ResultsContentType || err != nil || len(got) != len(sent) || string(got[0].Body) != string(sent[0].Body) {
+	if ctype != wire.ResultsContentType || err != nil || len(got) != len(sent) || string(got[0].Body) != string(sent[0].Body) {
 		t.Fatalf("worker 0 got %q: %+v %v", ctype, got, err)
 	}
 
 	e := qtest.New(t, "", start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{NeverRendered: true})
 	lease := grant(t, e, []byte("desktop|https://a.test/c/1"))
-	req, _ := http.NewRequest(http.MethodPost, "http://worker0"+PathResults,
+	req, _ := http.NewRequest(http.MethodPost, "http://worker0"+wire.PathResults,
 		strings.NewReader(fmt.Sprintf(`{"results": [{"key": "ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzE=", "outcome": "ok", "status": 200, `+
 			`"lease": {"slot": %d, "state": %d, "key_hash": %d}}]}`, lease.Slot, lease.State, lease.KeyHash)))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := serve(t, e).http.Do(req)
+	resp, err := socketHTTP(serveSocket(t, e)).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +228,10 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 	}), Applier: &Applier{}, Log: qtest.Log(nil)}
 	mux := http.NewServeMux()
 	c.Register(mux)
-	post := func() (int, claimResponse) {
+	post := func() (int, wire.ClaimResponse) {
 		w := httptest.NewRecorder()
-		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, PathClaim, strings.NewReader(`{"n": 4, "holder": 3}`)))
-		var resp claimResponse
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, wire.PathClaim, strings.NewReader(`{"n": 4, "holder": 3}`)))
+		var resp wire.ClaimResponse
 		json.Unmarshal(w.Body.Bytes(), &resp)
 		return w.Code, resp
 	}
@@ -216,7 +239,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 		t.Fatalf("nothing leased: %d, want 503", code)
 	}
 	jobs = []claim.Job{{Key: key, KeyHash: shm.KeyHash(key), Lease: lease}}
-	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || resp.Jobs[0].ClaimJob().Lease != lease {
+	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || ClaimJob(resp.Jobs[0]).Lease != lease {
 		t.Fatalf("one job leased before the failure: %d %+v", code, resp)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // TestDecodeJSONNamesTheFieldAndRefusesTrailingData pins what every small JSON endpoint
@@ -50,7 +52,7 @@ func TestDecodeJSONNamesTheFieldAndRefusesTrailingData(t *testing.T) {
 		if w.Code != c.code {
 			t.Errorf("%.40q: status %d, want %d", c.body, w.Code, c.code)
 		}
-		var e apiError
+		var e wire.ErrorBody
 		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 			t.Fatalf("%.40q: error body %q: %v", c.body, w.Body, err)
 		}

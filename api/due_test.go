@@ -12,6 +12,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // legacyDueNode is worker 0's writers over a store that refuses implausible due times (as
@@ -128,16 +129,16 @@ func TestStoredImplausibleDueIsBroughtIntoRange(t *testing.T) {
 		sm := `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://shop.test/c/zero</loc></url><url><loc>https://shop.test/c/far</loc></url></urlset>`
 		srv := &httptest.Server{URL: n.srv.URL}
 		run := waitRun(t, srv, postSitemap(t, srv, "application/xml", strings.NewReader(sm)))
-		if run.Status != RunDone || run.Updated.Count != 2 {
+		if run.Status != wire.RunDone || run.Updated.Count != 2 {
 			t.Fatalf("sitemap run: %+v", run)
 		}
 		check(t, n, "sitemap", http.StatusOK, http.StatusOK, "")
 	})
 	t.Run("result", func(t *testing.T) {
 		n := newLegacyDueNode(t)
-		var rs []Result
+		var rs []wire.Result
 		for _, k := range []string{legacyZero, legacyFar} {
-			rs = append(rs, Result{Key: []byte(k), Outcome: "ok", Status: 200, Lease: grant(t, n.Env, []byte(k))})
+			rs = append(rs, wire.Result{Key: []byte(k), Outcome: "ok", Status: 200, Lease: grant(t, n.Env, []byte(k))})
 		}
 		code, body := n.post("/v1/results", "application/json", string(jsonResults(t, rs...)))
 		if code != http.StatusOK || !strings.Contains(body, `"applied":2`) {

@@ -10,74 +10,8 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
-
-// Explanation answers GET /v1/targets?url=&device=: everything freshq knows and decides about one
-// target, computed now with the policy in force.
-type Explanation struct {
-	Key        string         `json:"key"`
-	URL        string         `json:"url"`
-	Device     string         `json:"device"`
-	Source     string         `json:"source"`
-	DueAt      time.Time      `json:"due_at"`
-	DueInSec   float64        `json:"due_in_seconds"` // negative: overdue
-	Cadence    Cadence        `json:"cadence"`
-	Lane       string         `json:"lane"`
-	Score      float64        `json:"score"`
-	DemandRung int            `json:"demand_rung,omitempty"`
-	Lease      *LeaseInfo     `json:"lease,omitempty"`
-	Failures   *Failures      `json:"failures,omitempty"`
-	Terminal   *Terminal      `json:"terminal,omitempty"`
-	LastRender *RenderInfo    `json:"last_render,omitempty"`
-	Page       *PageFreshness `json:"page,omitempty"`
-}
-
-// Cadence is a row's cadence and where it came from: rung (the demand ladder), row (carried:
-// an API or sitemap interval), route, target (the stored interval) or default.
-type Cadence struct {
-	Seconds float64 `json:"seconds"`
-	Origin  string  `json:"origin"`
-	Route   string  `json:"route,omitempty"`
-}
-
-// LeaseInfo is a live lease or release grace.
-type LeaseInfo struct {
-	Holder     uint64    `json:"holder"`
-	HolderName string    `json:"holder_name"` // "remote:<name>" or "worker <i> (pid <p>)" (HolderName)
-	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	Released   bool      `json:"released"` // a release grace: the render finished
-}
-
-// Failures is the current failure streak.
-type Failures struct {
-	Count   uint32    `json:"count"`
-	Class   string    `json:"class"`
-	FirstAt time.Time `json:"first_at"`
-	LastAt  time.Time `json:"last_at"`
-}
-
-// Terminal is a sealed state.
-type Terminal struct {
-	State     string    `json:"state"`
-	RecheckAt time.Time `json:"recheck_at"`
-}
-
-// RenderInfo summarises the last attempt.
-type RenderInfo struct {
-	Status     int       `json:"status"`
-	At         time.Time `json:"at"`
-	DurationMs int64     `json:"duration_ms"`
-	Bytes      uint64    `json:"bytes"`
-}
-
-// PageFreshness is the stored page's age against its cadence and its swr window.
-type PageFreshness struct {
-	AgeSec         float64 `json:"age_seconds"`
-	AgeOverCadence float64 `json:"age_over_cadence"`
-	SWRSec         float64 `json:"swr_seconds"`
-	Servable       bool    `json:"servable"` // within cadence + swr window
-}
 
 // Explain serves GET and DELETE /v1/targets.
 type Explain struct {
@@ -146,10 +80,10 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 	pr := rows.Policy(key, row)
 	cadence, origin := pol.Cadence(&pr)
 	route, swr := pol.RouteOf(key)
-	ex := Explanation{
+	ex := wire.Explanation{
 		Key: string(key), URL: tgt.URL, Device: tgt.Device, Source: tgt.Source.String(),
 		DueAt: ms(row.DueAtMs), DueInSec: float64(row.DueAtMs-now) / 1000,
-		Cadence:    Cadence{Seconds: float64(cadence) / 1000, Origin: origin.String(), Route: route},
+		Cadence:    wire.Cadence{Seconds: float64(cadence) / 1000, Origin: origin.String(), Route: route},
 		Lane:       policy.LaneOf(&pr).String(),
 		Score:      pol.Score(&pr, cadence, now),
 		DemandRung: int(tgt.DemandRung),
@@ -158,20 +92,20 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 		ex.Cadence.Origin = "rung"
 	}
 	if li, ok := x.Seg.Leases().Lookup(shm.KeyHash(key), now); ok {
-		ex.Lease = &LeaseInfo{Holder: li.Holder, HolderName: HolderName(li.Holder), AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
+		ex.Lease = &wire.LeaseInfo{Holder: li.Holder, HolderName: HolderName(li.Holder), AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
 	}
 	if f := tgt.Failures; f.Count > 0 {
-		ex.Failures = &Failures{Count: f.Count, Class: f.LastClass, FirstAt: ms(f.FirstMs), LastAt: ms(f.LastMs)}
+		ex.Failures = &wire.Failures{Count: f.Count, Class: f.LastClass, FirstAt: ms(f.FirstMs), LastAt: ms(f.LastMs)}
 	}
 	if tgt.Terminal != store.TerminalNone {
-		ex.Terminal = &Terminal{State: tgt.Terminal.String(), RecheckAt: ms(tgt.TerminalRecheckMs)}
+		ex.Terminal = &wire.Terminal{State: tgt.Terminal.String(), RecheckAt: ms(tgt.TerminalRecheckMs)}
 	}
 	if lr := tgt.LastRender; lr.AtMs > 0 {
-		ex.LastRender = &RenderInfo{Status: int(lr.Status), At: ms(lr.AtMs), DurationMs: lr.DurationMs, Bytes: lr.Bytes}
+		ex.LastRender = &wire.RenderInfo{Status: int(lr.Status), At: ms(lr.AtMs), DurationMs: lr.DurationMs, Bytes: lr.Bytes}
 	}
 	if page, err := x.Store.GetPage(key); err == nil {
 		age := now - page.RenderedAtMs
-		ex.Page = &PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
+		ex.Page = &wire.PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
 			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
 	}
 	writeJSON(w, http.StatusOK, ex)

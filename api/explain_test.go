@@ -9,9 +9,10 @@ import (
 
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
-func getExplain(t *testing.T, base, rawURL, device string) (int, Explanation, apiError) {
+func getExplain(t *testing.T, base, rawURL, device string) (int, wire.Explanation, wire.ErrorBody) {
 	t.Helper()
 	q := url.Values{"url": {rawURL}}
 	if device != "" {
@@ -22,8 +23,8 @@ func getExplain(t *testing.T, base, rawURL, device string) (int, Explanation, ap
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var ex Explanation
-	var ae apiError
+	var ex wire.Explanation
+	var ae wire.ErrorBody
 	if resp.StatusCode == http.StatusOK {
 		json.NewDecoder(resp.Body).Decode(&ex)
 	} else {
@@ -38,7 +39,7 @@ func TestExplainAndDelete(t *testing.T) {
 	key := []byte("desktop|https://shop.test/c/shoes")
 	// Render it once (result applied as worker 0 does), then let it fall 3 h late.
 	a := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
-	if _, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, DurationMs: 80, Body: []byte("<html/>"), Lease: grant(t, e, key)}}); err != nil {
+	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, DurationMs: 80, Body: []byte("<html/>"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}
 	e.Advance(9 * hour)

@@ -12,6 +12,7 @@ import (
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/wire"
 )
 
 // fenceNode is worker 0's writers over one store, wired as worker 0 wires them: one KeyLocks,
@@ -87,7 +88,7 @@ func TestDeleteBetweenAResultsDecisionAndCommitStays(t *testing.T) {
 	lease := grant(t, n.Env, shoesKey)
 	var code int
 	done := n.inWindow(func() { code = n.deleteTarget(shoes) })
-	if _, err := n.applier.Apply([]Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}}); err != nil {
+	if _, err := n.applier.Apply([]wire.Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
@@ -114,7 +115,7 @@ func TestDeleteRevokesTheLeaseAndHoldsTheKey(t *testing.T) {
 	if code := n.deleteTarget(shoes); code != 200 {
 		t.Fatalf("delete: %d", code)
 	}
-	st, err := n.applier.Apply([]Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
+	st, err := n.applier.Apply([]wire.Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
 	if err != nil || st.Fenced != 1 {
 		t.Fatalf("the in-flight render's result: %+v %v, want fenced", st, err)
 	}
@@ -141,7 +142,7 @@ func TestRushAndWaitAfterTheClaimSurviveTheResult(t *testing.T) {
 			}
 			before, _ := n.Store.GetSchedule(shoesKey)
 			n.Advance(1000)
-			st, err := n.applier.Apply([]Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
+			st, err := n.applier.Apply([]wire.Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
 			if err != nil || st.Fenced != 1 {
 				t.Fatalf("the result of the render granted before the %s: %+v %v, want fenced", mode, st, err)
 			}
@@ -170,7 +171,7 @@ func TestRushDuringAResultsCommitIsAppliedAfterIt(t *testing.T) {
 	lease := grant(t, n.Env, shoesKey)
 	var code int
 	done := n.inWindow(func() { code = n.do(http.MethodPost, "/v1/prioritize", `{"url": "`+shoes+`", "mode": "rush"}`) })
-	st, err := n.applier.Apply([]Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
+	st, err := n.applier.Apply([]wire.Result{{Key: shoesKey, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}})
 	<-done
 	if err != nil || st.Applied != 1 || code != 200 {
 		t.Fatalf("result %+v %v, rush %d", st, err, code)

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // A result carries at most MaxResultHeaders headers, in JSON and in the binary batch: one body
@@ -30,19 +30,19 @@ func TestResultHeadersAreCapped(t *testing.T) {
 		}
 		return h
 	}
-	for _, n := range []int{MaxResultHeaders, MaxResultHeaders + 1} {
-		r := Result{Key: key, Outcome: "ok", Status: 200, Headers: headers(n), Lease: grant(t, e, key)}
+	for _, n := range []int{wire.MaxResultHeaders, wire.MaxResultHeaders + 1} {
+		r := wire.Result{Key: key, Outcome: "ok", Status: 200, Headers: headers(n), Lease: grant(t, e, key)}
 		okey := []byte("desktop|https://a.test/other") // a never-granted lease: fenced, not refused
-		other := Result{Key: okey, Outcome: "timeout", Lease: Lease{KeyHash: shm.KeyHash(okey)}}
+		other := wire.Result{Key: okey, Outcome: "timeout", Lease: wire.Lease{KeyHash: shm.KeyHash(okey)}}
 		for _, tc := range []struct {
 			path, ctype string
 			body        []byte
 		}{
 			{"/v1/results", "application/json", jsonResults(t, other, r)},
-			{PathResults, ResultsContentType, EncodeResults(nil, []Result{other, r})},
+			{wire.PathResults, wire.ResultsContentType, wire.EncodeResults(nil, []wire.Result{other, r})},
 		} {
 			ans := postResults(t, srv, tc.path, tc.ctype, tc.body)
-			if n > MaxResultHeaders {
+			if n > wire.MaxResultHeaders {
 				if ans.Code != http.StatusBadRequest || ans.Field != "results[1].headers" {
 					t.Errorf("%s %d headers: %+v, want 400 naming results[1].headers", tc.ctype, n, ans)
 				}
@@ -53,22 +53,6 @@ func TestResultHeadersAreCapped(t *testing.T) {
 			}
 		}
 		e.Advance(60_000) // past the release grace of the first apply
-	}
-}
-
-// A body that declares more than MaxResults results is refused before the results are
-// allocated: DecodeResults itself enforces the count.
-func TestDecodeResultsEnforcesMaxResults(t *testing.T) {
-	rs := make([]Result, MaxResults+1)
-	for i := range rs {
-		rs[i] = Result{Key: []byte("k"), Outcome: "ok", Status: 200}
-	}
-	_, err := DecodeResults(EncodeResults(nil, rs))
-	if !errors.Is(err, ErrResultsCorrupt) || fieldOf(err) != "results" {
-		t.Fatalf("%d results: %v (field %q), want ErrResultsCorrupt naming results", len(rs), err, fieldOf(err))
-	}
-	if _, err := DecodeResults(EncodeResults(nil, rs[:MaxResults])); err != nil {
-		t.Fatalf("%d results: %v", MaxResults, err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // Worker 0's peak heap while the heaviest inputs it accepts arrive at once: a 64 MiB results
@@ -73,9 +74,9 @@ sitemap:
 	if code := postResults64MiB(t, srv.URL, 64<<20); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a declared 64 MiB results body: %d", code)
 	}
-	limits := uint64(MaxResultsBody + 4*MaxSitemapToken)
+	limits := uint64(wire.MaxResultsBody + 4*MaxSitemapToken)
 	var results int
-	var runs []SitemapRun
+	var runs []wire.SitemapRun
 	base, peak := peakHeapEvery(time.Millisecond, func() {
 		var wg sync.WaitGroup
 		wg.Go(func() { results = postResults64MiB(t, srv.URL, -1) })
@@ -95,7 +96,7 @@ sitemap:
 		t.Errorf("the 64 MiB results body: %d, want 413", results)
 	}
 	for _, run := range runs {
-		if run.Status != RunFailed || !(strings.Contains(run.Error, "max_decompressed") || strings.Contains(run.Error, "longer than")) {
+		if run.Status != wire.RunFailed || !(strings.Contains(run.Error, "max_decompressed") || strings.Contains(run.Error, "longer than")) {
 			t.Errorf("run %+v: want refused by max_decompressed or the token bound", run)
 		}
 	}
@@ -121,7 +122,7 @@ sitemap:
 	(&Remote{Applier: decodeOnly, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(accept)
 	acceptSrv := httptest.NewServer(accept)
 	defer acceptSrv.Close()
-	body := jsonResults(t, Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},
+	body := jsonResults(t, wire.Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},
 		Body: bytes.Repeat([]byte("<p>x</p>"), store.MaxPageBody/8), Lease: grant(t, e, key)})
 	var ans resultsAnswer
 	base, peak = peakHeapEvery(time.Millisecond, func() {
@@ -132,9 +133,9 @@ sitemap:
 	}
 	grew = peak - min(base, peak)
 	t.Logf("an accepted %.1f MiB results body: peak heap %.1f MiB above base (%.2f× MaxResultsBody)",
-		mib(uint64(len(body))), mib(grew), float64(grew)/MaxResultsBody)
-	fmt.Printf("BenchmarkWorker0PeakHeapAcceptedResults\t1\t%d peak-heap-B\t%.2f x-limit\n", grew, float64(grew)/MaxResultsBody)
-	if grew > 2*MaxResultsBody {
+		mib(uint64(len(body))), mib(grew), float64(grew)/wire.MaxResultsBody)
+	fmt.Printf("BenchmarkWorker0PeakHeapAcceptedResults\t1\t%d peak-heap-B\t%.2f x-limit\n", grew, float64(grew)/wire.MaxResultsBody)
+	if grew > 2*wire.MaxResultsBody {
 		t.Fatalf("an accepted results body: peak heap grew by %.1f MiB, over twice MaxResultsBody", mib(grew))
 	}
 }
@@ -181,18 +182,18 @@ func postResults64MiB(t *testing.T, base string, length int64) int {
 
 // waitRunFor waits, by polling, until run id is no longer running, and fails the test if it
 // still is after limit (a deadline on a condition, not time let pass).
-func waitRunFor(t *testing.T, srv *httptest.Server, id string, limit time.Duration) SitemapRun {
+func waitRunFor(t *testing.T, srv *httptest.Server, id string, limit time.Duration) wire.SitemapRun {
 	deadline := time.Now().Add(limit)
 	for {
 		resp, err := http.Get(srv.URL + "/v1/sitemaps/" + id)
 		if err != nil {
 			t.Error(err)
-			return SitemapRun{}
+			return wire.SitemapRun{}
 		}
-		var run SitemapRun
+		var run wire.SitemapRun
 		json.NewDecoder(resp.Body).Decode(&run)
 		resp.Body.Close()
-		if run.Status != RunRunning {
+		if run.Status != wire.RunRunning {
 			return run
 		}
 		if time.Now().After(deadline) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 // An operator's upsert that lands while a render result for the same target is being applied
@@ -53,7 +54,7 @@ func TestResultDoesNotOverwriteAConcurrentUpsert(t *testing.T) {
 		}
 	}
 	lease := grant(t, e, key)
-	if _, err := a.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}}); err != nil {
+	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease}}); err != nil {
 		t.Fatal(err)
 	}
 	<-upserted

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // Requests are admitted by their bytes: one that does not fit waits, at most the limiter's
@@ -43,7 +45,7 @@ func testLimiterAdmitsByBytes(t *testing.T) {
 		t.Fatalf("30 bytes free, a 10-byte body: %d", w.Code)
 	}
 	w := post("x", -1) // unknown length: weighs the limit, capped at the budget: waits for all 100
-	var ae apiError
+	var ae wire.ErrorBody
 	json.Unmarshal(w.Body.Bytes(), &ae)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || ae.Error == "" {
 		t.Fatalf("over budget: %d %q %+v", w.Code, w.Header().Get("Retry-After"), ae)

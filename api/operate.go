@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // Operate serves the operator actions: POST /v1/discover, POST /v1/prioritize and
@@ -27,20 +28,15 @@ func (o *Operate) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/pages", o.page)
 }
 
-type discoverRequest struct {
-	URL    string `json:"url"`
-	Device string `json:"device,omitempty"`
-}
-
 // discover turns a crawler hit on an unknown page into a discovered target, due now. A known
 // target is left as it is (its source is never downgraded to discovered).
 func (o *Operate) discover(w http.ResponseWriter, r *http.Request) {
-	var req discoverRequest
+	var req wire.DiscoverRequest
 	if !decodeJSON(w, r, &req, 1<<20) {
 		return
 	}
 	t := o.Targets
-	p, field, err := parseItem(&TargetItem{URL: req.URL, Device: req.Device, Source: "discovered"}, devices(t.Policy().Config()))
+	p, field, err := parseItem(&wire.TargetItem{URL: req.URL, Device: req.Device, Source: "discovered"}, devices(t.Policy().Config()))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, field, err.Error())
 		return
@@ -61,19 +57,12 @@ func (o *Operate) discover(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"key": string(p.key), "created": true})
 }
 
-type prioritizeRequest struct {
-	URL    string `json:"url,omitempty"`
-	Prefix string `json:"prefix,omitempty"`
-	Device string `json:"device,omitempty"`
-	Mode   string `json:"mode"`
-}
-
 // prioritize replaces every sentinel-due-time trick. rush: the rows render at the urgent lane
 // (capped by queue.lanes.urgent_max_share), due now if they were due later; the due time stays
 // the freshness deadline and the urgent mark clears with the next render. wait: the cached page
 // is dropped and the cadence refills it, the schedule unchanged.
 func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
-	var req prioritizeRequest
+	var req wire.PrioritizeRequest
 	if !decodeJSON(w, r, &req, 1<<20) {
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/wire"
 )
 
 type opNode struct {
@@ -116,7 +117,7 @@ func TestPrioritizeRushAndWait(t *testing.T) {
 	if err != nil || len(jobs) != 1 || !strings.Contains(string(jobs[0].Key), "/c/") {
 		t.Fatalf("first claim after rush: %+v %v", jobs, err)
 	}
-	n.applier.Apply([]Result{{Key: jobs[0].Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: wireLease(jobs[0].Lease)}})
+	n.applier.Apply([]wire.Result{{Key: jobs[0].Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: WireLease(jobs[0].Lease)}})
 	if row, _ := n.Store.GetSchedule(jobs[0].Key); row.Urgent {
 		t.Fatal("the urgent mark outlived the render")
 	}
@@ -151,7 +152,7 @@ func TestPagesServeWithinTheSWRWindow(t *testing.T) {
 	if code, _, body := get(); code != 404 || !strings.Contains(body, "no rendered page") {
 		t.Fatalf("no page yet: %d %s", code, body)
 	}
-	n.applier.Apply([]Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html>a</html>"), Headers: map[string]string{"content-type": "text/html"},
+	n.applier.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html>a</html>"), Headers: map[string]string{"content-type": "text/html"},
 		Lease: grant(t, n.Env, key)}})
 	n.Advance(7 * hour) // past the 6 h cadence, within the 6 h swr window of the catalog route
 	code, h, body := get()
@@ -209,21 +210,21 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out struct{ Jobs []RemoteJob }
+		var out struct{ Jobs []wire.RemoteJob }
 		json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
 		keys := make([][]byte, len(out.Jobs))
-		var results []Result
+		var results []wire.Result
 		for i, j := range out.Jobs {
 			keys[i] = j.Key
 			if j.URL == "" || j.Device != "desktop" {
 				t.Errorf("remote job without url/device: %+v", j)
 			}
-			results = append(results, Result{Key: j.Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: j.Lease})
+			results = append(results, wire.Result{Key: j.Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: j.Lease})
 		}
 		record("remote", keys)
 		if len(results) > 0 {
-			body, _ := json.Marshal(resultsRequest{Results: results})
+			body, _ := json.Marshal(wire.ResultsRequest{Results: results})
 			r2, err := http.Post(n.srv.URL+"/v1/results", "application/json", bytes.NewReader(body))
 			if err != nil || r2.StatusCode != 200 {
 				t.Fatalf("results: %v", err)
@@ -256,8 +257,8 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 		t.Fatalf("bad lease: %d %v", code, out)
 	}
 	// The public endpoint speaks JSON only (README); the binary batch is the control socket's.
-	bin := EncodeResults(nil, []Result{{Key: []byte("desktop|https://shop.test/c/p0"), Outcome: "ok"}})
-	resp, err := http.Post(n.srv.URL+"/v1/results", ResultsContentType, bytes.NewReader(bin))
+	bin := wire.EncodeResults(nil, []wire.Result{{Key: []byte("desktop|https://shop.test/c/p0"), Outcome: "ok"}})
+	resp, err := http.Post(n.srv.URL+"/v1/results", wire.ResultsContentType, bytes.NewReader(bin))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,34 +5,8 @@ import (
 
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
-
-// QueueView answers GET /v1/queue: the floor and what pins it, the ready set, the backlog by lane,
-// grants by source and the leases in use, all read from shared memory.
-type QueueView struct {
-	Floor struct {
-		Ms            int64  `json:"ms"`
-		PinnedKeyHash uint64 `json:"pinned_key_hash,omitempty"`
-		PinnedSinceMs int64  `json:"pinned_since_ms,omitempty"`
-		NextDueMs     int64  `json:"next_due_ms,omitempty"`
-		AdvancedAtMs  int64  `json:"advanced_at_ms,omitempty"`
-	} `json:"floor"`
-	Ready struct {
-		Enabled       bool    `json:"enabled"`
-		Generation    uint64  `json:"generation"`
-		Count         uint64  `json:"count"`
-		Taken         uint64  `json:"taken"`
-		PublishedAtMs int64   `json:"published_at_ms,omitempty"`
-		SweepMs       float64 `json:"sweep_ms"`
-		SweepRows     uint64  `json:"sweep_rows"`
-		Capped        uint64  `json:"sweeps_capped"`
-		DroppedKeys   uint64  `json:"dropped_long_keys"`
-	} `json:"ready"`
-	Backlog    map[string]uint64 `json:"backlog"`
-	BelowFloor uint64            `json:"below_floor"`
-	Claims     map[string]uint64 `json:"claims"`
-	Leases     shm.LeaseStats    `json:"leases"`
-}
 
 // Queue serves /v1/queue.
 type Queue struct {
@@ -46,8 +20,8 @@ func (q *Queue) Register(mux *http.ServeMux) {
 }
 
 // View reads the queue's state.
-func (q *Queue) View() QueueView {
-	var v QueueView
+func (q *Queue) View() wire.QueueView {
+	var v wire.QueueView
 	f := q.Seg.Floor()
 	v.Floor.Ms = f.Load()
 	v.Floor.PinnedKeyHash, v.Floor.PinnedSinceMs = f.Pin()
@@ -69,6 +43,6 @@ func (q *Queue) View() QueueView {
 		v.Claims["ready"] += w.Load(shm.CounterClaimReady)
 		v.Claims["index"] += w.Load(shm.CounterClaimIndex)
 	}
-	v.Leases = q.Seg.Leases().Stats(q.Now())
+	v.Leases = wire.LeaseStats(q.Seg.Leases().Stats(q.Now()))
 	return v
 }

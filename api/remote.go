@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // Remote serves renderers on other machines: POST /v1/claim takes leased jobs from the same
@@ -66,26 +67,6 @@ func (x *Remote) Register(mux *http.ServeMux) {
 }
 
 const maxRemoteRequest = 1 << 20 // a claim or lease request
-
-type remoteClaimRequest struct {
-	Limit    int    `json:"limit"`
-	Lease    string `json:"lease,omitempty"`    // lease TTL, e.g. "5m"; default queue.lease_ttl
-	Renderer string `json:"renderer,omitempty"` // the remote's name; default "remote"
-}
-
-// RemoteJob is one granted job for a remote renderer. Send its lease back with the result.
-type RemoteJob struct {
-	Job
-	URL    string `json:"url"`
-	Device string `json:"device"`
-}
-
-// RemoteClaimResponse answers POST /v1/claim. QueuedBehindLeases with no job means due work is
-// waiting behind rows being rendered: claim again soon, it is not "nothing to do".
-type RemoteClaimResponse struct {
-	Jobs               []RemoteJob `json:"jobs"`
-	QueuedBehindLeases bool        `json:"queued_behind_leases,omitempty"`
-}
 
 // Remote renderer names: what fits a holder id, so that any process decodes it from the lease
 // table alone.
@@ -144,7 +125,7 @@ func HolderName(h uint64) string {
 }
 
 func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
-	var req remoteClaimRequest
+	var req wire.RemoteClaimRequest
 	if !decodeJSON(w, r, &req, maxRemoteRequest) {
 		return
 	}
@@ -172,7 +153,7 @@ func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, err := x.Claimer.ClaimFor(r.Context(), room, ttl, holder)
 	x.unreserve(holder, room)
-	resp := RemoteClaimResponse{Jobs: make([]RemoteJob, len(jobs))}
+	resp := wire.RemoteClaimResponse{Jobs: make([]wire.RemoteJob, len(jobs))}
 	switch {
 	case errors.Is(err, claim.ErrQueuedBehindLeases):
 		resp.QueuedBehindLeases = len(jobs) == 0
@@ -182,7 +163,7 @@ func (x *Remote) claim(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, j := range jobs {
 		device, url, _ := cachekey.Split(j.Key)
-		resp.Jobs[i] = RemoteJob{Job: WireJob(j), URL: url, Device: device}
+		resp.Jobs[i] = wire.RemoteJob{Job: WireJob(j), URL: url, Device: device}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -239,27 +220,12 @@ func leaseTTL(w http.ResponseWriter, cfg *config.Config, s string) (int64, bool)
 	return d.Ms(), true
 }
 
-// LeaseRequest is the body of POST /v1/leases/extend and /v1/leases/release: the key and the
-// lease as handed out with the job (or as the last extend returned it).
-type LeaseRequest struct {
-	Key   []byte `json:"key"`
-	Lease Lease  `json:"lease"`
-	TTL   string `json:"ttl,omitempty"` // extend only: the new TTL from now; default queue.lease_ttl
-}
-
-// LeaseResponse answers an extend: the lease to use from now on (its state changed), and when
-// it lapses.
-type LeaseResponse struct {
-	Lease     Lease     `json:"lease"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
 // heldLease reads a lease request, takes the key's lock (the Applier's), and checks the lease
 // against the table before anything touches it: 400 naming the field for one that cannot be a
 // lease of this key, 409 for one that is no longer held. On success the caller holds the lock
 // until it calls unlock: an extend or release is then never interleaved with a result of the
 // same key being applied, which holds the lock from its check to its release.
-func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (req LeaseRequest, l shm.Lease, unlock func(), ok bool) {
+func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (req wire.LeaseRequest, l shm.Lease, unlock func(), ok bool) {
 	if !decodeJSON(w, r, &req, maxRemoteRequest) {
 		return req, l, nil, false
 	}
@@ -279,8 +245,8 @@ func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (req LeaseReq
 }
 
 // checkLease checks req's lease against the table, answering 400 or 409 itself.
-func (x *Remote) checkLease(w http.ResponseWriter, req LeaseRequest) (shm.Lease, bool) {
-	l := req.Lease.shm()
+func (x *Remote) checkLease(w http.ResponseWriter, req wire.LeaseRequest) (shm.Lease, bool) {
+	l := ShmLease(req.Lease)
 	switch err := x.Seg.Leases().Check(l, shm.KeyHash(req.Key), x.Now()); {
 	case errors.Is(err, shm.ErrLeaseSlot):
 		writeError(w, http.StatusBadRequest, "lease.slot", err.Error())
@@ -309,7 +275,7 @@ func (x *Remote) extend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "lease", "no longer held")
 		return
 	}
-	writeJSON(w, http.StatusOK, LeaseResponse{Lease: wireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()})
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()})
 }
 
 // release gives a lease back unrendered: the row is claimable again at once (no grace: nothing

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // Remotes together hold at most half the lease table, whatever names they claim under: one
@@ -12,7 +14,7 @@ import (
 func TestRemoteLeasesCappedTogether(t *testing.T) {
 	e, srv := remoteServer(t, "  max_leases: 32\n  max_remote_leases: 32\n")
 	total := e.Seg.Leases().Capacity() / 2
-	var a RemoteClaimResponse
+	var a wire.RemoteClaimResponse
 	if code, ae := postJSON(t, srv, "/v1/claim", `{"limit": 20, "renderer": "a"}`, &a); code != 200 || len(a.Jobs) != total {
 		t.Fatalf("claim of 20 by a: %d %+v, %d jobs; want trimmed to %d", code, ae, len(a.Jobs), total)
 	}

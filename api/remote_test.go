@@ -13,6 +13,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // remoteServer serves the remote renderer endpoints over 20 due rows, the ready set disabled so
@@ -34,7 +35,7 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	return e, srv
 }
 
-func postJSON(t *testing.T, srv *httptest.Server, path string, in, out any) (int, apiError) {
+func postJSON(t *testing.T, srv *httptest.Server, path string, in, out any) (int, wire.ErrorBody) {
 	t.Helper()
 	b, _ := json.Marshal(in)
 	if s, ok := in.(string); ok {
@@ -47,7 +48,7 @@ func postJSON(t *testing.T, srv *httptest.Server, path string, in, out any) (int
 	defer resp.Body.Close()
 	var raw json.RawMessage
 	json.NewDecoder(resp.Body).Decode(&raw)
-	var ae apiError
+	var ae wire.ErrorBody
 	if resp.StatusCode/100 != 2 {
 		json.Unmarshal(raw, &ae)
 	} else if out != nil {
@@ -61,7 +62,7 @@ func postJSON(t *testing.T, srv *httptest.Server, path string, in, out any) (int
 // naming the field.
 func TestRemoteClaimTTLAndHolder(t *testing.T) {
 	e, srv := remoteServer(t, "")
-	var resp RemoteClaimResponse
+	var resp wire.RemoteClaimResponse
 	if code, ae := postJSON(t, srv, "/v1/claim", `{"limit": 2, "lease": "3m", "renderer": "farm-eu.1"}`, &resp); code != 200 || len(resp.Jobs) != 2 {
 		t.Fatalf("%d %+v %+v", code, ae, resp)
 	}
@@ -78,7 +79,7 @@ func TestRemoteClaimTTLAndHolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ex Explanation
+		var ex wire.Explanation
 		json.NewDecoder(r.Body).Decode(&ex)
 		r.Body.Close()
 		if ex.Lease == nil || ex.Lease.HolderName != "remote:farm-eu.1" {
@@ -109,19 +110,19 @@ func TestRemoteClaimTTLAndHolder(t *testing.T) {
 // refused with 429 when there is none; another remote is not affected, and a release makes room.
 func TestRemoteLeasesCappedPerHolder(t *testing.T) {
 	e, srv := remoteServer(t, "  max_remote_leases: 3\n")
-	var a RemoteClaimResponse
+	var a wire.RemoteClaimResponse
 	if code, _ := postJSON(t, srv, "/v1/claim", `{"limit": 5, "renderer": "a"}`, &a); code != 200 || len(a.Jobs) != 3 {
 		t.Fatalf("trimmed claim: %d %d jobs", code, len(a.Jobs))
 	}
 	if code, ae := postJSON(t, srv, "/v1/claim", `{"limit": 1, "renderer": "a"}`, nil); code != 429 || ae.Error == "" {
 		t.Fatalf("over the cap: %d %+v", code, ae)
 	}
-	var b RemoteClaimResponse
+	var b wire.RemoteClaimResponse
 	if code, _ := postJSON(t, srv, "/v1/claim", `{"limit": 2, "renderer": "b"}`, &b); code != 200 || len(b.Jobs) != 2 {
 		t.Fatalf("another remote: %d %d", code, len(b.Jobs))
 	}
 	j := a.Jobs[0]
-	if code, _ := postJSON(t, srv, "/v1/leases/release", LeaseRequest{Key: j.Key, Lease: j.Lease}, nil); code != 200 {
+	if code, _ := postJSON(t, srv, "/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: j.Lease}, nil); code != 200 {
 		t.Fatalf("release: %d", code)
 	}
 	if n := e.Seg.Leases().CountHolder(RemoteHolder("a"), e.Now()); n != 2 {
@@ -136,44 +137,44 @@ func TestRemoteLeasesCappedPerHolder(t *testing.T) {
 // naming its field, one no longer held is 409; an extend returns the lease to use from then on.
 func TestRemoteLeaseExtendAndRelease(t *testing.T) {
 	e, srv := remoteServer(t, "")
-	var c RemoteClaimResponse
+	var c wire.RemoteClaimResponse
 	postJSON(t, srv, "/v1/claim", `{"limit": 2, "lease": "2m"}`, &c)
 	j, other := c.Jobs[0], c.Jobs[1]
 	e.Advance(60_000)
-	var ext LeaseResponse
-	if code, ae := postJSON(t, srv, "/v1/leases/extend", LeaseRequest{Key: j.Key, Lease: j.Lease, TTL: "5m"}, &ext); code != 200 {
+	var ext wire.LeaseResponse
+	if code, ae := postJSON(t, srv, "/v1/leases/extend", wire.LeaseRequest{Key: j.Key, Lease: j.Lease, TTL: "5m"}, &ext); code != 200 {
 		t.Fatalf("extend: %d %+v", code, ae)
 	}
 	if li, _ := e.Seg.Leases().Lookup(j.KeyHash, e.Now()); li.ExpiresAtMs != e.Now()+5*60_000 || ext.ExpiresAt.UnixMilli() != li.ExpiresAtMs {
 		t.Fatalf("extended to %d, answer %v", li.ExpiresAtMs-e.Now(), ext.ExpiresAt)
 	}
 	for name, c := range map[string]struct {
-		req   LeaseRequest
+		req   wire.LeaseRequest
 		code  int
 		field string
 	}{
-		"the lease before the extend": {LeaseRequest{Key: j.Key, Lease: j.Lease}, 409, "lease"},
-		"a slot past the table":       {LeaseRequest{Key: j.Key, Lease: Lease{Slot: 1 << 31, State: ext.Lease.State, KeyHash: j.KeyHash}}, 400, "lease.slot"},
-		"another key's lease":         {LeaseRequest{Key: j.Key, Lease: other.Lease}, 400, "lease.key_hash"},
-		"no key":                      {LeaseRequest{Lease: ext.Lease}, 400, "key"},
-		"a TTL over lease_ttl":        {LeaseRequest{Key: j.Key, Lease: ext.Lease, TTL: "1h"}, 400, "lease"},
+		"the lease before the extend": {wire.LeaseRequest{Key: j.Key, Lease: j.Lease}, 409, "lease"},
+		"a slot past the table":       {wire.LeaseRequest{Key: j.Key, Lease: wire.Lease{Slot: 1 << 31, State: ext.Lease.State, KeyHash: j.KeyHash}}, 400, "lease.slot"},
+		"another key's lease":         {wire.LeaseRequest{Key: j.Key, Lease: other.Lease}, 400, "lease.key_hash"},
+		"no key":                      {wire.LeaseRequest{Lease: ext.Lease}, 400, "key"},
+		"a TTL over lease_ttl":        {wire.LeaseRequest{Key: j.Key, Lease: ext.Lease, TTL: "1h"}, 400, "lease"},
 	} {
 		if code, ae := postJSON(t, srv, "/v1/leases/extend", c.req, nil); code != c.code || ae.Field != c.field {
 			t.Errorf("%s: %d %+v, want %d naming %s", name, code, ae, c.code, c.field)
 		}
 	}
-	if code, _ := postJSON(t, srv, "/v1/leases/release", LeaseRequest{Key: j.Key, Lease: ext.Lease}, nil); code != 200 {
+	if code, _ := postJSON(t, srv, "/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: ext.Lease}, nil); code != 200 {
 		t.Fatalf("release: %d", code)
 	}
 	if _, ok := e.Seg.Leases().Lookup(j.KeyHash, e.Now()); ok {
 		t.Fatal("a released lease is still live: the row is not claimable at once")
 	}
-	if code, ae := postJSON(t, srv, "/v1/leases/release", LeaseRequest{Key: j.Key, Lease: ext.Lease}, nil); code != 409 || ae.Field != "lease" {
+	if code, ae := postJSON(t, srv, "/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: ext.Lease}, nil); code != 409 || ae.Field != "lease" {
 		t.Fatalf("release twice: %d %+v", code, ae)
 	}
 	// A lease that lapsed is no longer held.
 	e.Advance(2 * 60_000)
-	if code, _ := postJSON(t, srv, "/v1/leases/extend", LeaseRequest{Key: other.Key, Lease: other.Lease}, nil); code != 409 {
+	if code, _ := postJSON(t, srv, "/v1/leases/extend", wire.LeaseRequest{Key: other.Key, Lease: other.Lease}, nil); code != 409 {
 		t.Fatalf("extend a lapsed lease: %d", code)
 	}
 }
@@ -187,14 +188,14 @@ func TestInternalClaimCarriesTTL(t *testing.T) {
 		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	var resp claimResponse
-	if code, ae := postJSON(t, srv, PathClaim, `{"n": 1, "holder": 5, "ttl_ms": 180000}`, &resp); code != 200 || len(resp.Jobs) != 1 {
+	var resp wire.ClaimResponse
+	if code, ae := postJSON(t, srv, wire.PathClaim, `{"n": 1, "holder": 5, "ttl_ms": 180000}`, &resp); code != 200 || len(resp.Jobs) != 1 {
 		t.Fatalf("%d %+v", code, ae)
 	}
 	if li, _ := e.Seg.Leases().Lookup(resp.Jobs[0].KeyHash, e.Now()); li.ExpiresAtMs-e.Now() != 180_000 || li.Holder != 5 {
 		t.Fatalf("lease %+v", li)
 	}
-	if code, ae := postJSON(t, srv, PathClaim, `{"n": 1, "holder": 5, "ttl_ms": -1}`, nil); code != 400 || ae.Field != "ttl_ms" {
+	if code, ae := postJSON(t, srv, wire.PathClaim, `{"n": 1, "holder": 5, "ttl_ms": -1}`, nil); code != 400 || ae.Field != "ttl_ms" {
 		t.Fatalf("negative TTL: %d %+v", code, ae)
 	}
 }

@@ -17,46 +17,24 @@ import (
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
-// Result is one render attempt's outcome as it travels to worker 0.
-type Result struct {
-	Key        []byte            `json:"key"`
-	Outcome    string            `json:"outcome"` // render.Outcome.String()
-	Status     int               `json:"status,omitempty"`
-	Stage      string            `json:"stage,omitempty"`
-	DurationMs int64             `json:"duration_ms"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	Body       []byte            `json:"body,omitempty"`
-	Err        string            `json:"err,omitempty"`
-	Lease      Lease             `json:"lease"`
+// WireLease converts a lease of the table for the wire.
+func WireLease(l shm.Lease) wire.Lease {
+	return wire.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
 }
 
-// Lease is a shm.Lease on the wire.
-type Lease struct {
-	Slot    uint32 `json:"slot"`
-	State   uint64 `json:"state"`
-	KeyHash uint64 `json:"key_hash"`
+// ShmLease converts a lease from the wire. It is a lease of the table only once
+// shm.Leases.Valid or Check has said so.
+func ShmLease(l wire.Lease) shm.Lease {
+	return shm.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
 }
-
-func wireLease(l shm.Lease) Lease { return Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash} }
-func (l Lease) shm() shm.Lease    { return shm.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash} }
 
 // Writer is the funnel's batched write.
 type Writer interface {
 	WriteSchedules([]store.Write) error
 }
-
-// MaxResults bounds the results of one request (a render worker sends at most a few hundred).
-// JSON can describe a result in 3 bytes that decode into some 200: without a count bound a
-// body within MaxResultsBody could cost gigabytes.
-const MaxResults = 10_000
-
-// MaxResultHeaders bounds the headers of one result. A renderer sends the few that serving a
-// page needs (render keeps six, the store five), but JSON can name a header in 6 bytes that
-// decode into a map entry of some 100: without a bound one result within MaxResultsBody could
-// decode into millions of entries. Both decoders refuse more, naming results[i].headers.
-const MaxResultHeaders = 64
 
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
 // its target and its page in one transaction), a batch becomes one WriteSchedules call, and
@@ -88,16 +66,6 @@ type Applier struct {
 	afterDecide func() // test hook: between the reads and the commit
 }
 
-// ApplyStats is what a batch did; every result is counted in exactly one of Applied, Skipped
-// and Fenced.
-type ApplyStats struct {
-	Applied int `json:"applied"`
-	Skipped int `json:"skipped"` // the row was deleted while it rendered
-	// Fenced results changed nothing: their lease was not held (FencedItems says why, by index).
-	Fenced      int         `json:"fenced"`
-	FencedItems []ItemError `json:"fenced_items,omitempty"` // the first few
-}
-
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
 // longer than any commit takes (a funnel batch commits in milliseconds, a second or two with
 // fsync under load). It is no configuration key because nothing should tune it: it only
@@ -112,7 +80,7 @@ const applyCommitBound = time.Minute
 // the funnel committed part of the batch (a *store.PartialWriteError): the leases of the
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
-func (a *Applier) Apply(results []Result) (ApplyStats, error) {
+func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
 		for i := range results {
@@ -123,7 +91,7 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	pol := a.Policy()
 	now := a.Now()
 	leases := a.Seg.Leases()
-	var st ApplyStats
+	var st wire.ApplyStats
 	writes := make([]store.Write, 0, len(results))
 	written := make([]shm.Lease, 0, len(results)) // the lease of each write
 	skipped := make([]shm.Lease, 0)               // of results whose row was gone
@@ -131,7 +99,7 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
-		lease := r.Lease.shm()
+		lease := ShmLease(r.Lease)
 		err := leases.Check(lease, h, now)
 		if err == nil && held[h] {
 			err = errors.New("the batch carries this key's result twice; the first one is applied")
@@ -140,13 +108,13 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 			err = holdThroughCommit(leases, &lease, now)
 		}
 		if err != nil {
-			st.fence(i, err)
+			fence(&st, i, err)
 			continue
 		}
 		held[h] = true
 		w, ok, err := a.decide(pol, r, now)
 		if err != nil {
-			return ApplyStats{}, err
+			return wire.ApplyStats{}, err
 		}
 		if !ok {
 			st.Skipped++
@@ -174,7 +142,7 @@ func (a *Applier) Apply(results []Result) (ApplyStats, error) {
 					}
 				}
 			}
-			return ApplyStats{}, fmt.Errorf("api: apply %d results: %w", len(writes), err)
+			return wire.ApplyStats{}, fmt.Errorf("api: apply %d results: %w", len(writes), err)
 		}
 	}
 	done := a.Now()
@@ -199,10 +167,10 @@ func holdThroughCommit(leases *shm.Leases, l *shm.Lease, now int64) error {
 	return nil
 }
 
-func (st *ApplyStats) fence(i int, err error) {
+func fence(st *wire.ApplyStats, i int, err error) {
 	st.Fenced++
 	if len(st.FencedItems) < maxReportErrors {
-		st.FencedItems = append(st.FencedItems, ItemError{Index: i, Field: fmt.Sprintf("results[%d].lease", i), Error: err.Error()})
+		st.FencedItems = append(st.FencedItems, wire.ItemError{Index: i, Field: fmt.Sprintf("results[%d].lease", i), Error: err.Error()})
 	}
 }
 
@@ -211,7 +179,7 @@ func (st *ApplyStats) fence(i int, err error) {
 // false when the row no longer exists:
 // the key's lock is held from here to the commit, and every deleter takes it, so a row read
 // here exists at commit, and a row missing here is never re-created.
-func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write, bool, error) {
+func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.Write, bool, error) {
 	row, err := a.Store.GetSchedule(r.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Write{}, false, nil // deleted while rendering: a result must not resurrect it
@@ -258,7 +226,7 @@ func (a *Applier) decide(pol *policy.Policy, r *Result, now int64) (store.Write,
 // (over store.MaxPageBody) is applied as too_large, without it, so that one oversized page
 // fails its own row and not the batch's commit. A page without a status HTTP can send is
 // applied as failed: Validate refuses one, and a stored page is served with its status.
-func storable(r *Result) (outcome string, body []byte) {
+func storable(r *wire.Result) (outcome string, body []byte) {
 	switch {
 	case len(r.Body) > store.MaxPageBody:
 		return render.OutcomeTooLarge.String(), nil
@@ -307,7 +275,7 @@ func targetFromKey(key []byte, fromSitemap bool) store.Target {
 
 // resultsHandler applies a batch of results: the internal endpoint for render workers and
 // POST /v1/results for remote renderers are the same operation. With binaryOK, a body of
-// Content-Type ResultsContentType is a binary batch (wire.go); any other body is JSON.
+// Content-Type ResultsContentType is a binary batch (package wire); any other body is JSON.
 //
 // The answers: 413 for a body over MaxResultsBody; 400 naming the field for a batch that does
 // not decode or holds a bad result (Validate), and then nothing of the batch is applied; 503
@@ -315,7 +283,7 @@ func targetFromKey(key []byte, fromSitemap bool) store.Target {
 // was fenced (its body also carries the ApplyStats); otherwise 200 with the ApplyStats, which
 // count what was applied, skipped and fenced.
 func resultsHandler(a *Applier, binaryOK bool) http.HandlerFunc {
-	return a.Limit.Wrap(MaxResultsBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return a.Limit.Wrap(wire.MaxResultsBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		results, ok := readResults(w, r, binaryOK)
 		if !ok {
 			return
@@ -336,8 +304,8 @@ func resultsHandler(a *Applier, binaryOK bool) http.HandlerFunc {
 		}
 		if st.Fenced > 0 && st.Fenced == len(results) {
 			first := st.FencedItems[0]
-			writeJSON(w, http.StatusConflict, fencedError{
-				apiError:   apiError{Error: "lease not held: " + first.Error, Field: first.Field},
+			writeJSON(w, http.StatusConflict, wire.FencedBody{
+				ErrorBody:  wire.ErrorBody{Error: "lease not held: " + first.Error, Field: first.Field},
 				ApplyStats: st,
 			})
 			return
@@ -346,25 +314,19 @@ func resultsHandler(a *Applier, binaryOK bool) http.HandlerFunc {
 	})).ServeHTTP
 }
 
-// fencedError is the 409 body: the error every client understands, and the counts.
-type fencedError struct {
-	apiError
-	ApplyStats
-}
-
 // readResults reads and decodes a results body, answering 413 or 400 itself on failure. The
 // body is read whole into one buffer of its Content-Length; the binary form is decoded in
 // place, and JSON is first scanned without allocating (count and field names) and then decoded
 // by encoding/json from that buffer, so a request costs about its body plus its decoded pages.
-func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Result, bool) {
-	body, ok := readBody(w, r, MaxResultsBody)
+func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]wire.Result, bool) {
+	body, ok := readBody(w, r, wire.MaxResultsBody)
 	if !ok {
 		return nil, false
 	}
-	if binaryOK && r.Header.Get("Content-Type") == ResultsContentType {
-		rs, err := DecodeResults(body)
+	if binaryOK && r.Header.Get("Content-Type") == wire.ResultsContentType {
+		rs, err := wire.DecodeResults(body)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, cmp.Or(fieldOf(err), "results"), "bad results batch: "+err.Error())
+			writeError(w, http.StatusBadRequest, cmp.Or(wire.FieldOf(err), "results"), "bad results batch: "+err.Error())
 			return nil, false
 		}
 		return rs, true
@@ -373,7 +335,7 @@ func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]Resul
 		writeError(w, http.StatusBadRequest, field, err.Error())
 		return nil, false
 	}
-	var req resultsRequest
+	var req wire.ResultsRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "", "bad JSON: "+err.Error())
 		return nil, false
@@ -460,6 +422,15 @@ func readCapped(r io.Reader, length int64, limit int) ([]byte, error) {
 	return b, nil
 }
 
+// knownOutcome are render's outcome names.
+var knownOutcome = func() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range render.Outcomes() {
+		m[o.String()] = true
+	}
+	return m
+}()
+
 // needsStatus are the outcomes that are an HTTP response: their status is the response's, so
 // it must be one HTTP can send. The others (timeout, network, redirect_loop, too_large,
 // blocked, failed) may end before any response, and carry 0 then.
@@ -477,7 +448,7 @@ var needsStatus = map[string]bool{
 // (shm.Leases.Valid: slot in range, key hash the key's). Whether the lease is still held is not checked here: that is
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
-func (a *Applier) Validate(results []Result) (field string, err error) {
+func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 	leases := a.Seg.Leases()
 	for i := range results {
 		r := &results[i]
@@ -487,7 +458,7 @@ func (a *Applier) Validate(results []Result) (field string, err error) {
 			return f("key"), errors.New("empty")
 		case len(r.Key) > store.MaxKeyLen:
 			return f("key"), fmt.Errorf("%d bytes, at most %d", len(r.Key), store.MaxKeyLen)
-		case outcomes[r.Outcome] == "":
+		case !knownOutcome[r.Outcome]:
 			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of ok, noindex, not_found, gone, client_error, server_error, timeout, network, redirect_loop, too_large, blocked, failed)", r.Outcome)
 		case needsStatus[r.Outcome] && !finalStatus(r.Status):
 			return f("status"), fmt.Errorf("%d: outcome %s is a final HTTP response, its status must be 200..599", r.Status, r.Outcome)
@@ -496,7 +467,7 @@ func (a *Applier) Validate(results []Result) (field string, err error) {
 		case r.DurationMs < 0:
 			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
 		}
-		if err := leases.Valid(r.Lease.shm(), shm.KeyHash(r.Key)); err != nil {
+		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err
 		}
 	}
@@ -591,15 +562,15 @@ func scanResultsJSON(b []byte) (field string, err error) {
 			case depth == 0:
 			case stack[depth-1].kind == 'h':
 				expectKey = true
-				if stack[depth-1].commas++; stack[depth-1].commas >= MaxResultHeaders {
+				if stack[depth-1].commas++; stack[depth-1].commas >= wire.MaxResultHeaders {
 					name := fmt.Sprintf("results[%d].headers", resultIndex())
-					return name, fmt.Errorf("over %d headers; a result carries at most %d", MaxResultHeaders, MaxResultHeaders)
+					return name, fmt.Errorf("over %d headers; a result carries at most %d", wire.MaxResultHeaders, wire.MaxResultHeaders)
 				}
 			case !stack[depth-1].array:
 				expectKey = true
 			case stack[depth-1].kind == 'r':
-				if stack[depth-1].commas++; stack[depth-1].commas >= MaxResults {
-					return "results", fmt.Errorf("over %d results; at most %d a request", MaxResults, MaxResults)
+				if stack[depth-1].commas++; stack[depth-1].commas >= wire.MaxResults {
+					return "results", fmt.Errorf("over %d results; at most %d a request", wire.MaxResults, wire.MaxResults)
 				}
 			}
 		}

@@ -16,16 +16,17 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // grant leases key as a render worker's claim would, for a result that is to be applied.
-func grant(t testing.TB, e *qtest.Env, key []byte) Lease {
+func grant(t testing.TB, e *qtest.Env, key []byte) wire.Lease {
 	t.Helper()
 	l, st := e.Seg.Leases().Acquire(shm.KeyHash(key), e.Now(), 600_000, 1)
 	if st != shm.Acquired {
 		t.Fatalf("lease %q: %v", key, st)
 	}
-	return wireLease(l)
+	return WireLease(l)
 }
 
 // resultsServer serves the results endpoints over e: the internal one (binary or JSON) and
@@ -34,7 +35,7 @@ func resultsServer(t *testing.T, e *qtest.Env) (*Applier, *httptest.Server) {
 	t.Helper()
 	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathResults, resultsHandler(a, true))
+	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(a, true))
 	mux.HandleFunc("POST /v1/results", resultsHandler(a, false))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -43,7 +44,7 @@ func resultsServer(t *testing.T, e *qtest.Env) (*Applier, *httptest.Server) {
 
 type resultsAnswer struct {
 	Code int
-	ApplyStats
+	wire.ApplyStats
 	Error string `json:"error"`
 	Field string `json:"field"`
 }
@@ -62,8 +63,8 @@ func postResults(t *testing.T, srv *httptest.Server, path, ctype string, body []
 	return out
 }
 
-func jsonResults(t testing.TB, rs ...Result) []byte {
-	b, err := json.Marshal(resultsRequest{Results: rs})
+func jsonResults(t testing.TB, rs ...wire.Result) []byte {
+	b, err := json.Marshal(wire.ResultsRequest{Results: rs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,9 +75,9 @@ func jsonResults(t testing.TB, rs ...Result) []byte {
 // the public one.
 var encodings = []struct {
 	name, path, ctype string
-	encode            func(testing.TB, ...Result) []byte
+	encode            func(testing.TB, ...wire.Result) []byte
 }{
-	{"binary", PathResults, ResultsContentType, func(_ testing.TB, rs ...Result) []byte { return EncodeResults(nil, rs) }},
+	{"binary", wire.PathResults, wire.ResultsContentType, func(_ testing.TB, rs ...wire.Result) []byte { return wire.EncodeResults(nil, rs) }},
 	{"json", "/v1/results", "application/json", jsonResults},
 }
 
@@ -92,15 +93,15 @@ func TestResultsWithAForgedLeaseAreRefusedWhole(t *testing.T) {
 	lease := grant(t, e, good)
 	badLease := grant(t, e, bad)
 	for _, enc := range encodings {
-		for name, forged := range map[string]Lease{
+		for name, forged := range map[string]wire.Lease{
 			"slot = capacity": {Slot: 64, State: badLease.State, KeyHash: badLease.KeyHash},
 			"slot 2^32-1":     {Slot: 1<<32 - 1, State: badLease.State, KeyHash: badLease.KeyHash},
 			"another key":     {Slot: badLease.Slot, State: badLease.State, KeyHash: lease.KeyHash},
 			"no lease at all": {},
 		} {
 			ans := postResults(t, srv, enc.path, enc.ctype, enc.encode(t,
-				Result{Key: good, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease},
-				Result{Key: bad, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: forged}))
+				wire.Result{Key: good, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: lease},
+				wire.Result{Key: bad, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: forged}))
 			if ans.Code != http.StatusBadRequest || ans.Field != "results[1].lease" {
 				t.Fatalf("%s, %s: %+v, want 400 naming results[1].lease", enc.name, name, ans)
 			}
@@ -109,7 +110,7 @@ func TestResultsWithAForgedLeaseAreRefusedWhole(t *testing.T) {
 	if _, err := e.Store.GetPage(good); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the good result of a refused batch was applied: %v", err)
 	}
-	if err := e.Seg.Leases().Check(lease.shm(), shm.KeyHash(good), e.Now()); err != nil {
+	if err := e.Seg.Leases().Check(ShmLease(lease), shm.KeyHash(good), e.Now()); err != nil {
 		t.Fatalf("the good result's lease was touched: %v", err)
 	}
 }
@@ -123,24 +124,24 @@ func TestResultsStatusAndOutcomeAreValidated(t *testing.T) {
 	e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	lease := grant(t, e, key)
 	for _, tc := range []struct {
-		r     Result
+		r     wire.Result
 		field string
 	}{
-		{Result{Outcome: "ok", Status: 0}, "results[0].status"},
-		{Result{Outcome: "ok", Status: 99}, "results[0].status"},
-		{Result{Outcome: "ok", Status: 100}, "results[0].status"}, // informational: never a page
-		{Result{Outcome: "ok", Status: 199}, "results[0].status"},
-		{Result{Outcome: "timeout", Status: 103}, "results[0].status"},
-		{Result{Outcome: "ok", Status: 600}, "results[0].status"},
-		{Result{Outcome: "not_found", Status: 0}, "results[0].status"},
-		{Result{Outcome: "timeout", Status: -1}, "results[0].status"},
-		{Result{Outcome: "timeout", Status: 1000}, "results[0].status"},
-		{Result{Outcome: "bogus", Status: 200}, "results[0].outcome"},
-		{Result{Outcome: "OK", Status: 200}, "results[0].outcome"},
-		{Result{Outcome: "", Status: 200}, "results[0].outcome"},
-		{Result{Outcome: "ok", Status: 200, DurationMs: -5}, "results[0].duration_ms"},
-		{Result{Key: []byte(strings.Repeat("k", store.MaxKeyLen+1)), Outcome: "ok", Status: 200}, "results[0].key"},
-		{Result{Key: []byte{}, Outcome: "ok", Status: 200}, "results[0].key"},
+		{wire.Result{Outcome: "ok", Status: 0}, "results[0].status"},
+		{wire.Result{Outcome: "ok", Status: 99}, "results[0].status"},
+		{wire.Result{Outcome: "ok", Status: 100}, "results[0].status"}, // informational: never a page
+		{wire.Result{Outcome: "ok", Status: 199}, "results[0].status"},
+		{wire.Result{Outcome: "timeout", Status: 103}, "results[0].status"},
+		{wire.Result{Outcome: "ok", Status: 600}, "results[0].status"},
+		{wire.Result{Outcome: "not_found", Status: 0}, "results[0].status"},
+		{wire.Result{Outcome: "timeout", Status: -1}, "results[0].status"},
+		{wire.Result{Outcome: "timeout", Status: 1000}, "results[0].status"},
+		{wire.Result{Outcome: "bogus", Status: 200}, "results[0].outcome"},
+		{wire.Result{Outcome: "OK", Status: 200}, "results[0].outcome"},
+		{wire.Result{Outcome: "", Status: 200}, "results[0].outcome"},
+		{wire.Result{Outcome: "ok", Status: 200, DurationMs: -5}, "results[0].duration_ms"},
+		{wire.Result{Key: []byte(strings.Repeat("k", store.MaxKeyLen+1)), Outcome: "ok", Status: 200}, "results[0].key"},
+		{wire.Result{Key: []byte{}, Outcome: "ok", Status: 200}, "results[0].key"},
 	} {
 		r := tc.r
 		if r.Key == nil {
@@ -154,7 +155,7 @@ func TestResultsStatusAndOutcomeAreValidated(t *testing.T) {
 		}
 	}
 	// 0 is the status of an outcome that had no response.
-	ans := postResults(t, srv, "/v1/results", "application/json", jsonResults(t, Result{Key: key, Outcome: "timeout", Lease: lease}))
+	ans := postResults(t, srv, "/v1/results", "application/json", jsonResults(t, wire.Result{Key: key, Outcome: "timeout", Lease: lease}))
 	if ans.Code != 200 || ans.Applied != 1 {
 		t.Fatalf("a timeout without a status: %+v", ans)
 	}
@@ -168,7 +169,7 @@ func TestAnOversizedPageFailsOnlyItsOwnResult(t *testing.T) {
 	big, small := []byte("desktop|https://a.test/c/big"), []byte("desktop|https://a.test/c/small")
 	e.Put(string(big), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	e.Put(string(small), start-hour, true, 0, store.Lanes{NeverRendered: true})
-	st, err := a.Apply([]Result{
+	st, err := a.Apply([]wire.Result{
 		{Key: big, Outcome: "ok", Status: 200, Body: make([]byte, store.MaxPageBody+1), Lease: grant(t, e, big)},
 		{Key: small, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: grant(t, e, small),
 			Headers: map[string]string{"content-type": "text/html", "etag": strings.Repeat("e", store.MaxHeaderLen+1)}},
@@ -197,7 +198,7 @@ func TestADuplicateResultIsFenced(t *testing.T) {
 	_, srv := resultsServer(t, e)
 	key := []byte("desktop|https://a.test/c/1")
 	e.Put(string(key), start-hour, true, 0, store.Lanes{})
-	body := jsonResults(t, Result{Key: key, Outcome: "not_found", Status: 404, Lease: grant(t, e, key)})
+	body := jsonResults(t, wire.Result{Key: key, Outcome: "not_found", Status: 404, Lease: grant(t, e, key)})
 	if ans := postResults(t, srv, "/v1/results", "application/json", body); ans.Code != 200 || ans.Applied != 1 {
 		t.Fatalf("first delivery: %+v", ans)
 	}
@@ -228,18 +229,18 @@ func TestResultsFencedOneByOne(t *testing.T) {
 	}
 	lapsing, _ := e.Seg.Leases().Acquire(shm.KeyHash(keys[1]), e.Now(), 1000, 1)
 	released := grant(t, e, keys[2])
-	e.Seg.Leases().Release(released.shm(), e.Now(), 0)
-	never := Lease{Slot: 3, State: 1<<40 | 5, KeyHash: shm.KeyHash(keys[3])}
+	e.Seg.Leases().Release(ShmLease(released), e.Now(), 0)
+	never := wire.Lease{Slot: 3, State: 1<<40 | 5, KeyHash: shm.KeyHash(keys[3])}
 	held := grant(t, e, keys[0])
 	e.Advance(1000)
-	rs := []Result{
+	rs := []wire.Result{
 		{Key: keys[0], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: held},
-		{Key: keys[1], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: wireLease(lapsing)},
+		{Key: keys[1], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: WireLease(lapsing)},
 		{Key: keys[2], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: released},
 		{Key: keys[3], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: never},
 		{Key: keys[0], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: held}, // the same twice
 	}
-	ans := postResults(t, srv, PathResults, ResultsContentType, EncodeResults(nil, rs))
+	ans := postResults(t, srv, wire.PathResults, wire.ResultsContentType, wire.EncodeResults(nil, rs))
 	if ans.Code != 200 || ans.Applied != 1 || ans.Fenced != 4 || len(ans.FencedItems) != 4 {
 		t.Fatalf("answer %+v", ans)
 	}
@@ -270,8 +271,8 @@ func TestResultsJSONIsBoundedBeforeDecoding(t *testing.T) {
 		{`{"results": [{"key": "aw==", "outcome": "ok", "lease": {"slto": 1}}]}`, "results[0].lease.slto"},
 		{`{"results": [{}, {"key": "aw==", "color": "red"}]}`, "results[1].color"},
 		{`{"results": [], "extra": 1}`, "extra"},
-		{`{"results": [` + strings.Repeat("{},", MaxResults) + `{}]}`, "results"},
-		{`{"results": [` + strings.Repeat("1,", MaxResults) + `1]}`, "results"},
+		{`{"results": [` + strings.Repeat("{},", wire.MaxResults) + `{}]}`, "results"},
+		{`{"results": [` + strings.Repeat("1,", wire.MaxResults) + `1]}`, "results"},
 	} {
 		if ans := postResults(t, srv, "/v1/results", "application/json", []byte(tc.body)); ans.Code != 400 || ans.Field != tc.field {
 			t.Errorf("%.80s: %+v, want 400 naming %s", tc.body, ans, tc.field)
@@ -282,7 +283,7 @@ func TestResultsJSONIsBoundedBeforeDecoding(t *testing.T) {
 	if field, err := scanResultsJSON([]byte(ok)); err != nil {
 		t.Fatalf("scan of a good body: %s %v", field, err)
 	}
-	over := bytes.Repeat([]byte(" "), MaxResultsBody+1)
+	over := bytes.Repeat([]byte(" "), wire.MaxResultsBody+1)
 	if ans := postResults(t, srv, "/v1/results", "application/json", over); ans.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over MaxResultsBody: %+v", ans)
 	}
@@ -290,12 +291,12 @@ func TestResultsJSONIsBoundedBeforeDecoding(t *testing.T) {
 
 // MaxResultsBody holds one result with the largest page the store keeps, in JSON.
 func TestMaxResultsBodyHoldsTheLargestPageInJSON(t *testing.T) {
-	r := Result{Key: []byte(strings.Repeat("k", store.MaxKeyLen)), Outcome: "ok", Status: 200, Body: make([]byte, store.MaxPageBody),
+	r := wire.Result{Key: []byte(strings.Repeat("k", store.MaxKeyLen)), Outcome: "ok", Status: 200, Body: make([]byte, store.MaxPageBody),
 		Headers: map[string]string{"content-type": strings.Repeat("t", store.MaxHeaderLen)}}
-	if n := len(jsonResults(t, r)); n > MaxResultsBody {
-		t.Fatalf("the largest page's JSON result is %d bytes, over MaxResultsBody %d", n, MaxResultsBody)
+	if n := len(jsonResults(t, r)); n > wire.MaxResultsBody {
+		t.Fatalf("the largest page's JSON result is %d bytes, over MaxResultsBody %d", n, wire.MaxResultsBody)
 	}
-	if n := base64.StdEncoding.EncodedLen(store.MaxPageBody); n > MaxResultsBody-4<<20 {
+	if n := base64.StdEncoding.EncodedLen(store.MaxPageBody); n > wire.MaxResultsBody-4<<20 {
 		t.Fatalf("less than 4 MiB of room beside a base64 page of %d bytes", n)
 	}
 }
@@ -311,7 +312,7 @@ func TestResultsJSONMemory(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
 	key := []byte("desktop|https://a.test/c/1")
 	e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: true})
-	body := jsonResults(t, Result{Key: key, Outcome: "ok", Status: 200, Body: bytes.Repeat([]byte("<p>x</p>"), store.MaxPageBody/8), Lease: grant(t, e, key)})
+	body := jsonResults(t, wire.Result{Key: key, Outcome: "ok", Status: 200, Body: bytes.Repeat([]byte("<p>x</p>"), store.MaxPageBody/8), Lease: grant(t, e, key)})
 	measure := func(decode func(w http.ResponseWriter, r *http.Request) bool) uint64 {
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -328,7 +329,7 @@ func TestResultsJSONMemory(t *testing.T) {
 		return ok && len(rs) == 1 && len(rs[0].Body) == store.MaxPageBody
 	})
 	was := measure(func(w http.ResponseWriter, r *http.Request) bool {
-		var req resultsRequest
+		var req wire.ResultsRequest
 		return decodeJSON(w, r, &req, 256<<20) && len(req.Results) == 1
 	})
 	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }

@@ -56,6 +56,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/wire"
 )
 
 // Sitemap ingest limits.
@@ -75,13 +76,6 @@ const (
 	// so this is what a file can make worker 0 hold at once; a longer token refuses the file
 	// (nothing of it lands) once this many bytes were read, without keeping them.
 	MaxSitemapToken = 64 << 10
-)
-
-// Run states.
-const (
-	RunRunning = "running"
-	RunDone    = "done"
-	RunFailed  = "failed"
 )
 
 // Sitemaps serves /v1/sitemaps. Its runs belong to it: each runs under a context Close
@@ -139,72 +133,20 @@ func (s *Sitemaps) Close(ctx context.Context) error {
 	}
 }
 
-// SitemapRun is the report of one run, as GET /v1/sitemaps/{id} answers it.
-type SitemapRun struct {
-	ID         string         `json:"id"`
-	Status     string         `json:"status"` // running | done | failed
-	Error      string         `json:"error,omitempty"`
-	Source     string         `json:"source"` // the URL, or "body"
-	Device     string         `json:"device"`
-	StartedMs  int64          `json:"started_ms"`
-	FinishedMs int64          `json:"finished_ms,omitempty"`
-	Files      int            `json:"files"` // sitemap files read so far
-	URLs       int            `json:"urls"`  // <url> entries handled so far
-	Added      SitemapTally   `json:"added"`
-	Updated    SitemapTally   `json:"updated"`  // the target already existed
-	Filtered   SitemapTally   `json:"filtered"` // outside render.domains (URLs and child sitemaps)
-	Failed     SitemapFailure `json:"failed"`
-}
-
-// SitemapTally counts one outcome, with the first few URLs.
-type SitemapTally struct {
-	Count  int      `json:"count"`
-	Sample []string `json:"sample,omitempty"`
-}
-
-// SitemapFailure counts failures, with the first few URLs and why.
-type SitemapFailure struct {
-	Count  int               `json:"count"`
-	Sample []SitemapFailItem `json:"sample,omitempty"`
-}
-
-// SitemapFailItem is one failed URL or file.
-type SitemapFailItem struct {
-	URL    string `json:"url"`
-	Reason string `json:"reason"`
-}
-
 type sitemapRun struct {
 	mu  sync.Mutex
-	rep SitemapRun
+	rep wire.SitemapRun
 }
 
-func (r *sitemapRun) snapshot() SitemapRun {
+func (r *sitemapRun) snapshot() wire.SitemapRun {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.rep
 	out.Added.Sample = append([]string(nil), r.rep.Added.Sample...)
 	out.Updated.Sample = append([]string(nil), r.rep.Updated.Sample...)
 	out.Filtered.Sample = append([]string(nil), r.rep.Filtered.Sample...)
-	out.Failed.Sample = append([]SitemapFailItem(nil), r.rep.Failed.Sample...)
+	out.Failed.Sample = append([]wire.SitemapFailItem(nil), r.rep.Failed.Sample...)
 	return out
-}
-
-func (t *SitemapTally) add(u string) {
-	t.Count++
-	if len(t.Sample) < sitemapSample {
-		t.Sample = append(t.Sample, u)
-	}
-}
-
-func (f *SitemapFailure) add(u, reason string) {
-	f.Count++
-	if len(u) > 512 {
-		u = u[:512] + "…"
-	}
-	if len(f.Sample) < sitemapSample {
-		f.Sample = append(f.Sample, SitemapFailItem{URL: u, Reason: reason})
-	}
 }
 
 // Register adds the endpoints to mux.
@@ -213,18 +155,13 @@ func (s *Sitemaps) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sitemaps/{id}", s.get)
 }
 
-type sitemapRequest struct {
-	URL    string `json:"url"`
-	Device string `json:"device,omitempty"` // default desktop
-}
-
 // post starts a run from {"url": ...} or from an XML body (gzip accepted).
 func (s *Sitemaps) post(w http.ResponseWriter, r *http.Request) {
 	pol := s.Policy()
 	cfg := pol.Config()
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var (
-		req  sitemapRequest
+		req  wire.SitemapRequest
 		body *os.File
 	)
 	switch ct {
@@ -291,7 +228,7 @@ func (s *Sitemaps) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/sitemaps/"+run.rep.ID)
-	writeJSON(w, http.StatusAccepted, map[string]string{"id": run.rep.ID, "status": RunRunning})
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": run.rep.ID, "status": wire.RunRunning})
 }
 
 func (s *Sitemaps) get(w http.ResponseWriter, r *http.Request) {
@@ -314,10 +251,10 @@ func discard(f *os.File) {
 
 // start registers a run and launches it. body, when not nil, is the spooled request body and
 // belongs to the run.
-func (s *Sitemaps) start(req sitemapRequest, body *os.File) (*sitemapRun, error) {
+func (s *Sitemaps) start(req wire.SitemapRequest, body *os.File) (*sitemapRun, error) {
 	var b [8]byte
 	rand.Read(b[:])
-	run := &sitemapRun{rep: SitemapRun{ID: hex.EncodeToString(b[:]), Status: RunRunning, Source: req.URL,
+	run := &sitemapRun{rep: wire.SitemapRun{ID: hex.EncodeToString(b[:]), Status: wire.RunRunning, Source: req.URL,
 		Device: req.Device, StartedMs: s.Now()}}
 	if body != nil {
 		run.rep.Source = "body"
@@ -352,9 +289,9 @@ func (s *Sitemaps) start(req sitemapRequest, body *os.File) (*sitemapRun, error)
 		s.running--
 		s.mu.Unlock()
 		run.mu.Lock()
-		run.rep.Status, run.rep.FinishedMs = RunDone, s.Now()
+		run.rep.Status, run.rep.FinishedMs = wire.RunDone, s.Now()
 		if err != nil {
-			run.rep.Status, run.rep.Error = RunFailed, err.Error()
+			run.rep.Status, run.rep.Error = wire.RunFailed, err.Error()
 		}
 		run.mu.Unlock()
 	}()
@@ -368,7 +305,7 @@ func (s *Sitemaps) evictLocked() {
 		id := s.order[i]
 		r := s.runs[id]
 		r.mu.Lock()
-		done := r.rep.Status != RunRunning
+		done := r.rep.Status != wire.RunRunning
 		r.mu.Unlock()
 		if !done {
 			i++
@@ -392,7 +329,7 @@ type ingest struct {
 	files   int
 }
 
-func (s *Sitemaps) execute(ctx context.Context, run *sitemapRun, req sitemapRequest, body *os.File) error {
+func (s *Sitemaps) execute(ctx context.Context, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
 	cfg := s.Policy().Config()
 	in := &ingest{ctx: ctx, s: s, run: run, cfg: cfg, devs: devices(cfg), device: req.Device, visited: map[string]bool{}}
 	in.client = s.client(cfg)
@@ -593,7 +530,7 @@ func (in *ingest) child(e SitemapEntry, level int) {
 	pu, _ := url.Parse(u)
 	if !render.Allowed(in.cfg.Render.Domains, pu.Host) {
 		in.run.mu.Lock()
-		in.run.rep.Filtered.add(u)
+		in.run.rep.Filtered.Add(u)
 		in.run.mu.Unlock()
 		return
 	}
@@ -608,7 +545,7 @@ func (in *ingest) child(e SitemapEntry, level int) {
 
 func (in *ingest) fail(u, reason string) {
 	in.run.mu.Lock()
-	in.run.rep.Failed.add(u, reason)
+	in.run.rep.Failed.Add(u, reason)
 	in.run.mu.Unlock()
 }
 
@@ -638,7 +575,7 @@ func (b *batch) entry(e SitemapEntry) error {
 		in.count(1)
 		return nil
 	}
-	item := TargetItem{URL: e.Loc, Device: in.device, Source: "sitemap"}
+	item := wire.TargetItem{URL: e.Loc, Device: in.device, Source: "sitemap"}
 	if ms, ok := ChangefreqCadence(e.ChangeFreq, in.cfg.Sitemap.MinTTL.D()); ok {
 		item.Interval = json.RawMessage(`"` + ms.String() + `"`)
 	}
@@ -651,7 +588,7 @@ func (b *batch) entry(e SitemapEntry) error {
 	pu, _ := url.Parse(p.url)
 	if !render.Allowed(in.cfg.Render.Domains, pu.Host) {
 		in.run.mu.Lock()
-		in.run.rep.Filtered.add(p.url)
+		in.run.rep.Filtered.Add(p.url)
 		in.run.rep.URLs++
 		in.run.mu.Unlock()
 		return nil
@@ -697,11 +634,11 @@ func (b *batch) flush() error {
 		p := &b.chunk[i]
 		switch msg, bad := failed[i]; {
 		case bad:
-			in.run.rep.Failed.add(p.url, msg)
+			in.run.rep.Failed.Add(p.url, msg)
 		case existed[i]:
-			in.run.rep.Updated.add(p.url)
+			in.run.rep.Updated.Add(p.url)
 		default:
-			in.run.rep.Added.add(p.url)
+			in.run.rep.Added.Add(p.url)
 		}
 	}
 	in.run.rep.URLs += len(b.chunk)

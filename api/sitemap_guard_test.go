@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/wire"
 )
 
 // Sitemap fetches dial under render's address policy: an internal address is reached only when
@@ -33,9 +34,9 @@ func TestSitemapFetchInternalAddressesOnlyWhenListed(t *testing.T) {
 	loopback := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	testdns.Use(t, map[string][]netip.Addr{"example.test": loopback, "www.example.test": loopback})
 
-	refused := func(run SitemapRun) {
+	refused := func(run wire.SitemapRun) {
 		t.Helper()
-		if run.Status != RunFailed || !strings.Contains(run.Error, "refused by the address policy (render.domains)") ||
+		if run.Status != wire.RunFailed || !strings.Contains(run.Error, "refused by the address policy (render.domains)") ||
 			strings.Contains(run.Error, "dial") || strings.Contains(run.Error, "connection") {
 			t.Fatalf("run %+v, want a refusal that names the policy only", run)
 		}
@@ -55,7 +56,7 @@ func TestSitemapFetchInternalAddressesOnlyWhenListed(t *testing.T) {
 	// The listed name itself may resolve inside; a redirect to a subdomain that does may not.
 	e, srv := sitemapServerYAML(t, "render: {domains: [example.test]}\n")
 	run := waitRun(t, srv, postSitemapURL(t, srv, "http://example.test:"+port+"/sitemap.xml"))
-	if run.Status != RunDone || run.Added.Count != 1 {
+	if run.Status != wire.RunDone || run.Added.Count != 1 {
 		t.Fatalf("a listed name: %+v", run)
 	}
 	if _, err := e.Store.GetSchedule([]byte("desktop|https://example.test/p")); err != nil {
@@ -69,7 +70,7 @@ func TestSitemapFetchInternalAddressesOnlyWhenListed(t *testing.T) {
 
 	// The address listed: any name that leads to it.
 	_, srv = sitemapServerYAML(t, "render: {domains: [example.test, 127.0.0.1]}\n")
-	if run := waitRun(t, srv, postSitemapURL(t, srv, "http://example.test:"+port+"/hop.xml")); run.Status != RunDone {
+	if run := waitRun(t, srv, postSitemapURL(t, srv, "http://example.test:"+port+"/hop.xml")); run.Status != wire.RunDone {
 		t.Fatalf("a listed address: %+v", run)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // The sitemap tests serve files from an httptest server on 127.0.0.1, which render.domains
@@ -56,7 +57,7 @@ func postSitemap(t *testing.T, srv *httptest.Server, contentType string, body io
 	defer resp.Body.Close()
 	var out map[string]string
 	json.NewDecoder(resp.Body).Decode(&out)
-	if resp.StatusCode != http.StatusAccepted || out["id"] == "" || out["status"] != RunRunning {
+	if resp.StatusCode != http.StatusAccepted || out["id"] == "" || out["status"] != wire.RunRunning {
 		t.Fatalf("POST /v1/sitemaps: %d %v", resp.StatusCode, out)
 	}
 	return out["id"]
@@ -68,7 +69,7 @@ func postSitemapURL(t *testing.T, srv *httptest.Server, u string) string {
 }
 
 // waitRun polls the run until it is no longer running.
-func waitRun(t *testing.T, srv *httptest.Server, id string) SitemapRun {
+func waitRun(t *testing.T, srv *httptest.Server, id string) wire.SitemapRun {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -76,13 +77,13 @@ func waitRun(t *testing.T, srv *httptest.Server, id string) SitemapRun {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var run SitemapRun
+		var run wire.SitemapRun
 		err = json.NewDecoder(resp.Body).Decode(&run)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("GET run: %d %v", resp.StatusCode, err)
 		}
-		if run.Status != RunRunning {
+		if run.Status != wire.RunRunning {
 			return run
 		}
 		if time.Now().After(deadline) {
@@ -158,7 +159,7 @@ const fullSitemap = `<?xml version="1.0" encoding="UTF-8"?>
 func TestSitemapEveryOptionalTag(t *testing.T) {
 	e, srv := sitemapServer(t)
 	run := waitRun(t, srv, postSitemap(t, srv, "application/xml", strings.NewReader(fullSitemap)))
-	if run.Status != RunDone || run.Error != "" || run.Files != 1 || run.Source != "body" {
+	if run.Status != wire.RunDone || run.Error != "" || run.Files != 1 || run.Source != "body" {
 		t.Fatalf("run %+v", run)
 	}
 	if run.Added.Count != 9 || run.Updated.Count != 1 || run.Filtered.Count != 1 || run.Failed.Count != 2 || run.URLs != 13 {
@@ -206,7 +207,7 @@ func TestSitemapEveryOptionalTag(t *testing.T) {
 	// their due time, mobile ones are added.
 	e.Advance(hour)
 	run = waitRun(t, srv, postSitemap(t, srv, "application/gzip", bytes.NewReader(gz(t, fullSitemap))))
-	if run.Status != RunDone || run.Added.Count != 0 || run.Updated.Count != 10 {
+	if run.Status != wire.RunDone || run.Added.Count != 0 || run.Updated.Count != 10 {
 		t.Fatalf("re-post: %+v", run)
 	}
 	if row, _ := e.Store.GetSchedule([]byte("desktop|https://shop.test/")); row.DueAtMs != start {
@@ -242,7 +243,7 @@ func TestSitemapBadRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out apiError
+		var out wire.ErrorBody
 		json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
 		if resp.StatusCode != c.code || out.Field != c.field || out.Error == "" {
@@ -279,7 +280,7 @@ func TestSitemapMalformedWritesNothing(t *testing.T) {
 		"text outside": valid.String() + "</urlset> trailing",
 	} {
 		run := waitRun(t, srv, postSitemap(t, srv, "application/xml", strings.NewReader(doc)))
-		if run.Status != RunFailed || run.Error == "" || run.Added.Count != 0 {
+		if run.Status != wire.RunFailed || run.Error == "" || run.Added.Count != 0 {
 			t.Fatalf("%s: %+v", name, run)
 		}
 		t.Logf("%s: %s", name, run.Error)
@@ -346,7 +347,7 @@ func TestSitemapIndexOfGzippedChildren(t *testing.T) {
 		"/d.xml.gz":      urlset("d", 3, "monthly"),
 	}
 	run := waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/sitemap.xml"))
-	if run.Status != RunDone || run.Added.Count != 1528 || run.Filtered.Count != 1 || run.Failed.Count != 2 {
+	if run.Status != wire.RunDone || run.Added.Count != 1528 || run.Filtered.Count != 1 || run.Failed.Count != 2 {
 		t.Fatalf("run %+v", run)
 	}
 	if run.Filtered.Sample[0] != "https://evil.test/sitemap.xml" || len(run.Added.Sample) != sitemapSample {
@@ -386,7 +387,7 @@ func TestSitemapDepthBeyondMaxDepth(t *testing.T) {
 		"/direct.xml": urlset("direct", 1, "daily"),
 	}
 	run := waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/l1.xml"))
-	if run.Status != RunDone || run.Added.Count != 4 || run.Failed.Count != 1 || !strings.Contains(run.Failed.Sample[0].Reason, "max_depth") {
+	if run.Status != wire.RunDone || run.Added.Count != 4 || run.Failed.Count != 1 || !strings.Contains(run.Failed.Sample[0].Reason, "max_depth") {
 		t.Fatalf("run %+v", run)
 	}
 	if fs.hits["/deep.xml"] != 0 {
@@ -404,7 +405,7 @@ func TestSitemapDepthBeyondMaxDepth(t *testing.T) {
 	redir := httptest.NewServer(mux)
 	defer redir.Close()
 	run = waitRun(t, srv, postSitemapURL(t, srv, redir.URL+"/sitemap.xml"))
-	if run.Status != RunFailed || !strings.Contains(run.Error, "render.domains") {
+	if run.Status != wire.RunFailed || !strings.Contains(run.Error, "render.domains") {
 		t.Fatalf("redirect: %+v", run)
 	}
 }
@@ -434,11 +435,11 @@ func TestSitemapGzipBombRefused(t *testing.T) {
 	defer site.Close()
 
 	run := waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/bomb.xml.gz"))
-	if run.Status != RunFailed || !strings.Contains(run.Error, "max_decompressed") {
+	if run.Status != wire.RunFailed || !strings.Contains(run.Error, "max_decompressed") {
 		t.Fatalf("bomb: %+v", run)
 	}
 	run = waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/index.xml"))
-	if run.Status != RunDone || run.Added.Count != 3 || run.Failed.Count != 1 || !strings.Contains(run.Failed.Sample[0].Reason, "max_decompressed") {
+	if run.Status != wire.RunDone || run.Added.Count != 3 || run.Failed.Count != 1 || !strings.Contains(run.Failed.Sample[0].Reason, "max_decompressed") {
 		t.Fatalf("bomb child: %+v", run)
 	}
 	t.Logf("the server compressed %d MiB of the 1024 MiB bomb before the client hung up", written.Load()>>20)
@@ -533,10 +534,10 @@ func TestSitemap50kURLsFlatMemory(t *testing.T) {
 		size.Store(writeProducts(w, n))
 	}))
 	defer site.Close()
-	var run SitemapRun
+	var run wire.SitemapRun
 	began := time.Now()
 	base, peak := peakHeap(func() { run = waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/sitemap.xml")) })
-	if run.Status != RunDone || run.Added.Count != n || run.URLs != n {
+	if run.Status != wire.RunDone || run.Added.Count != n || run.URLs != n {
 		t.Fatalf("run %+v", run)
 	}
 	runtime.GC()
@@ -706,7 +707,7 @@ func TestSitemapsCloseStopsRuns(t *testing.T) {
 	}
 	n := writes.Load()
 	run := waitRun(t, srv, id)
-	if run.Status != RunFailed || !strings.Contains(run.Error, "shutting down") || n != 1 {
+	if run.Status != wire.RunFailed || !strings.Contains(run.Error, "shutting down") || n != 1 {
 		t.Fatalf("run after Close: %+v, %d writes", run, n)
 	}
 	if writes.Load() != n || len(e.AllRows()) != targetsChunk {

@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 func targetsServer(t *testing.T) (*qtest.Env, *httptest.Server) {
@@ -27,14 +28,14 @@ func targetsServer(t *testing.T) (*qtest.Env, *httptest.Server) {
 	return e, srv
 }
 
-func postTargets(t *testing.T, srv *httptest.Server, body string) (int, TargetsResponse) {
+func postTargets(t *testing.T, srv *httptest.Server, body string) (int, wire.TargetsResponse) {
 	t.Helper()
 	resp, err := http.Post(srv.URL+"/v1/targets", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out TargetsResponse
+	var out wire.TargetsResponse
 	json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
 }
@@ -143,7 +144,7 @@ func TestQueueView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var v QueueView
+	var v wire.QueueView
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Floor.Ms != -5 || !v.Ready.Enabled || len(v.Backlog) != 4 || v.Leases.Capacity == 0 {
 		t.Fatalf("%+v %v", v, err)
 	}
@@ -185,7 +186,7 @@ func TestPostTargetsSyntaxErrorReportsWhatLanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out TargetsResponse
+	var out wire.TargetsResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestPostTargetsBodyShapes(t *testing.T) {
 // body of one huge item costs the decoder its buffers, not the item.
 func TestPostTargetsItemBoundedByBytes(t *testing.T) {
 	e, srv := targetsServer(t)
-	huge := `{"url": "https://shop.test/` + strings.Repeat("x", MaxTargetItem) + `"}`
+	huge := `{"url": "https://shop.test/` + strings.Repeat("x", wire.MaxTargetItem) + `"}`
 	code, out := postTargets(t, srv, `[{"url": "https://shop.test/a"}, `+huge+`, {"url": "https://shop.test/b"}]`)
 	if code != 200 || out.Accepted != 2 || out.Rejected != 1 || out.Errors[0].Index != 1 || !strings.Contains(out.Errors[0].Error, "bytes") {
 		t.Fatalf("%d %+v", code, out)
@@ -285,11 +286,11 @@ func TestPostTargetsItemBoundedByBytes(t *testing.T) {
 // A body over MaxTargetsBody is 413, and still reports what landed before the limit.
 func TestPostTargetsOverBodyLimitReportsWhatLanded(t *testing.T) {
 	e, _ := targetsServer(t)
-	body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/a"}, `), &repeatReader{b: ' ', n: MaxTargetsBody}, strings.NewReader(`{"url": "https://shop.test/b"}]`))
+	body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/a"}, `), &repeatReader{b: ' ', n: wire.MaxTargetsBody}, strings.NewReader(`{"url": "https://shop.test/b"}]`))
 	req := httptest.NewRequest("POST", "/v1/targets", body)
 	rec := httptest.NewRecorder()
 	(&Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}).post(rec, req)
-	var out TargetsResponse
+	var out wire.TargetsResponse
 	json.Unmarshal(rec.Body.Bytes(), &out)
 	if rec.Code != http.StatusRequestEntityTooLarge || out.Accepted != 1 || out.Error == "" || out.StoppedAt == nil || *out.StoppedAt != 1 {
 		t.Fatalf("%d %s", rec.Code, rec.Body)

@@ -29,6 +29,7 @@ import (
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/wire"
 )
 
 // FuzzAPIEndpoints drives worker 0's whole HTTP mux, wired as cmd/worker wires it over a real
@@ -108,12 +109,12 @@ func FuzzAPIEndpoints(f *testing.F) {
 	good := `{"results": [{"key": $KEY, "outcome": "ok", "status": 200, "duration_ms": 5, "headers": {"content-type": "text/html"}, "body": "PGh0bWw+PC9odG1sPg==", "lease": $LEASE}]}`
 	addJSON("/v1/results", good)
 	add("POST", "/v1/results", "application/json", "", `{"results": [{"key": $KEY, "outcome": "teapot", "status": 1000, "lease": {"slot": 4294967295, "state": 9, "key_hash": 9}}]}`)
-	add("POST", "/v1/results", api.ResultsContentType, "", good)
+	add("POST", "/v1/results", wire.ResultsContentType, "", good)
 	addJSON("/internal/results", good)
-	bin := string(api.EncodeResults(nil, []api.Result{{Key: []byte("desktop|https://a.test/c/2"), Outcome: "not_found", Status: 404,
-		Lease: api.Lease{Slot: 1, State: 1 << 40, KeyHash: shm.KeyHash([]byte("desktop|https://a.test/c/2"))}}}))
-	add("POST", "/internal/results", api.ResultsContentType, "", bin)
-	add("POST", "/internal/results", api.ResultsContentType, "", bin[:len(bin)/2])
+	bin := string(wire.EncodeResults(nil, []wire.Result{{Key: []byte("desktop|https://a.test/c/2"), Outcome: "not_found", Status: 404,
+		Lease: wire.Lease{Slot: 1, State: 1 << 40, KeyHash: shm.KeyHash([]byte("desktop|https://a.test/c/2"))}}}))
+	add("POST", "/internal/results", wire.ResultsContentType, "", bin)
+	add("POST", "/internal/results", wire.ResultsContentType, "", bin[:len(bin)/2])
 	add("POST", "/v1/claim", "application/json", "", `{"limit": 1, "renderer": "farm-us"}`)
 	addJSON("/v1/leases/release", `{"key": $KEY, "lease": $LEASE}`)
 	add("POST", "/v1/leases/release", "application/json", "", `{"key": "", "lease": {"slot": 3, "state": 0, "key_hash": 0}}`)
@@ -164,8 +165,8 @@ var (
 	// that nothing is registered for.
 	apiPaths = []string{"/v1/targets", "/v1/discover", "/v1/prioritize", "/v1/pages", "/v1/claim", "/v1/results",
 		"/v1/leases/extend", "/v1/leases/release", "/v1/sitemaps", "/v1/sitemaps/{run}", "/v1/queue",
-		api.PathClaim, api.PathResults, api.PathStatus, "/", "/v1/", "/v1/targets/", "/v1/leases"}
-	apiContentTypes = []string{"application/json", "text/plain", api.ResultsContentType, "application/xml", "text/xml",
+		wire.PathClaim, wire.PathResults, wire.PathStatus, "/", "/v1/", "/v1/targets/", "/v1/leases"}
+	apiContentTypes = []string{"application/json", "text/plain", wire.ResultsContentType, "application/xml", "text/xml",
 		"application/gzip", "", "application/json; charset=utf-8", "multipart/form-data; boundary=x"}
 	// apiSeededKeys are the targets the set-up files; the store comparison reads their target
 	// and page records too (c/0 holds a page).
@@ -192,7 +193,7 @@ type fuzzWorker0 struct {
 	running  []string     // sitemap runs started and not seen finished
 	lastRun  string
 	jobKey   []byte // the last job handed out, for $KEY and $LEASE
-	jobLease api.Lease
+	jobLease wire.Lease
 }
 
 // refuseTransport fails every fetch at once: a sitemap run never reaches the network.
@@ -236,7 +237,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	control := &api.Control{
 		Index:   index,
 		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now, Log: qtest.Log(nil), Limit: heavy},
-		Status:  func() api.Status { return api.Status{Serving: true} },
+		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),
 	}
 	mux := http.NewServeMux()
@@ -418,13 +419,13 @@ func (w *fuzzWorker0) remember(req *http.Request, rec *httptest.ResponseRecorder
 		return
 	}
 	switch req.URL.Path {
-	case "/v1/claim", api.PathClaim:
-		var resp struct{ Jobs []api.Job }
+	case "/v1/claim", wire.PathClaim:
+		var resp struct{ Jobs []wire.Job }
 		if json.Unmarshal(rec.Body.Bytes(), &resp) == nil && len(resp.Jobs) > 0 {
 			w.jobKey, w.jobLease = resp.Jobs[0].Key, resp.Jobs[0].Lease
 		}
 	case "/v1/leases/extend":
-		var resp api.LeaseResponse
+		var resp wire.LeaseResponse
 		if json.Unmarshal(rec.Body.Bytes(), &resp) == nil {
 			w.jobLease = resp.Lease
 		}
@@ -543,7 +544,7 @@ func landedBeforeBreaking(pattern string, rec *httptest.ResponseRecorder) bool {
 	if pattern != "POST /v1/targets" {
 		return false
 	}
-	var resp api.TargetsResponse
+	var resp wire.TargetsResponse
 	return json.Unmarshal(rec.Body.Bytes(), &resp) != nil || resp.Accepted > 0
 }
 
@@ -554,11 +555,11 @@ func (w *fuzzWorker0) runsFinished(t *testing.T) bool {
 	for _, id := range w.running {
 		rec := httptest.NewRecorder()
 		w.mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/sitemaps/"+id, nil))
-		var run api.SitemapRun
+		var run wire.SitemapRun
 		if err := json.Unmarshal(rec.Body.Bytes(), &run); err != nil {
 			t.Fatalf("GET /v1/sitemaps/%s: %d %q", id, rec.Code, rec.Body.Bytes())
 		}
-		if run.Status == api.RunRunning {
+		if run.Status == wire.RunRunning {
 			still = append(still, id)
 		}
 	}

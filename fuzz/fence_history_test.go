@@ -23,6 +23,7 @@ import (
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/wire"
 )
 
 // The fence history test runs worker 0's writers (results, DELETE /v1/targets, POST
@@ -75,7 +76,7 @@ func newFenceNode(t testing.TB) *fenceNode {
 	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, changes), Segment: e.Seg, Changes: changes,
 		Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
 	(&api.Control{Applier: &api.Applier{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
-		Status: func() api.Status { return api.Status{} }}).Register(n.mux)
+		Status: func() wire.Status { return wire.Status{} }}).Register(n.mux)
 	targets := &api.Targets{Store: e.Store, Writer: writer, Locks: locks, Policy: e.Policy, Now: e.Now}
 	targets.Register(n.mux)
 	(&api.Operate{Targets: targets, Seg: e.Seg}).Register(n.mux)
@@ -124,7 +125,7 @@ const (
 
 type fenceGrant struct {
 	key        int
-	lease      api.Lease
+	lease      wire.Lease
 	expiresMs  int64 // the clock at the grant plus fenceTTL: lapsed from then on
 	start, end int64
 }
@@ -265,7 +266,7 @@ func (r *fenceRun) claim(g int, s fenceStep, inflight []int) []int {
 	if st == shm.Acquired {
 		r.mu.Lock()
 		o.grant = len(r.grants)
-		r.grants = append(r.grants, fenceGrant{key: s.key, lease: api.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash},
+		r.grants = append(r.grants, fenceGrant{key: s.key, lease: wire.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash},
 			expiresMs: now + fenceTTL, start: o.start, end: o.end})
 		r.mu.Unlock()
 		inflight = append(inflight, o.grant)
@@ -322,11 +323,11 @@ func (r *fenceRun) result(g int, s fenceStep, inflight []int) []int {
 		}
 	}
 	o := fenceOp{kind: fkResult, g: g, key: r.grant(first).key}
-	var rs []api.Result
+	var rs []wire.Result
 	for j, id := range ids {
 		gr := r.grant(id)
 		it := fenceItem{grant: id, key: gr.key}
-		res := api.Result{Key: r.keys[gr.key], Outcome: "ok", Status: 200, DurationMs: 120,
+		res := wire.Result{Key: r.keys[gr.key], Outcome: "ok", Status: 200, DurationMs: 120,
 			Headers: map[string]string{"content-type": "text/html"}, Body: []byte(fmt.Sprintf("<html>grant %d</html>", id)), Lease: gr.lease}
 		switch id % 6 { // half the renders fail
 		case 3:
@@ -351,7 +352,7 @@ func (r *fenceRun) result(g int, s fenceStep, inflight []int) []int {
 	var body []byte
 	ctype := "application/json"
 	if s.arg&resBinary != 0 {
-		body, ctype = api.EncodeResults(nil, rs), api.ResultsContentType
+		body, ctype = wire.EncodeResults(nil, rs), wire.ResultsContentType
 	} else {
 		body, _ = json.Marshal(map[string]any{"results": rs})
 	}
@@ -374,10 +375,10 @@ func (r *fenceRun) deliver(o fenceOp, ctype string, body []byte) {
 	o.items = slices.Clone(o.items)
 	o.start = r.seq.Add(1)
 	o.clock0 = r.n.e.Now()
-	code, answer := r.serve(http.MethodPost, api.PathResults, ctype, body)
+	code, answer := r.serve(http.MethodPost, wire.PathResults, ctype, body)
 	o.end = r.seq.Add(1)
 	o.code = code
-	var st api.ApplyStats
+	var st wire.ApplyStats
 	if code != 200 && code != 409 {
 		r.fail("%s: answered %d %s", &o, code, answer)
 	} else if err := json.Unmarshal(answer, &st); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // FuzzResultsDecode feeds arbitrary bodies to worker 0's decoder of the binary results batch
@@ -23,10 +24,10 @@ import (
 // accepted batch holds no more results than its bytes can, and re-encoding what was decoded
 // decodes to the same results, in one canonical encoding.
 func FuzzResultsDecode(f *testing.F) {
-	full := api.EncodeResults(nil, []api.Result{
+	full := wire.EncodeResults(nil, []wire.Result{
 		{Key: []byte("desktop|https://a.test/c/1"), Outcome: "ok", Status: 200, Stage: "body", DurationMs: 87,
 			Headers: map[string]string{"content-type": "text/html", "etag": `"v1"`}, Body: []byte("<html>1</html>"),
-			Lease: api.Lease{Slot: 17, State: 1<<40 | 3, KeyHash: 0x9e3779b97f4a7c15}},
+			Lease: wire.Lease{Slot: 17, State: 1<<40 | 3, KeyHash: 0x9e3779b97f4a7c15}},
 		{Key: []byte("mobile|https://a.test/x"), Outcome: "timeout", Stage: "dial", DurationMs: 60_000, Err: "dial tcp: i/o timeout"},
 		{Key: []byte("k"), Outcome: "not_found", Status: 404},
 	})
@@ -34,18 +35,18 @@ func FuzzResultsDecode(f *testing.F) {
 	for _, n := range []int{0, 3, 4, 5, 9, len(full) / 2, len(full) - 17, len(full) - 1} {
 		f.Add(full[:n]) // cut mid-result, as a dropped connection leaves it
 	}
-	f.Add(api.EncodeResults(nil, nil))
+	f.Add(wire.EncodeResults(nil, nil))
 	other := bytes.Clone(full)
 	other[3]++ // another version
 	f.Add(other)
 	f.Add([]byte(`{"results": []}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rs, err := api.DecodeResults(body)
+		rs, err := wire.DecodeResults(body)
 		if err != nil {
 			if rs != nil {
 				t.Fatal("results with an error")
 			}
-			if !errors.Is(err, api.ErrResultsMagic) && !errors.Is(err, api.ErrResultsVersion) && !errors.Is(err, api.ErrResultsCorrupt) {
+			if !errors.Is(err, wire.ErrResultsMagic) && !errors.Is(err, wire.ErrResultsVersion) && !errors.Is(err, wire.ErrResultsCorrupt) {
 				t.Fatalf("unmarked error: %v", err)
 			}
 			return
@@ -53,15 +54,15 @@ func FuzzResultsDecode(f *testing.F) {
 		if len(rs)*25 > len(body) {
 			t.Fatalf("%d results from %d bytes", len(rs), len(body))
 		}
-		canon := api.EncodeResults(nil, rs)
-		again, err := api.DecodeResults(canon)
+		canon := wire.EncodeResults(nil, rs)
+		again, err := wire.DecodeResults(canon)
 		if err != nil {
 			t.Fatalf("re-encoded batch refused: %v", err)
 		}
 		if len(rs) > 0 && !reflect.DeepEqual(again, rs) {
 			t.Fatalf("re-encoded batch decodes to\n%+v\nnot\n%+v", again, rs)
 		}
-		if !bytes.Equal(api.EncodeResults(nil, again), canon) {
+		if !bytes.Equal(wire.EncodeResults(nil, again), canon) {
 			t.Fatal("two encodings of one batch")
 		}
 	})
@@ -81,7 +82,7 @@ func FuzzResultsEndpoint(f *testing.F) {
 	}
 	mux := http.NewServeMux()
 	(&api.Control{Applier: &api.Applier{Store: e.Store, Locks: &api.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
-		Status: func() api.Status { return api.Status{} }}).Register(mux)
+		Status: func() wire.Status { return wire.Status{} }}).Register(mux)
 
 	// seed: json?, then per result 24 bytes: key, outcome, status (2), real lease?, slot (4),
 	// state (8), key hash (8).
@@ -109,11 +110,11 @@ func FuzzResultsEndpoint(f *testing.F) {
 			return
 		}
 		mode, data := data[0], data[1:]
-		var rs []api.Result
+		var rs []wire.Result
 		for len(data) >= 25 {
 			d := data[:25]
 			data = data[25:]
-			r := api.Result{Key: keys[int(d[0])%len(keys)], Status: int(int16(binary.LittleEndian.Uint16(d[2:])))}
+			r := wire.Result{Key: keys[int(d[0])%len(keys)], Status: int(int16(binary.LittleEndian.Uint16(d[2:])))}
 			if d[0] >= 128 {
 				r.Key = append([]byte(nil), d[0]) // a key that is no row
 			}
@@ -124,10 +125,10 @@ func FuzzResultsEndpoint(f *testing.F) {
 			}
 			if d[4]&1 != 0 {
 				if l, st := e.Seg.Leases().Acquire(shm.KeyHash(r.Key), e.Now(), 600_000, 1); st == shm.Acquired {
-					r.Lease = api.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
+					r.Lease = wire.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
 				}
 			} else {
-				r.Lease = api.Lease{Slot: binary.LittleEndian.Uint32(d[5:]), State: binary.LittleEndian.Uint64(d[9:]), KeyHash: binary.LittleEndian.Uint64(d[17:])}
+				r.Lease = wire.Lease{Slot: binary.LittleEndian.Uint32(d[5:]), State: binary.LittleEndian.Uint64(d[9:]), KeyHash: binary.LittleEndian.Uint64(d[17:])}
 			}
 			if d[4]&2 != 0 {
 				r.Body = []byte("<html>fuzz</html>")
@@ -135,15 +136,15 @@ func FuzzResultsEndpoint(f *testing.F) {
 			rs = append(rs, r)
 		}
 		var body []byte
-		ctype := api.ResultsContentType
+		ctype := wire.ResultsContentType
 		switch mode % 4 {
 		case 0:
-			body = api.EncodeResults(nil, rs)
+			body = wire.EncodeResults(nil, rs)
 		case 1:
 			body, _ = json.Marshal(map[string]any{"results": rs})
 			ctype = "application/json"
 		case 2: // the binary batch cut short
-			body = api.EncodeResults(nil, rs)
+			body = wire.EncodeResults(nil, rs)
 			body = body[:len(body)*int(mode)/256]
 		case 3: // JSON cut short
 			body, _ = json.Marshal(map[string]any{"results": rs})
@@ -151,7 +152,7 @@ func FuzzResultsEndpoint(f *testing.F) {
 			ctype = "application/json"
 		}
 		before := snapshot(t, e, keys)
-		req := httptest.NewRequest(http.MethodPost, api.PathResults, bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, wire.PathResults, bytes.NewReader(body))
 		req.Header.Set("Content-Type", ctype)
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // FuzzTargetsDecode feeds arbitrary bodies to POST /v1/targets' decoder and item validation:
@@ -27,11 +28,11 @@ func FuzzTargetsDecode(f *testing.F) {
 	f.Add([]byte(`[{"url": "https://a.test/"}] trailing`))                                                                // after the closing bracket
 	f.Add([]byte(`[{"url": "https://a.test/"}, {"url": "https://a.test/"]`))                                              // a bracket that does not match
 	f.Add([]byte(`[{"url": "https://a.test/", "a": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}]`)) // too deep
-	f.Add([]byte(`[{"url": "https://a.test/` + strings.Repeat("x", api.MaxTargetItem) + `"}, {"url": "https://a.test/"}]`))
+	f.Add([]byte(`[{"url": "https://a.test/` + strings.Repeat("x", wire.MaxTargetItem) + `"}, {"url": "https://a.test/"}]`))
 	devices := map[string]bool{"desktop": true, "mobile": true}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		items := 0
-		err := api.DecodeTargetItems(bytes.NewReader(body), func(i int, item *api.TargetItem, err error) error {
+		err := wire.DecodeTargetItems(bytes.NewReader(body), func(i int, item *wire.TargetItem, err error) error {
 			if i != items {
 				t.Fatalf("item %d after %d items", i, items)
 			}
@@ -58,7 +59,7 @@ func FuzzTargetsDecode(f *testing.F) {
 			return nil
 		})
 		// A body that stops being readable names the first item it did not hand over.
-		var bad *api.BodyError
+		var bad *wire.BodyError
 		if err != nil && (!errors.As(err, &bad) || bad.Index != items) {
 			t.Fatalf("after %d items: %v", items, err)
 		}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/internal/testbin"
+	"github.com/freshq/freshq/wire"
 )
 
 // binDir holds freshq-supervisor, freshq-worker and freshqctl, built once by TestMain unless
@@ -153,7 +153,7 @@ func TestAgainstARunningSupervisor(t *testing.T) {
 		t.Fatalf("add: %q", r.stdout)
 	}
 	wantExit(t, ctl(t, server, "", "add", "ftp://shop.test/x"), 1, "freshqctl: url: must be an absolute http(s) URL")
-	var ex api.Explanation
+	var ex wire.Explanation
 	waitFor(t, "the added target's first render", 20*time.Second, func() bool {
 		r := ctl(t, server, "", "explain", "https://shop.test/c/added", "--json")
 		if r.code != 0 {
@@ -236,7 +236,7 @@ func TestAgainstARunningSupervisor(t *testing.T) {
 		}
 	}
 	fits(t, r.stdout)
-	var q api.QueueView
+	var q wire.QueueView
 	r = ctl(t, server, "", "queue", "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil || q.Leases.Capacity == 0 || q.Claims["ready"]+q.Claims["index"] == 0 {
 		t.Fatalf("queue --json %q: %v", r.stdout, err)

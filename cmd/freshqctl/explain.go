@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/wire"
 )
 
 func runExplain(a *app, args []string) error {
@@ -21,7 +21,7 @@ func runExplain(a *app, args []string) error {
 	if *device != "" {
 		q.Set("device", *device)
 	}
-	var ex api.Explanation
+	var ex wire.Explanation
 	raw, err := a.getJSON("/v1/targets", q, &ex)
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func runExplain(a *app, args []string) error {
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-func (a *app) printExplanation(ex *api.Explanation) {
+func (a *app) printExplanation(ex *wire.Explanation) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	row := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, v...)) }
 	row("target", "%s", ex.URL)

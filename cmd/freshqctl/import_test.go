@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/wire"
 )
 
 // readAll reads every item of an import file.
@@ -115,16 +115,16 @@ func TestReadCSV(t *testing.T) {
 // contains "bad" (field url) and records every chunk.
 type targetsFake struct {
 	mu     sync.Mutex
-	chunks [][]api.TargetItem
+	chunks [][]wire.TargetItem
 	fail   int // answer 413 to this chunk (1-based); 0: never
 }
 
 func (f *targetsFake) handler(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	var items []api.TargetItem
-	var resp api.TargetsResponse
+	var items []wire.TargetItem
+	var resp wire.TargetsResponse
 	for i, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
-		var it api.TargetItem
+		var it wire.TargetItem
 		if err := json.Unmarshal(line, &it); err != nil {
 			http.Error(w, "bad line", 500)
 			return
@@ -132,7 +132,7 @@ func (f *targetsFake) handler(w http.ResponseWriter, r *http.Request) {
 		items = append(items, it)
 		if strings.Contains(it.URL, "bad") {
 			resp.Rejected++
-			resp.Errors = append(resp.Errors, api.ItemError{Index: i, Field: "url", Error: "must be an absolute http(s) URL"})
+			resp.Errors = append(resp.Errors, wire.ItemError{Index: i, Field: "url", Error: "must be an absolute http(s) URL"})
 		} else {
 			resp.Accepted++
 		}

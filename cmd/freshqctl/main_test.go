@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/wire"
 )
 
 // result is one run of the CLI in-process.
@@ -195,7 +195,7 @@ func TestAddRejected(t *testing.T) {
 	}
 	r = at(t, f.srv, "add", "https://shop.test/", "--interval", "soon", "--json")
 	wantExit(t, r, 1, "")
-	var resp api.TargetsResponse
+	var resp wire.TargetsResponse
 	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || resp.Rejected != 1 {
 		t.Fatalf("--json stdout %q: %v", r.stdout, err)
 	}
@@ -302,7 +302,7 @@ func TestExplain(t *testing.T) {
 		}
 	}
 	r = at(t, f.srv, "explain", "https://shop.test/c/a", "--json")
-	var ex api.Explanation
+	var ex wire.Explanation
 	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil || ex.Lease.Holder != 3 {
 		t.Fatalf("--json: %v %+v", err, ex)
 	}
@@ -331,7 +331,7 @@ func TestQueue(t *testing.T) {
 	}
 	fits(t, r.stdout)
 	r = at(t, f.srv, "queue", "--json")
-	var q api.QueueView
+	var q wire.QueueView
 	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil || q.Leases.Live != 3 || q.Backlog["submitted"] != 120 {
 		t.Fatalf("--json: %v %+v", err, q)
 	}
@@ -419,7 +419,7 @@ func TestSitemap(t *testing.T) {
 	f = sitemapFake(t, 0, `{"id":"r1","status":"failed","error":"fetching: 404 Not Found","added":{"count":0}}`)
 	r = at(t, f.srv, "sitemap", "https://shop.test/sitemap.xml", "--poll", "1ms", "--json")
 	wantExit(t, r, 1, "freshqctl: sitemap run r1 failed: fetching: 404 Not Found")
-	var run api.SitemapRun
+	var run wire.SitemapRun
 	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil || run.Status != "failed" {
 		t.Fatalf("--json %q: %v", r.stdout, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/wire"
 )
 
 // laneOrder is the order lanes are shown in; unknown lanes follow, sorted.
@@ -34,7 +34,7 @@ func runQueue(a *app, args []string) error {
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	var q api.QueueView
+	var q wire.QueueView
 	raw, err := a.getJSON("/v1/queue", nil, &q)
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func pct(part, whole uint64) string {
 	return fmt.Sprintf("%.1f%%", float64(part)*100/float64(whole))
 }
 
-func (a *app) printQueue(q *api.QueueView) {
+func (a *app) printQueue(q *wire.QueueView) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	row := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, v...)) }
 

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/wire"
 )
 
 // sitemapFinished reports whether a run's status is final.
-func sitemapFinished(r *api.SitemapRun) bool {
+func sitemapFinished(r *wire.SitemapRun) bool {
 	switch strings.ToLower(r.Status) {
 	case "running", "queued", "pending", "":
 		return false
@@ -25,13 +25,13 @@ func sitemapFinished(r *api.SitemapRun) bool {
 }
 
 // sitemapCounts is "3 files, 1200 urls: 1100 added, 90 updated, 10 filtered, 0 failed".
-func sitemapCounts(r *api.SitemapRun) string {
+func sitemapCounts(r *wire.SitemapRun) string {
 	return fmt.Sprintf("%s, %s: %d added, %d updated, %d filtered, %d failed", plural(r.Files, "file"), plural(r.URLs, "url"),
 		r.Added.Count, r.Updated.Count, r.Filtered.Count, r.Failed.Count)
 }
 
-func parseSitemapRun(raw []byte) (api.SitemapRun, error) {
-	var r api.SitemapRun
+func parseSitemapRun(raw []byte) (wire.SitemapRun, error) {
+	var r wire.SitemapRun
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return r, fmt.Errorf("the answer is not a sitemap run: %v", err)
 	}
@@ -159,7 +159,7 @@ func (a *app) followSitemap(id string, poll time.Duration) error {
 	}
 }
 
-func (a *app) sitemapDone(id string, run *api.SitemapRun, raw []byte, took time.Duration) error {
+func (a *app) sitemapDone(id string, run *wire.SitemapRun, raw []byte, took time.Duration) error {
 	failed := strings.ToLower(run.Status) != "done"
 	if a.json {
 		a.printJSON(raw)

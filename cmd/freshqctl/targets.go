@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/wire"
 )
 
 // intervalJSON is an interval as the API takes it: a number of seconds or a duration string.
@@ -33,9 +33,9 @@ func intervalJSON(s string) json.RawMessage {
 
 // postTargets sends one NDJSON body to POST /v1/targets. A 400 that carries per-item errors
 // (nothing accepted) is an answer, not an error.
-func (a *app) postTargets(body []byte) (api.TargetsResponse, []byte, error) {
+func (a *app) postTargets(body []byte) (wire.TargetsResponse, []byte, error) {
 	req := request{method: http.MethodPost, path: "/v1/targets", body: body, contentType: "application/x-ndjson", idempotent: true}
-	var resp api.TargetsResponse
+	var resp wire.TargetsResponse
 	status, raw, err := a.send(req)
 	if err != nil {
 		return resp, nil, err
@@ -51,7 +51,7 @@ func (a *app) postTargets(body []byte) (api.TargetsResponse, []byte, error) {
 	return resp, raw, a.statusError(req, status, raw)
 }
 
-func itemErrorText(e api.ItemError) string {
+func itemErrorText(e wire.ItemError) string {
 	if e.Field != "" {
 		return e.Field + ": " + e.Error
 	}
@@ -68,7 +68,7 @@ func runAdd(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	item := api.TargetItem{URL: pos[0], Device: *device, Source: *source, Due: *due, Interval: intervalJSON(*interval)}
+	item := wire.TargetItem{URL: pos[0], Device: *device, Source: *source, Due: *due, Interval: intervalJSON(*interval)}
 	line, _ := json.Marshal(item)
 	resp, raw, err := a.postTargets(append(line, '\n'))
 	if err != nil {
@@ -98,7 +98,7 @@ func runAdd(a *app, args []string) error {
 // importItem is one target read from a file, with where it was.
 type importItem struct {
 	loc  int // line number, or item number in a JSON array
-	item api.TargetItem
+	item wire.TargetItem
 	err  error // the item could not be read; it is rejected without being sent
 }
 
@@ -170,8 +170,8 @@ func (ir *itemReader) next() (importItem, error) {
 	return ir.nextLine()
 }
 
-func decodeTarget(raw []byte) (api.TargetItem, error) {
-	var it api.TargetItem
+func decodeTarget(raw []byte) (wire.TargetItem, error) {
+	var it wire.TargetItem
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&it); err != nil {

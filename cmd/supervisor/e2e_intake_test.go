@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // End-to-end tests of what worker 0 takes in: target uploads, remote claims and their leases,
@@ -77,7 +77,7 @@ func TestE2ETargetsReportWhatLanded(t *testing.T) {
 		fmt.Fprintf(&b, `{"url": "https://shop.test/c/up-%d", "interval": "6h"},`, i)
 	}
 	b.WriteString(`{"url": "https://shop.test/c/up-x"]`)
-	var out api.TargetsResponse
+	var out wire.TargetsResponse
 	if code := n.post("/v1/targets", b.String(), &out); code != 400 || out.Accepted != 1001 || out.StoppedAt == nil || *out.StoppedAt != 1001 || out.Error == "" {
 		t.Fatalf("%d %+v", code, out)
 	}
@@ -97,7 +97,7 @@ func TestE2ETargetsReportWhatLanded(t *testing.T) {
 		t.Fatalf("%d %+v", code, out)
 	}
 	n.post("/v1/targets", `{"url": "https://shop.test/c/m"}`, &out)
-	var ex api.Explanation
+	var ex wire.Explanation
 	resp, err = http.Get("http://" + n.addr + "/v1/targets?url=" + url.QueryEscape("https://shop.test/c/m"))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestE2EIndexFallbackPagesPastLeasedRows(t *testing.T) {
 	waitReady(t, n)
 	held := map[string]bool{}
 	for claims := 0; len(held) < 200; claims++ {
-		var resp api.RemoteClaimResponse
+		var resp wire.RemoteClaimResponse
 		if code := n.post("/v1/claim", `{"limit": 8, "renderer": "e2e"}`, &resp); code != 200 || len(resp.Jobs) == 0 || claims > 50 {
 			t.Fatalf("claim %d after %d granted: %d %+v", claims, len(held), code, resp)
 		}
@@ -131,7 +131,7 @@ func TestE2EIndexFallbackPagesPastLeasedRows(t *testing.T) {
 		}
 	}
 	for len(held) < 1150 {
-		var resp api.RemoteClaimResponse
+		var resp wire.RemoteClaimResponse
 		if code := n.post("/v1/claim", fmt.Sprintf(`{"limit": %d, "renderer": "e2e"}`, min(1000, 1150-len(held))), &resp); code != 200 || len(resp.Jobs) == 0 {
 			t.Fatalf("after %d granted: %d %+v", len(held), code, resp)
 		}
@@ -139,7 +139,7 @@ func TestE2EIndexFallbackPagesPastLeasedRows(t *testing.T) {
 			held[string(j.Key)] = true
 		}
 	}
-	var resp api.RemoteClaimResponse
+	var resp wire.RemoteClaimResponse
 	if code := n.post("/v1/claim", `{"limit": 1, "renderer": "e2e"}`, &resp); code != 200 || len(resp.Jobs) != 0 || !resp.QueuedBehindLeases {
 		t.Fatalf("50 rows behind 1,150 leased ones: %d %+v", code, resp)
 	}
@@ -152,7 +152,7 @@ func TestE2ERemoteLeases(t *testing.T) {
 	seedOneMs(t, dir, 20)
 	n := startNode(t, dir, 1, "queue:\n  max_remote_leases: 5\n", "")
 	waitReady(t, n)
-	var c api.RemoteClaimResponse
+	var c wire.RemoteClaimResponse
 	if code := n.post("/v1/claim", `{"limit": 10, "lease": "3m", "renderer": "farm-1"}`, &c); code != 200 || len(c.Jobs) != 5 {
 		t.Fatalf("claim: %d %d jobs", code, len(c.Jobs))
 	}
@@ -161,7 +161,7 @@ func TestE2ERemoteLeases(t *testing.T) {
 		t.Fatalf("over the cap: %d %+v", code, ae)
 	}
 	j := c.Jobs[0]
-	var ex api.Explanation
+	var ex wire.Explanation
 	resp, err := http.Get("http://" + n.addr + "/v1/targets?url=" + url.QueryEscape(j.URL))
 	if err != nil {
 		t.Fatal(err)
@@ -171,17 +171,17 @@ func TestE2ERemoteLeases(t *testing.T) {
 	if ex.Lease == nil || ex.Lease.HolderName != "remote:farm-1" || ex.Lease.ExpiresAt.Sub(ex.Lease.AcquiredAt) != 3*time.Minute {
 		t.Fatalf("explain: %+v", ex.Lease)
 	}
-	var ext api.LeaseResponse
-	if code := n.post("/v1/leases/extend", api.LeaseRequest{Key: j.Key, Lease: j.Lease, TTL: "5m"}, &ext); code != 200 {
+	var ext wire.LeaseResponse
+	if code := n.post("/v1/leases/extend", wire.LeaseRequest{Key: j.Key, Lease: j.Lease, TTL: "5m"}, &ext); code != 200 {
 		t.Fatalf("extend: %d", code)
 	}
-	if code := n.post("/v1/leases/extend", api.LeaseRequest{Key: j.Key, Lease: api.Lease{Slot: 1 << 31, KeyHash: j.KeyHash}}, &ae); code != 400 || ae.Field != "lease.slot" {
+	if code := n.post("/v1/leases/extend", wire.LeaseRequest{Key: j.Key, Lease: wire.Lease{Slot: 1 << 31, KeyHash: j.KeyHash}}, &ae); code != 400 || ae.Field != "lease.slot" {
 		t.Fatalf("a slot past the table: %d %+v", code, ae)
 	}
-	if code := n.post("/v1/leases/release", api.LeaseRequest{Key: j.Key, Lease: ext.Lease}, nil); code != 200 {
+	if code := n.post("/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: ext.Lease}, nil); code != 200 {
 		t.Fatalf("release: %d", code)
 	}
-	if code := n.post("/v1/leases/release", api.LeaseRequest{Key: j.Key, Lease: ext.Lease}, &ae); code != 409 {
+	if code := n.post("/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: ext.Lease}, &ae); code != 409 {
 		t.Fatalf("release twice: %d %+v", code, ae)
 	}
 	if code := n.post("/v1/claim", `{"limit": 3, "renderer": "farm-1"}`, &c); code != 200 || len(c.Jobs) != 1 {

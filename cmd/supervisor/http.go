@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 // publicServer wraps the public listener: at most http.max_conns connections at once (more
@@ -129,7 +129,7 @@ func (s *supervisor) hostGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		api.WriteError(w, http.StatusMisdirectedRequest, "Host", fmt.Sprintf(
+		wire.WriteError(w, http.StatusMisdirectedRequest, "Host", fmt.Sprintf(
 			"Host %q is not a name this listener answers to; add it to http.hosts in the configuration if it is one of its names", r.Host))
 	})
 }
@@ -188,7 +188,7 @@ func crossOrigin(next http.Handler) http.Handler {
 		if r.Header.Get("Sec-Fetch-Site") != "" {
 			field = "Sec-Fetch-Site"
 		}
-		api.WriteError(w, http.StatusForbidden, field, fmt.Sprintf(
+		wire.WriteError(w, http.StatusForbidden, field, fmt.Sprintf(
 			"cross-origin %s refused: a page on another site may not change this API; send it from a program (curl, freshqctl), which sends no Origin or Sec-Fetch-Site", r.Method))
 	}))
 	return cop.Handler(next)
@@ -206,7 +206,7 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="freshq"`)
-			api.WriteError(w, http.StatusUnauthorized, "Authorization", "missing or wrong bearer token")
+			wire.WriteError(w, http.StatusUnauthorized, "Authorization", "missing or wrong bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -234,7 +234,7 @@ func (s *supervisor) noClaimsWhileStopping(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.stopping.Load() && r.Method == http.MethodPost && r.URL.Path == "/v1/claim" {
 			w.Header().Set("Retry-After", "5")
-			api.WriteError(w, http.StatusServiceUnavailable, "", "freshq is stopping: no new leases; retry shortly")
+			wire.WriteError(w, http.StatusServiceUnavailable, "", "freshq is stopping: no new leases; retry shortly")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -256,7 +256,7 @@ func internalGuard(next http.Handler) http.Handler {
 // (s.status): /readyz and the systemd loop reuse its keep-alive connections. A client per call
 // left one idle unix connection behind per /readyz request, in both processes, until the idle
 // timeout closed it.
-func (s *supervisor) worker0Status(ctx context.Context) (api.Status, error) {
+func (s *supervisor) worker0Status(ctx context.Context) (wire.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	return s.status.Status(ctx)

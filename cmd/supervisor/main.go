@@ -26,11 +26,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 // ExitIntensity is the exit code when workers restart more often than restart_intensity within
@@ -249,7 +249,7 @@ type supervisor struct {
 	workerConfig string // the configuration in force, as the workers read it (runtime directory, 0600)
 	logFormat    string
 	socket       string
-	status       *api.Client // worker 0's status, for /readyz and systemd; one client, kept-alive connections
+	status       *wire.Client // worker 0's status, for /readyz and systemd; one client, kept-alive connections
 	cfg          atomic.Pointer[config.Config]
 	children     []*child
 	stopping     atomic.Bool // the stop began: render workers stop and are not restarted
@@ -261,7 +261,7 @@ type supervisor struct {
 func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-chan os.Signal) int {
 	cfg := s.cfg.Load()
 	s.fatal = make(chan error, 1)
-	s.status = api.NewClient(s.socket)
+	s.status = wire.NewClient(s.socket)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		s.log.Error().Err(err).Str("listen", cfg.Listen).Msg("listen")

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // config may not import the store, so it keeps a copy of the store's page limit, which must be
@@ -27,25 +27,25 @@ func TestConfigPageLimitIsTheStores(t *testing.T) {
 	}
 	// A batch fits what worker 0 accepts, and so does one result with the largest page, which
 	// goes alone.
-	big := api.Result{Key: make([]byte, 4096), Outcome: "ok", Stage: "body", Err: "x",
+	big := wire.Result{Key: make([]byte, 4096), Outcome: "ok", Stage: "body", Err: "x",
 		Headers: map[string]string{"content-type": "text/html; charset=utf-8"}, Body: make([]byte, config.MaxPageBody)}
-	if resultBatchBytes > api.MaxResultsBody || len(api.EncodeResults(nil, []api.Result{big})) > api.MaxResultsBody {
-		t.Fatalf("a batch (%d) or one largest page (%d) exceeds the results body limit %d", resultBatchBytes, config.MaxPageBody, api.MaxResultsBody)
+	if resultBatchBytes > wire.MaxResultsBody || len(wire.EncodeResults(nil, []wire.Result{big})) > wire.MaxResultsBody {
+		t.Fatalf("a batch (%d) or one largest page (%d) exceeds the results body limit %d", resultBatchBytes, config.MaxPageBody, wire.MaxResultsBody)
 	}
 }
 
 // recordingSender answers each batch with err after recording it.
 type recordingSender struct {
 	mu      sync.Mutex
-	batches [][]api.Result
+	batches [][]wire.Result
 	err     error
 }
 
-func (r *recordingSender) SendResults(_ context.Context, rs []api.Result) (api.ApplyStats, error) {
+func (r *recordingSender) SendResults(_ context.Context, rs []wire.Result) (wire.ApplyStats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.batches = append(r.batches, append([]api.Result(nil), rs...))
-	return api.ApplyStats{Applied: len(rs)}, r.err
+	r.batches = append(r.batches, append([]wire.Result(nil), rs...))
+	return wire.ApplyStats{Applied: len(rs)}, r.err
 }
 
 // A delivery is cut by bytes, not only by count: big pages go a few at a time, and one larger
@@ -56,7 +56,7 @@ func TestDeliverCutsBatchesByBytes(t *testing.T) {
 	in := make(chan pending, 64)
 	sizes := []int{resultBatchBytes / 3, resultBatchBytes / 3, resultBatchBytes / 3, resultBatchBytes + 1, 10, 10}
 	for i, n := range sizes {
-		in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "k%d", i), Outcome: "ok", Body: make([]byte, n)}, claimedAt: time.Now()}
+		in <- pending{Result: wire.Result{Key: fmt.Appendf(nil, "k%d", i), Outcome: "ok", Body: make([]byte, n)}, claimedAt: time.Now()}
 	}
 	close(in)
 	deliver(e, r, in, 1, context.Background())
@@ -83,7 +83,7 @@ func TestDeliverCutsBatchesByBytes(t *testing.T) {
 func TestRefusedBatchIsNotRetried(t *testing.T) {
 	for _, code := range []int{400, 409, 413} {
 		e := testEnv(t)
-		r := &recordingSender{err: &api.StatusError{Path: api.PathResults, Code: code, Msg: "no"}}
+		r := &recordingSender{err: &wire.StatusError{Path: wire.PathResults, Code: code, Msg: "no"}}
 		in := make(chan pending, 4)
 		var hashes []uint64
 		for i := range 3 {
@@ -93,7 +93,7 @@ func TestRefusedBatchIsNotRetried(t *testing.T) {
 				t.Fatalf("acquire: %v", st)
 			}
 			hashes = append(hashes, l.KeyHash)
-			in <- pending{Result: api.Result{Key: key, Outcome: "ok", Lease: api.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}}, claimedAt: time.Now()}
+			in <- pending{Result: wire.Result{Key: key, Outcome: "ok", Lease: wire.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}}, claimedAt: time.Now()}
 		}
 		close(in)
 		done := make(chan struct{})
@@ -118,13 +118,13 @@ func TestRefusedBatchIsNotRetried(t *testing.T) {
 // resultRetryLimit, and its leases are released at once.
 func TestFlushBoundGivesUpAndReleases(t *testing.T) {
 	e := testEnv(t)
-	r := &recordingSender{err: fmt.Errorf("%w: gone", api.ErrUnavailable)}
+	r := &recordingSender{err: fmt.Errorf("%w: gone", wire.ErrUnavailable)}
 	lease, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 7)
 	if st != shm.Acquired {
 		t.Fatalf("acquire: %v", st)
 	}
 	in := make(chan pending, 1)
-	in <- pending{Result: api.Result{Key: []byte("k"), Outcome: "ok", Lease: api.Lease{Slot: lease.Slot, State: lease.State, KeyHash: lease.KeyHash}}, claimedAt: time.Now()}
+	in <- pending{Result: wire.Result{Key: []byte("k"), Outcome: "ok", Lease: wire.Lease{Slot: lease.Slot, State: lease.State, KeyHash: lease.KeyHash}}, claimedAt: time.Now()}
 	close(in)
 	flush, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -158,12 +158,12 @@ func TestWaitForWorker0(t *testing.T) {
 	var calls atomic.Int64
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		// Worker 0 answers but does not serve yet for its first two looks.
-		json.NewEncoder(w).Encode(api.Status{Serving: calls.Add(1) > 2})
+		json.NewEncoder(w).Encode(wire.Status{Serving: calls.Add(1) > 2})
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
 	ready := make(chan bool, 1)
-	go func() { ready <- waitForWorker0(context.Background(), e, api.NewClient(e.socketPath)) }()
+	go func() { ready <- waitForWorker0(context.Background(), e, wire.NewClient(e.socketPath)) }()
 	select {
 	case ok := <-ready:
 		if !ok || calls.Load() != 3 {
@@ -174,7 +174,7 @@ func TestWaitForWorker0(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if waitForWorker0(ctx, e, api.NewClient(filepath.Join(t.TempDir(), "none.sock"))) {
+	if waitForWorker0(ctx, e, wire.NewClient(filepath.Join(t.TempDir(), "none.sock"))) {
 		t.Fatal("a stopped worker reported worker 0 ready")
 	}
 }

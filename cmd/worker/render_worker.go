@@ -15,6 +15,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 const (
@@ -23,7 +24,7 @@ const (
 	// resultBatchBytes bounds a delivery's encoded size: a quarter of the largest results body
 	// worker 0 accepts, so that a batch, and the one result larger than it that goes alone (a
 	// page is at most render.max_body, itself at most config.MaxPageBody), always fit.
-	resultBatchBytes   = api.MaxResultsBody / 4
+	resultBatchBytes   = wire.MaxResultsBody / 4
 	resultQueue        = resultBatch / 4      // results rendered and waiting for a batch
 	batchesInFlight    = 3                    // result batches worker 0 is given at once, by all render workers
 	resultLinger       = 5 * time.Millisecond // how long a partial batch waits for company
@@ -54,7 +55,7 @@ func (o *oneFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]c
 
 // pending is a result on its way to worker 0, with when its job was claimed.
 type pending struct {
-	api.Result
+	wire.Result
 	claimedAt time.Time
 }
 
@@ -73,11 +74,11 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	if err != nil {
 		return wrap("renderer", err)
 	}
-	client := api.NewClient(e.socketPath)
+	client := wire.NewClient(e.socketPath)
 	if !waitForWorker0(ctx, e, client) {
 		return nil
 	}
-	fallback := &oneFallback{Fallback: client, slot: make(chan struct{}, 1)}
+	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
 	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
 	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After}
 	p.run(ctx)
@@ -170,7 +171,7 @@ func (p *renderPool) run(ctx context.Context) {
 // waitForWorker0 waits until worker 0 serves (it opens the store first), looking again with a
 // growing pause: a render worker that claimed meanwhile would only log failed claims. It
 // reports false if ctx ends first.
-func waitForWorker0(ctx context.Context, e *env, client *api.Client) bool {
+func waitForWorker0(ctx context.Context, e *env, client *wire.Client) bool {
 	logged := false
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, worker0Wait) {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -316,20 +317,20 @@ func (p *renderPool) giveBack(l shm.Lease) {
 // by ctx's end (the drain bound): it did not finish, and its lease must be given back. A render
 // that finished as ctx ended is kept: what counts is its outcome (a cut render is
 // OutcomeTimeout), not whether ctx has ended since.
-func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (api.Result, bool) {
+func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (wire.Result, bool) {
 	device, url, _ := cachekey.Split(j.Key)
 	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
 	if res.Outcome == render.OutcomeTimeout && ctx.Err() != nil {
-		return api.Result{}, false
+		return wire.Result{}, false
 	}
 	if i := int(res.Outcome) - 1; i >= 0 && i < shm.NumRenderOutcomes {
 		e.worker.Add(shm.CounterRenderOutcome+shm.Counter(i), 1)
 	}
 	e.worker.Observe(shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], res.Duration.Seconds(), 1e6)
-	return api.Result{
+	return wire.Result{
 		Key: j.Key, Outcome: res.Outcome.String(), Status: res.Status, Stage: res.Stage,
 		DurationMs: res.Duration.Milliseconds(), Headers: res.Headers, Body: res.Body, Err: res.Err,
-		Lease: api.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
+		Lease: wire.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
 	}, true
 }
 
@@ -342,9 +343,9 @@ func senders(workers int) int {
 	return max(1, (batchesInFlight+renderers-1)/renderers)
 }
 
-// resultSender is worker 0's side of a delivery (api.Client).
+// resultSender is worker 0's side of a delivery (wire.Client).
 type resultSender interface {
-	SendResults(ctx context.Context, results []api.Result) (api.ApplyStats, error)
+	SendResults(ctx context.Context, results []wire.Result) (wire.ApplyStats, error)
 }
 
 // deliver sends results to worker 0 in batches until in is closed and drained, with up to
@@ -365,14 +366,14 @@ func deliver(e *env, client resultSender, in <-chan pending, inFlight int, flush
 		sending.Add(1)
 		go func() {
 			defer sending.Done()
-			wire := make([]api.Result, 0, resultBatch)
+			out := make([]wire.Result, 0, resultBatch)
 			for batch := range full {
-				wire = wire[:0]
+				out = out[:0]
 				for _, p := range batch {
-					wire = append(wire, p.Result)
+					out = append(out, p.Result)
 				}
-				send(e, client, batch, wire, flush)
-				clear(wire)
+				send(e, client, batch, out, flush)
+				clear(out)
 				clear(batch)
 				free <- batch[:0]
 			}
@@ -417,7 +418,7 @@ func deliver(e *env, client resultSender, in <-chan pending, inFlight int, flush
 }
 
 // resultSize is about the bytes a result takes in a binary batch.
-func resultSize(r *api.Result) int {
+func resultSize(r *wire.Result) int {
 	n := 64 + len(r.Key) + len(r.Outcome) + len(r.Stage) + len(r.Body) + len(r.Err)
 	for k, v := range r.Headers {
 		n += 4 + len(k) + len(v)
@@ -430,11 +431,11 @@ func resultSize(r *api.Result) int {
 // progress is cut and the batch given up. A 4xx is final: worker 0 refused these results for
 // good (400, 413: it will not take them; 409: their leases are no longer this worker's), so
 // they are dropped at once, not retried. Every batch given up is dropped (dropBatch).
-func send(e *env, client resultSender, batch []pending, wire []api.Result, flush context.Context) {
+func send(e *env, client resultSender, batch []pending, out []wire.Result, flush context.Context) {
 	deadline := time.Now().Add(resultRetryLimit)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		ctx, cancel := context.WithTimeout(flush, 10*time.Second)
-		_, err := client.SendResults(ctx, wire)
+		_, err := client.SendResults(ctx, out)
 		cancel()
 		if err == nil {
 			acked := time.Now()
@@ -443,7 +444,7 @@ func send(e *env, client resultSender, batch []pending, wire []api.Result, flush
 			}
 			return
 		}
-		var refused *api.StatusError
+		var refused *wire.StatusError
 		if errors.As(err, &refused) && refused.Code/100 == 4 {
 			dropBatch(e, batch, err, "worker 0 refused the results; dropped, not retried")
 			return
@@ -472,7 +473,7 @@ func dropBatch(e *env, batch []pending, err error, msg string) {
 		}
 	}
 	ev := e.log.Error().Err(err).Int("results", len(batch)).Int("released", released)
-	var refused *api.StatusError
+	var refused *wire.StatusError
 	if errors.As(err, &refused) {
 		ev = ev.Int("status", refused.Code)
 	}

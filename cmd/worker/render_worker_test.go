@@ -10,8 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 func testEnv(t *testing.T) *env {
@@ -31,13 +31,13 @@ func testEnv(t *testing.T) *env {
 // gatedSender is worker 0 as a test controls it: each call reports itself on calls, then
 // blocks until the test lets it through on release.
 type gatedSender struct {
-	calls   chan []api.Result
+	calls   chan []wire.Result
 	release chan struct{}
 	mu      sync.Mutex
 	got     map[string]int
 }
 
-func (g *gatedSender) SendResults(_ context.Context, rs []api.Result) (api.ApplyStats, error) {
+func (g *gatedSender) SendResults(_ context.Context, rs []wire.Result) (wire.ApplyStats, error) {
 	g.mu.Lock()
 	for _, r := range rs {
 		g.got[string(r.Key)]++
@@ -45,7 +45,7 @@ func (g *gatedSender) SendResults(_ context.Context, rs []api.Result) (api.Apply
 	g.mu.Unlock()
 	g.calls <- rs
 	<-g.release
-	return api.ApplyStats{Applied: len(rs)}, nil
+	return wire.ApplyStats{Applied: len(rs)}, nil
 }
 
 // Worker 0 answers a batch only once it has committed, and while the funnel commits one batch
@@ -55,7 +55,7 @@ func TestDeliverKeepsSeveralBatchesInFlight(t *testing.T) {
 	const inFlight = 3
 	const total = (inFlight + 1) * resultBatch
 	e := testEnv(t)
-	g := &gatedSender{calls: make(chan []api.Result), release: make(chan struct{}), got: map[string]int{}}
+	g := &gatedSender{calls: make(chan []wire.Result), release: make(chan struct{}), got: map[string]int{}}
 	in := make(chan pending)
 	delivered := make(chan struct{})
 	go func() {
@@ -64,7 +64,7 @@ func TestDeliverKeepsSeveralBatchesInFlight(t *testing.T) {
 	}()
 	go func() {
 		for i := range total {
-			in <- pending{Result: api.Result{Key: fmt.Appendf(nil, "desktop|https://shop.test/%d", i), Outcome: "ok"}, claimedAt: time.Now()}
+			in <- pending{Result: wire.Result{Key: fmt.Appendf(nil, "desktop|https://shop.test/%d", i), Outcome: "ok"}, claimedAt: time.Now()}
 		}
 		close(in)
 	}()

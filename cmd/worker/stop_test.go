@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 // leasingClaimer hands out jobs without end, each under a real lease of the test's segment.
@@ -67,7 +67,7 @@ type stuckWorker0 struct {
 	first    chan int
 }
 
-func (s *stuckWorker0) SendResults(ctx context.Context, rs []api.Result) (api.ApplyStats, error) {
+func (s *stuckWorker0) SendResults(ctx context.Context, rs []wire.Result) (wire.ApplyStats, error) {
 	if s.calls.Add(1) == 1 {
 		s.first <- len(rs)
 	}
@@ -75,7 +75,7 @@ func (s *stuckWorker0) SendResults(ctx context.Context, rs []api.Result) (api.Ap
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		s.timedOut.Add(1)
 	}
-	return api.ApplyStats{}, fmt.Errorf("%w: %w", api.ErrUnavailable, ctx.Err())
+	return wire.ApplyStats{}, fmt.Errorf("%w: %w", wire.ErrUnavailable, ctx.Err())
 }
 
 // timer is one of the stop's bounds as the test holds it.

@@ -18,6 +18,7 @@ import (
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/wire"
 )
 
 // runStoreWorker is worker 0: the store, the sweep, the control socket.
@@ -79,8 +80,8 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	control := &api.Control{
 		Index:   index,
 		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Limit: heavy},
-		Status: func() api.Status {
-			return api.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
+		Status: func() wire.Status {
+			return wire.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
 		},
 		Log: e.log,
 	}

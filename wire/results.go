@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"encoding/binary"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/freshq/freshq/render"
 )
 
 // The binary results batch is how render workers deliver results to worker 0 on the control
@@ -50,12 +48,12 @@ const minResultSize = 9 + 16
 // Errors of DecodeResults.
 var (
 	// ErrResultsMagic: the body is not a binary results batch.
-	ErrResultsMagic = errors.New("api: not a results batch")
+	ErrResultsMagic = errors.New("wire: not a results batch")
 	// ErrResultsVersion: a results batch of a version this build does not read.
-	ErrResultsVersion = errors.New("api: unsupported results batch version")
+	ErrResultsVersion = errors.New("wire: unsupported results batch version")
 	// ErrResultsCorrupt: a results batch that is truncated, has trailing bytes, or holds a
 	// field out of range.
-	ErrResultsCorrupt = errors.New("api: corrupt results batch")
+	ErrResultsCorrupt = errors.New("wire: corrupt results batch")
 )
 
 // EncodeResults appends the binary batch of rs to dst.
@@ -177,24 +175,28 @@ func DecodeResults(b []byte) ([]Result, error) {
 	return rs, nil
 }
 
-// outcomes and stages are the names render produces, interned so that decoding one does not
-// allocate.
+// OutcomeNames and StageNames are the outcome and stage names render produces
+// (render.Outcome.String, render.Stage*), spelled out because this package imports nothing of
+// freshq; a test pins them equal to render's. DecodeResults interns them, so that decoding one
+// does not allocate.
 var (
-	outcomes = func() map[string]string {
-		m := map[string]string{}
-		for _, o := range render.Outcomes() {
-			m[o.String()] = o.String()
-		}
-		return m
-	}()
-	stages = func() map[string]string {
-		m := map[string]string{}
-		for _, s := range []string{render.StagePolicy, render.StageDial, render.StageRequest, render.StageHeaders, render.StageBody, render.StageExec} {
-			m[s] = s
-		}
-		return m
-	}()
+	OutcomeNames = []string{"ok", "noindex", "not_found", "gone", "client_error", "server_error",
+		"timeout", "network", "redirect_loop", "too_large", "blocked", "failed"}
+	StageNames = []string{"policy", "dial", "request", "headers", "body", "exec"}
 )
+
+var (
+	outcomes = internTable(OutcomeNames)
+	stages   = internTable(StageNames)
+)
+
+func internTable(names []string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
+}
 
 func intern(names map[string]string, b []byte) string {
 	if s, ok := names[string(b)]; ok {

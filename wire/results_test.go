@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -121,7 +121,7 @@ func BenchmarkResultsBatch(b *testing.B) {
 			Lease: Lease{Slot: uint32(i), State: 1<<40 | uint64(i), KeyHash: uint64(i) * 0x9e3779b97f4a7c15}}
 	}
 	bin := EncodeResults(nil, rs)
-	js, err := json.Marshal(resultsRequest{Results: rs})
+	js, err := json.Marshal(ResultsRequest{Results: rs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func BenchmarkResultsBatch(b *testing.B) {
 	})
 	b.Run("decode/json", func(b *testing.B) {
 		for b.Loop() {
-			var req resultsRequest
+			var req ResultsRequest
 			if err := json.Unmarshal(js, &req); err != nil {
 				b.Fatal(err)
 			}
@@ -148,9 +148,25 @@ func BenchmarkResultsBatch(b *testing.B) {
 	})
 	b.Run("encode/json", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := json.Marshal(resultsRequest{Results: rs}); err != nil {
+			if _, err := json.Marshal(ResultsRequest{Results: rs}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// A body that declares more than MaxResults results is refused before the results are
+// allocated: DecodeResults itself enforces the count.
+func TestDecodeResultsEnforcesMaxResults(t *testing.T) {
+	rs := make([]Result, MaxResults+1)
+	for i := range rs {
+		rs[i] = Result{Key: []byte("k"), Outcome: "ok", Status: 200}
+	}
+	_, err := DecodeResults(EncodeResults(nil, rs))
+	if !errors.Is(err, ErrResultsCorrupt) || FieldOf(err) != "results" {
+		t.Fatalf("%d results: %v (field %q), want ErrResultsCorrupt naming results", len(rs), err, FieldOf(err))
+	}
+	if _, err := DecodeResults(EncodeResults(nil, rs[:MaxResults])); err != nil {
+		t.Fatalf("%d results: %v", MaxResults, err)
+	}
 }

@@ -1,0 +1,230 @@
+package wire
+
+import "time"
+
+// SitemapSample is how many URLs a sitemap run's report lists per outcome.
+const SitemapSample = 10
+
+// LeaseStats is the lease table's state in GET /v1/queue: shm.LeaseStats field for field
+// (package api converts one into the other, so the compiler keeps them equal).
+type LeaseStats struct {
+	Capacity         int
+	Live             int // unexpired leases at the time of the scan
+	Graces           int // unexpired release graces
+	RefusedHeld      uint64
+	RefusedFull      uint64
+	RefusedContended uint64
+	GracesEvicted    uint64
+}
+
+// Explanation answers GET /v1/targets?url=&device=: everything freshq knows and decides about one
+// target, computed now with the policy in force.
+type Explanation struct {
+	Key        string         `json:"key"`
+	URL        string         `json:"url"`
+	Device     string         `json:"device"`
+	Source     string         `json:"source"`
+	DueAt      time.Time      `json:"due_at"`
+	DueInSec   float64        `json:"due_in_seconds"` // negative: overdue
+	Cadence    Cadence        `json:"cadence"`
+	Lane       string         `json:"lane"`
+	Score      float64        `json:"score"`
+	DemandRung int            `json:"demand_rung,omitempty"`
+	Lease      *LeaseInfo     `json:"lease,omitempty"`
+	Failures   *Failures      `json:"failures,omitempty"`
+	Terminal   *Terminal      `json:"terminal,omitempty"`
+	LastRender *RenderInfo    `json:"last_render,omitempty"`
+	Page       *PageFreshness `json:"page,omitempty"`
+}
+
+// Cadence is a row's cadence and where it came from: rung (the demand ladder), row (carried:
+// an API or sitemap interval), route, target (the stored interval) or default.
+type Cadence struct {
+	Seconds float64 `json:"seconds"`
+	Origin  string  `json:"origin"`
+	Route   string  `json:"route,omitempty"`
+}
+
+// LeaseInfo is a live lease or release grace.
+type LeaseInfo struct {
+	Holder     uint64    `json:"holder"`
+	HolderName string    `json:"holder_name"` // "remote:<name>" or "worker <i> (pid <p>)" (HolderName)
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Released   bool      `json:"released"` // a release grace: the render finished
+}
+
+// Failures is the current failure streak.
+type Failures struct {
+	Count   uint32    `json:"count"`
+	Class   string    `json:"class"`
+	FirstAt time.Time `json:"first_at"`
+	LastAt  time.Time `json:"last_at"`
+}
+
+// Terminal is a sealed state.
+type Terminal struct {
+	State     string    `json:"state"`
+	RecheckAt time.Time `json:"recheck_at"`
+}
+
+// RenderInfo summarises the last attempt.
+type RenderInfo struct {
+	Status     int       `json:"status"`
+	At         time.Time `json:"at"`
+	DurationMs int64     `json:"duration_ms"`
+	Bytes      uint64    `json:"bytes"`
+}
+
+// PageFreshness is the stored page's age against its cadence and its swr window.
+type PageFreshness struct {
+	AgeSec         float64 `json:"age_seconds"`
+	AgeOverCadence float64 `json:"age_over_cadence"`
+	SWRSec         float64 `json:"swr_seconds"`
+	Servable       bool    `json:"servable"` // within cadence + swr window
+}
+
+// QueueView answers GET /v1/queue: the floor and what pins it, the ready set, the backlog by lane,
+// grants by source and the leases in use, all read from shared memory.
+type QueueView struct {
+	Floor struct {
+		Ms            int64  `json:"ms"`
+		PinnedKeyHash uint64 `json:"pinned_key_hash,omitempty"`
+		PinnedSinceMs int64  `json:"pinned_since_ms,omitempty"`
+		NextDueMs     int64  `json:"next_due_ms,omitempty"`
+		AdvancedAtMs  int64  `json:"advanced_at_ms,omitempty"`
+	} `json:"floor"`
+	Ready struct {
+		Enabled       bool    `json:"enabled"`
+		Generation    uint64  `json:"generation"`
+		Count         uint64  `json:"count"`
+		Taken         uint64  `json:"taken"`
+		PublishedAtMs int64   `json:"published_at_ms,omitempty"`
+		SweepMs       float64 `json:"sweep_ms"`
+		SweepRows     uint64  `json:"sweep_rows"`
+		Capped        uint64  `json:"sweeps_capped"`
+		DroppedKeys   uint64  `json:"dropped_long_keys"`
+	} `json:"ready"`
+	Backlog    map[string]uint64 `json:"backlog"`
+	BelowFloor uint64            `json:"below_floor"`
+	Claims     map[string]uint64 `json:"claims"`
+	Leases     LeaseStats        `json:"leases"`
+}
+
+// Sitemap run states.
+const (
+	RunRunning = "running"
+	RunDone    = "done"
+	RunFailed  = "failed"
+)
+
+// SitemapRun is the report of one run, as GET /v1/sitemaps/{id} answers it.
+type SitemapRun struct {
+	ID         string         `json:"id"`
+	Status     string         `json:"status"` // running | done | failed
+	Error      string         `json:"error,omitempty"`
+	Source     string         `json:"source"` // the URL, or "body"
+	Device     string         `json:"device"`
+	StartedMs  int64          `json:"started_ms"`
+	FinishedMs int64          `json:"finished_ms,omitempty"`
+	Files      int            `json:"files"` // sitemap files read so far
+	URLs       int            `json:"urls"`  // <url> entries handled so far
+	Added      SitemapTally   `json:"added"`
+	Updated    SitemapTally   `json:"updated"`  // the target already existed
+	Filtered   SitemapTally   `json:"filtered"` // outside render.domains (URLs and child sitemaps)
+	Failed     SitemapFailure `json:"failed"`
+}
+
+// SitemapTally counts one outcome, with the first few URLs.
+type SitemapTally struct {
+	Count  int      `json:"count"`
+	Sample []string `json:"sample,omitempty"`
+}
+
+// SitemapFailure counts failures, with the first few URLs and why.
+type SitemapFailure struct {
+	Count  int               `json:"count"`
+	Sample []SitemapFailItem `json:"sample,omitempty"`
+}
+
+// SitemapFailItem is one failed URL or file.
+type SitemapFailItem struct {
+	URL    string `json:"url"`
+	Reason string `json:"reason"`
+}
+
+// Add counts one URL, keeping it in the sample while the sample is short of SitemapSample.
+func (t *SitemapTally) Add(u string) {
+	t.Count++
+	if len(t.Sample) < SitemapSample {
+		t.Sample = append(t.Sample, u)
+	}
+}
+
+// Add counts one failure, keeping it (the URL cut at 512 bytes) in the sample while the
+// sample is short of SitemapSample.
+func (f *SitemapFailure) Add(u, reason string) {
+	f.Count++
+	if len(u) > 512 {
+		u = u[:512] + "…"
+	}
+	if len(f.Sample) < SitemapSample {
+		f.Sample = append(f.Sample, SitemapFailItem{URL: u, Reason: reason})
+	}
+}
+
+// SitemapRequest is the JSON body of POST /v1/sitemaps.
+type SitemapRequest struct {
+	URL    string `json:"url"`
+	Device string `json:"device,omitempty"` // default desktop
+}
+
+// RemoteClaimRequest is the body of POST /v1/claim.
+type RemoteClaimRequest struct {
+	Limit    int    `json:"limit"`
+	Lease    string `json:"lease,omitempty"`    // lease TTL, e.g. "5m"; default queue.lease_ttl
+	Renderer string `json:"renderer,omitempty"` // the remote's name; default "remote"
+}
+
+// RemoteJob is one granted job for a remote renderer. Send its lease back with the result.
+type RemoteJob struct {
+	Job
+	URL    string `json:"url"`
+	Device string `json:"device"`
+}
+
+// RemoteClaimResponse answers POST /v1/claim. QueuedBehindLeases with no job means due work is
+// waiting behind rows being rendered: claim again soon, it is not "nothing to do".
+type RemoteClaimResponse struct {
+	Jobs               []RemoteJob `json:"jobs"`
+	QueuedBehindLeases bool        `json:"queued_behind_leases,omitempty"`
+}
+
+// LeaseRequest is the body of POST /v1/leases/extend and /v1/leases/release: the key and the
+// lease as handed out with the job (or as the last extend returned it).
+type LeaseRequest struct {
+	Key   []byte `json:"key"`
+	Lease Lease  `json:"lease"`
+	TTL   string `json:"ttl,omitempty"` // extend only: the new TTL from now; default queue.lease_ttl
+}
+
+// LeaseResponse answers an extend: the lease to use from now on (its state changed), and when
+// it lapses.
+type LeaseResponse struct {
+	Lease     Lease     `json:"lease"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// DiscoverRequest is the body of POST /v1/discover.
+type DiscoverRequest struct {
+	URL    string `json:"url"`
+	Device string `json:"device,omitempty"`
+}
+
+// PrioritizeRequest is the body of POST /v1/prioritize.
+type PrioritizeRequest struct {
+	URL    string `json:"url,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Device string `json:"device,omitempty"`
+	Mode   string `json:"mode"`
+}
