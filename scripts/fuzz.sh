@@ -10,7 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
-for t in $(go test -tags shmstep -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do
+# The list is taken first, so that a fuzz package that does not build fails the run instead of
+# leaving the loop nothing to do.
+targets=$(go test -tags shmstep -list '^Fuzz' ./fuzz/ | grep '^Fuzz') || { echo "fuzz: cannot list the targets of ./fuzz/" >&2; exit 1; }
+[ -n "$targets" ] || { echo "fuzz: no fuzz targets in ./fuzz/" >&2; exit 1; }
+for t in $targets; do
   for attempt in 1 2; do
     echo "fuzz $t ($fuzztime)"
     if out=$(go test -tags shmstep -run '^$' -fuzz "^$t\$" -fuzztime "$fuzztime" ./fuzz/ 2>&1); then
