@@ -10,6 +10,8 @@
 //
 // Each default and each bound that is a choice is one named constant (defaults.go), read by
 // EnsureDefaults and Validate alike; README's Configuration table is tested against Default().
+//
+// It imports nothing of freshq but cachekey (a leaf), whose rule for device names it applies.
 package config
 
 import (
@@ -26,6 +28,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/freshq/freshq/cachekey"
 )
 
 // ErrInvalid wraps every load and validation failure.
@@ -35,9 +39,6 @@ var ErrInvalid = errors.New("config: invalid")
 // not import the store, and a test in cmd/worker pins the two equal): render.max_body may not
 // exceed it, or every larger page would fail its whole result batch.
 const MaxPageBody = 32 << 20
-
-// KeySeparator separates the device from the URL in a cache key ("mobile|https://…").
-const KeySeparator = "|"
 
 // Config is the whole configuration. Field comments give the YAML key and name the default
 // (defaults.go).
@@ -569,9 +570,9 @@ func (c *Config) Validate() error {
 		if ua := r.UserAgents[dev]; dev == "" || !validHeaderValue(ua) {
 			bad("render.user_agents."+dev, "needs a device name and a non-empty single-line User-Agent")
 		}
-		if strings.Contains(dev, KeySeparator) {
+		if err := cachekey.ValidDevice(dev); err != nil && dev != "" {
 			// Cache keys are device|url: such a device could never be told from its URL.
-			bad("render.user_agents", "device name %q contains the cache key separator %q", dev, KeySeparator)
+			bad("render.user_agents", "device name: %v", err)
 		}
 	}
 	if r.Sim.LatencyMedian < 0 {
