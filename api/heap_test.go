@@ -17,6 +17,7 @@ import (
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/sitemap"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
@@ -27,7 +28,7 @@ import (
 // loopback server. The handlers are worker 0's own (results, sitemaps, the heavy-request
 // limiter) over a store and a segment in a temporary directory. What worker 0 may hold for them
 // is bounded by the configured limits: MaxResultsBody for the results body (refused past it),
-// MaxSitemapToken per sitemap parse; the rest is spooled to disk or streamed. The results body
+// sitemap.MaxToken per sitemap parse; the rest is spooled to disk or streamed. The results body
 // is sent chunked, the worst case: worker 0 must read it up to its limit to refuse it. The peak of the
 // heap in use above its level before, sampled every millisecond, must stay within twice that.
 // Then, alone, a results body near MaxResultsBody that is accepted and applied is measured.
@@ -74,7 +75,7 @@ sitemap:
 	if code := postResults64MiB(t, srv.URL, 64<<20); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a declared 64 MiB results body: %d", code)
 	}
-	limits := uint64(wire.MaxResultsBody + 4*MaxSitemapToken)
+	limits := uint64(wire.MaxResultsBody + 4*sitemap.MaxToken)
 	var results int
 	var runs []wire.SitemapRun
 	base, peak := peakHeapEvery(time.Millisecond, func() {

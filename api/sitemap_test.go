@@ -350,7 +350,7 @@ func TestSitemapIndexOfGzippedChildren(t *testing.T) {
 	if run.Status != wire.RunDone || run.Added.Count != 1528 || run.Filtered.Count != 1 || run.Failed.Count != 2 {
 		t.Fatalf("run %+v", run)
 	}
-	if run.Filtered.Sample[0] != "https://evil.test/sitemap.xml" || len(run.Added.Sample) != sitemapSample {
+	if run.Filtered.Sample[0] != "https://evil.test/sitemap.xml" || len(run.Added.Sample) != wire.SitemapSample {
 		t.Fatalf("samples %+v", run)
 	}
 	reasons := fmt.Sprint(run.Failed.Sample)
@@ -493,32 +493,6 @@ func peakHeapEvery(d time.Duration, fn func()) (base, peak uint64) {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
-// The parser alone over a 50,000-URL file (the protocol's maximum per file): memory is bounded by
-// a tag, not by the document.
-func TestSitemapParse50kFlatMemory(t *testing.T) {
-	const n = 50_000
-	pr, pw := io.Pipe()
-	var size int64
-	go func() { size = writeProducts(pw, n); pw.Close() }()
-	var got int
-	var err error
-	base, peak := peakHeap(func() {
-		_, err = ParseSitemap(pr, func(e SitemapEntry) error {
-			if e.Loc != "" && e.ChangeFreq == "daily" {
-				got++
-			}
-			return nil
-		})
-	})
-	if err != nil || got != n {
-		t.Fatalf("parsed %d entries: %v", got, err)
-	}
-	t.Logf("parsing 50,000 URLs (%.1f MiB of XML): heap in use %.1f MiB before, peak %.1f MiB (+%.2f MiB)", mib(uint64(size)), mib(base), mib(peak), mib(peak-min(peak, base)))
-	if peak > base+8<<20 {
-		t.Fatalf("the parser's heap grew by %.1f MiB over 50,000 URLs", mib(peak-base))
-	}
-}
-
 // A 50,000-URL sitemap end to end, served by a generator: fetched, spooled, parsed twice and
 // upserted in chunks. Peak heap is sampled while the run proceeds; what grows is the store's
 // memtable, not the ingest. Under the race detector each write is several times slower, so the
@@ -564,34 +538,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func TestChangefreqCadence(t *testing.T) {
-	day := 24 * time.Hour
-	for _, c := range []struct {
-		freq   string
-		minTTL time.Duration
-		want   time.Duration
-		ok     bool
-	}{
-		{"always", 0, time.Hour, true},
-		{"hourly", 0, time.Hour, true},
-		{"hourly", 6 * time.Hour, 6 * time.Hour, true},
-		{" Daily ", 6 * time.Hour, day, true},
-		{"daily", 48 * time.Hour, 48 * time.Hour, true},
-		{"weekly", 6 * time.Hour, 7 * day, true},
-		{"monthly", 6 * time.Hour, 30 * day, true},
-		{"yearly", 6 * time.Hour, 365 * day, true},
-		{"never", 6 * time.Hour, 365 * day, true},
-		{"never", 400 * day, 365 * day, true}, // never past the longest usable cadence
-		{"", 6 * time.Hour, 0, false},
-		{"sometimes", 6 * time.Hour, 0, false},
-	} {
-		got, ok := ChangefreqCadence(c.freq, c.minTTL)
-		if got != c.want || ok != c.ok {
-			t.Errorf("%q floored at %v: %v %v, want %v %v", c.freq, c.minTTL, got, ok, c.want, c.ok)
-		}
-	}
-}
-
 // Runs are kept in memory, the last maxSitemapRuns of them, never dropping one in progress; at
 // most maxSitemapRunning proceed at once and more are refused with 429.
 func TestSitemapRunsBounded(t *testing.T) {
@@ -632,44 +578,6 @@ func TestSitemapRunsBounded(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Fatalf("an evicted run: %d", resp.StatusCode)
-	}
-}
-
-// A 64 MiB <loc> is refused once MaxSitemapToken bytes of it were read, without being held:
-// the parse allocates a few buffers, not the text node.
-func TestSitemapHugeTextNodeRefusedUnbuffered(t *testing.T) {
-	for _, where := range []string{"loc", "comment", "extension"} {
-		var open, close string
-		switch where {
-		case "loc":
-			open, close = `<urlset><url><loc>https://shop.test/`, `</loc></url></urlset>`
-		case "comment":
-			open, close = `<urlset><url><loc>https://shop.test/</loc></url><!--`, `--></urlset>`
-		case "extension":
-			open, close = `<urlset><url><loc>https://shop.test/</loc><image:image a="`, `"/></url></urlset>`
-		}
-		body := io.MultiReader(strings.NewReader(open), &repeatReader{b: 'x', n: 64 << 20}, strings.NewReader(close))
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, err := ParseSitemap(body, func(SitemapEntry) error { return nil })
-		runtime.ReadMemStats(&after)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(MaxSitemapToken)) {
-			t.Errorf("%s: a 64 MiB token: %v", where, err)
-		}
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
-			t.Errorf("%s: a 64 MiB token allocated %.1f MiB", where, mib(alloc))
-		}
-	}
-	// Extension elements are skipped token by token: many of them in one entry are fine.
-	var b strings.Builder
-	b.WriteString(`<urlset xmlns:image="i"><url><loc>https://shop.test/a</loc>`)
-	for range 5000 {
-		b.WriteString(`<image:image><image:loc>https://shop.test/i.png</image:loc></image:image>`)
-	}
-	b.WriteString(`</url></urlset>`)
-	n := 0
-	if _, err := ParseSitemap(strings.NewReader(b.String()), func(SitemapEntry) error { n++; return nil }); err != nil || n != 1 {
-		t.Fatalf("%d entries, %v", n, err)
 	}
 }
 

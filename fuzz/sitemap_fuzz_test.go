@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/sitemap"
 )
 
 // FuzzSitemapParse feeds arbitrary documents to the streaming sitemap parser behind POST
 // /v1/sitemaps: never a panic; output bounded by the input (an entry costs at least the six
-// bytes of "<url/>", a field at most api.MaxSitemapField bytes, and XML entities cannot expand
+// bytes of "<url/>", a field at most sitemap.MaxField bytes, and XML entities cannot expand
 // since no DTD is honoured); and the parse is deterministic, which the ingest relies on: it
 // parses a file once to check it and again to store it, so a file that passed the check must
 // give the same entries the second time.
@@ -33,19 +33,19 @@ func FuzzSitemapParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte(urlset[:len(urlset)/2] + "<url><loc>https://a.test/half</lo")) // half-written entry
-	f.Add([]byte(`<urlset><url><loc>` + strings.Repeat("x", api.MaxSitemapField+10) + `</loc></url></urlset>`))
+	f.Add([]byte(`<urlset><url><loc>` + strings.Repeat("x", sitemap.MaxField+10) + `</loc></url></urlset>`))
 	f.Add([]byte(`<!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><urlset><url><loc>&b;</loc></url></urlset>`))
-	f.Add([]byte(`<urlset><url><loc>https://a.test/</loc></url><!--` + strings.Repeat("x", api.MaxSitemapToken+10) + `--></urlset>`)) // a token over the budget
-	f.Add([]byte(`<urlset><url><loc>https://a.test/</loc><x a="` + strings.Repeat("y", api.MaxSitemapToken) + `"/></url></urlset>`))
+	f.Add([]byte(`<urlset><url><loc>https://a.test/</loc></url><!--` + strings.Repeat("x", sitemap.MaxToken+10) + `--></urlset>`)) // a token over the budget
+	f.Add([]byte(`<urlset><url><loc>https://a.test/</loc><x a="` + strings.Repeat("y", sitemap.MaxToken) + `"/></url></urlset>`))
 	f.Add([]byte(`<urlset></urlset><urlset/>`))
 	f.Add([]byte(`<html><body/></html>`))
 	f.Add([]byte(`<?xml version="1.0" encoding="ISO-8859-1"?><urlset/>`))
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		var first []api.SitemapEntry
-		kind, err := api.ParseSitemap(bytes.NewReader(doc), func(e api.SitemapEntry) error {
+		var first []sitemap.Entry
+		kind, err := sitemap.Parse(bytes.NewReader(doc), func(e sitemap.Entry) error {
 			for _, s := range []string{e.Loc, e.LastMod, e.ChangeFreq, e.Priority} {
-				if len(s) > api.MaxSitemapField {
+				if len(s) > sitemap.MaxField {
 					t.Fatalf("a field of %d bytes", len(s))
 				}
 				if strings.TrimSpace(s) != s {
@@ -58,11 +58,11 @@ func FuzzSitemapParse(f *testing.F) {
 			}
 			return nil
 		})
-		if err == nil && kind != api.SitemapURLSet && kind != api.SitemapIndex {
+		if err == nil && kind != sitemap.URLSet && kind != sitemap.Index {
 			t.Fatalf("parsed without error but kind %d", kind)
 		}
-		var second []api.SitemapEntry
-		kind2, err2 := api.ParseSitemap(bytes.NewReader(doc), func(e api.SitemapEntry) error {
+		var second []sitemap.Entry
+		kind2, err2 := sitemap.Parse(bytes.NewReader(doc), func(e sitemap.Entry) error {
 			second = append(second, e)
 			return nil
 		})
