@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -70,13 +71,13 @@ func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
 		t.Fatal(st)
 	}
 	var during shm.AcquireStatus
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
 		Writer: writerFunc(func(ws []store.Write) error {
 			e.Advance(2000) // the commit outlasts the lease's TTL
 			_, during = e.Seg.Leases().Acquire(h, e.Now(), 600_000, 2)
 			return e.Store.WriteSchedules(ws)
 		})}
-	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: WireLease(l)}})
+	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: intake.WireLease(l)}})
 	if err != nil || res.Applied != 1 {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
@@ -99,7 +100,7 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 		rs = append(rs, wire.Result{Key: key, Outcome: "ok", Status: 200, Lease: grant(t, e, key)})
 	}
 	fail := true
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
 		Writer: writerFunc(func(ws []store.Write) error {
 			if !fail {
 				return e.Store.WriteSchedules(ws)
@@ -113,10 +114,10 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 	if _, err := a.Apply(rs); err == nil {
 		t.Fatal("a partly failed commit reported no error")
 	}
-	if err := e.Seg.Leases().Check(ShmLease(rs[0].Lease), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
+	if err := e.Seg.Leases().Check(intake.ShmLease(rs[0].Lease), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
 		t.Fatal("the committed result's lease is still held")
 	}
-	if err := e.Seg.Leases().Check(ShmLease(rs[1].Lease), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
+	if err := e.Seg.Leases().Check(intake.ShmLease(rs[1].Lease), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
 		t.Fatalf("the uncommitted result's lease: %v", err)
 	}
 	st, err := a.Apply(rs) // the sender's retry

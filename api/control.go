@@ -8,9 +8,11 @@
 // naming the field; nothing is half-written.
 //
 // Every writer of worker 0 (results, upserts, rush and wait, deletes) holds its keys' locks
-// (KeyLocks) from its first read to its commit, and writes through sweep.Changes. A result is
-// applied only while its lease is held, at most once per grant (Applier); a delete, rush or
-// wait revokes the lease of a render in flight, so that render's result cannot undo it.
+// (intake.KeyLocks) from its first read to its commit, and writes through sweep.Changes. A
+// result is applied only while its lease is held, at most once per grant (intake.Applier, which
+// the results endpoints call); a delete, rush or wait revokes the lease of a render in flight,
+// so that render's result cannot undo it. Upserts, rush and wait, and delete still decide here;
+// they are to join intake, leaving this package decode, call, map errors, encode.
 package api
 
 import (
@@ -26,6 +28,7 @@ import (
 
 	"context"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/wire"
 )
@@ -36,7 +39,7 @@ const maxClaimBody = 1 << 10
 // WireJob converts a granted job for the wire.
 func WireJob(j claim.Job) wire.Job {
 	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, FromSitemap: j.FromSitemap,
-		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: WireLease(j.Lease)}
+		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: intake.WireLease(j.Lease)}
 }
 
 // ClaimJob converts a wire job back: what a render worker claimed through worker 0.
@@ -46,7 +49,7 @@ func ClaimJob(j wire.Job) claim.Job {
 		src = claim.SourceReady
 	}
 	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, FromSitemap: j.FromSitemap,
-		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: ShmLease(j.Lease)}
+		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: intake.ShmLease(j.Lease)}
 }
 
 // IndexFallback is a render worker's claim.Fallback: worker 0's floored index scan, asked for
@@ -75,7 +78,8 @@ func (f IndexFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]
 // Control serves the internal endpoints.
 type Control struct {
 	Index   claim.Fallback
-	Applier *Applier
+	Applier *intake.Applier
+	Limit   *Limiter // admits results requests by their bytes; nil: none
 	Status  func() wire.Status
 	Log     zerolog.Logger
 }
@@ -83,7 +87,7 @@ type Control struct {
 // Register adds the internal endpoints to mux.
 func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathClaim, c.claim)
-	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(c.Applier, true))
+	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(c.Applier, c.Limit, true))
 	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <runtime dir>/freshq-<hash>.sock http://w0/internal/debug/pprof/profile?seconds=10

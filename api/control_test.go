@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -41,7 +42,7 @@ func serveSocket(t *testing.T, e *qtest.Env) string {
 	}
 	c := &Control{
 		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
-		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
 		Status:  func() wire.Status { return wire.Status{Serving: true, Sweeps: 7} },
 	}
 	mux := http.NewServeMux()
@@ -86,8 +87,8 @@ func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
 	e.Advance(1000)
 	st, err := cl.SendResults(ctx, []wire.Result{
 		{Key: jobs[0].Key, Outcome: "ok", Status: 200, DurationMs: 120, Body: []byte("<html>1</html>"),
-			Headers: map[string]string{"content-type": "text/html", "x-junk": "dropped"}, Lease: WireLease(jobs[0].Lease)},
-		{Key: jobs[1].Key, Outcome: "ok", Status: 200, Body: []byte("<html>2</html>"), Lease: WireLease(jobs[1].Lease)},
+			Headers: map[string]string{"content-type": "text/html", "x-junk": "dropped"}, Lease: intake.WireLease(jobs[0].Lease)},
+		{Key: jobs[1].Key, Outcome: "ok", Status: 200, Body: []byte("<html>2</html>"), Lease: intake.WireLease(jobs[1].Lease)},
 	})
 	if err != nil || st.Applied != 1 || st.Skipped != 1 {
 		t.Fatalf("results %+v %v", st, err)
@@ -225,7 +226,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 	var jobs []claim.Job
 	c := &Control{Index: fallbackFunc(func(context.Context, claim.IndexClaim) ([]claim.Job, error) {
 		return jobs, errors.New("claim: scan: disk gone")
-	}), Applier: &Applier{}, Log: qtest.Log(nil)}
+	}), Applier: &intake.Applier{}, Log: qtest.Log(nil)}
 	mux := http.NewServeMux()
 	c.Register(mux)
 	post := func() (int, wire.ClaimResponse) {

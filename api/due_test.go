@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -20,7 +21,7 @@ import (
 type legacyDueNode struct {
 	*qtest.Env
 	st      *store.Store
-	applier *Applier
+	applier *intake.Applier
 	srv     *httptest.Server
 }
 
@@ -55,9 +56,9 @@ func newLegacyDueNode(t *testing.T) *legacyDueNode {
 	}
 	t.Cleanup(func() { st.Close() })
 	n := &legacyDueNode{Env: e, st: st}
-	locks := &KeyLocks{}
+	locks := &intake.KeyLocks{}
 	targets := &Targets{Store: st, Writer: st, Locks: locks, Policy: e.Policy, Now: e.Now}
-	n.applier = &Applier{Store: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	n.applier = &intake.Applier{Store: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets, Seg: e.Seg}).Register(mux)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -22,7 +23,7 @@ type Explain struct {
 	// Deleter deletes; nil means Store. Worker 0 passes sweep.Changes' wrapper, so that a sweep
 	// in progress does not publish the deleted row.
 	Deleter Deleter
-	Locks   *KeyLocks // worker 0's, shared with every other writer; nil: none
+	Locks   *intake.KeyLocks // worker 0's, shared with every other writer; nil: none
 }
 
 // Deleter is the store's delete.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -38,7 +39,7 @@ func TestExplainAndDelete(t *testing.T) {
 	postTargets(t, srv, `[{"url": "https://shop.test/c/shoes", "source": "sitemap", "interval": "6h"}]`)
 	key := []byte("desktop|https://shop.test/c/shoes")
 	// Render it once (result applied as worker 0 does), then let it fall 3 h late.
-	a := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, DurationMs: 80, Body: []byte("<html/>"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}

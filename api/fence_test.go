@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -19,9 +20,9 @@ import (
 // every write through one sweep.Changes.
 type fenceNode struct {
 	*qtest.Env
-	locks   *KeyLocks
+	locks   *intake.KeyLocks
 	changes *sweep.Changes
-	applier *Applier
+	applier *intake.Applier
 	srv     *httptest.Server
 	waiting chan struct{} // a lock had to wait
 }
@@ -30,11 +31,11 @@ const fenceYAML = "routes:\n  - {name: catalog, match: prefix, path: /c/, interv
 
 func newFenceNode(t *testing.T) *fenceNode {
 	e := qtest.New(t, fenceYAML, start, shm.Options{})
-	n := &fenceNode{Env: e, locks: &KeyLocks{}, changes: sweep.NewChanges(), waiting: make(chan struct{}, 8)}
-	n.locks.onWait = func() { n.waiting <- struct{}{} }
+	n := &fenceNode{Env: e, locks: &intake.KeyLocks{}, changes: sweep.NewChanges(), waiting: make(chan struct{}, 8)}
+	n.locks.TestOnWait = func() { n.waiting <- struct{}{} }
 	writer := n.changes.Wrap(e.Store)
 	targets := &Targets{Store: e.Store, Writer: writer, Locks: n.locks, Policy: e.Policy, Now: e.Now}
-	n.applier = &Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	n.applier = &intake.Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets, Seg: e.Seg}).Register(mux)
@@ -66,7 +67,7 @@ func (n *fenceNode) deleteTarget(u string) int {
 // result). No timing is involved.
 func (n *fenceNode) inWindow(op func()) (done chan struct{}) {
 	done = make(chan struct{})
-	n.applier.afterDecide = func() {
+	n.applier.TestAfterDecide = func() {
 		go func() { op(); close(done) }()
 		select {
 		case <-done:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -66,7 +67,7 @@ func TestResultsManyHeadersHeap(t *testing.T) {
 		t.Skip("allocates ~100 MiB")
 	}
 	e := qtest.New(t, "", start, shm.Options{})
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	const size = 40 << 20
 	var b bytes.Buffer
 	b.Grow(size + 256)
@@ -81,7 +82,7 @@ func TestResultsManyHeadersHeap(t *testing.T) {
 	body := b.Bytes()
 	var ans resultsAnswer
 	base, peak := peakHeapEvery(time.Millisecond, func() {
-		ans = postResultsTo(t, resultsHandler(a, false), "application/json", body)
+		ans = postResultsTo(t, resultsHandler(a, nil, false), "application/json", body)
 	})
 	grew := peak - min(base, peak)
 	t.Logf("a %.1f MiB results body of many headers: %d, peak heap %.1f MiB above base (%.2f× the body)",

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
@@ -44,14 +45,14 @@ sitemap:
   max_decompressed: 256MiB
 `, start, shm.Options{})
 	heavy := NewLimiter(DefaultHeavyBytes, 0)
-	applier := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Limit: heavy}
-	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now, Limit: heavy}
+	applier := &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now, Limit: heavy}
 	sitemaps := &Sitemaps{Targets: targets, Policy: e.Policy, Now: e.Now, Limit: heavy}
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	sitemaps.Register(mux)
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
-	(&Remote{Applier: applier, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Remote{Applier: applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -118,9 +119,9 @@ sitemap:
 	key := []byte("desktop|https://shop.test/accepted")
 	e.Put(string(key), e.Now()-hour, false, 0, store.Lanes{NeverRendered: true})
 	kept := &keepingWriter{}
-	decodeOnly := &Applier{Store: e.Store, Writer: kept, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Limit: NewLimiter(DefaultHeavyBytes, 0)}
+	decodeOnly := &intake.Applier{Store: e.Store, Writer: kept, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	accept := http.NewServeMux()
-	(&Remote{Applier: decodeOnly, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(accept)
+	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(accept)
 	acceptSrv := httptest.NewServer(accept)
 	defer acceptSrv.Close()
 	body := jsonResults(t, wire.Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},

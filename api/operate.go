@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -221,7 +222,7 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 			age/1000, cadence/1000, swr/1000))
 		return
 	}
-	if !finalStatus(int(pg.Status)) {
+	if !intake.FinalStatus(int(pg.Status)) {
 		writeError(w, http.StatusBadGateway, "", fmt.Sprintf("the stored page has status %d, which is not a final HTTP status (200-599); it is not served until the page is rendered again", pg.Status))
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -25,7 +26,7 @@ import (
 type opNode struct {
 	*qtest.Env
 	srv     *httptest.Server
-	applier *Applier
+	applier *intake.Applier
 	index   *claim.IndexSource
 	sweeper *sweep.Sweeper
 }
@@ -33,9 +34,9 @@ type opNode struct {
 func newOpNode(t *testing.T) *opNode {
 	e := qtest.New(t, "routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h, swr: 6h}\n", start, shm.Options{})
 	n := &opNode{Env: e}
-	locks := &KeyLocks{}
+	locks := &intake.KeyLocks{}
 	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}
-	n.applier = &Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now}
+	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now}
 	n.index = &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
 	mux := http.NewServeMux()
@@ -117,7 +118,7 @@ func TestPrioritizeRushAndWait(t *testing.T) {
 	if err != nil || len(jobs) != 1 || !strings.Contains(string(jobs[0].Key), "/c/") {
 		t.Fatalf("first claim after rush: %+v %v", jobs, err)
 	}
-	n.applier.Apply([]wire.Result{{Key: jobs[0].Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: WireLease(jobs[0].Lease)}})
+	n.applier.Apply([]wire.Result{{Key: jobs[0].Key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: intake.WireLease(jobs[0].Lease)}})
 	if row, _ := n.Store.GetSchedule(jobs[0].Key); row.Urgent {
 		t.Fatal("the urgent mark outlived the render")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -30,7 +31,8 @@ import (
 // claims under ever new names with the one shared token, must not starve them.
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
-	Applier *Applier
+	Applier *intake.Applier
+	Limit   *Limiter              // admits results requests by their bytes; nil: none
 	Seg     *shm.Segment          // nil: the Applier's
 	Policy  func() *policy.Policy // nil: the Applier's
 	Now     func() int64          // nil: the Applier's
@@ -61,7 +63,7 @@ func (x *Remote) Register(mux *http.ServeMux) {
 		x.Now = x.Applier.Now
 	}
 	mux.HandleFunc("POST /v1/claim", x.claim)
-	mux.HandleFunc("POST /v1/results", resultsHandler(x.Applier, false)) // JSON only (README)
+	mux.HandleFunc("POST /v1/results", resultsHandler(x.Applier, x.Limit, false)) // JSON only (README)
 	mux.HandleFunc("POST /v1/leases/extend", x.extend)
 	mux.HandleFunc("POST /v1/leases/release", x.release)
 }
@@ -246,7 +248,7 @@ func (x *Remote) heldLease(w http.ResponseWriter, r *http.Request) (req wire.Lea
 
 // checkLease checks req's lease against the table, answering 400 or 409 itself.
 func (x *Remote) checkLease(w http.ResponseWriter, req wire.LeaseRequest) (shm.Lease, bool) {
-	l := ShmLease(req.Lease)
+	l := intake.ShmLease(req.Lease)
 	switch err := x.Seg.Leases().Check(l, shm.KeyHash(req.Key), x.Now()); {
 	case errors.Is(err, shm.ErrLeaseSlot):
 		writeError(w, http.StatusBadRequest, "lease.slot", err.Error())
@@ -275,7 +277,7 @@ func (x *Remote) extend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "lease", "no longer held")
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()})
+	writeJSON(w, http.StatusOK, wire.LeaseResponse{Lease: intake.WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()})
 }
 
 // release gives a lease back unrendered: the row is claimable again at once (no grace: nothing

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -25,7 +26,7 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	}
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 	x := &Remote{Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
 		Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}
 	mux := http.NewServeMux()
 	x.Register(mux)
@@ -185,7 +186,7 @@ func TestInternalClaimCarriesTTL(t *testing.T) {
 	e, _ := remoteServer(t, "")
 	mux := http.NewServeMux()
 	(&Control{Index: &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
-		Applier: &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}}).Register(mux)
+		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	var resp wire.ClaimResponse

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
@@ -26,17 +27,17 @@ func grant(t testing.TB, e *qtest.Env, key []byte) wire.Lease {
 	if st != shm.Acquired {
 		t.Fatalf("lease %q: %v", key, st)
 	}
-	return WireLease(l)
+	return intake.WireLease(l)
 }
 
 // resultsServer serves the results endpoints over e: the internal one (binary or JSON) and
 // POST /v1/results (JSON only), with worker 0's key locks.
-func resultsServer(t *testing.T, e *qtest.Env) (*Applier, *httptest.Server) {
+func resultsServer(t *testing.T, e *qtest.Env) (*intake.Applier, *httptest.Server) {
 	t.Helper()
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(a, true))
-	mux.HandleFunc("POST /v1/results", resultsHandler(a, false))
+	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(a, nil, true))
+	mux.HandleFunc("POST /v1/results", resultsHandler(a, nil, false))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return a, srv
@@ -110,7 +111,7 @@ func TestResultsWithAForgedLeaseAreRefusedWhole(t *testing.T) {
 	if _, err := e.Store.GetPage(good); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the good result of a refused batch was applied: %v", err)
 	}
-	if err := e.Seg.Leases().Check(ShmLease(lease), shm.KeyHash(good), e.Now()); err != nil {
+	if err := e.Seg.Leases().Check(intake.ShmLease(lease), shm.KeyHash(good), e.Now()); err != nil {
 		t.Fatalf("the good result's lease was touched: %v", err)
 	}
 }
@@ -165,7 +166,7 @@ func TestResultsStatusAndOutcomeAreValidated(t *testing.T) {
 // applies. Before, the store refused the whole batch, which was answered 503, retried, dropped.
 func TestAnOversizedPageFailsOnlyItsOwnResult(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	big, small := []byte("desktop|https://a.test/c/big"), []byte("desktop|https://a.test/c/small")
 	e.Put(string(big), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	e.Put(string(small), start-hour, true, 0, store.Lanes{NeverRendered: true})
@@ -229,13 +230,13 @@ func TestResultsFencedOneByOne(t *testing.T) {
 	}
 	lapsing, _ := e.Seg.Leases().Acquire(shm.KeyHash(keys[1]), e.Now(), 1000, 1)
 	released := grant(t, e, keys[2])
-	e.Seg.Leases().Release(ShmLease(released), e.Now(), 0)
+	e.Seg.Leases().Release(intake.ShmLease(released), e.Now(), 0)
 	never := wire.Lease{Slot: 3, State: 1<<40 | 5, KeyHash: shm.KeyHash(keys[3])}
 	held := grant(t, e, keys[0])
 	e.Advance(1000)
 	rs := []wire.Result{
 		{Key: keys[0], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: held},
-		{Key: keys[1], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: WireLease(lapsing)},
+		{Key: keys[1], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: intake.WireLease(lapsing)},
 		{Key: keys[2], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: released},
 		{Key: keys[3], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: never},
 		{Key: keys[0], Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: held}, // the same twice

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
@@ -40,7 +41,7 @@ func sitemapServer(t *testing.T) (*qtest.Env, *httptest.Server) {
 func sitemapServerYAML(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	mux := http.NewServeMux()
-	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}
+	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now}
 	(&Sitemaps{Targets: targets, Policy: e.Policy, Now: e.Now}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -595,7 +596,7 @@ func TestSitemapsCloseStopsRuns(t *testing.T) {
 		}
 		return e.Store.WriteSchedules(ws)
 	})
-	s := &Sitemaps{Targets: &Targets{Store: e.Store, Writer: w, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}, Policy: e.Policy, Now: e.Now}
+	s := &Sitemaps{Targets: &Targets{Store: e.Store, Writer: w, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now}, Policy: e.Policy, Now: e.Now}
 	mux := http.NewServeMux()
 	s.Register(mux)
 	srv := httptest.NewServer(mux)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -19,16 +20,15 @@ import (
 const (
 	// targetsHeld is what one upload holds in memory however long it is (a chunk of parsed
 	// items with their keys, one item, the reader's buffer): its weight for the Limiter.
-	targetsHeld     = 5 << 20
-	targetsChunk    = 1000 // items per funnel batch
-	maxReportErrors = 20   // errors listed in a response, by index
+	targetsHeld  = 5 << 20
+	targetsChunk = 1000 // items per funnel batch
 )
 
 // Targets serves /v1/targets.
 type Targets struct {
 	Store  *store.Store
-	Writer Writer    // every write of worker 0 goes through sweep.Changes' wrapper
-	Locks  *KeyLocks // shared with the Applier
+	Writer intake.Writer    // every write of worker 0 goes through sweep.Changes' wrapper
+	Locks  *intake.KeyLocks // shared with the Applier
 	Policy func() *policy.Policy
 	Now    func() int64
 	Limit  *Limiter // heavy requests of worker 0; nil: none
@@ -61,7 +61,7 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 	var resp wire.TargetsResponse
 	reject := func(i int, field, msg string) {
 		resp.Rejected++
-		if len(resp.Errors) < maxReportErrors {
+		if len(resp.Errors) < intake.MaxReportErrors {
 			resp.Errors = append(resp.Errors, wire.ItemError{Index: i, Field: field, Error: msg})
 		}
 	}

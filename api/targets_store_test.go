@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -26,7 +27,7 @@ func TestPostTargetsStoreFailureReportsWhatLanded(t *testing.T) {
 		return e.Store.WriteSchedules(ws)
 	})
 	mux := http.NewServeMux()
-	(&Targets{Store: e.Store, Writer: w, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}).Register(mux)
+	(&Targets{Store: e.Store, Writer: w, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	// 2,500 items: item 1 repeats item 0's key (merged into the first chunk), item 1500 repeats

@@ -24,6 +24,7 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -231,12 +232,13 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	}
 	w0, _ := seg.Worker(0)
 	writer := sweep.NewChanges().Wrap(st)
-	locks := &api.KeyLocks{}
+	locks := &intake.KeyLocks{}
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	index := &claim.IndexSource{Scanner: st, Segment: seg, Policy: polFn, Now: now}
 	control := &api.Control{
 		Index:   index,
-		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now, Log: qtest.Log(nil), Limit: heavy},
+		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now, Log: qtest.Log(nil)},
+		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),
 	}
@@ -248,7 +250,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		Client: &http.Client{Transport: refuseTransport{}}}
 	sitemaps.Register(mux)
 	(&api.Operate{Targets: targets, Seg: seg}).Register(mux)
-	(&api.Remote{Applier: control.Applier, Seg: seg, Policy: polFn, Now: now, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
+	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: seg, Policy: polFn, Now: now, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
 		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
 	(&api.Explain{Store: st, Seg: seg, Policy: polFn, Now: now, Deleter: writer, Locks: locks}).Register(mux)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -71,11 +72,11 @@ func newFenceNode(t testing.TB) *fenceNode {
 	e := qtest.New(t, fenceHistoryYAML, fenceStartMs, shm.Options{LeaseCapacity: 64, LeaseWindow: 8})
 	changes := sweep.NewChanges()
 	writer := changes.Wrap(e.Store)
-	locks := &api.KeyLocks{}
+	locks := &intake.KeyLocks{}
 	n := &fenceNode{e: e, mux: http.NewServeMux()}
 	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, changes), Segment: e.Seg, Changes: changes,
 		Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
-	(&api.Control{Applier: &api.Applier{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
+	(&api.Control{Applier: &intake.Applier{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
 		Status: func() wire.Status { return wire.Status{} }}).Register(n.mux)
 	targets := &api.Targets{Store: e.Store, Writer: writer, Locks: locks, Policy: e.Policy, Now: e.Now}
 	targets.Register(n.mux)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -81,7 +82,7 @@ func FuzzResultsEndpoint(f *testing.F) {
 		e.Put(string(k), e.Now()-qtest.Hour, true, 0, store.Lanes{NeverRendered: true})
 	}
 	mux := http.NewServeMux()
-	(&api.Control{Applier: &api.Applier{Store: e.Store, Locks: &api.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
+	(&api.Control{Applier: &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
 		Status: func() wire.Status { return wire.Status{} }}).Register(mux)
 
 	// seed: json?, then per result 24 bytes: key, outcome, status (2), real lease?, slot (4),

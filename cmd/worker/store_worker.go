@@ -15,6 +15,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
@@ -58,7 +59,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	// written after its snapshot (see sweep.Changes).
 	changes := sweep.NewChanges()
 	writer := changes.Wrap(st)
-	locks := &api.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
+	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	var sweeps, sweepFails atomic.Uint64
 	sweeper := sweep.New(sweep.Options{
 		Store: sweep.FromStore(st, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
@@ -79,7 +80,8 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	control := &api.Control{
 		Index:   index,
-		Applier: &api.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Limit: heavy},
+		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
+		Limit:   heavy,
 		Status: func() wire.Status {
 			return wire.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
 		},
@@ -95,7 +97,7 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	(&api.Operate{Targets: targets, Seg: e.seg}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (api.RemoteHolder), capped by queue.max_remote_leases.
-	(&api.Remote{Applier: control.Applier, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
+	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
 	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)

@@ -1,4 +1,4 @@
-package api
+package intake
 
 import (
 	"fmt"
@@ -12,6 +12,11 @@ import (
 
 // BenchmarkApply measures worker 0's cost per result: two point reads, the policy decision and
 // its share of one batched funnel commit, for batches of 256.
+const (
+	hour  = qtest.Hour
+	start = int64(1_800_000_000_000)
+)
+
 func BenchmarkApply(b *testing.B) {
 	e := qtest.New(b, "", start, shm.Options{})
 	const rows = 10_000

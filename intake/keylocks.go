@@ -1,4 +1,4 @@
-package api
+package intake
 
 import (
 	"sync"
@@ -18,10 +18,11 @@ import (
 // striped by hash made two batches share a stripe almost always, and serialised them. Keys are
 // told apart by their 64-bit hash; two keys sharing one only costs a needless wait.
 type KeyLocks struct {
-	mu     sync.Mutex
-	freed  *sync.Cond      // broadcast whenever keys are released
-	held   map[uint64]bool // hashes of the keys held
-	onWait func()          // test hook: called when a lock has to wait
+	mu    sync.Mutex
+	freed *sync.Cond      // broadcast whenever keys are released
+	held  map[uint64]bool // hashes of the keys held
+	// TestOnWait is a test signal: called, when set, when a Lock has to wait.
+	TestOnWait func()
 }
 
 // Lock takes the locks of keys and returns the function that releases them.
@@ -36,10 +37,10 @@ func (k *KeyLocks) Lock(keys [][]byte) (unlock func()) {
 		k.freed = sync.NewCond(&k.mu)
 	}
 	for waited := false; k.anyHeld(hs); {
-		if !waited && k.onWait != nil {
+		if !waited && k.TestOnWait != nil {
 			waited = true
 			k.mu.Unlock()
-			k.onWait()
+			k.TestOnWait()
 			k.mu.Lock()
 			continue // re-check: the keys may have been released meanwhile
 		}

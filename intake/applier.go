@@ -1,0 +1,343 @@
+// Package intake is worker 0's write side, the service the HTTP handlers of package api call to
+// change what is stored (River's jobcompleter is the model). It turns render results into
+// writes (Applier: Validate, fencing, Apply) and holds the per-key locks every writer of worker
+// 0 shares (KeyLocks). It takes wire shapes in and returns wire counts; it answers no HTTP.
+//
+// Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
+// ("Fenced effects"):
+//   - Per-key locks from first read to commit. Every read-decide-write sequence of worker 0
+//     (a result, an upsert, a rush or wait, a delete) holds the locks of its keys from its first
+//     read of the store to its commit, so none overwrites another's decision (a lost update).
+//   - Fencing, at most once per grant. A result is applied only while the lease it was rendered
+//     under is still that grant, checked under the key's lock and held through the commit; a
+//     duplicate, a lapsed or released lease, and a render an operator overtook change nothing.
+//   - Nothing half-written. A result is one funnel write (row, target, page in one
+//     transaction); a batch that fails to commit wrote nothing, or says which writes did
+//     (store.PartialWriteError), and only those leases are released.
+//   - A result's due time is policy.Apply's, counted from now, never a stored one brought
+//     forward out of range.
+package intake
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// MaxReportErrors bounds the item errors an answer lists, by index (the first few).
+const MaxReportErrors = 20
+
+// WireLease converts a lease of the table for the wire.
+func WireLease(l shm.Lease) wire.Lease {
+	return wire.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
+}
+
+// ShmLease converts a lease from the wire. It is a lease of the table only once
+// shm.Leases.Valid or Check has said so.
+func ShmLease(l wire.Lease) shm.Lease {
+	return shm.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
+}
+
+// Writer is the funnel's batched write.
+type Writer interface {
+	WriteSchedules([]store.Write) error
+}
+
+// Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
+// its target and its page in one transaction), a batch becomes one WriteSchedules call, and
+// only after a write commits is its lease released, with the commit-visibility grace.
+//
+// A result is fenced by its lease: Apply checks it (shm.Leases.Check) under the key's lock,
+// where it decides, holds it through the commit, and releases it after the commit, before the
+// lock is let go. Everything that ends a lease from outside the render takes the same lock
+// first: a delete, rush or wait (which revoke it) and a remote renderer's extend or release.
+// A lease whose expiry falls within applyCommitBound is extended to it before the decision (a
+// lease that cannot be extended is fenced), so no lease lapses while its result commits and
+// no other grant of the key can exist meanwhile. So a result is applied at most once per grant,
+// and only while the grant is held: a duplicate delivery (a batch retried after worker 0
+// committed it), a result whose lease lapsed or was released, and one whose render an operator
+// overtook all find the grant gone, and are fenced: they change nothing at all, page included.
+// Keeping a fenced result's page "if the row is otherwise unchanged" would need a second
+// notion of what changed; a fenced page is at most one render stale, and the row renders again
+// on its schedule.
+type Applier struct {
+	Store  *store.Store // reads
+	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
+	Locks  *KeyLocks    // shared with every other read-decide-write of worker 0; nil: none
+	Seg    *shm.Segment
+	Policy func() *policy.Policy
+	Now    func() int64
+	Log    zerolog.Logger
+
+	// TestAfterDecide is a test signal: called, when set, between a batch's reads and its
+	// commit, with the batch's keys locked.
+	TestAfterDecide func()
+}
+
+// applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
+// longer than any commit takes (a funnel batch commits in milliseconds, a second or two with
+// fsync under load). It is no configuration key because nothing should tune it: it only
+// keeps a lease about to lapse (a render that finished near its TTL) from lapsing while its
+// result commits. Should a commit ever outlast it, the cost is a render granted again before
+// the result landed, never a result applied twice for one grant.
+const applyCommitBound = time.Minute
+
+// Apply applies a batch. Results should have passed Validate; Apply itself is safe for any
+// value (a lease it cannot use is fenced). It fails only if the store cannot read or commit;
+// the caller retries the batch. Then nothing was written and no lease released, except where
+// the funnel committed part of the batch (a *store.PartialWriteError): the leases of the
+// results that did commit are released, so the retry finds them fenced and applies only the
+// rest.
+func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
+	if a.Locks != nil {
+		keys := make([][]byte, len(results))
+		for i := range results {
+			keys[i] = results[i].Key
+		}
+		defer a.Locks.Lock(keys)()
+	}
+	pol := a.Policy()
+	now := a.Now()
+	leases := a.Seg.Leases()
+	var st wire.ApplyStats
+	writes := make([]store.Write, 0, len(results))
+	written := make([]shm.Lease, 0, len(results)) // the lease of each write
+	skipped := make([]shm.Lease, 0)               // of results whose row was gone
+	held := make(map[uint64]bool, len(results))
+	for i := range results {
+		r := &results[i]
+		h := shm.KeyHash(r.Key)
+		lease := ShmLease(r.Lease)
+		err := leases.Check(lease, h, now)
+		if err == nil && held[h] {
+			err = errors.New("the batch carries this key's result twice; the first one is applied")
+		}
+		if err == nil {
+			err = holdThroughCommit(leases, &lease, now)
+		}
+		if err != nil {
+			fence(&st, i, err)
+			continue
+		}
+		held[h] = true
+		w, ok, err := a.decide(pol, r, now)
+		if err != nil {
+			return wire.ApplyStats{}, err
+		}
+		if !ok {
+			st.Skipped++
+			skipped = append(skipped, lease)
+			continue
+		}
+		writes = append(writes, w)
+		written = append(written, lease)
+	}
+	if a.TestAfterDecide != nil {
+		a.TestAfterDecide()
+	}
+	var w Writer = a.Store
+	if a.Writer != nil {
+		w = a.Writer
+	}
+	grace := pol.Config().Queue.ReleaseGrace.Ms()
+	if len(writes) > 0 {
+		if err := w.WriteSchedules(writes); err != nil {
+			if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
+				done := a.Now()
+				for i, ok := range pe.Committed {
+					if ok && i < len(written) {
+						leases.Release(written[i], done, grace)
+					}
+				}
+			}
+			return wire.ApplyStats{}, fmt.Errorf("intake: apply %d results: %w", len(writes), err)
+		}
+	}
+	done := a.Now()
+	for _, l := range append(written, skipped...) {
+		leases.Release(l, done, grace)
+	}
+	st.Applied = len(writes)
+	return st, nil
+}
+
+// holdThroughCommit extends a checked lease that would lapse within applyCommitBound to it,
+// under the key's lock, before the result is decided. A lease that cannot be extended (its
+// state changed since the check) is not held: the result is fenced.
+func holdThroughCommit(leases *shm.Leases, l *shm.Lease, now int64) error {
+	bound := applyCommitBound.Milliseconds()
+	if leases.ExpiresAtMs(*l) >= now+bound {
+		return nil
+	}
+	if !leases.Extend(l, now, bound) {
+		return fmt.Errorf("%w: it changed before it could be held through the commit", shm.ErrLeaseNotHeld)
+	}
+	return nil
+}
+
+func fence(st *wire.ApplyStats, i int, err error) {
+	st.Fenced++
+	if len(st.FencedItems) < MaxReportErrors {
+		st.FencedItems = append(st.FencedItems, wire.ItemError{Index: i, Field: fmt.Sprintf("results[%d].lease", i), Error: err.Error()})
+	}
+}
+
+// decide turns one result into its funnel write. The due time is policy.Apply's, counted from
+// now, never the stored one (which a row from an older version may hold out of range). ok is
+// false when the row no longer exists:
+// the key's lock is held from here to the commit, and every deleter takes it, so a row read
+// here exists at commit, and a row missing here is never re-created.
+func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.Write, bool, error) {
+	row, err := a.Store.GetSchedule(r.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Write{}, false, nil // deleted while rendering: a result must not resurrect it
+	}
+	if err != nil {
+		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
+	}
+	t, err := a.Store.GetTarget(r.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		t = targetFromKey(r.Key, row.FromSitemap)
+	} else if err != nil {
+		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
+	}
+	outcome, body := storable(r)
+	d := pol.Apply(policy.State{
+		Key:              r.Key,
+		FromSitemap:      row.FromSitemap,
+		CarriedMs:        row.EffectiveIntervalMs,
+		StoredIntervalMs: row.StoredIntervalMs,
+		DemandRung:       t.DemandRung,
+		FailCount:        t.Failures.Count,
+		FailClass:        t.Failures.LastClass,
+		FailFirstMs:      t.Failures.FirstMs,
+		NeverRendered:    row.NeverRendered,
+	}, outcome, now)
+
+	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.FromSitemap, d.CadenceMs,
+		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
+	if err != nil {
+		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
+	}
+	t.DemandRung = d.DemandRung
+	t.Failures = store.Failures{Count: d.FailCount, LastClass: d.FailClass, FirstMs: d.FailFirstMs, LastMs: d.FailLastMs}
+	t.Terminal, t.TerminalRecheckMs = terminalOf(d.Terminal), d.RecheckAtMs
+	t.LastRender = store.RenderSummary{Status: uint16(max(0, r.Status)), AtMs: now, DurationMs: max(0, r.DurationMs), Bytes: uint64(len(r.Body))}
+	w := store.Write{Schedule: sch, Target: &t}
+	if d.StorePage {
+		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: body, RenderedAtMs: now}
+	}
+	return w, true, nil
+}
+
+// storable is the outcome and body a result is applied with. A page the store cannot hold
+// (over store.MaxPageBody) is applied as too_large, without it, so that one oversized page
+// fails its own row and not the batch's commit. A page without a status HTTP can send is
+// applied as failed: Validate refuses one, and a stored page is served with its status.
+func storable(r *wire.Result) (outcome string, body []byte) {
+	switch {
+	case len(r.Body) > store.MaxPageBody:
+		return render.OutcomeTooLarge.String(), nil
+	case r.Outcome == render.OutcomeOK.String() && !FinalStatus(r.Status):
+		return render.OutcomeFailed.String(), nil
+	}
+	return r.Outcome, r.Body
+}
+
+// FinalStatus reports whether code is a final HTTP status (200–599): the status a render ends
+// with and a stored page is served with (1xx are informational, never a page; WriteHeader
+// panics on a code outside 100–599). The results endpoint and GET /v1/pages both judge
+// statuses with it.
+func FinalStatus(code int) bool { return code >= 200 && code <= 599 }
+
+func terminalOf(s string) store.Terminal {
+	switch s {
+	case policy.TerminalGone:
+		return store.TerminalGone
+	case policy.TerminalSuppressed:
+		return store.TerminalSuppressed
+	}
+	return store.TerminalNone
+}
+
+func pageHeaders(h map[string]string) []store.Header {
+	out := make([]store.Header, 0, len(h))
+	for _, name := range []string{"content-type", "content-language", "last-modified", "etag", "cache-control"} {
+		// A value the store would refuse is left out: it must not fail the batch's commit.
+		if v, ok := h[name]; ok && len(out) < store.MaxPageHeaders && len(v) <= store.MaxHeaderLen {
+			out = append(out, store.Header{Name: name, Value: v})
+		}
+	}
+	return out
+}
+
+// targetFromKey rebuilds a minimal target for a row that has none (a row filed without one).
+func targetFromKey(key []byte, fromSitemap bool) store.Target {
+	device, url, _ := cachekey.Split(key)
+	src := store.SourceDiscovered
+	if fromSitemap {
+		src = store.SourceSitemap
+	}
+	return store.Target{URL: url, Device: device, Source: src}
+}
+
+// knownOutcome are render's outcome names.
+var knownOutcome = func() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range render.Outcomes() {
+		m[o.String()] = true
+	}
+	return m
+}()
+
+// needsStatus are the outcomes that are an HTTP response: their status is the response's, so
+// it must be one HTTP can send. The others (timeout, network, redirect_loop, too_large,
+// blocked, failed) may end before any response, and carry 0 then.
+var needsStatus = map[string]bool{
+	render.OutcomeOK.String(): true, render.OutcomeNoindex.String(): true,
+	render.OutcomeNotFound.String(): true, render.OutcomeGone.String(): true,
+	render.OutcomeClientError.String(): true, render.OutcomeServerError.String(): true,
+}
+
+// Validate checks every result of a batch before anything is applied, and returns the first
+// bad one's field and why: a key of 1..store.MaxKeyLen bytes; an outcome among render's
+// outcome names; a status of 200..599 (a final response: the page may be stored and served
+// with it; 1xx never ends a render), or 0 for an outcome that may have had no response; a
+// non-negative duration; and a lease that can be this table's grant for this key
+// (shm.Leases.Valid: slot in range, key hash the key's). Whether the lease is still held is not checked here: that is
+// fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
+// here: Apply applies it as too_large, and the rest of the batch with it.
+func (a *Applier) Validate(results []wire.Result) (field string, err error) {
+	leases := a.Seg.Leases()
+	for i := range results {
+		r := &results[i]
+		f := func(name string) string { return fmt.Sprintf("results[%d].%s", i, name) }
+		switch {
+		case len(r.Key) == 0:
+			return f("key"), errors.New("empty")
+		case len(r.Key) > store.MaxKeyLen:
+			return f("key"), fmt.Errorf("%d bytes, at most %d", len(r.Key), store.MaxKeyLen)
+		case !knownOutcome[r.Outcome]:
+			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of ok, noindex, not_found, gone, client_error, server_error, timeout, network, redirect_loop, too_large, blocked, failed)", r.Outcome)
+		case needsStatus[r.Outcome] && !FinalStatus(r.Status):
+			return f("status"), fmt.Errorf("%d: outcome %s is a final HTTP response, its status must be 200..599", r.Status, r.Outcome)
+		case r.Status != 0 && !FinalStatus(r.Status):
+			return f("status"), fmt.Errorf("%d: must be 200..599, or 0 when there was no response", r.Status)
+		case r.DurationMs < 0:
+			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
+		}
+		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
+			return f("lease"), err
+		}
+	}
+	return "", nil
+}
