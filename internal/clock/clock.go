@@ -1,54 +1,26 @@
-// Package clock is the wall clock every freshq process reads, in ms since the Unix epoch.
+// Package clock is the clock every freshq process reads, in ms since the Unix epoch.
+//
+// A production build (no build tags) is the plain wall clock: it reads no environment variable
+// and maps no file, and TestClock is false.
 //
 // Tests that run real processes (the supervisor and its workers) must make time pass without
-// sleeping, for example to let a killed worker's leases lapse. For them, FRESHQ_CLOCK_FILE may
-// name a file of 8 bytes holding a little-endian int64 offset in ms; every process maps it and
-// adds the offset to the wall clock, so the test moves time for all of them at once by writing
-// the file. Unset, the clock is the plain wall clock and no file is touched.
+// sleeping, for example to let a killed worker's leases lapse. For them only, a build with the
+// tag testclock (internal/testbin builds the end-to-end tests' binaries so) reads EnvFile at init:
+// it may name a file of 8 bytes holding a little-endian int64 offset in ms, which every process
+// maps and adds to the wall clock, so the test moves time for all of them at once by writing the
+// file. Unset, even that build is the plain wall clock. The hook is a build tag rather than a
+// runtime switch so that no shipped binary can be made to run in the future or the past by its
+// environment.
+//
+// Code whose decisions depend on time takes the time (or a now function) from its caller;
+// this package is where the processes' main loops get it.
 package clock
 
-import (
-	"os"
-	"sync/atomic"
-	"time"
-	"unsafe"
+import "time"
 
-	"github.com/edsrzf/mmap-go"
-)
-
-// EnvFile names the offset file.
+// EnvFile names the environment variable that names the offset file; only a testclock build
+// reads it.
 const EnvFile = "FRESHQ_CLOCK_FILE"
-
-var offset *int64 // nil: no offset file
-
-func init() {
-	path := os.Getenv(EnvFile)
-	if path == "" {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || st.Size() < 8 {
-		return
-	}
-	m, err := mmap.MapRegion(f, 8, mmap.RDWR, 0, 0)
-	if err != nil {
-		return
-	}
-	offset = (*int64)(unsafe.Pointer(&m[0]))
-}
-
-// NowMs is the current time in ms since the epoch, shifted by the test offset if there is one.
-func NowMs() int64 {
-	now := time.Now().UnixMilli()
-	if offset != nil {
-		now += atomic.LoadInt64(offset)
-	}
-	return now
-}
 
 // Now is NowMs as a time.Time.
 func Now() time.Time { return time.UnixMilli(NowMs()) }
