@@ -24,10 +24,12 @@ build:
 test: race fuzz
 
 # The second run builds shm with its step hooks (tag shmstep) so the interleaving model's
-# tests in fuzz/ drive the real protocol one atomic step at a time.
+# tests in fuzz/ drive the real protocol one atomic step at a time; the third checks the clock
+# that only test binaries carry (tag testclock, see internal/clock).
 race:
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
+	$(GO) test -race -count=1 -tags testclock ./internal/clock/
 
 # Each fuzz target runs alone for FUZZTIME (see scripts/fuzz.sh for the one retry it allows).
 fuzz:
