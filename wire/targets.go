@@ -54,10 +54,12 @@ type TargetsResponse struct {
 var errBadJSON = errors.New("bad JSON")
 
 // BodyError is a body that stops being readable JSON at item Index: the items before it were
-// handled, none from it on.
+// handled, none from it on. Offset is the byte of the body where item Index begins, or, when
+// the break is between items, the byte that breaks it.
 type BodyError struct {
-	Index int
-	Msg   string
+	Index  int
+	Msg    string
+	Offset int64
 }
 
 func (e *BodyError) Error() string { return fmt.Sprintf("bad JSON at item %d: %s", e.Index, e.Msg) }
@@ -90,7 +92,14 @@ func FieldOf(err error) string {
 // *BodyError naming the index of the item it could not read; so does anything after an
 // array's closing bracket. Errors of r (such as *http.MaxBytesError) are returned as they are.
 func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) error) error {
-	sc := &itemScanner{br: bufio.NewReaderSize(r, 64<<10)}
+	return DecodeTargetItemsAt(r, func(i int, _ int64, item *TargetItem, err error) error { return fn(i, item, err) })
+}
+
+// DecodeTargetItemsAt is DecodeTargetItems that also passes fn the byte offset in r where each
+// item begins, so that a reader of a file can name an item by its line.
+func DecodeTargetItemsAt(r io.Reader, fn func(i int, off int64, item *TargetItem, err error) error) error {
+	cr := &byteCounter{r: r}
+	sc := &itemScanner{br: bufio.NewReaderSize(cr, 64<<10), cr: cr}
 	first, err := sc.skipSpace()
 	if err == io.EOF {
 		return &BodyError{Index: 0, Msg: "empty body"}
@@ -99,15 +108,16 @@ func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) 
 		return err
 	}
 	item := func(i int) error {
+		off := sc.pos()
 		raw, long, err := sc.value()
 		if err != nil {
-			return sc.fail(i, err)
+			return sc.fail(i, off, err)
 		}
 		if long {
-			return fn(i, nil, fmt.Errorf("item over %d bytes", MaxTargetItem))
+			return fn(i, off, nil, fmt.Errorf("item over %d bytes", MaxTargetItem))
 		}
 		it, err := decodeItem(raw)
-		return fn(i, it, err)
+		return fn(i, off, it, err)
 	}
 	if first != '[' {
 		for i := 0; ; i++ {
@@ -123,7 +133,7 @@ func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) 
 	}
 	sc.br.ReadByte()
 	if c, err := sc.skipSpace(); err != nil {
-		return sc.fail(0, err)
+		return sc.fail(0, sc.pos(), err)
 	} else if c == ']' {
 		sc.br.ReadByte()
 		return sc.end(0)
@@ -134,18 +144,19 @@ func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) 
 		}
 		c, err := sc.skipSpace()
 		if err != nil {
-			return sc.fail(i+1, err)
+			return sc.fail(i+1, sc.pos(), err)
 		}
+		at := sc.pos()
 		sc.br.ReadByte()
 		switch c {
 		case ']':
 			return sc.end(i + 1)
 		case ',':
 			if _, err := sc.skipSpace(); err != nil {
-				return sc.fail(i+1, err)
+				return sc.fail(i+1, sc.pos(), err)
 			}
 		default:
-			return &BodyError{Index: i + 1, Msg: fmt.Sprintf("expected , or ] after item %d, found %q", i, c)}
+			return &BodyError{Index: i + 1, Offset: at, Msg: fmt.Sprintf("expected , or ] after item %d, found %q", i, c)}
 		}
 	}
 }
@@ -155,20 +166,36 @@ func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) 
 // one item to encoding/json.
 type itemScanner struct {
 	br  *bufio.Reader
+	cr  *byteCounter // beneath br
 	buf []byte
 }
 
+// byteCounter counts the bytes read through it.
+type byteCounter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *byteCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// pos is the offset of the next byte the scanner will read.
+func (sc *itemScanner) pos() int64 { return sc.cr.n - int64(sc.br.Buffered()) }
+
 var errTruncated = errors.New("truncated: the body ends inside an item")
 
-// fail turns a scan error at item i into a BodyError, leaving the reader's own errors as they
-// are.
-func (sc *itemScanner) fail(i int, err error) error {
+// fail turns a scan error at item i, which begins at byte off, into a BodyError, leaving the
+// reader's own errors as they are.
+func (sc *itemScanner) fail(i int, off int64, err error) error {
 	var bad *BodyError
 	switch {
 	case err == io.EOF || errors.Is(err, errTruncated):
-		return &BodyError{Index: i, Msg: errTruncated.Error()}
+		return &BodyError{Index: i, Offset: off, Msg: errTruncated.Error()}
 	case errors.As(err, &bad):
-		bad.Index = i
+		bad.Index, bad.Offset = i, off
 		return bad
 	}
 	return err
@@ -183,7 +210,7 @@ func (sc *itemScanner) end(items int) error {
 	if err != nil {
 		return err
 	}
-	return &BodyError{Index: items, Msg: fmt.Sprintf("%q after the closing ]", c)}
+	return &BodyError{Index: items, Offset: sc.pos(), Msg: fmt.Sprintf("%q after the closing ]", c)}
 }
 
 // skipSpace consumes whitespace and peeks at the next byte.
