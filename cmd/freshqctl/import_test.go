@@ -24,21 +24,16 @@ func readAll(t *testing.T, text, format string) ([]importItem, error) {
 		return nil, err
 	}
 	var out []importItem
-	for {
-		it, err := ir.next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
+	err = ir.each(func(it importItem) error {
 		out = append(out, it)
-	}
+		return nil
+	})
+	return out, err
 }
 
 func TestReadNDJSON(t *testing.T) {
 	text := "\n\n{\"url\":\"https://a.test/1\",\"interval\":\"6h\"}\n   \n{\"url\":\"https://a.test/2\",\"device\":\"mobile\",\"due\":\"2026-11-30T12:00:00Z\"}\r\n" +
-		"not json\n{\"url\":\"https://a.test/3\",\"colour\":\"red\"}\n{\"url\":\"https://a.test/4\",\"interval\":3600}"
+		"\"not json\"\n{\"url\":\"https://a.test/3\",\"colour\":\"red\"}\n{\"url\":\"https://a.test/4\",\"interval\":3600}"
 	items, err := readAll(t, text, "ndjson")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +156,7 @@ func TestImport(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		switch i {
 		case 4:
-			b.WriteString("{oops\n") // line 4: rejected locally
+			b.WriteString("\"oops\"\n") // line 4: rejected locally
 		case 7:
 			fmt.Fprintf(&b, "{\"url\":\"https://shop.test/bad-%d\"}\n", i) // line 7: rejected by the server
 		default:
@@ -273,5 +268,66 @@ func TestIntervalJSON(t *testing.T) {
 	var ue *usageError
 	if _, err := newItemReader(strings.NewReader(""), "xml"); !errors.As(err, &ue) {
 		t.Fatalf("unknown format: %v", err)
+	}
+}
+
+// TestImportReadsLikeTheServer feeds the same bytes to the import's reader and to the decoder
+// of POST /v1/targets: every item is accepted or refused alike, and a body the server stops
+// reading stops the import at the same item, named by its line.
+func TestImportReadsLikeTheServer(t *testing.T) {
+	big := `{"url":"https://a.test/` + strings.Repeat("x", wire.MaxTargetItem) + `"}`
+	for _, tc := range []struct {
+		name, body string
+		lines      []int  // where each item is
+		stop       string // the error the reading stops with, "" for none
+	}{
+		{"garbage after ]", `[{"url":"https://a.test/1"},{"url":"https://a.test/2"}] x`, []int{1, 2}, `item 3: 'x' after the closing ]`},
+		{"item over the bound", "{\"url\":\"https://a.test/1\"}\n" + big + "\n{\"url\":\"https://a.test/3\"}", []int{1, 2, 3}, ""},
+		{"pretty-printed object", "\n{\n  \"url\": \"https://a.test/1\",\n  \"device\": \"mobile\"\n}\n", []int{2}, ""},
+		{"two bare words", "{\"url\":\"https://a.test/1\"}\nnot json\n", []int{1, 2, 2}, ""},
+		{"two objects on a line", `{"url":"https://a.test/1","x":1} {"url":"https://a.test/2"}`, []int{1, 1}, ""},
+		{"unclosed object", "{\"url\":\"https://a.test/1\"}\n\n{\"url\":\"https://a.test/2\"}\n{oops\n{\"url\":\"https://a.test/4\"}\n", []int{1, 3}, "line 4: truncated: the body ends inside an item"},
+		{"stray bracket", "{\"url\":\"https://a.test/1\"}\n}\n{\"url\":\"https://a.test/3\"}\n", []int{1}, `line 2: unexpected '}'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var server []bool // the server's verdict on each item: accepted?
+			serr := wire.DecodeTargetItems(strings.NewReader(tc.body), func(_ int, it *wire.TargetItem, err error) error {
+				server = append(server, err == nil && it != nil)
+				return nil
+			})
+			items, err := readAll(t, tc.body, "ndjson")
+			if len(items) != len(server) || len(items) != len(tc.lines) {
+				t.Fatalf("%d items read, the server reads %d, want %d", len(items), len(server), len(tc.lines))
+			}
+			for i, it := range items {
+				if (it.err == nil) != server[i] || it.loc != tc.lines[i] {
+					t.Errorf("item %d: accepted %v at %d; the server: accepted %v, want at %d", i, it.err == nil, it.loc, server[i], tc.lines[i])
+				}
+			}
+			if (err == nil) != (serr == nil) || err != nil && err.Error() != tc.stop || err == nil && tc.stop != "" {
+				t.Fatalf("reading stops with %v, the server with %v, want %q", err, serr, tc.stop)
+			}
+		})
+	}
+}
+
+// TestImportStopsWhereTheServerWould: a file that breaks is imported up to the break, as the
+// server would take it, and the import names the line; an object laid out over several lines
+// is one item.
+func TestImportStopsWhereTheServerWould(t *testing.T) {
+	tf := &targetsFake{}
+	f := newFake(t, map[string]http.HandlerFunc{"POST /v1/targets": tf.handler})
+	env := map[string]string{"FRESHQ_SERVER": f.srv.URL}
+	r := cli(t, env, "{\"url\":\"https://shop.test/1\"}\n{\"url\":\"https://shop.test/2\"}\n{oops\n{\"url\":\"https://shop.test/4\"}\n", "import", "-")
+	wantExit(t, r, 1, "import stopped: reading -: line 3: truncated: the body ends inside an item (2 items accepted before it)")
+	if len(tf.chunks) != 1 || len(tf.chunks[0]) != 2 {
+		t.Fatalf("chunks %v", tf.chunks)
+	}
+
+	tf.chunks = nil
+	r = cli(t, env, "{\n  \"url\": \"https://shop.test/p\",\n  \"device\": \"mobile\"\n}\n", "import", "-")
+	wantExit(t, r, 0, "")
+	if len(tf.chunks) != 1 || len(tf.chunks[0]) != 1 || tf.chunks[0][0].Device != "mobile" || !strings.Contains(r.stdout, "1 item, 1 accepted") {
+		t.Fatalf("stdout %q chunks %v", r.stdout, tf.chunks)
 	}
 }

@@ -102,15 +102,19 @@ type importItem struct {
 	err  error // the item could not be read; it is rejected without being sent
 }
 
-// itemReader reads targets from NDJSON, a JSON array, or CSV.
+// itemReader reads targets from JSON or CSV. JSON (NDJSON, a JSON array, or any
+// whitespace-separated objects however they are laid out) is read with the decoder of POST
+// /v1/targets, so an import refuses locally exactly the items, and stops at exactly the
+// breaks, that the server would; it only adds where each one is in the file.
 type itemReader struct {
 	format string // ndjson | csv
-	locTag string // "line" or "item"
+	locTag string // "line" or "item" (in a JSON array)
 
-	br      *bufio.Reader
-	lineNo  int
-	dec     *json.Decoder // JSON array
-	items   int
+	src   *bufio.Reader // JSON from its first value on; nil: no value at all
+	base  int64         // bytes before src's first value
+	lines *lineCounter  // beneath src
+
+	lineNo  int // CSV
 	csv     *csv.Reader
 	columns []string // CSV column names, by position
 }
@@ -121,30 +125,24 @@ func newItemReader(r io.Reader, format string) (*itemReader, error) {
 	ir := &itemReader{format: format, locTag: "line"}
 	switch format {
 	case "ndjson":
-		ir.br = bufio.NewReaderSize(r, 64<<10)
+		ir.lines = &lineCounter{r: r}
+		br := bufio.NewReaderSize(ir.lines, 64<<10)
 		for {
-			b, err := ir.br.ReadByte()
+			b, err := br.ReadByte()
 			if err == io.EOF {
 				return ir, nil
 			}
 			if err != nil {
 				return nil, err
 			}
-			if b == '\n' {
-				ir.lineNo++
-			}
-			if b == ' ' || b == '\t' || b == '\r' || b == '\n' {
-				continue
-			}
-			ir.br.UnreadByte()
-			if b == '[' {
-				ir.locTag = "item"
-				ir.dec = json.NewDecoder(ir.br)
-				if _, err := ir.dec.Token(); err != nil {
-					return nil, fmt.Errorf("not a JSON array: %v", err)
+			if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+				br.UnreadByte()
+				ir.src, ir.base = br, ir.lines.n-int64(br.Buffered())
+				if b == '[' {
+					ir.locTag = "item"
 				}
+				return ir, nil
 			}
-			return ir, nil
 		}
 	case "csv":
 		ir.csv = csv.NewReader(r)
@@ -159,60 +157,79 @@ func newItemReader(r io.Reader, format string) (*itemReader, error) {
 	return nil, usagef("--format must be ndjson or csv, not %q", format)
 }
 
-// next returns the next item, or io.EOF. Other errors stop the import.
-func (ir *itemReader) next() (importItem, error) {
-	switch {
-	case ir.dec != nil:
-		return ir.nextArray()
-	case ir.csv != nil:
-		return ir.nextCSV()
+// each calls fn with every item in order. An error of fn is returned as it is; any other error
+// means the file could not be read past the items fn saw.
+func (ir *itemReader) each(fn func(importItem) error) error {
+	if ir.csv != nil {
+		for {
+			it, err := ir.nextCSV()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
 	}
-	return ir.nextLine()
+	if ir.src == nil {
+		return nil
+	}
+	err := wire.DecodeTargetItemsAt(ir.src, func(i int, off int64, item *wire.TargetItem, err error) error {
+		it := importItem{loc: ir.where(i, off), err: err}
+		if item != nil {
+			it.item = *item
+		}
+		return fn(it)
+	})
+	var bad *wire.BodyError
+	if errors.As(err, &bad) {
+		return fmt.Errorf("%s %d: %s", ir.locTag, ir.where(bad.Index, bad.Offset), bad.Msg)
+	}
+	return err
 }
 
-func decodeTarget(raw []byte) (wire.TargetItem, error) {
-	var it wire.TargetItem
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&it); err != nil {
-		return it, fmt.Errorf("not a target object: %v", err)
+// where names item i, which begins at byte off of the decoded JSON: by line, or by number in
+// an array.
+func (ir *itemReader) where(i int, off int64) int {
+	if ir.locTag == "item" {
+		return i + 1
 	}
-	if dec.More() {
-		return it, errors.New("more than one JSON value on the line")
-	}
-	return it, nil
+	return ir.lines.lineAt(ir.base + off)
 }
 
-func (ir *itemReader) nextLine() (importItem, error) {
-	for {
-		line, err := ir.br.ReadBytes('\n')
-		if len(line) > 0 || err == nil {
-			ir.lineNo++
-		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			it, derr := decodeTarget(t)
-			return importItem{loc: ir.lineNo, item: it, err: derr}, nil
-		}
-		if err != nil {
-			return importItem{}, err
-		}
-	}
+// lineCounter numbers the lines of what is read through it. It keeps only the offsets of the
+// newlines not yet asked about, so asking about ever later offsets holds no more than the
+// reader above it has read ahead.
+type lineCounter struct {
+	r        io.Reader
+	n        int64   // bytes read
+	line     int     // newlines before the last offset asked about
+	newlines []int64 // offsets of the newlines read since
 }
 
-func (ir *itemReader) nextArray() (importItem, error) {
-	if !ir.dec.More() {
-		if _, err := ir.dec.Token(); err != nil {
-			return importItem{}, fmt.Errorf("item %d: %v", ir.items+1, err)
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i, b := range p[:n] {
+		if b == '\n' {
+			c.newlines = append(c.newlines, c.n+int64(i))
 		}
-		return importItem{}, io.EOF
 	}
-	ir.items++
-	var raw json.RawMessage
-	if err := ir.dec.Decode(&raw); err != nil {
-		return importItem{}, fmt.Errorf("item %d: %v", ir.items, err)
+	c.n += int64(n)
+	return n, err
+}
+
+// lineAt is the 1-based line of byte off; off is never before the last one asked about.
+func (c *lineCounter) lineAt(off int64) int {
+	k := 0
+	for k < len(c.newlines) && c.newlines[k] < off {
+		k++
 	}
-	it, derr := decodeTarget(raw)
-	return importItem{loc: ir.items, item: it, err: derr}, nil
+	c.line += k
+	c.newlines = c.newlines[k:]
+	return c.line + 1
 }
 
 func (ir *itemReader) nextCSV() (importItem, error) {
@@ -415,33 +432,28 @@ func runImport(a *app, args []string) error {
 		return nil
 	}
 	var stop error
-	for {
-		it, err := ir.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			stop = fmt.Errorf("reading %s: %w", name, err)
-			break
-		}
+	err = ir.each(func(it importItem) error {
 		sum.Items++
 		if it.err != nil {
 			sum.Rejected++
-			sum.reject(ir.locTag, it.loc, "", it.err.Error())
-			continue
+			sum.reject(ir.locTag, it.loc, wire.FieldOf(it.err), it.err.Error())
+			return nil
 		}
 		line, _ := json.Marshal(it.item)
 		body.Write(line)
 		body.WriteByte('\n')
 		locs = append(locs, it.loc)
 		if len(locs) == *chunk {
-			if stop = flush(); stop != nil {
-				break
-			}
+			stop = flush()
 		}
-	}
+		return stop
+	})
 	if stop == nil {
+		// Like the server, send every item read before the file broke, then stop.
 		stop = flush()
+		if err != nil && stop == nil {
+			stop = fmt.Errorf("reading %s: %w", name, err)
+		}
 	}
 	if bar != nil {
 		bar.done()
