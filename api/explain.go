@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
@@ -27,9 +26,7 @@ type Explain struct {
 }
 
 // Deleter is the store's delete.
-type Deleter interface {
-	DeleteTarget(cacheKey []byte) error
-}
+type Deleter = intake.Deleter
 
 // Register adds the endpoints to mux.
 func (x *Explain) Register(mux *http.ServeMux) {
@@ -39,20 +36,12 @@ func (x *Explain) Register(mux *http.ServeMux) {
 
 // keyOf reads ?url=&device= into a cache key, answering 400 itself when they are bad.
 func keyOf(w http.ResponseWriter, r *http.Request, pol *policy.Policy) ([]byte, bool) {
-	u, err := cachekey.NormalizeURL(r.URL.Query().Get("url"))
+	key, err := intake.Key(r.URL.Query().Get("url"), r.URL.Query().Get("device"), intake.Devices(pol.Config()))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "url", err.Error())
+		fail(w, err)
 		return nil, false
 	}
-	device := r.URL.Query().Get("device")
-	if device == "" {
-		device = "desktop"
-	}
-	if !devices(pol.Config())[device] {
-		writeError(w, http.StatusBadRequest, "device", "unknown device "+device)
-		return nil, false
-	}
-	return cachekey.New(device, u), true
+	return key, true
 }
 
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
@@ -112,40 +101,17 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ex)
 }
 
-// delete removes the target, its schedule row, its index entry and its page. A 200 is never
-// undone by a render that was in flight:
-//   - it holds the key's lock, like every writer of worker 0, so no result of the key is
-//     between its decision and its commit, and a result applied later finds no row (Applier
-//     never re-creates one);
-//   - it deletes through sweep.Changes, so a sweep in progress does not publish the key;
-//   - it revokes the key's lease, so the in-flight render's result is fenced, and holds the
-//     key for two sweep intervals, so the entry of the ready set published before the delete
-//     is not granted: within one interval (and the sweep's own run, bounded by it in
-//     practice) the next sweep replaces that set with one that cannot hold the key. A sweep
-//     that fails leaves the old set longer; a render granted from it then finds no row, and its
-//     result is skipped.
+// delete removes the target, its schedule row, its index entry and its page
+// (intake.Targets.Delete, which says why a 200 is never undone by a render in flight).
 func (x *Explain) delete(w http.ResponseWriter, r *http.Request) {
-	pol := x.Policy()
-	key, ok := keyOf(w, r, pol)
+	key, ok := keyOf(w, r, x.Policy())
 	if !ok {
 		return
 	}
-	if x.Locks != nil {
-		defer x.Locks.Lock([][]byte{key})()
-	}
-	if _, err := x.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "url", "no such target")
+	svc := &intake.Targets{Store: x.Store, Deleter: x.Deleter, Locks: x.Locks, Seg: x.Seg, Policy: x.Policy, Now: x.Now}
+	if err := svc.Delete(key); err != nil {
+		fail(w, err)
 		return
 	}
-	var d Deleter = x.Store
-	if x.Deleter != nil {
-		d = x.Deleter
-	}
-	if err := d.DeleteTarget(key); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "", err.Error())
-		return
-	}
-	hold := 2 * pol.Config().Queue.Ready.SweepInterval.Ms()
-	x.Seg.Leases().Revoke(shm.KeyHash(key), x.Now(), hold)
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": string(key)})
 }

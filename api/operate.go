@@ -1,13 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/shm"
@@ -29,150 +27,45 @@ func (o *Operate) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/pages", o.page)
 }
 
-// discover turns a crawler hit on an unknown page into a discovered target, due now. A known
-// target is left as it is (its source is never downgraded to discovered).
+// discover turns a crawler hit on an unknown page into a discovered target, due now
+// (intake.Targets.Discover): 201 when created, 200 when it was known already.
 func (o *Operate) discover(w http.ResponseWriter, r *http.Request) {
 	var req wire.DiscoverRequest
 	if !decodeJSON(w, r, &req, 1<<20) {
 		return
 	}
-	t := o.Targets
-	p, field, err := parseItem(&wire.TargetItem{URL: req.URL, Device: req.Device, Source: "discovered"}, devices(t.Policy().Config()))
+	key, created, err := o.intake().Discover(req.URL, req.Device)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, field, err.Error())
+		fail(w, err)
 		return
 	}
-	if _, err := t.Store.GetSchedule(p.key); err == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"key": string(p.key), "created": false})
-		return
-	} else if !errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusServiceUnavailable, "", err.Error())
-		return
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
 	}
-	var rejected string
-	n, err := t.upsert([]parsedItem{p}, func(_ int, _, msg string) { rejected = msg })
-	if err != nil || n != 1 {
-		writeError(w, http.StatusServiceUnavailable, "", fmt.Sprintf("not created: %v %s", err, rejected))
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"key": string(p.key), "created": true})
+	writeJSON(w, code, map[string]any{"key": string(key), "created": created})
 }
 
-// prioritize replaces every sentinel-due-time trick. rush: the rows render at the urgent lane
-// (capped by queue.lanes.urgent_max_share), due now if they were due later; the due time stays
-// the freshness deadline and the urgent mark clears with the next render. wait: the cached page
-// is dropped and the cadence refills it, the schedule unchanged.
+// prioritize rushes or waits a url or a prefix (intake.Targets.Prioritize); it replaces every
+// sentinel-due-time trick.
 func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
 	var req wire.PrioritizeRequest
 	if !decodeJSON(w, r, &req, 1<<20) {
 		return
 	}
-	if req.Mode != "rush" && req.Mode != "wait" {
-		writeError(w, http.StatusBadRequest, "mode", "must be rush or wait")
-		return
-	}
-	if (req.URL == "") == (req.Prefix == "") {
-		writeError(w, http.StatusBadRequest, "url", "give exactly one of url and prefix")
-		return
-	}
-	t := o.Targets
-	device := req.Device
-	if device == "" {
-		device = "desktop"
-	}
-	if !devices(t.Policy().Config())[device] {
-		writeError(w, http.StatusBadRequest, "device", "unknown device "+device)
-		return
-	}
-	var keys [][]byte
-	if req.URL != "" {
-		u, err := cachekey.NormalizeURL(req.URL)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "url", err.Error())
-			return
-		}
-		keys = [][]byte{cachekey.New(device, u)}
-	} else {
-		u, err := cachekey.NormalizeURL(req.Prefix)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "prefix", err.Error())
-			return
-		}
-		if err := t.Store.ForEachSchedule(cachekey.New(device, u), func(k []byte, _ store.Row) error {
-			keys = append(keys, bytes.Clone(k))
-			return nil
-		}); err != nil {
-			writeError(w, http.StatusServiceUnavailable, "", err.Error())
-			return
-		}
-	}
-	matched := 0
-	for start := 0; start < len(keys); start += targetsChunk {
-		n, err := o.apply(keys[start:min(start+targetsChunk, len(keys))], req.Mode)
-		matched += n
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "", fmt.Sprintf("%v (%d targets done before it)", err, matched))
-			return
-		}
-	}
-	if matched == 0 {
-		field := "url"
-		if req.Prefix != "" {
-			field = "prefix"
-		}
-		writeError(w, http.StatusNotFound, field, "no such target")
+	matched, err := o.intake().Prioritize(req)
+	if err != nil {
+		fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"mode": req.Mode, "matched": matched})
 }
 
-// apply rushes or waits a chunk of keys under their locks. After the commit, still under the
-// locks, it revokes the lease of every key whose render is in flight: that render was granted
-// before the rush or wait and would undo it (clear the urgent mark, file the next due time from
-// now, store the page a wait dropped), so its result is fenced. The key is held for
-// queue.release_grace, as after any render, and is then granted again, rushed. A key with no
-// lease gets no hold: whatever is granted from now on renders the row as the rush left it.
-func (o *Operate) apply(keys [][]byte, mode string) (int, error) {
-	t := o.Targets
-	if t.Locks != nil {
-		defer t.Locks.Lock(keys)()
-	}
-	now := t.Now()
-	writes := make([]store.Write, 0, len(keys))
-	for _, k := range keys {
-		row, err := t.Store.GetSchedule(k)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // deleted since the prefix scan
-		}
-		if err != nil {
-			return 0, err
-		}
-		due, lanes := storedDue(row.DueAtMs, now), row.Lanes
-		if mode == "rush" {
-			due, lanes.Urgent = min(due, now), true
-		}
-		sch, err := store.NewSchedule(k, due, row.FromSitemap, row.EffectiveIntervalMs, lanes)
-		if err != nil {
-			return 0, err
-		}
-		writes = append(writes, store.Write{Schedule: sch, DropPage: mode == "wait"})
-	}
-	if len(writes) == 0 {
-		return 0, nil
-	}
-	if err := t.Writer.WriteSchedules(writes); err != nil {
-		return 0, err
-	}
-	if o.Seg != nil {
-		leases, hold := o.Seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
-		for _, w := range writes {
-			h := shm.KeyHash(w.Schedule.Key())
-			if li, ok := leases.Lookup(h, now); ok && !li.Released {
-				leases.Revoke(h, now, hold)
-			}
-		}
-	}
-	return len(writes), nil
+// intake is the write side, sharing the store, writer and locks of o.Targets.
+func (o *Operate) intake() *intake.Targets {
+	svc := o.Targets.intake()
+	svc.Seg = o.Seg
+	return svc
 }
 
 // PageCSP is the Content-Security-Policy of every stored page GET /v1/pages serves. A stored

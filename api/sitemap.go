@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/intake"
 	"io"
 	"mime"
 	"net/http"
@@ -66,13 +67,13 @@ type Sitemaps struct {
 	closed  bool
 	stopped chan struct{}  // closed once Close holds the gate and the runs returned
 	wg      sync.WaitGroup // runs in progress
-	// gate is read-held by every upsert of a run and write-held by Close: once Close holds
-	// it, no run writes again, whether or not the runs have returned yet.
-	gate sync.RWMutex
+	// gate admits every upsert of a run and is shut by Close: once it is shut, no run writes
+	// again, whether or not the runs have returned yet.
+	gate intake.Gate
 }
 
 // ErrSitemapsClosed is returned for a run started, or a write attempted, after Close.
-var ErrSitemapsClosed = errors.New("api: sitemap runs stopped")
+var ErrSitemapsClosed = intake.ErrClosed
 
 // Close stops the sitemap runs: it refuses new ones, cancels those in progress, waits for any
 // upsert in flight to commit, and then for the runs to return, bounded by ctx. When it returns,
@@ -87,7 +88,7 @@ func (s *Sitemaps) Close(ctx context.Context) error {
 		}
 		s.stopped = make(chan struct{})
 		go func(done chan struct{}) {
-			s.gate.Lock() // held for good: the runs' writes are over
+			s.gate.Shut() // for good: the runs' writes are over
 			s.wg.Wait()
 			close(done)
 		}(s.stopped)
@@ -180,7 +181,7 @@ func (s *Sitemaps) post(w http.ResponseWriter, r *http.Request) {
 	if req.Device == "" {
 		req.Device = "desktop"
 	}
-	if !devices(cfg)[req.Device] {
+	if !intake.Devices(cfg)[req.Device] {
 		discard(body)
 		writeError(w, http.StatusBadRequest, "device", fmt.Sprintf("unknown device %q", req.Device))
 		return
@@ -299,8 +300,8 @@ type ingest struct {
 
 func (s *Sitemaps) execute(ctx context.Context, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
 	cfg := s.Policy().Config()
-	in := &ingest{ctx: ctx, s: s, run: run, cfg: cfg, devs: devices(cfg), device: req.Device}
-	in.batch = batch{in: in, chunk: make([]parsedItem, 0, targetsChunk), keys: make(map[string]bool, targetsChunk)}
+	in := &ingest{ctx: ctx, s: s, run: run, cfg: cfg, devs: intake.Devices(cfg), device: req.Device}
+	in.batch = batch{in: in, chunk: make([]intake.Item, 0, targetsChunk), keys: make(map[string]bool, targetsChunk)}
 	f := &sitemap.Fetcher{Client: s.Client, Config: cfg}
 	if body != nil {
 		defer discard(body)
@@ -343,10 +344,10 @@ func (in *ingest) fail(u, reason string) {
 	in.run.mu.Unlock()
 }
 
-// batch gathers a urlset file's valid URLs into chunks for Targets.upsert.
+// batch gathers a urlset file's valid URLs into chunks for intake.Targets.UpsertChunk.
 type batch struct {
 	in    *ingest
-	chunk []parsedItem
+	chunk []intake.Item
 	keys  map[string]bool // keys of chunk: a repeated URL flushes first, so a chunk has no duplicate
 }
 
@@ -366,26 +367,26 @@ func (b *batch) entry(e sitemap.Entry) error {
 	if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.cfg.Sitemap.MinTTL.D()); ok {
 		item.Interval = json.RawMessage(`"` + ms.String() + `"`)
 	}
-	p, _, err := parseItem(&item, in.devs)
+	p, err := intake.ParseItem(&item, in.devs)
 	if err != nil {
 		in.fail(e.Loc, err.Error())
 		in.count(1)
 		return nil
 	}
-	pu, _ := url.Parse(p.url)
+	pu, _ := url.Parse(p.URL)
 	if !render.Allowed(in.cfg.Render.Domains, pu.Host) {
 		in.run.mu.Lock()
-		in.run.rep.Filtered.Add(p.url)
+		in.run.rep.Filtered.Add(p.URL)
 		in.run.rep.URLs++
 		in.run.mu.Unlock()
 		return nil
 	}
-	if b.keys[string(p.key)] {
+	if b.keys[string(p.Key)] {
 		if err := b.flush(); err != nil {
 			return err
 		}
 	}
-	b.keys[string(p.key)] = true
+	b.keys[string(p.Key)] = true
 	b.chunk = append(b.chunk, p)
 	if len(b.chunk) == targetsChunk {
 		return b.flush()
@@ -399,55 +400,30 @@ func (in *ingest) count(n int) {
 	in.run.mu.Unlock()
 }
 
-// flush upserts the chunk. Whether a key existed is read just before: a concurrent POST
-// /v1/targets of the same URL may make an "added" really an "updated", never lose either.
+// flush upserts the chunk through the runs' gate and counts what became of each URL.
 func (b *batch) flush() error {
 	if len(b.chunk) == 0 {
 		return nil
 	}
 	in := b.in
-	existed := make([]bool, len(b.chunk))
-	for i := range b.chunk {
-		b.chunk[i].index = i
-		_, err := in.s.Targets.Store.GetSchedule(b.chunk[i].key)
-		existed[i] = err == nil
-	}
-	failed := make(map[int]string)
-	if err := in.s.upsert(in.ctx, b.chunk, func(i int, _, msg string) { failed[i] = msg }); err != nil {
-		return err
+	landed, err := in.s.Targets.intake().UpsertChunk(in.ctx, &in.s.gate, b.chunk)
+	if err != nil {
+		return err // ErrSitemapsClosed, or an intake.ErrStore that names the store
 	}
 	in.run.mu.Lock()
-	for i := range b.chunk {
-		p := &b.chunk[i]
-		switch msg, bad := failed[i]; {
-		case bad:
-			in.run.rep.Failed.Add(p.url, msg)
-		case existed[i]:
-			in.run.rep.Updated.Add(p.url)
+	for i, l := range landed {
+		switch u := b.chunk[i].URL; {
+		case l.Failed != "":
+			in.run.rep.Failed.Add(u, l.Failed)
+		case l.Existed:
+			in.run.rep.Updated.Add(u)
 		default:
-			in.run.rep.Added.Add(p.url)
+			in.run.rep.Added.Add(u)
 		}
 	}
 	in.run.rep.URLs += len(b.chunk)
 	in.run.mu.Unlock()
 	b.chunk = b.chunk[:0]
 	clear(b.keys)
-	return nil
-}
-
-// upsert writes a run's chunk unless the runs are stopping: under the gate's read side, so
-// that Close, once it holds the gate, knows no run writes again. It never waits for the gate:
-// a run that meets Close there stops instead of blocking Close's wait for it.
-func (s *Sitemaps) upsert(ctx context.Context, chunk []parsedItem, reject func(i int, field, msg string)) error {
-	if !s.gate.TryRLock() { // only Close takes the write side: the runs are stopping
-		return ErrSitemapsClosed
-	}
-	defer s.gate.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrSitemapsClosed, err)
-	}
-	if _, err := s.Targets.upsert(chunk, reject); err != nil {
-		return err // a *storeError, which names the store
-	}
 	return nil
 }

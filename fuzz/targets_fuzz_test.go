@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
@@ -46,7 +46,7 @@ func FuzzTargetsDecode(f *testing.F) {
 				}
 				return nil
 			}
-			key, field, verr := api.ValidateTargetItem(item, devices)
+			key, field, verr := intake.ValidateTargetItem(item, devices)
 			if verr != nil {
 				if field == "" {
 					t.Fatalf("rejected %+v without naming a field: %v", item, verr)

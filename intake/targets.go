@@ -1,0 +1,484 @@
+package intake
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// ChunkItems is how many items one funnel batch of an upsert, a rush or a wait holds.
+const ChunkItems = 1000
+
+// Deleter is the store's delete.
+type Deleter interface {
+	DeleteTarget(cacheKey []byte) error
+}
+
+// Targets changes the stored targets for the operator: upserts (POST /v1/targets, a sitemap
+// run's chunks), discovery, rush and wait, and delete. Each is a read-decide-write under the
+// locks of its keys (KeyLocks, shared with the Applier) from its first read to its commit,
+// written through Writer (worker 0 passes sweep.Changes' wrapper).
+type Targets struct {
+	Store   *store.Store
+	Writer  Writer       // nil means Store
+	Deleter Deleter      // nil means Store
+	Locks   *KeyLocks    // shared with the Applier; nil: none
+	Seg     *shm.Segment // whose leases a rush, wait or delete revokes; nil: none
+	Policy  func() *policy.Policy
+	Now     func() int64
+}
+
+func (t *Targets) writer() Writer {
+	if t.Writer != nil {
+		return t.Writer
+	}
+	return t.Store
+}
+
+func (t *Targets) lock(keys [][]byte) func() {
+	if t.Locks == nil {
+		return func() {}
+	}
+	return t.Locks.Lock(keys)
+}
+
+// Devices a target may name: desktop and mobile, plus every device of render.user_agents.
+func Devices(cfg *config.Config) map[string]bool {
+	d := map[string]bool{"desktop": true, "mobile": true}
+	for k := range cfg.Render.UserAgents {
+		d[k] = true
+	}
+	return d
+}
+
+// Key is the cache key of url on device ("" is desktop), or a *FieldError naming "url" or
+// "device".
+func Key(url, device string, devs map[string]bool) ([]byte, error) {
+	u, err := cachekey.NormalizeURL(url)
+	if err != nil {
+		return nil, fieldErr("url", err)
+	}
+	if device == "" {
+		device = "desktop"
+	}
+	if !devs[device] {
+		return nil, fieldErr("device", errors.New("unknown device "+device))
+	}
+	return cachekey.New(device, u), nil
+}
+
+// Reject is told of an item that did not land, by its index, with its field ("" for none)
+// and why.
+type Reject func(i int, field, msg string)
+
+// Upsert merges a chunk of valid items with the stored rows and targets and writes them in one
+// funnel call, holding the chunk's key locks from the first read to the commit. An item whose
+// merge fails is rejected, the others land. It returns the number of items that landed (an
+// item merged into another counts: it landed in that write), or a *StoreError when the commit
+// failed, and then nothing of the chunk landed.
+func (t *Targets) Upsert(chunk []Item, reject Reject) (int, error) {
+	keys := make([][]byte, len(chunk))
+	for i := range chunk {
+		keys[i] = chunk[i].Key
+	}
+	defer t.lock(keys)()
+	now := t.Now()
+	writes := make([]store.Write, 0, len(chunk))
+	items := 0
+	for i := range chunk {
+		wr, err := t.merge(&chunk[i], now)
+		if err != nil {
+			for _, j := range chunk[i].indices() {
+				reject(j, "", err.Error())
+			}
+			continue
+		}
+		writes = append(writes, wr)
+		items += 1 + len(chunk[i].merged)
+	}
+	if len(writes) == 0 {
+		return 0, nil
+	}
+	if err := t.writer().WriteSchedules(writes); err != nil {
+		return 0, &StoreError{err}
+	}
+	return items, nil
+}
+
+// Landed is what became of one item of a chunk a sitemap run upserted: Failed says why it did
+// not land; otherwise Existed says whether it updated a stored target or added one.
+type Landed struct {
+	Existed bool
+	Failed  string
+}
+
+// UpsertChunk upserts a sitemap run's chunk through gate, and says what became of each item.
+// Whether a key existed is read just before: a concurrent POST /v1/targets of the same URL may
+// make an "added" really an "updated", never lose either. It fails with ErrClosed once the
+// gate is shut or ctx is done, and with a *StoreError when the commit failed.
+func (t *Targets) UpsertChunk(ctx context.Context, gate *Gate, chunk []Item) ([]Landed, error) {
+	out := make([]Landed, len(chunk))
+	for i := range chunk {
+		chunk[i].Index = i
+		_, err := t.Store.GetSchedule(chunk[i].Key)
+		out[i].Existed = err == nil
+	}
+	leave, err := gate.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if _, err := t.Upsert(chunk, func(i int, _, msg string) { out[i].Failed = msg }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Gate lets a service's writes through until Shut, after which none starts again. Enter never
+// waits: a writer that meets Shut there stops instead of blocking Shut's wait for it.
+type Gate struct{ mu sync.RWMutex }
+
+// Enter admits one write, or fails with ErrClosed when the gate is shut or ctx is done. The
+// write holds the gate until it calls leave.
+func (g *Gate) Enter(ctx context.Context) (leave func(), err error) {
+	if !g.mu.TryRLock() { // only Shut takes the write side
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		g.mu.RUnlock()
+		return nil, fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	return g.mu.RUnlock, nil
+}
+
+// Shut waits for the writes in flight to finish and admits none from then on, for good.
+func (g *Gate) Shut() { g.mu.Lock() }
+
+// Discover files an unknown page a crawler hit as a discovered target, due now, and returns
+// its key and whether it was created: a known target is left as it is (its source is never
+// downgraded to discovered).
+func (t *Targets) Discover(url, device string) (key []byte, created bool, err error) {
+	p, err := ParseItem(&wire.TargetItem{URL: url, Device: device, Source: "discovered"}, Devices(t.Policy().Config()))
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := t.Store.GetSchedule(p.Key); err == nil {
+		return p.Key, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, false, &StoreError{err}
+	}
+	var rejected error
+	n, err := t.Upsert([]Item{p}, func(_ int, _, msg string) { rejected = errors.New(msg) })
+	if err == nil && n != 1 {
+		err = &StoreError{rejected}
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("not created: %w", err)
+	}
+	return p.Key, true, nil
+}
+
+// Prioritize rushes or waits the targets req names (a url, or every target under a prefix)
+// and returns how many it changed. rush: the rows render at the urgent lane, due now if they
+// were due later; the due time stays the freshness deadline and the urgent mark clears with
+// the next render. wait: the cached page is dropped and the cadence refills it, the schedule
+// unchanged. A request naming nothing stored fails with ErrNotFound.
+func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
+	if req.Mode != "rush" && req.Mode != "wait" {
+		return 0, fieldErr("mode", errors.New("must be rush or wait"))
+	}
+	if (req.URL == "") == (req.Prefix == "") {
+		return 0, fieldErr("url", errors.New("give exactly one of url and prefix"))
+	}
+	field, name := "url", req.URL
+	if req.Prefix != "" {
+		field, name = "prefix", req.Prefix
+	}
+	devs, device := Devices(t.Policy().Config()), cmp.Or(req.Device, "desktop")
+	if !devs[device] { // checked before the url, as the answer has always named it first
+		return 0, fieldErr("device", errors.New("unknown device "+device))
+	}
+	key, err := Key(name, device, devs)
+	if err != nil {
+		if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
+			fe.Field = field
+		}
+		return 0, err
+	}
+	keys := [][]byte{key}
+	if req.Prefix != "" {
+		keys = nil
+		if err := t.Store.ForEachSchedule(key, func(k []byte, _ store.Row) error {
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		}); err != nil {
+			return 0, &StoreError{err}
+		}
+	}
+	matched := 0
+	for start := 0; start < len(keys); start += ChunkItems {
+		n, err := t.prioritize(keys[start:min(start+ChunkItems, len(keys))], req.Mode)
+		matched += n
+		if err != nil {
+			return matched, fmt.Errorf("%w (%d targets done before it)", &StoreError{err}, matched)
+		}
+	}
+	if matched == 0 {
+		return 0, fieldErr(field, ErrNotFound)
+	}
+	return matched, nil
+}
+
+// prioritize rushes or waits a chunk of keys under their locks. After the commit, still under
+// the locks, it revokes the lease of every key whose render is in flight: that render was
+// granted before the rush or wait and would undo it (clear the urgent mark, file the next due
+// time from now, store the page a wait dropped), so its result is fenced. The key is held for
+// queue.release_grace, as after any render, and is then granted again, rushed. A key with no
+// lease gets no hold: whatever is granted from now on renders the row as the rush left it.
+func (t *Targets) prioritize(keys [][]byte, mode string) (int, error) {
+	defer t.lock(keys)()
+	now := t.Now()
+	writes := make([]store.Write, 0, len(keys))
+	for _, k := range keys {
+		row, err := t.Store.GetSchedule(k)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since the prefix scan
+		}
+		if err != nil {
+			return 0, err
+		}
+		due, lanes := storedDue(row.DueAtMs, now), row.Lanes
+		if mode == "rush" {
+			due, lanes.Urgent = min(due, now), true
+		}
+		sch, err := store.NewSchedule(k, due, row.FromSitemap, row.EffectiveIntervalMs, lanes)
+		if err != nil {
+			return 0, err
+		}
+		writes = append(writes, store.Write{Schedule: sch, DropPage: mode == "wait"})
+	}
+	if len(writes) == 0 {
+		return 0, nil
+	}
+	if err := t.writer().WriteSchedules(writes); err != nil {
+		return 0, err
+	}
+	if t.Seg != nil {
+		leases, hold := t.Seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
+		for _, w := range writes {
+			h := shm.KeyHash(w.Schedule.Key())
+			if li, ok := leases.Lookup(h, now); ok && !li.Released {
+				leases.Revoke(h, now, hold)
+			}
+		}
+	}
+	return len(writes), nil
+}
+
+// Delete removes the target of key, its schedule row, its index entry and its page, or fails
+// with ErrNotFound (in a *FieldError naming "url"). A delete is never undone by a render that
+// was in flight:
+//   - it holds the key's lock, like every writer of worker 0, so no result of the key is
+//     between its decision and its commit, and a result applied later finds no row (the
+//     Applier never re-creates one);
+//   - it deletes through Deleter (sweep.Changes' wrapper in worker 0), so a sweep in progress
+//     does not publish the key;
+//   - it revokes the key's lease, so the in-flight render's result is fenced, and holds the
+//     key for two sweep intervals, so the entry of the ready set published before the delete
+//     is not granted: within one interval (and the sweep's own run, bounded by it in
+//     practice) the next sweep replaces that set with one that cannot hold the key. A sweep
+//     that fails leaves the old set longer; a render granted from it then finds no row, and its
+//     result is skipped.
+func (t *Targets) Delete(key []byte) error {
+	defer t.lock([][]byte{key})()
+	if _, err := t.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+		return fieldErr("url", ErrNotFound)
+	}
+	var d Deleter = t.Store
+	if t.Deleter != nil {
+		d = t.Deleter
+	}
+	if err := d.DeleteTarget(key); err != nil {
+		return &StoreError{err}
+	}
+	hold := 2 * t.Policy().Config().Queue.Ready.SweepInterval.Ms()
+	t.Seg.Leases().Revoke(shm.KeyHash(key), t.Now(), hold)
+	return nil
+}
+
+// parseInterval reads an interval given as a duration string or a number of seconds.
+func parseInterval(raw json.RawMessage) (int64, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		d, err := config.ParseDuration(s)
+		if err != nil {
+			return 0, errors.New("unparsable duration (use e.g. 6h, 7d, 90m)")
+		}
+		return d.Ms(), nil
+	}
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err != nil {
+		return 0, errors.New("must be a duration string or a number of seconds")
+	}
+	return int64(secs * 1000), nil
+}
+
+var sources = map[string]store.Source{"sitemap": store.SourceSitemap, "discovered": store.SourceDiscovered, "api": store.SourceAPI}
+
+// ValidateTargetItem checks one item against the devices allowed (desktop, mobile, and the keys
+// of render.user_agents) and returns its cache key, or the field it got wrong with an error.
+func ValidateTargetItem(it *wire.TargetItem, devices map[string]bool) (key []byte, field string, err error) {
+	p, err := ParseItem(it, devices)
+	if fe := (*FieldError)(nil); errors.As(err, &fe) {
+		return p.Key, fe.Field, fe.Err
+	}
+	return p.Key, "", err
+}
+
+// Item is a validated target item, not yet merged with what is stored.
+type Item struct {
+	Index     int    // in its request, or in its chunk
+	Key       []byte // cache key
+	URL       string // normalised
+	merged    []int  // indices of later items of the same key merged over this one, in order
+	device    string
+	source    store.Source
+	sourceSet bool
+	interval  int64 // -1: not given
+	due       int64 // -1: not given
+}
+
+// MergeOver folds a later item of the same key into p: what the later item gives wins, what
+// it omits keeps p's value, exactly as if the two had been posted one after the other.
+func (p *Item) MergeOver(later *Item) {
+	p.merged = append(p.merged, later.Index)
+	if later.sourceSet {
+		p.source, p.sourceSet = later.source, true
+	}
+	if later.interval >= 0 {
+		p.interval = later.interval
+	}
+	if later.due >= 0 {
+		p.due = later.due
+	}
+}
+
+// indices are the request indices of the items p stands for.
+func (p *Item) indices() []int { return append([]int{p.Index}, p.merged...) }
+
+// ParseItem validates one item without reading the store, or returns a *FieldError naming the
+// field it got wrong.
+func ParseItem(it *wire.TargetItem, devs map[string]bool) (Item, error) {
+	p := Item{interval: -1, due: -1, source: store.SourceAPI}
+	u, err := cachekey.NormalizeURL(it.URL)
+	if err != nil {
+		return p, fieldErr("url", err)
+	}
+	p.URL, p.device = u, it.Device
+	if p.device == "" {
+		p.device = "desktop"
+	}
+	if !devs[p.device] {
+		return p, fieldErr("device", fmt.Errorf("unknown device %q", p.device))
+	}
+	p.Key = cachekey.New(p.device, u)
+	if len(p.Key) > store.MaxKeyLen {
+		return p, fieldErr("url", fmt.Errorf("cache key of %d bytes is longer than the limit of %d", len(p.Key), store.MaxKeyLen))
+	}
+	if it.Source != "" {
+		src, ok := sources[it.Source]
+		if !ok {
+			return p, fieldErr("source", fmt.Errorf("must be sitemap, discovered or api, got %q", it.Source))
+		}
+		p.source, p.sourceSet = src, true
+	}
+	if len(it.Interval) > 0 && string(it.Interval) != "null" {
+		if p.interval, err = parseInterval(it.Interval); err != nil {
+			return p, fieldErr("interval", err)
+		}
+		if p.interval < policy.MinCadence.Milliseconds() || p.interval > policy.MaxCadence.Milliseconds() {
+			return p, fieldErr("interval", fmt.Errorf("must be between %s and %s", policy.MinCadence, policy.MaxCadence))
+		}
+	}
+	if it.Due != "" {
+		tm, err := time.Parse(time.RFC3339, it.Due)
+		if err != nil {
+			return p, fieldErr("due", errors.New("must be an RFC 3339 time, e.g. 2026-11-30T12:00:00Z"))
+		}
+		if ms := tm.UnixMilli(); ms < store.MinDueMs || ms > store.MaxDueMs {
+			return p, fieldErr("due", fmt.Errorf("must be between %s and %s",
+				time.UnixMilli(store.MinDueMs).UTC().Format(time.RFC3339), time.UnixMilli(store.MaxDueMs).UTC().Format(time.RFC3339)))
+		}
+		p.due = tm.UnixMilli()
+	}
+	return p, nil
+}
+
+// storedDue is a stored due time as a write keeps it. A row stored by an older version may
+// hold one out of [store.MinDueMs, store.MaxDueMs] (1970, or a typo centuries ahead), which
+// the funnel now refuses: such a row is taken as due now, the deadline it was meant to have
+// passed, so that every write keeping its due time (an upload that omits due, a sitemap run,
+// a rush, a wait) lands instead of failing its whole batch.
+func storedDue(stored, now int64) int64 {
+	if !store.PlausibleDue(stored) {
+		return now
+	}
+	return stored
+}
+
+// merge turns a valid item into its funnel write, merging with the stored row and target: what
+// the item leaves out keeps its stored value (due, cadence, source), so a re-import never resets
+// a due time, erases a cadence or turns a sitemap target into an API one.
+func (t *Targets) merge(p *Item, now int64) (store.Write, error) {
+	row, err := t.Store.GetSchedule(p.Key)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Write{}, fmt.Errorf("reading the stored row: %v", err)
+	}
+	tgt, err := t.Store.GetTarget(p.Key)
+	hasTarget := err == nil
+	if errors.Is(err, store.ErrNotFound) {
+		tgt = store.Target{}
+	} else if err != nil {
+		return store.Write{}, fmt.Errorf("reading the stored target: %v", err)
+	}
+	tgt.URL, tgt.Device = p.URL, p.device
+	if p.sourceSet || !hasTarget {
+		tgt.Source = p.source
+	}
+	fromSitemap := tgt.Source.Submitted()
+	if exists && !p.sourceSet {
+		fromSitemap = row.FromSitemap
+	}
+	lanes := store.Lanes{NeverRendered: true}
+	carried, due := int64(0), p.due
+	if exists {
+		lanes, carried = row.Lanes, row.EffectiveIntervalMs
+		if due < 0 {
+			due = storedDue(row.DueAtMs, now)
+		}
+	}
+	if due < 0 {
+		due = now
+	}
+	if p.interval >= 0 {
+		carried, tgt.StoredIntervalMs = p.interval, p.interval
+	}
+	sch, err := store.NewSchedule(p.Key, due, fromSitemap, carried, lanes)
+	if err != nil {
+		return store.Write{}, err
+	}
+	return store.Write{Schedule: sch, Target: &tgt}, nil
+}
