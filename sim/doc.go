@@ -37,7 +37,7 @@
 // # Why the corpus and the farm are what they are
 //
 // The default mix (default-mix.yaml) is derived from the only measurements of the production
-// queue there are, issue 7's table of age at render ÷ TTL (Production). Each of its rows is a
+// queue there are, production's table of age at render ÷ TTL (Production). Each of its rows is a
 // balance of the farm's slots — a class rendered at a mean age of r cadences takes 1/r of its
 // demand — and ProductionFit solves four of them for the classes' shares of the demand and
 // the share of the farm that refreshed no scheduled page (about a tenth, at both capacities).

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// ProductionRow is one row of what the system freshq replaces measured in production (issue 7):
+// ProductionRow is one row of what the system freshq replaces measured in production:
 // the mean age at render ÷ TTL of each route class, at a capacity, under one of its policies.
 // Discovery is the crawler-discovered pages, whatever their route; 0 means they starved.
 type ProductionRow struct {
@@ -16,7 +16,7 @@ type ProductionRow struct {
 	Home, Catalog, Product, Discovery float64
 }
 
-// Production is issue 7's table, the only measurements of the production queue there are. The
+// Production is that table, the only measurements of the production queue there are. The
 // default mix is derived from it (ProductionFit) and the report compares against it.
 var Production = []ProductionRow{
 	{Capacity: 1, Policy: "index order", Home: 4.78, Catalog: 1.32, Product: 1.08, Discovery: 1.08},

@@ -23,7 +23,7 @@ type Report struct {
 	Charts  []Chart   // written beside the report
 }
 
-// Targets of issue 7 for `ready` with boost 1: within 10 % of the physical limit for every
+// The scheduling goal for `ready` with boost 1: within 10 % of the physical limit for every
 // class at once.
 const targetSlack = 1.10
 
@@ -279,10 +279,10 @@ func verdict(v, goal float64) string {
 	return fmt.Sprintf("MISSED by %.1f %%", 100*(v/goal-1))
 }
 
-// Targets compares the results with issue 7's goals, saying by how much each is met or missed.
-// The issue states the goal for `ready` with boost 1 against 1/c, the limit of a farm whose
+// Targets compares the results with the scheduling goals, saying by how much each is met or
+// missed. The goal for `ready` with boost 1 is stated against 1/c, the limit of a farm whose
 // every slot serves the corpus; this farm gives the unscheduled share away, so each goal is
-// judged twice: as the issue wrote it, and against the limit of the slots the corpus gets.
+// judged twice: as stated, and against the limit of the slots the corpus gets.
 func (r *Report) Targets() []string {
 	var out []string
 	nr := r.nRoute()
@@ -292,9 +292,9 @@ func (r *Report) Targets() []string {
 		if res == nil {
 			continue
 		}
-		kind := "issue 7's target"
+		kind := "the goal"
 		if c != 1 && c != 0.5 {
-			kind = "issue 7's rule"
+			kind = "the rule"
 		}
 		wk, wv := worst(res)
 		limit := r.Corpus.Mix.Limit(c)
@@ -500,7 +500,7 @@ func (r *Report) Model() string {
 			l0.Lag, pct(l0.Capacity), l1.Lag, pct(l1.Capacity), l0.Product, l1.Product, l0.Catalog, l1.Catalog,
 			c.ClassHarmonicCadenceMs[1]/3_600_000, c.ClassMeanCadenceMs[1]/3_600_000)
 	}
-	w("- **Discovered pages are product pages.** Production's discovery column equals its product column in every row it measured; they are 46 %% of the keys (DESIGN §1).\n\n")
+	w("- **Discovered pages are product pages.** Production's discovery column equals its product column in every row it measured; they are 46 %% of the keys.\n\n")
 
 	var rows []string
 	nr := r.nRoute()
@@ -565,7 +565,7 @@ func (r *Report) Markdown() []byte {
 		for _, cl := range c.Mix.Classes {
 			shortest = min(shortest, cl.Route.Interval.D())
 		}
-		sweepNote = fmt.Sprintf(" (`queue.ready.sweep_interval`; the default is %s and DESIGN §11 allows 1m–5m: the longer interval fits the run in its time budget, and adds on average half an interval to every wait, %.1f %% of the shortest cadence)",
+		sweepNote = fmt.Sprintf(" (`queue.ready.sweep_interval`; the default is %s and 1m–5m is the range to tune it in: the longer interval fits the run in its time budget, and adds on average half an interval to every wait, %.1f %% of the shortest cadence)",
 			def.D(), 100*cfg.Queue.Ready.SweepInterval.D().Hours()/2/shortest.Hours())
 	}
 	w("- Configuration: freshq defaults with the mix's routes — sweep every **%s**%s, ready set %s entries, lease TTL %s, floor guard %s, unpin after %s, lane shares urgent ≤ %g / discovered ≥ %g / cold ≥ %g, demand ladder %s, retries %d fast at %s then ×%g (non-sitemap ×%g). The render farm claims every %s whatever its capacity allows since its last claim, and gives %.1f %% of those slots to unscheduled work before it asks the queue; renders take a log-normal %s median (σ %g), %.1f %% of attempts fail transiently, %.1f %% of pages are gone and %.1f %% noindex for good.\n\n",
@@ -588,7 +588,7 @@ func (r *Report) Markdown() []byte {
 	for _, t := range r.Targets() {
 		w("- %s\n", t)
 	}
-	w("\nFor comparison, what the system freshq replaces measured in production (issue 7):\n\n%s\n", productionTable())
+	w("\nFor comparison, what the system freshq replaces measured in production:\n\n%s\n", productionTable())
 
 	if fs := r.Findings(); len(fs) > 0 {
 		w("## Findings\n\n")
