@@ -3,15 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -56,72 +52,5 @@ func TestRemoteReleaseWaitsForTheResultsCommit(t *testing.T) {
 			t.Fatalf("%s: the key after the apply: %+v %v, want its release grace", path, info, ok)
 		}
 		n.Advance(grace)
-	}
-}
-
-// A lease that would lapse while its result commits is held through the commit: no other grant
-// of the key can be made meanwhile, and the result is applied under the grant it carries.
-func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
-	e := qtest.New(t, "", start, shm.Options{})
-	key := []byte("desktop|https://a.test/c/1")
-	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	h := shm.KeyHash(key)
-	l, st := e.Seg.Leases().Acquire(h, e.Now(), 1000, 1) // lapses in a second
-	if st != shm.Acquired {
-		t.Fatal(st)
-	}
-	var during shm.AcquireStatus
-	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Writer: writerFunc(func(ws []store.Write) error {
-			e.Advance(2000) // the commit outlasts the lease's TTL
-			_, during = e.Seg.Leases().Acquire(h, e.Now(), 600_000, 2)
-			return e.Store.WriteSchedules(ws)
-		})}
-	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: intake.WireLease(l)}})
-	if err != nil || res.Applied != 1 {
-		t.Fatalf("apply: %+v %v", res, err)
-	}
-	if during != shm.Held {
-		t.Fatalf("another grant while the result committed: %v, want held", during)
-	}
-	if info, ok := e.Seg.Leases().Lookup(h, e.Now()); !ok || !info.Released {
-		t.Fatalf("after the commit: %+v %v, want the release grace", info, ok)
-	}
-}
-
-// When the funnel commits part of a batch and fails the rest, the leases of the results that
-// committed are released: the retry of the batch finds them fenced and applies only the rest.
-func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
-	e := qtest.New(t, "", start, shm.Options{})
-	var rs []wire.Result
-	for i := range 2 {
-		key := []byte(fmt.Sprintf("desktop|https://a.test/c/%d", i))
-		e.Put(string(key), start-hour, false, 0, store.Lanes{})
-		rs = append(rs, wire.Result{Key: key, Outcome: "ok", Status: 200, Lease: grant(t, e, key)})
-	}
-	fail := true
-	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Writer: writerFunc(func(ws []store.Write) error {
-			if !fail {
-				return e.Store.WriteSchedules(ws)
-			}
-			fail = false
-			if err := e.Store.WriteSchedules(ws[:1]); err != nil {
-				return err
-			}
-			return &store.PartialWriteError{Committed: []bool{true, false}, Err: fmt.Errorf("store: commit 1 writes: disk full")}
-		})}
-	if _, err := a.Apply(rs); err == nil {
-		t.Fatal("a partly failed commit reported no error")
-	}
-	if err := e.Seg.Leases().Check(intake.ShmLease(rs[0].Lease), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
-		t.Fatal("the committed result's lease is still held")
-	}
-	if err := e.Seg.Leases().Check(intake.ShmLease(rs[1].Lease), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
-		t.Fatalf("the uncommitted result's lease: %v", err)
-	}
-	st, err := a.Apply(rs) // the sender's retry
-	if err != nil || st.Applied != 1 || st.Fenced != 1 || st.FencedItems[0].Index != 0 {
-		t.Fatalf("retry: %+v %v, want the committed one fenced and the other applied", st, err)
 	}
 }

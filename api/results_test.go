@@ -162,35 +162,6 @@ func TestResultsStatusAndOutcomeAreValidated(t *testing.T) {
 	}
 }
 
-// One page the store cannot hold fails its own row, as too_large; the rest of the batch
-// applies. Before, the store refused the whole batch, which was answered 503, retried, dropped.
-func TestAnOversizedPageFailsOnlyItsOwnResult(t *testing.T) {
-	e := qtest.New(t, "", start, shm.Options{})
-	a := &intake.Applier{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
-	big, small := []byte("desktop|https://a.test/c/big"), []byte("desktop|https://a.test/c/small")
-	e.Put(string(big), start-hour, true, 0, store.Lanes{NeverRendered: true})
-	e.Put(string(small), start-hour, true, 0, store.Lanes{NeverRendered: true})
-	st, err := a.Apply([]wire.Result{
-		{Key: big, Outcome: "ok", Status: 200, Body: make([]byte, store.MaxPageBody+1), Lease: grant(t, e, big)},
-		{Key: small, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: grant(t, e, small),
-			Headers: map[string]string{"content-type": "text/html", "etag": strings.Repeat("e", store.MaxHeaderLen+1)}},
-	})
-	if err != nil || st.Applied != 2 {
-		t.Fatalf("apply: %+v %v", st, err)
-	}
-	if _, err := e.Store.GetPage(big); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the oversized page was stored: %v", err)
-	}
-	tgt, _ := e.Store.GetTarget(big)
-	if tgt.Failures.Count != 1 || tgt.Failures.LastClass != "transient" {
-		t.Fatalf("the oversized result's failure: %+v", tgt.Failures)
-	}
-	page, err := e.Store.GetPage(small)
-	if err != nil || len(page.Headers) != 1 {
-		t.Fatalf("the other result's page (an over-long header left out): %+v %v", page, err)
-	}
-}
-
 // The example: one 404 posted twice sealed a sitemap page as gone for 14 days (gone
 // takes two strikes). The second delivery carries a lease the first one released: fenced, 409,
 // nothing changed.
