@@ -81,17 +81,17 @@ func TestResultsManyHeadersHeap(t *testing.T) {
 	b.WriteString(`}, "lease": {"slot": 0, "state": 1, "key_hash": 1}}]}`)
 	body := b.Bytes()
 	var ans resultsAnswer
-	base, peak := peakHeapEvery(time.Millisecond, func() {
+	base, peak := qtest.PeakHeapEvery(time.Millisecond, func() {
 		ans = postResultsTo(t, resultsHandler(a, nil, false), "application/json", body)
 	})
 	grew := peak - min(base, peak)
 	t.Logf("a %.1f MiB results body of many headers: %d, peak heap %.1f MiB above base (%.2f× the body)",
-		mib(uint64(len(body))), ans.Code, mib(grew), float64(grew)/float64(len(body)))
+		qtest.MiB(uint64(len(body))), ans.Code, qtest.MiB(grew), float64(grew)/float64(len(body)))
 	if ans.Code != http.StatusBadRequest || ans.Field != "results[0].headers" {
 		t.Fatalf("many headers: %+v, want 400 naming results[0].headers", ans)
 	}
 	if grew > 2*uint64(len(body)) {
-		t.Fatalf("peak heap grew by %.1f MiB for a %.1f MiB body: over 2×", mib(grew), mib(uint64(len(body))))
+		t.Fatalf("peak heap grew by %.1f MiB for a %.1f MiB body: over 2×", qtest.MiB(grew), qtest.MiB(uint64(len(body))))
 	}
 }
 

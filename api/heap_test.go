@@ -79,7 +79,7 @@ sitemap:
 	limits := uint64(wire.MaxResultsBody + 4*sitemap.MaxToken)
 	var results int
 	var runs []wire.SitemapRun
-	base, peak := peakHeapEvery(time.Millisecond, func() {
+	base, peak := qtest.PeakHeapEvery(time.Millisecond, func() {
 		var wg sync.WaitGroup
 		wg.Go(func() { results = postResults64MiB(t, srv.URL, -1) })
 		var mu sync.Mutex
@@ -104,10 +104,10 @@ sitemap:
 	}
 	grew := peak - min(base, peak)
 	t.Logf("peak heap in use: %.1f MiB above a base of %.1f MiB (%.2f× the %.1f MiB of configured limits)",
-		mib(grew), mib(base), float64(grew)/float64(limits), mib(limits))
+		qtest.MiB(grew), qtest.MiB(base), float64(grew)/float64(limits), qtest.MiB(limits))
 	fmt.Printf("BenchmarkWorker0PeakHeap\t1\t%d peak-heap-B\t%.2f x-limits\n", grew, float64(grew)/float64(limits))
 	if grew > 2*limits {
-		t.Fatalf("peak heap grew by %.1f MiB, over twice the configured limits (%.1f MiB)", mib(grew), mib(limits))
+		t.Fatalf("peak heap grew by %.1f MiB, over twice the configured limits (%.1f MiB)", qtest.MiB(grew), qtest.MiB(limits))
 	}
 
 	// A results body near MaxResultsBody that is accepted: read, scanned, decoded and turned
@@ -127,18 +127,18 @@ sitemap:
 	body := jsonResults(t, wire.Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},
 		Body: bytes.Repeat([]byte("<p>x</p>"), store.MaxPageBody/8), Lease: grant(t, e, key)})
 	var ans resultsAnswer
-	base, peak = peakHeapEvery(time.Millisecond, func() {
+	base, peak = qtest.PeakHeapEvery(time.Millisecond, func() {
 		ans = postResults(t, acceptSrv, "/v1/results", "application/json", body)
 	})
 	if ans.Code != http.StatusOK || ans.Applied != 1 || len(kept.writes) != 1 || kept.writes[0].Page == nil || len(kept.writes[0].Page.Body) != store.MaxPageBody {
-		t.Fatalf("an accepted %.1f MiB results body: %+v, %d writes", mib(uint64(len(body))), ans, len(kept.writes))
+		t.Fatalf("an accepted %.1f MiB results body: %+v, %d writes", qtest.MiB(uint64(len(body))), ans, len(kept.writes))
 	}
 	grew = peak - min(base, peak)
 	t.Logf("an accepted %.1f MiB results body: peak heap %.1f MiB above base (%.2f× MaxResultsBody)",
-		mib(uint64(len(body))), mib(grew), float64(grew)/wire.MaxResultsBody)
+		qtest.MiB(uint64(len(body))), qtest.MiB(grew), float64(grew)/wire.MaxResultsBody)
 	fmt.Printf("BenchmarkWorker0PeakHeapAcceptedResults\t1\t%d peak-heap-B\t%.2f x-limit\n", grew, float64(grew)/wire.MaxResultsBody)
 	if grew > 2*wire.MaxResultsBody {
-		t.Fatalf("an accepted results body: peak heap grew by %.1f MiB, over twice MaxResultsBody", mib(grew))
+		t.Fatalf("an accepted results body: peak heap grew by %.1f MiB, over twice MaxResultsBody", qtest.MiB(grew))
 	}
 }
 
@@ -155,7 +155,7 @@ func gzipOf(t *testing.T, head string, n int, tail string) []byte {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	io.WriteString(zw, head)
-	if _, err := io.Copy(zw, &repeatReader{b: 'x', n: n}); err != nil {
+	if _, err := io.Copy(zw, qtest.Repeat('x', n)); err != nil {
 		t.Fatal(err)
 	}
 	io.WriteString(zw, tail)
@@ -170,7 +170,7 @@ func postResults64MiB(t *testing.T, base string, length int64) int {
 	const size = 64 << 20
 	head := `{"results": [{"key": "desktop|https://shop.test/p", "outcome": "ok", "status": 200, "lease": {"slot": 0, "state": 1, "key_hash": 1}, "body": "`
 	tail := `"}]}`
-	body := io.MultiReader(strings.NewReader(head), &repeatReader{b: 'A', n: size - len(head) - len(tail)}, strings.NewReader(tail))
+	body := io.MultiReader(strings.NewReader(head), qtest.Repeat('A', size-len(head)-len(tail)), strings.NewReader(tail))
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/results", body)
 	req.ContentLength = length
 	req.Header.Set("Content-Type", "application/json")

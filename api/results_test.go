@@ -304,14 +304,13 @@ func TestResultsJSONMemory(t *testing.T) {
 		var req wire.ResultsRequest
 		return decodeJSON(w, r, &req, 256<<20) && len(req.Results) == 1
 	})
-	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
 	t.Logf("JSON results body of %.1f MiB: %.1f MiB allocated (%.2fx), was %.1f MiB (%.2fx) with json.Decoder",
-		mib(uint64(len(body))), mib(now), float64(now)/float64(len(body)), mib(was), float64(was)/float64(len(body)))
+		qtest.MiB(uint64(len(body))), qtest.MiB(now), float64(now)/float64(len(body)), qtest.MiB(was), float64(was)/float64(len(body)))
 	bound := uint64(2)
 	if invariants.Race {
 		bound = 3 // still below what json.Decoder cost without the race detector
 	}
 	if now > bound*uint64(len(body)) {
-		t.Fatalf("%.1f MiB allocated for a %.1f MiB body: over %dx", mib(now), mib(uint64(len(body))), bound)
+		t.Fatalf("%.1f MiB allocated for a %.1f MiB body: over %dx", qtest.MiB(now), qtest.MiB(uint64(len(body))), bound)
 	}
 }

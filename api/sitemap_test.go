@@ -449,51 +449,6 @@ func TestSitemapGzipBombRefused(t *testing.T) {
 	}
 }
 
-// writeProducts writes a urlset of n product URLs with every optional tag, as a generator: the
-// document is never held in memory.
-func writeProducts(w io.Writer, n int) int64 {
-	cw := &countWriter{w: w}
-	io.WriteString(cw, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
-	for i := range n {
-		fmt.Fprintf(cw, "<url><loc>https://shop.test/product/%06d-a-reasonably-long-product-slug</loc><lastmod>2026-11-29</lastmod><changefreq>daily</changefreq><priority>0.5</priority></url>\n", i)
-	}
-	io.WriteString(cw, "</urlset>\n")
-	return cw.n
-}
-
-// peakHeap runs fn while sampling the heap in use, and returns the heap before and at its peak.
-func peakHeap(fn func()) (base, peak uint64) { return peakHeapEvery(5*time.Millisecond, fn) }
-
-// peakHeapEvery is peakHeap sampling every d.
-func peakHeapEvery(d time.Duration, fn func()) (base, peak uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, peak = ms.HeapInuse, ms.HeapInuse
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		var m runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(d):
-			}
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapInuse)
-		}
-	}()
-	fn()
-	close(stop)
-	<-sampled
-	runtime.ReadMemStats(&ms)
-	return base, max(peak, ms.HeapInuse)
-}
-
-func mib(b uint64) float64 { return float64(b) / (1 << 20) }
-
 // A 50,000-URL sitemap end to end, served by a generator: fetched, spooled, parsed twice and
 // upserted in chunks. Peak heap is sampled while the run proceeds; what grows is the store's
 // memtable, not the ingest. Under the race detector each write is several times slower, so the
@@ -506,12 +461,12 @@ func TestSitemap50kURLsFlatMemory(t *testing.T) {
 	e, srv := sitemapServer(t)
 	var size atomic.Int64
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		size.Store(writeProducts(w, n))
+		size.Store(qtest.WriteProducts(w, n))
 	}))
 	defer site.Close()
 	var run wire.SitemapRun
 	began := time.Now()
-	base, peak := peakHeap(func() { run = waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/sitemap.xml")) })
+	base, peak := qtest.PeakHeap(func() { run = waitRun(t, srv, postSitemapURL(t, srv, site.URL+"/sitemap.xml")) })
 	if run.Status != wire.RunDone || run.Added.Count != n || run.URLs != n {
 		t.Fatalf("run %+v", run)
 	}
@@ -519,24 +474,13 @@ func TestSitemap50kURLsFlatMemory(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	t.Logf("%d URLs (%.1f MiB of XML) ingested in %v: heap in use %.1f MiB before, peak %.1f MiB (+%.1f MiB), %.1f MiB retained after a GC",
-		n, mib(uint64(size.Load())), time.Since(began).Round(time.Millisecond), mib(base), mib(peak), mib(peak-min(peak, base)), mib(ms.HeapInuse))
+		n, qtest.MiB(uint64(size.Load())), time.Since(began).Round(time.Millisecond), qtest.MiB(base), qtest.MiB(peak), qtest.MiB(peak-min(peak, base)), qtest.MiB(ms.HeapInuse))
 	if peak > base+96<<20 {
-		t.Fatalf("heap grew by %.1f MiB importing %d URLs", mib(peak-base), n)
+		t.Fatalf("heap grew by %.1f MiB importing %d URLs", qtest.MiB(peak-base), n)
 	}
 	if rows := len(e.AllRows()); rows != n {
 		t.Fatalf("%d rows", rows)
 	}
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // Runs are kept in memory, the last maxSitemapRuns of them, never dropping one in progress; at

@@ -263,9 +263,9 @@ func TestPostTargetsItemBoundedByBytes(t *testing.T) {
 		t.Fatalf("%d %+v", code, out)
 	}
 	for _, ndjson := range []bool{false, true} {
-		body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/`), &repeatReader{b: 'x', n: 32 << 20}, strings.NewReader(`"}]`))
+		body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/`), qtest.Repeat('x', 32<<20), strings.NewReader(`"}]`))
 		if ndjson {
-			body = io.MultiReader(strings.NewReader(`{"url": "https://shop.test/`), &repeatReader{b: 'x', n: 32 << 20}, strings.NewReader(`"}`))
+			body = io.MultiReader(strings.NewReader(`{"url": "https://shop.test/`), qtest.Repeat('x', 32<<20), strings.NewReader(`"}`))
 		}
 		h := &Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}
 		req := httptest.NewRequest("POST", "/v1/targets", body)
@@ -286,7 +286,7 @@ func TestPostTargetsItemBoundedByBytes(t *testing.T) {
 // A body over MaxTargetsBody is 413, and still reports what landed before the limit.
 func TestPostTargetsOverBodyLimitReportsWhatLanded(t *testing.T) {
 	e, _ := targetsServer(t)
-	body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/a"}, `), &repeatReader{b: ' ', n: wire.MaxTargetsBody}, strings.NewReader(`{"url": "https://shop.test/b"}]`))
+	body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/a"}, `), qtest.Repeat(' ', wire.MaxTargetsBody), strings.NewReader(`{"url": "https://shop.test/b"}]`))
 	req := httptest.NewRequest("POST", "/v1/targets", body)
 	rec := httptest.NewRecorder()
 	(&Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}).post(rec, req)
@@ -295,22 +295,4 @@ func TestPostTargetsOverBodyLimitReportsWhatLanded(t *testing.T) {
 	if rec.Code != http.StatusRequestEntityTooLarge || out.Accepted != 1 || out.Error == "" || out.StoppedAt == nil || *out.StoppedAt != 1 {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-}
-
-// repeatReader yields n copies of b.
-type repeatReader struct {
-	b byte
-	n int
-}
-
-func (r *repeatReader) Read(p []byte) (int, error) {
-	if r.n == 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(len(p), r.n)]
-	for i := range p {
-		p[i] = r.b
-	}
-	r.n -= len(p)
-	return len(p), nil
 }

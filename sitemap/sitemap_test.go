@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/internal/qtest"
 )
 
 // The parser alone over a 50,000-URL file (the protocol's maximum per file): memory is bounded by
@@ -15,10 +17,10 @@ func TestSitemapParse50kFlatMemory(t *testing.T) {
 	const n = 50_000
 	pr, pw := io.Pipe()
 	var size int64
-	go func() { size = writeProducts(pw, n); pw.Close() }()
+	go func() { size = qtest.WriteProducts(pw, n); pw.Close() }()
 	var got int
 	var err error
-	base, peak := peakHeap(func() {
+	base, peak := qtest.PeakHeap(func() {
 		_, err = Parse(pr, func(e Entry) error {
 			if e.Loc != "" && e.ChangeFreq == "daily" {
 				got++
@@ -29,9 +31,9 @@ func TestSitemapParse50kFlatMemory(t *testing.T) {
 	if err != nil || got != n {
 		t.Fatalf("parsed %d entries: %v", got, err)
 	}
-	t.Logf("parsing 50,000 URLs (%.1f MiB of XML): heap in use %.1f MiB before, peak %.1f MiB (+%.2f MiB)", mib(uint64(size)), mib(base), mib(peak), mib(peak-min(peak, base)))
+	t.Logf("parsing 50,000 URLs (%.1f MiB of XML): heap in use %.1f MiB before, peak %.1f MiB (+%.2f MiB)", qtest.MiB(uint64(size)), qtest.MiB(base), qtest.MiB(peak), qtest.MiB(peak-min(peak, base)))
 	if peak > base+8<<20 {
-		t.Fatalf("the parser's heap grew by %.1f MiB over 50,000 URLs", mib(peak-base))
+		t.Fatalf("the parser's heap grew by %.1f MiB over 50,000 URLs", qtest.MiB(peak-base))
 	}
 }
 
@@ -76,7 +78,7 @@ func TestSitemapHugeTextNodeRefusedUnbuffered(t *testing.T) {
 		case "extension":
 			open, close = `<urlset><url><loc>https://shop.test/</loc><image:image a="`, `"/></url></urlset>`
 		}
-		body := io.MultiReader(strings.NewReader(open), &repeatReader{b: 'x', n: 64 << 20}, strings.NewReader(close))
+		body := io.MultiReader(strings.NewReader(open), qtest.Repeat('x', 64<<20), strings.NewReader(close))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		_, err := Parse(body, func(Entry) error { return nil })
@@ -85,7 +87,7 @@ func TestSitemapHugeTextNodeRefusedUnbuffered(t *testing.T) {
 			t.Errorf("%s: a 64 MiB token: %v", where, err)
 		}
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
-			t.Errorf("%s: a 64 MiB token allocated %.1f MiB", where, mib(alloc))
+			t.Errorf("%s: a 64 MiB token allocated %.1f MiB", where, qtest.MiB(alloc))
 		}
 	}
 	// Extension elements are skipped token by token: many of them in one entry are fine.
@@ -99,77 +101,4 @@ func TestSitemapHugeTextNodeRefusedUnbuffered(t *testing.T) {
 	if _, err := Parse(strings.NewReader(b.String()), func(Entry) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("%d entries, %v", n, err)
 	}
-}
-
-// writeProducts writes a urlset of n product URLs with every optional tag, as a generator: the
-// document is never held in memory.
-func writeProducts(w io.Writer, n int) int64 {
-	cw := &countWriter{w: w}
-	io.WriteString(cw, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
-	for i := range n {
-		fmt.Fprintf(cw, "<url><loc>https://shop.test/product/%06d-a-reasonably-long-product-slug</loc><lastmod>2026-11-29</lastmod><changefreq>daily</changefreq><priority>0.5</priority></url>\n", i)
-	}
-	io.WriteString(cw, "</urlset>\n")
-	return cw.n
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// peakHeap runs fn while sampling the heap in use, and returns the heap before and at its peak.
-func peakHeap(fn func()) (base, peak uint64) { return peakHeapEvery(5*time.Millisecond, fn) }
-
-// peakHeapEvery is peakHeap sampling every d.
-func peakHeapEvery(d time.Duration, fn func()) (base, peak uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, peak = ms.HeapInuse, ms.HeapInuse
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		var m runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(d):
-			}
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapInuse)
-		}
-	}()
-	fn()
-	close(stop)
-	<-sampled
-	runtime.ReadMemStats(&ms)
-	return base, max(peak, ms.HeapInuse)
-}
-
-func mib(b uint64) float64 { return float64(b) / (1 << 20) }
-
-type repeatReader struct {
-	b byte
-	n int
-}
-
-func (r *repeatReader) Read(p []byte) (int, error) {
-	if r.n == 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(len(p), r.n)]
-	for i := range p {
-		p[i] = r.b
-	}
-	r.n -= len(p)
-	return len(p), nil
 }
