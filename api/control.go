@@ -3,16 +3,17 @@
 // supervisor's public listener, the operator API. The shapes it reads and writes, and the client
 // of the control socket, are package wire's.
 //
+// A handler decodes its request, calls the service that does the work, maps the error it got
+// to an answer in one place (status: each of intake's sentinel errors has one status, field
+// and message), and encodes the answer. Writes are intake's: results (intake.Applier), upserts,
+// discovery, rush and wait, and delete (intake.Targets), with the invariants its package doc
+// states; the sitemap runs' registry and their handlers are here, and each run's chunks are
+// upserted by intake.Targets.UpsertChunk through the runs' gate, which Close shuts. Reads
+// (GET /v1/targets, /v1/pages, /v1/queue, status) read the store and the segment directly.
+//
 // Worker 0 is the only process with a store, so everything that reads or writes Badger on
 // behalf of another process comes through here. Bad input is answered 4xx with a JSON error
 // naming the field; nothing is half-written.
-//
-// Every writer of worker 0 (results, upserts, rush and wait, deletes) holds its keys' locks
-// (intake.KeyLocks) from its first read to its commit, and writes through sweep.Changes. A
-// result is applied only while its lease is held, at most once per grant (intake.Applier, which
-// the results endpoints call); a delete, rush or wait revokes the lease of a render in flight,
-// so that render's result cannot undo it. Upserts, rush and wait, and delete still decide here;
-// they are to join intake, leaving this package decode, call, map errors, encode.
 package api
 
 import (

@@ -1,13 +1,21 @@
 // Package intake is worker 0's write side, the service the HTTP handlers of package api call to
-// change what is stored (River's jobcompleter is the model). It turns render results into
-// writes (Applier: Validate, fencing, Apply) and holds the per-key locks every writer of worker
-// 0 shares (KeyLocks). It takes wire shapes in and returns wire counts; it answers no HTTP.
+// change what is stored (River's jobcompleter is the model). Applier turns render results into
+// writes (Validate, fencing, Apply); Targets files and changes targets for the operator
+// (Upsert and a sitemap run's UpsertChunk, Discover, Prioritize for rush and wait, Delete);
+// KeyLocks are the per-key locks both share. It takes wire shapes in, returns wire counts and
+// the sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, *FieldError), which api
+// maps to statuses; it answers no HTTP.
 //
 // Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
 // ("Fenced effects"):
 //   - Per-key locks from first read to commit. Every read-decide-write sequence of worker 0
 //     (a result, an upsert, a rush or wait, a delete) holds the locks of its keys from its first
 //     read of the store to its commit, so none overwrites another's decision (a lost update).
+//   - Upserts merge. What an item omits keeps its stored value (due, cadence, source), so a
+//     re-import never resets a due time; a stored due time out of range is taken as now.
+//   - Operator actions win over renders in flight. A delete, rush or wait revokes the lease of
+//     the key's render in flight after its commit, under the key's lock, so that render's
+//     result is fenced instead of undoing it.
 //   - Fencing, at most once per grant. A result is applied only while the lease it was rendered
 //     under is still that grant, checked under the key's lock and held through the commit; a
 //     duplicate, a lapsed or released lease, and a render an operator overtook change nothing.
