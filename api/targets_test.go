@@ -123,19 +123,6 @@ func TestPostTargetsRejectsEachBadItemByField(t *testing.T) {
 	}
 }
 
-func TestPostTargetsUpsertKeepsWhatItOmits(t *testing.T) {
-	e, srv := targetsServer(t)
-	postTargets(t, srv, `[{"url": "https://shop.test/a", "interval": "12h", "source": "sitemap", "due": "2027-01-01T00:00:00Z"}]`)
-	e.Advance(hour)
-	if code, out := postTargets(t, srv, `[{"url": "https://shop.test/a", "source": "sitemap"}]`); code != 200 || out.Accepted != 1 {
-		t.Fatalf("%d %+v", code, out)
-	}
-	row, _ := e.Store.GetSchedule([]byte("desktop|https://shop.test/a"))
-	if row.DueAtMs != 1798761600000 || row.EffectiveIntervalMs != 12*hour {
-		t.Fatalf("re-import reset the row: %+v", row)
-	}
-}
-
 func TestQueueView(t *testing.T) {
 	e, srv := targetsServer(t)
 	e.Seg.Floor().Lower(-5)
@@ -200,28 +187,6 @@ func TestPostTargetsSyntaxErrorReportsWhatLanded(t *testing.T) {
 	code, out := postTargets(t, srv, `[{"url": "https://shop.test/x"} {"url": "https://shop.test/y"}]`)
 	if code != 400 || out.Accepted != 1 || out.StoppedAt == nil || *out.StoppedAt != 1 {
 		t.Fatalf("missing comma: %d %+v", code, out)
-	}
-}
-
-// An omitted field keeps its stored value: source, interval and due, whatever set them.
-func TestPostTargetsOmittedSourceKeepsStored(t *testing.T) {
-	e, srv := targetsServer(t)
-	for _, src := range []string{"discovered", "sitemap"} {
-		u := "https://shop.test/" + src
-		postTargets(t, srv, `[{"url": "`+u+`", "source": "`+src+`", "interval": "6h"}]`)
-		if code, out := postTargets(t, srv, `{"url": "`+u+`"}`); code != 200 || out.Accepted != 1 {
-			t.Fatalf("%d %+v", code, out)
-		}
-		tg, _ := e.Store.GetTarget([]byte("desktop|" + u))
-		row, _ := e.Store.GetSchedule([]byte("desktop|" + u))
-		if tg.Source.String() != src || row.FromSitemap != (src == "sitemap") || tg.StoredIntervalMs != 6*hour {
-			t.Fatalf("%s: an omitted source reset the target: %+v, row %+v", src, tg, row)
-		}
-	}
-	// A new target without a source is an API target.
-	postTargets(t, srv, `{"url": "https://shop.test/new"}`)
-	if tg, _ := e.Store.GetTarget([]byte("desktop|https://shop.test/new")); tg.Source != store.SourceAPI {
-		t.Fatalf("new target %+v", tg)
 	}
 }
 
