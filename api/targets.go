@@ -40,74 +40,29 @@ func (t *Targets) intake() *intake.Targets {
 }
 
 // post upserts targets from a JSON array, NDJSON, or any whitespace-separated JSON objects (so
-// one pretty-printed object is one item). Each item is validated on its own (intake.ParseItem):
-// a bad one is rejected with the field it got wrong, the good ones land. Items are gathered in
-// chunks that intake.Targets.Upsert merges with what is stored and writes; a key repeated
-// within a chunk is merged over its earlier item (intake.Item.MergeOver) before the chunk is
-// written.
+// one pretty-printed object is one item), handing each decoded item to an intake.Upload, which
+// validates, merges and writes them in chunks.
 func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
-	svc := t.intake()
-	devs := intake.Devices(t.Policy().Config())
+	up := t.intake().NewUpload()
 	body := http.MaxBytesReader(w, r.Body, wire.MaxTargetsBody)
-	var resp wire.TargetsResponse
-	reject := func(i int, field, msg string) {
-		resp.Rejected++
-		if len(resp.Errors) < intake.MaxReportErrors {
-			resp.Errors = append(resp.Errors, wire.ItemError{Index: i, Field: field, Error: msg})
-		}
-	}
-	chunk := make([]intake.Item, 0, targetsChunk)
-	inChunk := make(map[string]int, targetsChunk)
-	next := 0        // the index of the next item to read
-	chunkMerged := 0 // merges into the chunk being gathered, counted in resp.Merged
-	failedAt := -1   // the first item of the chunk the store failed
-	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
-		}
-		n, err := svc.Upsert(chunk, reject)
-		resp.Accepted += n
-		if err != nil {
-			// Nothing of the chunk landed: neither its first item nor its merges.
-			failedAt, resp.Merged = chunk[0].Index, resp.Merged-chunkMerged
-		}
-		chunk, chunkMerged = chunk[:0], 0
-		clear(inChunk)
-		return err
-	}
+	next := 0 // the index of the next item to read
 	err := wire.DecodeTargetItems(body, func(i int, item *wire.TargetItem, decodeErr error) error {
 		next = i + 1
 		if decodeErr != nil {
-			reject(i, wire.FieldOf(decodeErr), decodeErr.Error())
+			up.Reject(i, wire.FieldOf(decodeErr), decodeErr.Error())
 			return nil
 		}
-		p, err := intake.ParseItem(item, devs)
-		if err != nil {
-			_, field, msg := status(err)
-			reject(i, field, msg)
-			return nil
-		}
-		p.Index = i
-		if j, ok := inChunk[string(p.Key)]; ok {
-			chunk[j].MergeOver(&p)
-			resp.Merged++
-			chunkMerged++
-			return nil
-		}
-		inChunk[string(p.Key)] = len(chunk)
-		chunk = append(chunk, p)
-		if len(chunk) == targetsChunk {
-			return flush()
-		}
-		return nil
+		return up.Add(i, item)
 	})
 	if !errors.Is(err, intake.ErrStore) {
 		// The items read before a malformed or oversized stretch land: the answer says where
 		// the body stopped, and everything before it was handled.
-		if ferr := flush(); ferr != nil {
+		if ferr := up.Flush(); ferr != nil {
 			err = ferr
 		}
 	}
+	resp := &up.Resp
+	failedAt := up.FailedAt()
 	if err == nil {
 		code := http.StatusOK
 		if resp.Accepted == 0 && resp.Rejected > 0 {

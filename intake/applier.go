@@ -1,7 +1,8 @@
 // Package intake is worker 0's write side, the service the HTTP handlers of package api call to
 // change what is stored (River's jobcompleter is the model). Applier turns render results into
 // writes (Validate, fencing, Apply); Targets files and changes targets for the operator
-// (Upsert and a sitemap run's UpsertChunk, Discover, Prioritize for rush and wait, Delete);
+// (Upsert, an upload's items through an Upload, a sitemap run's UpsertChunk, Discover,
+// Prioritize for rush and wait, Delete);
 // KeyLocks are the per-key locks both share. It takes wire shapes in, returns wire counts and
 // the sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, *FieldError), which api
 // maps to statuses; it answers no HTTP.
