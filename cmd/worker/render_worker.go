@@ -124,12 +124,10 @@ func (p *renderPool) run(ctx context.Context) {
 	// Every result waiting here holds its lease, and the lease table (queue.max_leases) is
 	// shared by all render workers: the queue is kept short, and the batches in flight are
 	// shared out between the render workers.
-	results := make(chan pending, resultQueue)
+	sender := newDelivery(e, p.sender, resultQueue, p.inFlight)
+	_ = sender.Start(flushCtx)
+	results := sender.in
 	delivered := make(chan struct{})
-	go func() {
-		defer close(delivered)
-		deliver(e, p.sender, results, p.inFlight, flushCtx)
-	}()
 
 	concurrency := e.pol.Load().Config().Render.Concurrency
 	var wg sync.WaitGroup
@@ -161,8 +159,8 @@ func (p *renderPool) run(ctx context.Context) {
 		cancelRenders()
 		<-loops
 	}
-	close(results)
-	<-delivered
+	sender.Stop() // the loops have returned: nothing queues any more
+	close(delivered)
 	if n := p.released.Load(); n > 0 {
 		e.log.Warn().Int64("released", n).Msg("jobs given back unrendered at the stop; their leases are released and the rows are claimable at once")
 	}

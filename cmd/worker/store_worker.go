@@ -22,8 +22,70 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// runStoreWorker is worker 0: the store, the sweep, the control socket.
+// runStoreWorker is worker 0: the store, the sweep, the control socket, until ctx ends or the
+// control socket fails.
 func runStoreWorker(ctx context.Context, e *env) error {
+	w := newWorker0(e)
+	defer w.Stop()
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-w.served:
+		e.log.Error().Err(err).Msg("control socket stopped")
+	}
+	return nil
+}
+
+// errWorker0Stopped is Start after Stop: worker 0 is started once.
+var errWorker0Stopped = errors.New("worker 0 has been stopped")
+
+// worker0 is the store worker assembled from its services, started in this order and stopped
+// in the reverse one (Stop):
+//
+//	store (open, reconcile) → GC → control socket (handlers, sitemap runs) → sweep loop
+//
+// It keeps the startstop contract: Stop without Start is a no-op, Stop twice is safe, Start
+// while started is a no-op (and after Stop, errWorker0Stopped). Start and Stop are serialised.
+type worker0 struct {
+	e *env
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+
+	st       *store.Store // nil until opened
+	gc       gcService
+	sweep    *sweepService // nil until built
+	srv      *http.Server  // nil until the socket listens
+	inflight *handlers
+	sitemaps sitemapRuns
+	served   chan error // the control socket's Serve returned (it failed)
+	status   *sweepCounts
+}
+
+// sweepCounts are the sweeps counted for the control socket's status.
+type sweepCounts struct{ ok, failed atomic.Uint64 }
+
+func newWorker0(e *env) *worker0 {
+	return &worker0{e: e, served: make(chan error, 1), status: &sweepCounts{}}
+}
+
+// Start opens and reconciles the store, starts its GC, serves the control socket and starts
+// the sweep loop, which ends with ctx (or Stop). If a step fails, Start returns its error with
+// what it started still running: Stop stops it, whatever the step.
+func (w *worker0) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return errWorker0Stopped
+	}
+	if w.started {
+		return nil
+	}
+	w.started = true
+	e := w.e
 	cfg := e.pol.Load().Config()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return wrap("data dir", err)
@@ -38,37 +100,29 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	if err != nil {
 		return wrap("open store", err)
 	}
-	closeStore := true // false when a writer may still run: see workerStop
-	defer func() {
-		if !closeStore {
-			return
-		}
-		if err := st.Close(); err != nil {
-			e.log.Error().Err(err).Msg("closing the store")
-		}
-	}()
+	w.st = st
 	if restored, err := st.Reconcile(nowMs()); err != nil {
 		e.log.Error().Err(err).Msg("reconcile failed")
 	} else if restored > 0 {
 		e.log.Warn().Int("restored", restored).Msg("reconcile re-filed targets whose schedule row was missing")
 	}
-	st.StartGC()
-	defer st.StopGC()
+	w.gc = gcService{st: st}
+	_ = w.gc.Start(ctx)
 
 	// Every write of worker 0 goes through changes, so that a sweep never publishes a row
 	// written after its snapshot (see sweep.Changes).
 	changes := sweep.NewChanges()
 	writer := changes.Wrap(st)
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
-	var sweeps, sweepFails atomic.Uint64
+	sweeps := w.status
 	sweeper := sweep.New(sweep.Options{
 		Store: sweep.FromStore(st, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
 			if err != nil {
-				sweepFails.Add(1)
+				sweeps.failed.Add(1)
 				return
 			}
-			sweeps.Add(1)
+			sweeps.ok.Add(1)
 			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st, res.FloorMs)))
 		},
 	})
@@ -83,17 +137,18 @@ func runStoreWorker(ctx context.Context, e *env) error {
 		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
 		Limit:   heavy,
 		Status: func() wire.Status {
-			return wire.Status{Serving: true, Sweeps: sweeps.Load(), SweepFails: sweepFails.Load()}
+			return wire.Status{Serving: true, Sweeps: sweeps.ok.Load(), SweepFails: sweeps.failed.Load()}
 		},
 		Log: e.log,
 	}
 	mux := http.NewServeMux()
-	inflight := &handlers{}
+	w.inflight = &handlers{}
 	control.Register(mux)
 	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	targets.Register(mux)
 	sitemaps := &api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	sitemaps.Register(mux)
+	w.sitemaps = sitemaps
 	(&api.Operate{Targets: targets, Seg: e.seg}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (api.RemoteHolder), capped by queue.max_remote_leases.
@@ -106,35 +161,45 @@ func runStoreWorker(ctx context.Context, e *env) error {
 	if err != nil {
 		return wrap("control socket", err)
 	}
-	srv := &http.Server{Handler: inflight.wrap(mux), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	w.srv = &http.Server{Handler: w.inflight.wrap(mux), ReadHeaderTimeout: 10 * time.Second}
+	go func() { w.served <- w.srv.Serve(ln) }()
 	e.log.Info().Str("socket", e.socketPath).Str("data_dir", cfg.DataDir).Msg("store worker serving")
 
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	sweepDone := make(chan struct{})
-	go func() {
-		defer close(sweepDone)
-		sweepLoop(sweepCtx, e, sweeper, kick)
-	}()
+	w.sweep = &sweepService{e: e, sweeper: sweeper, kick: kick}
+	return w.sweep.Start(ctx)
+}
 
-	select {
-	case <-ctx.Done():
-	case err = <-served:
-		e.log.Error().Err(err).Msg("control socket stopped")
+// Stop stops worker 0 in order, so that nothing writes to a closed store. The sweep loop
+// stops first, at once: a pool that stops needs no new ready set. Then the control socket, its
+// sitemap runs and its handlers (workerStop, with its bounds), then the GC, and last the store,
+// which is closed only if no writer is left (see workerStop.run).
+func (w *worker0) Stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started || w.stopped {
+		return
 	}
-	// Stop in order, so that nothing writes to a closed store. The sweep loop stops first, at
-	// once (sweepCtx ends with ctx): a pool that stops needs no new ready set. Then the control
-	// socket, its sitemap runs and its handlers (workerStop), and only then, deferred above,
-	// the GC and the store.
-	stopSweep()
-	<-sweepDone
-	stop := &workerStop{srv: srv, inflight: inflight, sitemaps: sitemaps, log: e.log, after: time.After,
-		drain: e.pol.Load().Config().Supervisor.ShutdownTimeout.D()}
-	closeStore = stop.run()
-	os.Remove(e.socketPath)
-	return nil
+	w.stopped = true
+	if w.sweep != nil {
+		w.sweep.Stop()
+	}
+	closeStore := true // false when a writer may still run: see workerStop
+	if w.srv != nil {
+		stop := &workerStop{srv: w.srv, inflight: w.inflight, sitemaps: w.sitemaps, log: w.e.log, after: time.After,
+			drain: w.e.pol.Load().Config().Supervisor.ShutdownTimeout.D()}
+		closeStore = stop.run()
+		os.Remove(w.e.socketPath)
+	}
+	if w.st == nil {
+		return
+	}
+	w.gc.Stop()
+	if !closeStore {
+		return
+	}
+	if err := w.st.Close(); err != nil {
+		w.e.log.Error().Err(err).Msg("closing the store")
+	}
 }
 
 // finishTimeout bounds, after the control socket's drain, how long worker 0 waits for the
@@ -145,7 +210,7 @@ const finishTimeout = 3 * time.Second
 type workerStop struct {
 	srv      *http.Server
 	inflight *handlers
-	sitemaps interface{ Close(context.Context) error }
+	sitemaps sitemapRuns
 	log      zerolog.Logger
 	after    func(time.Duration) <-chan time.Time // time.After; a test fires its own
 	drain    time.Duration                        // supervisor.shutdown_timeout

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+
+	"github.com/freshq/freshq/internal/startstop"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/sweep"
+)
+
+// The long-running pieces of the workers, each a startstop.Service: stoppable without having
+// been started, and twice, and stopped only once its goroutines have returned. Worker 0 starts
+// and stops them in the order worker0.Stop names; a render worker's pool stops its delivery
+// last.
+
+// sweepService is worker 0's sweep loop (sweepLoop) as a service.
+type sweepService struct {
+	startstop.BaseStartStop
+	e       *env
+	sweeper *sweep.Sweeper
+	kick    <-chan struct{} // a claim found the ready set exhausted: sweep early
+}
+
+// Start sweeps at once and then on the loop's schedule, until Stop or ctx's end.
+func (s *sweepService) Start(ctx context.Context) error {
+	ctx, start, done := s.StartInit(ctx)
+	if !start {
+		return nil
+	}
+	go func() {
+		defer done()
+		sweepLoop(ctx, s.e, s.sweeper, s.kick)
+	}()
+	return nil
+}
+
+// gcService is the store's value-log GC (store.Store.StartGC and StopGC, which keep the
+// contract already: the store does not import startstop).
+type gcService struct{ st *store.Store }
+
+func (g gcService) Start(context.Context) error { g.st.StartGC(); return nil }
+func (g gcService) Stop()                       { g.st.StopGC() }
+
+// delivery is a render worker's result sender (deliver) as a service. The render loops queue
+// results on in; Stop takes no more and returns once every result queued has been delivered
+// or dropped. It must therefore be called once no render loop can queue any more.
+//
+// Start's ctx is the flush bound: when it ends, the send attempt in progress is cut and what is
+// left is dropped, its leases released (see deliver), so that Stop returns soon after.
+type delivery struct {
+	startstop.BaseStartStop
+	e        *env
+	sender   resultSender
+	in       chan pending
+	inFlight int
+}
+
+func newDelivery(e *env, sender resultSender, queue, inFlight int) *delivery {
+	return &delivery{e: e, sender: sender, in: make(chan pending, queue), inFlight: inFlight}
+}
+
+func (d *delivery) Start(flush context.Context) error {
+	flush, start, done := d.StartInit(flush)
+	if !start {
+		return nil
+	}
+	go func() {
+		defer done()
+		deliver(d.e, d.sender, d.in, d.inFlight, flush)
+	}()
+	return nil
+}
+
+// Stop ends the queue and waits until what it held is delivered or dropped. A delivery is
+// started once: its queue, once ended, is not reopened.
+func (d *delivery) Stop() { d.StopWith(func() { close(d.in) }) }
+
+// sitemapRuns adapts the control socket's sitemap runs (api.Sitemaps.Close, which is bounded
+// by its context rather than waited for without end) to the stop of worker 0.
+type sitemapRuns interface{ Close(context.Context) error }
+
+var (
+	_ startstop.Service = (*sweepService)(nil)
+	_ startstop.Service = gcService{}
+	_ startstop.Service = (*delivery)(nil)
+)

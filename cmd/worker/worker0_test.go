@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// worker0Env is worker 0's environment in a temporary directory: its shared-memory segment,
+// its block, a data directory and a control socket (under a short path: a unix socket's is
+// bounded to about a hundred bytes).
+func worker0Env(t *testing.T) *env {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "w0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	seg, err := shm.Create(filepath.Join(dir, "seg"), shm.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seg.Close() })
+	w, err := seg.Worker(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(dir, "data")
+	e := &env{index: 0, log: zerolog.Nop(), seg: seg, worker: w, socketPath: filepath.Join(dir, "w0.sock")}
+	e.pol.Store(policy.New(cfg))
+	return e
+}
+
+// Worker 0 starts and stops in-process: it serves its control socket once started, and its
+// stop closes the socket and the store (which another open may then take), and may be called
+// twice.
+func TestWorker0StartsServesAndStops(t *testing.T) {
+	e := worker0Env(t)
+	var logged bytes.Buffer // warnings and errors: a clean stop, and a second one, log none
+	e.log = zerolog.New(zerolog.SyncWriter(&logged)).Level(zerolog.WarnLevel)
+	w := newWorker0(e)
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatalf("a second Start: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := wire.NewClient(e.socketPath).Status(ctx)
+	if err != nil || !st.Serving {
+		t.Fatalf("status over the control socket: %+v, %v", st, err)
+	}
+	stopped := make(chan struct{})
+	go func() { w.Stop(); w.Stop(); close(stopped) }()
+	within(t, "worker 0's stop", stopped)
+	if logged.Len() > 0 {
+		t.Fatalf("the stops logged:\n%s", logged.String())
+	}
+	if _, err := os.Stat(e.socketPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the control socket outlives the stop: %v", err)
+	}
+	// The store was closed: its directory's lock is free.
+	reopened, err := store.Open(filepath.Join(e.pol.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
+	if err != nil {
+		t.Fatalf("the store was left open by the stop: %v", err)
+	}
+	reopened.Close()
+	if err := w.Start(context.Background()); !errors.Is(err, errWorker0Stopped) {
+		t.Fatalf("Start after Stop: %v, want errWorker0Stopped", err)
+	}
+}
+
+// Stop without Start touches nothing; a Start that fails half-way is stopped by the same Stop.
+func TestWorker0StopWithoutStart(t *testing.T) {
+	e := worker0Env(t)
+	newWorker0(e).Stop()
+	if _, err := os.Stat(e.pol.Load().Config().DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a stop without a start made the data directory: %v", err)
+	}
+
+	// The socket cannot listen (its path is a directory that is not empty): Start fails after
+	// opening the store, and Stop closes it.
+	if err := os.MkdirAll(filepath.Join(e.socketPath, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker0(e)
+	if err := w.Start(context.Background()); err == nil {
+		t.Fatal("Start succeeded without its control socket")
+	}
+	w.Stop()
+	reopened, err := store.Open(filepath.Join(e.pol.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
+	if err != nil {
+		t.Fatalf("a failed start's stop left the store open: %v", err)
+	}
+	reopened.Close()
+}
