@@ -3,6 +3,12 @@
 // sweep, serves the control socket and applies every write. Workers 1..N-1 render: they claim
 // from the shared-memory ready set, render, and send results to worker 0 in batches.
 //
+// The long-running pieces are services (internal/startstop: stoppable without having been
+// started, and twice; a stop returns once their goroutines have): worker 0 (worker0) is
+// assembled from the store's GC, the control socket and the sweep loop, and stops them in the
+// order worker0.Stop gives; a render worker's result sender (delivery) stops last, once its
+// render loops have.
+//
 // Signals: SIGTERM drains and exits 0; SIGHUP rereads the configuration (the supervisor's copy
 // of the configuration in force; a bad one is logged and the old one kept). SIGINT is ignored:
 // the supervisor orders the stop, render workers before worker 0, so a Ctrl-C that reaches a
