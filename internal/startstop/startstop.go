@@ -29,8 +29,9 @@ import (
 
 // Service is a long-running piece of a process with the contract of the package doc.
 type Service interface {
-	// Start starts the service's goroutines; they run until Stop (or until ctx ends). An
-	// error means nothing was left running.
+	// Start starts the service's goroutines; they run until Stop. Those of a service built on
+	// BaseStartStop also end with ctx; Stop is called all the same, to wait for them. An
+	// error may leave part of the service running: Stop stops it.
 	Start(ctx context.Context) error
 	// Stop stops the service and waits for its goroutines to return.
 	Stop()
