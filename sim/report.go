@@ -459,7 +459,7 @@ func (r *Report) Model() string {
 	spread := func(k int) string {
 		return fmt.Sprintf("%s (%s – %s)", share([]float64{f.Home, f.Catalog, f.Other}[k]), share(f.Spread[k][0]), share(f.Spread[k][1]))
 	}
-	w("Issue 7's table is all that was measured of the queue freshq replaces:\n\n%s\n", productionTable())
+	w("Production's table is all that was measured of the queue freshq replaces:\n\n%s\n", productionTable())
 	w("Each row balances the farm's slots. A class rendered at a mean age of *r* cadences is rendered 1/*r* as often as its cadences ask, so it takes *s*/*r* of the demand, *s* being its share of the demand (renders per hour at ratio 1): Σ *s*/*r* = *c* × (1 − *other*), where *other* is the share of the farm's slots that refreshed no scheduled page. The index-order and floors rows at both capacities measure every class: four balances in three unknowns, solved by least squares (`sim.ProductionFit`; in brackets, the 5th–95th percentile when every figure moves anywhere within its rounding). The strict row is left out: its discovered pages starved, so its balance holds pages nobody measured.\n\n")
 	w("| | home | catalog | product | *other*, share of the farm's slots |\n|---|---|---|---|---|\n")
 	w("| production's rows | %s | %s | %s | %s |\n", spread(0), spread(1), share(f.Product), spread(2))
@@ -490,7 +490,7 @@ func (r *Report) Model() string {
 		}
 		w("%.2f× at %s", c.Mix.Limit(cap), pct(cap))
 	}
-	w(". Issue 7 states its targets against 1/*c*; *Against the targets* judges them both ways.\n")
+	w(". The goals are stated against 1/*c*; *Against the targets* judges them both ways.\n")
 	old := [3]float64{0.13, 0.42, 0.45}
 	w("- **Short-cadence pages are a small share of the demand.** The 100 %% rows pin it: with home pages at %s of the demand and catalog pages at %s (one home page per site and device over 4,000 sites, the catalog at a 9 h mean cadence), index order's row needs *other* at %s and floors' row at %s — no one farm gives both.\n",
 		share(old[0]), share(old[1]), share(balanceOther(old, Production[0])), share(balanceOther(old, Production[1])))
@@ -584,7 +584,7 @@ func (r *Report) Markdown() []byte {
 		w("- **%s, %s.** %s\n", pct(res.Scenario.Capacity), res.Scenario.Name, r.Sentence(res))
 	}
 	w("\n## Against the targets\n\n")
-	w("Issue 7: `ready` with boost 1 within 10 %% of the physical limit for every class at once (≤ 1.10× at 100 %%, ≤ 2.2× at 50 %%); with the default boost, submitted classes better than that and discovered ones within the boost's bound; nobody starves except under `strict`. These are goals, not tuning targets: nothing in the simulator or the policy was tuned to meet them, and the mix comes from production's figures alone (see *The model*). The issue wrote its limit as 1/*c*, which counts every slot of the farm as the corpus's; with the unscheduled share taken out the corpus gets fewer, so each `ready` target is judged against both limits.\n\n")
+	w("The goals: `ready` with boost 1 within 10 %% of the physical limit for every class at once (≤ 1.10× at 100 %%, ≤ 2.2× at 50 %%); with the default boost, submitted classes better than that and discovered ones within the boost's bound; nobody starves except under `strict`. These are goals, not tuning targets: nothing in the simulator or the policy was tuned to meet them, and the mix comes from production's figures alone (see *The model*). They state the limit as 1/*c*, which counts every slot of the farm as the corpus's; with the unscheduled share taken out the corpus gets fewer, so each `ready` target is judged against both limits.\n\n")
 	for _, t := range r.Targets() {
 		w("- %s\n", t)
 	}
