@@ -12,14 +12,10 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// grant leases key as a render worker's claim would, for a result that is to be applied.
+// grant leases key for a result that is to be applied (qtest.Env.Grant), in its wire form.
 func grant(t testing.TB, e *qtest.Env, key []byte) wire.Lease {
 	t.Helper()
-	l, st := e.Seg.Leases().Acquire(shm.KeyHash(key), e.Now(), 600_000, 1)
-	if st != shm.Acquired {
-		t.Fatalf("lease %q: %v", key, st)
-	}
-	return WireLease(l)
+	return WireLease(e.Grant(key))
 }
 
 // writerFunc is a Writer of a test.

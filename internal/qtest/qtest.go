@@ -99,6 +99,17 @@ func (e *Env) Put(key string, dueAtMs int64, fromSitemap bool, intervalMs int64,
 	}
 }
 
+// Grant leases key as a render worker's claim would (ten minutes, holder 1), for a result that
+// is to be applied; it fails the test if the table refuses.
+func (e *Env) Grant(key []byte) shm.Lease {
+	e.T.Helper()
+	l, st := e.Seg.Leases().Acquire(shm.KeyHash(key), e.Now(), 600_000, 1)
+	if st != shm.Acquired {
+		e.T.Fatalf("lease %q: %v", key, st)
+	}
+	return l
+}
+
 // AllRows returns every row of the due index, due or not.
 func (e *Env) AllRows() []store.DueRow {
 	e.T.Helper()
