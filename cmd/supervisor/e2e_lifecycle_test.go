@@ -50,7 +50,7 @@ func (b *lockedBuffer) String() string {
 func launch(t *testing.T, dir string, workers int, extraYAML string, args ...string) *lnode {
 	t.Helper()
 	n := &node{t: t, dir: dir, addr: freePort(t), segPath: filepath.Join("/dev/shm", "freshq-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir)+".seg"),
-		log: &bytes.Buffer{}, exited: make(chan error, 1)}
+		log: &lockedBuffer{}, exited: make(chan error, 1)}
 	n.clockF = filepath.Join(dir, "clock")
 	if _, err := os.Stat(n.clockF); err != nil {
 		os.WriteFile(n.clockF, make([]byte, 8), 0o600)

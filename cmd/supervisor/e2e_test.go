@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -43,7 +42,7 @@ type node struct {
 	segPath string
 	clockF  string
 	cmd     *exec.Cmd
-	log     *bytes.Buffer
+	log     *lockedBuffer // written by the process's output copier while a test reads it
 	exited  chan error
 }
 
@@ -88,7 +87,7 @@ func seed(t testing.TB, dataDir string, n int) []string {
 func startNode(t testing.TB, dir string, workers int, extraYAML string, workerBin string) *node {
 	t.Helper()
 	n := &node{t: t, dir: dir, addr: freePort(t), segPath: filepath.Join("/dev/shm", "freshq-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir)+".seg"),
-		log: &bytes.Buffer{}, exited: make(chan error, 1)}
+		log: &lockedBuffer{}, exited: make(chan error, 1)}
 	n.clockF = filepath.Join(dir, "clock")
 	if _, err := os.Stat(n.clockF); err != nil {
 		os.WriteFile(n.clockF, make([]byte, 8), 0o600)
