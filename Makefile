@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz bench sim golden lint run clean check-deploy
+.PHONY: build test race fuzz stress bench sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -30,6 +30,16 @@ race:
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
 	$(GO) test -race -count=1 -tags testclock ./internal/clock/
+
+# stress is the long run CI also makes after make test: every fuzz target for STRESS_FUZZTIME,
+# the concurrent fencing history many times over, and the end-to-end stop, fencing and restart
+# tests repeated against the real binaries, where a rare interleaving or a tight bound would show.
+STRESS_FUZZTIME ?= 30s
+STRESS_COUNT    ?= 5
+stress:
+	$(GO) test -race -count=$$(( 4 * $(STRESS_COUNT) )) -run 'TestFenceHistory' ./fuzz/
+	$(GO) test -race -count=$(STRESS_COUNT) -run 'TestStopOn|TestEndToEndDuplicateResultIsFenced|TestEndToEndForgedLeaseSlotIsRefused|TestEndToEndRendersEverythingThroughKills|TestSecondSupervisorRefusesToStart' ./cmd/supervisor/
+	FUZZTIME=$(STRESS_FUZZTIME) ./scripts/fuzz.sh
 
 # Each fuzz target runs alone for FUZZTIME (see scripts/fuzz.sh for the one retry it allows).
 fuzz:
