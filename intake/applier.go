@@ -30,13 +30,14 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -219,7 +220,7 @@ func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.W
 	} else if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
 	}
-	outcome, body := storable(r)
+	o, body := storable(r)
 	d := pol.Apply(policy.State{
 		Key:              r.Key,
 		FromSitemap:      row.FromSitemap,
@@ -230,7 +231,7 @@ func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.W
 		FailClass:        t.Failures.LastClass,
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
-	}, outcome, now)
+	}, o, now)
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.FromSitemap, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
@@ -252,14 +253,17 @@ func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.W
 // (over store.MaxPageBody) is applied as too_large, without it, so that one oversized page
 // fails its own row and not the batch's commit. A page without a status HTTP can send is
 // applied as failed: Validate refuses one, and a stored page is served with its status.
-func storable(r *wire.Result) (outcome string, body []byte) {
+// The outcome's name was checked by Validate; a name that is no outcome's would be applied as
+// a value that is not one, which policy classifies as transient.
+func storable(r *wire.Result) (o outcome.Outcome, body []byte) {
+	o, _ = outcome.Parse(r.Outcome)
 	switch {
 	case len(r.Body) > store.MaxPageBody:
-		return render.OutcomeTooLarge.String(), nil
-	case r.Outcome == render.OutcomeOK.String() && !FinalStatus(r.Status):
-		return render.OutcomeFailed.String(), nil
+		return outcome.TooLarge, nil
+	case o == outcome.OK && !FinalStatus(r.Status):
+		return outcome.Failed, nil
 	}
-	return r.Outcome, r.Body
+	return o, r.Body
 }
 
 // FinalStatus reports whether code is a final HTTP status (200–599): the status a render ends
@@ -299,23 +303,14 @@ func targetFromKey(key []byte, fromSitemap bool) store.Target {
 	return store.Target{URL: url, Device: device, Source: src}
 }
 
-// knownOutcome are render's outcome names.
-var knownOutcome = func() map[string]bool {
-	m := map[string]bool{}
-	for _, o := range render.Outcomes() {
-		m[o.String()] = true
+// outcomeList is the outcomes' names, for the error that refuses an unknown one.
+var outcomeList = func() string {
+	var names []string
+	for _, o := range outcome.All() {
+		names = append(names, o.String())
 	}
-	return m
+	return strings.Join(names, ", ")
 }()
-
-// needsStatus are the outcomes that are an HTTP response: their status is the response's, so
-// it must be one HTTP can send. The others (timeout, network, redirect_loop, too_large,
-// blocked, failed) may end before any response, and carry 0 then.
-var needsStatus = map[string]bool{
-	render.OutcomeOK.String(): true, render.OutcomeNoindex.String(): true,
-	render.OutcomeNotFound.String(): true, render.OutcomeGone.String(): true,
-	render.OutcomeClientError.String(): true, render.OutcomeServerError.String(): true,
-}
 
 // Validate checks every result of a batch before anything is applied, and returns the first
 // bad one's field and why: a key of 1..store.MaxKeyLen bytes; an outcome among render's
@@ -335,9 +330,9 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 			return f("key"), errors.New("empty")
 		case len(r.Key) > store.MaxKeyLen:
 			return f("key"), fmt.Errorf("%d bytes, at most %d", len(r.Key), store.MaxKeyLen)
-		case !knownOutcome[r.Outcome]:
-			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of ok, noindex, not_found, gone, client_error, server_error, timeout, network, redirect_loop, too_large, blocked, failed)", r.Outcome)
-		case needsStatus[r.Outcome] && !FinalStatus(r.Status):
+		case !known(r.Outcome):
+			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of %s)", r.Outcome, outcomeList)
+		case response(r.Outcome) && !FinalStatus(r.Status):
 			return f("status"), fmt.Errorf("%d: outcome %s is a final HTTP response, its status must be 200..599", r.Status, r.Outcome)
 		case r.Status != 0 && !FinalStatus(r.Status):
 			return f("status"), fmt.Errorf("%d: must be 200..599, or 0 when there was no response", r.Status)
@@ -350,3 +345,10 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 	}
 	return "", nil
 }
+
+func known(name string) bool { _, ok := outcome.Parse(name); return ok }
+
+// response reports whether the named outcome is an HTTP response: its status is the
+// response's, so it must be one HTTP can send. The others may end before any response, and
+// carry 0 then.
+func response(name string) bool { o, _ := outcome.Parse(name); return o.Response() }

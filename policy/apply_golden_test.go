@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/freshq/freshq/outcome"
 )
 
 // TestApplyGolden replays the scripts in testdata/apply: a row's state, then the outcomes of
@@ -112,7 +113,11 @@ func (r *scriptRow) applyLines(t *testing.T, d *datadriven.TestData, p *Policy) 
 		}
 		at := r.when(t, d, f[0])
 		r.st.Visited = len(f) == 3
-		dec := p.Apply(r.st, f[1], now+at)
+		o, ok := outcome.Parse(f[1])
+		if !ok {
+			o = outcome.Outcome(255) // a name no outcome has stands for a value that is not one
+		}
+		dec := p.Apply(r.st, o, now+at)
 		r.take(dec)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtRel(at), f[1], dec.Class,
 			fmtRel(r.dueMs), fmtDur(r.dueMs-at), fmtDur(dec.CadenceMs), rungString(p, dec.DemandRung),

@@ -1,11 +1,14 @@
 package policy
 
-import "math"
+import (
+	"math"
+
+	"github.com/freshq/freshq/outcome"
+)
 
 // What a render's outcome does to its row and target: success, or a failure of one of the three
-// kinds below (transient, deterministic, terminal). Outcomes arrive by the renderer's stable
-// names ("ok", "server_error", …; render.Outcome.String()), so policy does not depend on the
-// renderer.
+// kinds below (transient, deterministic, terminal). Outcomes are the leaf package outcome's
+// type, shared with the renderers, so policy does not depend on the renderer.
 
 // Class is what an outcome means for scheduling.
 type Class uint8
@@ -34,17 +37,18 @@ func (c Class) String() string {
 	return "unknown"
 }
 
-// Classify maps a renderer outcome name to its class. An unknown name is transient: a failure
-// nobody has classified proves nothing, so it must not seal anything.
-func Classify(outcome string) Class {
-	switch outcome {
-	case "ok":
+// Classify maps a render outcome to its class. Any other outcome, and a value that is not an
+// outcome, is transient: a failure nobody has classified proves nothing, so it must not seal
+// anything.
+func Classify(o outcome.Outcome) Class {
+	switch o {
+	case outcome.OK:
 		return ClassSuccess
-	case "not_found", "gone":
+	case outcome.NotFound, outcome.Gone:
 		return ClassGone
-	case "noindex":
+	case outcome.Noindex:
 		return ClassNoindex
-	case "blocked":
+	case outcome.Blocked:
 		return ClassBlocked
 	}
 	return ClassTransient
@@ -102,9 +106,9 @@ type Decision struct {
 //   - Blocked: retried only at max_backoff; configuration may change.
 //
 // The cadence carried on the row is always the page's cadence, never the retry gap.
-func (p *Policy) Apply(st State, outcome string, nowMs int64) Decision {
+func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
 	cfg := p.cfg.Render
-	d := Decision{Class: Classify(outcome), DemandRung: st.DemandRung, NeverRendered: st.NeverRendered}
+	d := Decision{Class: Classify(o), DemandRung: st.DemandRung, NeverRendered: st.NeverRendered}
 	row := Row{Key: st.Key, EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, FromSitemap: st.FromSitemap}
 	if d.Class == ClassSuccess {
 		if st.StoredIntervalMs == 0 && len(cfg.Demand.Ladder) > 0 {

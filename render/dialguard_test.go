@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 func TestPublicAddr(t *testing.T) {
@@ -221,7 +222,7 @@ func TestProxyAddressIsNoBypass(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if res := h.Render(ctx, Request{URL: proxy.URL + "/admin"}); res.Outcome != OutcomeBlocked || res.Stage != StagePolicy {
+	if res := h.Render(ctx, Request{URL: proxy.URL + "/admin"}); res.Outcome != outcome.Blocked || res.Stage != StagePolicy {
 		t.Errorf("the http renderer on the proxy's address: %v at %q (%s), want blocked at policy", res.Outcome, res.Stage, res.Err)
 	}
 	if n := direct.Load(); n != 0 {
@@ -232,7 +233,7 @@ func TestProxyAddressIsNoBypass(t *testing.T) {
 	if body, err := get(nil, "http://shop.example/page"); err != nil || body != "through the proxy" {
 		t.Fatalf("a proxied request: %q, %v", body, err)
 	}
-	if res := h.Render(ctx, Request{URL: "http://shop.example/page"}); res.Outcome != OutcomeOK {
+	if res := h.Render(ctx, Request{URL: "http://shop.example/page"}); res.Outcome != outcome.OK {
 		t.Fatalf("the http renderer through the proxy: %v at %q (%s)", res.Outcome, res.Stage, res.Err)
 	}
 	// The proxy's address listed in render.domains: it may be fetched like any listed address.

@@ -1,5 +1,5 @@
 // Package render turns a URL into a page: the renderers behind one interface, and the
-// classification of what happened into an Outcome that policy/ then judges (transient,
+// classification of what happened into an outcome.Outcome that policy/ then judges (transient,
 // deterministic or terminal: see policy.Classify). render/ decides what happened, never
 // what it means for the row.
 //
@@ -16,7 +16,7 @@
 // # Guarantees
 //
 //   - Render never panics and always returns a classified Result. A deadline or a cancelled
-//     context is OutcomeTimeout, whatever stage it interrupted.
+//     context is outcome.Timeout, whatever stage it interrupted.
 //   - No shell, ever. The exec renderer starts the command directly (execve), the URL a single
 //     argv entry, so `;`, `$(…)`, quotes and spaces in a URL reach the program verbatim. On a
 //     timeout the whole process group is killed, so a browser's helper processes die with it.
@@ -29,7 +29,7 @@
 //     The check runs on the resolved address at dial time, so DNS rebinding cannot pass it, and
 //     its error names the policy, never the address or whether a port answered.
 //   - Bounded memory. A body (or exec's stdout) is read to at most max_body+1 bytes into a buffer
-//     that never grows past that — also after gzip decoding — and a larger one is OutcomeTooLarge;
+//     that never grows past that — also after gzip decoding — and a larger one is outcome.TooLarge;
 //     exec's stderr keeps its last 4 KiB; response headers are capped.
 //   - Bounded time. A render returns within render.timeout (or as soon as ctx ends) plus the
 //     moment a kill takes — for exec, at most 1 s more if a descendant escaped its process group
@@ -49,5 +49,5 @@
 //	body     reading the body, and the judgements made on it (too large, meta noindex, OK)
 //	exec     the exec renderer's process: could not start, exited non-zero, was killed
 //
-// A bad URL ends at "request" as OutcomeFailed.
+// A bad URL ends at "request" as outcome.Failed.
 package render

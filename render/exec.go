@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // Exec is the exec renderer: it runs render.exec.command with the URL appended as the last
@@ -44,14 +45,14 @@ import (
 //     then stops waiting for the output pipes it holds.
 //   - The process gets SIGKILL if the worker dies (parent-death signal).
 //   - stdout is read up to render.max_body; one byte more kills the group and the render is
-//     OutcomeTooLarge. stderr keeps its last 4 KiB, quoted in Err on failure.
+//     outcome.TooLarge. stderr keeps its last 4 KiB, quoted in Err on failure.
 //   - The environment is the worker's plus FRESHQ_DEVICE (the request's device) and
 //     FRESHQ_USER_AGENT (that device's User-Agent), for a wrapper script that wants them.
 //
-// Outcomes: exit 0 with output → OutcomeOK, or OutcomeNoindex if the page's head has a robots
-// meta noindex (stage "body"); exit 0 without output → OutcomeFailed at "body"; a non-zero exit,
-// a signal, or a command that cannot start → OutcomeFailed at "exec"; the deadline →
-// OutcomeTimeout at "exec". A page the command produced (ok or noindex) has Status 200: it is
+// Outcomes: exit 0 with output → outcome.OK, or outcome.Noindex if the page's head has a robots
+// meta noindex (stage "body"); exit 0 without output → outcome.Failed at "body"; a non-zero exit,
+// a signal, or a command that cannot start → outcome.Failed at "exec"; the deadline →
+// outcome.Timeout at "exec". A page the command produced (ok or noindex) has Status 200: it is
 // what GET /v1/pages serves, and a stored page must carry a status HTTP can send. Every other
 // outcome has Status 0: a process has no HTTP status, so exec never reports not_found or gone.
 type Exec struct {
@@ -89,11 +90,11 @@ func (e *Exec) Render(ctx context.Context, req Request) (res Result) {
 	u, err := url.Parse(req.URL)
 	switch {
 	case err != nil:
-		return failed(res, OutcomeFailed, StageRequest, "bad URL: "+errText(err))
+		return failed(res, outcome.Failed, StageRequest, "bad URL: "+errText(err))
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		return failed(res, OutcomeFailed, StageRequest, fmt.Sprintf("bad URL: want http(s)://host/…, got scheme %q host %q", u.Scheme, u.Host))
+		return failed(res, outcome.Failed, StageRequest, fmt.Sprintf("bad URL: want http(s)://host/…, got scheme %q host %q", u.Scheme, u.Host))
 	case !e.allow.allows(u.Host):
-		return failed(res, OutcomeBlocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
+		return failed(res, outcome.Blocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
 	}
 
 	timeout := e.cfg.Timeout.D()
@@ -117,9 +118,9 @@ func (e *Exec) Render(ctx context.Context, req Request) (res Result) {
 
 	if err := cmd.Start(); err != nil {
 		if rctx.Err() != nil { // CommandContext does not start a command whose ctx is done
-			return failed(res, OutcomeTimeout, StageExec, ctxErr(rctx, timeout, StageExec))
+			return failed(res, outcome.Timeout, StageExec, ctxErr(rctx, timeout, StageExec))
 		}
-		return failed(res, OutcomeFailed, StageExec, "start: "+err.Error())
+		return failed(res, outcome.Failed, StageExec, "start: "+err.Error())
 	}
 	pid := cmd.Process.Pid
 	waitExited(pid) // the leader has exited but is not reaped: pid, and so the group id, stay ours
@@ -129,25 +130,25 @@ func (e *Exec) Render(ctx context.Context, req Request) (res Result) {
 
 	switch {
 	case stdout.over.Load():
-		return failed(res, OutcomeTooLarge, StageBody, fmt.Sprintf("output over render.max_body (%d bytes); process group killed", e.cfg.MaxBody))
+		return failed(res, outcome.TooLarge, StageBody, fmt.Sprintf("output over render.max_body (%d bytes); process group killed", e.cfg.MaxBody))
 	case exited0 && (err == nil || errors.Is(err, exec.ErrWaitDelay)):
 		// Exited 0. ErrWaitDelay: a descendant outside the group held stdout open; the page the
 		// command wrote before exiting has been read.
 	case rctx.Err() != nil:
-		return failed(res, OutcomeTimeout, StageExec, ctxErr(rctx, timeout, StageExec)+"; process group killed"+stderr.quote())
+		return failed(res, outcome.Timeout, StageExec, ctxErr(rctx, timeout, StageExec)+"; process group killed"+stderr.quote())
 	case err != nil:
-		return failed(res, OutcomeFailed, StageExec, err.Error()+stderr.quote())
+		return failed(res, outcome.Failed, StageExec, err.Error()+stderr.quote())
 	}
 	if len(stdout.buf) == 0 {
-		return failed(res, OutcomeFailed, StageBody, "exit 0 with no output"+stderr.quote())
+		return failed(res, outcome.Failed, StageBody, "exit 0 with no output"+stderr.quote())
 	}
 	res.Body, res.Stage, res.Status = stdout.buf, StageBody, http.StatusOK
 	res.Headers = map[string]string{"content-type": http.DetectContentType(res.Body)}
 	if metaNoindex(res.Body) {
-		res.Outcome, res.Err = OutcomeNoindex, "robots meta tag: noindex"
+		res.Outcome, res.Err = outcome.Noindex, "robots meta tag: noindex"
 		return res
 	}
-	res.Outcome = OutcomeOK
+	res.Outcome = outcome.OK
 	return res
 }
 

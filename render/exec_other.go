@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // Exec is the exec renderer. It needs Linux (process groups, waitid, the parent-death signal);
@@ -20,5 +21,5 @@ func NewExec(config.Render) (*Exec, error) {
 
 // Render fails: there is no exec renderer on this platform.
 func (*Exec) Render(_ context.Context, req Request) Result {
-	return Result{Outcome: OutcomeFailed, Stage: StageExec, FinalURL: req.URL, Err: "exec renderer needs linux"}
+	return Result{Outcome: outcome.Failed, Stage: StageExec, FinalURL: req.URL, Err: "exec renderer needs linux"}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // TestMain lets the test binary stand in for a renderer command: run as
@@ -61,7 +62,7 @@ func TestExecPassesTheURLVerbatimWithoutAShell(t *testing.T) {
 	e := newExec(t, 30*time.Second, os.Args[0], "render-helper", "argv", "--flag=a b")
 	res := e.Render(context.Background(), Request{URL: url, Device: "mobile"})
 	// A page the command produced is served as a page: 200, never the 0 of "no response".
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 
 	start := bytes.Index(res.Body, []byte("<body>")) + len("<body>")
 	end := bytes.Index(res.Body, []byte("</body>"))
@@ -93,7 +94,7 @@ func TestExecPassesTheURLVerbatimWithoutAShell(t *testing.T) {
 func TestExecRefusesURLsThatCouldBeOptions(t *testing.T) {
 	e := newExec(t, 30*time.Second, "true")
 	for _, u := range []string{"--remote-debugging-port=9222", "-x", "", "file:///etc/passwd", "example.com"} {
-		expect(t, e.Render(context.Background(), Request{URL: u}), OutcomeFailed, StageRequest, 0)
+		expect(t, e.Render(context.Background(), Request{URL: u}), outcome.Failed, StageRequest, 0)
 	}
 	cfg := e.cfg
 	cfg.Domains = []string{"example.org"}
@@ -101,13 +102,13 @@ func TestExecRefusesURLsThatCouldBeOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, blocked.Render(context.Background(), Request{URL: "http://example.com/"}), OutcomeBlocked, StagePolicy, 0)
+	expect(t, blocked.Render(context.Background(), Request{URL: "http://example.com/"}), outcome.Blocked, StagePolicy, 0)
 }
 
 func TestExecFailureKeepsStderr(t *testing.T) {
 	e := newExec(t, 30*time.Second, "/bin/sh", "-c", `echo "starting" >&2; echo "chromium: net::ERR_NAME_NOT_RESOLVED" >&2; exit 3`, "sh")
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeFailed, StageExec, 0)
+	expect(t, res, outcome.Failed, StageExec, 0)
 	if !strings.Contains(res.Err, "exit status 3") || !strings.Contains(res.Err, "ERR_NAME_NOT_RESOLVED") {
 		t.Fatalf("Err %q", res.Err)
 	}
@@ -115,13 +116,13 @@ func TestExecFailureKeepsStderr(t *testing.T) {
 
 func TestExecEmptyOutputFails(t *testing.T) {
 	res := newExec(t, 30*time.Second, "true").Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeFailed, StageBody, 0)
+	expect(t, res, outcome.Failed, StageBody, 0)
 }
 
 func TestExecNoindex(t *testing.T) {
 	e := newExec(t, 30*time.Second, "/bin/sh", "-c", `printf '<html><head><meta name="robots" content="noindex"></head><body>%s</body></html>' "$1"`, "sh")
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeNoindex, StageBody, 200)
+	expect(t, res, outcome.Noindex, StageBody, 200)
 	if !bytes.Contains(res.Body, []byte("http://example.com/")) {
 		t.Errorf("body %q", res.Body)
 	}
@@ -133,7 +134,7 @@ func TestExecHangIsKilledWithItsChildren(t *testing.T) {
 	script := `sleep 60 & echo "$$ $!" > "$0"; wait`
 	e := newExec(t, 300*time.Millisecond, "/bin/sh", "-c", script, pidfile)
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeTimeout, StageExec, 0)
+	expect(t, res, outcome.Timeout, StageExec, 0)
 	if !strings.Contains(res.Err, "render.timeout 300ms") {
 		t.Errorf("Err %q", res.Err)
 	}
@@ -152,7 +153,7 @@ func TestExecKillsWhatItLeavesBehind(t *testing.T) {
 	script := `sleep 60 & echo "$!" > "$0"; echo "<html><body>$1</body></html>"`
 	e := newExec(t, 30*time.Second, "/bin/sh", "-c", script, pidfile)
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 	if res.Duration > 20*time.Second {
 		t.Fatalf("took %s", res.Duration)
 	}
@@ -171,7 +172,7 @@ func TestExecOutputOverTheLimitIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeTooLarge, StageBody, 0)
+	expect(t, res, outcome.TooLarge, StageBody, 0)
 	if res.Duration > 20*time.Second {
 		t.Fatalf("took %s: the overflow did not kill it", res.Duration)
 	}
@@ -179,7 +180,7 @@ func TestExecOutputOverTheLimitIsKilled(t *testing.T) {
 	cfg.Exec.Command = []string{"/bin/sh", "-c", `head -c 4096 /dev/zero | tr '\0' a`}
 	e, _ = NewExec(cfg)
 	res = e.Render(context.Background(), Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeOK, StageBody, 200) // exactly max_body is fine
+	expect(t, res, outcome.OK, StageBody, 200) // exactly max_body is fine
 	if len(res.Body) != 4096 {
 		t.Fatalf("%d bytes", len(res.Body))
 	}
@@ -190,7 +191,7 @@ func TestExecCallerCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := e.Render(ctx, Request{URL: "http://example.com/"})
-	expect(t, res, OutcomeTimeout, StageExec, 0)
+	expect(t, res, outcome.Timeout, StageExec, 0)
 	if !strings.Contains(res.Err, "canceled") {
 		t.Errorf("Err %q", res.Err)
 	}
@@ -213,7 +214,7 @@ func TestExecCallerCancels(t *testing.T) {
 	}
 	cancel()
 	res = <-done
-	expect(t, res, OutcomeTimeout, StageExec, 0)
+	expect(t, res, outcome.Timeout, StageExec, 0)
 	if res.Duration > 20*time.Second {
 		t.Fatalf("took %s", res.Duration)
 	}

@@ -16,31 +16,32 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // HTTP is the http renderer: one GET per render, over a transport shared by all its renders.
 //
 // What it does, in order:
-//   - parses the URL (http or https with a host, else OutcomeFailed at "request") and checks its
-//     host against render.domains (else OutcomeBlocked at "policy");
+//   - parses the URL (http or https with a host, else outcome.Failed at "request") and checks its
+//     host against render.domains (else outcome.Blocked at "policy");
 //   - sends GET with the device's User-Agent and an HTML Accept header, under one deadline of
 //     render.timeout for the whole exchange: DNS, dial, TLS, headers and every body byte;
 //   - follows at most render.max_redirects redirects (0: none — the first one is
-//     OutcomeRedirectLoop), checking each target before it is dialled: an http(s) URL, a host in
-//     render.domains (else OutcomeBlocked at "policy"), not a URL already visited on this render
-//     (else OutcomeRedirectLoop);
+//     outcome.RedirectLoop), checking each target before it is dialled: an http(s) URL, a host in
+//     render.domains (else outcome.Blocked at "policy"), not a URL already visited on this render
+//     (else outcome.RedirectLoop);
 //   - dials only what the address policy allows (see addressGuard): an internal address that
 //     render.domains does not list explicitly is refused at dial time, on the resolved address,
-//     on every hop (OutcomeBlocked at "policy", with an error that names the policy only);
+//     on every hop (outcome.Blocked at "policy", with an error that names the policy only);
 //   - classifies the final status: 404 not_found, 410 gone, 408/425/429 and 5xx server_error
 //     (retryable; Status and the retry-after header say which), other 4xx client_error, anything
 //     else that is not 2xx failed — all at "headers", without reading the body;
 //   - for a 2xx, reads the body up to render.max_body (gzip is decoded by the transport and the
-//     limit applies to the decoded bytes), then: noindex in X-Robots-Tag → OutcomeNoindex at
-//     "headers"; an empty body → OutcomeFailed; a robots meta noindex in an HTML head →
-//     OutcomeNoindex at "body"; otherwise OutcomeOK.
+//     limit applies to the decoded bytes), then: noindex in X-Robots-Tag → outcome.Noindex at
+//     "headers"; an empty body → outcome.Failed; a robots meta noindex in an HTML head →
+//     outcome.Noindex at "body"; otherwise outcome.OK.
 //
-// A noindex header is evidence on its own: such a page is OutcomeNoindex even when its body is
+// A noindex header is evidence on its own: such a page is outcome.Noindex even when its body is
 // too large or cut short, with Body nil.
 type HTTP struct {
 	cfg       config.Render
@@ -98,7 +99,7 @@ func (p *phase) stage() string {
 
 // redirectError is CheckRedirect's refusal of a hop.
 type redirectError struct {
-	outcome Outcome
+	outcome outcome.Outcome
 	stage   string
 	msg     string
 }
@@ -114,13 +115,13 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 
 	u, err := url.Parse(req.URL)
 	if err != nil {
-		return failed(res, OutcomeFailed, StageRequest, "bad URL: "+errText(err))
+		return failed(res, outcome.Failed, StageRequest, "bad URL: "+errText(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return failed(res, OutcomeFailed, StageRequest, fmt.Sprintf("bad URL: want http(s)://host/…, got scheme %q host %q", u.Scheme, u.Host))
+		return failed(res, outcome.Failed, StageRequest, fmt.Sprintf("bad URL: want http(s)://host/…, got scheme %q host %q", u.Scheme, u.Host))
 	}
 	if !h.allow.allows(u.Host) {
-		return failed(res, OutcomeBlocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
+		return failed(res, outcome.Blocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
 	}
 
 	rctx, cancel := withTimeout(ctx, h.cfg.Timeout.D())
@@ -132,7 +133,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	})
 	hreq, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return failed(res, OutcomeFailed, StageRequest, "bad URL: "+errText(err))
+		return failed(res, outcome.Failed, StageRequest, "bad URL: "+errText(err))
 	}
 	hreq.Header.Set("User-Agent", userAgent(&h.cfg, req.Device))
 	hreq.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
@@ -159,9 +160,9 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 			if errors.As(err, &ue) && ue.URL != "" {
 				res.FinalURL = ue.URL
 			}
-			return failed(res, OutcomeBlocked, StagePolicy, errText(err))
+			return failed(res, outcome.Blocked, StagePolicy, errText(err))
 		case rctx.Err() != nil:
-			return failed(res, OutcomeTimeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout.D(), ph.stage()))
+			return failed(res, outcome.Timeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout.D(), ph.stage()))
 		default:
 			var ue *url.Error
 			if errors.As(err, &ue) && ue.URL != "" {
@@ -176,17 +177,17 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
 	case code == http.StatusNotFound:
-		return failed(res, OutcomeNotFound, StageHeaders, "status "+resp.Status)
+		return failed(res, outcome.NotFound, StageHeaders, "status "+resp.Status)
 	case code == http.StatusGone:
-		return failed(res, OutcomeGone, StageHeaders, "status "+resp.Status)
+		return failed(res, outcome.Gone, StageHeaders, "status "+resp.Status)
 	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code == http.StatusTooManyRequests:
-		return failed(res, OutcomeServerError, StageHeaders, "status "+resp.Status+" (retryable)")
+		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status+" (retryable)")
 	case code >= 400 && code <= 499:
-		return failed(res, OutcomeClientError, StageHeaders, "status "+resp.Status)
+		return failed(res, outcome.ClientError, StageHeaders, "status "+resp.Status)
 	case code >= 500 && code <= 599:
-		return failed(res, OutcomeServerError, StageHeaders, "status "+resp.Status)
+		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status)
 	default:
-		return failed(res, OutcomeFailed, StageHeaders, "unexpected status "+resp.Status)
+		return failed(res, outcome.Failed, StageHeaders, "unexpected status "+resp.Status)
 	}
 
 	noindexHeader := headerNoindex(resp.Header.Values("X-Robots-Tag"))
@@ -199,27 +200,27 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	}
 	switch {
 	case noindexHeader:
-		res.Outcome, res.Stage, res.Err = OutcomeNoindex, StageHeaders, "X-Robots-Tag: noindex"
+		res.Outcome, res.Stage, res.Err = outcome.Noindex, StageHeaders, "X-Robots-Tag: noindex"
 		if err == nil {
 			res.Body = body
 		}
 		return res
 	case errors.Is(err, errTooLarge):
-		return failed(res, OutcomeTooLarge, StageBody, fmt.Sprintf("body over render.max_body (%d bytes)", limit))
+		return failed(res, outcome.TooLarge, StageBody, fmt.Sprintf("body over render.max_body (%d bytes)", limit))
 	case err != nil && rctx.Err() != nil:
-		return failed(res, OutcomeTimeout, StageBody, ctxErr(rctx, h.cfg.Timeout.D(), StageBody))
+		return failed(res, outcome.Timeout, StageBody, ctxErr(rctx, h.cfg.Timeout.D(), StageBody))
 	case err != nil:
 		o, msg := classifyErr(err)
 		return failed(res, o, StageBody, "reading body: "+msg)
 	case len(body) == 0:
-		return failed(res, OutcomeFailed, StageBody, "empty body with status "+resp.Status)
+		return failed(res, outcome.Failed, StageBody, "empty body with status "+resp.Status)
 	}
 	res.Body, res.Stage = body, StageBody
 	if isHTML(resp.Header.Get("Content-Type")) && metaNoindex(body) {
-		res.Outcome, res.Err = OutcomeNoindex, "robots meta tag: noindex"
+		res.Outcome, res.Err = outcome.Noindex, "robots meta tag: noindex"
 		return res
 	}
-	res.Outcome = OutcomeOK
+	res.Outcome = outcome.OK
 	return res
 }
 
@@ -227,19 +228,19 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 func (h *HTTP) checkRedirect(next *http.Request, via []*http.Request) error {
 	u := next.URL
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return &redirectError{OutcomeFailed, StageHeaders, fmt.Sprintf("redirect to unsupported scheme %q", u.Scheme)}
+		return &redirectError{outcome.Failed, StageHeaders, fmt.Sprintf("redirect to unsupported scheme %q", u.Scheme)}
 	}
 	if !h.allow.allows(u.Host) {
-		return &redirectError{OutcomeBlocked, StagePolicy, fmt.Sprintf("redirect to host %q, which is not in render.domains", u.Hostname())}
+		return &redirectError{outcome.Blocked, StagePolicy, fmt.Sprintf("redirect to host %q, which is not in render.domains", u.Hostname())}
 	}
 	target := withoutFragment(u)
 	for _, prev := range via {
 		if withoutFragment(prev.URL) == target {
-			return &redirectError{OutcomeRedirectLoop, StageHeaders, fmt.Sprintf("redirect loop: back to %s after %d hops", target, len(via))}
+			return &redirectError{outcome.RedirectLoop, StageHeaders, fmt.Sprintf("redirect loop: back to %s after %d hops", target, len(via))}
 		}
 	}
 	if len(via) > h.cfg.MaxRedirects {
-		return &redirectError{OutcomeRedirectLoop, StageHeaders, fmt.Sprintf("more than render.max_redirects (%d) redirects", h.cfg.MaxRedirects)}
+		return &redirectError{outcome.RedirectLoop, StageHeaders, fmt.Sprintf("more than render.max_redirects (%d) redirects", h.cfg.MaxRedirects)}
 	}
 	return nil
 }
@@ -251,14 +252,14 @@ func withoutFragment(u *url.URL) string {
 }
 
 // failed fills in an unsuccessful result.
-func failed(res Result, o Outcome, stage, msg string) Result {
+func failed(res Result, o outcome.Outcome, stage, msg string) Result {
 	res.Outcome, res.Stage, res.Err, res.Body = o, stage, msg, nil
 	return res
 }
 
 // classifyErr sorts a transport error into network trouble, a timeout of the dialer's own, TLS
 // or anything else.
-func classifyErr(err error) (Outcome, string) {
+func classifyErr(err error) (outcome.Outcome, string) {
 	msg := errText(err)
 	var (
 		dnsErr  *net.DNSError
@@ -274,19 +275,19 @@ func classifyErr(err error) (Outcome, string) {
 	switch {
 	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr), errors.As(err, &invErr),
 		errors.As(err, &recErr), errors.As(err, &alert):
-		return OutcomeFailed, "tls: " + msg
+		return outcome.Failed, "tls: " + msg
 	case errors.As(err, &dnsErr):
-		return OutcomeNetwork, msg
+		return outcome.Network, msg
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
 		errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN):
-		return OutcomeNetwork, msg
+		return outcome.Network, msg
 	case errors.Is(err, syscall.ETIMEDOUT), errors.As(err, &netErr) && netErr.Timeout():
-		return OutcomeTimeout, msg
+		return outcome.Timeout, msg
 	case errors.As(err, &opErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return OutcomeNetwork, msg
+		return outcome.Network, msg
 	default:
-		return OutcomeFailed, msg
+		return outcome.Failed, msg
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/outcome"
 )
 
 const page = `<!doctype html><html><head><title>hello</title></head><body><p>hello</p></body></html>`
@@ -66,15 +67,15 @@ func render(h Renderer, url string) Result {
 	return h.Render(context.Background(), Request{Key: []byte("desktop|" + url), URL: url, Device: "desktop"})
 }
 
-func expect(t *testing.T, res Result, o Outcome, stage string, status int) {
+func expect(t *testing.T, res Result, o outcome.Outcome, stage string, status int) {
 	t.Helper()
 	if res.Outcome != o || res.Stage != stage || res.Status != status {
 		t.Fatalf("got %s at %q with status %d (err %q); want %s at %q with status %d", res.Outcome, res.Stage, res.Status, res.Err, o, stage, status)
 	}
-	if (o == OutcomeOK) != (res.Err == "") {
+	if (o == outcome.OK) != (res.Err == "") {
 		t.Fatalf("Err %q for outcome %s", res.Err, o)
 	}
-	if o != OutcomeOK && o != OutcomeNoindex && res.Body != nil {
+	if o != outcome.OK && o != outcome.Noindex && res.Body != nil {
 		t.Fatalf("a %s result carries a body", o)
 	}
 }
@@ -101,7 +102,7 @@ func TestHTTPPageWithHeaders(t *testing.T) {
 	h := newHTTP(t, func(c *config.Render) { c.UserAgents = map[string]string{"mobile": "freshq-mobile/1"} })
 
 	res := render(h, o.URL+"/moved")
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 	if string(res.Body) != page {
 		t.Fatalf("body %q", res.Body)
 	}
@@ -123,7 +124,7 @@ func TestHTTPPageWithHeaders(t *testing.T) {
 	}
 
 	res = h.Render(context.Background(), Request{URL: o.URL + "/page?d=mobile", Device: "mobile"})
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 	if ua, _ := gotUA.Load("desktop"); ua != "freshq/1 (+render queue)" {
 		t.Errorf("desktop User-Agent %q", ua)
 	}
@@ -147,23 +148,23 @@ func TestHTTPStatuses(t *testing.T) {
 	h := newHTTP(t, nil)
 	for _, tc := range []struct {
 		code int
-		want Outcome
+		want outcome.Outcome
 	}{
-		{404, OutcomeNotFound},
-		{410, OutcomeGone},
-		{400, OutcomeClientError},
-		{401, OutcomeClientError},
-		{403, OutcomeClientError},
-		{451, OutcomeClientError},
-		{408, OutcomeServerError}, // 408, 425 and 429 say "try later": retryable
-		{425, OutcomeServerError},
-		{429, OutcomeServerError},
-		{500, OutcomeServerError},
-		{502, OutcomeServerError},
-		{503, OutcomeServerError},
-		{504, OutcomeServerError},
-		{300, OutcomeFailed},
-		{304, OutcomeFailed},
+		{404, outcome.NotFound},
+		{410, outcome.Gone},
+		{400, outcome.ClientError},
+		{401, outcome.ClientError},
+		{403, outcome.ClientError},
+		{451, outcome.ClientError},
+		{408, outcome.ServerError}, // 408, 425 and 429 say "try later": retryable
+		{425, outcome.ServerError},
+		{429, outcome.ServerError},
+		{500, outcome.ServerError},
+		{502, outcome.ServerError},
+		{503, outcome.ServerError},
+		{504, outcome.ServerError},
+		{300, outcome.Failed},
+		{304, outcome.Failed},
 	} {
 		res := render(h, fmt.Sprintf("%s/status/%d", o.URL, tc.code))
 		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
@@ -183,8 +184,8 @@ func TestHTTPEmptyBodyFails(t *testing.T) {
 	o.mux.HandleFunc("/204", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	o.mux.HandleFunc("/200", func(w http.ResponseWriter, r *http.Request) {})
 	h := newHTTP(t, nil)
-	expect(t, render(h, o.URL+"/204"), OutcomeFailed, StageBody, 204)
-	expect(t, render(h, o.URL+"/200"), OutcomeFailed, StageBody, 200)
+	expect(t, render(h, o.URL+"/204"), outcome.Failed, StageBody, 204)
+	expect(t, render(h, o.URL+"/200"), outcome.Failed, StageBody, 200)
 }
 
 func TestHTTPTimeoutWaitingForHeaders(t *testing.T) {
@@ -192,7 +193,7 @@ func TestHTTPTimeoutWaitingForHeaders(t *testing.T) {
 	o.mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	h := newHTTP(t, func(c *config.Render) { c.Timeout = config.Duration(50 * time.Millisecond) })
 	res := render(h, o.URL+"/hang")
-	expect(t, res, OutcomeTimeout, StageHeaders, 0)
+	expect(t, res, outcome.Timeout, StageHeaders, 0)
 	if !strings.Contains(res.Err, "render.timeout 50ms") {
 		t.Errorf("Err %q", res.Err)
 	}
@@ -209,7 +210,7 @@ func TestHTTPTimeoutCoversTheBody(t *testing.T) {
 		<-r.Context().Done() // the rest never comes
 	})
 	h := newHTTP(t, func(c *config.Render) { c.Timeout = config.Duration(50 * time.Millisecond) })
-	expect(t, render(h, o.URL+"/slow-body"), OutcomeTimeout, StageBody, 200)
+	expect(t, render(h, o.URL+"/slow-body"), outcome.Timeout, StageBody, 200)
 }
 
 func TestHTTPCallerCancels(t *testing.T) {
@@ -219,7 +220,7 @@ func TestHTTPCallerCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := h.Render(ctx, Request{URL: o.URL + "/"})
-	expect(t, res, OutcomeTimeout, StageDial, 0)
+	expect(t, res, outcome.Timeout, StageDial, 0)
 	if !strings.Contains(res.Err, "canceled") {
 		t.Errorf("Err %q does not say the caller cancelled", res.Err)
 	}
@@ -234,14 +235,14 @@ func TestHTTPRedirectLoop(t *testing.T) {
 	})
 	h := newHTTP(t, nil)
 	res := render(h, o.URL+"/a")
-	expect(t, res, OutcomeRedirectLoop, StageHeaders, 302)
+	expect(t, res, outcome.RedirectLoop, StageHeaders, 302)
 	if !strings.Contains(res.Err, "loop") || res.FinalURL != o.URL+"/b" || res.Headers != nil {
 		t.Errorf("got %+v", res)
 	}
 	if n := o.hits.Load(); n != 2 {
 		t.Errorf("%d requests; the loop should be caught before the third", n)
 	}
-	expect(t, render(h, o.URL+"/self"), OutcomeRedirectLoop, StageHeaders, 301)
+	expect(t, render(h, o.URL+"/self"), outcome.RedirectLoop, StageHeaders, 301)
 }
 
 func TestHTTPTooManyRedirects(t *testing.T) {
@@ -261,19 +262,19 @@ func TestHTTPTooManyRedirects(t *testing.T) {
 
 	h := newHTTP(t, func(c *config.Render) { c.MaxRedirects = 3 })
 	res := render(h, o.URL+"/r/0") // exactly max_redirects hops: fine
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 	if res.FinalURL != o.URL+"/r/3" {
 		t.Errorf("FinalURL %q", res.FinalURL)
 	}
 	o.hits.Store(0)
 	res = render(h, o.URL+"/endless/0")
-	expect(t, res, OutcomeRedirectLoop, StageHeaders, 302)
+	expect(t, res, outcome.RedirectLoop, StageHeaders, 302)
 	if !strings.Contains(res.Err, "max_redirects (3)") || o.hits.Load() != 4 || res.FinalURL != o.URL+"/endless/3" {
 		t.Errorf("after %d requests: %+v", o.hits.Load(), res)
 	}
 
 	none := newHTTP(t, func(c *config.Render) { c.MaxRedirects = 0 })
-	expect(t, render(none, o.URL+"/r/2"), OutcomeRedirectLoop, StageHeaders, 307)
+	expect(t, render(none, o.URL+"/r/2"), outcome.RedirectLoop, StageHeaders, 307)
 }
 
 func TestHTTPRedirectOutsideTheAllowlistIsBlocked(t *testing.T) {
@@ -290,21 +291,21 @@ func TestHTTPRedirectOutsideTheAllowlistIsBlocked(t *testing.T) {
 	o.mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, page) })
 	h := newHTTP(t, func(c *config.Render) { c.Domains = []string{"127.0.0.1"} })
 
-	expect(t, render(h, o.URL+"/ok"), OutcomeOK, StageBody, 200)
+	expect(t, render(h, o.URL+"/ok"), outcome.OK, StageBody, 200)
 	res := render(h, o.URL+"/out")
-	expect(t, res, OutcomeBlocked, StagePolicy, 302)
+	expect(t, res, outcome.Blocked, StagePolicy, 302)
 	if !strings.Contains(res.Err, `"localhost"`) || res.FinalURL != o.URL+"/out" {
 		t.Errorf("got %+v", res)
 	}
 	if n := other.hits.Load(); n != 0 {
 		t.Fatalf("the host off the list was contacted %d times", n)
 	}
-	expect(t, render(h, o.URL+"/file"), OutcomeFailed, StageHeaders, 302)
+	expect(t, render(h, o.URL+"/file"), outcome.Failed, StageHeaders, 302)
 
 	// The first URL is checked too, before any I/O.
 	o.hits.Store(0)
 	res = render(h, otherURL+"/admin")
-	expect(t, res, OutcomeBlocked, StagePolicy, 0)
+	expect(t, res, outcome.Blocked, StagePolicy, 0)
 	if other.hits.Load() != 0 {
 		t.Fatal("a blocked first URL was fetched")
 	}
@@ -330,12 +331,12 @@ func TestHTTPRedirectWithinTheAllowlistByName(t *testing.T) {
 	}
 
 	res := render(h, "http://example.test/")
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 	if res.FinalURL != "http://www.example.test/home" || !bytes.HasPrefix(res.Body, []byte("www.example.test")) {
 		t.Errorf("got %q from %s", res.Body, res.FinalURL)
 	}
 	res = render(h, "http://www.example.test/")
-	expect(t, res, OutcomeBlocked, StagePolicy, 302)
+	expect(t, res, outcome.Blocked, StagePolicy, 302)
 	if _, ok := dialled.Load("evil.test:80"); ok {
 		t.Fatal("evil.test was dialled")
 	}
@@ -375,17 +376,17 @@ func TestHTTPOversizedBody(t *testing.T) {
 	h := newHTTP(t, func(c *config.Render) { c.MaxBody = limit })
 
 	res := render(h, fmt.Sprintf("%s/len/%d", o.URL, limit))
-	expect(t, res, OutcomeOK, StageBody, 200)
+	expect(t, res, outcome.OK, StageBody, 200)
 	if len(res.Body) != limit {
 		t.Fatalf("%d bytes", len(res.Body))
 	}
-	expect(t, render(h, fmt.Sprintf("%s/chunked/%d", o.URL, limit)), OutcomeOK, StageBody, 200)
-	expect(t, render(h, fmt.Sprintf("%s/len/%d", o.URL, limit+1)), OutcomeTooLarge, StageBody, 200)
-	expect(t, render(h, fmt.Sprintf("%s/len/%d", o.URL, 100*limit)), OutcomeTooLarge, StageBody, 200)
-	expect(t, render(h, fmt.Sprintf("%s/chunked/%d", o.URL, limit+1)), OutcomeTooLarge, StageBody, 200)
-	expect(t, render(h, o.URL+"/gzip-bomb"), OutcomeTooLarge, StageBody, 200)
+	expect(t, render(h, fmt.Sprintf("%s/chunked/%d", o.URL, limit)), outcome.OK, StageBody, 200)
+	expect(t, render(h, fmt.Sprintf("%s/len/%d", o.URL, limit+1)), outcome.TooLarge, StageBody, 200)
+	expect(t, render(h, fmt.Sprintf("%s/len/%d", o.URL, 100*limit)), outcome.TooLarge, StageBody, 200)
+	expect(t, render(h, fmt.Sprintf("%s/chunked/%d", o.URL, limit+1)), outcome.TooLarge, StageBody, 200)
+	expect(t, render(h, o.URL+"/gzip-bomb"), outcome.TooLarge, StageBody, 200)
 	res = render(h, o.URL+"/noindex-huge") // the header is evidence enough
-	expect(t, res, OutcomeNoindex, StageHeaders, 200)
+	expect(t, res, outcome.Noindex, StageHeaders, 200)
 	if res.Body != nil {
 		t.Error("a body over the limit was kept")
 	}
@@ -406,19 +407,19 @@ func TestHTTPNoindex(t *testing.T) {
 	h := newHTTP(t, nil)
 	for _, tc := range []struct {
 		path  string
-		want  Outcome
+		want  outcome.Outcome
 		stage string
 	}{
-		{"/header?v=noindex", OutcomeNoindex, StageHeaders},
-		{"/header?v=googlebot:+noindex", OutcomeNoindex, StageHeaders},
-		{"/header?v=nofollow,+noindex", OutcomeNoindex, StageHeaders},
-		{"/header?v=none", OutcomeNoindex, StageHeaders},
-		{"/header?v=otherbot:+noindex", OutcomeOK, StageBody},
-		{"/header?v=nofollow", OutcomeOK, StageBody},
-		{"/meta?name=robots&content=noindex,follow&ct=text/html", OutcomeNoindex, StageBody},
-		{"/meta?name=googlebot&content=NOINDEX&ct=", OutcomeNoindex, StageBody},
-		{"/meta?name=robots&content=index&ct=text/html", OutcomeOK, StageBody},
-		{"/meta?name=robots&content=noindex&ct=application/json", OutcomeOK, StageBody}, // not HTML: no meta tags
+		{"/header?v=noindex", outcome.Noindex, StageHeaders},
+		{"/header?v=googlebot:+noindex", outcome.Noindex, StageHeaders},
+		{"/header?v=nofollow,+noindex", outcome.Noindex, StageHeaders},
+		{"/header?v=none", outcome.Noindex, StageHeaders},
+		{"/header?v=otherbot:+noindex", outcome.OK, StageBody},
+		{"/header?v=nofollow", outcome.OK, StageBody},
+		{"/meta?name=robots&content=noindex,follow&ct=text/html", outcome.Noindex, StageBody},
+		{"/meta?name=googlebot&content=NOINDEX&ct=", outcome.Noindex, StageBody},
+		{"/meta?name=robots&content=index&ct=text/html", outcome.OK, StageBody},
+		{"/meta?name=robots&content=noindex&ct=application/json", outcome.OK, StageBody}, // not HTML: no meta tags
 	} {
 		res := render(h, o.URL+tc.path)
 		t.Run(tc.path, func(t *testing.T) {
@@ -439,7 +440,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 	ln.Close()
 	h := newHTTP(t, nil)
 	res := render(h, "http://"+addr+"/")
-	expect(t, res, OutcomeNetwork, StageDial, 0)
+	expect(t, res, outcome.Network, StageDial, 0)
 	if !strings.Contains(res.Err, "refused") || strings.Contains(res.Err, `Get "`) {
 		t.Errorf("Err %q", res.Err)
 	}
@@ -450,7 +451,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 		http.Redirect(w, r, "http://"+addr+"/moved", http.StatusFound)
 	})
 	res = render(h, o.URL+"/")
-	expect(t, res, OutcomeNetwork, StageDial, 0)
+	expect(t, res, outcome.Network, StageDial, 0)
 	if res.FinalURL != "http://"+addr+"/moved" {
 		t.Errorf("FinalURL %q", res.FinalURL)
 	}
@@ -470,8 +471,8 @@ func TestHTTPConnectionDroppedMidBody(t *testing.T) {
 		conn.Close()
 	})
 	h := newHTTP(t, nil)
-	expect(t, render(h, o.URL+"/cut"), OutcomeNetwork, StageBody, 200)
-	expect(t, render(h, o.URL+"/nothing"), OutcomeNetwork, StageHeaders, 0)
+	expect(t, render(h, o.URL+"/cut"), outcome.Network, StageBody, 200)
+	expect(t, render(h, o.URL+"/nothing"), outcome.Network, StageHeaders, 0)
 }
 
 func TestHTTPUntrustedCertificate(t *testing.T) {
@@ -481,7 +482,7 @@ func TestHTTPUntrustedCertificate(t *testing.T) {
 	defer srv.Close()
 	h := newHTTP(t, nil)
 	res := render(h, srv.URL+"/")
-	expect(t, res, OutcomeFailed, StageDial, 0)
+	expect(t, res, outcome.Failed, StageDial, 0)
 	if !strings.HasPrefix(res.Err, "tls: ") {
 		t.Errorf("Err %q", res.Err)
 	}
@@ -491,7 +492,7 @@ func TestHTTPBadURLs(t *testing.T) {
 	h := newHTTP(t, nil)
 	for _, u := range []string{"", "example.com/page", "ftp://example.com/", "http:///path", "file:///etc/passwd", "http://[::1/", "javascript:alert(1)"} {
 		res := render(h, u)
-		expect(t, res, OutcomeFailed, StageRequest, 0)
+		expect(t, res, outcome.Failed, StageRequest, 0)
 		if res.FinalURL != u {
 			t.Errorf("%q: FinalURL %q", u, res.FinalURL)
 		}
@@ -505,7 +506,7 @@ func TestHTTPConcurrentRendersShareTheTransport(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
-			if res := render(h, fmt.Sprintf("%s/p/%d", o.URL, i)); res.Outcome != OutcomeOK {
+			if res := render(h, fmt.Sprintf("%s/p/%d", o.URL, i)); res.Outcome != outcome.OK {
 				t.Errorf("render %d: %s %s", i, res.Outcome, res.Err)
 			}
 		})
@@ -516,19 +517,19 @@ func TestHTTPConcurrentRendersShareTheTransport(t *testing.T) {
 func TestClassifyErr(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
-		want Outcome
+		want outcome.Outcome
 	}{
-		{&net.DNSError{Err: "no such host", Name: "nx.example", IsNotFound: true}, OutcomeNetwork},
-		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, OutcomeNetwork},
-		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, OutcomeNetwork},
-		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.EHOSTUNREACH}, OutcomeNetwork},
-		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ETIMEDOUT}, OutcomeTimeout},
-		{fmt.Errorf("wrapped: %w", io.ErrUnexpectedEOF), OutcomeNetwork},
-		{io.EOF, OutcomeNetwork},
-		{x509.UnknownAuthorityError{}, OutcomeFailed},
-		{x509.HostnameError{Certificate: &x509.Certificate{}, Host: "x"}, OutcomeFailed},
-		{timeoutErr{}, OutcomeTimeout},
-		{errors.New("something else"), OutcomeFailed},
+		{&net.DNSError{Err: "no such host", Name: "nx.example", IsNotFound: true}, outcome.Network},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, outcome.Network},
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, outcome.Network},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.EHOSTUNREACH}, outcome.Network},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ETIMEDOUT}, outcome.Timeout},
+		{fmt.Errorf("wrapped: %w", io.ErrUnexpectedEOF), outcome.Network},
+		{io.EOF, outcome.Network},
+		{x509.UnknownAuthorityError{}, outcome.Failed},
+		{x509.HostnameError{Certificate: &x509.Certificate{}, Host: "x"}, outcome.Failed},
+		{timeoutErr{}, outcome.Timeout},
+		{errors.New("something else"), outcome.Failed},
 	} {
 		if got, _ := classifyErr(tc.err); got != tc.want {
 			t.Errorf("classifyErr(%v) = %s, want %s", tc.err, got, tc.want)
@@ -566,7 +567,7 @@ func TestHTTPInternalAddressesOnlyWhenListed(t *testing.T) {
 	} {
 		h := newHTTP(t, func(c *config.Render) { c.Domains = tc.domains })
 		res := render(h, tc.url)
-		expect(t, res, OutcomeBlocked, StagePolicy, 0)
+		expect(t, res, outcome.Blocked, StagePolicy, 0)
 		if !strings.Contains(res.Err, "address policy (render.domains)") || strings.Contains(res.Err, port) ||
 			strings.Contains(res.Err, "dial") || strings.Contains(res.Err, `Get "`) {
 			t.Errorf("%q under %q: Err %q", tc.url, tc.domains, res.Err)
@@ -577,15 +578,15 @@ func TestHTTPInternalAddressesOnlyWhenListed(t *testing.T) {
 	}
 
 	// Listed: the address, or the name itself.
-	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test", "127.0.0.1"} }), "http://www.example.test:"+port+"/"), OutcomeOK, StageBody, 200)
-	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} }), "http://example.test:"+port+"/"), OutcomeOK, StageBody, 200)
+	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test", "127.0.0.1"} }), "http://www.example.test:"+port+"/"), outcome.OK, StageBody, 200)
+	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} }), "http://example.test:"+port+"/"), outcome.OK, StageBody, 200)
 
 	// A redirect from a listed name to a subdomain that resolves inside: the URL passes the
 	// allowlist, the dial does not.
 	o.hits.Store(0)
 	h := newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} })
 	res := render(h, "http://example.test:"+port+"/hop")
-	expect(t, res, OutcomeBlocked, StagePolicy, 0) // the refused hop has no response
+	expect(t, res, outcome.Blocked, StagePolicy, 0) // the refused hop has no response
 	if res.FinalURL != "http://www.example.test:"+port+"/" || o.hits.Load() != 1 {
 		t.Errorf("FinalURL %q after %d hits", res.FinalURL, o.hits.Load())
 	}

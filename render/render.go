@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // Request is one render.
@@ -17,59 +17,6 @@ type Request struct {
 	Key    []byte // the cache key (device|url), for logs; renderers do not interpret it
 	URL    string
 	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
-}
-
-// Outcome classifies what happened. It says nothing of what to do next: policy decides which
-// outcomes are transient and which are evidence for sealing a row.
-type Outcome uint8
-
-// The outcomes. Their String names are the label values of freshq_render_total{outcome} and are
-// part of the API.
-const (
-	OutcomeOK           Outcome = iota + 1 // 2xx with a non-empty body and no noindex
-	OutcomeNoindex                         // 2xx, but X-Robots-Tag or a robots meta tag says noindex (or none)
-	OutcomeNotFound                        // 404
-	OutcomeGone                            // 410
-	OutcomeClientError                     // any other 4xx, except the retryable ones below
-	OutcomeServerError                     // 5xx, and the 4xx that mean "try later": 408, 425, 429 (Status tells which)
-	OutcomeTimeout                         // render.timeout passed, or the caller's context ended, at any stage
-	OutcomeNetwork                         // connection refused or reset, DNS failure, unreachable, connection closed early
-	OutcomeRedirectLoop                    // a redirect back to a URL already visited, or more than max_redirects hops
-	OutcomeTooLarge                        // the body (exec: stdout) is over render.max_body
-	OutcomeBlocked                         // the host (of the URL or of a redirect target) is not in render.domains
-	OutcomeFailed                          // anything else: a bad URL, TLS, an unexpected status, an empty page, exec failing
-)
-
-var outcomeNames = [...]string{
-	OutcomeOK:           "ok",
-	OutcomeNoindex:      "noindex",
-	OutcomeNotFound:     "not_found",
-	OutcomeGone:         "gone",
-	OutcomeClientError:  "client_error",
-	OutcomeServerError:  "server_error",
-	OutcomeTimeout:      "timeout",
-	OutcomeNetwork:      "network",
-	OutcomeRedirectLoop: "redirect_loop",
-	OutcomeTooLarge:     "too_large",
-	OutcomeBlocked:      "blocked",
-	OutcomeFailed:       "failed",
-}
-
-// String returns the outcome's stable lowercase name, or "outcome(N)" for a value out of range.
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
-		return outcomeNames[o]
-	}
-	return "outcome(" + strconv.Itoa(int(o)) + ")"
-}
-
-// Outcomes returns every outcome in order, e.g. to pre-create metric label values.
-func Outcomes() []Outcome {
-	out := make([]Outcome, 0, len(outcomeNames)-1)
-	for o := OutcomeOK; o <= OutcomeFailed; o++ {
-		out = append(out, o)
-	}
-	return out
 }
 
 // The stages of Result.Stage; the package doc says what each covers.
@@ -82,21 +29,21 @@ const (
 	StageExec    = "exec"
 )
 
-// Result is what a render produced. Only Outcome and Stage are always set.
+// Result is what a render produced. Only outcome.Outcome and Stage are always set.
 type Result struct {
-	Outcome  Outcome
+	Outcome  outcome.Outcome
 	Status   int               // the HTTP status when there was one (the last hop's); 0 otherwise
 	Stage    string            // where the render ended: one of the Stage constants
 	Headers  map[string]string // content-type, content-language, last-modified, etag, cache-control, retry-after, when present (lowercase keys)
-	Body     []byte            // the page, for OutcomeOK and OutcomeNoindex (nil for a noindex page over max_body)
+	Body     []byte            // the page, for outcome.OK and outcome.Noindex (nil for a noindex page over max_body)
 	FinalURL string            // after redirects: the URL of the last response, or of the hop that failed to give one
 	Duration time.Duration     // wall time of the render
-	Err      string            // the cause, for people; empty for OutcomeOK
+	Err      string            // the cause, for people; empty for outcome.OK
 }
 
 // Renderer renders one page. Implementations are safe for concurrent use, never panic, and
 // return within render.timeout (plus the time a kill takes) or as soon as ctx ends, whichever is
-// first; a ctx that ends is OutcomeTimeout, its Err saying "canceled" when the caller cancelled
+// first; a ctx that ends is outcome.Timeout, its Err saying "canceled" when the caller cancelled
 // rather than a deadline passing.
 type Renderer interface {
 	Render(ctx context.Context, req Request) Result
@@ -213,11 +160,11 @@ func readLimited(r io.Reader, limit, hint int64) ([]byte, error) {
 	}
 }
 
-// recovered turns a panic inside a renderer into OutcomeFailed, keeping the promise that Render
+// recovered turns a panic inside a renderer into outcome.Failed, keeping the promise that Render
 // never panics. Use as: defer recovered(&res, start).
 func recovered(res *Result, start time.Time) {
 	if p := recover(); p != nil {
-		*res = Result{Outcome: OutcomeFailed, Stage: res.Stage, Err: fmt.Sprintf("renderer panic: %v", p), Duration: time.Since(start)}
+		*res = Result{Outcome: outcome.Failed, Stage: res.Stage, Err: fmt.Sprintf("renderer panic: %v", p), Duration: time.Since(start)}
 		if res.Stage == "" {
 			res.Stage = StageRequest
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // testConfig is the default render configuration with the given renderer.
@@ -19,23 +20,6 @@ func testConfig(renderer string) config.Render {
 	c := config.Default()
 	c.Render.Renderer = renderer
 	return c.Render
-}
-
-func TestOutcomeNamesAreStable(t *testing.T) {
-	want := []string{"ok", "noindex", "not_found", "gone", "client_error", "server_error", "timeout", "network",
-		"redirect_loop", "too_large", "blocked", "failed"}
-	all := Outcomes()
-	if len(all) != len(want) {
-		t.Fatalf("%d outcomes, want %d", len(all), len(want))
-	}
-	for i, o := range all {
-		if o.String() != want[i] {
-			t.Errorf("outcome %d is %q, want %q", o, o.String(), want[i])
-		}
-	}
-	if OutcomeOK != 1 || Outcome(0).String() != "outcome(0)" || Outcome(200).String() != "outcome(200)" {
-		t.Error("the zero value must not be a valid outcome, and out-of-range values must say so")
-	}
 }
 
 func TestNewPicksTheRenderer(t *testing.T) {
@@ -144,7 +128,7 @@ func TestRecoveredTurnsAPanicIntoFailed(t *testing.T) {
 		res.Stage = StageBody
 		panic("tokenizer exploded")
 	}()
-	if res.Outcome != OutcomeFailed || res.Stage != StageBody || !strings.Contains(res.Err, "tokenizer exploded") {
+	if res.Outcome != outcome.Failed || res.Stage != StageBody || !strings.Contains(res.Err, "tokenizer exploded") {
 		t.Fatalf("got %+v", res)
 	}
 }

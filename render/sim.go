@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 // Sim is the simulated renderer, for benchmarks and the demo. It does no I/O.
@@ -17,13 +18,13 @@ import (
 // Each render draws, from render.sim:
 //   - a latency, log-normal around latency_median (σ = 0.5: the p99 is about 3.2× the median).
 //     A zero median returns at once: no timer, no sleep, no allocation beyond the result. A
-//     positive one waits on a timer that ctx cuts short (OutcomeTimeout). A draw at or beyond
-//     render.timeout waits render.timeout and is OutcomeTimeout, as a real renderer would be.
-//   - an outcome. transient_rate of renders fail with a 503 (OutcomeServerError), at random. A
-//     URL is gone (410, OutcomeGone) or noindex (OutcomeNoindex) by a hash of the seed and the URL,
+//     positive one waits on a timer that ctx cuts short (outcome.Timeout). A draw at or beyond
+//     render.timeout waits render.timeout and is outcome.Timeout, as a real renderer would be.
+//   - an outcome. transient_rate of renders fail with a 503 (outcome.ServerError), at random. A
+//     URL is gone (410, outcome.Gone) or noindex (outcome.Noindex) by a hash of the seed and the URL,
 //     so the same page is consistently gone or noindex on every render and in every worker, and
 //     policy's strike counters see consistent evidence. Over many renders of distinct URLs the
-//     outcome shares are the configured rates; the rest are OutcomeOK with a small HTML page naming
+//     outcome shares are the configured rates; the rest are outcome.OK with a small HTML page naming
 //     the URL.
 //
 // The sequence of draws is a pure function of (seed, stream, the n-th render of this Sim): two
@@ -89,7 +90,7 @@ func (s *Sim) Render(ctx context.Context, req Request) (res Result) {
 	n := s.n.Add(1)
 	d := mix64(s.drawKey + n*0x9e3779b97f4a7c15)
 	if err := ctx.Err(); err != nil {
-		return failed(res, OutcomeTimeout, StageRequest, "canceled before the render began: "+context.Cause(ctx).Error())
+		return failed(res, outcome.Timeout, StageRequest, "canceled before the render began: "+context.Cause(ctx).Error())
 	}
 	if s.medianNs > 0 {
 		lat, timedOut := s.latency(d), false
@@ -101,26 +102,26 @@ func (s *Sim) Render(ctx context.Context, req Request) (res Result) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return failed(res, OutcomeTimeout, StageHeaders, "canceled during the simulated render: "+context.Cause(ctx).Error())
+			return failed(res, outcome.Timeout, StageHeaders, "canceled during the simulated render: "+context.Cause(ctx).Error())
 		}
 		if timedOut {
-			return failed(res, OutcomeTimeout, StageHeaders, fmt.Sprintf("render.timeout %s reached (simulated)", s.timeout))
+			return failed(res, outcome.Timeout, StageHeaders, fmt.Sprintf("render.timeout %s reached (simulated)", s.timeout))
 		}
 	}
 
 	if unit(d) < s.transient {
 		res.Status = 503
-		return failed(res, OutcomeServerError, StageHeaders, "status 503 Service Unavailable (simulated)")
+		return failed(res, outcome.ServerError, StageHeaders, "status 503 Service Unavailable (simulated)")
 	}
 	switch v := unit(mix64(s.urlKey ^ fnv64(req.URL))); {
 	case v < s.gone:
 		res.Status = 410
-		return failed(res, OutcomeGone, StageHeaders, "status 410 Gone (simulated)")
+		return failed(res, outcome.Gone, StageHeaders, "status 410 Gone (simulated)")
 	case v < s.noindex:
-		res.Outcome, res.Err = OutcomeNoindex, "robots meta tag: noindex (simulated)"
+		res.Outcome, res.Err = outcome.Noindex, "robots meta tag: noindex (simulated)"
 		res.Body = simPage(req.URL, `<meta name="robots" content="noindex">`)
 	default:
-		res.Outcome = OutcomeOK
+		res.Outcome = outcome.OK
 		res.Body = simPage(req.URL, "")
 	}
 	res.Status, res.Stage = 200, StageBody

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 )
 
 func mustSim(t *testing.T, cfg config.Render, stream uint64) *Sim {
@@ -70,14 +71,14 @@ func TestSimGoneAndNoindexAreAPropertyOfTheURL(t *testing.T) {
 	ctx := context.Background()
 	for i := range 300 {
 		req := Request{URL: urlN(i)}
-		var first Outcome
+		var first outcome.Outcome
 		for k := range 8 { // whenever a render is not a transient 503, the URL's own outcome shows
 			s := s1
 			if k%2 == 1 {
 				s = s2 // another worker agrees on which URLs are gone
 			}
 			o := s.Render(ctx, req).Outcome
-			if o == OutcomeServerError {
+			if o == outcome.ServerError {
 				continue
 			}
 			if first == 0 {
@@ -93,24 +94,24 @@ func TestSimHonoursTheRates(t *testing.T) {
 	const n = 40_000
 	cfg := simConfig(1, 0.10, 0.05, 0.15, 0)
 	s := mustSim(t, cfg, 0)
-	counts := map[Outcome]int{}
+	counts := map[outcome.Outcome]int{}
 	for i := range n {
 		res := s.Render(context.Background(), Request{URL: urlN(i)})
 		counts[res.Outcome]++
 		switch res.Outcome {
-		case OutcomeServerError:
+		case outcome.ServerError:
 			if res.Status != 503 || res.Body != nil {
 				t.Fatalf("transient: %+v", res)
 			}
-		case OutcomeGone:
+		case outcome.Gone:
 			if res.Status != 410 || res.Body != nil {
 				t.Fatalf("gone: %+v", res)
 			}
-		case OutcomeNoindex:
+		case outcome.Noindex:
 			if res.Status != 200 || !metaNoindex(res.Body) {
 				t.Fatalf("noindex without a noindex page: %+v", res)
 			}
-		case OutcomeOK:
+		case outcome.OK:
 			if res.Status != 200 || metaNoindex(res.Body) || !strings.Contains(string(res.Body), "https://shop.example/p/") ||
 				strings.Contains(string(res.Body), "<c>") {
 				t.Fatalf("ok: %+v", res)
@@ -119,7 +120,7 @@ func TestSimHonoursTheRates(t *testing.T) {
 			t.Fatalf("unexpected %s", res.Outcome)
 		}
 	}
-	for o, rate := range map[Outcome]float64{OutcomeServerError: 0.10, OutcomeGone: 0.05, OutcomeNoindex: 0.15, OutcomeOK: 0.70} {
+	for o, rate := range map[outcome.Outcome]float64{outcome.ServerError: 0.10, outcome.Gone: 0.05, outcome.Noindex: 0.15, outcome.OK: 0.70} {
 		got := float64(counts[o]) / n
 		// 5 standard deviations of a binomial share: a wrong formula fails, chance does not.
 		if tol := 5 * math.Sqrt(rate*(1-rate)/n); math.Abs(got-rate) > tol {
@@ -130,10 +131,10 @@ func TestSimHonoursTheRates(t *testing.T) {
 	all := mustSim(t, simConfig(1, 1, 0, 0, 0), 0)
 	none := mustSim(t, simConfig(1, 0, 0, 0, 0), 0)
 	for i := range 1000 {
-		if o := all.Render(context.Background(), Request{URL: urlN(i)}).Outcome; o != OutcomeServerError {
+		if o := all.Render(context.Background(), Request{URL: urlN(i)}).Outcome; o != outcome.ServerError {
 			t.Fatalf("transient_rate 1 gave %s", o)
 		}
-		if o := none.Render(context.Background(), Request{URL: urlN(i)}).Outcome; o != OutcomeOK {
+		if o := none.Render(context.Background(), Request{URL: urlN(i)}).Outcome; o != outcome.OK {
 			t.Fatalf("all rates 0 gave %s", o)
 		}
 	}
@@ -165,7 +166,7 @@ func TestSimLatencyIsLogNormalAroundTheMedian(t *testing.T) {
 		var ds []time.Duration
 		for i := range 2001 {
 			res := s.Render(context.Background(), Request{URL: urlN(i)})
-			if res.Outcome != OutcomeOK {
+			if res.Outcome != outcome.OK {
 				t.Fatalf("%s: %s", res.Outcome, res.Err)
 			}
 			ds = append(ds, res.Duration)
@@ -190,12 +191,12 @@ func TestSimTimeoutAndCancellation(t *testing.T) {
 		for i := range 400 {
 			res := s.Render(context.Background(), Request{URL: urlN(i)})
 			switch res.Outcome {
-			case OutcomeTimeout:
+			case outcome.Timeout:
 				timeouts++
 				if res.Duration != time.Second || !strings.Contains(res.Err, "render.timeout") {
 					t.Fatalf("timeout after %s: %q", res.Duration, res.Err)
 				}
-			case OutcomeOK:
+			case outcome.OK:
 				if res.Duration >= time.Second {
 					t.Fatalf("ok after %s", res.Duration)
 				}
@@ -210,11 +211,11 @@ func TestSimTimeoutAndCancellation(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
 		res := s.Render(ctx, Request{URL: urlN(1)})
-		if res.Outcome != OutcomeTimeout || res.Duration != 10*time.Millisecond || !strings.Contains(res.Err, "deadline") {
+		if res.Outcome != outcome.Timeout || res.Duration != 10*time.Millisecond || !strings.Contains(res.Err, "deadline") {
 			t.Fatalf("caller's deadline: %+v", res)
 		}
 		res = s.Render(ctx, Request{URL: urlN(1)})
-		if res.Outcome != OutcomeTimeout || res.Duration != 0 {
+		if res.Outcome != outcome.Timeout || res.Duration != 0 {
 			t.Fatalf("an expired context: %+v", res)
 		}
 	})

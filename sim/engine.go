@@ -15,6 +15,7 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -201,7 +202,7 @@ type job struct {
 	seq     uint64
 	id      int32
 	attempt uint32
-	outcome string
+	outcome outcome.Outcome
 	lease   shm.Lease
 }
 
@@ -541,15 +542,15 @@ func (r *run) claim(ctx context.Context, n, u int) error {
 			r.granted[id] = true
 		}
 		r.attempts[id]++
-		lat, outcome := r.attempt(id, r.attempts[id])
-		r.push(job{doneMs: r.nowMs + lat, id: id, attempt: r.attempts[id], outcome: outcome, lease: j.Lease})
+		lat, o := r.attempt(id, r.attempts[id])
+		r.push(job{doneMs: r.nowMs + lat, id: id, attempt: r.attempts[id], outcome: o, lease: j.Lease})
 	}
 	return nil
 }
 
 // attempt decides the latency and outcome of page id's n-th attempt: a pure function of the
 // seed, the page and n, so the same attempt turns out the same under every policy.
-func (r *run) attempt(id int32, n uint32) (latencyMs int64, outcome string) {
+func (r *run) attempt(id int32, n uint32) (latencyMs int64, o outcome.Outcome) {
 	m, seed := &r.c.Mix.Render, r.c.Seed
 	timeout := r.cfg.Render.Timeout.Ms()
 	lat := int64(0)
@@ -561,18 +562,18 @@ func (r *run) attempt(id int32, n uint32) (latencyMs int64, outcome string) {
 	}
 	lat = max(lat, 1)
 	if lat >= timeout {
-		return timeout, "timeout"
+		return timeout, outcome.Timeout
 	}
 	if draw(seed, streamTransient, uint64(id), uint64(n)) < m.Transient {
-		return lat, "server_error"
+		return lat, outcome.ServerError
 	}
 	switch r.c.Fate[id] {
 	case FateGone:
-		return lat, "gone"
+		return lat, outcome.Gone
 	case FateNoindex:
-		return lat, "noindex"
+		return lat, outcome.Noindex
 	}
-	return lat, "ok"
+	return lat, outcome.OK
 }
 
 // complete applies a finished attempt the way worker 0 applies a result: policy decides the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/invariants"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
 )
 
@@ -162,21 +163,21 @@ func TestAttemptOutcomeRates(t *testing.T) {
 	for id := range int32(c.Len()) {
 		for a := uint32(1); a <= perPage; a++ {
 			_, out := r.attempt(id, a)
-			if out2 := func() string { _, o := r.attempt(id, a); return o }(); out2 != out {
+			if out2 := func() outcome.Outcome { _, o := r.attempt(id, a); return o }(); out2 != out {
 				t.Fatalf("page %d attempt %d: %s, then %s", id, a, out, out2)
 			}
 			switch c.Fate[id] {
 			case FateGone:
-				if out != "gone" && out != "server_error" && out != "timeout" {
+				if out != outcome.Gone && out != outcome.ServerError && out != outcome.Timeout {
 					t.Fatalf("gone page %d answered %s", id, out)
 				}
 			case FateNoindex:
-				if out != "noindex" && out != "server_error" && out != "timeout" {
+				if out != outcome.Noindex && out != outcome.ServerError && out != outcome.Timeout {
 					t.Fatalf("noindex page %d answered %s", id, out)
 				}
 			}
 			n++
-			if out == "server_error" {
+			if out == outcome.ServerError {
 				transient++
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/freshq/freshq/outcome"
 )
 
 // The binary results batch is how render workers deliver results to worker 0 on the control
@@ -175,20 +177,23 @@ func DecodeResults(b []byte) ([]Result, error) {
 	return rs, nil
 }
 
-// OutcomeNames and StageNames are the outcome and stage names render produces
-// (render.Outcome.String, render.Stage*), spelled out because this package imports nothing of
-// freshq; a test pins them equal to render's. DecodeResults interns them, so that decoding one
-// does not allocate.
-var (
-	OutcomeNames = []string{"ok", "noindex", "not_found", "gone", "client_error", "server_error",
-		"timeout", "network", "redirect_loop", "too_large", "blocked", "failed"}
-	StageNames = []string{"policy", "dial", "request", "headers", "body", "exec"}
-)
+// StageNames are the stage names render produces (render.Stage*), spelled out because this
+// package imports nothing of freshq but the leaf outcome; a test pins them equal to render's.
+// DecodeResults interns them and the outcomes' names, so that decoding one does not allocate.
+var StageNames = []string{"policy", "dial", "request", "headers", "body", "exec"}
 
 var (
-	outcomes = internTable(OutcomeNames)
+	outcomes = internTable(outcomeNames())
 	stages   = internTable(StageNames)
 )
+
+func outcomeNames() []string {
+	var names []string
+	for _, o := range outcome.All() {
+		names = append(names, o.String())
+	}
+	return names
+}
 
 func internTable(names []string) map[string]string {
 	m := make(map[string]string, len(names))

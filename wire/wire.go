@@ -52,7 +52,7 @@ const MaxResultHeaders = 64
 // Result is one render attempt's outcome as it travels to worker 0.
 type Result struct {
 	Key        []byte            `json:"key"`
-	Outcome    string            `json:"outcome"` // render.Outcome.String()
+	Outcome    string            `json:"outcome"` // an outcome.Outcome name
 	Status     int               `json:"status,omitempty"`
 	Stage      string            `json:"stage,omitempty"`
 	DurationMs int64             `json:"duration_ms"`

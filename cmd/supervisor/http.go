@@ -20,7 +20,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/internal/clock"
-	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
@@ -420,7 +420,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descBacklog, float64(w0.Load(shm.CounterBacklog+shm.Counter(lane))), name)
 		histogram(descLateness, shm.CounterLateness+shm.Counter(lane)*shm.LatenessStride, shm.LatenessBuckets[:], 1e6, name)
 	}
-	for i, o := range render.Outcomes() {
+	for i, o := range outcome.All() {
 		counter(descRender, sum(shm.CounterRenderOutcome+shm.Counter(i)), o.String())
 	}
 	histogram(descRenderSec, shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], 1e6)

@@ -12,6 +12,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
@@ -314,11 +315,11 @@ func (p *renderPool) giveBack(l shm.Lease) {
 // renderJob renders one job. It reports false, and counts nothing, if the render was cut short
 // by ctx's end (the drain bound): it did not finish, and its lease must be given back. A render
 // that finished as ctx ended is kept: what counts is its outcome (a cut render is
-// OutcomeTimeout), not whether ctx has ended since.
+// outcome.Timeout), not whether ctx has ended since.
 func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (wire.Result, bool) {
 	device, url, _ := cachekey.Split(j.Key)
 	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
-	if res.Outcome == render.OutcomeTimeout && ctx.Err() != nil {
+	if res.Outcome == outcome.Timeout && ctx.Err() != nil {
 		return wire.Result{}, false
 	}
 	if i := int(res.Outcome) - 1; i >= 0 && i < shm.NumRenderOutcomes {

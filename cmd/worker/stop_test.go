@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
@@ -55,7 +56,7 @@ type instantRenderer struct{ renders atomic.Int64 }
 
 func (r *instantRenderer) Render(_ context.Context, req render.Request) render.Result {
 	r.renders.Add(1)
-	return render.Result{Outcome: render.OutcomeOK, Status: 200, Stage: render.StageBody, Body: []byte("<html>" + req.URL + "</html>")}
+	return render.Result{Outcome: outcome.OK, Status: 200, Stage: render.StageBody, Body: []byte("<html>" + req.URL + "</html>")}
 }
 
 // stuckWorker0 takes no result: each delivery waits until its context ends. The first batch
@@ -191,23 +192,23 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 }
 
 // A render that finished just as the drain bound passed is a result like any other: its
-// outcome says it finished. Only a render the bound cut short (OutcomeTimeout) is given back.
+// outcome says it finished. Only a render the bound cut short (outcome.Timeout) is given back.
 func TestRenderFinishedAtTheDrainBoundIsKept(t *testing.T) {
 	e := poolEnv(t, 1)
 	job := claim.Job{Key: []byte("desktop|https://shop.test/a")}
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := rendererFunc(func(context.Context, render.Request) render.Result {
 		cancel() // the drain bound passes as the render returns
-		return render.Result{Outcome: render.OutcomeOK, Status: 200, Stage: render.StageBody, Body: []byte("<html></html>")}
+		return render.Result{Outcome: outcome.OK, Status: 200, Stage: render.StageBody, Body: []byte("<html></html>")}
 	})
 	res, ok := renderJob(ctx, e, finished, job)
-	if !ok || res.Outcome != render.OutcomeOK.String() {
+	if !ok || res.Outcome != outcome.OK.String() {
 		t.Fatalf("a finished render was thrown away: %v %+v", ok, res)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	cut := rendererFunc(func(context.Context, render.Request) render.Result {
 		cancel()
-		return render.Result{Outcome: render.OutcomeTimeout, Stage: render.StageHeaders, Err: "canceled during headers"}
+		return render.Result{Outcome: outcome.Timeout, Stage: render.StageHeaders, Err: "canceled during headers"}
 	})
 	if _, ok := renderJob(ctx, e, cut, job); ok {
 		t.Fatal("a render cut short by the drain bound was kept")
