@@ -39,7 +39,7 @@ const maxClaimBody = 1 << 10
 
 // WireJob converts a granted job for the wire.
 func WireJob(j claim.Job) wire.Job {
-	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, FromSitemap: j.FromSitemap,
+	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
 		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: intake.WireLease(j.Lease)}
 }
 
@@ -49,7 +49,7 @@ func ClaimJob(j wire.Job) claim.Job {
 	if j.Source == claim.SourceReady.String() {
 		src = claim.SourceReady
 	}
-	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, FromSitemap: j.FromSitemap,
+	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
 		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: intake.ShmLease(j.Lease)}
 }
 

@@ -67,7 +67,7 @@ func TestDiscover(t *testing.T) {
 		t.Fatalf("discover unknown: %d %v", code, out)
 	}
 	row, err := n.Store.GetSchedule([]byte("desktop|https://shop.test/c/new"))
-	if err != nil || row.FromSitemap || row.DueAtMs != start || !row.NeverRendered {
+	if err != nil || row.Submitted || row.DueAtMs != start || !row.NeverRendered {
 		t.Fatalf("discovered row %+v %v", row, err)
 	}
 	n.post("/v1/targets", `[{"url": "https://shop.test/c/known", "source": "sitemap"}]`)

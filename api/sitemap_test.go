@@ -189,7 +189,7 @@ func TestSitemapEveryOptionalTag(t *testing.T) {
 	} {
 		key := []byte("desktop|" + u)
 		row, err := e.Store.GetSchedule(key)
-		if err != nil || !row.FromSitemap || row.DueAtMs != start {
+		if err != nil || !row.Submitted || row.DueAtMs != start {
 			t.Fatalf("%s: row %+v %v", u, row, err)
 		}
 		tg, err := e.Store.GetTarget(key)

@@ -51,16 +51,16 @@ func TestPostTargetsArrayAndNDJSON(t *testing.T) {
 		t.Fatalf("array: %d %+v", code, out)
 	}
 	row, err := e.Store.GetSchedule([]byte("desktop|https://shop.test/c/shoes"))
-	if err != nil || row.DueAtMs != start || !row.FromSitemap || row.EffectiveIntervalMs != 6*hour || !row.NeverRendered {
+	if err != nil || row.DueAtMs != start || !row.Submitted || row.EffectiveIntervalMs != 6*hour || !row.NeverRendered {
 		t.Fatalf("normalized sitemap row %+v %v", row, err)
 	}
 	if tg, _ := e.Store.GetTarget([]byte("desktop|https://shop.test/c/shoes")); tg.Source != store.SourceSitemap || tg.StoredIntervalMs != 6*hour {
 		t.Fatalf("target %+v", tg)
 	}
-	if row, _ := e.Store.GetSchedule([]byte("mobile|https://shop.test/p/1")); row.EffectiveIntervalMs != hour || !row.FromSitemap {
+	if row, _ := e.Store.GetSchedule([]byte("mobile|https://shop.test/p/1")); row.EffectiveIntervalMs != hour || !row.Submitted {
 		t.Fatalf("api row (submitted) %+v", row)
 	}
-	if row, _ := e.Store.GetSchedule([]byte("tablet|https://shop.test/blog")); row.FromSitemap || row.DueAtMs != 1798859045000 {
+	if row, _ := e.Store.GetSchedule([]byte("tablet|https://shop.test/blog")); row.Submitted || row.DueAtMs != 1798859045000 {
 		t.Fatalf("discovered row %+v", row)
 	}
 	code, out = postTargets(t, srv, "{\"url\": \"https://shop.test/n/1\"}\n\n{\"url\": \"https://shop.test/n/2\"}\n")
@@ -150,7 +150,7 @@ func TestPostTargetsRepeatedKeyMergesInOrder(t *testing.T) {
 		t.Fatalf("%d %+v", code, out)
 	}
 	row, err := e.Store.GetSchedule([]byte("desktop|https://shop.test/a"))
-	if err != nil || row.EffectiveIntervalMs != 12*hour || row.DueAtMs != 1798761600000 || row.FromSitemap {
+	if err != nil || row.EffectiveIntervalMs != 12*hour || row.DueAtMs != 1798761600000 || row.Submitted {
 		t.Fatalf("the repeat dropped the first item's fields: %+v %v", row, err)
 	}
 	if tg, _ := e.Store.GetTarget([]byte("desktop|https://shop.test/a")); tg.Source != store.SourceDiscovered || tg.StoredIntervalMs != 12*hour {

@@ -50,15 +50,15 @@ func (s Source) String() string {
 
 // Job is one granted row. The holder must release its Lease (or let it lapse).
 type Job struct {
-	Key         []byte
-	KeyHash     uint64
-	DueAtMs     int64
-	CadenceMs   int64
-	FromSitemap bool
-	Lane        policy.Lane
-	Score       float64
-	Source      Source
-	Lease       shm.Lease
+	Key       []byte
+	KeyHash   uint64
+	DueAtMs   int64
+	CadenceMs int64
+	Submitted bool
+	Lane      policy.Lane
+	Score     float64
+	Source    Source
+	Lease     shm.Lease
 }
 
 // Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for
@@ -192,7 +192,7 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 		}
 		jobs = append(jobs, Job{
 			Key: append([]byte(nil), e.Key...), KeyHash: e.KeyHash, DueAtMs: e.DueAtMs, CadenceMs: e.CadenceMs,
-			FromSitemap: e.FromSitemap, Lane: policy.Lane(e.Lane), Score: e.Score, Source: SourceReady, Lease: lease,
+			Submitted: e.Submitted, Lane: policy.Lane(e.Lane), Score: e.Score, Source: SourceReady, Lease: lease,
 		})
 		granted++
 	}

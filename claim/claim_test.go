@@ -82,7 +82,7 @@ func (n *node) sweep() sweep.Result {
 // rendered (no longer cold), and its lease released.
 func (n *node) complete(j Job) {
 	n.T.Helper()
-	n.Put(string(j.Key), n.Now()+j.CadenceMs, j.FromSitemap, j.CadenceMs, store.Lanes{})
+	n.Put(string(j.Key), n.Now()+j.CadenceMs, j.Submitted, j.CadenceMs, store.Lanes{})
 	n.Seg.Leases().Release(j.Lease, n.Now(), 0)
 }
 
@@ -219,7 +219,7 @@ func TestLeasedRowNeverGrantedTwice(t *testing.T) {
 func TestLaneSharesHoldOverManyBatches(t *testing.T) {
 	n := newNode(t, routes+"queue:\n  ready: {capacity: 500}\n")
 	rng := rand.New(rand.NewPCG(7, 8))
-	lanes := func(i int) (fromSitemap bool, l store.Lanes) {
+	lanes := func(i int) (submitted bool, l store.Lanes) {
 		switch {
 		case i%50 == 0:
 			return true, store.Lanes{Urgent: true}
@@ -241,7 +241,7 @@ func TestLaneSharesHoldOverManyBatches(t *testing.T) {
 		due := map[policy.Lane]int{}
 		for _, r := range n.AllRows() {
 			if r.DueAtMs <= n.Now() {
-				due[policy.LaneOf(&policy.Row{Urgent: r.Urgent, Failing: r.Failing, NeverRendered: r.NeverRendered, FromSitemap: r.FromSitemap})]++
+				due[policy.LaneOf(&policy.Row{Urgent: r.Urgent, Failing: r.Failing, NeverRendered: r.NeverRendered, Submitted: r.Submitted})]++
 			}
 		}
 		jobs, err := n.claimer(1).Claim(context.Background(), batch)

@@ -71,7 +71,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			pr := rows.Policy(r.Key, r.Row)
 			cadence, _ := pol.Cadence(&pr)
 			jobs = append(jobs, Job{
-				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, FromSitemap: r.FromSitemap,
+				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, Submitted: r.Submitted,
 				Lane: policy.LaneOf(&pr), Score: pol.Score(&pr, cadence, now), Source: SourceIndex, Lease: lease,
 			})
 		}

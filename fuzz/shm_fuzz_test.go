@@ -90,7 +90,7 @@ func FuzzShmEntry(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := shm.Entry{Score: score, DueAtMs: due, CadenceMs: cadence, FromSitemap: sitemap, Lane: lane, Key: key}
+		in := shm.Entry{Score: score, DueAtMs: due, CadenceMs: cadence, Submitted: sitemap, Lane: lane, Key: key}
 		res := seg.Ready().Publish([]shm.Entry{in}, 7)
 		var out shm.Entry
 		st := seg.Ready().Take(&out)
@@ -104,7 +104,7 @@ func FuzzShmEntry(f *testing.F) {
 			t.Fatalf("take: %v", st)
 		}
 		if math.Float64bits(out.Score) != math.Float64bits(score) || out.DueAtMs != due || out.CadenceMs != cadence ||
-			out.FromSitemap != sitemap || out.Lane != lane || !bytes.Equal(out.Key, key) ||
+			out.Submitted != sitemap || out.Lane != lane || !bytes.Equal(out.Key, key) ||
 			out.KeyHash != shm.KeyHash(key) || out.Gen != 1 || out.Index != 0 {
 			t.Fatalf("round trip: in %+v, out %+v", in, out)
 		}

@@ -90,12 +90,12 @@ type model struct {
 
 func modelEntry(g uint64, i int) shm.Entry {
 	return shm.Entry{
-		Score:       float64(g*100) + float64(i),
-		DueAtMs:     int64(g),
-		CadenceMs:   int64(i + 1),
-		FromSitemap: i%2 == 0,
-		Lane:        uint8(i % 4),
-		Key:         []byte(fmt.Sprintf("g%d/i%d/%s", g, i, "xxxxxxxxxxxx"[:(int(g)+i)%12])),
+		Score:     float64(g*100) + float64(i),
+		DueAtMs:   int64(g),
+		CadenceMs: int64(i + 1),
+		Submitted: i%2 == 0,
+		Lane:      uint8(i % 4),
+		Key:       []byte(fmt.Sprintf("g%d/i%d/%s", g, i, "xxxxxxxxxxxx"[:(int(g)+i)%12])),
 	}
 }
 
@@ -115,7 +115,7 @@ func (m *model) check() error {
 		want := pub[tk.e.Index]
 		got := tk.e
 		if got.Score != want.Score || got.DueAtMs != want.DueAtMs || got.CadenceMs != want.CadenceMs ||
-			got.FromSitemap != want.FromSitemap || got.Lane != want.Lane || string(got.Key) != string(want.Key) ||
+			got.Submitted != want.Submitted || got.Lane != want.Lane || string(got.Key) != string(want.Key) ||
 			got.KeyHash != shm.KeyHash(want.Key) {
 			return fmt.Errorf("R2: reader %d got %q (score %v) as generation %d index %d, published %q (score %v)",
 				tk.reader, got.Key, got.Score, got.Gen, got.Index, want.Key, want.Score)

@@ -55,7 +55,7 @@ func checkDecode(t *testing.T, in []byte, err error, reencode func() ([]byte, er
 }
 
 func FuzzStoreProjection(f *testing.F) {
-	seedTruncations(f, mustMarshal(f, store.Projection{FromSitemap: true, EffectiveIntervalMs: 3_600_000,
+	seedTruncations(f, mustMarshal(f, store.Projection{Submitted: true, EffectiveIntervalMs: 3_600_000,
 		StoredIntervalMs: 86_400_000, Lanes: store.Lanes{Urgent: true, Failing: true}}))
 	seedTruncations(f, mustMarshal(f, store.Projection{}))
 	f.Fuzz(func(t *testing.T, b []byte) {

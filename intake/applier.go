@@ -216,14 +216,14 @@ func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.W
 	}
 	t, err := a.Store.GetTarget(r.Key)
 	if errors.Is(err, store.ErrNotFound) {
-		t = targetFromKey(r.Key, row.FromSitemap)
+		t = targetFromKey(r.Key, row.Submitted)
 	} else if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
 	}
 	o, body := storable(r)
 	d := pol.Apply(policy.State{
 		Key:              r.Key,
-		FromSitemap:      row.FromSitemap,
+		Submitted:        row.Submitted,
 		CarriedMs:        row.EffectiveIntervalMs,
 		StoredIntervalMs: row.StoredIntervalMs,
 		DemandRung:       t.DemandRung,
@@ -233,7 +233,7 @@ func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.W
 		NeverRendered:    row.NeverRendered,
 	}, o, now)
 
-	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.FromSitemap, d.CadenceMs,
+	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
@@ -294,10 +294,10 @@ func pageHeaders(h map[string]string) []store.Header {
 }
 
 // targetFromKey rebuilds a minimal target for a row that has none (a row filed without one).
-func targetFromKey(key []byte, fromSitemap bool) store.Target {
+func targetFromKey(key []byte, submitted bool) store.Target {
 	device, url, _ := cachekey.Split(key)
 	src := store.SourceDiscovered
-	if fromSitemap {
+	if submitted {
 		src = store.SourceSitemap
 	}
 	return store.Target{URL: url, Device: device, Source: src}

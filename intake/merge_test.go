@@ -50,7 +50,7 @@ func TestUpsertOmittedSourceKeepsStored(t *testing.T) {
 		}
 		tg, _ := e.Store.GetTarget([]byte("desktop|" + u))
 		row, _ := e.Store.GetSchedule([]byte("desktop|" + u))
-		if tg.Source.String() != src || row.FromSitemap != (src == "sitemap") || tg.StoredIntervalMs != 6*hour {
+		if tg.Source.String() != src || row.Submitted != (src == "sitemap") || tg.StoredIntervalMs != 6*hour {
 			t.Fatalf("%s: an omitted source reset the target: %+v, row %+v", src, tg, row)
 		}
 	}

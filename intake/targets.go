@@ -263,7 +263,7 @@ func (t *Targets) prioritize(keys [][]byte, mode string) (int, error) {
 		if mode == "rush" {
 			due, lanes.Urgent = min(due, now), true
 		}
-		sch, err := store.NewSchedule(k, due, row.FromSitemap, row.EffectiveIntervalMs, lanes)
+		sch, err := store.NewSchedule(k, due, row.Submitted, row.EffectiveIntervalMs, lanes)
 		if err != nil {
 			return 0, err
 		}
@@ -458,9 +458,9 @@ func (t *Targets) merge(p *Item, now int64) (store.Write, error) {
 	if p.sourceSet || !hasTarget {
 		tgt.Source = p.source
 	}
-	fromSitemap := tgt.Source.Submitted()
+	submitted := tgt.Source.Submitted()
 	if exists && !p.sourceSet {
-		fromSitemap = row.FromSitemap
+		submitted = row.Submitted
 	}
 	lanes := store.Lanes{NeverRendered: true}
 	carried, due := int64(0), p.due
@@ -476,7 +476,7 @@ func (t *Targets) merge(p *Item, now int64) (store.Write, error) {
 	if p.interval >= 0 {
 		carried, tgt.StoredIntervalMs = p.interval, p.interval
 	}
-	sch, err := store.NewSchedule(p.Key, due, fromSitemap, carried, lanes)
+	sch, err := store.NewSchedule(p.Key, due, submitted, carried, lanes)
 	if err != nil {
 		return store.Write{}, err
 	}

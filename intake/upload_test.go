@@ -30,7 +30,7 @@ func TestUploadMergesRepeatsAndRejectsByField(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	row, err := e.Store.GetSchedule([]byte("desktop|https://shop.test/a"))
-	if err != nil || row.EffectiveIntervalMs != 12*hour || row.DueAtMs != 1798761600000 || row.FromSitemap {
+	if err != nil || row.EffectiveIntervalMs != 12*hour || row.DueAtMs != 1798761600000 || row.Submitted {
 		t.Fatalf("the repeat dropped the first item's fields: %+v %v", row, err)
 	}
 }

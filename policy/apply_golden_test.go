@@ -68,7 +68,7 @@ func newScriptRow(t *testing.T, d *datadriven.TestData) *scriptRow {
 	d.ScanArgs(t, "key", &key)
 	r := &scriptRow{st: State{
 		Key:              []byte(key),
-		FromSitemap:      d.HasArg("sitemap"),
+		Submitted:        d.HasArg("sitemap"),
 		CarriedMs:        durArg(t, d, "carried", 0),
 		StoredIntervalMs: durArg(t, d, "stored", 0),
 		NeverRendered:    d.HasArg("never"),
@@ -89,12 +89,12 @@ func newScriptRow(t *testing.T, d *datadriven.TestData) *scriptRow {
 }
 
 func (r *scriptRow) lane() Lane {
-	return LaneOf(&Row{FromSitemap: r.st.FromSitemap, Failing: r.failing, NeverRendered: r.st.NeverRendered})
+	return LaneOf(&Row{Submitted: r.st.Submitted, Failing: r.failing, NeverRendered: r.st.NeverRendered})
 }
 
 func (r *scriptRow) String(p *Policy) string {
 	source := "discovered"
-	if r.st.FromSitemap {
+	if r.st.Submitted {
 		source = "sitemap"
 	}
 	return fmt.Sprintf("row %s %s carried=%s stored=%s rung=%s due=%s lane=%s\n", r.st.Key, source,

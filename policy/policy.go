@@ -56,7 +56,7 @@ func (p *Policy) Boost() float64 { return p.boost }
 type Row struct {
 	Key                 []byte // cacheKey: device + "|" + URL
 	DueAtMs             int64
-	FromSitemap         bool
+	Submitted           bool
 	EffectiveIntervalMs int64 // the cadence the write path decided; 0 = absent
 	StoredIntervalMs    int64 // the target's stored interval; 0 = none
 	Urgent              bool
@@ -132,14 +132,14 @@ func (p *Policy) Cadence(r *Row) (ms int64, origin Origin) {
 }
 
 // Score is the row's relative lateness at nowMs: max(0, now − dueAt) / cadence, times the
-// sitemap boost for a sitemap row. cadenceMs comes from Cadence. A row without a finite due
-// time scores 0.
+// boost for a submitted row (queue.ready.sitemap_boost). cadenceMs comes from Cadence. A row
+// without a finite due time scores 0.
 func (p *Policy) Score(r *Row, cadenceMs, nowMs int64) float64 {
 	if r.DueAtMs <= 0 || r.DueAtMs >= MaxDueMs || nowMs <= r.DueAtMs {
 		return 0
 	}
 	s := float64(nowMs-r.DueAtMs) / float64(clampCadence(cadenceMs))
-	if r.FromSitemap {
+	if r.Submitted {
 		s *= p.boost
 	}
 	return s
@@ -178,7 +178,7 @@ func LaneOf(r *Row) Lane {
 		return LaneUrgent
 	case r.Failing || r.NeverRendered:
 		return LaneCold
-	case r.FromSitemap:
+	case r.Submitted:
 		return LaneSubmitted
 	}
 	return LaneDiscovered

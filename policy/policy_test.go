@@ -85,12 +85,12 @@ func TestCadenceResolution(t *testing.T) {
 // (× the sitemap boost): its own cadence, not the route's 24 h (which would give 0.25).
 func TestLadderGapScoresAgainstTheRung(t *testing.T) {
 	p := testPolicy(t)
-	r := Row{Key: []byte("desktop|https://a.test/c/shoes"), DueAtMs: now - 6*hour, EffectiveIntervalMs: 6 * hour, FromSitemap: true}
+	r := Row{Key: []byte("desktop|https://a.test/c/shoes"), DueAtMs: now - 6*hour, EffectiveIntervalMs: 6 * hour, Submitted: true}
 	cad, _ := p.Cadence(&r)
 	if got := p.Score(&r, cad, now); got != 1.0*p.Boost() {
 		t.Fatalf("score %v, want %v", got, p.Boost())
 	}
-	r.FromSitemap = false
+	r.Submitted = false
 	if got := p.Score(&r, cad, now); got != 1.0 {
 		t.Fatalf("discovered score %v, want 1.0", got)
 	}
@@ -100,8 +100,8 @@ func TestLadderGapScoresAgainstTheRung(t *testing.T) {
 // product pages that are three days older.
 func TestHomepageOutranksOlderProducts(t *testing.T) {
 	p := testPolicy(t)
-	home := Row{Key: []byte("desktop|https://a.test/"), DueAtMs: now - 2*hour, EffectiveIntervalMs: hour, FromSitemap: true}
-	prod := Row{Key: []byte("desktop|https://a.test/p/1"), DueAtMs: now - 2*hour - 72*hour, EffectiveIntervalMs: 48 * hour, FromSitemap: true}
+	home := Row{Key: []byte("desktop|https://a.test/"), DueAtMs: now - 2*hour, EffectiveIntervalMs: hour, Submitted: true}
+	prod := Row{Key: []byte("desktop|https://a.test/p/1"), DueAtMs: now - 2*hour - 72*hour, EffectiveIntervalMs: 48 * hour, Submitted: true}
 	hc, _ := p.Cadence(&home)
 	pc, _ := p.Cadence(&prod)
 	if hs, ps := p.Score(&home, hc, now), p.Score(&prod, pc, now); hs <= ps {
@@ -112,7 +112,7 @@ func TestHomepageOutranksOlderProducts(t *testing.T) {
 func TestScoreEdges(t *testing.T) {
 	p := testPolicy(t)
 	for _, due := range []int64{0, -1, math.MinInt64, MaxDueMs, math.MaxInt64, now, now + 1} {
-		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: due, FromSitemap: true}
+		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: due, Submitted: true}
 		if s := p.Score(&r, hour, now); s != 0 {
 			t.Errorf("due %d scores %v, want 0", due, s)
 		}
@@ -121,7 +121,7 @@ func TestScoreEdges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 100_000 {
 		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: int64(rng.Uint64()), EffectiveIntervalMs: int64(rng.Uint64()),
-			StoredIntervalMs: int64(rng.Uint64()), FromSitemap: rng.IntN(2) == 0}
+			StoredIntervalMs: int64(rng.Uint64()), Submitted: rng.IntN(2) == 0}
 		cad, _ := p.Cadence(&r)
 		s := p.Score(&r, cad, int64(rng.Uint64()))
 		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
@@ -140,9 +140,9 @@ func TestLaneOf(t *testing.T) {
 		want Lane
 	}{
 		{Row{Urgent: true, Failing: true}, LaneUrgent},
-		{Row{Failing: true, FromSitemap: true}, LaneCold},
+		{Row{Failing: true, Submitted: true}, LaneCold},
 		{Row{NeverRendered: true}, LaneCold},
-		{Row{FromSitemap: true}, LaneSubmitted},
+		{Row{Submitted: true}, LaneSubmitted},
 		{Row{}, LaneDiscovered},
 	} {
 		if got := LaneOf(&tc.r); got != tc.want {

@@ -64,7 +64,7 @@ const (
 // State is what the result decision needs to know about a row and its target before the attempt.
 type State struct {
 	Key              []byte
-	FromSitemap      bool
+	Submitted        bool
 	CarriedMs        int64 // the row's effective interval; 0 = absent
 	StoredIntervalMs int64 // an explicit interval from the API or a sitemap; 0 = none (the ladder decides)
 	DemandRung       uint8 // 0 = not on the ladder yet; r+1 = ladder rung r
@@ -99,7 +99,7 @@ type Decision struct {
 //     slower otherwise, and never slower than its route's ceiling. The ladder changes only here,
 //     never when scoring.
 //   - Transient: retried after render.failure_retry: fast_retries at fast_delay, then
-//     ×factor per further failure up to max_backoff; a non-sitemap row's delay is ×penalty.
+//     ×factor per further failure up to max_backoff; a row that was not submitted waits ×penalty.
 //   - Gone / noindex: sealed by cause (gone, suppressed) once that cause has been seen
 //     `strikes` times in a row, then rechecked after its recheck period; before that, retried
 //     like a transient failure. Evidence, not elapsed time, seals.
@@ -109,7 +109,7 @@ type Decision struct {
 func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
 	cfg := p.cfg.Render
 	d := Decision{Class: Classify(o), DemandRung: st.DemandRung, NeverRendered: st.NeverRendered}
-	row := Row{Key: st.Key, EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, FromSitemap: st.FromSitemap}
+	row := Row{Key: st.Key, EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, Submitted: st.Submitted}
 	if d.Class == ClassSuccess {
 		if st.StoredIntervalMs == 0 && len(cfg.Demand.Ladder) > 0 {
 			d.DemandRung = p.nextRung(st)
@@ -140,20 +140,20 @@ func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
 	case d.Class == ClassBlocked:
 		d.DueAtMs = nowMs + cfg.FailureRetry.MaxBackoff.Ms()
 	default:
-		d.DueAtMs = nowMs + p.Backoff(d.FailCount, st.FromSitemap)
+		d.DueAtMs = nowMs + p.Backoff(d.FailCount, st.Submitted)
 	}
 	return d
 }
 
 // Backoff is the retry delay in ms after the n-th consecutive failure (n ≥ 1).
-func (p *Policy) Backoff(n uint32, fromSitemap bool) int64 {
+func (p *Policy) Backoff(n uint32, submitted bool) int64 {
 	fr := p.cfg.Render.FailureRetry
 	maxMs := float64(fr.MaxBackoff.Ms())
 	delay := float64(fr.FastDelay.Ms())
 	if extra := int(n) - *fr.FastRetries; extra > 0 {
 		delay *= math.Pow(fr.Factor, float64(extra))
 	}
-	if !fromSitemap {
+	if !submitted {
 		delay *= fr.NonSitemapPenalty
 	}
 	return int64(math.Min(delay, maxMs))

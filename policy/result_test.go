@@ -11,7 +11,7 @@ const minute = int64(60_000)
 
 func TestApplySuccessMovesAlongTheLadder(t *testing.T) {
 	p := testPolicy(t) // ladder 6h/12h/24h/48h; catalog route ceiling 24h
-	st := State{Key: []byte("desktop|https://a.test/c/shoes"), FromSitemap: true, NeverRendered: true}
+	st := State{Key: []byte("desktop|https://a.test/c/shoes"), Submitted: true, NeverRendered: true}
 	d := p.Apply(st, outcome.OK, now)
 	// New to the ladder: the slowest rung the 24 h ceiling allows.
 	if d.Class != ClassSuccess || d.DemandRung != 3 || d.CadenceMs != 24*hour || d.DueAtMs != now+24*hour ||
@@ -52,7 +52,7 @@ func TestApplySuccessWithExplicitInterval(t *testing.T) {
 
 func TestApplyTransientBacksOff(t *testing.T) {
 	p := testPolicy(t) // 2 fast retries at 1m, ×2, max 7d, non-sitemap ×4
-	st := State{Key: []byte("desktop|https://a.test/p/1"), FromSitemap: true, CarriedMs: 48 * hour}
+	st := State{Key: []byte("desktop|https://a.test/p/1"), Submitted: true, CarriedMs: 48 * hour}
 	want := []int64{1, 1, 2, 4, 8, 16}
 	for i, w := range want {
 		d := p.Apply(st, outcome.ServerError, now)
@@ -78,7 +78,7 @@ func TestApplyTransientBacksOff(t *testing.T) {
 
 func TestApplySealsGoneOnEvidence(t *testing.T) {
 	p := testPolicy(t) // gone: 2 strikes, 14d recheck
-	st := State{Key: []byte("desktop|https://a.test/p/1"), FromSitemap: true, CarriedMs: 48 * hour}
+	st := State{Key: []byte("desktop|https://a.test/p/1"), Submitted: true, CarriedMs: 48 * hour}
 	d := p.Apply(st, outcome.NotFound, now)
 	if d.Terminal != TerminalNone || d.DueAtMs != now+minute || d.FailClass != "gone" {
 		t.Fatalf("one 404 sealed or did not retry: %+v", d)
@@ -99,7 +99,7 @@ func TestApplySealsGoneOnEvidence(t *testing.T) {
 
 func TestApplySuppressesNoindexAfterStrikes(t *testing.T) {
 	p := testPolicy(t) // noindex: 4 strikes, 7d recheck
-	st := State{Key: []byte("desktop|https://a.test/p/1"), FromSitemap: true}
+	st := State{Key: []byte("desktop|https://a.test/p/1"), Submitted: true}
 	for i := 1; i <= 4; i++ {
 		d := p.Apply(st, outcome.Noindex, now)
 		if sealed := d.Terminal == TerminalSuppressed; sealed != (i == 4) {

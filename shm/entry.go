@@ -11,17 +11,17 @@ import "math"
 //	16  cadence    int64     ms; the cadence the score was computed with
 //	24  keyHash    uint64    KeyHash(key), so takers never hash
 //	32  keyLen     uint16
-//	34  flags      uint8     bit 0: fromSitemap
+//	34  flags      uint8     bit 0: submitted
 //	35  lane       uint8     policy's lane number, opaque here
 //	36  (reserved) uint32    zero
 //	40  key        [KeyCapacity]byte, keyLen of them meaningful
 type Entry struct {
-	Score       float64
-	DueAtMs     int64
-	CadenceMs   int64
-	FromSitemap bool
-	Lane        uint8
-	Key         []byte
+	Score     float64
+	DueAtMs   int64
+	CadenceMs int64
+	Submitted bool
+	Lane      uint8
+	Key       []byte
 
 	// Set by Take; ignored by Publish, which computes KeyHash itself.
 	KeyHash uint64
@@ -29,15 +29,15 @@ type Entry struct {
 	Index   uint32 // its position in that generation
 }
 
-const entryFlagSitemap = 1 << 0
+const entryFlagSubmitted = 1 << 0
 
 // entryHeader is the first 40 bytes of an entry as five words.
 type entryHeader [5]uint64
 
 func packHeader(e *Entry) entryHeader {
 	var flags uint64
-	if e.FromSitemap {
-		flags |= entryFlagSitemap
+	if e.Submitted {
+		flags |= entryFlagSubmitted
 	}
 	return entryHeader{
 		math.Float64bits(e.Score),
@@ -56,7 +56,7 @@ func unpackHeader(h *entryHeader, e *Entry, keyCap uint32) int {
 	e.DueAtMs = int64(h[1])
 	e.CadenceMs = int64(h[2])
 	e.KeyHash = h[3]
-	e.FromSitemap = (h[4]>>16)&entryFlagSitemap != 0
+	e.Submitted = (h[4]>>16)&entryFlagSubmitted != 0
 	e.Lane = uint8(h[4] >> 24)
 	return int(min(uint32(h[4]&0xffff), keyCap))
 }

@@ -32,12 +32,12 @@ func checkedEntry(g uint64, i int, maxKey int) Entry {
 	}
 	key := fmt.Sprintf("%s%08x", body, crc32.ChecksumIEEE([]byte(body)))
 	return Entry{
-		Score:       float64(g)*1e6 + float64(i),
-		DueAtMs:     int64(g),
-		CadenceMs:   int64(i),
-		FromSitemap: (g+uint64(i))%2 == 0,
-		Lane:        uint8((g + uint64(i)) % 4),
-		Key:         []byte(key),
+		Score:     float64(g)*1e6 + float64(i),
+		DueAtMs:   int64(g),
+		CadenceMs: int64(i),
+		Submitted: (g+uint64(i))%2 == 0,
+		Lane:      uint8((g + uint64(i)) % 4),
+		Key:       []byte(key),
 	}
 }
 
@@ -56,7 +56,7 @@ func verifyEntry(e *Entry) error {
 	}
 	g, i := e.Gen, uint64(e.Index)
 	if e.Score != float64(g)*1e6+float64(i) || e.DueAtMs != int64(g) || e.CadenceMs != int64(i) ||
-		e.FromSitemap != ((g+i)%2 == 0) || e.Lane != uint8((g+i)%4) || e.KeyHash != KeyHash(e.Key) {
+		e.Submitted != ((g+i)%2 == 0) || e.Lane != uint8((g+i)%4) || e.KeyHash != KeyHash(e.Key) {
 		return fmt.Errorf("fields of (%d,%d) torn: %+v", g, i, *e)
 	}
 	return nil

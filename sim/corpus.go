@@ -30,7 +30,7 @@ type Corpus struct {
 
 	Keys      [][]byte
 	Class     []uint8 // index into Mix.Classes
-	Submitted []bool  // fromSitemap: sitemap-submitted rather than crawler-discovered
+	Submitted []bool  // submitted by the site owner (sitemap or API) rather than discovered by a crawler
 	Rung      []uint8 // demand-ladder rung, 1-based (policy.State.DemandRung)
 	CadenceMs []int64 // the cadence carried on the row: the rung's, clamped to the route
 	DueMs     []int64

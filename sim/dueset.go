@@ -131,7 +131,7 @@ func (d *DueSet) WriteSchedule(sch store.Schedule) error {
 		stored = d.stored[id]
 	}
 	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
-		FromSitemap: sch.FromSitemap(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
+		Submitted: sch.Submitted(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
 		StoredIntervalMs: stored, Lanes: sch.Lanes(),
 	}}
 	if err := d.put(key, row); err != nil {
@@ -157,7 +157,7 @@ func (d *DueSet) writeID(id int32, sch store.Schedule) error {
 		return fmt.Errorf("sim: write schedule %q as row %d: invalid", sch.Key(), id)
 	}
 	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
-		FromSitemap: sch.FromSitemap(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
+		Submitted: sch.Submitted(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
 		StoredIntervalMs: d.stored[id], Lanes: sch.Lanes(),
 	}}
 	if err := d.putID(id, d.keys[id], row); err != nil {

@@ -343,7 +343,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	for i := range n {
 		r.never[i] = c.LastOKMs[i] < 0
 		row := store.Row{DueAtMs: c.DueMs[i], Projection: store.Projection{
-			FromSitemap: c.Submitted[i], EffectiveIntervalMs: c.CadenceMs[i],
+			Submitted: c.Submitted[i], EffectiveIntervalMs: c.CadenceMs[i],
 			Lanes: store.Lanes{NeverRendered: r.never[i]},
 		}}
 		if err := r.ds.Load(c.Keys[i], row); err != nil {
@@ -585,7 +585,7 @@ func (r *run) complete(j job) error {
 	inWindow := r.opened
 	visited := draw(r.c.Seed, streamVisit, uint64(id), uint64(j.attempt)) < r.c.Mix.Classes[r.c.Class[i]].Visit
 	st := policy.State{
-		Key: r.c.Keys[i], FromSitemap: r.c.Submitted[i], CarriedMs: r.lastCad[i],
+		Key: r.c.Keys[i], Submitted: r.c.Submitted[i], CarriedMs: r.lastCad[i],
 		DemandRung: r.rung[i], Visited: visited, FailCount: r.failCount[i], FailClass: r.failClass[i],
 		FailFirstMs: r.failFirst[i], NeverRendered: r.never[i],
 	}

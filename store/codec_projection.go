@@ -13,9 +13,9 @@ type Lanes struct {
 // Projection is what the sweep needs to score a due row without reading anything else: the
 // value of a due-index entry, also embedded in the schedule row.
 type Projection struct {
-	// FromSitemap is true for rows the site owner submitted (sitemap or API), false for
+	// Submitted is true for rows the site owner submitted (sitemap or API), false for
 	// crawler-discovered ones.
-	FromSitemap bool
+	Submitted bool
 	// EffectiveIntervalMs is the cadence the write path decided, in ms. 0 means absent: the
 	// sweep resolves it from configuration (route > StoredIntervalMs > default).
 	EffectiveIntervalMs int64
@@ -34,7 +34,7 @@ type Projection struct {
 //	+-----+-------+-------------------------+-------------------------+
 //
 //	tag    0x11
-//	flags  bit 0 fromSitemap, bit 1 urgent, bit 2 neverRendered, bit 3 failing;
+//	flags  bit 0 submitted, bit 1 urgent, bit 2 neverRendered, bit 3 failing;
 //	       bits 4-7 are zero (a set one is corruption: a later writer's flag this reader
 //	       cannot honour)
 //	effectiveIntervalMs, storedIntervalMs  ≥ 0
@@ -45,17 +45,17 @@ const projectionLen = 18
 const projectionBodyLen = projectionLen - 1
 
 const (
-	flagFromSitemap   = 1 << 0
+	flagSubmitted     = 1 << 0
 	flagUrgent        = 1 << 1
 	flagNeverRendered = 1 << 2
 	flagFailing       = 1 << 3
-	flagsKnown        = flagFromSitemap | flagUrgent | flagNeverRendered | flagFailing
+	flagsKnown        = flagSubmitted | flagUrgent | flagNeverRendered | flagFailing
 )
 
 func (p Projection) flags() byte {
 	var f byte
-	if p.FromSitemap {
-		f |= flagFromSitemap
+	if p.Submitted {
+		f |= flagSubmitted
 	}
 	if p.Urgent {
 		f |= flagUrgent
@@ -93,7 +93,7 @@ func (p *Projection) decodeBody(d *decoder) {
 		return
 	}
 	*p = Projection{
-		FromSitemap:         f&flagFromSitemap != 0,
+		Submitted:           f&flagSubmitted != 0,
 		EffectiveIntervalMs: eff,
 		StoredIntervalMs:    stored,
 		Lanes: Lanes{
@@ -126,7 +126,7 @@ func (p *Projection) UnmarshalBinary(b []byte) error {
 	if len(b) == projectionLen && b[0] == tagProjectionV1 && b[1]&^flagsKnown == 0 && b[2]&0x80 == 0 && b[10]&0x80 == 0 {
 		f := b[1]
 		*p = Projection{
-			FromSitemap:         f&flagFromSitemap != 0,
+			Submitted:           f&flagSubmitted != 0,
 			EffectiveIntervalMs: int64(binary.BigEndian.Uint64(b[2:10])),
 			StoredIntervalMs:    int64(binary.BigEndian.Uint64(b[10:18])),
 			Lanes: Lanes{

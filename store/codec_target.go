@@ -28,7 +28,7 @@ func (s Source) String() string {
 }
 
 // Submitted reports whether the site owner asked for this target (sitemap or API): the
-// fromSitemap fact of its schedule row.
+// submitted fact of its schedule row.
 func (s Source) Submitted() bool { return s == SourceSitemap || s == SourceAPI }
 
 // Terminal is a target's sealed state (docs/ARCHITECTURE.md, Glossary: sealed). A sealed target keeps a schedule row at its

@@ -29,7 +29,7 @@ type corruptible interface {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	proj := Projection{FromSitemap: true, EffectiveIntervalMs: 7, StoredIntervalMs: math.MaxInt64,
+	proj := Projection{Submitted: true, EffectiveIntervalMs: 7, StoredIntervalMs: math.MaxInt64,
 		Lanes: Lanes{Urgent: true, Failing: true}}
 	cases := []struct {
 		name string
@@ -78,7 +78,7 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestCodecRowEmbedsProjection(t *testing.T) {
-	p := Projection{FromSitemap: true, EffectiveIntervalMs: 86_400_000, StoredIntervalMs: 3,
+	p := Projection{Submitted: true, EffectiveIntervalMs: 86_400_000, StoredIntervalMs: 3,
 		Lanes: Lanes{NeverRendered: true}}
 	pb, _ := p.MarshalBinary()
 	rb, _ := Row{DueAtMs: 42, Projection: p}.MarshalBinary()

@@ -15,7 +15,7 @@
 // One writer. WriteSchedule, WriteSchedules, RefileIfUnchanged and DeleteTarget (the funnel,
 // funnel.go) are the only code that writes. A schedule row and its due-index entry change in one transaction,
 // so no index entry exists without its row nor a row without its entry, at every instant and
-// after any crash (VerifyIndex checks it). A put states fromSitemap and the effective interval
+// after any crash (VerifyIndex checks it). A put states submitted and the effective interval
 // explicitly: Schedule values are built only by NewSchedule, and the zero value is refused.
 //
 // Group commit. Concurrent funnel calls are gathered by one committer goroutine into few

@@ -29,7 +29,7 @@ var (
 
 	// ErrScheduleUnset is returned by the funnel for a Schedule that was not built by
 	// NewSchedule (its zero value). A put replaces the whole record, so a schedule whose
-	// fromSitemap and effective interval were never stated must not reach the disk.
+	// submitted and effective interval were never stated must not reach the disk.
 	ErrScheduleUnset = errors.New("store: schedule not built by NewSchedule")
 
 	// ErrInvalidTarget is returned for a Target whose enumerations or sizes are out of range.

@@ -19,7 +19,7 @@ import (
 //   - a schedule row and its due-index entry change in one transaction: the old d/ key (read
 //     from the row as the transaction sees it) is deleted and the new one set, so there is
 //     never an index entry without its row or a row without its index entry;
-//   - every put states fromSitemap and the effective interval (Schedule can only be built by
+//   - every put states submitted and the effective interval (Schedule can only be built by
 //     NewSchedule), because a put replaces the record and an omitted field would silently
 //     erase a correct value.
 //
@@ -70,7 +70,7 @@ type Schedule struct {
 // the given effective interval (0 = absent, resolved from configuration at score time) and
 // lane inputs. It copies cacheKey. The projection's StoredIntervalMs is not an argument: the
 // funnel mirrors it from the target (see Projection).
-func NewSchedule(cacheKey []byte, dueAtMs int64, fromSitemap bool, effectiveIntervalMs int64, lanes Lanes) (Schedule, error) {
+func NewSchedule(cacheKey []byte, dueAtMs int64, submitted bool, effectiveIntervalMs int64, lanes Lanes) (Schedule, error) {
 	if err := validateKey(cacheKey); err != nil {
 		return Schedule{}, err
 	}
@@ -83,7 +83,7 @@ func NewSchedule(cacheKey []byte, dueAtMs int64, fromSitemap bool, effectiveInte
 	return Schedule{
 		key: append([]byte(nil), cacheKey...),
 		row: Row{DueAtMs: dueAtMs, Projection: Projection{
-			FromSitemap:         fromSitemap,
+			Submitted:           submitted,
 			EffectiveIntervalMs: effectiveIntervalMs,
 			Lanes:               lanes,
 		}},
@@ -97,8 +97,8 @@ func (s Schedule) Key() []byte { return s.key }
 // DueAtMs returns the due time.
 func (s Schedule) DueAtMs() int64 { return s.row.DueAtMs }
 
-// FromSitemap returns the fromSitemap fact.
-func (s Schedule) FromSitemap() bool { return s.row.FromSitemap }
+// Submitted returns the submitted fact.
+func (s Schedule) Submitted() bool { return s.row.Submitted }
 
 // EffectiveIntervalMs returns the effective interval (0 = absent).
 func (s Schedule) EffectiveIntervalMs() int64 { return s.row.EffectiveIntervalMs }

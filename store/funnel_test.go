@@ -32,7 +32,7 @@ func TestNewScheduleValidates(t *testing.T) {
 	if s.Key()[0] != 'x' {
 		t.Fatal("NewSchedule did not copy its key")
 	}
-	if s.DueAtMs() != 0 || !s.FromSitemap() || s.EffectiveIntervalMs() != 0 || s.Lanes() != (Lanes{}) {
+	if s.DueAtMs() != 0 || !s.Submitted() || s.EffectiveIntervalMs() != 0 || s.Lanes() != (Lanes{}) {
 		t.Fatalf("accessors: %+v", s)
 	}
 }
@@ -68,7 +68,7 @@ func TestFunnelPutRescheduleDelete(t *testing.T) {
 	k := urlKey(1)
 	mustWrite(t, st, Write{Schedule: mustSchedule(t, k, 1000, true, 3600, Lanes{NeverRendered: true})})
 	r, err := st.GetSchedule([]byte(k))
-	if err != nil || r.DueAtMs != 1000 || !r.FromSitemap || r.EffectiveIntervalMs != 3600 || !r.NeverRendered {
+	if err != nil || r.DueAtMs != 1000 || !r.Submitted || r.EffectiveIntervalMs != 3600 || !r.NeverRendered {
 		t.Fatalf("after put: %+v %v", r, err)
 	}
 	mustVerify(t, st)
@@ -76,7 +76,7 @@ func TestFunnelPutRescheduleDelete(t *testing.T) {
 	// Reschedule: the old index entry goes, the new one comes, in one transaction.
 	mustWrite(t, st, Write{Schedule: mustSchedule(t, k, 5000, false, 0, Lanes{})})
 	res, err := st.ScanDue(0, 10_000, 10)
-	if err != nil || len(res.Rows) != 1 || res.Rows[0].DueAtMs != 5000 || res.Rows[0].FromSitemap {
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].DueAtMs != 5000 || res.Rows[0].Submitted {
 		t.Fatalf("after reschedule: %+v %v", res, err)
 	}
 	if rep := mustVerify(t, st); rep.Rows != 1 || rep.Entries != 1 {

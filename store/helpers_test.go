@@ -20,9 +20,9 @@ func openTest(t testing.TB, o *Options) *Store {
 	return st
 }
 
-func mustSchedule(t testing.TB, key string, due int64, fromSitemap bool, eff int64, lanes Lanes) Schedule {
+func mustSchedule(t testing.TB, key string, due int64, submitted bool, eff int64, lanes Lanes) Schedule {
 	t.Helper()
-	s, err := NewSchedule([]byte(key), due, fromSitemap, eff, lanes)
+	s, err := NewSchedule([]byte(key), due, submitted, eff, lanes)
 	if err != nil {
 		t.Fatal(err)
 	}

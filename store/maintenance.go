@@ -88,7 +88,7 @@ func (s *Store) RunGC() (rewrites int, err error) {
 const reconcileBatch = 1024
 
 // Reconcile finds targets whose schedule row is missing and files them again through the
-// funnel: due at nowMs, fromSitemap from the target's source (sitemap or API), the effective
+// funnel: due at nowMs, submitted from the target's source (sitemap or API), the effective
 // interval from the target's stored interval, never-rendered and failing from its record. It
 // returns how many rows it restored. A row written by someone else between the scan and the
 // repair is left alone (the repair is put-if-absent). A target that does not decode is

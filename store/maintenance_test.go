@@ -128,9 +128,9 @@ func TestReconcileRestoresMissingRows(t *testing.T) {
 		t.Fatalf("restored %d, %v; want 3", n, err)
 	}
 	want := []Row{
-		{DueAtMs: 100_000, Projection: Projection{FromSitemap: true, EffectiveIntervalMs: 3_600_000, StoredIntervalMs: 3_600_000}},
+		{DueAtMs: 100_000, Projection: Projection{Submitted: true, EffectiveIntervalMs: 3_600_000, StoredIntervalMs: 3_600_000}},
 		{DueAtMs: 100_000, Projection: Projection{EffectiveIntervalMs: 0, Lanes: Lanes{Failing: true}}},
-		{DueAtMs: 100_000, Projection: Projection{FromSitemap: true, EffectiveIntervalMs: 60_000, StoredIntervalMs: 60_000, Lanes: Lanes{NeverRendered: true}}},
+		{DueAtMs: 100_000, Projection: Projection{Submitted: true, EffectiveIntervalMs: 60_000, StoredIntervalMs: 60_000, Lanes: Lanes{NeverRendered: true}}},
 	}
 	for i, w := range want {
 		if r, err := st.GetSchedule([]byte(urlKey(i))); err != nil || r != w {

@@ -33,7 +33,7 @@ func TestScanDue(t *testing.T) {
 	}
 	for i, r := range res.Rows {
 		if string(r.Key) != urlKey(i) || r.DueAtMs != 1000+int64(i)*10 || r.EffectiveIntervalMs != int64(i) ||
-			r.FromSitemap != (i%3 == 0) || r.Failing != (i%5 == 0) {
+			r.Submitted != (i%3 == 0) || r.Failing != (i%5 == 0) {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 	}

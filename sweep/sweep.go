@@ -125,9 +125,9 @@ type Sweeper struct {
 
 // value is what the selector keeps per admitted row.
 type value struct {
-	key         []byte
-	cadenceMs   int64
-	fromSitemap bool
+	key       []byte
+	cadenceMs int64
+	submitted bool
 }
 
 // pinState remembers the row at the floor's head across sweeps.
@@ -250,7 +250,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			res.Backlog[lane]++
 			score := pol.Score(&pr, cadence, now)
 			if sel.Admits(lane, score, r.DueAtMs) {
-				sel.Offer(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, fromSitemap: r.FromSitemap})
+				sel.Offer(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted})
 			}
 		}
 		return nil
@@ -287,7 +287,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				continue
 			}
 			entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
-				FromSitemap: it.Value.fromSitemap, Lane: uint8(it.Lane), Key: it.Value.key})
+				Submitted: it.Value.submitted, Lane: uint8(it.Lane), Key: it.Value.key})
 		}
 		pub := s.opts.Segment.Ready().Publish(entries, now)
 		res.Gen, res.Published = pub.Gen, pub.Published
@@ -327,7 +327,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 // it (was): if anything wrote the row since, that write is newer and stands, and the row no
 // longer holds the floor where the pass saw it. It reports whether it filed the row.
 func (s *Sweeper) unpin(r *policy.Row, was store.Row, cadenceMs, now int64) (bool, error) {
-	sch, err := store.NewSchedule(r.Key, now, r.FromSitemap, cadenceMs,
+	sch, err := store.NewSchedule(r.Key, now, r.Submitted, cadenceMs,
 		store.Lanes{Urgent: r.Urgent, NeverRendered: r.NeverRendered, Failing: r.Failing})
 	if err != nil {
 		return false, fmt.Errorf("sweep: unpin %q: %w", r.Key, err)

@@ -127,7 +127,7 @@ queue:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.DueAtMs != e.Now() || row.EffectiveIntervalMs != 48*hour || row.FromSitemap {
+	if row.DueAtMs != e.Now() || row.EffectiveIntervalMs != 48*hour || row.Submitted {
 		t.Fatalf("unpinned row %+v; want due now with the resolved 48h cadence", row)
 	}
 	e.CheckF1("after unpin")

@@ -71,15 +71,15 @@ type Lease struct {
 
 // Job is a granted job (claim.Job) on the wire.
 type Job struct {
-	Key         []byte  `json:"key"`
-	KeyHash     uint64  `json:"key_hash"`
-	DueAtMs     int64   `json:"due_ms"`
-	CadenceMs   int64   `json:"cadence_ms"`
-	FromSitemap bool    `json:"from_sitemap"`
-	Lane        uint8   `json:"lane"`
-	Score       float64 `json:"score"`
-	Source      string  `json:"source"` // claim.Source.String(): "ready" or "index"
-	Lease       Lease   `json:"lease"`
+	Key       []byte  `json:"key"`
+	KeyHash   uint64  `json:"key_hash"`
+	DueAtMs   int64   `json:"due_ms"`
+	CadenceMs int64   `json:"cadence_ms"`
+	Submitted bool    `json:"from_sitemap"` // the site owner submitted the page (sitemap or API); the JSON name predates the field's, and remote renderers read it
+	Lane      uint8   `json:"lane"`
+	Score     float64 `json:"score"`
+	Source    string  `json:"source"` // claim.Source.String(): "ready" or "index"
+	Lease     Lease   `json:"lease"`
 }
 
 // ClaimRequest is the body of POST /internal/claim: a render worker asks for up to N jobs from

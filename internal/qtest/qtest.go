@@ -88,9 +88,9 @@ func (e *Env) Reload(yaml string) {
 }
 
 // Put files a schedule row through the funnel.
-func (e *Env) Put(key string, dueAtMs int64, fromSitemap bool, intervalMs int64, lanes store.Lanes) {
+func (e *Env) Put(key string, dueAtMs int64, submitted bool, intervalMs int64, lanes store.Lanes) {
 	e.T.Helper()
-	sch, err := store.NewSchedule([]byte(key), dueAtMs, fromSitemap, intervalMs, lanes)
+	sch, err := store.NewSchedule([]byte(key), dueAtMs, submitted, intervalMs, lanes)
 	if err != nil {
 		e.T.Fatal(err)
 	}

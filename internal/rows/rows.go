@@ -14,7 +14,7 @@ func Policy(key []byte, r store.Row) policy.Row {
 	return policy.Row{
 		Key:                 key,
 		DueAtMs:             r.DueAtMs,
-		FromSitemap:         r.FromSitemap,
+		Submitted:           r.Submitted,
 		EffectiveIntervalMs: r.EffectiveIntervalMs,
 		StoredIntervalMs:    r.StoredIntervalMs,
 		Urgent:              r.Urgent,

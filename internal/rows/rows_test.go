@@ -11,10 +11,10 @@ import (
 // Every field of the store row reaches the policy row; a field added to either side without
 // the other fails here rather than silently in a lane decision.
 func TestPolicyCarriesEveryField(t *testing.T) {
-	r := store.Row{DueAtMs: 7, Projection: store.Projection{FromSitemap: true, EffectiveIntervalMs: 8, StoredIntervalMs: 9,
+	r := store.Row{DueAtMs: 7, Projection: store.Projection{Submitted: true, EffectiveIntervalMs: 8, StoredIntervalMs: 9,
 		Lanes: store.Lanes{Urgent: true, NeverRendered: true, Failing: true}}}
 	got := Policy([]byte("k"), r)
-	want := policy.Row{Key: []byte("k"), DueAtMs: 7, FromSitemap: true, EffectiveIntervalMs: 8, StoredIntervalMs: 9,
+	want := policy.Row{Key: []byte("k"), DueAtMs: 7, Submitted: true, EffectiveIntervalMs: 8, StoredIntervalMs: 9,
 		Urgent: true, NeverRendered: true, Failing: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
