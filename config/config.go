@@ -15,8 +15,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"github.com/goccy/go-yaml/token"
 	"maps"
 	"net/netip"
 	"os"
@@ -102,12 +104,12 @@ type ClaimFloor struct {
 // Ready configures the sweep and the ready set it publishes (sweep's package doc;
 // docs/ARCHITECTURE.md, A target's journey).
 type Ready struct {
-	Enabled       *bool    `yaml:"enabled"`        // ReadyEnabledDefault; false sends every claim to the index scan
-	Capacity      int      `yaml:"capacity"`       // ReadyCapacityDefault entries per slot
-	KeyCapacity   int      `yaml:"key_capacity"`   // KeyCapacityDefault bytes; longer keys skip the ready set
-	SweepInterval Duration `yaml:"sweep_interval"` // SweepIntervalDefault
-	SweepCap      int      `yaml:"sweep_cap"`      // SweepCapDefault rows
-	SitemapBoost  float64  `yaml:"sitemap_boost"`  // SitemapBoostDefault
+	Enabled        *bool    `yaml:"enabled"`         // ReadyEnabledDefault; false sends every claim to the index scan
+	Capacity       int      `yaml:"capacity"`        // ReadyCapacityDefault entries per slot
+	KeyCapacity    int      `yaml:"key_capacity"`    // KeyCapacityDefault bytes; longer keys skip the ready set
+	SweepInterval  Duration `yaml:"sweep_interval"`  // SweepIntervalDefault
+	SweepCap       int      `yaml:"sweep_cap"`       // SweepCapDefault rows
+	SubmittedBoost float64  `yaml:"submitted_boost"` // SubmittedBoostDefault; "sitemap_boost" is accepted too (keyAliases)
 }
 
 // Lanes configures lane shares within a published set (policy's package doc;
@@ -254,7 +256,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"queue.ready.key_capacity", &q.Ready.KeyCapacity, false},
 		{"queue.ready.sweep_interval", &q.Ready.SweepInterval, false},
 		{"queue.ready.sweep_cap", &q.Ready.SweepCap, false},
-		{"queue.ready.sitemap_boost", &q.Ready.SitemapBoost, false},
+		{"queue.ready.submitted_boost", &q.Ready.SubmittedBoost, false},
 		{"queue.lanes.urgent_max_share", &q.Lanes.UrgentMaxShare, true}, // 0: urgent rows get no reserved share
 		{"render.renderer", &r.Renderer, false},
 		{"render.concurrency", &r.Concurrency, false},
@@ -492,8 +494,8 @@ func (c *Config) Validate() error {
 	if q.Ready.SweepCap < q.Ready.Capacity {
 		bad("queue.ready.sweep_cap", "must be at least queue.ready.capacity (%d), got %d", q.Ready.Capacity, q.Ready.SweepCap)
 	}
-	if !(q.Ready.SitemapBoost >= SitemapBoostMin && q.Ready.SitemapBoost <= SitemapBoostMax) {
-		bad("queue.ready.sitemap_boost", "must be %v..%v, got %v", SitemapBoostMin, SitemapBoostMax, q.Ready.SitemapBoost)
+	if !(q.Ready.SubmittedBoost >= SubmittedBoostMin && q.Ready.SubmittedBoost <= SubmittedBoostMax) {
+		bad("queue.ready.submitted_boost", "must be %v..%v, got %v", SubmittedBoostMin, SubmittedBoostMax, q.Ready.SubmittedBoost)
 	}
 	if !(q.Lanes.UrgentMaxShare >= 0 && q.Lanes.UrgentMaxShare <= 1) {
 		bad("queue.lanes.urgent_max_share", "must be 0..1, got %v", q.Lanes.UrgentMaxShare)
@@ -722,6 +724,10 @@ func Load(path string) (*Config, error) {
 
 // Parse is Load on bytes.
 func Parse(data []byte) (*Config, error) {
+	data, err := resolveAliases(data)
+	if err != nil {
+		return nil, err
+	}
 	c := &Config{}
 	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
@@ -857,5 +863,70 @@ func (b *ByteSize) UnmarshalYAML(node ast.Node) error {
 		return atLine(node, fmt.Errorf("invalid size %q (use bytes or KiB, MiB, GiB)", text))
 	}
 	*b = ByteSize(n * mult)
+	return nil
+}
+
+// keyAliases are keys still accepted under an earlier name: the earlier dotted path, and the
+// key's name now. queue.ready.sitemap_boost became submitted_boost because the boost applies to
+// every page the site owner submitted, through the API as well as in a sitemap.
+var keyAliases = []struct{ section, old, now string }{
+	{"queue.ready", "sitemap_boost", "submitted_boost"},
+}
+
+// resolveAliases returns data with every key set under an earlier name renamed to its name now,
+// in place on its own line, so that every later error keeps its line number. Setting both
+// names is an error naming the earlier one.
+func resolveAliases(data []byte) ([]byte, error) {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return data, nil // Parse reports it
+	}
+	for _, a := range keyAliases {
+		old, now := sectionKey(file, a.section, a.old), sectionKey(file, a.section, a.now)
+		if old == nil {
+			continue
+		}
+		pos := old.Position
+		if now != nil {
+			return nil, &FieldError{Path: a.section + "." + a.old, Line: pos.Line,
+				Msg: fmt.Sprintf("is the earlier name of %s.%s; set only one", a.section, a.now)}
+		}
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		if pos.Line < 1 || pos.Line > len(lines) {
+			continue
+		}
+		line := lines[pos.Line-1]
+		i := bytes.Index(line, []byte(a.old))
+		if i < 0 {
+			continue
+		}
+		lines[pos.Line-1] = slices.Concat(line[:i], []byte(a.now), line[i+len(a.old):])
+		data = bytes.Join(lines, nil)
+	}
+	return data, nil
+}
+
+// sectionKey is the token of the key name in the mapping at the dotted path section, or nil.
+func sectionKey(file *ast.File, section, name string) *token.Token {
+	yp, err := yaml.PathString("$." + section)
+	if err != nil {
+		return nil
+	}
+	node, err := yp.FilterFile(file)
+	if err != nil || node == nil {
+		return nil
+	}
+	var pairs []*ast.MappingValueNode
+	switch n := node.(type) {
+	case *ast.MappingNode:
+		pairs = n.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{n}
+	}
+	for _, p := range pairs {
+		if tk := p.Key.GetToken(); tk != nil && tk.Value == name {
+			return tk
+		}
+	}
 	return nil
 }

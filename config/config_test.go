@@ -16,7 +16,7 @@ func TestDefaultsAreValid(t *testing.T) {
 	}
 	if c.Queue.LeaseTTL.D() != 10*time.Minute || c.Queue.MaxLeases != 4096 || c.Queue.Ready.Capacity != 5000 ||
 		c.Queue.ClaimFloor.Guard.D() != 5*time.Minute || c.Queue.ClaimFloor.UnpinAfter.D() != time.Hour ||
-		c.Queue.Ready.SweepCap != 500_000 || c.Queue.Ready.SitemapBoost != 2 || c.Queue.Lanes.UrgentMaxShare != 0.2 ||
+		c.Queue.Ready.SweepCap != 500_000 || c.Queue.Ready.SubmittedBoost != 2 || c.Queue.Lanes.UrgentMaxShare != 0.2 ||
 		*c.Queue.Lanes.MinShare.Discovered != 0.10 || *c.Queue.Lanes.MinShare.Cold != 0.02 ||
 		c.Render.DefaultInterval.D() != 24*time.Hour || c.Page.SWRTTL.D() != 3*time.Hour || c.Sitemap.MinTTL.D() != 6*time.Hour ||
 		!c.ReadyEnabled() || *c.Render.FailureRetry.FastRetries != 2 || c.Render.FailureRetry.MaxBackoff.D() != 7*day {

@@ -47,12 +47,12 @@ const (
 	KeyCapacityDefault   = 256
 	KeyCapacityMin       = 16
 	// KeyCapacityMax is the longest key a ready-set entry can hold: its length is 16 bits.
-	KeyCapacityMax       = 1 << 15
-	SweepIntervalDefault = Duration(time.Minute)
-	SweepCapDefault      = 500_000
-	SitemapBoostDefault  = 2.0
-	SitemapBoostMin      = 1.0
-	SitemapBoostMax      = 100.0
+	KeyCapacityMax        = 1 << 15
+	SweepIntervalDefault  = Duration(time.Minute)
+	SweepCapDefault       = 500_000
+	SubmittedBoostDefault = 2.0
+	SubmittedBoostMin     = 1.0
+	SubmittedBoostMax     = 100.0
 
 	UrgentMaxShareDefault     = 0.2
 	DiscoveredMinShareDefault = 0.10
@@ -146,7 +146,7 @@ func (c *Config) EnsureDefaults() *Config {
 	q.Ready.KeyCapacity = cmp.Or(q.Ready.KeyCapacity, KeyCapacityDefault)
 	q.Ready.SweepInterval = cmp.Or(q.Ready.SweepInterval, SweepIntervalDefault)
 	q.Ready.SweepCap = cmp.Or(q.Ready.SweepCap, SweepCapDefault)
-	q.Ready.SitemapBoost = cmp.Or(q.Ready.SitemapBoost, SitemapBoostDefault)
+	q.Ready.SubmittedBoost = cmp.Or(q.Ready.SubmittedBoost, SubmittedBoostDefault)
 	q.Lanes.UrgentMaxShare = cmp.Or(q.Lanes.UrgentMaxShare, UrgentMaxShareDefault)
 	q.Lanes.MinShare.Discovered = cmp.Or(q.Lanes.MinShare.Discovered, ptr(DiscoveredMinShareDefault))
 	q.Lanes.MinShare.Cold = cmp.Or(q.Lanes.MinShare.Cold, ptr(ColdMinShareDefault))

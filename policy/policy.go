@@ -32,7 +32,7 @@ func New(cfg *config.Config) *Policy {
 		routes:            compileRoutes(cfg.Routes, cfg.Page.SWRTTL.Ms()),
 		defaultIntervalMs: clampCadence(cfg.Render.DefaultInterval.Ms()),
 		defaultSWRMs:      cfg.Page.SWRTTL.Ms(),
-		boost:             q.Ready.SitemapBoost,
+		boost:             q.Ready.SubmittedBoost,
 		shares: Shares{
 			UrgentMax:     q.Lanes.UrgentMaxShare,
 			DiscoveredMin: *q.Lanes.MinShare.Discovered,
@@ -48,7 +48,7 @@ func (p *Policy) Config() *config.Config { return p.cfg }
 // Shares returns the lane shares of the configuration, for building a Selector.
 func (p *Policy) Shares() Shares { return p.shares }
 
-// Boost returns queue.ready.sitemap_boost.
+// Boost returns queue.ready.submitted_boost.
 func (p *Policy) Boost() float64 { return p.boost }
 
 // Row is what a decision needs to know about a schedule row: the due index's projection plus
@@ -132,7 +132,7 @@ func (p *Policy) Cadence(r *Row) (ms int64, origin Origin) {
 }
 
 // Score is the row's relative lateness at nowMs: max(0, now − dueAt) / cadence, times the
-// boost for a submitted row (queue.ready.sitemap_boost). cadenceMs comes from Cadence. A row
+// boost for a submitted row (queue.ready.submitted_boost). cadenceMs comes from Cadence. A row
 // without a finite due time scores 0.
 func (p *Policy) Score(r *Row, cadenceMs, nowMs int64) float64 {
 	if r.DueAtMs <= 0 || r.DueAtMs >= MaxDueMs || nowMs <= r.DueAtMs {

@@ -238,7 +238,7 @@ func policyFor(cfg *config.Config, mix *Mix, boost float64) (*policy.Policy, err
 	c := *cfg
 	c.Routes = mix.Routes()
 	if boost > 0 {
-		c.Queue.Ready.SitemapBoost = boost
+		c.Queue.Ready.SubmittedBoost = boost
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: configuration: %w", err)

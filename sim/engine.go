@@ -26,7 +26,7 @@ import (
 type Scenario struct {
 	Name     string      // e.g. "ready b=1"
 	Mode     policy.Mode // the sweep's selection mode
-	Boost    float64     // queue.ready.sitemap_boost; 0 = the configuration's
+	Boost    float64     // queue.ready.submitted_boost; 0 = the configuration's
 	Capacity float64     // render capacity as a share of DemandPerHour
 }
 

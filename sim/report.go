@@ -573,7 +573,7 @@ func (r *Report) Markdown() []byte {
 		cfg.Queue.Lanes.UrgentMaxShare, *cfg.Queue.Lanes.MinShare.Discovered, *cfg.Queue.Lanes.MinShare.Cold, ladderString(cfg.Render.Demand.Ladder),
 		*cfg.Render.FailureRetry.FastRetries, cfg.Render.FailureRetry.FastDelay.D(), cfg.Render.FailureRetry.Factor, cfg.Render.FailureRetry.NonSitemapPenalty,
 		o.ClaimEvery, 100*c.Mix.Render.Unscheduled, c.Mix.Render.LatencyMedian.D(), c.Mix.Render.LatencySigma, 100*c.Mix.Render.Transient, 100*c.Mix.Render.Gone, 100*c.Mix.Render.Noindex)
-	w("Policies: `edf` is index order (sweep mode `policy.ModeEDF`, the behaviour being replaced); `ready b=1` and `ready b=2` rank by relative lateness (`policy.ModeScore`) with `queue.ready.sitemap_boost` 1 and 2 (the default); `ready+lanes` is production (`policy.ModeLanes`: relative lateness, sitemap boost 2, lane floors and the urgent cap); `strict` serves lanes in strict priority (`policy.ModeStrict`), to show starvation.\n\n")
+	w("Policies: `edf` is index order (sweep mode `policy.ModeEDF`, the behaviour being replaced); `ready b=1` and `ready b=2` rank by relative lateness (`policy.ModeScore`) with `queue.ready.submitted_boost` 1 and 2 (the default); `ready+lanes` is production (`policy.ModeLanes`: relative lateness, sitemap boost 2, lane floors and the urgent cap); `strict` serves lanes in strict priority (`policy.ModeStrict`), to show starvation.\n\n")
 
 	w("## The model, from production's figures\n\n%s", r.Model())
 	w("## Mean age at render ÷ TTL\n\n")
