@@ -4,21 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 )
 
 // runDelete removes one target: its schedule row, index entry and page (DELETE /v1/targets).
 // The API deletes one key at a time, so there is no --prefix.
 func runDelete(a *app, args []string) error {
-	fs := a.newFlags("delete")
-	device := fs.String("device", "", "`device` (default desktop)")
-	pos, err := a.parse(fs, args, 1, 1)
+	q, err := targetQuery(a, "delete", args)
 	if err != nil {
 		return err
-	}
-	q := url.Values{"url": {pos[0]}}
-	if *device != "" {
-		q.Set("device", *device)
 	}
 	// Idempotent: a 503 means worker 0 did not take the delete, and deleting again is harmless.
 	_, raw, err := a.call(request{method: http.MethodDelete, path: "/v1/targets", query: q, idempotent: true})
@@ -32,10 +25,10 @@ func runDelete(a *app, args []string) error {
 		a.printJSON(raw)
 		return nil
 	}
-	d := *device
+	d := q.Get("device")
 	if d == "" {
 		d = "desktop"
 	}
-	fmt.Fprintf(a.stdout, "deleted %s (%s)\n", pos[0], d)
+	fmt.Fprintf(a.stdout, "deleted %s (%s)\n", q.Get("url"), d)
 	return nil
 }

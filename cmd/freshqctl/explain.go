@@ -10,16 +10,26 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-func runExplain(a *app, args []string) error {
-	fs := a.newFlags("explain")
+// targetQuery parses the arguments of a command about one target, `URL [--device D]`, into
+// the query that names it (?url=&device=).
+func targetQuery(a *app, name string, args []string) (url.Values, error) {
+	fs := a.newFlags(name)
 	device := fs.String("device", "", "`device` (default desktop)")
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q := url.Values{"url": {pos[0]}}
 	if *device != "" {
 		q.Set("device", *device)
+	}
+	return q, nil
+}
+
+func runExplain(a *app, args []string) error {
+	q, err := targetQuery(a, "explain", args)
+	if err != nil {
+		return err
 	}
 	var ex wire.Explanation
 	raw, err := a.getJSON("/v1/targets", q, &ex)
