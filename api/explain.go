@@ -15,7 +15,7 @@ import (
 
 // Explain serves GET and DELETE /v1/targets.
 type Explain struct {
-	Store  *store.Store
+	Store  store.Store
 	Seg    *shm.Segment
 	Policy func() *policy.Policy
 	Now    func() int64

@@ -118,7 +118,7 @@ sitemap:
 	// Badger's, vary with its buffers and the GC's timing, and are not what this bounds.
 	key := []byte("desktop|https://shop.test/accepted")
 	e.Put(string(key), e.Now()-hour, false, 0, store.Lanes{NeverRendered: true})
-	kept := &keepingWriter{}
+	kept := &keepingWriter{st: e.Store}
 	decodeOnly := &intake.Applier{Store: e.Store, Writer: kept, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	accept := http.NewServeMux()
 	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(accept)
@@ -142,12 +142,37 @@ sitemap:
 	}
 }
 
-// keepingWriter keeps the writes it is given, committing nothing.
-type keepingWriter struct{ writes []store.Write }
+// keepingWriter keeps the writes it is given, committing nothing: a Change is decided on what
+// st holds and its write kept.
+type keepingWriter struct {
+	st     store.Store
+	writes []store.Write
+}
 
 func (k *keepingWriter) WriteSchedules(ws []store.Write) error {
 	k.writes = append(k.writes, ws...)
 	return nil
+}
+
+func (k *keepingWriter) Modify(cs []store.Change) ([]bool, error) {
+	filed := make([]bool, len(cs))
+	for i, c := range cs {
+		var cur store.Current
+		var err error
+		cur.Row, err = k.st.GetSchedule(c.Key)
+		cur.HasRow = err == nil
+		cur.Target, err = k.st.GetTarget(c.Key)
+		cur.HasTarget = err == nil
+		w, ok, err := c.Decide(cur)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			k.writes = append(k.writes, w)
+			filed[i] = true
+		}
+	}
+	return filed, nil
 }
 
 // gzipOf compresses head, n bytes of 'x', then tail.

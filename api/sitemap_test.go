@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -586,3 +587,6 @@ func TestSitemapsCloseStopsRuns(t *testing.T) {
 type writerFunc func([]store.Write) error
 
 func (f writerFunc) WriteSchedules(ws []store.Write) error { return f(ws) }
+func (f writerFunc) Modify([]store.Change) ([]bool, error) {
+	return nil, errors.New("writerFunc has no Modify")
+}

@@ -21,7 +21,7 @@ const (
 
 // Targets serves /v1/targets.
 type Targets struct {
-	Store  *store.Store
+	Store  store.Store
 	Writer intake.Writer    // every write of worker 0 goes through sweep.Changes' wrapper
 	Locks  *intake.KeyLocks // shared with the Applier
 	Policy func() *policy.Policy

@@ -188,7 +188,7 @@ func apiIndexOf(list []string, s string) int {
 // carry from one to the next.
 type fuzzWorker0 struct {
 	mux      *http.ServeMux
-	st       *store.Store
+	st       store.Store
 	seg      *shm.Segment
 	clock    atomic.Int64 // ms; moved only between requests
 	running  []string     // sitemap runs started and not seen finished

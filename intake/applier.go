@@ -57,9 +57,10 @@ func ShmLease(l wire.Lease) shm.Lease {
 	return shm.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
 }
 
-// Writer is the funnel's batched write.
+// Writer is the funnel's writes that intake makes: batched puts and the read-modify-write.
 type Writer interface {
 	WriteSchedules([]store.Write) error
+	Modify([]store.Change) ([]bool, error)
 }
 
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
@@ -80,7 +81,7 @@ type Writer interface {
 // notion of what changed; a fenced page is at most one render stale, and the row renders again
 // on its schedule.
 type Applier struct {
-	Store  *store.Store // reads
+	Store  store.Store // reads
 	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
 	Locks  *KeyLocks    // shared with every other read-decide-write of worker 0; nil: none
 	Seg    *shm.Segment
@@ -119,16 +120,15 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	now := a.Now()
 	leases := a.Seg.Leases()
 	var st wire.ApplyStats
-	writes := make([]store.Write, 0, len(results))
-	written := make([]shm.Lease, 0, len(results)) // the lease of each write
-	skipped := make([]shm.Lease, 0)               // of results whose row was gone
-	held := make(map[uint64]bool, len(results))
+	changes := make([]store.Change, 0, len(results))
+	held := make([]shm.Lease, 0, len(results)) // the lease of each change
+	heldKey := make(map[uint64]bool, len(results))
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
 		lease := ShmLease(r.Lease)
 		err := leases.Check(lease, h, now)
-		if err == nil && held[h] {
+		if err == nil && heldKey[h] {
 			err = errors.New("the batch carries this key's result twice; the first one is applied")
 		}
 		if err == nil {
@@ -138,18 +138,10 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			fence(&st, i, err)
 			continue
 		}
-		held[h] = true
-		w, ok, err := a.decide(pol, r, now)
-		if err != nil {
-			return wire.ApplyStats{}, err
-		}
-		if !ok {
-			st.Skipped++
-			skipped = append(skipped, lease)
-			continue
-		}
-		writes = append(writes, w)
-		written = append(written, lease)
+		heldKey[h] = true
+		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
+			Decide: func(cur store.Current) (store.Write, bool, error) { return decide(pol, r, cur, now) }})
+		held = append(held, lease)
 	}
 	if a.TestAfterDecide != nil {
 		a.TestAfterDecide()
@@ -159,24 +151,30 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		w = a.Writer
 	}
 	grace := pol.Config().Queue.ReleaseGrace.Ms()
-	if len(writes) > 0 {
-		if err := w.WriteSchedules(writes); err != nil {
-			if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
-				done := a.Now()
-				for i, ok := range pe.Committed {
-					if ok && i < len(written) {
-						leases.Release(written[i], done, grace)
-					}
+	if len(changes) == 0 {
+		return st, nil
+	}
+	filed, err := w.Modify(changes)
+	if err != nil {
+		if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
+			done := a.Now()
+			for i, ok := range pe.Committed {
+				if ok && i < len(held) {
+					leases.Release(held[i], done, grace)
 				}
 			}
-			return wire.ApplyStats{}, fmt.Errorf("intake: apply %d results: %w", len(writes), err)
 		}
+		return wire.ApplyStats{}, fmt.Errorf("intake: apply %d results: %w", len(changes), err)
 	}
 	done := a.Now()
-	for _, l := range append(written, skipped...) {
+	for i, l := range held {
 		leases.Release(l, done, grace)
+		if filed[i] {
+			st.Applied++
+		} else {
+			st.Skipped++
+		}
 	}
-	st.Applied = len(writes)
 	return st, nil
 }
 
@@ -201,24 +199,18 @@ func fence(st *wire.ApplyStats, i int, err error) {
 	}
 }
 
-// decide turns one result into its funnel write. The due time is policy.Apply's, counted from
-// now, never the stored one (which a row from an older version may hold out of range). ok is
-// false when the row no longer exists:
-// the key's lock is held from here to the commit, and every deleter takes it, so a row read
-// here exists at commit, and a row missing here is never re-created.
-func (a *Applier) decide(pol *policy.Policy, r *wire.Result, now int64) (store.Write, bool, error) {
-	row, err := a.Store.GetSchedule(r.Key)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Write{}, false, nil // deleted while rendering: a result must not resurrect it
+// decide turns one result into its funnel write, from the row and target the funnel read for
+// it in the transaction that files it. The due time is policy.Apply's, counted from now (so
+// never before the Change's MinDueMs), never the stored one (which a row from an older
+// version may hold out of range). ok is false when the row no longer exists: a result must
+// not resurrect a row deleted while it rendered.
+func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (store.Write, bool, error) {
+	if !cur.HasRow {
+		return store.Write{}, false, nil
 	}
-	if err != nil {
-		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
-	}
-	t, err := a.Store.GetTarget(r.Key)
-	if errors.Is(err, store.ErrNotFound) {
+	row, t := cur.Row, cur.Target
+	if !cur.HasTarget {
 		t = targetFromKey(r.Key, row.Submitted)
-	} else if err != nil {
-		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
 	}
 	o, body := storable(r)
 	d := pol.Apply(policy.State{

@@ -18,10 +18,21 @@ func grant(t testing.TB, e *qtest.Env, key []byte) wire.Lease {
 	return WireLease(e.Grant(key))
 }
 
-// writerFunc is a Writer of a test.
+// writerFunc is a Writer of a test whose batched puts are f; it has no Modify.
 type writerFunc func([]store.Write) error
 
 func (f writerFunc) WriteSchedules(ws []store.Write) error { return f(ws) }
+func (f writerFunc) Modify([]store.Change) ([]bool, error) {
+	return nil, errors.New("writerFunc has no Modify")
+}
+
+// modifyFunc is a Writer of a test whose read-modify-write is f; it has no batched puts.
+type modifyFunc func([]store.Change) ([]bool, error)
+
+func (f modifyFunc) Modify(cs []store.Change) ([]bool, error) { return f(cs) }
+func (f modifyFunc) WriteSchedules([]store.Write) error {
+	return errors.New("modifyFunc has no WriteSchedules")
+}
 
 // A lease that would lapse while its result commits is held through the commit: no other grant
 // of the key can be made meanwhile, and the result is applied under the grant it carries.
@@ -36,10 +47,10 @@ func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
 	}
 	var during shm.AcquireStatus
 	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Writer: writerFunc(func(ws []store.Write) error {
+		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			e.Advance(2000) // the commit outlasts the lease's TTL
 			_, during = e.Seg.Leases().Acquire(h, e.Now(), 600_000, 2)
-			return e.Store.WriteSchedules(ws)
+			return e.Store.Modify(cs)
 		})}
 	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: WireLease(l)}})
 	if err != nil || res.Applied != 1 {
@@ -65,15 +76,15 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 	}
 	fail := true
 	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Writer: writerFunc(func(ws []store.Write) error {
+		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			if !fail {
-				return e.Store.WriteSchedules(ws)
+				return e.Store.Modify(cs)
 			}
 			fail = false
-			if err := e.Store.WriteSchedules(ws[:1]); err != nil {
-				return err
+			if _, err := e.Store.Modify(cs[:1]); err != nil {
+				return nil, err
 			}
-			return &store.PartialWriteError{Committed: []bool{true, false}, Err: fmt.Errorf("store: commit 1 writes: disk full")}
+			return nil, &store.PartialWriteError{Committed: []bool{true, false}, Err: fmt.Errorf("store: commit 1 writes: disk full")}
 		})}
 	if _, err := a.Apply(rs); err == nil {
 		t.Fatal("a partly failed commit reported no error")

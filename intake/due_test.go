@@ -21,7 +21,7 @@ const (
 
 // newLegacyDue is worker 0's writers over a store that refuses implausible due times (as
 // worker 0 opens it), holding rows an older version stored with due times out of range.
-func newLegacyDue(t *testing.T) (*qtest.Env, *store.Store, *Targets, *Applier) {
+func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 	e := qtest.New(t, "", start, shm.Options{})
 	dir := filepath.Join(t.TempDir(), "db")
 	old, err := store.Open(dir, &store.Options{Floor: e.Seg.Floor()}) // an older version: no refusal
@@ -54,7 +54,7 @@ func newLegacyDue(t *testing.T) (*qtest.Env, *store.Store, *Targets, *Applier) {
 // keeps its due time: an upload that omits due, a rush, a wait, a sitemap run's chunk and a
 // result each bring it into range (due now), and the funnel's refusal never fires from them.
 func TestStoredImplausibleDueIsBroughtIntoRange(t *testing.T) {
-	check := func(t *testing.T, e *qtest.Env, st *store.Store, step string) {
+	check := func(t *testing.T, e *qtest.Env, st store.Store, step string) {
 		t.Helper()
 		for _, k := range []string{legacyZero, legacyFar} {
 			row, err := st.GetSchedule([]byte(k))

@@ -31,7 +31,7 @@ type Deleter interface {
 // locks of its keys (KeyLocks, shared with the Applier) from its first read to its commit,
 // written through Writer (worker 0 passes sweep.Changes' wrapper).
 type Targets struct {
-	Store   *store.Store
+	Store   store.Store
 	Writer  Writer       // nil means Store
 	Deleter Deleter      // nil means Store
 	Locks   *KeyLocks    // shared with the Applier; nil: none

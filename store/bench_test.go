@@ -60,7 +60,7 @@ func benchWrites(perm []int, from, to int) []Write {
 	return ws
 }
 
-func loadRows(st *Store, n int) error {
+func loadRows(st *Badger, n int) error {
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
 	const chunk = 10_000
 	for from := 0; from < n; from += chunk {
@@ -109,7 +109,7 @@ func removeBenchCorpus() {
 
 // openCorpus opens the corpus (building it on first use) and resets the benchmark timer, so
 // the 1M-row load is never counted in an op.
-func openCorpus(b *testing.B, o *Options) *Store {
+func openCorpus(b *testing.B, o *Options) *Badger {
 	st, err := Open(corpus(b), o)
 	if err != nil {
 		b.Fatal(err)
@@ -329,7 +329,7 @@ func procStatusMB(field string) float64 {
 
 // reschedule moves one not-yet-due corpus row (the upper half) to another future due time,
 // so the due set the sweep benchmark reads is unchanged.
-func reschedule(st *Store, r *rand.Rand, seq int64) error {
+func reschedule(st *Badger, r *rand.Rand, seq int64) error {
 	i := benchRows/2 + 1 + r.IntN(benchRows/2-1)
 	s, err := NewSchedule(benchKey(i), benchNow+1+seq%benchSpan, i%2 == 0, 21_600_000, Lanes{})
 	if err != nil {
@@ -345,7 +345,7 @@ func reschedule(st *Store, r *rand.Rand, seq int64) error {
 // whole batch is: the floor of what n reschedules can cost on this engine and machine, with
 // no read, no floor protocol and the largest batches. Rows move between future due times, so
 // the floor and the head, which sit at or below now, stay true. st must be idle.
-func bareReschedule(st *Store, r *rand.Rand, n int) (time.Duration, error) {
+func bareReschedule(st *Badger, r *rand.Rand, n int) (time.Duration, error) {
 	type move struct {
 		key      []byte
 		old, row Row

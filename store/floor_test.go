@@ -46,7 +46,7 @@ func TestWritesLowerTheFloor(t *testing.T) {
 	}
 }
 
-func runPass(t *testing.T, st *Store, now int64) *Pass {
+func runPass(t *testing.T, st *Badger, now int64) Pass {
 	t.Helper()
 	p, err := st.BeginPass(now)
 	if err != nil {

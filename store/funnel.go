@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -50,7 +51,7 @@ const (
 func PlausibleDue(ms int64) bool { return ms >= MinDueMs && ms <= MaxDueMs }
 
 // checkDue applies Options.RefuseImplausibleDue to a prepared put.
-func (s *Store) checkDue(o *op) error {
+func (s *Badger) checkDue(o *op) error {
 	if s.opts.RefuseImplausibleDue && !PlausibleDue(o.row.DueAtMs) {
 		return fmt.Errorf("%w: %d ms", ErrImplausibleDue, o.row.DueAtMs)
 	}
@@ -119,7 +120,7 @@ type Write struct {
 }
 
 // WriteSchedule files one schedule through the funnel and returns once it has committed.
-func (s *Store) WriteSchedule(sch Schedule) error {
+func (s *Badger) WriteSchedule(sch Schedule) error {
 	return s.WriteSchedules([]Write{{Schedule: sch}})
 }
 
@@ -137,7 +138,7 @@ func (s *Store) WriteSchedule(sch Schedule) error {
 //
 // Nothing is enqueued if any Write is invalid (ErrScheduleUnset, ErrInvalidTarget,
 // ErrInvalidPage, ErrImplausibleDue). After Close it returns ErrClosed.
-func (s *Store) WriteSchedules(ws []Write) error {
+func (s *Badger) WriteSchedules(ws []Write) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -178,7 +179,7 @@ func partial(ops []op, err error) error {
 // DeleteTarget removes every record of cacheKey — schedule row, due-index entry, target and
 // page — in one transaction, through the funnel. Deleting a key that has no records is not an
 // error.
-func (s *Store) DeleteTarget(cacheKey []byte) error {
+func (s *Badger) DeleteTarget(cacheKey []byte) error {
 	if err := validateKey(cacheKey); err != nil {
 		return err
 	}
@@ -188,11 +189,66 @@ func (s *Store) DeleteTarget(cacheKey []byte) error {
 	return err
 }
 
+// Modify files the writes its Changes decide, each over its key's row and target as the
+// funnel's transaction reads them (see Change): one read of each per change, where a caller
+// that read them itself would have the funnel read the row again. It reports which changes
+// were filed; a Decide that returned ok false, and one whose key vanished, leave false.
+//
+// A Change may be decided more than once, each time on a fresh read, when its transaction is
+// rebuilt (a write refused, a transaction Badger finds too big); only the last decision is
+// filed. The due time each returns must be at least its MinDueMs, which the funnel registers
+// for the floor protocol before any Decide runs; a Write due earlier fails with
+// ErrInvalidArgument. Errors are those of WriteSchedules, PartialWriteError included.
+func (s *Badger) Modify(changes []Change) ([]bool, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	ops := make([]op, len(changes))
+	for i := range changes {
+		if err := prepareModify(&ops[i], &changes[i]); err != nil {
+			return nil, fmt.Errorf("store: change %d of %d: %w", i+1, len(changes), err)
+		}
+	}
+	_, err := s.submit(ops)
+	applied := make([]bool, len(ops))
+	for i := range ops {
+		applied[i] = ops[i].applied
+	}
+	return applied, partial(ops, err)
+}
+
+func prepareModify(o *op, c *Change) error {
+	if err := validateKey(c.Key); err != nil {
+		return err
+	}
+	if c.Decide == nil {
+		return fmt.Errorf("%w: a change without Decide", ErrInvalidArgument)
+	}
+	if c.MinDueMs < 0 {
+		return ErrNegativeDue
+	}
+	*o = op{kind: opModify, decide: c.Decide, minDue: c.MinDueMs}
+	o.setKeys(append([]byte(nil), c.Key...), false, false)
+	return nil
+}
+
+// checkModified refuses a decided write that is not the Change's key, or due before the
+// Change said it could be.
+func checkModified(key []byte, minDue int64, got []byte, dueMs int64) error {
+	if !bytes.Equal(key, got) {
+		return fmt.Errorf("%w: the change of %q decided a write of %q", ErrInvalidArgument, key, got)
+	}
+	if dueMs < minDue {
+		return fmt.Errorf("%w: the change of %q decided due %d, before its MinDueMs %d", ErrInvalidArgument, key, dueMs, minDue)
+	}
+	return nil
+}
+
 // refileIfAbsent files the schedules of ws only for keys that have no schedule row when the
 // funnel applies them, and reports how many it filed. Reconcile uses it so that a row written
 // between its scan and its repair is not overwritten. A Write's Target only supplies the
 // stored interval; it is not rewritten.
-func (s *Store) refileIfAbsent(ws []Write) (int, error) {
+func (s *Badger) refileIfAbsent(ws []Write) (int, error) {
 	ops := make([]op, len(ws))
 	for i := range ws {
 		w := ws[i]
@@ -216,7 +272,7 @@ func (s *Store) refileIfAbsent(ws []Write) (int, error) {
 // applies the write, and reports whether it filed it. The sweep's unpin hatch uses it: the row
 // it files forward is the one a pass read in its snapshot, and a write committed since (the
 // row's render result, an operator's change) is newer than that picture and must stand.
-func (s *Store) RefileIfUnchanged(sch Schedule, was Row) (bool, error) {
+func (s *Badger) RefileIfUnchanged(sch Schedule, was Row) (bool, error) {
 	var o op
 	if err := o.preparePut(&Write{Schedule: sch}); err != nil {
 		return false, err
@@ -236,6 +292,7 @@ const (
 	opPutIfAbsent
 	opPutIfUnchanged // applies only over a row equal to op.was
 	opDelete
+	opModify // decide turns the key's current row and target into a put (Modify)
 )
 
 // op is one prepared funnel write. Keys and encoded values are built by the caller's
@@ -256,6 +313,10 @@ type op struct {
 	dropPage  bool   // delete p/ (puts)
 	applied   bool   // set by the committer: staged in a transaction that committed
 	failed    bool   // set by the committer: refused, excluded from its transaction
+	// opModify: the Change's Decide, and the earliest due time it may return, which the
+	// batch registers for the floor protocol before Decide has run.
+	decide func(Current) (Write, bool, error)
+	minDue int64
 }
 
 // setKeys builds the keys o writes: always the schedule row's, the target's and page's only
@@ -306,7 +367,7 @@ type request struct {
 
 // submit enqueues ops as one request and waits for its acknowledgement. It returns how many
 // ops were applied (opPutIfAbsent skips existing rows).
-func (s *Store) submit(ops []op) (int, error) {
+func (s *Badger) submit(ops []op) (int, error) {
 	req := &request{ops: ops, done: make(chan error, 1)}
 	s.sendMu.RLock()
 	if s.sendClosed {
@@ -327,7 +388,7 @@ func (s *Store) submit(ops []op) (int, error) {
 
 // commitLoop is the committer goroutine. It exits when reqs is closed and drained, after the
 // last transaction has completed.
-func (s *Store) commitLoop() {
+func (s *Badger) commitLoop() {
 	defer close(s.committerDone)
 	var batch []*request
 	for req := range s.reqs {
@@ -388,10 +449,13 @@ type pipeline struct {
 	spare *badger.Txn
 }
 
-// rowState is the schedule row of a key as a transaction leaves it.
+// rowState is the schedule row of a key as a transaction leaves it, and its target when the
+// transaction wrote or deleted it (targetKnown; target is the encoded value, nil if deleted).
 type rowState struct {
-	row    Row
-	exists bool
+	row         Row
+	exists      bool
+	target      []byte
+	targetKnown bool
 }
 
 // opRef names one op of one request in a batch.
@@ -419,7 +483,7 @@ func (b *batch) fail(r *request, err error) {
 
 // commitBatch registers a batch, cuts it into transactions by Badger's own size accounting,
 // and submits them. The batch is acknowledged by the callback of its last transaction.
-func (s *Store) commitBatch(reqs []*request) {
+func (s *Badger) commitBatch(reqs []*request) {
 	s.settle()
 	b := &batch{reqs: slices.Clone(reqs), remaining: 1, minDue: math.MaxInt64}
 	var refs []opRef
@@ -427,8 +491,11 @@ func (s *Store) commitBatch(reqs []*request) {
 		for i := range r.ops {
 			o := &r.ops[i]
 			refs = append(refs, opRef{r, o})
-			if o.kind != opDelete && o.row.DueAtMs < b.minDue {
-				b.minDue = o.row.DueAtMs
+			switch {
+			case o.kind == opModify:
+				b.minDue = min(b.minDue, o.minDue)
+			case o.kind != opDelete:
+				b.minDue = min(b.minDue, o.row.DueAtMs)
 			}
 		}
 	}
@@ -455,7 +522,7 @@ func (s *Store) commitBatch(reqs []*request) {
 // completed: an idle committer then starts its next batch from a fresh snapshot rather than one
 // taken before the last commit. Under load the last transaction is usually still in flight,
 // and the pipeline is kept.
-func (s *Store) settle() {
+func (s *Badger) settle() {
 	if s.pl.prev != nil {
 		select {
 		case err := <-s.pl.prev:
@@ -479,7 +546,7 @@ func (s *Store) settle() {
 // half-applied: when one fails after staging part of itself (Badger refusing an entry), the
 // transaction is discarded and rebuilt without it; when Badger finds the transaction too big
 // after all (its accounting changed under us), it is discarded and the segment split in two.
-func (s *Store) submitSegment(b *batch, refs []opRef) {
+func (s *Badger) submitSegment(b *batch, refs []opRef) {
 	if len(refs) == 0 {
 		return
 	}
@@ -555,7 +622,7 @@ func (s *Store) submitSegment(b *batch, refs []opRef) {
 // txnDone records the completion of one of b's transactions (refs nil for the submitting
 // hold) and, with the last, unregisters and acknowledges the batch. It runs on Badger's
 // callback goroutines.
-func (s *Store) txnDone(b *batch, refs []opRef, err error) {
+func (s *Badger) txnDone(b *batch, refs []opRef, err error) {
 	b.mu.Lock()
 	if err != nil {
 		err = fmt.Errorf("store: commit %d writes: %w", len(refs), err)
@@ -589,7 +656,7 @@ func resetApplied(refs []opRef) {
 // opCost is an upper bound of what o adds to Badger's per-transaction accounting
 // (Txn.checkSize: per entry, key + value + 2 meta bytes + 10 version bytes, a value at or
 // above the threshold counting as a 12-byte pointer).
-func (s *Store) opCost(o *op) (count, size int64) {
+func (s *Badger) opCost(o *op) (count, size int64) {
 	th := s.opts.ValueThreshold
 	entry := func(k, v int) {
 		vl := int64(v)
@@ -627,11 +694,53 @@ func (s *Store) opCost(o *op) (count, size int64) {
 // The row it replaces is read, in order, from this transaction's own earlier writes (cur), from
 // the transaction still being written (the overlay), or from Badger. cur is updated with the
 // row as o leaves it.
-func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged bool, err error) {
+func (s *Badger) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged bool, err error) {
 	old, had, fromDB, err := s.lookup(txn, o, cur)
 	if err != nil {
 		return false, err
 	}
+	if o.kind == opModify {
+		return s.applyModify(txn, o, cur, old, had, fromDB)
+	}
+	return s.stage(txn, o, cur, old, had, fromDB)
+}
+
+// applyModify reads o's target as the transaction sees it, lets the Change decide, and stages
+// the put it returns over the row lookup found. It runs again, with a fresh read, whenever
+// the transaction is rebuilt, so a decision never rests on a write that did not commit.
+func (s *Badger) applyModify(txn *badger.Txn, o *op, cur map[string]rowState, old Row, had, fromDB bool) (bool, error) {
+	tgt, hasTgt, err := s.lookupTarget(txn, o.key, cur)
+	if err != nil {
+		return false, err
+	}
+	w, ok, err := o.decide(Current{Row: old, HasRow: had, Target: tgt, HasTarget: hasTgt})
+	if err != nil || !ok {
+		return false, err
+	}
+	put, err := s.prepareModified(o, &w)
+	if err != nil {
+		return false, err
+	}
+	staged, err := s.stage(txn, &put, cur, old, had, fromDB)
+	o.applied = put.applied
+	return staged, err
+}
+
+// prepareModified checks the Write a Change decided and prepares it as a put of o's key.
+func (s *Badger) prepareModified(o *op, w *Write) (op, error) {
+	var put op
+	if err := put.preparePut(w); err != nil {
+		return put, err
+	}
+	if err := checkModified(o.key, o.minDue, put.key, put.row.DueAtMs); err != nil {
+		return put, err
+	}
+	return put, s.checkDue(&put)
+}
+
+// stage stages the write o over the row it replaces (old, had). fromDB says that row was read
+// from Badger, for the invariant check.
+func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row, had, fromDB bool) (staged bool, err error) {
 	if invariants.Enabled && had && fromDB {
 		// A row read from Badger has its index entry in the same snapshot.
 		if _, err := txn.Get(dueKey(old.DueAtMs, o.key)); err != nil {
@@ -664,7 +773,7 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 		if err := stage(txn.Delete(o.pKey)); err != nil {
 			return staged, err
 		}
-		cur[string(o.key)] = rowState{}
+		cur[string(o.key)] = rowState{targetKnown: true}
 		o.applied = true
 		return staged, nil
 	case opPutIfAbsent:
@@ -717,9 +826,49 @@ func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged b
 			return staged, err
 		}
 	}
-	cur[string(o.key)] = rowState{row: row, exists: true}
+	next := rowState{row: row, exists: true, target: o.target, targetKnown: o.target != nil}
+	if o.target == nil {
+		// The target is unchanged: keep what this or the previous transaction knew of it.
+		if prev, ok := s.known(o.key, cur); ok {
+			next.target, next.targetKnown = prev.target, prev.targetKnown
+		}
+	}
+	cur[string(o.key)] = next
 	o.applied = true
 	return staged, nil
+}
+
+// known returns the state of key as this transaction (cur) or the one still being written
+// (the overlay) left it.
+func (s *Badger) known(key []byte, cur map[string]rowState) (rowState, bool) {
+	if st, ok := cur[string(key)]; ok {
+		return st, true
+	}
+	st, ok := s.pl.overlay[string(key)]
+	return st, ok
+}
+
+// lookupTarget returns key's target as the transaction sees it: from its own writes, from the
+// transaction still being written, or from Badger.
+func (s *Badger) lookupTarget(txn *badger.Txn, key []byte, cur map[string]rowState) (Target, bool, error) {
+	var t Target
+	if st, ok := s.known(key, cur); ok && st.targetKnown {
+		if st.target == nil {
+			return t, false, nil
+		}
+		return t, true, t.UnmarshalBinary(st.target)
+	}
+	item, err := txn.Get(targetKey(key))
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return t, false, nil
+	case err != nil:
+		return t, false, fmt.Errorf("store: read target %q: %w", key, err)
+	}
+	if err := item.Value(t.UnmarshalBinary); err != nil {
+		return t, false, fmt.Errorf("store: read target %q: %w", key, err)
+	}
+	return t, true, nil
 }
 
 // rowValues encodes row as its s/ value and its d/ entry's projection, in one allocation.
@@ -733,7 +882,7 @@ func rowValues(row Row) (rowVal, projVal []byte) {
 // lookup returns the row o replaces and whether it exists. fromDB reports that Badger was
 // read: it is false when the answer came from this transaction's or the previous one's writes,
 // or from the key filter showing that the row cannot exist.
-func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row, had, fromDB bool, err error) {
+func (s *Badger) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row, had, fromDB bool, err error) {
 	if st, ok := cur[string(o.key)]; ok {
 		return st.row, st.exists, false, nil
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // openTest opens a store in a fresh temporary directory and closes it at the end of the test.
-func openTest(t testing.TB, o *Options) *Store {
+func openTest(t testing.TB, o *Options) *Badger {
 	t.Helper()
 	st, err := Open(t.TempDir(), o)
 	if err != nil {
@@ -29,14 +29,14 @@ func mustSchedule(t testing.TB, key string, due int64, submitted bool, eff int64
 	return s
 }
 
-func mustWrite(t testing.TB, st *Store, ws ...Write) {
+func mustWrite(t testing.TB, st *Badger, ws ...Write) {
 	t.Helper()
 	if err := st.WriteSchedules(ws); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func mustVerify(t testing.TB, st *Store) IndexReport {
+func mustVerify(t testing.TB, st *Badger) IndexReport {
 	t.Helper()
 	rep, err := st.VerifyIndex()
 	if err != nil {
@@ -53,7 +53,7 @@ func mustVerify(t testing.TB, st *Store) IndexReport {
 // files.)
 // rawSet writes k behind the funnel's back. A planted schedule row is a row that exists, so its
 // key goes into the key filter too (K1), as the next Open would put it.
-func rawSet(t testing.TB, st *Store, k, v []byte) {
+func rawSet(t testing.TB, st *Badger, k, v []byte) {
 	t.Helper()
 	if err := st.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func rawSet(t testing.TB, st *Store, k, v []byte) {
 	}
 }
 
-func rawDelete(t testing.TB, st *Store, keys ...[]byte) {
+func rawDelete(t testing.TB, st *Badger, keys ...[]byte) {
 	t.Helper()
 	err := st.db.Update(func(txn *badger.Txn) error {
 		for _, k := range keys {
@@ -79,7 +79,7 @@ func rawDelete(t testing.TB, st *Store, keys ...[]byte) {
 }
 
 // allRows reads every schedule row of one snapshot.
-func allRows(st *Store) (map[string]Row, error) {
+func allRows(st *Badger) (map[string]Row, error) {
 	rows := map[string]Row{}
 	err := st.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})
@@ -97,7 +97,7 @@ func allRows(st *Store) (map[string]Row, error) {
 }
 
 // someRows reads the schedule rows of keys from one snapshot, by point reads.
-func someRows(st *Store, keys []string) (map[string]Row, error) {
+func someRows(st *Badger, keys []string) (map[string]Row, error) {
 	rows := map[string]Row{}
 	err := st.db.View(func(txn *badger.Txn) error {
 		for _, k := range keys {

@@ -24,7 +24,7 @@ import (
 //
 // keys names the rows to judge (nil: every row, by a full scan). Point reads of a known key set
 // keep the check cheap while thousands of versions pile up in the memtable.
-func checkF1(st *Store, f FloorCell, observed map[string]int64, keys []string) ([]string, error) {
+func checkF1(st *Badger, f FloorCell, observed map[string]int64, keys []string) ([]string, error) {
 	var rows map[string]Row
 	var err error
 	if keys == nil {
@@ -56,7 +56,7 @@ type interleaving struct {
 	keys    int   // per writer
 	guard   int64 // ms
 	// advance moves the floor at the end of a pass; nil means the real AdvanceFloor.
-	advance func(p *Pass, guard int64)
+	advance func(p *badgerPass, guard int64)
 	// stopAtFirst ends the run at the first violation (for the naive protocol).
 	stopAtFirst bool
 }
@@ -163,7 +163,7 @@ func (c interleaving) run(t *testing.T, seed uint64) (violations []string, advan
 				advances++
 			}
 		} else {
-			c.advance(p, c.guard)
+			c.advance(p.(*badgerPass), c.guard)
 			advances++
 		}
 		p.Close()
@@ -212,7 +212,7 @@ func TestFloorInterleaving(t *testing.T) {
 // naiveAdvance is the protocol F1 forbids, reachable only from this test file: advance to
 // min(firstDue, now) − guard by plain store, with no in-flight term and no CAS from the
 // observed value.
-func naiveAdvance(p *Pass, guard int64) {
+func naiveAdvance(p *badgerPass, guard int64) {
 	s := p.Stats()
 	b := s.NowMs
 	if s.HasFirstDue {
@@ -223,7 +223,7 @@ func naiveAdvance(p *Pass, guard int64) {
 
 // naiveHeadAdvance runs the real floor advance but moves the head naively: to
 // min(firstDue, now) by plain store, with no in-flight term and no CAS.
-func naiveHeadAdvance(p *Pass, guard int64) {
+func naiveHeadAdvance(p *badgerPass, guard int64) {
 	p.AdvanceFloor(guard)
 	s := p.Stats()
 	b := s.NowMs
@@ -252,7 +252,7 @@ func TestNaiveFloorStrands(t *testing.T) {
 	// A write filed older than the guard commits after the pass's snapshot: the writer
 	// lowers the floor, then puts.
 	mustWrite(t, st, Write{Schedule: mustSchedule(t, "late", 10_000, false, 0, Lanes{})})
-	naiveAdvance(p, 1000) // floor := 50000 − 1000
+	naiveAdvance(p.(*badgerPass), 1000) // floor := 50000 − 1000
 	p.Close()
 	bad, err := checkF1(st, f, observed, nil)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // checkK1 fails t if a key with a schedule row is missing from the key filter.
-func checkK1(t *testing.T, st *Store, step int) {
+func checkK1(t *testing.T, st *Badger, step int) {
 	t.Helper()
 	err := st.ForEachSchedule(nil, func(key []byte, _ Row) error {
 		if !st.keys.mayHave(key) {

@@ -15,7 +15,7 @@ const maxRewritesPerGC = 8
 
 // StartGC starts value-log garbage collection every Options.GCInterval, on the ticker
 // Options.NewTicker makes. It is a no-op if GC is running or the store is closed.
-func (s *Store) StartGC() {
+func (s *Badger) StartGC() {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	if s.gcStop != nil || s.closed.Load() {
@@ -40,7 +40,7 @@ func (s *Store) StartGC() {
 
 // StopGC stops the GC loop and waits for a run in progress to finish. It is safe to call
 // twice, and before StartGC.
-func (s *Store) StopGC() {
+func (s *Badger) StopGC() {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	if s.gcStop == nil {
@@ -54,7 +54,7 @@ func (s *Store) StopGC() {
 // RunGC runs one value-log GC: it rewrites value-log files whose garbage fraction is at least
 // Options.GCDiscardRatio, up to a bound per run, and returns how many it rewrote. Finding
 // nothing to rewrite is not an error. It logs one line.
-func (s *Store) RunGC() (rewrites int, err error) {
+func (s *Badger) RunGC() (rewrites int, err error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -96,7 +96,7 @@ const reconcileBatch = 1024
 //
 // It merges the t/ and s/ key ranges of one snapshot, reading only the values of the targets
 // it repairs.
-func (s *Store) Reconcile(nowMs int64) (restored int, err error) {
+func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
 	if nowMs < 0 {
 		return 0, fmt.Errorf("%w: negative now %d", ErrInvalidArgument, nowMs)
 	}
@@ -168,7 +168,7 @@ func (s *Store) Reconcile(nowMs int64) (restored int, err error) {
 // Compact flattens the LSM tree so that scans merge as few tables as possible. Background
 // compaction gets there on its own over time; Compact is for a maintenance window, or for a
 // benchmark that must measure the steady state rather than a freshly loaded tree.
-func (s *Store) Compact() error {
+func (s *Badger) Compact() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}

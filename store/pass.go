@@ -7,17 +7,17 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Pass is one sweep pass over the due index: a snapshot, the floor as it was when the snapshot
+// badgerPass is one sweep pass over the due index: a snapshot, the floor as it was when the snapshot
 // was taken, one iteration, and at most one floor advance bounded by what the iteration could
-// have seen (protocol.go). A Pass is used by one goroutine; close it when done, since it pins a
+// have seen (protocol.go). A badgerPass is used by one goroutine; close it when done, since it pins a
 // Badger read snapshot.
 //
 //	p, err := st.BeginPass(nowMs)
 //	defer p.Close()
 //	err = p.IterateDue(maxRows, chunk, func(rows []store.DueRow) error { … })
 //	floor, moved := p.AdvanceFloor(guardMs)
-type Pass struct {
-	s          *Store
+type badgerPass struct {
+	s          *Badger
 	txn        *badger.Txn // the snapshot, taken in registerPass
 	stats      PassStats
 	minWritten int64 // guarded by Store.floorMu
@@ -51,14 +51,14 @@ type PassStats struct {
 
 // BeginPass opens a pass at nowMs (≥ 0): it takes a snapshot of the store and reads the floor
 // in one critical section with the funnel's registration of in-flight batches.
-func (s *Store) BeginPass(nowMs int64) (*Pass, error) {
+func (s *Badger) BeginPass(nowMs int64) (Pass, error) {
 	if nowMs < 0 {
 		return nil, fmt.Errorf("%w: negative now %d", ErrInvalidArgument, nowMs)
 	}
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	p := &Pass{s: s}
+	p := &badgerPass{s: s}
 	p.stats.NowMs = nowMs
 	s.registerPass(p)
 	return p, nil
@@ -81,7 +81,7 @@ func (s *Store) BeginPass(nowMs int64) (*Pass, error) {
 //
 // IterateDue may be called once per pass (ErrPassIterated otherwise). Writes made during the
 // iteration are not seen by it; the floor protocol accounts for them.
-func (p *Pass) IterateDue(maxRows, chunk int, fn func([]DueRow) error) error {
+func (p *badgerPass) IterateDue(maxRows, chunk int, fn func([]DueRow) error) error {
 	switch {
 	case p.isClosed():
 		return ErrClosed
@@ -211,7 +211,7 @@ func (c *chunkPipe) stop() error {
 }
 
 // Stats returns what the pass has observed so far.
-func (p *Pass) Stats() PassStats { return p.stats }
+func (p *badgerPass) Stats() PassStats { return p.stats }
 
 // AdvanceFloor moves the floor up to min(firstDue, now, earliest write in flight at or
 // committed after the snapshot) − guardMs, by compare-and-swap from the floor the pass
@@ -219,7 +219,7 @@ func (p *Pass) Stats() PassStats { return p.stats }
 // nothing if the pass has not iterated, stopped before observing any row, or was closed, or
 // if the bound is not above the observed floor, or if the CAS loses (a write lowered the floor
 // meanwhile: the next pass will try again).
-func (p *Pass) AdvanceFloor(guardMs int64) (floorMs int64, advanced bool) {
+func (p *badgerPass) AdvanceFloor(guardMs int64) (floorMs int64, advanced bool) {
 	if guardMs < 0 {
 		return p.s.floor.Load(), false
 	}
@@ -227,7 +227,7 @@ func (p *Pass) AdvanceFloor(guardMs int64) (floorMs int64, advanced bool) {
 }
 
 // Close releases the pass's snapshot. It is safe to call twice.
-func (p *Pass) Close() {
+func (p *badgerPass) Close() {
 	if p.s.unregisterPass(p) {
 		p.txn.Discard()
 	}

@@ -55,7 +55,7 @@ import "math"
 // (math.MaxInt64 for a batch of deletes), and lowers the floor to it. It runs before the
 // batch's first transaction commits. Two batches can be in flight at once (the committer
 // builds one while Badger writes the other).
-func (s *Store) beginInflight(b *batch) {
+func (s *Badger) beginInflight(b *batch) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	minDue := b.minDue
@@ -71,14 +71,14 @@ func (s *Store) beginInflight(b *batch) {
 }
 
 // endInflight unregisters the batch once all its transactions are done.
-func (s *Store) endInflight(b *batch) {
+func (s *Badger) endInflight(b *batch) {
 	s.floorMu.Lock()
 	delete(s.inflight, b)
 	s.floorMu.Unlock()
 }
 
 // registerPass opens p's snapshot and reads the floor inside the critical section.
-func (s *Store) registerPass(p *Pass) {
+func (s *Badger) registerPass(p *badgerPass) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	p.txn = s.db.NewTransaction(false)
@@ -95,7 +95,7 @@ func (s *Store) registerPass(p *Pass) {
 // guard, from the head the pass observed: the argument above holds for it word for word with
 // guard 0, because the pass read every row from the floor (≤ the head, or the head is moot)
 // up to now.
-func (s *Store) advance(p *Pass, guardMs int64) (int64, bool) {
+func (s *Badger) advance(p *badgerPass, guardMs int64) (int64, bool) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	if p.closed || !p.iterated || (!p.stats.HasFirstDue && !p.stats.Complete) {
@@ -116,7 +116,7 @@ func (s *Store) advance(p *Pass, guardMs int64) (int64, bool) {
 
 // unregisterPass marks p closed and removes it from the critical section's set. It reports
 // whether p was open.
-func (s *Store) unregisterPass(p *Pass) bool {
+func (s *Badger) unregisterPass(p *badgerPass) bool {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	if p.closed {
@@ -127,7 +127,7 @@ func (s *Store) unregisterPass(p *Pass) bool {
 	return true
 }
 
-func (p *Pass) isClosed() bool {
+func (p *badgerPass) isClosed() bool {
 	p.s.floorMu.Lock()
 	defer p.s.floorMu.Unlock()
 	return p.closed

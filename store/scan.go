@@ -100,7 +100,7 @@ type ScanResult struct {
 // ScanDue is the floored index scan, the claim path's fallback: the due rows from floorMs up
 // to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
 // consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
-func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
+func (s *Badger) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 	return s.scanDue(dueSeekKey(floorMs), floorMs, nowMs, limit)
 }
 
@@ -110,7 +110,7 @@ func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 // however many rows share one due time: a page of rows that all fall on one millisecond does
 // not hide the rows behind it. A row moved behind the cursor since the previous page (a
 // reschedule to an earlier time) is not revisited; the next scan from the head sees it.
-func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (ScanResult, error) {
+func (s *Badger) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (ScanResult, error) {
 	if afterMs < 0 {
 		return s.ScanDue(0, nowMs, limit)
 	}
@@ -120,7 +120,7 @@ func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit 
 	return s.scanDue(seek, afterMs, nowMs, limit)
 }
 
-func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResult, error) {
+func (s *Badger) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResult, error) {
 	var res ScanResult
 	if limit <= 0 {
 		return res, fmt.Errorf("%w: limit %d", ErrInvalidArgument, limit)
@@ -153,7 +153,7 @@ func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResult
 // ForEachSchedule calls fn for every schedule row whose cacheKey starts with prefix, in key
 // order, from one snapshot (for operator actions on a URL prefix, such as prioritize). key and
 // row are valid only during the call. An error from fn stops the walk and is returned.
-func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row Row) error) error {
+func (s *Badger) ForEachSchedule(prefix []byte, fn func(key []byte, row Row) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}

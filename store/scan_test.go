@@ -8,7 +8,7 @@ import (
 )
 
 // fill writes n rows due at base, base+step, … and returns their keys in due order.
-func fill(t testing.TB, st *Store, n int, base, step int64) []string {
+func fill(t testing.TB, st *Badger, n int, base, step int64) []string {
 	t.Helper()
 	keys := make([]string, n)
 	ws := make([]Write, n)

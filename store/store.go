@@ -11,10 +11,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Store is the schedule store of one node: a Badger database, its write funnel and its scans.
+// Badger is the schedule store of one node: a Badger database, its write funnel and its scans.
 // All methods are safe for concurrent use, except that Close must not race a pass or scan in
 // progress.
-type Store struct {
+type Badger struct {
 	db    *badger.DB
 	opts  Options
 	log   zerolog.Logger
@@ -36,7 +36,7 @@ type Store struct {
 	// The F1 critical section (protocol.go).
 	floorMu  sync.Mutex
 	inflight map[*batch]int64 // batches registered and not yet acknowledged → min new due
-	passes   map[*Pass]struct{}
+	passes   map[*badgerPass]struct{}
 	head     MemFloor // the floor without its guard: where a scan may start (HeadMs)
 
 	// Maintenance (maintenance.go).
@@ -48,7 +48,7 @@ type Store struct {
 // Open opens (creating if needed) the store in dir. opts may be nil for the defaults; Open
 // works on a copy with EnsureDefaults applied, and returns Validate's error if any. Only one
 // process may have a directory open: Badger holds an exclusive lock on it.
-func Open(dir string, opts *Options) (*Store, error) {
+func Open(dir string, opts *Options) (*Badger, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -62,14 +62,14 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	s := &Store{
+	s := &Badger{
 		db:            db,
 		opts:          o,
 		log:           o.Logger.With().Str("component", "store").Logger(),
 		floor:         o.Floor,
 		reqs:          make(chan *request, o.QueueLen),
 		committerDone: make(chan struct{}),
-		passes:        make(map[*Pass]struct{}),
+		passes:        make(map[*badgerPass]struct{}),
 		inflight:      make(map[*batch]int64),
 	}
 	s.head.v.Store(o.Floor.Load())
@@ -89,7 +89,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 // Close stops GC, drains the funnel (every call already accepted is committed and
 // acknowledged; later calls get ErrClosed), closes passes still open, and closes Badger, which
 // flushes its memtables to tables. Close is safe to call twice; the second call returns nil.
-func (s *Store) Close() error {
+func (s *Badger) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (s *Store) Close() error {
 	<-s.committerDone
 
 	s.floorMu.Lock()
-	open := make([]*Pass, 0, len(s.passes))
+	open := make([]*badgerPass, 0, len(s.passes))
 	for p := range s.passes {
 		open = append(open, p)
 	}
@@ -126,30 +126,30 @@ func (s *Store) Close() error {
 // from the floor skips the tombstones of every row rescheduled out of the guard window; a seek
 // from the head does not (docs/store.md, BenchmarkSeekFirstDue). The floor itself stays a
 // guard behind, and sweep passes still read from it.
-func (s *Store) HeadMs() int64 { return max(s.floor.Load(), s.head.Load()) }
+func (s *Badger) HeadMs() int64 { return max(s.floor.Load(), s.head.Load()) }
 
 // Floor returns the floor cell the store lowers and its passes advance.
-func (s *Store) Floor() FloorCell { return s.floor }
+func (s *Badger) Floor() FloorCell { return s.floor }
 
 // GetSchedule returns the schedule row of cacheKey, or ErrNotFound.
-func (s *Store) GetSchedule(cacheKey []byte) (Row, error) {
+func (s *Badger) GetSchedule(cacheKey []byte) (Row, error) {
 	var r Row
 	return r, s.get(scheduleKey(cacheKey), cacheKey, "schedule row", r.UnmarshalBinary)
 }
 
 // GetTarget returns the target of cacheKey, or ErrNotFound.
-func (s *Store) GetTarget(cacheKey []byte) (Target, error) {
+func (s *Badger) GetTarget(cacheKey []byte) (Target, error) {
 	var t Target
 	return t, s.get(targetKey(cacheKey), cacheKey, "target", t.UnmarshalBinary)
 }
 
 // GetPage returns the page of cacheKey, or ErrNotFound. The page's body is the caller's.
-func (s *Store) GetPage(cacheKey []byte) (Page, error) {
+func (s *Badger) GetPage(cacheKey []byte) (Page, error) {
 	var p Page
 	return p, s.get(pageKey(cacheKey), cacheKey, "page", p.UnmarshalBinary)
 }
 
-func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) error {
+func (s *Badger) get(k, cacheKey []byte, what string, decode func([]byte) error) error {
 	if err := validateKey(cacheKey); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (r IndexReport) OK() bool {
 // VerifyIndex checks, over one snapshot, that every schedule row has its due-index entry and
 // every entry its row. It reads every row and entry, with one point read per record: an
 // operator's and a test's tool, not something to run per sweep.
-func (s *Store) VerifyIndex() (IndexReport, error) {
+func (s *Badger) VerifyIndex() (IndexReport, error) {
 	var rep IndexReport
 	if s.closed.Load() {
 		return rep, ErrClosed

@@ -23,7 +23,7 @@ const benchRows = 1_000_000
 var (
 	benchOnce  sync.Once
 	benchDir   string
-	benchStore *store.Store
+	benchStore *store.Badger
 	benchSeg   *shm.Segment
 	benchErr   error
 	benchBase  = int64(1_700_000_000_000)

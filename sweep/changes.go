@@ -83,6 +83,7 @@ type Writer interface {
 	WriteSchedules([]store.Write) error
 	RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error)
 	DeleteTarget(cacheKey []byte) error
+	Modify(changes []store.Change) ([]bool, error)
 }
 
 // Wrap returns w with every write registered with c.
@@ -121,4 +122,14 @@ func (t trackedWriter) WriteSchedules(ws []store.Write) error {
 	hs := t.c.begin(keys)
 	defer t.c.end(hs)
 	return t.w.WriteSchedules(ws)
+}
+
+func (t trackedWriter) Modify(cs []store.Change) ([]bool, error) {
+	keys := make([][]byte, len(cs))
+	for i := range cs {
+		keys[i] = cs[i].Key
+	}
+	hs := t.c.begin(keys)
+	defer t.c.end(hs)
+	return t.w.Modify(cs)
 }

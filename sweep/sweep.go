@@ -53,49 +53,34 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// Pass is one pass over the due index, as *store.Pass provides it: a snapshot, one ascending
-// iteration, and a floor advance bounded by what the iteration could have seen (store's F1
-// protocol). The simulator supplies an in-memory one with the same contract.
-type Pass interface {
-	IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error
-	Stats() store.PassStats
-	AdvanceFloor(guardMs int64) (floorMs int64, advanced bool)
-	Close()
-}
+// Pass is one pass over the due index (store.Pass). The simulator supplies an in-memory one
+// with the same contract.
+type Pass = store.Pass
 
-// Store is what the sweep needs of the store. FromStore adapts *store.Store.
+// Store is what the sweep needs of the store. FromStore adapts a store.Store.
 type Store interface {
 	BeginPass(nowMs int64) (Pass, error)
 	// RefileIfUnchanged files the schedule only over a row still equal to was (the unpin
-	// hatch's write: see store.Store.RefileIfUnchanged), and reports whether it did.
+	// hatch's write: see store.Store), and reports whether it did.
 	RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error)
 }
 
-// FromStore adapts the Badger store to Store. With changes, its writes (the unpin hatch) are
+// FromStore adapts a store to Store. With changes, its writes (the unpin hatch) are
 // registered there like every other write of worker 0.
-func FromStore(st *store.Store, changes *Changes) Store {
-	var w Writer = st
-	if changes != nil {
-		w = changes.Wrap(st)
+func FromStore(st store.Store, changes *Changes) Store {
+	if changes == nil {
+		return st
 	}
-	return badgerStore{Store: st, w: w}
+	return changedStore{Store: st, w: changes.Wrap(st)}
 }
 
-type badgerStore struct {
-	*store.Store
+type changedStore struct {
+	store.Store
 	w Writer
 }
 
-func (b badgerStore) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, error) {
-	return b.w.RefileIfUnchanged(s, was)
-}
-
-func (b badgerStore) BeginPass(nowMs int64) (Pass, error) {
-	p, err := b.Store.BeginPass(nowMs)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+func (c changedStore) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, error) {
+	return c.w.RefileIfUnchanged(s, was)
 }
 
 // Options wires a Sweeper.

@@ -36,7 +36,7 @@ func (s *sweepService) Start(ctx context.Context) error {
 
 // gcService is the store's value-log GC (store.Store.StartGC and StopGC, which keep the
 // contract already: the store does not import startstop).
-type gcService struct{ st *store.Store }
+type gcService struct{ st store.Store }
 
 func (g gcService) Start(context.Context) error { g.st.StartGC(); return nil }
 func (g gcService) Stop()                       { g.st.StopGC() }

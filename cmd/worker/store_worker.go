@@ -55,7 +55,7 @@ type worker0 struct {
 	started bool
 	stopped bool
 
-	st       *store.Store // nil until opened
+	st       store.Store // nil until opened
 	gc       gcService
 	sweep    *sweepService // nil until built
 	srv      *http.Server  // nil until the socket listens
@@ -368,7 +368,7 @@ func (k kickingFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) (
 
 // belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none, so
 // the scan stops at its first key.
-func belowFloor(st *store.Store, floorMs int64) int {
+func belowFloor(st store.Store, floorMs int64) int {
 	if floorMs <= 0 {
 		return 0
 	}

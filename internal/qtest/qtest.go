@@ -23,7 +23,7 @@ const Hour = int64(3_600_000)
 // Env is one node's queue state.
 type Env struct {
 	T       testing.TB
-	Store   *store.Store
+	Store   store.Store
 	Seg     *shm.Segment
 	Worker0 *shm.Worker
 	clock   atomic.Int64
