@@ -82,8 +82,8 @@ type Writer interface {
 // on its schedule.
 type Applier struct {
 	Store  store.Store // reads
-	Writer Writer       // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
-	Locks  *KeyLocks    // shared with every other read-decide-write of worker 0; nil: none
+	Writer Writer      // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
+	Locks  *KeyLocks   // shared with every other read-decide-write of worker 0; nil: none
 	Seg    *shm.Segment
 	Policy func() *policy.Policy
 	Now    func() int64
