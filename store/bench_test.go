@@ -414,7 +414,7 @@ func BenchmarkReschedule(b *testing.B) {
 			st := openCorpus(b, &Options{SyncWrites: sync})
 			var seq atomic.Int64
 			var batches atomic.Int64
-			st.opts.testBeforeCommit = func() { batches.Add(1) }
+			st.opts.TestSignals.BeforeCommit = func() { batches.Add(1) }
 			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {

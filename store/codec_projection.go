@@ -1,6 +1,9 @@
 package store
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Lanes are the lane inputs a schedule row carries. Lanes themselves are derived at score time
 // (policy.LaneOf); the store only records the facts they are derived from.
@@ -148,4 +151,30 @@ func (p *Projection) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	return corruptionf("projection: %x", b) // unreachable: the fast path accepts every valid value
+}
+
+// Flags returns the projection's flags byte as the codec draws it (submitted, urgent,
+// neverRendered, failing in bits 0-3): a backend that keeps the projection in columns stores
+// it as this number.
+func (p Projection) Flags() byte { return p.flags() }
+
+// ProjectionOf rebuilds a projection from its flags byte and intervals, refusing what the
+// codec refuses (unknown flags, negative intervals) with an error wrapping ErrCorruption.
+func ProjectionOf(flags byte, effectiveIntervalMs, storedIntervalMs int64) (Projection, error) {
+	if flags&^flagsKnown != 0 {
+		return Projection{}, fmt.Errorf("%w: unknown projection flags 0x%02x", ErrCorruption, flags)
+	}
+	if effectiveIntervalMs < 0 || storedIntervalMs < 0 {
+		return Projection{}, fmt.Errorf("%w: negative interval", ErrCorruption)
+	}
+	return Projection{
+		Submitted:           flags&flagSubmitted != 0,
+		EffectiveIntervalMs: effectiveIntervalMs,
+		StoredIntervalMs:    storedIntervalMs,
+		Lanes: Lanes{
+			Urgent:        flags&flagUrgent != 0,
+			NeverRendered: flags&flagNeverRendered != 0,
+			Failing:       flags&flagFailing != 0,
+		},
+	}, nil
 }

@@ -137,7 +137,7 @@ func TestAdvanceFloorCountsWriteInFlight(t *testing.T) {
 	p.Close()
 
 	held, release := make(chan struct{}), make(chan struct{})
-	st.opts.testBeforeCommit = func() { close(held); <-release }
+	st.opts.TestSignals.BeforeCommit = func() { close(held); <-release }
 	done := make(chan error)
 	go func() {
 		s, _ := NewSchedule([]byte("old"), 1_000, false, 0, Lanes{})
@@ -156,7 +156,7 @@ func TestAdvanceFloorCountsWriteInFlight(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	st.opts.testBeforeCommit = nil
+	st.opts.TestSignals.BeforeCommit = nil
 	if ok && fl > 1_000 {
 		t.Fatalf("advanced to %d past the write in flight at 1000", fl)
 	}

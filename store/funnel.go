@@ -500,8 +500,8 @@ func (s *Badger) commitBatch(reqs []*request) {
 		}
 	}
 	s.beginInflight(b)
-	if s.opts.testBeforeCommit != nil {
-		s.opts.testBeforeCommit()
+	if s.opts.TestSignals.BeforeCommit != nil {
+		s.opts.TestSignals.BeforeCommit()
 	}
 	maxCount, maxSize := s.db.MaxBatchCount()-1, s.db.MaxBatchSize()-1
 	start, count, size := 0, int64(0), int64(0)

@@ -190,7 +190,7 @@ func TestFunnelConcurrentWriters(t *testing.T) {
 	var mu sync.Mutex
 	o := &Options{}
 	st := openTest(t, o)
-	st.opts.testBeforeCommit = func() { mu.Lock(); batches++; mu.Unlock() }
+	st.opts.TestSignals.BeforeCommit = func() { mu.Lock(); batches++; mu.Unlock() }
 	const writers, each = 8, 200
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)

@@ -71,12 +71,12 @@ func (c interleaving) run(t *testing.T, seed uint64) (violations []string, advan
 		}
 	}
 	f := NewMemFloor(5 * c.guard)
-	st := openTest(t, &Options{Floor: f, testBeforeCommit: func() {
+	st := openTest(t, &Options{Floor: f, TestSignals: TestSignals{BeforeCommit: func() {
 		// Stretch the window between lowering the floor and committing, sometimes.
 		if rand.IntN(3) == 0 {
 			runtime.Gosched()
 		}
-	}})
+	}}})
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var now atomic.Int64
 	now.Store(10 * c.guard)

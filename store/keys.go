@@ -87,3 +87,7 @@ func DecodeDueKey(k []byte) (dueAtMs int64, cacheKey []byte, err error) {
 	}
 	return int64(u), cacheKey, nil
 }
+
+// ValidateKey refuses a cacheKey the store cannot hold: empty (ErrEmptyKey) or over MaxKeyLen
+// (ErrKeyTooLong). Every backend checks keys with it.
+func ValidateKey(cacheKey []byte) error { return validateKey(cacheKey) }

@@ -78,8 +78,8 @@ func (s *Badger) RunGC() (rewrites int, err error) {
 	}
 	ev.Int("rewrites", rewrites).Int64("lsm_bytes", lsm).Int64("vlog_bytes", vlog).
 		Dur("took", time.Since(start)).Msg("value-log gc")
-	if s.opts.testAfterGC != nil {
-		s.opts.testAfterGC(rewrites, err)
+	if s.opts.TestSignals.AfterGC != nil {
+		s.opts.TestSignals.AfterGC(rewrites, err)
 	}
 	return rewrites, err
 }

@@ -22,7 +22,7 @@ func TestGCLifecycle(t *testing.T) {
 	st := openTest(t, &Options{
 		GCInterval:  time.Hour,
 		NewTicker:   func(d time.Duration) Ticker { interval = d; return tk },
-		testAfterGC: func(_ int, err error) { ran <- err },
+		TestSignals: TestSignals{AfterGC: func(_ int, err error) { ran <- err }},
 	})
 	st.StopGC() // before start: a no-op
 	st.StartGC()

@@ -120,8 +120,8 @@ type Options struct {
 	Logger zerolog.Logger
 
 	// Test hooks (set only from _test.go files in this package).
-	testBeforeCommit func() // committer, after registering and lowering, before the commit
-	testAfterGC      func(rewrites int, err error)
+	// TestSignals are hooks for tests; the zero value in production.
+	TestSignals TestSignals
 }
 
 // EnsureDefaults fills every zero field with its default and returns o.
@@ -263,4 +263,19 @@ func trimNL(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// TestSignals are the named points at which a test can watch or steer a store. Every backend
+// has the same ones (store/pgstore has its own type of the same shape); production leaves them
+// zero.
+type TestSignals struct {
+	// BeforeCommit runs in the committer once a batch has lowered the floor for its writes,
+	// just before its transaction commits.
+	BeforeCommit func()
+	// AfterGC runs after each value-log GC run with its result.
+	AfterGC func(rewrites int, err error)
+	// NaiveAdvance makes a pass advance the floor the way the floor protocol forbids: to
+	// min(first due row observed, now) − guard, from whatever the floor holds, counting no
+	// write in flight. The test that shows this strands rows uses it, so that test can fail.
+	NaiveAdvance bool
 }

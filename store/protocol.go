@@ -105,6 +105,13 @@ func (s *Badger) advance(p *badgerPass, guardMs int64) (int64, bool) {
 	if p.stats.HasFirstDue {
 		bound = min(bound, p.stats.FirstDueMs)
 	}
+	if s.opts.TestSignals.NaiveAdvance {
+		cur := s.floor.Load()
+		if to := bound - guardMs; to > cur && s.floor.Advance(cur, to) {
+			return to, true
+		}
+		return s.floor.Load(), false
+	}
 	bound = min(bound, p.minWritten)
 	s.head.Advance(p.headMs, bound)
 	to := bound - guardMs

@@ -1,0 +1,55 @@
+// Package pgstore is freshq's schedule store on PostgreSQL (15 or later), through pgx: the same
+// contract as the embedded Badger store (store.Store), for a node that must outgrow one
+// machine's disk or share its store with other nodes. The conformance suite of store/storetest
+// runs against both.
+//
+// # Tables
+//
+//	freshq_meta      name → value: the schema version and the shard count S
+//	freshq_floor     shard → floor_ms: no schedule row of the shard is due below it
+//	freshq_schedule  cache_key → shard, due_at_ms, projection (flags, intervals)
+//	                 due index (shard, due_at_ms) INCLUDE the projection
+//	freshq_target    cache_key → store.Target's binary value
+//	freshq_page      cache_key → store.Page's binary value
+//
+// Every row carries its shard, hash(cache_key) mod S (Shard), with S fixed when the schema is
+// created. A node owns every shard today; shard ownership by lease builds on the shard column
+// without rewriting rows. The schema is the SQL files of migrations/, embedded and applied at
+// Open; a database whose version is newer than the newest file is refused (ErrSchemaTooNew).
+//
+// # The floor (F1) on PostgreSQL
+//
+// The floor is per shard and lives in freshq_floor. Every funnel transaction first locks the
+// floor rows of the shards it writes (SELECT … ORDER BY shard FOR UPDATE), then lowers each to
+// the earliest due time it files in that shard, all before it commits. A floor advance locks
+// the floor rows the same way, and only then, in a new statement, reads each shard's earliest
+// due row. PostgreSQL's row locks serialise the two: an advance waits for every write that
+// holds a shard's lock to commit, and under READ COMMITTED its next statement sees those
+// writes; a write that has not locked the shard yet will lower the advanced floor itself when
+// it does. So after any advance no row is due below its shard's floor, however writes and
+// advances interleave, and whichever process or node executes the write. The locks are taken
+// in shard order by both sides, so they cannot deadlock on each other.
+//
+// The shared-memory floor cell of the node (Options.Floor) mirrors the minimum over the shards
+// for the claim path: a write lowers it after it has locked its shards and before it commits;
+// an advance raises it by compare-and-swap from the value it read before taking the locks, so
+// a write that lowered it meanwhile makes the advance of the cell fail, never strand a row.
+//
+// # Writes
+//
+// One committer goroutine gathers concurrent funnel calls into one transaction (group commit),
+// as the Badger store does. It reads every row the batch replaces, and the targets its
+// Modify changes decide on, in one round trip; decides; and writes rows, targets, pages and
+// floors with one statement each. A transaction commits all of a batch or none of it, so a
+// funnel call on PostgreSQL never fails part-way (no store.PartialWriteError). The floor locks
+// also make every read-decide-write of a shard exclusive against every other writer, in this
+// process or another.
+//
+// # PostgreSQL-specific
+//
+// Plain SQL throughout; no LISTEN/NOTIFY and no advisory locks. What a PostgreSQL-compatible
+// engine must also provide: SELECT … FOR UPDATE row locks held to commit, READ COMMITTED with
+// a new snapshot per statement, REPEATABLE READ snapshots for a pass, INSERT … ON CONFLICT,
+// unnest of arrays, bytea ordering by bytes, and covering indexes (INCLUDE). docs/postgres.md
+// lists them with what each is used for.
+package pgstore

@@ -1,0 +1,339 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/binary"
+
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/freshq/freshq/store"
+)
+
+// pass is a sweep pass: a REPEATABLE READ, read-only transaction is its snapshot, and the
+// floors it reads in it are where its iteration starts, shard by shard.
+type pass struct {
+	s        *Store
+	tx       pgx.Tx
+	stats    store.PassStats
+	iterated bool
+	closed   bool
+}
+
+// BeginPass implements store.Store.
+func (s *Store) BeginPass(nowMs int64) (store.Pass, error) {
+	if nowMs < 0 {
+		return nil, fmt.Errorf("%w: negative now %d", store.ErrInvalidArgument, nowMs)
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	ctx := context.Background()
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: begin pass: %w", err)
+	}
+	p := &pass{s: s, tx: tx}
+	p.stats.NowMs = nowMs
+	if err := tx.QueryRow(ctx, `SELECT coalesce(min(floor_ms), 0) FROM freshq_floor`).Scan(&p.stats.FloorMs); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("pgstore: begin pass: %w", err)
+	}
+	return p, nil
+}
+
+// dueColumns is what a pass and a scan read of a row: the due index's columns.
+const dueColumns = `s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms`
+
+// IterateDue implements store.Pass: every row due from its shard's floor up to now, in (due,
+// key) order, read from the pass's snapshot in one query and decoded straight from the wire.
+func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error {
+	switch {
+	case p.closed:
+		return store.ErrClosed
+	case p.iterated:
+		return store.ErrPassIterated
+	case maxRows < 0 || chunk <= 0:
+		return fmt.Errorf("%w: maxRows %d, chunk %d", store.ErrInvalidArgument, maxRows, chunk)
+	}
+	p.iterated = true
+	ctx := context.Background()
+	var limit any // NULL: no limit
+	if maxRows > 0 {
+		limit = maxRows + 1 // one more tells a capped pass from one that read everything
+	}
+	rows, err := p.tx.Query(ctx, `SELECT `+dueColumns+`
+		FROM freshq_floor f JOIN freshq_schedule s ON s.shard = f.shard AND s.due_at_ms >= f.floor_ms
+		WHERE s.due_at_ms <= $1 ORDER BY s.due_at_ms, s.cache_key LIMIT $2`, p.stats.NowMs, limit)
+	if err != nil {
+		return fmt.Errorf("pgstore: iterate due: %w", err)
+	}
+	defer rows.Close()
+	buf := make([]store.DueRow, 0, chunk)
+	arena := make([]byte, 0, chunk*96)
+	for rows.Next() {
+		if maxRows > 0 && p.stats.Rows == maxRows {
+			p.stats.Capped = true
+			break
+		}
+		key, row, err := decodeDue(rows.RawValues())
+		if err != nil {
+			return fmt.Errorf("pgstore: iterate due: %w", err)
+		}
+		if len(arena)+len(key) > cap(arena) {
+			arena = make([]byte, 0, max(cap(arena), 2*len(key)))
+		}
+		arena = append(arena, key...)
+		buf = append(buf, store.DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: row})
+		if !p.stats.HasFirstDue {
+			p.stats.FirstDueMs, p.stats.HasFirstDue = row.DueAtMs, true
+		}
+		p.stats.Rows++
+		if len(buf) == chunk {
+			if err := fn(buf); err != nil {
+				return err
+			}
+			buf, arena = buf[:0], arena[:0]
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pgstore: iterate due: %w", err)
+	}
+	if len(buf) > 0 {
+		if err := fn(buf); err != nil {
+			return err
+		}
+	}
+	if !p.stats.Capped {
+		p.stats.Complete = true
+		next, ok, err := nextDue(ctx, p.tx, p.stats.NowMs)
+		if err != nil {
+			return err
+		}
+		p.stats.NextDueMs, p.stats.HasNextDue = next, ok
+	}
+	return nil
+}
+
+// nextDue is the earliest due time past nowMs, one index probe per shard.
+func nextDue(ctx context.Context, q pgx.Tx, nowMs int64) (int64, bool, error) {
+	var next *int64
+	err := q.QueryRow(ctx, `SELECT min(x.d) FROM freshq_floor f CROSS JOIN LATERAL
+		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard AND s.due_at_ms > $1
+		 ORDER BY s.due_at_ms LIMIT 1) x`, nowMs).Scan(&next)
+	if err != nil {
+		return 0, false, fmt.Errorf("pgstore: next due: %w", err)
+	}
+	if next == nil {
+		return 0, false, nil
+	}
+	return *next, true, nil
+}
+
+// decodeDue decodes one row of dueColumns from its binary wire values, without the
+// reflection of Scan: a pass reads hundreds of thousands of them.
+func decodeDue(vals [][]byte) ([]byte, store.Row, error) {
+	if len(vals) != 5 || len(vals[1]) != 8 || len(vals[2]) != 2 || len(vals[3]) != 8 || len(vals[4]) != 8 {
+		return nil, store.Row{}, fmt.Errorf("%w: unexpected due row shape", store.ErrCorruption)
+	}
+	c := rowCols{
+		due:    int64(binary.BigEndian.Uint64(vals[1])),
+		flags:  int16(binary.BigEndian.Uint16(vals[2])),
+		eff:    int64(binary.BigEndian.Uint64(vals[3])),
+		stored: int64(binary.BigEndian.Uint64(vals[4])),
+	}
+	r, err := c.row()
+	if err != nil {
+		return nil, r, fmt.Errorf("due row %q: %w", vals[0], err)
+	}
+	return vals[0], r, nil
+}
+
+// Stats implements store.Pass.
+func (p *pass) Stats() store.PassStats { return p.stats }
+
+// AdvanceFloor implements store.Pass, under the shards' floor locks (doc.go): it locks every
+// floor row in shard order, which waits for each write holding one to commit; reads each
+// shard's earliest due row in a new statement, which sees those writes; and raises each floor
+// to min(that row, now) − guardMs where that is higher. The node's floor cell and head follow
+// by compare-and-swap from the values read before the locks were taken. It does nothing
+// before the pass has iterated.
+func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
+	s := p.s
+	if guardMs < 0 || !p.iterated || p.closed || s.closed.Load() {
+		return s.floor.Load(), false
+	}
+	if s.opts.TestSignals.NaiveAdvance {
+		return s.naiveAdvance(p, guardMs)
+	}
+	observed, observedHead := s.floor.Load(), s.head.Load()
+	moved, minFloor, head, err := s.advance(p.stats.NowMs, guardMs)
+	if err != nil {
+		s.log.Error().Err(err).Msg("floor advance failed")
+		return s.floor.Load(), false
+	}
+	if minFloor > observed {
+		s.floor.Advance(observed, minFloor)
+	}
+	if head > observedHead {
+		s.head.CompareAndSwap(observedHead, head)
+	}
+	return s.floor.Load(), moved
+}
+
+// advance is AdvanceFloor's transaction. It returns whether any shard's floor moved, the
+// lowest floor after it, and the head: the earliest due row (or now) over the shards.
+func (s *Store) advance(nowMs, guardMs int64) (moved bool, minFloor, head int64, err error) {
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(ctx)
+		}
+	}()
+	if _, err := tx.Exec(ctx, `SELECT shard FROM freshq_floor ORDER BY shard FOR UPDATE`); err != nil {
+		return false, 0, 0, fmt.Errorf("pgstore: advance: lock the floors: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT f.shard, f.floor_ms, x.d FROM freshq_floor f LEFT JOIN LATERAL
+		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard ORDER BY s.due_at_ms LIMIT 1) x ON true`)
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("pgstore: advance: read the first due rows: %w", err)
+	}
+	var shards []int32
+	var floors []int64
+	minFloor, head = math.MaxInt64, math.MaxInt64
+	for rows.Next() {
+		var shard int32
+		var floor int64
+		var first *int64
+		if err := rows.Scan(&shard, &floor, &first); err != nil {
+			rows.Close()
+			return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+		}
+		bound := nowMs
+		if first != nil {
+			bound = min(bound, *first)
+		}
+		head = min(head, bound)
+		if to := bound - guardMs; to > floor {
+			shards, floors = append(shards, shard), append(floors, to)
+			floor = to
+		}
+		minFloor = min(minFloor, floor)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+	}
+	if len(shards) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE freshq_floor f SET floor_ms = v.floor
+			FROM unnest($1::int[], $2::bigint[]) AS v(shard, floor) WHERE f.shard = v.shard`, shards, floors); err != nil {
+			return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+	}
+	return len(shards) > 0, minFloor, head, nil
+}
+
+// naiveAdvance is the advance the floor protocol forbids (store.TestSignals.NaiveAdvance):
+// every shard's floor set to min(first due row the pass saw, now) − guard, without the locks,
+// so a row written after the pass's snapshot can land below it.
+func (s *Store) naiveAdvance(p *pass, guardMs int64) (int64, bool) {
+	bound := p.stats.NowMs
+	if p.stats.HasFirstDue {
+		bound = min(bound, p.stats.FirstDueMs)
+	}
+	to := bound - guardMs
+	tag, err := s.pool.Exec(context.Background(), `UPDATE freshq_floor SET floor_ms = $1 WHERE floor_ms < $1`, to)
+	if err != nil || tag.RowsAffected() == 0 {
+		return s.floor.Load(), false
+	}
+	cur := s.floor.Load()
+	s.floor.Advance(cur, to)
+	return to, true
+}
+
+// Close implements store.Pass.
+func (p *pass) Close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	_ = p.tx.Rollback(context.Background())
+}
+
+// ScanDue implements store.Store: the due rows from floorMs, read per shard through the due
+// index (each shard's first limit rows) and merged by the database.
+func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
+	return s.scan(`s.due_at_ms >= $1`, []any{floorMs}, nowMs, limit)
+}
+
+// ScanDueAfter implements store.Store: strictly after (afterMs, afterKey) in (due, key) order.
+func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (store.ScanResult, error) {
+	if afterMs < 0 {
+		return s.ScanDue(0, nowMs, limit)
+	}
+	return s.scan(`(s.due_at_ms, s.cache_key) > ($1, $4::bytea)`, []any{afterMs, afterKey}, nowMs, limit)
+}
+
+func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store.ScanResult, error) {
+	var res store.ScanResult
+	if limit <= 0 {
+		return res, fmt.Errorf("%w: limit %d", store.ErrInvalidArgument, limit)
+	}
+	if s.closed.Load() {
+		return res, store.ErrClosed
+	}
+	ctx := context.Background()
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return res, fmt.Errorf("pgstore: scan: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	args := []any{fromArgs[0], nowMs, limit + 1}
+	if len(fromArgs) > 1 {
+		args = append(args, fromArgs[1])
+	}
+	rows, err := tx.Query(ctx, `SELECT x.* FROM freshq_floor f CROSS JOIN LATERAL
+		(SELECT `+dueColumns+` FROM freshq_schedule s WHERE s.shard = f.shard AND `+from+` AND s.due_at_ms <= $2
+		 ORDER BY s.due_at_ms, s.cache_key LIMIT $3) x
+		ORDER BY x.due_at_ms, x.cache_key LIMIT $3`, args...)
+	if err != nil {
+		return res, fmt.Errorf("pgstore: scan: %w", err)
+	}
+	for rows.Next() {
+		if len(res.Rows) == limit {
+			res.Capped = true
+			break
+		}
+		key, row, err := decodeDue(rows.RawValues())
+		if err != nil {
+			rows.Close()
+			return store.ScanResult{}, fmt.Errorf("pgstore: scan: %w", err)
+		}
+		res.Rows = append(res.Rows, store.DueRow{Key: append([]byte(nil), key...), Row: row})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return store.ScanResult{}, fmt.Errorf("pgstore: scan: %w", err)
+	}
+	if len(res.Rows) > 0 {
+		res.FirstDueMs, res.HasFirstDue = res.Rows[0].DueAtMs, true
+	}
+	if !res.Capped {
+		next, ok, err := nextDue(ctx, tx, nowMs)
+		if err != nil {
+			return store.ScanResult{}, err
+		}
+		res.NextDueMs, res.HasNextDue = next, ok
+	}
+	return res, nil
+}

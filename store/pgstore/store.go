@@ -1,0 +1,284 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/store"
+)
+
+// Defaults and bounds of Options.
+const (
+	// DefaultShards is S for a new schema: enough shards that a cluster of tens of nodes gets
+	// an even share each, few enough that a pass's per-shard reads stay cheap.
+	DefaultShards = 256
+	MaxShards     = 1 << 16
+	// DefaultMaxBatchWrites bounds one group-commit transaction.
+	DefaultMaxBatchWrites = 4096
+	// DefaultQueueLen is the funnel's request queue.
+	DefaultQueueLen = 1024
+)
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Shards is S, used only when Open creates the schema; an existing schema keeps its own.
+	Shards int
+	// Floor is the node's floor cell that writes lower and advances raise (the minimum over
+	// the shards); nil is an in-process store.MemFloor.
+	Floor store.FloorCell
+	// RefuseImplausibleDue refuses puts due outside [store.MinDueMs, store.MaxDueMs], as the
+	// Badger store's option of the same name.
+	RefuseImplausibleDue bool
+	MaxBatchWrites       int
+	QueueLen             int
+	Logger               zerolog.Logger
+	// TestSignals are hooks for tests, zero in production. BeforeCommit runs once a batch's
+	// transaction has locked its shards, lowered their floors and staged its writes, just
+	// before it commits; NaiveAdvance advances without the locks; AfterGC never runs.
+	TestSignals store.TestSignals
+}
+
+// Store is the PostgreSQL store. All methods are safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	opts   Options
+	log    zerolog.Logger
+	shards int
+	floor  store.FloorCell
+	head   atomic.Int64 // the floor without its guard, as the last advance left it, lowered by writes
+
+	closed        atomic.Bool
+	sendMu        sync.RWMutex
+	sendClosed    bool
+	reqs          chan *request
+	committerDone chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn, migrates its schema, and starts the funnel.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return nil, fmt.Errorf("%w: shards %d, must be 1..%d", store.ErrInvalidArgument, o.Shards, MaxShards)
+	}
+	if o.MaxBatchWrites <= 0 {
+		o.MaxBatchWrites = DefaultMaxBatchWrites
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.Floor == nil {
+		o.Floor = store.NewMemFloor(0)
+	}
+	start := time.Now()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: dsn: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	shards, err := migrate(ctx, pool, o.Shards)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &Store{
+		pool:          pool,
+		opts:          o,
+		log:           o.Logger.With().Str("component", "store").Str("backend", "postgres").Logger(),
+		shards:        shards,
+		floor:         o.Floor,
+		reqs:          make(chan *request, o.QueueLen),
+		committerDone: make(chan struct{}),
+	}
+	// The cell starts at the lowest shard floor: the database is the truth, the cell its
+	// mirror for this node's claim path.
+	var minFloor int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(min(floor_ms), 0) FROM freshq_floor`).Scan(&minFloor); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: read the floors: %w", err)
+	}
+	s.floor.Lower(minFloor)
+	if s.floor.Load() < minFloor {
+		s.floor.Advance(s.floor.Load(), minFloor)
+	}
+	s.head.Store(minFloor)
+	go s.commitLoop()
+	s.log.Info().Int("shards", shards).Int("schema_version", SchemaVersion()).
+		Dur("took", time.Since(start)).Msg("store opened")
+	return s, nil
+}
+
+// Shards is S, the number of shards keys hash into.
+func (s *Store) Shards() int { return s.shards }
+
+// Shard is the shard of cacheKey among shards: xxhash64 of the key, mod shards.
+func Shard(cacheKey []byte, shards int) int32 {
+	return int32(xxhash.Sum64(cacheKey) % uint64(shards))
+}
+
+// Close drains the funnel, then closes the connections. Safe to call twice.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.sendMu.Lock()
+	s.sendClosed = true
+	close(s.reqs)
+	s.sendMu.Unlock()
+	<-s.committerDone
+	s.pool.Close()
+	s.log.Info().Msg("store closed")
+	return nil
+}
+
+// HeadMs implements store.Store: the last advance's first due row (or now), lowered by every
+// write of this node since, and never below the floor.
+func (s *Store) HeadMs() int64 { return max(s.floor.Load(), s.head.Load()) }
+
+// StartGC implements store.Store: PostgreSQL's autovacuum does this work.
+func (s *Store) StartGC() {}
+
+// StopGC implements store.Store.
+func (s *Store) StopGC() {}
+
+// GetSchedule implements store.Store.
+func (s *Store) GetSchedule(cacheKey []byte) (store.Row, error) {
+	if err := s.readable(cacheKey); err != nil {
+		return store.Row{}, err
+	}
+	var r rowCols
+	err := s.pool.QueryRow(context.Background(),
+		`SELECT due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule WHERE cache_key = $1`,
+		cacheKey).Scan(&r.due, &r.flags, &r.eff, &r.stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Row{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Row{}, fmt.Errorf("pgstore: get schedule row %q: %w", cacheKey, err)
+	}
+	return r.row()
+}
+
+// GetTarget implements store.Store.
+func (s *Store) GetTarget(cacheKey []byte) (store.Target, error) {
+	var t store.Target
+	return t, s.getValue("freshq_target", cacheKey, t.UnmarshalBinary)
+}
+
+// GetPage implements store.Store. The page's body is the caller's.
+func (s *Store) GetPage(cacheKey []byte) (store.Page, error) {
+	var p store.Page
+	return p, s.getValue("freshq_page", cacheKey, p.UnmarshalBinary)
+}
+
+func (s *Store) getValue(table string, cacheKey []byte, decode func([]byte) error) error {
+	if err := s.readable(cacheKey); err != nil {
+		return err
+	}
+	var v []byte
+	err := s.pool.QueryRow(context.Background(), `SELECT value FROM `+table+` WHERE cache_key = $1`, cacheKey).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: get %s %q: %w", table, cacheKey, err)
+	}
+	if err := decode(v); err != nil {
+		return fmt.Errorf("pgstore: get %s %q: %w", table, cacheKey, err)
+	}
+	return nil
+}
+
+func (s *Store) readable(cacheKey []byte) error {
+	if err := store.ValidateKey(cacheKey); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// ForEachSchedule implements store.Store, from one snapshot.
+func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	ctx := context.Background()
+	q := `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule`
+	args := []any{}
+	if len(prefix) > 0 {
+		q += ` WHERE cache_key >= $1`
+		args = append(args, prefix)
+		if end, ok := prefixEnd(prefix); ok {
+			q += ` AND cache_key < $2`
+			args = append(args, end)
+		}
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY cache_key`, args...)
+	if err != nil {
+		return fmt.Errorf("pgstore: schedule rows of %q: %w", prefix, err)
+	}
+	defer rows.Close()
+	var key []byte
+	var r rowCols
+	for rows.Next() {
+		if err := rows.Scan(&key, &r.due, &r.flags, &r.eff, &r.stored); err != nil {
+			return fmt.Errorf("pgstore: schedule rows of %q: %w", prefix, err)
+		}
+		row, err := r.row()
+		if err != nil {
+			return fmt.Errorf("pgstore: schedule row %q: %w", key, err)
+		}
+		if err := fn(key, row); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// prefixEnd is the smallest byte string greater than every string starting with prefix, and
+// false when there is none (prefix is all 0xff).
+func prefixEnd(prefix []byte) ([]byte, bool) {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1], true
+		}
+	}
+	return nil, false
+}
+
+// rowCols is a schedule row as its columns hold it.
+type rowCols struct {
+	due, eff, stored int64
+	flags            int16
+}
+
+func (r rowCols) row() (store.Row, error) {
+	if r.flags < 0 || r.flags > 0xff {
+		return store.Row{}, fmt.Errorf("%w: flags %d", store.ErrCorruption, r.flags)
+	}
+	p, err := store.ProjectionOf(byte(r.flags), r.eff, r.stored)
+	return store.Row{DueAtMs: r.due, Projection: p}, err
+}
