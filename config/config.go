@@ -75,11 +75,27 @@ type Log struct {
 	Format string `yaml:"format"` // json | console; LogFormatDefault
 }
 
-// Store configures the Badger store (store.Options).
+// Store configures the schedule store: the embedded Badger store under data_dir (the default),
+// or PostgreSQL.
 type Store struct {
-	SyncWrites bool     `yaml:"sync_writes"` // false: survives kill -9; true: fsync per batch, survives power loss
-	GCInterval Duration `yaml:"gc_interval"` // GCIntervalDefault
+	Backend    string   `yaml:"backend"`     // badger | postgres; StoreBackendDefault
+	SyncWrites bool     `yaml:"sync_writes"` // badger: false survives kill -9; true: fsync per batch, survives power loss
+	GCInterval Duration `yaml:"gc_interval"` // badger: GCIntervalDefault
+	Postgres   Postgres `yaml:"postgres"`
 }
+
+// Postgres configures the PostgreSQL store (store/pgstore).
+type Postgres struct {
+	// DSN names the database (a libpq keyword string or a postgres:// URL). The environment
+	// variable FRESHQ_PG_DSN, when set, replaces it: a password is better kept out of a file.
+	DSN string `yaml:"dsn"`
+	// Shards is the number of shards a new schema divides keys into; an existing schema keeps
+	// the number it was created with.
+	Shards int `yaml:"shards"` // PostgresShardsDefault, PostgresShardsMin..PostgresShardsMax
+}
+
+// PostgresDSNEnv is the environment variable that supplies store.postgres.dsn.
+const PostgresDSNEnv = "FRESHQ_PG_DSN"
 
 // Queue configures claiming, leasing, the floor and the ready set.
 type Queue struct {
@@ -515,6 +531,18 @@ func (c *Config) Validate() error {
 	if q.ClaimFloor.Guard >= q.ClaimFloor.UnpinAfter {
 		bad("queue.claim_floor.guard", "%s must be below unpin_after %s", q.ClaimFloor.Guard, q.ClaimFloor.UnpinAfter)
 	}
+	switch c.Store.Backend {
+	case StoreBackendBadger:
+	case StoreBackendPostgres:
+		if c.Store.Postgres.DSN == "" && os.Getenv(PostgresDSNEnv) == "" {
+			bad("store.postgres.dsn", "the postgres backend needs a DSN here or in %s", PostgresDSNEnv)
+		}
+	default:
+		bad("store.backend", "must be %s or %s, got %q", StoreBackendBadger, StoreBackendPostgres, c.Store.Backend)
+	}
+	if sh := c.Store.Postgres.Shards; sh < PostgresShardsMin || sh > PostgresShardsMax {
+		bad("store.postgres.shards", "must be %d..%d, got %d", PostgresShardsMin, PostgresShardsMax, sh)
+	}
 	r := c.Render
 	switch r.Renderer {
 	case "http", "sim":
@@ -669,6 +697,9 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"queue.max_leases", running.Queue.MaxLeases, next.Queue.MaxLeases},
 		{"queue.ready.capacity", running.Queue.Ready.Capacity, next.Queue.Ready.Capacity},
 		{"queue.ready.key_capacity", running.Queue.Ready.KeyCapacity, next.Queue.Ready.KeyCapacity},
+		{"store.backend", running.Store.Backend, next.Store.Backend},
+		{"store.postgres.dsn", running.Store.Postgres.DSN, next.Store.Postgres.DSN},
+		{"store.postgres.shards", running.Store.Postgres.Shards, next.Store.Postgres.Shards},
 		{"store.sync_writes", running.Store.SyncWrites, next.Store.SyncWrites},
 		{"store.gc_interval", running.Store.GCInterval, next.Store.GCInterval},
 		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},
@@ -718,6 +749,9 @@ func Load(path string) (*Config, error) {
 	}
 	if tok := os.Getenv("FRESHQ_TOKEN"); tok != "" {
 		c.Token = tok // a secret is better kept out of a file that gets copied around
+	}
+	if dsn := os.Getenv(PostgresDSNEnv); dsn != "" {
+		c.Store.Postgres.DSN = dsn // likewise: a DSN may hold a password
 	}
 	return c, nil
 }

@@ -23,7 +23,17 @@ const (
 )
 
 // store
-const GCIntervalDefault = Duration(10 * time.Minute)
+const (
+	StoreBackendBadger   = "badger"
+	StoreBackendPostgres = "postgres"
+	StoreBackendDefault  = StoreBackendBadger
+	GCIntervalDefault    = Duration(10 * time.Minute)
+	// PostgresShardsDefault is enough shards for tens of nodes to get an even share each, few
+	// enough that a pass's per-shard reads stay cheap (store/pgstore).
+	PostgresShardsDefault = 256
+	PostgresShardsMin     = 1
+	PostgresShardsMax     = 1 << 16
+)
 
 // queue
 const (
@@ -132,7 +142,9 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Workers = cmp.Or(c.Workers, WorkersDefault)
 	c.Log.Level = cmp.Or(c.Log.Level, LogLevelDefault)
 	c.Log.Format = cmp.Or(c.Log.Format, LogFormatDefault)
+	c.Store.Backend = cmp.Or(c.Store.Backend, StoreBackendDefault)
 	c.Store.GCInterval = cmp.Or(c.Store.GCInterval, GCIntervalDefault)
+	c.Store.Postgres.Shards = cmp.Or(c.Store.Postgres.Shards, PostgresShardsDefault)
 
 	q := &c.Queue
 	q.LeaseTTL = cmp.Or(q.LeaseTTL, LeaseTTLDefault)

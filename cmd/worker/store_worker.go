@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,13 +89,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return wrap("data dir", err)
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
-		SyncWrites:           cfg.Store.SyncWrites,
-		Floor:                e.seg.Floor(),
-		GCInterval:           cfg.Store.GCInterval.D(),
-		Logger:               e.log,
-		RefuseImplausibleDue: true,
-	})
+	st, err := openStore(ctx, cfg, e.seg.Floor(), e.log)
 	if err != nil {
 		return wrap("open store", err)
 	}
