@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz stress bench sim golden lint run clean check-deploy
+.PHONY: build test race fuzz stress stress-steps bench bench-queue sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -20,8 +20,12 @@ build:
 	done
 
 # test is the one command the README and CI run: the race-enabled suite, then every fuzz
-# target for a bounded time.
-test: race fuzz
+# target for a bounded time. The tests that need PostgreSQL share one throwaway cluster that
+# scripts/pg-test.sh starts for the run and removes when it ends, pass or fail; a server named
+# by FRESHQ_TEST_PG_DSN is used instead. (`make race` alone lets each test binary start its own,
+# see internal/pgtest.)
+test:
+	./scripts/pg-test.sh run $(MAKE) --no-print-directory race fuzz
 
 # The second run builds shm with its step hooks (tag shmstep) so the interleaving model's
 # tests in fuzz/ drive the real protocol one atomic step at a time; the third checks the clock
@@ -34,9 +38,13 @@ race:
 # stress is the long run CI also makes after make test: every fuzz target for STRESS_FUZZTIME,
 # the concurrent fencing history many times over, and the end-to-end stop, fencing and restart
 # tests repeated against the real binaries, where a rare interleaving or a tight bound would show.
+# Like test, on one throwaway PostgreSQL unless FRESHQ_TEST_PG_DSN names one.
 STRESS_FUZZTIME ?= 30s
 STRESS_COUNT    ?= 5
 stress:
+	./scripts/pg-test.sh run $(MAKE) --no-print-directory stress-steps
+
+stress-steps:
 	$(GO) test -race -count=$$(( 4 * $(STRESS_COUNT) )) -run 'TestFenceHistory' ./fuzz/
 	$(GO) test -race -count=$(STRESS_COUNT) -run 'TestStopOn|TestEndToEndDuplicateResultIsFenced|TestEndToEndForgedLeaseSlotIsRefused|TestEndToEndRendersEverythingThroughKills|TestSecondSupervisorRefusesToStart' ./cmd/supervisor/
 	FUZZTIME=$(STRESS_FUZZTIME) ./scripts/fuzz.sh
