@@ -44,6 +44,10 @@ type Store interface {
 	ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error)
 	ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (ScanResult, error)
 
+	// RowsBelowFloor counts, up to limit, the rows due below their floor: none, by F1. A node
+	// exports it as an alarm.
+	RowsBelowFloor(limit int) (int, error)
+
 	// Reconcile gives every target without a schedule row one, due at nowMs, and reports how
 	// many it restored. VerifyIndex checks that rows and due-index entries agree.
 	Reconcile(nowMs int64) (restored int, err error)

@@ -17,7 +17,6 @@ import (
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/store"
 )
 
 // lnode is a node whose log a test may read while the supervisor writes it.
@@ -142,13 +141,18 @@ func stopWhileRendering(t *testing.T, stop func(n *lnode)) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	const targets = 500
 	dir := t.TempDir()
-	keys := seed(t, dir, targets)
+	stopWhileRenderingOn(t, dir, badgerIn(dir), stop)
+}
+
+// stopWhileRenderingOn is stopWhileRendering on backend b.
+func stopWhileRenderingOn(t *testing.T, dir string, b backend, stop func(n *lnode)) {
+	const targets = 500
+	keys := seedStore(t, b, targets)
 	// shutdown_timeout 1s: a render still running then is cancelled and given back, so that the
 	// 3 s bound holds even for the sim's log-normal tail, with 2 s left for the flush, worker 0's
 	// stop and a loaded machine.
-	n := launch(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 500ms}}\nsupervisor: {shutdown_timeout: 1s}\n")
+	n := launch(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 500ms}}\nsupervisor: {shutdown_timeout: 1s}\n"+b.yaml)
 	waitFor(t, "readiness", 60*time.Second, n.ready)
 	seg := n.segment() // stays mapped after the supervisor removes the file
 	renders := func() uint64 {
@@ -183,10 +187,7 @@ func stopWhileRendering(t *testing.T, stop func(n *lnode)) {
 	dropped := sum(shm.CounterResultsDropped)
 	released := sum(shm.CounterReleasedUnrendered)
 	rendered := renders()
-	st, err := store.Open(filepath.Join(dir, "db"), &store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.open(t)
 	defer st.Close()
 	committed := uint64(0)
 	for _, k := range keys {

@@ -116,7 +116,7 @@ func (w *worker0) Start(ctx context.Context) error {
 				return
 			}
 			sweeps.ok.Add(1)
-			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st, res.FloorMs)))
+			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st)))
 		},
 	})
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
@@ -359,17 +359,13 @@ func (k kickingFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) (
 	return k.Fallback.ClaimIndex(ctx, req)
 }
 
-// belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none, so
-// the scan stops at its first key.
-func belowFloor(st store.Store, floorMs int64) int {
-	if floorMs <= 0 {
-		return 0
-	}
-	res, err := st.ScanDue(0, floorMs-1, 10_000)
+// belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none.
+func belowFloor(st store.Store) int {
+	n, err := st.RowsBelowFloor(10_000)
 	if err != nil {
 		return 0
 	}
-	return len(res.Rows)
+	return n
 }
 
 // listenUnix listens on path, mode 0600, replacing a stale socket left by a killed worker 0.
