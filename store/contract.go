@@ -72,8 +72,13 @@ type Store interface {
 //	floor, moved := p.AdvanceFloor(guardMs)
 type Pass interface {
 	// IterateDue hands the due rows of the snapshot, from the floor up to now, to fn in chunks
-	// of at most chunk rows, in ascending (due, key) order, reading at most maxRows (0 = no
-	// cap). Slices and keys are valid only until fn returns. Callable once per pass.
+	// of at most chunk rows, reading at most maxRows (0 = no cap). The order is the backend's:
+	// ascending (due, key) on Badger, whose index is that order; the table's own on PostgreSQL
+	// when every due row is read, since the caller scores them all and a sort would cost more
+	// than the read. A pass that stops at maxRows with more rows due (Stats().Capped) read the
+	// maxRows earliest in (due, key) order, except on PostgreSQL when the cap binds without
+	// warning (see pgstore), and Stats().FirstDueMs is the earliest due time read in any order.
+	// Slices and keys are valid only until fn returns. Callable once per pass.
 	IterateDue(maxRows, chunk int, fn func([]DueRow) error) error
 	// Stats is what the pass observed.
 	Stats() PassStats

@@ -220,7 +220,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			} else {
 				res.Resolved++
 			}
-			if !head.ok {
+			// The head is the earliest row: the first one, from a backend that iterates in due
+			// order (store.Pass), but any backend may hand over rows in its own order.
+			if !head.ok || r.DueAtMs < head.stored.DueAtMs || r.DueAtMs == head.stored.DueAtMs && bytes.Compare(r.Key, head.key) < 0 {
 				head.key, head.row, head.stored, head.cadence, head.ok = bytes.Clone(r.Key), pr, r.Row, cadence, true
 				head.row.Key = head.key
 			}

@@ -47,8 +47,22 @@ func (s *Store) BeginPass(nowMs int64) (store.Pass, error) {
 // dueColumns is what a pass and a scan read of a row: the due index's columns.
 const dueColumns = `s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms`
 
-// IterateDue implements store.Pass: every row due from its shard's floor up to now, in (due,
-// key) order, read from the pass's snapshot in one query and decoded straight from the wire.
+// sortedBelow is the cap under which a capped pass always reads in due order: a few thousand
+// rows sort in no time, and a pass capped that low (the sweep's maxRows 1, for the head alone)
+// wants exactly the earliest.
+const sortedBelow = 10_000
+
+// IterateDue implements store.Pass: every row due from the floor up to now, read from the
+// pass's snapshot in one query and decoded straight from the wire. F1 puts no row below its
+// shard's floor, so the lowest floor bounds them all.
+//
+// The order is the cheapest that gives the caller what it asked for. When the due rows fit
+// under maxRows (or maxRows is 0), they come as the table holds them: the sweep scores every
+// one, and sorting half a million rows would cost the database more than reading them. When
+// the cap may bind — it is under sortedBelow, or the last pass found at least half of it due
+// — the pass reads the earliest maxRows in (due, key) order, as the contract's capped pass
+// must. A pass that finds the cap binding unexpectedly stops there, capped, with the rows it
+// had read, and the next pass reads in order.
 func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error {
 	switch {
 	case p.closed:
@@ -60,13 +74,15 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 	}
 	p.iterated = true
 	ctx := context.Background()
+	q := `SELECT ` + dueColumns + ` FROM freshq_schedule s WHERE s.due_at_ms >= $1 AND s.due_at_ms <= $2`
 	var limit any // NULL: no limit
 	if maxRows > 0 {
 		limit = maxRows + 1 // one more tells a capped pass from one that read everything
+		if maxRows < sortedBelow || p.s.lastDue.Load() >= int64(maxRows/2) {
+			q += ` ORDER BY s.due_at_ms, s.cache_key`
+		}
 	}
-	rows, err := p.tx.Query(ctx, `SELECT `+dueColumns+`
-		FROM freshq_floor f JOIN freshq_schedule s ON s.shard = f.shard AND s.due_at_ms >= f.floor_ms
-		WHERE s.due_at_ms <= $1 ORDER BY s.due_at_ms, s.cache_key LIMIT $2`, p.stats.NowMs, limit)
+	rows, err := p.tx.Query(ctx, q+` LIMIT $3`, p.stats.FloorMs, p.stats.NowMs, limit)
 	if err != nil {
 		return fmt.Errorf("pgstore: iterate due: %w", err)
 	}
@@ -87,7 +103,7 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 		}
 		arena = append(arena, key...)
 		buf = append(buf, store.DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: row})
-		if !p.stats.HasFirstDue {
+		if !p.stats.HasFirstDue || row.DueAtMs < p.stats.FirstDueMs {
 			p.stats.FirstDueMs, p.stats.HasFirstDue = row.DueAtMs, true
 		}
 		p.stats.Rows++
@@ -107,6 +123,11 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 			return err
 		}
 	}
+	due := int64(p.stats.Rows)
+	if p.stats.Capped {
+		due++ // at least
+	}
+	p.s.lastDue.Store(due)
 	if !p.stats.Capped {
 		p.stats.Complete = true
 		next, ok, err := nextDue(ctx, p.tx, p.stats.NowMs)

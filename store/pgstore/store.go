@@ -55,6 +55,9 @@ type Store struct {
 	shards int
 	floor  store.FloorCell
 	head   atomic.Int64 // the floor without its guard, as the last advance left it, lowered by writes
+	// lastDue is how many rows the last pass found due (at least): it tells the next pass
+	// whether its cap may bind (IterateDue).
+	lastDue atomic.Int64
 
 	closed        atomic.Bool
 	sendMu        sync.RWMutex

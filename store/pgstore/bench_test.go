@@ -1,0 +1,107 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore"
+)
+
+// benchDueRows is the size of the sweep benchmark's due set; FRESHQ_BENCH_SWEEP_ROWS changes it.
+func benchDueRows() int {
+	if n, err := strconv.Atoi(os.Getenv("FRESHQ_BENCH_SWEEP_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 500_000
+}
+
+// loadDue fills a fresh database with n due rows, spread over the shards as real keys are, by
+// COPY (the load is not what is measured), and analyzes the table as autovacuum would.
+func loadDue(b *testing.B, n int) (*pgstore.Store, string) {
+	b.Helper()
+	dsn := pgtest.NewDatabase(b)
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	flags := int16(store.Projection{Submitted: true}.Flags())
+	_, err = conn.CopyFrom(ctx, pgx.Identifier{"freshq_schedule"},
+		[]string{"cache_key", "shard", "due_at_ms", "flags", "effective_interval_ms", "stored_interval_ms"},
+		pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			key := []byte(fmt.Sprintf("desktop|https://www.example-shop.com/catalog/p/%08d", i))
+			return []any{key, pgstore.Shard(key, st.Shards()), int64(1_000_000 + i), flags, int64(3_600_000), int64(0)}, nil
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE freshq_schedule`); err != nil {
+		b.Fatal(err)
+	}
+	return st, dsn
+}
+
+// BenchmarkSweepPass is a sweep's read of every due row from PostgreSQL (a pass: snapshot,
+// IterateDue from the shards' floors in (due, key) order, decoded rows handed over in chunks)
+// beside a bare SELECT of the same columns through pgx, in the same run on the same database.
+// ns/row is per due row.
+func BenchmarkSweepPass(b *testing.B) {
+	n := benchDueRows()
+	st, dsn := loadDue(b, n)
+	now := int64(1_000_000 + n)
+
+	b.Run("pass", func(b *testing.B) {
+		for b.Loop() {
+			p, err := st.BeginPass(now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows := 0
+			if err := p.IterateDue(0, 1024, func(rs []store.DueRow) error { rows += len(rs); return nil }); err != nil {
+				b.Fatal(err)
+			}
+			p.Close()
+			if rows != n {
+				b.Fatalf("%d rows, want %d", rows, n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+	})
+	b.Run("bare-select", func(b *testing.B) {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		for b.Loop() {
+			rs, err := conn.Query(ctx, `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows := 0
+			for rs.Next() {
+				_ = rs.RawValues()
+				rows++
+			}
+			rs.Close()
+			if rs.Err() != nil || rows != n {
+				b.Fatalf("%d rows, %v", rows, rs.Err())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+	})
+}
