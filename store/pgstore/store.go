@@ -282,6 +282,9 @@ func (r rowCols) row() (store.Row, error) {
 	if r.flags < 0 || r.flags > 0xff {
 		return store.Row{}, fmt.Errorf("%w: flags %d", store.ErrCorruption, r.flags)
 	}
+	if r.due < 0 {
+		return store.Row{}, fmt.Errorf("%w: negative due time %d", store.ErrCorruption, r.due)
+	}
 	p, err := store.ProjectionOf(byte(r.flags), r.eff, r.stored)
 	return store.Row{DueAtMs: r.due, Projection: p}, err
 }
