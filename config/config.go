@@ -296,7 +296,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.chrome.recycle_after", &r.Chrome.RecycleAfter, false},
 		{"render.chrome.max_rss", &r.Chrome.MaxRSS, false},
 		{"render.chrome.user", &r.Chrome.User, false},
-		{"render.sim.seed", &r.Sim.Seed, true},          // 0 is a seed like any other
+		{"render.sim.seed", &r.Sim.Seed, true}, // 0 is a seed like any other
 		{"render.failure_retry.fast_delay", &r.FailureRetry.FastDelay, false},
 		{"render.failure_retry.factor", &r.FailureRetry.Factor, false},
 		{"render.failure_retry.max_backoff", &r.FailureRetry.MaxBackoff, false},
