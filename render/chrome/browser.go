@@ -83,7 +83,7 @@ type browser struct {
 // The caller closes the browser. Its profile directory is new, owned by the account the browser
 // runs as, and removed by close.
 func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*browser, error) {
-	cred, home, err := account(cfg.User)
+	cred, err := account(cfg.User)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,6 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 			return nil, fmt.Errorf("chrome: profile directory: %w", err)
 		}
 	}
-	_ = home
 	var cmdRef *exec.Cmd
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(cfg.Path),
@@ -140,23 +139,23 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 
 // account resolves the account the browser runs as: none (the worker's own) unless the worker
 // runs as root, which Chromium's sandbox refuses and a browser must never have.
-func account(name string) (*syscall.Credential, string, error) {
+func account(name string) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
-		return nil, "", nil
+		return nil, nil
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		return nil, "", fmt.Errorf("chrome: render.chrome.user: %w", err)
+		return nil, fmt.Errorf("chrome: render.chrome.user: %w", err)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, "", fmt.Errorf("chrome: render.chrome.user %s: %w", name, err)
+		return nil, fmt.Errorf("chrome: render.chrome.user %s: %w", name, err)
 	}
 	if uid == 0 {
-		return nil, "", fmt.Errorf("chrome: render.chrome.user %s is root; the browser must not run as root", name)
+		return nil, fmt.Errorf("chrome: render.chrome.user %s is root; the browser must not run as root", name)
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, u.HomeDir, nil
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
 // alive reports whether the browser still runs and answers.
@@ -214,16 +213,18 @@ func forEachProc(f func(pid int)) {
 	}
 }
 
-// rss is the resident memory of every process in the browser's process group, in bytes: the
-// figure render.chrome.max_rss bounds. Shared pages count once per process, so it errs high.
+// rss is the memory of the browser: the proportional set size (Pss, shared pages divided among
+// the processes that share them) of every process in its process group, summed, in bytes — the
+// figure render.chrome.max_rss bounds. A plain RSS sum would count the shared libraries and
+// shared memory of each of its dozen processes again.
 func (b *browser) rss() int64 {
 	if b.pgid <= 0 {
 		return 0
 	}
-	page := int64(os.Getpagesize())
 	var total int64
 	forEachProc(func(pid int) {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		dir := filepath.Join("/proc", strconv.Itoa(pid))
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
 			return
 		}
@@ -236,13 +237,16 @@ func (b *browser) rss() int64 {
 		if len(f) < 3 || f[2] != strconv.Itoa(b.pgid) {
 			return
 		}
-		statm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
+		rollup, err := os.ReadFile(filepath.Join(dir, "smaps_rollup"))
 		if err != nil {
 			return
 		}
-		if g := strings.Fields(string(statm)); len(g) > 1 {
-			n, _ := strconv.ParseInt(g[1], 10, 64)
-			total += n * page
+		for line := range strings.Lines(string(rollup)) {
+			if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				total += kb << 10
+				break
+			}
 		}
 	})
 	return total

@@ -43,6 +43,7 @@ type Renderer struct {
 	cur     *browser
 	closed  bool
 	closing sync.WaitGroup // retired browsers being closed
+	renders sync.WaitGroup // renders running, on any browser
 
 	rssCheckedAt atomic.Int64 // unix ns of the last RSS look
 	restarts     atomic.Int64
@@ -71,7 +72,7 @@ func New(cfg config.Render, hooks Hooks) (*Renderer, error) {
 	if _, err := exec.LookPath(cfg.Chrome.Path); err != nil {
 		return nil, fmt.Errorf("chrome: render.chrome.path: %w (install Chromium: apt-get install chromium)", err)
 	}
-	if _, _, err := account(cfg.Chrome.User); err != nil {
+	if _, err := account(cfg.Chrome.User); err != nil {
 		return nil, err
 	}
 	r := &Renderer{cfg: cfg, hooks: hooks, blockTypes: map[network.ResourceType]bool{}, startLimit: startTimeout}
@@ -123,8 +124,9 @@ func (r *Renderer) count(f func(string), reason string) {
 	}
 }
 
-// Close kills the browser (renders still running on it fail) and stops the proxy. The profile
-// directories are removed. Safe to call twice.
+// Close stops the renderer: no render begins on it any more, the renders running on it finish
+// (each within render.timeout), then the browser is killed with its process group, its profile
+// removed, and the proxy stopped. Safe to call twice; the second call returns at once.
 func (r *Renderer) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -132,12 +134,16 @@ func (r *Renderer) Close() error {
 		return nil
 	}
 	r.closed = true
-	cur := r.cur
-	r.cur = nil
-	r.mu.Unlock()
-	if cur != nil {
-		cur.close()
+	if b := r.cur; b != nil {
+		r.cur = nil
+		b.retired = true
+		if b.inflight == 0 {
+			r.closeLater(b)
+		}
 	}
+	r.mu.Unlock()
+	// A browser retired with renders on it is closed by the last of them (release).
+	r.renders.Wait()
 	r.closing.Wait()
 	r.egress.close()
 	return nil
@@ -183,6 +189,7 @@ func (r *Renderer) acquire(ctx context.Context) (*browser, error) {
 	b := r.cur
 	b.renders++
 	b.inflight++
+	r.renders.Add(1)
 	if b.renders >= r.cfg.Chrome.RecycleAfter {
 		r.retireLocked(b, "recycle")
 	}
@@ -217,6 +224,7 @@ func (r *Renderer) closeLater(b *browser) {
 // release ends a render on b; a retired browser closes after its last render, and now and then
 // the browser's memory is looked at.
 func (r *Renderer) release(b *browser) {
+	defer r.renders.Done()
 	r.mu.Lock()
 	b.inflight--
 	if b.retired && b.inflight == 0 {

@@ -109,6 +109,9 @@ func (t *tab) classifyErr(ctx context.Context, res render.Result, err error) ren
 // run is the render inside the tab: rctx is the render's context (render.timeout, the caller's).
 func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render.Result) render.Result {
 	t.mainFrame = cdp.FrameID(target.TargetID)
+	// A crashed tab answers no command: every call made from here ends with the crash.
+	ctx, endOnCrash := context.WithCancel(ctx)
+	defer endOnCrash()
 	evCtx, stopEvents := context.WithCancel(ctx)
 	var events sync.WaitGroup
 	defer func() { stopEvents(); events.Wait() }()
@@ -182,6 +185,7 @@ func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render
 		for _, err := range crashes {
 			if err == nil {
 				close(t.crashed)
+				endOnCrash()
 			}
 			return
 		}
@@ -357,10 +361,10 @@ func (t *tab) waitReady(ctx, rctx context.Context, res render.Result) (render.Re
 	target := chromedp.FromContext(ctx).Target
 	for {
 		select {
-		case <-ctx.Done():
-			return t.fail(rctx, res, t.waitStage(), ctx.Err()), false
 		case <-t.crashed:
 			return failed(res, outcome.Failed, render.StageBrowser, "the page's tab crashed"), false
+		case <-ctx.Done():
+			return t.fail(rctx, res, t.waitStage(), ctx.Err()), false
 		case <-t.b.ctx.Done():
 			return failed(res, outcome.Failed, render.StageBrowser, "the browser exited"), false
 		case <-tick.C:
