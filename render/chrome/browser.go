@@ -24,6 +24,29 @@ import (
 
 var discardLog = log.New(io.Discard, "", 0)
 
+// profilePrefix names a profile directory in the temporary directory, followed by the pid of
+// the worker that made it: a worker killed with -9 cannot remove its own, so the next renderer
+// started on the machine removes those whose worker is gone (removeStaleProfiles).
+const profilePrefix = "freshq-chrome-"
+
+// removeStaleProfiles removes the profile directories of workers that no longer run. Their
+// browsers died with them (parent-death signal), so nothing uses them.
+func removeStaleProfiles() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), profilePrefix+"*"))
+	for _, m := range matches {
+		rest := strings.TrimPrefix(filepath.Base(m), profilePrefix)
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			killUsing(m)
+			_ = os.RemoveAll(m)
+		}
+	}
+}
+
 // browserFlags are what a long-lived headless browser on a closed or metered network needs: no
 // GPU, no QUIC (the proxy speaks TCP), nothing that phones home on its own (background
 // networking, component updates, sync, crash reports, field trials), no WebRTC past the proxy,
@@ -87,7 +110,7 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "freshq-chrome-")
+	dir, err := os.MkdirTemp("", profilePrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("chrome: profile directory: %w", err)
 	}

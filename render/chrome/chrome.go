@@ -82,6 +82,7 @@ func New(cfg config.Render, hooks Hooks) (*Renderer, error) {
 	for _, p := range cfg.Chrome.Block {
 		r.block = append(r.block, compilePattern(p))
 	}
+	removeStaleProfiles()
 	eg, err := startEgress(cfg.Domains)
 	if err != nil {
 		return nil, fmt.Errorf("chrome: egress proxy: %w", err)
