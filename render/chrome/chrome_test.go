@@ -335,4 +335,3 @@ func killProcs(dir, arg string) int {
 	})
 	return n
 }
-

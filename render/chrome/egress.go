@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
-		"time"
+	"time"
 
 	"github.com/freshq/freshq/render"
 )
@@ -28,7 +28,7 @@ type egress struct {
 	srv       *http.Server
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
-	onRefuse  func() // a dial refused by the address policy
+	onRefuse  func()   // a dial refused by the address policy
 	refusals  sync.Map // host:port → time.Time of its last refusal by the policy
 	wg        sync.WaitGroup
 }
