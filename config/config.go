@@ -143,7 +143,7 @@ type MinShare struct {
 
 // Render configures renderers and what a render's outcome does to a row.
 type Render struct {
-	Renderer        string            `yaml:"renderer"`         // http | exec | sim; RendererDefault
+	Renderer        string            `yaml:"renderer"`         // http | exec | chrome | sim; RendererDefault
 	Concurrency     int               `yaml:"concurrency"`      // ConcurrencyDefault renders in flight per render worker
 	Timeout         Duration          `yaml:"timeout"`          // TimeoutDefault; must be below queue.lease_ttl
 	DefaultInterval Duration          `yaml:"default_interval"` // IntervalDefault
@@ -153,6 +153,8 @@ type Render struct {
 	MaxBody         ByteSize          `yaml:"max_body"`         // MaxBodyDefault, at most MaxPageBody
 	MaxRedirects    int               `yaml:"max_redirects"`    // MaxRedirectsDefault
 	Exec            Exec              `yaml:"exec"`
+	Chrome          Chrome            `yaml:"chrome"`
+	Devices         map[string]Device `yaml:"devices"` // the chrome renderer's devices besides (or replacing) the built-in desktop and mobile
 	Sim             Sim               `yaml:"sim"`
 	FailureRetry    FailureRetry      `yaml:"failure_retry"`
 	Suppression     Suppression       `yaml:"suppression"`
@@ -162,6 +164,30 @@ type Render struct {
 // Exec runs a command per URL; the URL is the last argument, never passed through a shell.
 type Exec struct {
 	Command []string `yaml:"command"`
+}
+
+// Chrome configures the chrome renderer: one long-lived headless Chromium per render worker,
+// driven over the DevTools protocol (render's package doc says what it guarantees).
+type Chrome struct {
+	Path         string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
+	Idle         Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
+	BlockTypes   []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
+	Block        []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
+	KeepScripts  bool     `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
+	RecycleAfter int      `yaml:"recycle_after"` // ChromeRecycleAfterDefault renders, then the browser is restarted
+	MaxRSS       ByteSize `yaml:"max_rss"`       // ChromeMaxRSSDefault: the browser's resident memory (all its processes) that restarts it
+	User         string   `yaml:"user"`          // ChromeUserDefault: the account the browser runs as when the worker runs as root
+	NoSandbox    bool     `yaml:"no_sandbox"`    // true runs Chromium without its sandbox: only where it cannot start one
+}
+
+// Device is how the chrome renderer presents itself for one device: its viewport, user agent
+// and mobile emulation.
+type Device struct {
+	Width     int     `yaml:"width"`      // CSS pixels, 1..DeviceSizeMax
+	Height    int     `yaml:"height"`     // CSS pixels, 1..DeviceSizeMax
+	Scale     float64 `yaml:"scale"`      // device pixel ratio; 0 is 1
+	Mobile    bool    `yaml:"mobile"`     // mobile emulation: meta viewport honoured, touch events
+	UserAgent string  `yaml:"user_agent"` // empty: render.user_agents.<device>, else render.user_agent
 }
 
 // Sim is the simulated renderer used by benchmarks and the demo.
@@ -281,7 +307,12 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.user_agent", &r.UserAgent, false},
 		{"render.max_body", &r.MaxBody, false},
 		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
-		{"render.sim.seed", &r.Sim.Seed, true},          // 0 is a seed like any other
+		{"render.chrome.path", &r.Chrome.Path, false},
+		{"render.chrome.idle", &r.Chrome.Idle, false},
+		{"render.chrome.recycle_after", &r.Chrome.RecycleAfter, false},
+		{"render.chrome.max_rss", &r.Chrome.MaxRSS, false},
+		{"render.chrome.user", &r.Chrome.User, false},
+		{"render.sim.seed", &r.Sim.Seed, true}, // 0 is a seed like any other
 		{"render.failure_retry.fast_delay", &r.FailureRetry.FastDelay, false},
 		{"render.failure_retry.factor", &r.FailureRetry.Factor, false},
 		{"render.failure_retry.max_backoff", &r.FailureRetry.MaxBackoff, false},
@@ -545,14 +576,15 @@ func (c *Config) Validate() error {
 	}
 	r := c.Render
 	switch r.Renderer {
-	case "http", "sim":
+	case "http", "sim", "chrome":
 	case "exec":
 		if len(r.Exec.Command) == 0 {
 			bad("render.exec.command", "the exec renderer needs a command")
 		}
 	default:
-		bad("render.renderer", "must be http, exec or sim, got %q", r.Renderer)
+		bad("render.renderer", "must be http, exec, chrome or sim, got %q", r.Renderer)
 	}
+	r.validateChrome(bad)
 	if r.Concurrency < 1 || r.Concurrency > ConcurrencyMax {
 		bad("render.concurrency", "must be 1..%d, got %d", ConcurrencyMax, r.Concurrency)
 	}
@@ -662,6 +694,55 @@ func (c *Config) Validate() error {
 		return nil // not a nil FieldErrors, which would be a non-nil error
 	}
 	return errs
+}
+
+// ChromeResourceTypes are the resource types render.chrome.block_types may name: the DevTools
+// protocol's, lowercase. A document cannot be blocked: it is the page.
+var ChromeResourceTypes = []string{"stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
+	"prefetch", "eventsource", "websocket", "manifest", "signedexchange", "ping", "cspviolationreport", "preflight", "other"}
+
+func (r *Render) validateChrome(bad func(path, format string, args ...any)) {
+	c := r.Chrome
+	if strings.TrimSpace(c.Path) == "" {
+		bad("render.chrome.path", "must name the browser's executable")
+	}
+	if c.Idle <= 0 || (r.Renderer == "chrome" && c.Idle >= r.Timeout) {
+		bad("render.chrome.idle", "must be positive and below render.timeout %s, got %s", r.Timeout, c.Idle)
+	}
+	for i, t := range c.BlockTypes {
+		if !slices.Contains(ChromeResourceTypes, t) {
+			bad(fmt.Sprintf("render.chrome.block_types[%d]", i), "must be one of %s, got %q", strings.Join(ChromeResourceTypes, ", "), t)
+		}
+	}
+	for i, p := range c.Block {
+		if strings.Trim(p, "*") == "" || strings.ContainsAny(p, " \t\r\n") {
+			bad(fmt.Sprintf("render.chrome.block[%d]", i), "must be a URL pattern with something besides * and no blanks, got %q", p)
+		}
+	}
+	if c.RecycleAfter < 1 {
+		bad("render.chrome.recycle_after", "must be at least 1, got %d", c.RecycleAfter)
+	}
+	if c.MaxRSS < ChromeMaxRSSMin {
+		bad("render.chrome.max_rss", "must be at least %d bytes (64MiB), got %d", ChromeMaxRSSMin, c.MaxRSS)
+	}
+	if strings.TrimSpace(c.User) == "" {
+		bad("render.chrome.user", "must name an account (the browser never runs as root)")
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Devices)) {
+		d, path := r.Devices[name], "render.devices."+name
+		if err := cachekey.ValidDevice(name); err != nil || name == "" {
+			bad(path, "device name: %v", err)
+		}
+		if d.Width < 1 || d.Width > DeviceSizeMax || d.Height < 1 || d.Height > DeviceSizeMax {
+			bad(path, "width and height must be 1..%d, got %dx%d", DeviceSizeMax, d.Width, d.Height)
+		}
+		if !(d.Scale >= 0 && d.Scale <= DeviceScaleMax) {
+			bad(path+".scale", "must be 0..%v, got %v", DeviceScaleMax, d.Scale)
+		}
+		if d.UserAgent != "" && !validHeaderValue(d.UserAgent) {
+			bad(path+".user_agent", "must be a single-line User-Agent")
+		}
+	}
 }
 
 func (h *HTTP) validate(bad func(path, format string, args ...any)) {

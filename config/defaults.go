@@ -93,6 +93,37 @@ const (
 	GoneRecheckDefault       = Duration(14 * day)
 )
 
+// render.chrome and render.devices
+const (
+	ChromePathDefault         = "chromium"
+	ChromeIdleDefault         = Duration(500 * time.Millisecond)
+	ChromeRecycleAfterDefault = 1000
+	ChromeMaxRSSDefault       = ByteSize(2 << 30)
+	ChromeMaxRSSMin           = ByteSize(64 << 20)
+	ChromeUserDefault         = "nobody"
+	DeviceSizeMax             = 10000
+	DeviceScaleMax            = 10.0
+
+	// The built-in devices (render.devices may replace them by name).
+	DesktopWidth, DesktopHeight = 1366, 768
+	MobileWidth, MobileHeight   = 412, 915
+	MobileScale                 = 2.625
+	MobileUserAgentDefault      = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36 freshq/1"
+)
+
+// ChromeBlockTypesDefault is render.chrome.block_types' default: what a prerendered page does
+// not need to be captured, and what slows renders down most.
+func ChromeBlockTypesDefault() []string { return []string{"image", "media", "font"} }
+
+// BuiltinDevices are the devices every renderer knows: desktop and mobile. A user agent left
+// empty is render.user_agents.<device>, else render.user_agent.
+func BuiltinDevices() map[string]Device {
+	return map[string]Device{
+		"desktop": {Width: DesktopWidth, Height: DesktopHeight, Scale: 1},
+		"mobile":  {Width: MobileWidth, Height: MobileHeight, Scale: MobileScale, Mobile: true, UserAgent: MobileUserAgentDefault},
+	}
+}
+
 // LadderDefault is render.demand.ladder's default: a new slice on each call, since a slice
 // cannot be a constant and a shared one could be changed by whoever holds a Config.
 func LadderDefault() []Duration {
@@ -172,6 +203,15 @@ func (c *Config) EnsureDefaults() *Config {
 	r.MaxBody = cmp.Or(r.MaxBody, MaxBodyDefault)
 	r.MaxRedirects = cmp.Or(r.MaxRedirects, MaxRedirectsDefault)
 	r.Sim.Seed = cmp.Or(r.Sim.Seed, SimSeedDefault)
+	ch := &r.Chrome
+	ch.Path = cmp.Or(ch.Path, ChromePathDefault)
+	ch.Idle = cmp.Or(ch.Idle, ChromeIdleDefault)
+	if ch.BlockTypes == nil {
+		ch.BlockTypes = ChromeBlockTypesDefault()
+	}
+	ch.RecycleAfter = cmp.Or(ch.RecycleAfter, ChromeRecycleAfterDefault)
+	ch.MaxRSS = cmp.Or(ch.MaxRSS, ChromeMaxRSSDefault)
+	ch.User = cmp.Or(ch.User, ChromeUserDefault)
 	f := &r.FailureRetry
 	f.FastRetries = cmp.Or(f.FastRetries, ptr(FastRetriesDefault))
 	f.FastDelay = cmp.Or(f.FastDelay, FastDelayDefault)

@@ -276,7 +276,8 @@ func terminalOf(s string) store.Terminal {
 
 func pageHeaders(h map[string]string) []store.Header {
 	out := make([]store.Header, 0, len(h))
-	for _, name := range []string{"content-type", "content-language", "last-modified", "etag", "cache-control"} {
+	// location: a page that declares a redirect (render's prerender meta tags) is served with it.
+	for _, name := range []string{"content-type", "content-language", "last-modified", "etag", "cache-control", "location"} {
 		// A value the store would refuse is left out: it must not fail the batch's commit.
 		if v, ok := h[name]; ok && len(out) < store.MaxPageHeaders && len(v) <= store.MaxHeaderLen {
 			out = append(out, store.Header{Name: name, Value: v})

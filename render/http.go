@@ -39,7 +39,10 @@ import (
 //   - for a 2xx, reads the body up to render.max_body (gzip is decoded by the transport and the
 //     limit applies to the decoded bytes), then: noindex in X-Robots-Tag → outcome.Noindex at
 //     "headers"; an empty body → outcome.Failed; a robots meta noindex in an HTML head →
-//     outcome.Noindex at "body"; otherwise outcome.OK.
+//     outcome.Noindex at "body"; otherwise outcome.OK. Before the noindex check, an HTML page
+//     that declares its status with the prerender meta tags is stored with that status (see
+//     applyDeclared): a declared 404 is outcome.NotFound, a declared 301 with its Location is
+//     outcome.OK with Status 301 and Headers["location"].
 //
 // A noindex header is evidence on its own: such a page is outcome.Noindex even when its body is
 // too large or cut short, with Body nil.
@@ -216,7 +219,16 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		return failed(res, outcome.Failed, StageBody, "empty body with status "+resp.Status)
 	}
 	res.Body, res.Stage = body, StageBody
-	if isHTML(resp.Header.Get("Content-Type")) && metaNoindex(body) {
+	if !isHTML(resp.Header.Get("Content-Type")) {
+		res.Outcome = outcome.OK
+		return res
+	}
+	if r, ok := applyDeclared(res); ok && r.Outcome != 0 {
+		return r // a declared error status, or a redirect without a Location
+	} else if ok {
+		res = r
+	}
+	if metaNoindex(body) {
 		res.Outcome, res.Err = outcome.Noindex, "robots meta tag: noindex"
 		return res
 	}

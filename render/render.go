@@ -27,6 +27,10 @@ const (
 	StageHeaders = "headers"
 	StageBody    = "body"
 	StageExec    = "exec"
+	// The chrome renderer's own stages.
+	StageBrowser  = "browser"  // the browser could not start, or it or the page's tab crashed
+	StageNavigate = "navigate" // the navigation: requests, redirects, the document's response
+	StageReady    = "ready"    // waiting for the page to be ready (prerenderReady, or network idle)
 )
 
 // Result is what a render produced. Only outcome.Outcome and Stage are always set.
@@ -39,6 +43,16 @@ type Result struct {
 	FinalURL string            // after redirects: the URL of the last response, or of the hop that failed to give one
 	Duration time.Duration     // wall time of the render
 	Err      string            // the cause, for people; empty for outcome.OK
+	Timings  *Timings          // the chrome renderer's phases; nil for the other renderers
+}
+
+// Timings are the phases of a browser render, each from the render's start.
+type Timings struct {
+	Response time.Duration // the document's response committed (0 if there was none)
+	Load     time.Duration // the load event (0 if it did not fire)
+	Ready    time.Duration // the page was ready: prerenderReady, or network idle (0 if never)
+	Captured time.Duration // the DOM was serialized (0 if it was not)
+	Blocked  int           // requests refused before they loaded (types, patterns, policy)
 }
 
 // Renderer renders one page. Implementations are safe for concurrent use, never panic, and
@@ -77,8 +91,11 @@ func New(cfg config.Render, opts ...Option) (Renderer, error) {
 		return NewExec(cfg)
 	case "sim":
 		return NewSim(cfg, o.stream)
+	case "chrome":
+		// render/chrome builds it: it imports this package, so this one cannot import it.
+		return nil, errors.New("render: the chrome renderer is built by render/chrome.New")
 	default:
-		return nil, fmt.Errorf("render: unknown renderer %q (want http, exec or sim)", cfg.Renderer)
+		return nil, fmt.Errorf("render: unknown renderer %q (want http, exec, chrome or sim)", cfg.Renderer)
 	}
 }
 
@@ -169,6 +186,35 @@ func recovered(res *Result, start time.Time) {
 			res.Stage = StageRequest
 		}
 	}
+}
+
+// WithTimeout bounds a render by render.timeout, for a renderer outside this package; TimeoutText
+// then says why its context ended.
+func WithTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return withTimeout(ctx, timeout)
+}
+
+// TimeoutText says why a context from WithTimeout ended, during stage, for Result.Err.
+func TimeoutText(ctx context.Context, timeout time.Duration, stage string) string {
+	return ctxErr(ctx, timeout, stage)
+}
+
+// UserAgent is the User-Agent for a device: render.user_agents[device], else render.user_agent.
+func UserAgent(cfg *config.Render, device string) string { return userAgent(cfg, device) }
+
+// Recovered turns a panic inside a renderer outside this package into outcome.Failed, keeping
+// the promise that Render never panics. Use as: defer render.Recovered(&res, start).
+func Recovered(res *Result, start time.Time) {
+	if p := recover(); p != nil {
+		*res = Result{Outcome: outcome.Failed, Stage: cmpOr(res.Stage, StageRequest), Err: fmt.Sprintf("renderer panic: %v", p), Duration: time.Since(start)}
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // errRenderTimeout is the cause of a render context that reached render.timeout, telling it

@@ -77,13 +77,30 @@ const (
 	// cancelled at the drain bound.
 	CounterReleasedUnrendered = CounterResultLatency + Counter(len(ResultLatencyBuckets)) + 2
 
-	numNamedCounters = CounterReleasedUnrendered + 1
+	// CounterChromeBlocked is the first of NumChromeBlockReasons counters: requests the chrome
+	// renderer refused before they loaded, by reason (type, pattern, policy, in that order).
+	CounterChromeBlocked = CounterReleasedUnrendered + 1
+	// CounterChromeRestarts is the first of NumChromeRestartReasons counters: browsers the
+	// chrome renderer retired for a new one, by reason (recycle, rss, crash, in that order).
+	CounterChromeRestarts = CounterChromeBlocked + NumChromeBlockReasons
+
+	numNamedCounters = CounterChromeRestarts + NumChromeRestartReasons
 )
 
 // Histogram geometry, fixed by the layout.
 const (
 	NumRenderOutcomes = 16 // slots; the renderer names fewer
 	NumLanes          = 4
+
+	NumChromeBlockReasons   = 3
+	NumChromeRestartReasons = 3
+)
+
+// The reasons of the chrome renderer's counters, in the order of their slots: the renderer's
+// names, and the label values of their metrics.
+var (
+	ChromeBlockReasons   = [NumChromeBlockReasons]string{"type", "pattern", "policy"}
+	ChromeRestartReasons = [NumChromeRestartReasons]string{"recycle", "rss", "crash"}
 )
 
 // RenderSecondsBuckets and LatenessBuckets are the upper bounds of the histograms' buckets.

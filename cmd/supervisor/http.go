@@ -359,11 +359,13 @@ var (
 	descDropped     = prometheus.NewDesc("freshq_results_dropped_total", "Results given up after the delivery bound.", nil, nil)
 	descGivenBack   = prometheus.NewDesc("freshq_leases_released_unrendered_total", "Leases a render worker gave back without a result when it stopped: claimed but not begun, or cancelled at the drain bound.", nil, nil)
 	descResultLat   = prometheus.NewDesc("freshq_claim_to_result_seconds", "From claim to worker 0's commit of the result.", nil, nil)
+	descChromeBlock = prometheus.NewDesc("freshq_chrome_blocked_requests_total", "Requests the chrome renderer refused before they loaded: by resource type, by URL pattern, or by policy (render.domains, the address policy, a scheme other than http(s)).", []string{"reason"}, nil)
+	descChromeRest  = prometheus.NewDesc("freshq_chrome_restarts_total", "Browsers the chrome renderer retired for a new one: after render.chrome.recycle_after renders, over render.chrome.max_rss, or crashed.", []string{"reason"}, nil)
 	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
 	laneNames       = []string{"urgent", "submitted", "discovered", "cold"}
 	allDescriptions = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
 		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
-		descDropped, descGivenBack, descHeartbeat, descResultLat}
+		descDropped, descGivenBack, descHeartbeat, descResultLat, descChromeBlock, descChromeRest}
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -440,6 +442,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descBelow, float64(w0.Load(shm.CounterBelowFloor)))
 	counter(descDropped, sum(shm.CounterResultsDropped))
 	counter(descGivenBack, sum(shm.CounterReleasedUnrendered))
+	for i, reason := range shm.ChromeBlockReasons {
+		counter(descChromeBlock, sum(shm.CounterChromeBlocked+shm.Counter(i)), reason)
+	}
+	for i, reason := range shm.ChromeRestartReasons {
+		counter(descChromeRest, sum(shm.CounterChromeRestarts+shm.Counter(i)), reason)
+	}
 	for i, w := range workers {
 		st := w.Status()
 		idx := strconv.Itoa(i)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/render/chrome"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
@@ -75,6 +78,7 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	if err != nil {
 		return wrap("renderer", err)
 	}
+	defer rdrs.close() // after the renders: a browser is killed and its profile removed
 	client := wire.NewClient(e.socketPath)
 	if !waitForWorker0(ctx, e, client) {
 		return nil
@@ -208,6 +212,9 @@ type renderers struct {
 // newRenderers builds the renderer of the configuration in force.
 func newRenderers(e *env) (*renderers, error) {
 	r := &renderers{e: e, build: func(c config.Render) (render.Renderer, error) {
+		if c.Renderer == "chrome" {
+			return chrome.New(c, chromeHooks(e))
+		}
 		return render.New(c, render.WithStream(uint64(e.index)))
 	}}
 	r.pol = e.pol.Load()
@@ -217,6 +224,36 @@ func newRenderers(e *env) (*renderers, error) {
 	}
 	r.rdr = rdr
 	return r, nil
+}
+
+// close closes the renderer in force if it holds a process (the chrome renderer's browser): the
+// render worker's last act, after its renders ended.
+func (r *renderers) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.rdr.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			r.e.log.Warn().Err(err).Msg("closing the renderer")
+		}
+	}
+}
+
+// chromeHooks counts what the chrome renderer blocks and restarts in this worker's counters.
+func chromeHooks(e *env) chrome.Hooks {
+	index := func(names []string, name string) int { return slices.Index(names, name) }
+	return chrome.Hooks{
+		Blocked: func(reason string) {
+			if i := index(shm.ChromeBlockReasons[:], reason); i >= 0 {
+				e.worker.Add(shm.CounterChromeBlocked+shm.Counter(i), 1)
+			}
+		},
+		Restarted: func(reason string) {
+			if i := index(shm.ChromeRestartReasons[:], reason); i >= 0 {
+				e.worker.Add(shm.CounterChromeRestarts+shm.Counter(i), 1)
+			}
+			e.log.Info().Str("reason", reason).Msg("chrome renderer: browser retired; a new one starts for the next render")
+		},
+	}
 }
 
 // idleCloser is a renderer that keeps connections (render.HTTP).
@@ -244,6 +281,9 @@ func (r *renderers) get() render.Renderer {
 	}
 	if c, ok := r.rdr.(idleCloser); ok {
 		c.CloseIdleConnections()
+	}
+	if c, ok := r.rdr.(io.Closer); ok {
+		go c.Close() // a browser: it closes once the renders still running on it end
 	}
 	r.rdr = rdr
 	return r.rdr
@@ -319,6 +359,10 @@ func (p *renderPool) giveBack(l shm.Lease) {
 func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (wire.Result, bool) {
 	device, url, _ := cachekey.Split(j.Key)
 	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
+	if tm := res.Timings; tm != nil {
+		e.log.Debug().Str("url", url).Str("device", device).Str("outcome", res.Outcome.String()).Dur("response", tm.Response).
+			Dur("load", tm.Load).Dur("ready", tm.Ready).Dur("captured", tm.Captured).Int("blocked", tm.Blocked).Msg("chrome render")
+	}
 	if res.Outcome == outcome.Timeout && ctx.Err() != nil {
 		return wire.Result{}, false
 	}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/wire"
+)
+
+// The chrome renderer against the real supervisor and workers: a page's declared status stored
+// and sealed, a declared redirect served with its Location, and no Chromium process left behind
+// when a render worker is killed with -9 or the node stops.
+
+// needChromium skips on a machine without Chromium and fails where CI is set (.ci/run installs it).
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and Chromium is missing: %v", err)
+		}
+		t.Skipf("no Chromium here (%v); apt-get install chromium", err)
+	}
+}
+
+// chromeProcs lists the processes of browsers started by a freshq chrome renderer (their
+// profile directory), with their parent and process group.
+func chromeProcs() map[int][2]int {
+	out := map[int][2]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte("--user-data-dir="+filepath.Join(os.TempDir(), "freshq-chrome-"))) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if f[0] == "Z" {
+			continue // a zombie is dead; it waits for its parent to reap it
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgid, _ := strconv.Atoi(f[2])
+		out[pid] = [2]int{ppid, pgid}
+	}
+	return out
+}
+
+// browserGroups are the process groups of the browsers whose main process is a child of pid.
+func browserGroups(pid int) map[int]bool {
+	groups := map[int]bool{}
+	for p, pp := range chromeProcs() {
+		if pp[0] == pid {
+			groups[p] = true // the browser leads its own group
+		}
+	}
+	return groups
+}
+
+func leftIn(groups map[int]bool) []int {
+	var left []int
+	for p, pp := range chromeProcs() {
+		if groups[pp[1]] {
+			left = append(left, p)
+		}
+	}
+	return left
+}
+
+func TestEndToEndChrome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	needChromium(t)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/c/missing":
+			fmt.Fprint(w, `<!doctype html><html><head></head><body><script>const m = document.createElement("meta"); m.name = "prerender-status-code"; m.content = "404"; document.head.appendChild(m);</script></body></html>`)
+		case "/c/moved":
+			fmt.Fprint(w, `<!doctype html><html><head><meta name="prerender-status-code" content="301"><meta name="prerender-header" content="Location: /c/new"></head><body>moved</body></html>`)
+		default:
+			fmt.Fprint(w, `<!doctype html><p>ok</p>`)
+		}
+	}))
+	defer origin.Close()
+	dir := t.TempDir()
+	n := startNode(t, dir, 2, `queue: {ready: {sweep_interval: 1s}}
+render:
+  renderer: chrome
+  concurrency: 2
+  timeout: 20s
+  domains: ["127.0.0.1"]
+  chrome: {idle: 200ms}
+`, "")
+	waitFor(t, "ready", 30*time.Second, n.ready)
+	missing, moved := origin.URL+"/c/missing", origin.URL+"/c/moved"
+	var up map[string]any
+	if code := n.post("/v1/targets", []map[string]string{{"url": missing}, {"url": moved}}, &up); code != http.StatusOK {
+		t.Fatalf("POST /v1/targets: %d %v", code, up)
+	}
+	explain := func(u string) wire.Explanation {
+		var ex wire.Explanation
+		a := n.do("GET", "/v1/targets?url="+url.QueryEscape(u), "", nil)
+		_ = json.Unmarshal(a.body, &ex)
+		return ex
+	}
+
+	defer func() {
+		if t.Failed() {
+			ex := explain(missing)
+			t.Logf("the 404 row: failures %+v, last render %+v", ex.Failures, ex.LastRender)
+		}
+	}()
+	// 2. The 301 the page declares is stored, and served, with its Location.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	waitFor(t, "the moved page", 30*time.Second, func() bool {
+		resp, err := noFollow.Get("http://" + n.addr + "/v1/pages?url=" + url.QueryEscape(moved))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusMovedPermanently && resp.Header.Get("Location") == origin.URL+"/c/new"
+	})
+	// 2. The 404 it declares is the row's status, and the usual strikes (2) seal it as gone.
+	waitFor(t, "the first 404", 30*time.Second, func() bool {
+		ex := explain(missing)
+		return ex.LastRender != nil && ex.LastRender.Status == 404
+	})
+	// The first strike is retried after a backoff: move past it once (a clock moved during a
+	// render would outlive its lease, and its result would be fenced).
+	n.advanceClock(2 * time.Hour)
+	waitFor(t, "the 404 sealed as gone", 30*time.Second, func() bool {
+		ex := explain(missing)
+		return ex.Terminal != nil && ex.Terminal.State == "gone" && ex.Failures != nil && ex.Failures.Count == 2
+	})
+
+	// 8. kill -9 of the render worker leaves no Chromium process.
+	seg := n.segment()
+	worker := workerPID(seg, 1)
+	groups := browserGroups(worker)
+	if len(groups) == 0 {
+		t.Fatalf("no browser under render worker %d: %v", worker, chromeProcs())
+	}
+	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed worker's browser to die", 10*time.Second, func() bool { return len(leftIn(groups)) == 0 })
+	// The supervisor restarts the worker, which starts a browser of its own and renders again.
+	waitFor(t, "a restarted render worker", 30*time.Second, func() bool {
+		p := workerPID(seg, 1)
+		return p != worker && p != 0 && len(browserGroups(p)) > 0
+	})
+	groups = browserGroups(workerPID(seg, 1))
+
+	// A stop (SIGTERM) closes the browser and removes its profile.
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the node did not stop")
+	}
+	if left := leftIn(groups); len(left) != 0 {
+		t.Errorf("Chromium processes left after the stop: %v", left)
+	}
+	profiles, _ := filepath.Glob(filepath.Join(os.TempDir(), "freshq-chrome-*"))
+	for _, p := range profiles {
+		if strings.HasPrefix(filepath.Base(p), "freshq-chrome-"+strconv.Itoa(workerPID(seg, 1))+"-") {
+			t.Errorf("profile %s left after the stop", p)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package chrome
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/render"
+)
+
+// The figures of docs/BENCHMARKS.md (Chrome renderer): renders per second of a small local
+// page, the long-lived browser with 4 tabs against the exec renderer starting
+// `chromium --headless --dump-dom` per page (4 at once), in the same run; and the browser's
+// memory after 1,000 renders with and without recycling.
+
+const benchPage = `<!doctype html><html><head><title>bench</title></head><body><h1>hello</h1>
+<script>document.body.insertAdjacentHTML("beforeend", "<p>rendered by script</p>")</script></body></html>`
+
+func benchOrigin(b *testing.B) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(benchPage))
+	}))
+	b.Cleanup(s.Close)
+	return s
+}
+
+func benchCfg() config.Render {
+	c := config.Default().Render
+	c.Renderer = "chrome"
+	c.Timeout = config.Duration(30 * time.Second)
+	c.Domains = []string{"127.0.0.1"}
+	c.Chrome.Idle = config.Duration(50 * time.Millisecond)
+	return c
+}
+
+// renderAll renders n pages with 4 renders at once and fails on any that is not ok.
+func renderAll(b *testing.B, r render.Renderer, url string, n int) {
+	var wg sync.WaitGroup
+	jobs := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				if res := r.Render(context.Background(), render.Request{URL: url}); res.Outcome != outcome.OK {
+					b.Errorf("%v at %s: %s", res.Outcome, res.Stage, res.Err)
+				}
+			}
+		}()
+	}
+	for range n {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+func BenchmarkRenderChrome4Tabs(b *testing.B) {
+	needChromium(b)
+	s := benchOrigin(b)
+	r, err := New(benchCfg(), Hooks{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.ResetTimer()
+	start := time.Now()
+	renderAll(b, r, s.URL+"/", b.N)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "renders/s")
+}
+
+func BenchmarkRenderExecDumpDOM4(b *testing.B) {
+	path := needChromium(b)
+	s := benchOrigin(b)
+	cfg := benchCfg()
+	cfg.Renderer = "exec"
+	// The exec renderer runs the command as the worker's own user: as root, Chromium needs
+	// --no-sandbox (the chrome renderer drops to render.chrome.user instead).
+	cfg.Exec.Command = []string{path, "--headless", "--disable-gpu", "--no-sandbox", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--dump-dom"}
+	r, err := render.NewExec(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	renderAll(b, r, s.URL+"/", b.N)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "renders/s")
+}
+
+// BenchmarkRSSAfter1000 renders 1,000 pages (per iteration) and reports the browser's memory
+// (Pss of its processes, summed) at the end, never recycled and recycled every 100 renders.
+func BenchmarkRSSAfter1000(b *testing.B) {
+	needChromium(b)
+	s := benchOrigin(b)
+	for _, c := range []struct {
+		name    string
+		recycle int
+	}{{"norecycle", 1 << 30}, {"recycle100", 100}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := benchCfg()
+			cfg.Chrome.RecycleAfter = c.recycle
+			for range b.N {
+				r, err := New(cfg, Hooks{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				renderAll(b, r, s.URL+"/", 1000)
+				b.ReportMetric(float64(r.RSS())/(1<<20), "MiB")
+				b.ReportMetric(float64(r.Restarts()), "restarts")
+				r.Close()
+			}
+		})
+	}
+}

@@ -1,0 +1,47 @@
+// Package chrome is the chrome renderer (render.renderer: chrome): one long-lived headless
+// Chromium per render worker, driven over the DevTools protocol through its pipe (chromedp),
+// each render in a new tab of its own, render.concurrency of them at once.
+//
+// # What a render does
+//
+//   - Vets the URL: http or https, its host in render.domains (else outcome.Blocked at "policy").
+//   - Opens a tab emulating the request's device (render.devices, or the built-in desktop and
+//     mobile: viewport, device scale, mobile emulation with touch, user agent).
+//   - Vets every request before it is sent (the Fetch domain): a document, its redirects and its
+//     frames must be in render.domains, within render.max_redirects and not a loop; nothing but
+//     http and https is fetched (no file:, no chrome:); render.chrome.block_types and
+//     render.chrome.block are refused. Every refusal is counted (Hooks.Blocked).
+//   - Is ready when window.prerenderReady === true if the page defines it, else when no request
+//     has been in flight for render.chrome.idle after the load event (EventSource and WebSocket
+//     do not count); always within render.timeout. A page that is not ready in time is
+//     outcome.Timeout with no body: nothing of it is stored.
+//   - Captures the serialized DOM (with its doctype), <script> elements removed but JSON-LD
+//     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
+//     meta tags' status, else the document's response status; noindex.
+//   - Reports its phases in Result.Timings.
+//
+// # Safety
+//
+//   - Every request the browser makes leaves through an HTTP proxy inside the worker (egress),
+//     which dials under render's address policy: loopback, private, link-local (the cloud
+//     metadata address), CGNAT and the other internal addresses are refused unless
+//     render.domains lists them, on the address actually dialled. Chromium resolves no names
+//     itself behind a proxy, and loopback is not bypassed, so a page's scripts cannot reach the
+//     render host's network; WebRTC may not go around the proxy.
+//   - When the worker runs as root the browser runs as render.chrome.user (nobody) with
+//     Chromium's sandbox on; render.chrome.no_sandbox is for kernels that cannot give one.
+//     The browser gets a minimal environment (no FRESHQ_TOKEN) and a fresh profile directory,
+//     removed when it closes; one left by a worker killed with -9 is removed by the next
+//     renderer started on the machine.
+//
+// # Stability
+//
+//   - The browser is retired after render.chrome.recycle_after renders, or when the Pss of its
+//     processes passes render.chrome.max_rss (looked at once a second at most); the renders
+//     on it finish, then it is killed, and the next render starts a new one.
+//   - A crashed tab fails its render only (outcome.Failed at "browser", transient). A browser
+//     that exits fails the renders on it, and the next render starts a new browser.
+//   - The browser leads its own process group, killed whole when it closes; it has the
+//     parent-death signal (SIGKILL), and it exits when its DevTools pipe closes, so no
+//     Chromium outlives its render worker, even one killed with -9.
+package chrome

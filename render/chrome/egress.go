@@ -1,0 +1,146 @@
+package chrome
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"time"
+
+	"github.com/freshq/freshq/render"
+)
+
+// egress is the browser's only way out: an HTTP proxy on loopback that Chromium is started with
+// (--proxy-server, with loopback not bypassed), so that every request the browser makes — the
+// document, its redirects, and every sub-resource a script asks for — is dialled here, through
+// render's address guard (render.NewTransport): an internal address that render.domains does not
+// list is refused on the address actually dialled, after DNS, as the http renderer refuses it.
+// Chromium resolves no names itself when it uses a proxy, so DNS rebinding cannot pass either.
+//
+// A refusal is a 403 carrying egressHeader, so that the renderer can tell the policy's refusal of
+// a document from a page's own 403; a dial that fails is a 502 with the same header. A CONNECT
+// that is refused fails the tunnel.
+type egress struct {
+	ln        net.Listener
+	srv       *http.Server
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+	onRefuse  func()   // a dial refused by the address policy
+	refusals  sync.Map // host:port → time.Time of its last refusal by the policy
+	wg        sync.WaitGroup
+}
+
+// egressHeader marks a response the proxy made itself; its value is "policy" or "dial".
+const egressHeader = "X-Freshq-Egress"
+
+func startEgress(domains []string) (*egress, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e := &egress{ln: ln, transport: render.NewTransport(domains)}
+	e.transport.MaxIdleConnsPerHost = 16
+	e.proxy = &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL, pr.Out.Host = pr.In.URL, pr.In.Host },
+		Transport: e.transport,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			e.fail(w, err)
+		},
+	}
+	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		_ = e.srv.Serve(ln)
+	}()
+	return e, nil
+}
+
+// refusedRecently reports whether a tunnel to hostport was refused by the address policy since
+// since: the browser only says that a tunnel failed.
+func (e *egress) refusedRecently(hostport string, since time.Time) bool {
+	v, ok := e.refusals.Load(hostport)
+	return ok && !v.(time.Time).Before(since)
+}
+
+// addr is the proxy's host:port, for --proxy-server.
+func (e *egress) addr() string { return e.ln.Addr().String() }
+
+func (e *egress) close() {
+	_ = e.srv.Close()
+	e.wg.Wait()
+	e.transport.CloseIdleConnections()
+}
+
+func (e *egress) fail(w http.ResponseWriter, err error) {
+	if errors.Is(err, render.ErrAddressPolicy) {
+		if e.onRefuse != nil {
+			e.onRefuse()
+		}
+		w.Header().Set(egressHeader, "policy")
+		http.Error(w, render.ErrAddressPolicy.Error(), http.StatusForbidden)
+		return
+	}
+	w.Header().Set(egressHeader, "dial")
+	http.Error(w, "freshq egress: "+err.Error(), http.StatusBadGateway)
+}
+
+func (e *egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodConnect:
+		e.tunnel(w, r)
+	case r.URL.IsAbs() && (r.URL.Scheme == "http" || r.URL.Scheme == "https"):
+		e.proxy.ServeHTTP(w, r)
+	default:
+		http.Error(w, "freshq egress: a proxy request needs an absolute http URL", http.StatusBadRequest)
+	}
+}
+
+// tunnel serves CONNECT: the TLS inside is the browser's, end to end.
+func (e *egress) tunnel(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	up, err := e.transport.DialContext(ctx, "tcp", r.Host)
+	cancel()
+	if errors.Is(err, render.ErrAddressPolicy) {
+		e.refusals.Store(r.Host, time.Now())
+	}
+	if err != nil {
+		e.fail(w, err)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "freshq egress: cannot tunnel", http.StatusInternalServerError)
+		return
+	}
+	down, buf, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if _, err := down.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
+		up.Close()
+		down.Close()
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		splice(down, buf, up)
+	}()
+}
+
+// splice copies both ways until either side ends, then closes both.
+func splice(down net.Conn, buffered io.Reader, up net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, buffered); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(down, up); done <- struct{}{} }()
+	<-done
+	down.Close()
+	up.Close()
+	<-done
+}

@@ -1,0 +1,508 @@
+package chrome
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/render"
+)
+
+// pollEvery is how often a render looks at window.prerenderReady and the network while it
+// waits for the page to be ready.
+const pollEvery = 20 * time.Millisecond
+
+// readyState reads the page's own readiness: 0 it does not define prerenderReady, 1 it does
+// and it is not true yet, 2 it is true.
+const readyState = `typeof window.prerenderReady === "undefined" ? 0 : (window.prerenderReady === true ? 2 : 1)`
+
+// captureScript serializes the document after readiness, first removing its <script> elements
+// (all but JSON-LD data, which is content) unless render.chrome.keep_scripts. The tab is closed
+// afterwards, so changing its DOM changes nothing else.
+const captureScript = `(() => {
+  if (!%t) {
+    for (const s of Array.from(document.querySelectorAll("script"))) {
+      if ((s.getAttribute("type") || "").trim().toLowerCase() !== "application/ld+json") s.remove();
+    }
+  }
+  const dt = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : "";
+  return dt + (document.documentElement ? document.documentElement.outerHTML : "");
+})()`
+
+// tab is one render: a new tab of the browser, its requests vetted before they are sent, its
+// network watched for idleness, its document's response noted.
+type tab struct {
+	r     *Renderer
+	b     *browser
+	req   render.Request
+	dev   config.Device
+	start time.Time
+
+	mainFrame cdp.FrameID
+	crashed   chan struct{}
+	loaded    chan struct{}
+
+	mu           sync.Mutex
+	inflight     map[network.RequestID]bool
+	lastActivity time.Time
+	docStatus    int
+	docHeaders   network.Headers
+	docURL       string
+	docEgress    string // the proxy's egressHeader on the document's response
+	refusedDoc   string // a document (or redirect) URL refused by render.domains or its scheme
+	docHops      map[string]bool
+	loop         string // why the main document's redirects were stopped
+	blocked      int
+	timings      render.Timings
+}
+
+func (t *tab) since() time.Duration { return time.Since(t.start) }
+
+// render runs the tab; ctx carries render.timeout.
+func (t *tab) render(ctx context.Context, res render.Result) render.Result {
+	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
+	t.inflight, t.docHops = map[network.RequestID]bool{}, map[string]bool{}
+	tctx, closeTab := chromedp.NewContext(t.b.ctx)
+	defer closeTab()
+	// The tab's context ends with the render's: the first Run ties the tab to its context.
+	runCtx, stop := context.WithCancel(tctx)
+	defer stop()
+	unhook := context.AfterFunc(ctx, stop)
+	defer unhook()
+
+	out, err := chromedp.Run(runCtx, func(c context.Context, target *chromedp.Target) (render.Result, error) {
+		return t.run(c, ctx, target, res), nil
+	})
+	if err != nil {
+		return t.classifyErr(ctx, res, err)
+	}
+	return out
+}
+
+// classifyErr names a failure of the tab itself (it could not open, or the browser went away).
+func (t *tab) classifyErr(ctx context.Context, res render.Result, err error) render.Result {
+	timeout := t.r.cfg.Timeout.D()
+	switch {
+	case ctx.Err() != nil:
+		return failed(res, outcome.Timeout, render.StageBrowser, render.TimeoutText(ctx, timeout, render.StageBrowser))
+	case !t.b.alive():
+		return failed(res, outcome.Failed, render.StageBrowser, "the browser exited: "+err.Error())
+	}
+	return failed(res, outcome.Failed, render.StageBrowser, "tab: "+err.Error())
+}
+
+// run is the render inside the tab: rctx is the render's context (render.timeout, the caller's).
+func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render.Result) render.Result {
+	t.mainFrame = cdp.FrameID(target.TargetID)
+	// A crashed tab answers no command: every call made from here ends with the crash.
+	ctx, endOnCrash := context.WithCancel(ctx)
+	defer endOnCrash()
+	evCtx, stopEvents := context.WithCancel(ctx)
+	var events sync.WaitGroup
+	defer func() { stopEvents(); events.Wait() }()
+	listen := func(f func()) {
+		events.Add(1)
+		go func() { defer events.Done(); f() }()
+	}
+	// Subscribe before enabling, so that no event is missed.
+	paused := cdp.Events(evCtx, target, fetch.RequestPaused)
+	sent := cdp.Events(evCtx, target, network.RequestWillBeSent)
+	received := cdp.Events(evCtx, target, network.ResponseReceived)
+	finished := cdp.Events(evCtx, target, network.LoadingFinished)
+	failedEv := cdp.Events(evCtx, target, network.LoadingFailed)
+	loads := cdp.Events(evCtx, target, page.LoadEventFired)
+	crashes := cdp.Events(evCtx, target, inspector.TargetCrashed)
+	listen(func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			t.vet(evCtx, target, &ev)
+		}
+	})
+	listen(func() {
+		for ev, err := range sent {
+			if err != nil {
+				return
+			}
+			t.requestSent(&ev)
+		}
+	})
+	listen(func() {
+		for ev, err := range received {
+			if err != nil {
+				return
+			}
+			t.responseReceived(&ev)
+		}
+	})
+	listen(func() {
+		for ev, err := range finished {
+			if err != nil {
+				return
+			}
+			t.requestEnded(ev.RequestID)
+		}
+	})
+	listen(func() {
+		for ev, err := range failedEv {
+			if err != nil {
+				return
+			}
+			t.requestEnded(ev.RequestID)
+		}
+	})
+	listen(func() {
+		for _, err := range loads {
+			if err != nil {
+				return
+			}
+			t.mu.Lock()
+			if t.timings.Load == 0 {
+				t.timings.Load = t.since()
+				close(t.loaded)
+			}
+			t.mu.Unlock()
+			return
+		}
+	})
+	listen(func() {
+		for _, err := range crashes {
+			if err == nil {
+				close(t.crashed)
+				endOnCrash()
+			}
+			return
+		}
+	})
+
+	if err := t.setup(ctx, target); err != nil {
+		return t.classifyErr(rctx, res, err)
+	}
+	nav, err := cdp.Call(ctx, target, page.Navigate, page.NavigateParams{URL: t.req.URL})
+	t.mu.Lock()
+	t.timings.Response = t.since()
+	t.mu.Unlock()
+	if err != nil {
+		return t.finish(rctx, t.fail(rctx, res, render.StageNavigate, err))
+	}
+	if nav.ErrorText != "" || nav.IsDownload {
+		return t.finish(rctx, t.navigationFailed(res, nav))
+	}
+	if r, ok := t.waitReady(ctx, rctx, res); !ok {
+		return t.finish(rctx, r)
+	}
+	body, err := chromedp.Evaluate[string](fmt.Sprintf(captureScript, t.r.cfg.Chrome.KeepScripts))(ctx, target)
+	if err != nil {
+		return t.finish(rctx, t.fail(rctx, res, render.StageBody, err))
+	}
+	t.mu.Lock()
+	t.timings.Captured = t.since()
+	t.mu.Unlock()
+	return t.finish(rctx, t.judge(res, body))
+}
+
+// setup enables what the render watches and emulates the device.
+func (t *tab) setup(ctx context.Context, target *chromedp.Target) error {
+	d := t.dev
+	steps := []func() error{
+		func() error { _, err := cdp.Call(ctx, target, inspector.Enable, cdp.Empty{}); return err },
+		func() error {
+			_, err := cdp.Call(ctx, target, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}})
+			return err
+		},
+		func() error { _, err := cdp.Call(ctx, target, network.Enable, network.EnableParams{}); return err },
+		func() error { _, err := cdp.Call(ctx, target, page.Enable, page.EnableParams{}); return err },
+		func() error {
+			_, err := cdp.Call(ctx, target, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+				Width: int64(d.Width), Height: int64(d.Height), DeviceScaleFactor: d.Scale, Mobile: d.Mobile,
+				ScreenWidth: int64(d.Width), ScreenHeight: int64(d.Height)})
+			return err
+		},
+		func() error {
+			if !d.Mobile {
+				return nil
+			}
+			_, err := cdp.Call(ctx, target, emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 5})
+			return err
+		},
+		func() error {
+			_, err := cdp.Call(ctx, target, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: d.UserAgent})
+			return err
+		},
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vet decides a request before it is sent: documents (the page, its redirects, its frames) must
+// be in render.domains and under the redirect bound, every request http(s), and what
+// render.chrome.block_types and block name is refused. Addresses are the proxy's to judge.
+func (t *tab) vet(ctx context.Context, target *chromedp.Target, ev *fetch.EventRequestPaused) {
+	reason := t.refusal(ev)
+	if reason == "" {
+		_, _ = cdp.Call(ctx, target, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		return
+	}
+	t.mu.Lock()
+	t.blocked++
+	t.mu.Unlock()
+	t.r.count(t.r.hooks.Blocked, reason)
+	_, _ = cdp.Call(ctx, target, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+}
+
+func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
+	raw := ev.Request.URL
+	u, err := url.Parse(raw)
+	isDoc := ev.ResourceType == network.ResourceTypeDocument
+	main := isDoc && ev.FrameID == t.mainFrame
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || (isDoc && !render.Allowed(t.r.cfg.Domains, u.Host)) {
+		if main {
+			t.mu.Lock()
+			t.refusedDoc = raw
+			t.mu.Unlock()
+		}
+		return "policy"
+	}
+	if main {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		switch {
+		case t.docHops[raw]:
+			t.loop = fmt.Sprintf("redirect loop: back to %s", raw)
+		case len(t.docHops) > t.r.cfg.MaxRedirects:
+			t.loop = fmt.Sprintf("more than render.max_redirects (%d) redirects", t.r.cfg.MaxRedirects)
+		}
+		t.docHops[raw] = true
+		if t.loop != "" {
+			return "policy"
+		}
+		return ""
+	}
+	if t.r.blockTypes[ev.ResourceType] {
+		return "type"
+	}
+	for _, p := range t.r.block {
+		if p.match(raw) {
+			return "pattern"
+		}
+	}
+	return ""
+}
+
+// longLived are requests that never end by design: they do not keep a page from being idle.
+var longLived = map[network.ResourceType]bool{network.ResourceTypeEventSource: true, network.ResourceTypeWebSocket: true}
+
+func (t *tab) requestSent(ev *network.EventRequestWillBeSent) {
+	if longLived[ev.Type] {
+		return
+	}
+	t.mu.Lock()
+	t.inflight[ev.RequestID] = true
+	t.lastActivity = time.Now()
+	t.mu.Unlock()
+}
+
+func (t *tab) requestEnded(id network.RequestID) {
+	t.mu.Lock()
+	delete(t.inflight, id)
+	t.lastActivity = time.Now()
+	t.mu.Unlock()
+}
+
+func (t *tab) responseReceived(ev *network.EventResponseReceived) {
+	if ev.Type != network.ResourceTypeDocument || ev.FrameID != t.mainFrame || ev.Response == nil {
+		return
+	}
+	t.mu.Lock()
+	t.docStatus, t.docHeaders, t.docURL = int(ev.Response.Status), ev.Response.Headers, ev.Response.URL
+	t.docEgress = header(ev.Response.Headers, egressHeader)
+	t.mu.Unlock()
+}
+
+// header is a response header's value (names are case-insensitive; HTTP/2's are lowercase).
+func header(h network.Headers, name string) string {
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			if s, ok := v.(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// waitReady waits until the page is ready: prerenderReady true if the page defines it, else
+// render.chrome.idle without a request in flight after the load event. ok is false when the
+// render ended instead, with its result.
+func (t *tab) waitReady(ctx, rctx context.Context, res render.Result) (render.Result, bool) {
+	idle := t.r.cfg.Chrome.Idle.D()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	target := chromedp.FromContext(ctx).Target
+	for {
+		select {
+		case <-t.crashed:
+			return failed(res, outcome.Failed, render.StageBrowser, "the page's tab crashed"), false
+		case <-ctx.Done():
+			return t.fail(rctx, res, t.waitStage(), ctx.Err()), false
+		case <-t.b.ctx.Done():
+			return failed(res, outcome.Failed, render.StageBrowser, "the browser exited"), false
+		case <-tick.C:
+		}
+		state, err := chromedp.Evaluate[int](readyState)(ctx, target)
+		if err != nil {
+			continue // between documents: look again
+		}
+		if state == 2 {
+			break
+		}
+		if state == 1 || !t.isLoaded() {
+			continue
+		}
+		t.mu.Lock()
+		quiet := len(t.inflight) == 0 && time.Since(t.lastActivity) >= idle && t.since()-t.timings.Load >= idle
+		t.mu.Unlock()
+		if quiet {
+			break
+		}
+	}
+	t.mu.Lock()
+	t.timings.Ready = t.since()
+	t.mu.Unlock()
+	return res, true
+}
+
+func (t *tab) isLoaded() bool {
+	select {
+	case <-t.loaded:
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *tab) waitStage() string {
+	if t.isLoaded() {
+		return render.StageReady
+	}
+	return render.StageNavigate
+}
+
+// fail classifies an error of a step: the render's end, a crash, or the step's own failure.
+func (t *tab) fail(rctx context.Context, res render.Result, stage string, err error) render.Result {
+	select {
+	case <-t.crashed:
+		return failed(res, outcome.Failed, render.StageBrowser, "the page's tab crashed")
+	default:
+	}
+	switch {
+	case rctx.Err() != nil:
+		return failed(res, outcome.Timeout, stage, render.TimeoutText(rctx, t.r.cfg.Timeout.D(), stage))
+	case !t.b.alive():
+		return failed(res, outcome.Failed, render.StageBrowser, "the browser exited")
+	}
+	return failed(res, outcome.Failed, stage, err.Error())
+}
+
+// navigationFailed classifies a navigation that ended without a document.
+func (t *tab) navigationFailed(res render.Result, nav page.NavigateResult) render.Result {
+	t.mu.Lock()
+	refused, loop := t.refusedDoc, t.loop
+	t.mu.Unlock()
+	switch {
+	case nav.IsDownload:
+		return failed(res, outcome.Failed, render.StageNavigate, "the URL is a download, not a page")
+	case loop != "":
+		return failed(res, outcome.RedirectLoop, render.StageNavigate, loop)
+	case refused != "":
+		res.FinalURL = refused
+		host := refused
+		if u, err := url.Parse(refused); err == nil {
+			host = u.Hostname()
+		}
+		return failed(res, outcome.Blocked, render.StagePolicy, fmt.Sprintf("redirect to host %q, which is not in render.domains (or not http/https)", host))
+	case strings.Contains(nav.ErrorText, "ERR_TUNNEL_CONNECTION_FAILED") && t.r.egress.refusedRecently(hostPort(t.req.URL), t.start):
+		return failed(res, outcome.Blocked, render.StagePolicy, "host "+hostPort(t.req.URL)+": "+render.ErrAddressPolicy.Error())
+	case strings.Contains(nav.ErrorText, "TIMED_OUT"):
+		return failed(res, outcome.Timeout, render.StageNavigate, nav.ErrorText)
+	}
+	return failed(res, outcome.Network, render.StageNavigate, nav.ErrorText)
+}
+
+func hostPort(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// judge classifies the captured page.
+func (t *tab) judge(res render.Result, body string) render.Result {
+	t.mu.Lock()
+	status, headers, docURL, egressed := t.docStatus, t.docHeaders, t.docURL, t.docEgress
+	t.mu.Unlock()
+	if docURL != "" {
+		res.FinalURL = docURL
+	}
+	switch egressed {
+	case "policy":
+		return failed(res, outcome.Blocked, render.StagePolicy, "host "+hostPort(res.FinalURL)+": "+render.ErrAddressPolicy.Error())
+	case "dial":
+		return failed(res, outcome.Network, render.StageNavigate, "the document could not be fetched")
+	}
+	if int64(len(body)) > int64(t.r.cfg.MaxBody) {
+		res.Status = status
+		return failed(res, outcome.TooLarge, render.StageBody, fmt.Sprintf("page over render.max_body (%d bytes)", t.r.cfg.MaxBody))
+	}
+	res.Status, res.Body = status, []byte(body)
+	// The page is the serialized DOM, in UTF-8 whatever the response's charset was; its
+	// validators (etag, last-modified) described the response, not this page.
+	res.Headers = map[string]string{"content-type": "text/html; charset=utf-8"}
+	for _, k := range []string{"content-language", "cache-control"} {
+		if v := header(headers, k); v != "" {
+			res.Headers[k] = v
+		}
+	}
+	var robots []string
+	if v := header(headers, "x-robots-tag"); v != "" {
+		robots = strings.Split(v, "\n")
+	}
+	return render.JudgePage(res, robots)
+}
+
+// finish adds the render's timings.
+func (t *tab) finish(_ context.Context, res render.Result) render.Result {
+	t.mu.Lock()
+	tm := t.timings
+	tm.Blocked = t.blocked
+	t.mu.Unlock()
+	res.Timings = &tm
+	return res
+}
+
+var _ = errors.New
