@@ -12,8 +12,8 @@
 # until every job has completed; "all" adds River's inserts (freshq seeds its store directly, which
 # is not a queue insert, so it has none). CPU per job is the queue's processes' (River: the
 # benchmark process; freshq: supervisor and workers) and the PostgreSQL server's (postmaster and
-# its backends), over the work phase; "q" is the queue's processes, "pg" the server. The machine is shared: the load average is printed with
-# the table, and figures from a loaded run are low.
+# its backends), over the work phase ("q" and "pg" in the table). The machine is shared: the load
+# average is printed with the table, and figures from a loaded run are low.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-"200000 1000000"}

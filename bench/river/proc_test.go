@@ -24,7 +24,6 @@ func writeStat(t *testing.T, root, pid string, ppid, utime, stime, cutime, cstim
 	}
 }
 
-
 // The server's CPU is the postmaster's own, what it has reaped from exited backends, and what its
 // live children have used; processes outside the tree do not count.
 func TestServerCPU(t *testing.T) {
