@@ -56,6 +56,11 @@ fuzz:
 bench:
 	BENCHTIME=$(BENCHTIME) ./scripts/bench.sh docs/BENCHMARKS.md
 
+# The queue against River, the peer on PostgreSQL, in one run at 200k and 1M jobs (SIZES), on a
+# throwaway PostgreSQL; prints one table (scripts/bench-queue.sh).
+bench-queue:
+	./scripts/bench-queue.sh
+
 # The scheduling-quality report (issue 7): every policy at 100, 75 and 50 % of demand on a
 # 200,000-key corpus, deterministic for the seed. Rewrites docs/SIMULATION.md and docs/sim/.
 SIMFLAGS ?= -keys 200000 -seed 1 -sweep-interval 5m -warmup 144h -window 96h -warmup-sweep-interval 15m -settle 48h
