@@ -49,7 +49,7 @@ freshq() {
   local backend=$1 n=$2 out=$tmp/freshq-$1-$2.txt
   local env=()
   if [ "$backend" = postgres ]; then
-    env=(FRESHQ_BENCH_STORE=postgres FRESHQ_BENCH_PG_DSN="$FRESHQ_TEST_PG_DSN")
+    env=(FRESHQ_BENCH_STORE=postgres)
   fi
   local re=QueueOverhead
   [ -z "$WORKERS" ] || re="QueueOverhead/workers=$WORKERS\$"
@@ -60,17 +60,20 @@ freshq() {
   awk -v sys="freshq-$backend" -v n="$n" '
     $1 ~ /^BenchmarkQueueOverhead\/workers=/ && $2 == n {
       w = $1; sub(/.*workers=/, "", w); sub(/-[0-9]+$/, "", w)
-      js = "-"; cpu = "-"
-      for (i = 3; i <= NF; i++) { if ($i == "jobs/s") js = $(i-1); if ($i == "cpu-us/job") cpu = $(i-1) }
-      print sys "(w=" w ")", n, js, "-", cpu, (sys == "freshq-badger" ? "-" : "?")
+      js = "-"; cpu = "-"; pg = (sys == "freshq-badger" ? "-" : "?")
+      for (i = 3; i <= NF; i++) {
+        if ($i == "jobs/s") js = $(i-1)
+        if ($i == "cpu-us/job") cpu = $(i-1)
+        if ($i == "pg-cpu-us/job") pg = $(i-1)
+      }
+      print sys "(w=" w ")", n, js, "-", cpu, pg
     }' "$out" >>"$rows"
 }
 
-# HOOK: freshq on PostgreSQL. Set to 1 once BenchmarkQueueOverhead honours
-# FRESHQ_BENCH_STORE=postgres (node config `store: {backend: postgres, postgres: {dsn: ...}}` with
-# FRESHQ_BENCH_PG_DSN, seeding through the store contract, and the server's CPU per job in place of
-# the "?" that freshq() writes for it). Until then the benchmark would silently measure Badger.
-FRESHQ_ON_POSTGRES=0
+# freshq on PostgreSQL: BenchmarkQueueOverhead with FRESHQ_BENCH_STORE=postgres runs the node on a
+# fresh database of the same server and reports the server's CPU per job (pg-cpu-us/job).
+# FRESHQ_ON_POSTGRES=0 leaves it out.
+FRESHQ_ON_POSTGRES=${FRESHQ_ON_POSTGRES:-1}
 
 for n in $SIZES; do
   river "$n"
@@ -84,7 +87,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
 echo "queue benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average after: $load"
 echo "PostgreSQL: $(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?'), synchronous_commit $(psql -XAtc 'SHOW synchronous_commit' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')"
-[ "$FRESHQ_ON_POSTGRES" = 1 ] || echo "freshq on PostgreSQL: not wired yet (see the HOOK in scripts/bench-queue.sh)"
+[ "$FRESHQ_ON_POSTGRES" = 1 ] || echo "freshq on PostgreSQL: left out (FRESHQ_ON_POSTGRES=0)"
 echo
 printf '| %-22s | %9s | %12s | %12s | %14s | %14s | %12s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ----------- -------------- -------------- ---------------- ---------------- --------------

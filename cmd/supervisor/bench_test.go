@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
-// BenchmarkQueueOverhead measures the queue itself: claim → lease → render (the sim renderer at
+// BenchmarkQueueOverhead measures the queue itself, on Badger or, with FRESHQ_BENCH_STORE=postgres,
+// on a fresh PostgreSQL database of internal/pgtest's server (then also the server's CPU per job): claim → lease → render (the sim renderer at
 // zero latency) → result → batched reschedule, across real processes. One op is one job: the
 // benchmark seeds b.N targets, starts the supervisor, and times from readiness until worker 0
 // has acknowledged every result. It reports jobs/s, the CPU per job of all its processes
@@ -27,8 +31,9 @@ func BenchmarkQueueOverhead(b *testing.B) {
 	for _, workers := range []int{2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			dir := b.TempDir()
-			seed(b, dir, b.N)
-			n := startNode(b, dir, workers, benchConfig, "")
+			be, serverCPU := benchBackend(b, dir)
+			seedStore(b, be, b.N)
+			n := startNode(b, dir, workers, benchConfig+be.yaml, "")
 			waitFor(b, "readiness", 120*time.Second, n.ready)
 			seg := n.segment()
 			pids := make([]int, workers)
@@ -37,7 +42,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 				pids[i] = w.Status().PID
 			}
 			all := append(slices.Clone(pids), n.cmd.Process.Pid)
-			cpu0, all0 := cpuTimes(pids), sum(cpuTimes(all))
+			cpu0, all0, pg0 := cpuTimes(pids), sum(cpuTimes(all)), serverCPU()
 			b.ResetTimer()
 			start := time.Now()
 			waitFor(b, "every result acknowledged", 10*time.Minute, func() bool {
@@ -45,7 +50,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			})
 			elapsed := time.Since(start)
 			b.StopTimer()
-			cpu1, all1 := cpuTimes(pids), sum(cpuTimes(all))
+			cpu1, all1, pg1 := cpuTimes(pids), sum(cpuTimes(all)), serverCPU()
 			m := n.metrics()
 			total := 0.0
 			for i := range pids {
@@ -53,6 +58,9 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
 			b.ReportMetric(1e6*(all1-all0)/float64(b.N), "cpu-us/job")
+			if pg1 > 0 {
+				b.ReportMetric(1e6*(pg1-pg0)/float64(b.N), "pg-cpu-us/job")
+			}
 			if total > 0 {
 				b.ReportMetric(100*(cpu1[0]-cpu0[0])/total, "w0-cpu-%")
 				b.ReportMetric(total/elapsed.Seconds(), "cores-used")
@@ -136,4 +144,72 @@ func quantile(m map[string]float64, name string, q float64) float64 {
 		prevLe, prevCount = bk.le, bk.count
 	}
 	return bs[len(bs)-1].le
+}
+
+// benchBackend is the store BenchmarkQueueOverhead runs on (FRESHQ_BENCH_STORE), and a reading of
+// the CPU seconds its server has used so far (0 for the embedded store).
+func benchBackend(b *testing.B, dir string) (backend, func() float64) {
+	if os.Getenv("FRESHQ_BENCH_STORE") != "postgres" {
+		return badgerIn(dir), func() float64 { return 0 }
+	}
+	be := postgresFor(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, be.dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var backendPID int
+	err = conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backendPID)
+	conn.Close(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	postmaster := parentPID(backendPID)
+	return be, func() float64 { return treeCPU(postmaster) }
+}
+
+// parentPID is the parent of pid, from /proc.
+func parentPID(pid int) int {
+	f := statFields(pid)
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+// statFields are the fields of /proc/pid/stat after the command name: state is [0], ppid [1],
+// utime [11], stime [12], cutime [13], cstime [14].
+func statFields(pid int) []string {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	s := string(raw)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+}
+
+// treeCPU is the CPU seconds of a PostgreSQL server: the postmaster's own, what it reaped from
+// backends that exited, and its live backends'.
+func treeCPU(postmaster int) float64 {
+	ticks := func(f []string, from, to int) float64 {
+		t := 0.0
+		for i := from; i <= to && i < len(f); i++ {
+			v, _ := strconv.ParseFloat(f[i], 64)
+			t += v
+		}
+		return t
+	}
+	total := ticks(statFields(postmaster), 11, 14)
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(pid); len(f) > 14 && f[1] == strconv.Itoa(postmaster) {
+			total += ticks(f, 11, 12)
+		}
+	}
+	return total / 100 // USER_HZ
 }

@@ -16,6 +16,7 @@ import (
 // back after the node stopped: its configuration section, and how the test opens it.
 type backend struct {
 	yaml string
+	dsn  string // PostgreSQL's; empty for Badger
 	open func(t testing.TB) store.Store
 }
 
@@ -36,6 +37,7 @@ func postgresFor(t testing.TB) backend {
 	dsn := pgtest.NewDatabase(t)
 	return backend{
 		yaml: fmt.Sprintf("store: {backend: postgres, postgres: {dsn: %q}}\n", dsn),
+		dsn:  dsn,
 		open: func(t testing.TB) store.Store {
 			st, err := pgstore.Open(context.Background(), dsn, nil)
 			if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/internal/testbin"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -32,7 +33,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(testbin.Main(m, &binDir, "freshq-e2e-bin-", map[string]string{"freshq-supervisor": ".", "freshq-worker": "../worker"}))
+	code := testbin.Main(m, &binDir, "freshq-e2e-bin-", map[string]string{"freshq-supervisor": ".", "freshq-worker": "../worker"})
+	pgtest.Stop() // a cluster this binary started for its PostgreSQL tests, if any
+	os.Exit(code)
 }
 
 type node struct {
@@ -81,8 +84,12 @@ func seedStore(t testing.TB, b backend, n int) []string {
 		}
 		ws = append(ws, store.Write{Schedule: sch, Target: &store.Target{URL: url, Device: "desktop", Source: src}})
 	}
-	if err := st.WriteSchedules(ws); err != nil {
-		t.Fatal(err)
+	for len(ws) > 0 { // in chunks: one transaction each on PostgreSQL
+		n := min(len(ws), 20_000)
+		if err := st.WriteSchedules(ws[:n]); err != nil {
+			t.Fatal(err)
+		}
+		ws = ws[n:]
 	}
 	return keys
 }
