@@ -40,7 +40,6 @@ func TestAdvanceFloorRefusesBlindPass(t *testing.T) {
 	}
 }
 
-
 func TestFloorIsTheConfiguredCell(t *testing.T) {
 	f := NewMemFloor(10_000)
 	if st := openTest(t, &Options{Floor: f}); st.Floor() != FloorCell(f) {
