@@ -19,7 +19,8 @@ type pass struct {
 	tx       pgx.Tx
 	stats    store.PassStats
 	iterated bool
-	closed   bool
+	advanced bool // AdvanceFloor ran: a pass advances at most once
+	closed   bool // guarded by Store.passMu
 }
 
 // BeginPass implements store.Store.
@@ -41,7 +42,16 @@ func (s *Store) BeginPass(nowMs int64) (store.Pass, error) {
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("pgstore: begin pass: %w", err)
 	}
+	s.passMu.Lock()
+	s.passes[p] = struct{}{}
+	s.passMu.Unlock()
 	return p, nil
+}
+
+func (p *pass) isClosed() bool {
+	p.s.passMu.Lock()
+	defer p.s.passMu.Unlock()
+	return p.closed
 }
 
 // dueColumns is what a pass and a scan read of a row: the due index's columns.
@@ -51,7 +61,7 @@ const dueColumns = `s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, 
 // key) order, read from the pass's snapshot in one query and decoded straight from the wire.
 func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error {
 	switch {
-	case p.closed:
+	case p.isClosed():
 		return store.ErrClosed
 	case p.iterated:
 		return store.ErrPassIterated
@@ -160,12 +170,13 @@ func (p *pass) Stats() store.PassStats { return p.stats }
 // shard's earliest due row in a new statement, which sees those writes; and raises each floor
 // to min(that row, now) − guardMs where that is higher. The node's floor cell and head follow
 // by compare-and-swap from the values read before the locks were taken. It does nothing
-// before the pass has iterated.
+// before the pass has iterated, and after its first advance: a pass advances at most once.
 func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
 	s := p.s
-	if guardMs < 0 || !p.iterated || p.closed || s.closed.Load() {
+	if guardMs < 0 || !p.iterated || p.advanced || p.isClosed() || s.closed.Load() {
 		return s.floor.Load(), false
 	}
+	p.advanced = true
 	if s.opts.TestSignals.NaiveAdvance {
 		return s.naiveAdvance(p, guardMs)
 	}
@@ -263,10 +274,15 @@ func (s *Store) naiveAdvance(p *pass, guardMs int64) (int64, bool) {
 
 // Close implements store.Pass.
 func (p *pass) Close() {
+	s := p.s
+	s.passMu.Lock()
 	if p.closed {
+		s.passMu.Unlock()
 		return
 	}
 	p.closed = true
+	delete(s.passes, p)
+	s.passMu.Unlock()
 	_ = p.tx.Rollback(context.Background())
 }
 

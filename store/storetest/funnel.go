@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/freshq/freshq/store"
 )
@@ -284,6 +285,32 @@ func testCloseDrainsAndReopens(t *testing.T, open Opener) {
 	}
 	mustVerify(t, st)
 	t.Logf("%d acknowledged writes survived Close and reopen", len(seen))
+}
+
+// Close closes the passes still open: a sweep stopped mid-pass must not keep the store from
+// closing. (The wait is bounded only so that a failure is reported rather than hung.)
+func testCloseClosesOpenPasses(t *testing.T, open Opener) {
+	st := open(t, Options{})
+	fill(t, st, 5, 100, 1)
+	iterated, _ := st.BeginPass(1000)
+	_ = iterated.IterateDue(0, 2, func([]store.DueRow) error { return nil })
+	if _, err := st.BeginPass(1000); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return in 30 s with two passes open")
+	}
+	if err := iterated.IterateDue(0, 1, nil); !isErr(err, store.ErrClosed) && !isErr(err, store.ErrPassIterated) {
+		t.Fatalf("a pass after Close: %v", err)
+	}
+	iterated.Close() // after the store's Close: a no-op
 }
 
 // RefileIfUnchanged files only over the row it was given: not over a row written since, not

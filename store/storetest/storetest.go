@@ -53,6 +53,7 @@ var tests = []test{
 	{"FunnelRefusesImplausibleDue", testFunnelRefusesImplausibleDue},
 	{"ClosedStore", testClosedStore},
 	{"CloseDrainsAndReopens", testCloseDrainsAndReopens},
+	{"CloseClosesOpenPasses", testCloseClosesOpenPasses},
 	{"RefileIfUnchanged", testRefileIfUnchanged},
 	{"DropPageInTheSameWrite", testDropPageInTheSameWrite},
 	{"ForEachSchedulePrefix", testForEachSchedulePrefix},
