@@ -34,17 +34,7 @@ func TestAdvanceWaitsForTheWriteHoldingItsShard(t *testing.T) {
 	if err := st.WriteSchedules(ws); err != nil {
 		t.Fatal(err)
 	}
-	pass := func(now int64) store.Pass {
-		p, err := st.BeginPass(now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.IterateDue(0, 64, func([]store.DueRow) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p := pass(10_000)
+	p := storetest.RunPass(t, st, 10_000)
 	p.AdvanceFloor(100) // every shard's floor rises: to 8900 and above
 	p.Close()
 	old := []byte("old")
@@ -67,7 +57,7 @@ func TestAdvanceWaitsForTheWriteHoldingItsShard(t *testing.T) {
 	go func() { wrote <- st.WriteSchedule(sch) }()
 	<-held
 
-	p = pass(20_000)
+	p = storetest.RunPass(t, st, 20_000)
 	defer p.Close()
 	type advance struct {
 		floor int64

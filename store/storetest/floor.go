@@ -25,7 +25,7 @@ func checkRowFloors(t testing.TB, st store.Store, keys ...string) {
 func testWritesLowerTheFloor(t *testing.T, open Opener) {
 	f := store.NewMemFloor(0)
 	st := open(t, Options{Floor: f})
-	p := runPass(t, st, 10_000) // nothing due: the floor rises to now
+	p := RunPass(t, st, 10_000) // nothing due: the floor rises to now
 	p.AdvanceFloor(0)
 	p.Close()
 	if f.Load() != 10_000 {
@@ -59,7 +59,7 @@ func testAdvanceFloorBounds(t *testing.T, open Opener) {
 	const guard = 300
 
 	// Nothing due: the bound is now − guard.
-	p := runPass(t, st, 10_000)
+	p := RunPass(t, st, 10_000)
 	if fl, ok := p.AdvanceFloor(guard); !ok || fl != 10_000-guard {
 		t.Fatalf("empty index: floor %d %v", fl, ok)
 	}
@@ -70,7 +70,7 @@ func testAdvanceFloorBounds(t *testing.T, open Opener) {
 
 	// Rows due: the bound is the first due row − guard, never now − guard.
 	keys := fill(t, st, 10, 12_000, 100) // above the floor: it stays
-	p = runPass(t, st, 20_000)
+	p = RunPass(t, st, 20_000)
 	if fl, ok := p.AdvanceFloor(guard); !ok || fl != 12_000-guard {
 		t.Fatalf("rows due: floor %d %v, want %d", fl, ok, 12_000-guard)
 	}
@@ -84,7 +84,7 @@ func testAdvanceFloorBounds(t *testing.T, open Opener) {
 	// A row in the future, nothing due: bounded by now, not by the future row.
 	st2 := open(t, Options{Floor: store.NewMemFloor(0)})
 	mustWrite(t, st2, put(t, "future", 50_000))
-	p = runPass(t, st2, 20_000)
+	p = RunPass(t, st2, 20_000)
 	if fl, ok := p.AdvanceFloor(guard); !ok || fl != 20_000-guard || p.Stats().NextDueMs != 50_000 {
 		t.Fatalf("future row: floor %d %v %+v", fl, ok, p.Stats())
 	}
@@ -141,7 +141,7 @@ func testAdvanceFloorCountsWriteInFlight(t *testing.T, open Opener) {
 	var hold Hook
 	st := open(t, Options{Floor: f, TestSignals: store.TestSignals{BeforeCommit: hold.Run}})
 	fill(t, st, 5, 9_000, 1)
-	p := runPass(t, st, 10_000)
+	p := RunPass(t, st, 10_000)
 	if fl, ok := p.AdvanceFloor(100); !ok || fl != 8_900 {
 		t.Fatalf("setup: %d %v", fl, ok)
 	}
@@ -156,7 +156,7 @@ func testAdvanceFloorCountsWriteInFlight(t *testing.T, open Opener) {
 	if f.Load() != 1_000 {
 		t.Fatalf("floor %d while the write is in flight, want 1000", f.Load())
 	}
-	p = runPass(t, st, 20_000)
+	p = RunPass(t, st, 20_000)
 	if p.Stats().FirstDueMs != 9_000 {
 		t.Fatalf("the pass saw the uncommitted write: %+v", p.Stats())
 	}
@@ -211,14 +211,14 @@ func testAdvanceFloorCountsWriteInFlight(t *testing.T, open Opener) {
 func testHeadIsTheFloorWithoutItsGuard(t *testing.T, open Opener) {
 	f := store.NewMemFloor(0)
 	st := open(t, Options{Floor: f})
-	p := runPass(t, st, 2_000)
+	p := RunPass(t, st, 2_000)
 	p.AdvanceFloor(1_000)
 	p.Close()
 	if st.HeadMs() != 2_000 || f.Load() != 1_000 {
 		t.Fatalf("empty store after a pass at 2000, guard 1000: head %d, floor %d", st.HeadMs(), f.Load())
 	}
 	fill(t, st, 5, 50_000, 10) // due 50000..50040
-	p = runPass(t, st, 100_000)
+	p = RunPass(t, st, 100_000)
 	if floor, ok := p.AdvanceFloor(5_000); !ok || floor != 45_000 || st.HeadMs() != 50_000 {
 		t.Fatalf("after a pass: floor %d (moved %v), head %d; want 45000 and 50000", floor, ok, st.HeadMs())
 	}
@@ -232,7 +232,7 @@ func testHeadIsTheFloorWithoutItsGuard(t *testing.T, open Opener) {
 		t.Fatalf("a write at 2000 left head %d, floor %d", st.HeadMs(), f.Load())
 	}
 	// A scan from the head sees every due row from there, and the first one is at the head.
-	p = runPass(t, st, 100_000)
+	p = RunPass(t, st, 100_000)
 	p.AdvanceFloor(5_000)
 	p.Close()
 	res, err := st.ScanDue(st.HeadMs(), 100_000, 100)

@@ -187,8 +187,8 @@ func samplePage() store.Page {
 		Body:    []byte("<html>hi</html>")}
 }
 
-// runPass opens a pass at now and iterates it to the end.
-func runPass(t testing.TB, st store.Store, now int64) store.Pass {
+// RunPass opens a pass of st at now and iterates it to the end, for backends' own tests too.
+func RunPass(t testing.TB, st store.Store, now int64) store.Pass {
 	t.Helper()
 	p, err := st.BeginPass(now)
 	if err != nil {
