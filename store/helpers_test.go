@@ -78,46 +78,6 @@ func rawDelete(t testing.TB, st *Badger, keys ...[]byte) {
 	}
 }
 
-// allRows reads every schedule row of one snapshot.
-func allRows(st *Badger) (map[string]Row, error) {
-	rows := map[string]Row{}
-	err := st.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var r Row
-			if err := it.Item().Value(r.UnmarshalBinary); err != nil {
-				return err
-			}
-			rows[string(it.Item().Key()[len(prefixSchedule):])] = r
-		}
-		return nil
-	})
-	return rows, err
-}
-
-// someRows reads the schedule rows of keys from one snapshot, by point reads.
-func someRows(st *Badger, keys []string) (map[string]Row, error) {
-	rows := map[string]Row{}
-	err := st.db.View(func(txn *badger.Txn) error {
-		for _, k := range keys {
-			item, err := txn.Get(scheduleKey([]byte(k)))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			var r Row
-			if err := item.Value(r.UnmarshalBinary); err != nil {
-				return err
-			}
-			rows[k] = r
-		}
-		return nil
-	})
-	return rows, err
-}
-
 func urlKey(i int) string {
 	return fmt.Sprintf("desktop|https://www.example-shop.com/catalog/p/%08d", i)
 }

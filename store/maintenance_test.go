@@ -44,6 +44,9 @@ func TestGCLifecycle(t *testing.T) {
 	}
 	st.StartGC() // after Close: a no-op
 	st.StopGC()
+	if _, err := st.RunGC(); !isErr(err, ErrClosed) {
+		t.Fatalf("RunGC after Close: %v", err)
+	}
 }
 
 // GC reclaims value-log space held by overwritten pages.
@@ -94,63 +97,6 @@ func TestRunGCRewrites(t *testing.T) {
 		if err != nil || pg.RenderedAtMs != rounds-1 || len(pg.Body) != len(body) {
 			t.Fatalf("page %d after gc: %v", i, err)
 		}
-	}
-}
-
-func TestReconcileRestoresMissingRows(t *testing.T) {
-	st := openTest(t, nil)
-	mk := func(i int, src Source, stored int64, failures uint32, rendered bool) Write {
-		tg := sampleTarget()
-		tg.Source, tg.StoredIntervalMs, tg.Failures.Count = src, stored, failures
-		if !rendered {
-			tg.LastRender = RenderSummary{}
-		}
-		return Write{Schedule: mustSchedule(t, urlKey(i), 5_000+int64(i), false, 99, Lanes{}), Target: &tg}
-	}
-	mustWrite(t, st,
-		mk(0, SourceSitemap, 3_600_000, 0, true),
-		mk(1, SourceDiscovered, 0, 2, true),
-		mk(2, SourceAPI, 60_000, 0, false),
-		mk(3, SourceDiscovered, 1, 0, true))
-	// A schedule row without a target is not the reconciler's business.
-	mustWrite(t, st, Write{Schedule: mustSchedule(t, "no-target", 1, false, 0, Lanes{})})
-
-	if n, err := st.Reconcile(100_000); err != nil || n != 0 {
-		t.Fatalf("nothing missing: restored %d, %v", n, err)
-	}
-	// Lose the rows of 0, 1 and 2 (and their index entries) behind the funnel's back.
-	for i := range 3 {
-		r, _ := st.GetSchedule([]byte(urlKey(i)))
-		rawDelete(t, st, scheduleKey([]byte(urlKey(i))), dueKey(r.DueAtMs, []byte(urlKey(i))))
-	}
-	n, err := st.Reconcile(100_000)
-	if err != nil || n != 3 {
-		t.Fatalf("restored %d, %v; want 3", n, err)
-	}
-	want := []Row{
-		{DueAtMs: 100_000, Projection: Projection{Submitted: true, EffectiveIntervalMs: 3_600_000, StoredIntervalMs: 3_600_000}},
-		{DueAtMs: 100_000, Projection: Projection{EffectiveIntervalMs: 0, Lanes: Lanes{Failing: true}}},
-		{DueAtMs: 100_000, Projection: Projection{Submitted: true, EffectiveIntervalMs: 60_000, StoredIntervalMs: 60_000, Lanes: Lanes{NeverRendered: true}}},
-	}
-	for i, w := range want {
-		if r, err := st.GetSchedule([]byte(urlKey(i))); err != nil || r != w {
-			t.Errorf("row %d: %+v %v, want %+v", i, r, err, w)
-		}
-	}
-	if r, _ := st.GetSchedule([]byte(urlKey(3))); r.DueAtMs != 5_003 {
-		t.Fatalf("an intact row was rewritten: %+v", r)
-	}
-	mustVerify(t, st)
-	if n, err := st.Reconcile(200_000); err != nil || n != 0 {
-		t.Fatalf("second reconcile: restored %d, %v", n, err)
-	}
-	// A corrupt target is skipped, not repaired, and does not stop the pass.
-	rawSet(t, st, targetKey([]byte("broken")), []byte{1})
-	if n, err := st.Reconcile(300_000); err != nil || n != 0 {
-		t.Fatalf("corrupt target: %d %v", n, err)
-	}
-	if _, err := st.Reconcile(-1); !isErr(err, ErrInvalidArgument) {
-		t.Fatalf("negative now: %v", err)
 	}
 }
 
@@ -222,5 +168,30 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := Open(st.db.Opts().Dir, nil); err == nil {
 		t.Fatal("a second Open of a locked directory succeeded")
+	}
+}
+
+// Reconcile skips a target that does not decode, rather than repairing it or stopping.
+func TestReconcileSkipsCorruptTarget(t *testing.T) {
+	st := openTest(t, nil)
+	tg := sampleTarget()
+	mustWrite(t, st, Write{Schedule: mustSchedule(t, "good", 5, false, 0, Lanes{}), Target: &tg})
+	rawSet(t, st, targetKey([]byte("broken")), []byte{1})
+	if n, err := st.Reconcile(300_000); err != nil || n != 0 {
+		t.Fatalf("corrupt target: %d %v", n, err)
+	}
+	if _, err := st.GetSchedule([]byte("broken")); !isErr(err, ErrNotFound) {
+		t.Fatalf("a row was filed for a corrupt target: %v", err)
+	}
+}
+
+// The repair refuses an implausible due time like every other funnel path.
+func TestRefileIfAbsentRefusesImplausibleDue(t *testing.T) {
+	st := openTest(t, &Options{RefuseImplausibleDue: true})
+	for _, due := range []int64{0, MinDueMs - 1, MaxDueMs + 1} {
+		sch := mustSchedule(t, "desktop|https://a.test/", due, false, 0, Lanes{})
+		if _, err := st.refileIfAbsent([]Write{{Schedule: sch}}); !isErr(err, ErrImplausibleDue) {
+			t.Fatalf("refile if absent due %d: %v", due, err)
+		}
 	}
 }

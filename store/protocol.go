@@ -40,9 +40,10 @@ import "math"
 //
 // So after the advance every existing row has d ≥ floor. A write made after the advance lowers the floor itself before it commits. A CAS
 // from observed fails if any batch lowered the floor in between, and a lost CAS is harmless:
-// the next pass tries again. The proof needs no timing assumption; TestFloorInterleaving
-// checks it over thousands of random interleavings, and TestNaiveFloorStrands shows that
-// dropping the in-flight term (or the CAS) strands rows under the same checker.
+// the next pass tries again. The proof needs no timing assumption; the conformance suite's
+// FloorInterleaving (store/storetest) checks it over thousands of random interleavings, and
+// its NaiveFloorStrands tests show that dropping the in-flight term and the CAS from the
+// observed floor (TestSignals.NaiveAdvance) strands rows under the same checker.
 //
 // A pass that stopped before it read any row (an error, or a callback refusing the first
 // chunk) has no firstDue and refuses to advance; a pass capped by maxRows still has the true

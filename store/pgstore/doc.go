@@ -34,6 +34,9 @@
 // for the claim path: a write lowers it after it has locked its shards and before it commits;
 // an advance raises it by compare-and-swap from the value it read before taking the locks, so
 // a write that lowered it meanwhile makes the advance of the cell fail, never strand a row.
+// The advance swaps while it still holds every shard's lock (before it commits): after its
+// commit a write could lock a shard, file a row above the old cell but below the new one, and
+// find nothing to lower. The head follows the same rule without the guard.
 //
 // # Writes
 //

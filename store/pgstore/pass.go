@@ -19,7 +19,8 @@ type pass struct {
 	tx       pgx.Tx
 	stats    store.PassStats
 	iterated bool
-	closed   bool
+	advanced bool // AdvanceFloor ran: a pass advances at most once
+	closed   bool // guarded by Store.passMu
 }
 
 // BeginPass implements store.Store.
@@ -41,7 +42,16 @@ func (s *Store) BeginPass(nowMs int64) (store.Pass, error) {
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("pgstore: begin pass: %w", err)
 	}
+	s.passMu.Lock()
+	s.passes[p] = struct{}{}
+	s.passMu.Unlock()
 	return p, nil
+}
+
+func (p *pass) isClosed() bool {
+	p.s.passMu.Lock()
+	defer p.s.passMu.Unlock()
+	return p.closed
 }
 
 // dueColumns is what a pass and a scan read of a row: the due index's columns.
@@ -65,7 +75,7 @@ const sortedBelow = 10_000
 // had read, and the next pass reads in order.
 func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error {
 	switch {
-	case p.closed:
+	case p.isClosed():
 		return store.ErrClosed
 	case p.iterated:
 		return store.ErrPassIterated
@@ -180,38 +190,41 @@ func (p *pass) Stats() store.PassStats { return p.stats }
 // floor row in shard order, which waits for each write holding one to commit; reads each
 // shard's earliest due row in a new statement, which sees those writes; and raises each floor
 // to min(that row, now) − guardMs where that is higher. The node's floor cell and head follow
-// by compare-and-swap from the values read before the locks were taken. It does nothing
-// before the pass has iterated.
+// by compare-and-swap from the values read before the locks were taken, while the locks are
+// still held. It does nothing before the pass has iterated, and after its first advance: a
+// pass advances at most once.
 func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
 	s := p.s
-	if guardMs < 0 || !p.iterated || p.closed || s.closed.Load() {
+	if guardMs < 0 || !p.iterated || p.advanced || p.isClosed() || s.closed.Load() {
 		return s.floor.Load(), false
 	}
+	p.advanced = true
 	if s.opts.TestSignals.NaiveAdvance {
 		return s.naiveAdvance(p, guardMs)
 	}
-	observed, observedHead := s.floor.Load(), s.head.Load()
-	moved, minFloor, head, err := s.advance(p.stats.NowMs, guardMs)
+	moved, err := s.advance(p.stats.NowMs, guardMs, s.floor.Load(), s.head.Load())
 	if err != nil {
 		s.log.Error().Err(err).Msg("floor advance failed")
 		return s.floor.Load(), false
 	}
-	if minFloor > observed {
-		s.floor.Advance(observed, minFloor)
-	}
-	if head > observedHead {
-		s.head.CompareAndSwap(observedHead, head)
-	}
 	return s.floor.Load(), moved
 }
 
-// advance is AdvanceFloor's transaction. It returns whether any shard's floor moved, the
-// lowest floor after it, and the head: the earliest due row (or now) over the shards.
-func (s *Store) advance(nowMs, guardMs int64) (moved bool, minFloor, head int64, err error) {
+// advance is AdvanceFloor's transaction. It returns whether any shard's floor moved.
+//
+// The cell and the head are raised from observed and observedHead before the transaction
+// commits, while it holds every floor row's lock. A write of this node lowers them only once
+// it holds its shards' locks, so none can lower them between this transaction's read of the
+// first due rows and the compare-and-swap. Raised after the commit instead, a write that
+// locked its shard in between would lower its shard's floor in the database, find the cell
+// still at observed (below its due time) and leave it, and the swap would then lift the cell
+// and head over its row. Should the commit fail after the swap, the cell and head still bound
+// every row that existed under the locks, and every later write lowers them itself.
+func (s *Store) advance(nowMs, guardMs, observed, observedHead int64) (moved bool, err error) {
 	ctx := context.Background()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+		return false, fmt.Errorf("pgstore: advance: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -219,23 +232,23 @@ func (s *Store) advance(nowMs, guardMs int64) (moved bool, minFloor, head int64,
 		}
 	}()
 	if _, err := tx.Exec(ctx, `SELECT shard FROM freshq_floor ORDER BY shard FOR UPDATE`); err != nil {
-		return false, 0, 0, fmt.Errorf("pgstore: advance: lock the floors: %w", err)
+		return false, fmt.Errorf("pgstore: advance: lock the floors: %w", err)
 	}
 	rows, err := tx.Query(ctx, `SELECT f.shard, f.floor_ms, x.d FROM freshq_floor f LEFT JOIN LATERAL
 		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard ORDER BY s.due_at_ms LIMIT 1) x ON true`)
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("pgstore: advance: read the first due rows: %w", err)
+		return false, fmt.Errorf("pgstore: advance: read the first due rows: %w", err)
 	}
 	var shards []int32
 	var floors []int64
-	minFloor, head = math.MaxInt64, math.MaxInt64
+	minFloor, head := int64(math.MaxInt64), int64(math.MaxInt64)
 	for rows.Next() {
 		var shard int32
 		var floor int64
 		var first *int64
 		if err := rows.Scan(&shard, &floor, &first); err != nil {
 			rows.Close()
-			return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+			return false, fmt.Errorf("pgstore: advance: %w", err)
 		}
 		bound := nowMs
 		if first != nil {
@@ -250,18 +263,24 @@ func (s *Store) advance(nowMs, guardMs int64) (moved bool, minFloor, head int64,
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+		return false, fmt.Errorf("pgstore: advance: %w", err)
 	}
 	if len(shards) > 0 {
 		if _, err := tx.Exec(ctx, `UPDATE freshq_floor f SET floor_ms = v.floor
 			FROM unnest($1::int[], $2::bigint[]) AS v(shard, floor) WHERE f.shard = v.shard`, shards, floors); err != nil {
-			return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+			return false, fmt.Errorf("pgstore: advance: %w", err)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, 0, 0, fmt.Errorf("pgstore: advance: %w", err)
+	if minFloor > observed {
+		s.floor.Advance(observed, minFloor)
 	}
-	return len(shards) > 0, minFloor, head, nil
+	if head > observedHead {
+		s.head.CompareAndSwap(observedHead, head)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("pgstore: advance: %w", err)
+	}
+	return len(shards) > 0, nil
 }
 
 // naiveAdvance is the advance the floor protocol forbids (store.TestSignals.NaiveAdvance):
@@ -284,10 +303,15 @@ func (s *Store) naiveAdvance(p *pass, guardMs int64) (int64, bool) {
 
 // Close implements store.Pass.
 func (p *pass) Close() {
+	s := p.s
+	s.passMu.Lock()
 	if p.closed {
+		s.passMu.Unlock()
 		return
 	}
 	p.closed = true
+	delete(s.passes, p)
+	s.passMu.Unlock()
 	_ = p.tx.Rollback(context.Background())
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -69,8 +70,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, shards int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS freshq_meta (name text PRIMARY KEY, value bigint NOT NULL)`); err != nil {
-		return 0, fmt.Errorf("pgstore: create freshq_meta: %w", err)
+	if err := createMeta(ctx, pool); err != nil {
+		return 0, err
 	}
 	for {
 		done, err := migrateOne(ctx, pool, ms, shards)
@@ -86,6 +87,24 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, shards int) (int, error) {
 		return 0, fmt.Errorf("pgstore: read the shard count: %w", err)
 	}
 	return int(s), nil
+}
+
+// createMeta creates freshq_meta unless it exists. Two sessions running CREATE TABLE IF NOT
+// EXISTS at once can both find no table, and the second then fails on the catalog's unique
+// index (23505) or as a duplicate table (42P07) once the first commits: the table exists then,
+// which is all this needs, and the statement run again is a no-op.
+func createMeta(ctx context.Context, pool *pgxpool.Pool) error {
+	for attempt := 1; ; attempt++ {
+		_, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS freshq_meta (name text PRIMARY KEY, value bigint NOT NULL)`)
+		var pgErr *pgconn.PgError
+		if err != nil && attempt < 3 && errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07") {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("pgstore: create freshq_meta: %w", err)
+		}
+		return nil
+	}
 }
 
 // migrateOne applies the next migration, if any, and reports whether the schema is current.

@@ -60,6 +60,8 @@ type Store struct {
 	lastDue atomic.Int64
 
 	closed        atomic.Bool
+	passMu        sync.Mutex
+	passes        map[*pass]struct{} // open passes, which Close closes; guarded by passMu
 	sendMu        sync.RWMutex
 	sendClosed    bool
 	reqs          chan *request
@@ -109,6 +111,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		log:           o.Logger.With().Str("component", "store").Str("backend", "postgres").Logger(),
 		shards:        shards,
 		floor:         o.Floor,
+		passes:        map[*pass]struct{}{},
 		reqs:          make(chan *request, o.QueueLen),
 		committerDone: make(chan struct{}),
 	}
@@ -138,7 +141,9 @@ func Shard(cacheKey []byte, shards int) int32 {
 	return int32(xxhash.Sum64(cacheKey) % uint64(shards))
 }
 
-// Close drains the funnel, then closes the connections. Safe to call twice.
+// Close drains the funnel, closes the passes still open (each holds a connection, which the
+// pool would wait for), then closes the connections. Safe to call twice. It must not be called
+// while a pass is in use in another goroutine.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -148,6 +153,15 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.sendMu.Unlock()
 	<-s.committerDone
+	s.passMu.Lock()
+	open := make([]*pass, 0, len(s.passes))
+	for p := range s.passes {
+		open = append(open, p)
+	}
+	s.passMu.Unlock()
+	for _, p := range open {
+		p.Close()
+	}
 	s.pool.Close()
 	s.log.Info().Msg("store closed")
 	return nil
