@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
@@ -67,7 +68,7 @@ func openPG(t testing.TB, o storetest.Options) store.Store {
 	if o.Reopen != nil {
 		dsn = o.Reopen.(pgUnderTest).dsn
 	} else {
-		dsn = newDatabase(t)
+		dsn = pgtest.NewDatabase(t)
 	}
 	st := openStore(t, dsn, &pgstore.Options{Shards: conformanceShards, Floor: o.Floor,
 		RefuseImplausibleDue: o.RefuseImplausibleDue, TestSignals: o.TestSignals})

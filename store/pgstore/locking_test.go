@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
@@ -19,7 +20,7 @@ import (
 // the floor rows still waits for the write, but then overwrites the lowered floor with a bound
 // computed before the write committed, and this test fails.
 func TestAdvanceWaitsForTheWriteHoldingItsShard(t *testing.T) {
-	dsn := newDatabase(t)
+	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
 	var hold storetest.Hook
 	f := store.NewMemFloor(0)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 )
@@ -36,7 +37,7 @@ func TestMigrateFreshThenReopen(t *testing.T) {
 	if pgstore.SchemaVersion() < 1 {
 		t.Fatalf("SchemaVersion %d: no migrations embedded", pgstore.SchemaVersion())
 	}
-	dsn := newDatabase(t)
+	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
 	st, err := pgstore.Open(context.Background(), dsn, &pgstore.Options{Shards: 8})
 	if err != nil {
@@ -63,7 +64,7 @@ func TestMigrateFreshThenReopen(t *testing.T) {
 
 // A database migrated by a newer binary is refused, and left as it is.
 func TestSchemaTooNewIsRefused(t *testing.T) {
-	dsn := newDatabase(t)
+	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
 	st := openStore(t, dsn, nil)
 	_ = st.Close()
@@ -86,7 +87,7 @@ func TestSchemaTooNewIsRefused(t *testing.T) {
 // Two nodes starting at once on a fresh database both open it, and it is migrated once.
 func TestConcurrentOpensOfAFreshDatabase(t *testing.T) {
 	for range 5 { // the race is in the first statements of Open: try it a few times
-		dsn := newDatabase(t)
+		dsn := pgtest.NewDatabase(t)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i := range errs {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 )
@@ -14,7 +15,7 @@ import (
 // VerifyIndex flags a row filed under another shard, which its shard's owner would never
 // sweep.
 func TestRowsCarryTheirShard(t *testing.T) {
-	dsn := newDatabase(t)
+	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
 	st := openStore(t, dsn, nil)
 	if st.Shards() != pgstore.DefaultShards {
