@@ -19,14 +19,15 @@ type Request struct {
 	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
 }
 
-// The stages of Result.Stage; the package doc says what each covers.
+// The stages of Result.Stage (package outcome holds the names, which wire shares); the
+// package doc says what each covers.
 const (
-	StagePolicy  = "policy"
-	StageDial    = "dial"
-	StageRequest = "request"
-	StageHeaders = "headers"
-	StageBody    = "body"
-	StageExec    = "exec"
+	StagePolicy  = outcome.StagePolicy
+	StageDial    = outcome.StageDial
+	StageRequest = outcome.StageRequest
+	StageHeaders = outcome.StageHeaders
+	StageBody    = outcome.StageBody
+	StageExec    = outcome.StageExec
 )
 
 // Result is what a render produced. Only outcome.Outcome and Stage are always set.
