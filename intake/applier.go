@@ -88,9 +88,8 @@ type Applier struct {
 	Now    func() int64
 	Log    zerolog.Logger
 
-	// TestAfterDecide is a test signal: called, when set, between a batch's reads and its
-	// commit, with the batch's keys locked.
-	TestAfterDecide func()
+	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
+	Test *TestSignals
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -151,8 +150,8 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		writes = append(writes, w)
 		written = append(written, lease)
 	}
-	if a.TestAfterDecide != nil {
-		a.TestAfterDecide()
+	if a.Test != nil && a.Test.AfterDecide != nil {
+		a.Test.AfterDecide()
 	}
 	var w Writer = a.Store
 	if a.Writer != nil {
