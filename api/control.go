@@ -19,7 +19,6 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/pprof"
@@ -30,28 +29,11 @@ import (
 	"context"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/wire"
 )
 
 // maxClaimBody bounds an internal claim request: a few numbers of JSON.
 const maxClaimBody = 1 << 10
-
-// WireJob converts a granted job for the wire.
-func WireJob(j claim.Job) wire.Job {
-	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: intake.WireLease(j.Lease)}
-}
-
-// ClaimJob converts a wire job back: what a render worker claimed through worker 0.
-func ClaimJob(j wire.Job) claim.Job {
-	src := claim.SourceIndex
-	if j.Source == claim.SourceReady.String() {
-		src = claim.SourceReady
-	}
-	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: intake.ShmLease(j.Lease)}
-}
 
 // IndexFallback is a render worker's claim.Fallback: worker 0's floored index scan, asked for
 // over the control socket.
@@ -71,7 +53,7 @@ func (f IndexFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]
 	}
 	jobs := make([]claim.Job, len(resp.Jobs))
 	for i, j := range resp.Jobs {
-		jobs[i] = ClaimJob(j)
+		jobs[i] = intake.ClaimJob(j)
 	}
 	return jobs, nil
 }
@@ -89,7 +71,7 @@ type Control struct {
 func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathClaim, c.claim)
 	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(c.Applier, c.Limit, true))
-	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
+	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { ok(w, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <runtime dir>/freshq-<hash>.sock http://w0/internal/debug/pprof/profile?seconds=10
 	// (README, Operating: Files)
@@ -101,51 +83,26 @@ func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/internal/debug/pprof/trace", pprof.Trace)
 }
 
+// claim hands out up to N jobs from worker 0's floored index scan (intake.ClaimIndex).
 func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 	var req wire.ClaimRequest
-	if !decodeJSON(w, r, &req, maxClaimBody) {
+	if err := decodeJSON(w, r, &req, maxClaimBody); err != nil {
+		fail(w, err)
 		return
 	}
-	if req.N < 1 || req.N > 10_000 {
-		writeError(w, http.StatusBadRequest, "n", "must be 1..10000")
-		return
-	}
-	if req.TTLMs < 0 {
-		writeError(w, http.StatusBadRequest, "ttl_ms", "must not be negative")
-		return
-	}
-	jobs, err := c.Index.ClaimIndex(r.Context(), claim.IndexClaim{N: req.N, Holder: req.Holder, TTLMs: req.TTLMs})
-	if errors.Is(err, claim.ErrQueuedBehindLeases) {
-		writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: []wire.Job{}, QueuedBehindLeases: true})
-		return
-	}
-	if err != nil && len(jobs) == 0 {
-		c.Log.Error().Err(err).Msg("index claim failed")
-		writeError(w, http.StatusServiceUnavailable, "", "index claim failed")
-		return
-	}
+	resp, err := intake.ClaimIndex(r.Context(), c.Index, req, c.Log)
 	if err != nil {
-		// The scan failed after it leased these: hand them out, or they strand until their TTL.
-		c.Log.Error().Err(err).Int("jobs", len(jobs)).Msg("index claim failed part way; handing out the jobs it leased")
+		fail(w, err)
+		return
 	}
-	resp := wire.ClaimResponse{Jobs: make([]wire.Job, len(jobs))}
-	for i, j := range jobs {
-		resp.Jobs[i] = WireJob(j)
-	}
-	writeJSON(w, http.StatusOK, resp)
+	ok(w, resp)
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) { wire.WriteJSON(w, code, v) }
-
-func writeError(w http.ResponseWriter, code int, field, msg string) {
-	wire.WriteError(w, code, field, msg)
-}
-
-// decodeJSON reads a size-limited body holding exactly one JSON object into v, answering 413
-// or 400 itself on failure. A 400 names the field when the decoder can tell it (an unknown
-// field, or a value of the wrong type); anything after the object is refused, so a request is
-// never half-read.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+// decodeJSON reads a size-limited body holding exactly one JSON object into v. A body over
+// limit is an *http.MaxBytesError; one that does not decode a *badJSON naming the field when
+// the decoder can tell it (an unknown field, or a value of the wrong type). Anything after the
+// object is refused, so a request is never half-read.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -157,14 +114,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool
 			}
 		}
 	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, wire.JSONErrorField(err), "bad JSON: "+err.Error())
-		return false
+	if err == nil {
+		return nil
 	}
-	return true
+	if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+		return tooBig
+	}
+	return &badJSON{field: wire.JSONErrorField(err), err: err}
 }

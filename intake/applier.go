@@ -351,3 +351,27 @@ func known(name string) bool { _, ok := outcome.Parse(name); return ok }
 // response's, so it must be one HTTP can send. The others may end before any response, and
 // carry 0 then.
 func response(name string) bool { o, _ := outcome.Parse(name); return o.Response() }
+
+// Deliver is one delivery of a batch, as an endpoint receives it: Validate, then Apply. It
+// returns a *FieldError naming the first bad result (nothing of the batch is applied), an
+// error matching ErrStore when the store failed (nothing applied: retry), a *FencedError when
+// every result was fenced, and otherwise the counts of what was applied, skipped and fenced.
+func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
+	if field, err := a.Validate(results); err != nil {
+		return wire.ApplyStats{}, fieldErr(field, err)
+	}
+	st, err := a.Apply(results)
+	if err != nil {
+		a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
+		return wire.ApplyStats{}, &kindError{kind: ErrStore, msg: "results not applied; retry", cause: err}
+	}
+	if st.Fenced > 0 {
+		a.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
+			Msg("results fenced: their lease is not held")
+	}
+	if st.Fenced > 0 && st.Fenced == len(results) {
+		first := st.FencedItems[0]
+		return st, &FencedError{Field: first.Field, Msg: first.Error, Stats: st}
+	}
+	return st, nil
+}
