@@ -3,13 +3,21 @@
 // supervisor's public listener, the operator API. The shapes it reads and writes, and the client
 // of the control socket, are package wire's.
 //
-// A handler decodes its request, calls the service that does the work, maps the error it got
-// to an answer in one place (status: each of intake's sentinel errors has one status, field
-// and message), and encodes the answer. Writes are intake's: results (intake.Applier), upserts,
-// discovery, rush and wait, and delete (intake.Targets), with the invariants its package doc
-// states; the sitemap runs' registry and their handlers are here, and each run's chunks are
-// upserted by intake.Targets.UpsertChunk through the runs' gate, which Close shuts. Reads
-// (GET /v1/targets, /v1/pages, /v1/queue, status) read the store and the segment directly.
+// Every handler is the same four steps: decode the request (decodeJSON, readBody, the targets
+// decoder, a spooled sitemap body), call the service that does the work (package intake: the
+// Applier for results, Targets for upserts, discovery, rush and wait, delete, explain and
+// stored pages, Remote for remote renderers' leases, SitemapRuns for sitemap imports), hand
+// any error to fail, and encode the answer (ok, created, accepted). The one place an error
+// becomes a status, a field and a message is status (errors.go), a table of intake's sentinel
+// errors, wire's decode errors and api's own; no handler picks a status of its own, so the
+// answers the docs promise (README, docs/SECURITY.md) are all read from there. The only other
+// status written is a stored page's own, which intake.Targets.Page has checked HTTP can send.
+//
+// api holds no decision about the queue: what a result does, how an upsert merges, who may
+// hold a lease, when a page is servable and how a sitemap run proceeds are intake's, with the
+// invariants its package doc states. What is api's is HTTP: the bounds of each request body,
+// the byte budget of heavy requests (Limiter), and the pprof endpoints on the socket; and,
+// beside the endpoint it calls, IndexFallback, a render worker's client of the index claim.
 //
 // Worker 0 is the only process with a store, so everything that reads or writes Badger on
 // behalf of another process comes through here. Bad input is answered 4xx with a JSON error

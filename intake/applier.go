@@ -1,11 +1,15 @@
-// Package intake is worker 0's write side, the service the HTTP handlers of package api call to
-// change what is stored (River's jobcompleter is the model). Applier turns render results into
-// writes (Validate, fencing, Apply); Targets files and changes targets for the operator
-// (Upsert, an upload's items through an Upload, a sitemap run's UpsertChunk, Discover,
-// Prioritize for rush and wait, Delete);
-// KeyLocks are the per-key locks both share. It takes wire shapes in, returns wire counts and
-// the sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, *FieldError), which api
-// maps to statuses; it answers no HTTP.
+// Package intake is worker 0's services: what the HTTP handlers of package api call to change
+// what is stored, and to read it for the operator (River's jobcompleter is the model). Applier
+// turns render results into writes (Validate, fencing, Apply, and Deliver, which is both as an
+// endpoint receives a batch); Targets files and changes targets for the operator (Upsert, an
+// upload's items through an Upload, a sitemap run's UpsertChunk, Discover, Prioritize for rush
+// and wait, Delete) and reads one (Explain, Page); SitemapRuns runs sitemap imports in the
+// background, a startstop.Service; Remote hands out and takes back remote renderers' leases,
+// and ClaimIndex answers a render worker's index claim; KeyLocks are the per-key locks all of
+// them share. It takes wire shapes in, returns wire shapes and the sentinel errors of
+// errors.go (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld, ErrBadStoredPage,
+// *FieldError, *FencedError), which api maps to statuses; it answers no HTTP. Tests wait on
+// the moments TestSignals names; production leaves them nil.
 //
 // Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
 // ("Fenced effects"):
@@ -25,6 +29,9 @@
 //     (store.PartialWriteError), and only those leases are released.
 //   - A result's due time is policy.Apply's, counted from now, never a stored one brought
 //     forward out of range.
+//   - Background work stops. A sitemap run fetches and writes under the context
+//     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
+//     passes is shut once the chunk in flight has committed), so the store may be closed.
 package intake
 
 import (
