@@ -3,13 +3,21 @@
 // supervisor's public listener, the operator API. The shapes it reads and writes, and the client
 // of the control socket, are package wire's.
 //
-// A handler decodes its request, calls the service that does the work, maps the error it got
-// to an answer in one place (status: each of intake's sentinel errors has one status, field
-// and message), and encodes the answer. Writes are intake's: results (intake.Applier), upserts,
-// discovery, rush and wait, and delete (intake.Targets), with the invariants its package doc
-// states; the sitemap runs' registry and their handlers are here, and each run's chunks are
-// upserted by intake.Targets.UpsertChunk through the runs' gate, which Close shuts. Reads
-// (GET /v1/targets, /v1/pages, /v1/queue, status) read the store and the segment directly.
+// Every handler is the same four steps: decode the request (decodeJSON, readBody, the targets
+// decoder, a spooled sitemap body), call the service that does the work (package intake: the
+// Applier for results, Targets for upserts, discovery, rush and wait, delete, explain and
+// stored pages, Remote for remote renderers' leases, SitemapRuns for sitemap imports), hand
+// any error to fail, and encode the answer (ok, created, accepted). The one place an error
+// becomes a status, a field and a message is status (errors.go), a table of intake's sentinel
+// errors, wire's decode errors and api's own; no handler picks a status of its own, so the
+// answers the docs promise (README, docs/SECURITY.md) are all read from there. The only other
+// status written is a stored page's own, which intake.Targets.Page has checked HTTP can send.
+//
+// api holds no decision about the queue: what a result does, how an upsert merges, who may
+// hold a lease, when a page is servable and how a sitemap run proceeds are intake's, with the
+// invariants its package doc states. What is api's is HTTP: the bounds of each request body,
+// the byte budget of heavy requests (Limiter), and the pprof endpoints on the socket; and,
+// beside the endpoint it calls, IndexFallback, a render worker's client of the index claim.
 //
 // Worker 0 is the only process with a store, so everything that reads or writes Badger on
 // behalf of another process comes through here. Bad input is answered 4xx with a JSON error
@@ -19,7 +27,6 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/pprof"
@@ -30,28 +37,11 @@ import (
 	"context"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/wire"
 )
 
 // maxClaimBody bounds an internal claim request: a few numbers of JSON.
 const maxClaimBody = 1 << 10
-
-// WireJob converts a granted job for the wire.
-func WireJob(j claim.Job) wire.Job {
-	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: intake.WireLease(j.Lease)}
-}
-
-// ClaimJob converts a wire job back: what a render worker claimed through worker 0.
-func ClaimJob(j wire.Job) claim.Job {
-	src := claim.SourceIndex
-	if j.Source == claim.SourceReady.String() {
-		src = claim.SourceReady
-	}
-	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: intake.ShmLease(j.Lease)}
-}
 
 // IndexFallback is a render worker's claim.Fallback: worker 0's floored index scan, asked for
 // over the control socket.
@@ -71,7 +61,7 @@ func (f IndexFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]
 	}
 	jobs := make([]claim.Job, len(resp.Jobs))
 	for i, j := range resp.Jobs {
-		jobs[i] = ClaimJob(j)
+		jobs[i] = intake.ClaimJob(j)
 	}
 	return jobs, nil
 }
@@ -89,7 +79,7 @@ type Control struct {
 func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathClaim, c.claim)
 	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(c.Applier, c.Limit, true))
-	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
+	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { ok(w, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <runtime dir>/freshq-<hash>.sock http://w0/internal/debug/pprof/profile?seconds=10
 	// (README, Operating: Files)
@@ -101,51 +91,26 @@ func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/internal/debug/pprof/trace", pprof.Trace)
 }
 
+// claim hands out up to N jobs from worker 0's floored index scan (intake.ClaimIndex).
 func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 	var req wire.ClaimRequest
-	if !decodeJSON(w, r, &req, maxClaimBody) {
+	if err := decodeJSON(w, r, &req, maxClaimBody); err != nil {
+		fail(w, err)
 		return
 	}
-	if req.N < 1 || req.N > 10_000 {
-		writeError(w, http.StatusBadRequest, "n", "must be 1..10000")
-		return
-	}
-	if req.TTLMs < 0 {
-		writeError(w, http.StatusBadRequest, "ttl_ms", "must not be negative")
-		return
-	}
-	jobs, err := c.Index.ClaimIndex(r.Context(), claim.IndexClaim{N: req.N, Holder: req.Holder, TTLMs: req.TTLMs})
-	if errors.Is(err, claim.ErrQueuedBehindLeases) {
-		writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: []wire.Job{}, QueuedBehindLeases: true})
-		return
-	}
-	if err != nil && len(jobs) == 0 {
-		c.Log.Error().Err(err).Msg("index claim failed")
-		writeError(w, http.StatusServiceUnavailable, "", "index claim failed")
-		return
-	}
+	resp, err := intake.ClaimIndex(r.Context(), c.Index, req, c.Log)
 	if err != nil {
-		// The scan failed after it leased these: hand them out, or they strand until their TTL.
-		c.Log.Error().Err(err).Int("jobs", len(jobs)).Msg("index claim failed part way; handing out the jobs it leased")
+		fail(w, err)
+		return
 	}
-	resp := wire.ClaimResponse{Jobs: make([]wire.Job, len(jobs))}
-	for i, j := range jobs {
-		resp.Jobs[i] = WireJob(j)
-	}
-	writeJSON(w, http.StatusOK, resp)
+	ok(w, resp)
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) { wire.WriteJSON(w, code, v) }
-
-func writeError(w http.ResponseWriter, code int, field, msg string) {
-	wire.WriteError(w, code, field, msg)
-}
-
-// decodeJSON reads a size-limited body holding exactly one JSON object into v, answering 413
-// or 400 itself on failure. A 400 names the field when the decoder can tell it (an unknown
-// field, or a value of the wrong type); anything after the object is refused, so a request is
-// never half-read.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+// decodeJSON reads a size-limited body holding exactly one JSON object into v. A body over
+// limit is an *http.MaxBytesError; one that does not decode a *badJSON naming the field when
+// the decoder can tell it (an unknown field, or a value of the wrong type). Anything after the
+// object is refused, so a request is never half-read.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -157,14 +122,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool
 			}
 		}
 	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, wire.JSONErrorField(err), "bad JSON: "+err.Error())
-		return false
+	if err == nil {
+		return nil
 	}
-	return true
+	if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+		return tooBig
+	}
+	return &badJSON{field: wire.JSONErrorField(err), err: err}
 }

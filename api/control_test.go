@@ -170,7 +170,7 @@ func TestResultsTravelInTheBinaryForm(t *testing.T) {
 		ctype = r.Header.Get("Content-Type")
 		body, _ := readBody(w, r, wire.MaxResultsBody)
 		got, err = wire.DecodeResults(body)
-		writeJSON(w, http.StatusOK, wire.ApplyStats{Applied: len(got)})
+		ok(w, wire.ApplyStats{Applied: len(got)})
 	})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
@@ -240,7 +240,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 		t.Fatalf("nothing leased: %d, want 503", code)
 	}
 	jobs = []claim.Job{{Key: key, KeyHash: shm.KeyHash(key), Lease: lease}}
-	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || ClaimJob(resp.Jobs[0]).Lease != lease {
+	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || intake.ClaimJob(resp.Jobs[0]).Lease != lease {
 		t.Fatalf("one job leased before the failure: %d %+v", code, resp)
 	}
 }

@@ -38,17 +38,18 @@ func TestDecodeJSONNamesTheFieldAndRefusesTrailingData(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.body))
 		var v req
-		ok := decodeJSON(w, r, &v, 1024)
-		if ok != (c.code == http.StatusOK) {
-			t.Errorf("%.40q: decodeJSON = %v, want code %d", c.body, ok, c.code)
+		err := decodeJSON(w, r, &v, 1024)
+		if (err == nil) != (c.code == http.StatusOK) {
+			t.Errorf("%.40q: decodeJSON = %v, want code %d", c.body, err, c.code)
 			continue
 		}
-		if ok {
+		if err == nil {
 			if v.Mode != "rush" {
 				t.Errorf("%.40q: decoded %+v", c.body, v)
 			}
 			continue
 		}
+		fail(w, err)
 		if w.Code != c.code {
 			t.Errorf("%.40q: status %d, want %d", c.body, w.Code, c.code)
 		}

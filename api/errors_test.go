@@ -1,9 +1,11 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/freshq/freshq/intake"
@@ -29,10 +31,44 @@ func TestStatusMapsEachErrorOnce(t *testing.T) {
 		{&wire.BodyError{Index: 3, Msg: "unexpected }"}, http.StatusBadRequest, "", "bad JSON at item 3: unexpected }"},
 		{&readError{errors.New("reset")}, http.StatusBadRequest, "", "reading the body: reset"},
 		{errors.New("a bug"), http.StatusInternalServerError, "", "a bug"},
+		// The decoders' errors.
+		{withHint(&http.MaxBytesError{Limit: 10}, "split the upload"), http.StatusRequestEntityTooLarge, "", "body over 10 bytes; split the upload"},
+		{withHint(&readError{errors.New("reset")}, "split the upload"), http.StatusBadRequest, "", "reading the body: reset"},
+		{&declaredTooBig{length: 20, limit: 10}, http.StatusRequestEntityTooLarge, "", "body of 20 bytes, over 10"},
+		{errMediaType, http.StatusUnsupportedMediaType, "Content-Type", `use application/json {"url": ...} or an application/xml body`},
+		{errEmptyBody, http.StatusBadRequest, "", "empty body"},
+		{&spoolError{errors.New("disk full")}, http.StatusServiceUnavailable, "", "spooling the body: disk full"},
+		{&badJSON{field: "limit", err: errors.New("cannot unmarshal")}, http.StatusBadRequest, "limit", "bad JSON: cannot unmarshal"},
+		{&badBatch{field: "results[2].key", err: errors.New("truncated")}, http.StatusBadRequest, "results[2].key", "bad results batch: truncated"},
+		{&wire.FieldError{Field: "results[0].lease", Err: errors.New(`unknown field "x"`)}, http.StatusBadRequest, "results[0].lease", `unknown field "x"`},
+		{busyRefusal{}, http.StatusServiceUnavailable, "", "worker 0 is busy with other large requests; retry after a moment"},
+		// The services' errors beyond the write side's.
+		{&intake.FencedError{Field: "results[0].lease", Msg: "shm: lease not held"}, http.StatusConflict, "results[0].lease", "lease not held: shm: lease not held"},
+		{&intake.FieldError{Field: "lease", Err: intake.ErrLeaseNotHeld}, http.StatusConflict, "lease", "no longer held"},
+		{&intake.FieldError{Field: "limit", Err: fmt.Errorf("renderer a holds 4: %w", intake.ErrTooMany)}, http.StatusTooManyRequests, "limit", "renderer a holds 4: intake: too many in progress"},
+		{fmt.Errorf("status 42: %w", intake.ErrBadStoredPage), http.StatusBadGateway, "", "status 42: intake: stored page not servable"},
+		{&intake.FieldError{Field: "lease.slot", Err: errors.New("out of range")}, http.StatusBadRequest, "lease.slot", "out of range"},
 	} {
 		code, field, msg := status(tc.err)
 		if code != tc.code || field != tc.field || msg != tc.msg {
 			t.Errorf("%#v: %d %q %q, want %d %q %q", tc.err, code, field, msg, tc.code, tc.field, tc.msg)
 		}
+	}
+}
+
+// What fail adds to status's answer: Retry-After for a refusal of the Limiter, and the counts of
+// a batch whose every result was fenced.
+func TestFailAddsWhatTheAnswerCarries(t *testing.T) {
+	w := httptest.NewRecorder()
+	fail(w, busyRefusal{})
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "2" {
+		t.Fatalf("busy: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+	w = httptest.NewRecorder()
+	fail(w, &intake.FencedError{Field: "results[0].lease", Msg: "gone", Stats: wire.ApplyStats{Fenced: 1}})
+	var body wire.FencedBody
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusConflict ||
+		body.Field != "results[0].lease" || body.Error != "lease not held: gone" || body.Fenced != 1 {
+		t.Fatalf("fenced: %d %s (%v)", w.Code, w.Body, err)
 	}
 }

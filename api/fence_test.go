@@ -16,6 +16,7 @@ import (
 // every write through one sweep.Changes.
 type fenceNode struct {
 	*qtest.Env
+	signals *intake.TestSignals
 	locks   *intake.KeyLocks
 	changes *sweep.Changes
 	applier *intake.Applier
@@ -27,11 +28,12 @@ const fenceYAML = "routes:\n  - {name: catalog, match: prefix, path: /c/, interv
 
 func newFenceNode(t *testing.T) *fenceNode {
 	e := qtest.New(t, fenceYAML, start, shm.Options{})
-	n := &fenceNode{Env: e, locks: &intake.KeyLocks{}, changes: sweep.NewChanges(), waiting: make(chan struct{}, 8)}
-	n.locks.TestOnWait = func() { n.waiting <- struct{}{} }
+	n := &fenceNode{Env: e, signals: &intake.TestSignals{}, changes: sweep.NewChanges(), waiting: make(chan struct{}, 8)}
+	n.locks = &intake.KeyLocks{Test: n.signals}
+	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := n.changes.Wrap(e.Store)
 	targets := &Targets{Store: e.Store, Writer: writer, Locks: n.locks, Policy: e.Policy, Now: e.Now}
-	n.applier = &intake.Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	n.applier = &intake.Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Test: n.signals}
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets, Seg: e.Seg}).Register(mux)
@@ -54,19 +56,9 @@ func (n *fenceNode) do(method, path, body string) int {
 	return resp.StatusCode
 }
 
-// inWindow runs op between the applier's reads and its commit, and waits until op either
-// finished (it raced into the window) or waits for the key's lock (it is serialised after the
-// result). No timing is involved.
-func (n *fenceNode) inWindow(op func()) (done chan struct{}) {
-	done = make(chan struct{})
-	n.applier.TestAfterDecide = func() {
-		go func() { op(); close(done) }()
-		select {
-		case <-done:
-		case <-n.waiting:
-		}
-	}
-	return done
+// inWindow runs op between the applier's reads and its commit (qtest.InWindow).
+func (n *fenceNode) inWindow(op func()) chan struct{} {
+	return qtest.InWindow(&n.signals.AfterDecide, n.waiting, op)
 }
 
 const shoes = "https://shop.test/c/shoes"

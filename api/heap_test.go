@@ -47,7 +47,7 @@ sitemap:
 	heavy := NewLimiter(DefaultHeavyBytes, 0)
 	applier := &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now, Limit: heavy}
-	sitemaps := &Sitemaps{Targets: targets, Policy: e.Policy, Now: e.Now, Limit: heavy}
+	sitemaps := newSitemaps(t, targets, heavy)
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	sitemaps.Register(mux)

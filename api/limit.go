@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -112,8 +111,13 @@ func (l *Limiter) Wrap(limit int64, h http.Handler) http.Handler {
 	})
 }
 
-// RefuseBusy answers a request the limiter could not admit.
-func RefuseBusy(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", strconv.Itoa(heavyRetryAfter))
-	writeError(w, http.StatusServiceUnavailable, "", "worker 0 is busy with other large requests; retry after a moment")
+// RefuseBusy answers a request the limiter could not admit: 503 with Retry-After (status).
+func RefuseBusy(w http.ResponseWriter) { fail(w, busyRefusal{}) }
+
+// busyRefusal is ErrBusy in the words a refused request is told.
+type busyRefusal struct{}
+
+func (busyRefusal) Error() string {
+	return "worker 0 is busy with other large requests; retry after a moment"
 }
+func (busyRefusal) Is(target error) bool { return target == ErrBusy }

@@ -1,17 +1,16 @@
 package api
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
+
+// maxOperateRequest bounds a discover or prioritize request.
+const maxOperateRequest = 1 << 20
 
 // Operate serves the operator actions: POST /v1/discover, POST /v1/prioritize and
 // GET /v1/pages. It writes through Targets (its Writer and Locks).
@@ -31,26 +30,29 @@ func (o *Operate) Register(mux *http.ServeMux) {
 // (intake.Targets.Discover): 201 when created, 200 when it was known already.
 func (o *Operate) discover(w http.ResponseWriter, r *http.Request) {
 	var req wire.DiscoverRequest
-	if !decodeJSON(w, r, &req, 1<<20) {
+	if err := decodeJSON(w, r, &req, maxOperateRequest); err != nil {
+		fail(w, err)
 		return
 	}
-	key, created, err := o.intake().Discover(req.URL, req.Device)
+	key, isNew, err := o.intake().Discover(req.URL, req.Device)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
+	answer := map[string]any{"key": string(key), "created": isNew}
+	if isNew {
+		created(w, answer)
+		return
 	}
-	writeJSON(w, code, map[string]any{"key": string(key), "created": created})
+	ok(w, answer)
 }
 
 // prioritize rushes or waits a url or a prefix (intake.Targets.Prioritize); it replaces every
 // sentinel-due-time trick.
 func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
 	var req wire.PrioritizeRequest
-	if !decodeJSON(w, r, &req, 1<<20) {
+	if err := decodeJSON(w, r, &req, maxOperateRequest); err != nil {
+		fail(w, err)
 		return
 	}
 	matched, err := o.intake().Prioritize(req)
@@ -58,7 +60,7 @@ func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"mode": req.Mode, "matched": matched})
+	ok(w, map[string]any{"mode": req.Mode, "matched": matched})
 }
 
 // intake is the write side, sharing the store, writer and locks of o.Targets.
@@ -78,45 +80,20 @@ func (o *Operate) intake() *intake.Targets {
 const PageCSP = "default-src 'none'; img-src * data:; style-src * 'unsafe-inline'; font-src * data:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox"
 
-// page serves the stored page of ?url=&device= with its age. Within its cadence plus the
-// route's stale-while-revalidate window it is served (X-Freshq-Stale says whether it is past
-// its cadence); past the window the answer is 404 with the reason. Every page carries
+// page serves the stored page of ?url=&device= with its age (intake.Targets.Page says which
+// pages are served). X-Freshq-Stale says whether it is past its cadence. Every page carries
 // X-Content-Type-Options: nosniff and PageCSP, set after the page's own headers so that none
-// of those can loosen them. A stored status that is not a final HTTP status (200–599) is
-// answered 502 with a JSON error: a page stored by an older version or a faulty renderer is
-// refused, not passed to WriteHeader, which panics on a code it cannot send.
+// of those can loosen them. The answer's status is the page's own, which Page has checked is
+// one HTTP can send.
 func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
-	t := o.Targets
-	pol := t.Policy()
-	key, ok := keyOf(w, r, pol)
-	if !ok {
-		return
-	}
-	pg, err := t.Store.GetPage(key)
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "url", "no rendered page")
-		return
-	}
+	key, err := keyOf(r, o.Targets.Policy())
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "", err.Error())
+		fail(w, err)
 		return
 	}
-	row, err := t.Store.GetSchedule(key)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusServiceUnavailable, "", err.Error())
-		return
-	}
-	pr := rows.Policy(key, row)
-	cadence, _ := pol.Cadence(&pr)
-	_, swr := pol.RouteOf(key)
-	age := t.Now() - pg.RenderedAtMs
-	if age > cadence+swr {
-		writeError(w, http.StatusNotFound, "url", fmt.Sprintf("page is %ds old, past its cadence (%ds) plus its swr window (%ds)",
-			age/1000, cadence/1000, swr/1000))
-		return
-	}
-	if !intake.FinalStatus(int(pg.Status)) {
-		writeError(w, http.StatusBadGateway, "", fmt.Sprintf("the stored page has status %d, which is not a final HTTP status (200-599); it is not served until the page is rendered again", pg.Status))
+	pg, err := o.intake().Page(key)
+	if err != nil {
+		fail(w, err)
 		return
 	}
 	for _, h := range pg.Headers {
@@ -124,8 +101,8 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", PageCSP)
-	w.Header().Set("Age", strconv.FormatInt(max(age, 0)/1000, 10))
-	w.Header().Set("X-Freshq-Stale", strconv.FormatBool(age > cadence))
+	w.Header().Set("Age", strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10))
+	w.Header().Set("X-Freshq-Stale", strconv.FormatBool(pg.Stale))
 	w.WriteHeader(int(pg.Status))
 	w.Write(pg.Body)
 }

@@ -16,7 +16,7 @@ type Queue struct {
 
 // Register adds the endpoint to mux.
 func (q *Queue) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, q.View()) })
+	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) { ok(w, q.View()) })
 }
 
 // View reads the queue's state.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -25,7 +26,7 @@ func TestRemoteLeasesCappedTogether(t *testing.T) {
 		}
 	}
 	// Local workers still have the other half.
-	if n := e.Seg.Leases().CountHolders(e.Now(), func(h uint64) bool { return h&remoteHolderMark != 0 }); n != total {
+	if n := e.Seg.Leases().CountHolders(e.Now(), intake.IsRemoteHolder); n != total {
 		t.Fatalf("remotes hold %d, want %d", n, total)
 	}
 }

@@ -69,8 +69,8 @@ func TestRemoteClaimTTLAndHolder(t *testing.T) {
 	}
 	for _, j := range resp.Jobs {
 		li, ok := e.Seg.Leases().Lookup(j.KeyHash, e.Now())
-		if !ok || li.ExpiresAtMs-e.Now() != 3*60_000 || HolderName(li.Holder) != "remote:farm-eu.1" {
-			t.Fatalf("lease %+v (%s)", li, HolderName(li.Holder))
+		if !ok || li.ExpiresAtMs-e.Now() != 3*60_000 || intake.HolderName(li.Holder) != "remote:farm-eu.1" {
+			t.Fatalf("lease %+v (%s)", li, intake.HolderName(li.Holder))
 		}
 		if j.URL == "" || j.Device != "desktop" {
 			t.Fatalf("job %+v", j)
@@ -87,11 +87,11 @@ func TestRemoteClaimTTLAndHolder(t *testing.T) {
 			t.Fatalf("explain: %+v", ex.Lease)
 		}
 	}
-	if HolderName(shm.HoldHolder) != "held after delete/rush/wait" {
-		t.Fatalf("a hold: %s", HolderName(shm.HoldHolder))
+	if intake.HolderName(shm.HoldHolder) != "held after delete/rush/wait" {
+		t.Fatalf("a hold: %s", intake.HolderName(shm.HoldHolder))
 	}
-	if HolderName(7<<16|2) != "worker 2 (pid 7)" || HolderName(RemoteHolder(DefaultRenderer)) != "remote:remote" {
-		t.Fatal(HolderName(7<<16|2), HolderName(RemoteHolder(DefaultRenderer)))
+	if intake.HolderName(7<<16|2) != "worker 2 (pid 7)" || intake.HolderName(intake.RemoteHolder(intake.DefaultRenderer)) != "remote:remote" {
+		t.Fatal(intake.HolderName(7<<16|2), intake.HolderName(intake.RemoteHolder(intake.DefaultRenderer)))
 	}
 	for body, field := range map[string]string{
 		`{"limit": 1, "lease": "30s"}`:            "lease",
@@ -126,7 +126,7 @@ func TestRemoteLeasesCappedPerHolder(t *testing.T) {
 	if code, _ := postJSON(t, srv, "/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: j.Lease}, nil); code != 200 {
 		t.Fatalf("release: %d", code)
 	}
-	if n := e.Seg.Leases().CountHolder(RemoteHolder("a"), e.Now()); n != 2 {
+	if n := e.Seg.Leases().CountHolder(intake.RemoteHolder("a"), e.Now()); n != 2 {
 		t.Fatalf("a holds %d after a release", n)
 	}
 	if code, _ := postJSON(t, srv, "/v1/claim", `{"limit": 5, "renderer": "a"}`, &a); code != 200 || len(a.Jobs) != 1 {

@@ -16,94 +16,68 @@ import (
 // resultsHandler applies a batch of results: the internal endpoint for render workers and
 // POST /v1/results for remote renderers are the same operation. With binaryOK, a body of
 // Content-Type ResultsContentType is a binary batch (package wire); any other body is JSON.
-//
-// The answers: 413 for a body over MaxResultsBody; 400 naming the field for a batch that does
-// not decode or holds a bad result (Validate), and then nothing of the batch is applied; 503
-// when the store fails, nothing applied (retry); 409 naming results[i].lease when every result
-// was fenced (its body also carries the ApplyStats); otherwise 200 with the ApplyStats, which
-// count what was applied, skipped and fenced.
+// intake.Applier.Deliver says what the batch did; status maps its errors: 413 for a body over
+// MaxResultsBody; 400 naming the field for a batch that does not decode or holds a bad result,
+// and then nothing of the batch is applied; 503 when the store fails, nothing applied (retry);
+// 409 naming results[i].lease when every result was fenced (its body also carries the
+// ApplyStats); otherwise 200 with the ApplyStats, which count what was applied, skipped and
+// fenced.
 func resultsHandler(a *intake.Applier, limit *Limiter, binaryOK bool) http.HandlerFunc {
 	return limit.Wrap(wire.MaxResultsBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		results, ok := readResults(w, r, binaryOK)
-		if !ok {
-			return
-		}
-		if field, err := a.Validate(results); err != nil {
-			writeError(w, http.StatusBadRequest, field, err.Error())
-			return
-		}
-		st, err := a.Apply(results)
+		results, err := readResults(w, r, binaryOK)
 		if err != nil {
-			a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
-			writeError(w, http.StatusServiceUnavailable, "", "results not applied; retry")
+			fail(w, err)
 			return
 		}
-		if st.Fenced > 0 {
-			a.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
-				Msg("results fenced: their lease is not held")
-		}
-		if st.Fenced > 0 && st.Fenced == len(results) {
-			first := st.FencedItems[0]
-			writeJSON(w, http.StatusConflict, wire.FencedBody{
-				ErrorBody:  wire.ErrorBody{Error: "lease not held: " + first.Error, Field: first.Field},
-				ApplyStats: st,
-			})
+		st, err := a.Deliver(results)
+		if err != nil {
+			fail(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		ok(w, st)
 	})).ServeHTTP
 }
 
-// readResults reads and decodes a results body, answering 413 or 400 itself on failure. The
-// body is read whole into one buffer of its Content-Length; the binary form is decoded in
-// place, and JSON is first scanned without allocating (count and field names) and then decoded
-// by encoding/json from that buffer, so a request costs about its body plus its decoded pages.
-func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]wire.Result, bool) {
-	body, ok := readBody(w, r, wire.MaxResultsBody)
-	if !ok {
-		return nil, false
+// readResults reads and decodes a results body. The body is read whole into one buffer of its
+// Content-Length; the binary form is decoded in place, and JSON is first scanned without
+// allocating (count and field names) and then decoded by encoding/json from that buffer, so a
+// request costs about its body plus its decoded pages.
+func readResults(w http.ResponseWriter, r *http.Request, binaryOK bool) ([]wire.Result, error) {
+	body, err := readBody(w, r, wire.MaxResultsBody)
+	if err != nil {
+		return nil, err
 	}
 	if binaryOK && r.Header.Get("Content-Type") == wire.ResultsContentType {
 		rs, err := wire.DecodeResults(body)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, cmp.Or(wire.FieldOf(err), "results"), "bad results batch: "+err.Error())
-			return nil, false
+			return nil, &badBatch{field: cmp.Or(wire.FieldOf(err), "results"), err: err}
 		}
-		return rs, true
+		return rs, nil
 	}
 	if field, err := scanResultsJSON(body); err != nil {
-		writeError(w, http.StatusBadRequest, field, err.Error())
-		return nil, false
+		return nil, &wire.FieldError{Field: field, Err: err}
 	}
 	var req wire.ResultsRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "", "bad JSON: "+err.Error())
-		return nil, false
+		return nil, &badJSON{err: err}
 	}
-	return req.Results, true
+	return req.Results, nil
 }
 
-// readBody reads a size-limited body whole, answering 413 or 400 itself on failure. A body
-// that declares a length over limit is refused before any of it is read; one of a declared
-// length is read into one buffer of that size. One of unknown length is read in chunks that
-// are never copied while it arrives, so refusing one past limit holds about the limit, and
-// accepting one holds it twice for the moment its chunks are joined.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+// readBody reads a size-limited body whole. A body that declares a length over limit is
+// refused before any of it is read; one of a declared length is read into one buffer of that
+// size. One of unknown length is read in chunks that are never copied while it arrives, so
+// refusing one past limit holds about the limit, and accepting one holds it twice for the
+// moment its chunks are joined.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body of %d bytes, over %d", r.ContentLength, limit))
-		return nil, false
+		return nil, &declaredTooBig{length: r.ContentLength, limit: limit}
 	}
 	body, err := readCapped(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, int(limit))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("body over %d bytes", limit))
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "", "reading the body: "+err.Error())
-		return nil, false
+		return nil, bodyError(err)
 	}
-	return body, true
+	return body, nil
 }
 
 // Chunks of a body of unknown length: the first small, so that a small body costs little,

@@ -293,12 +293,12 @@ func TestResultsJSONMemory(t *testing.T) {
 		return after.TotalAlloc - before.TotalAlloc
 	}
 	now := measure(func(w http.ResponseWriter, r *http.Request) bool {
-		rs, ok := readResults(w, r, false)
-		return ok && len(rs) == 1 && len(rs[0].Body) == store.MaxPageBody
+		rs, err := readResults(w, r, false)
+		return err == nil && len(rs) == 1 && len(rs[0].Body) == store.MaxPageBody
 	})
 	was := measure(func(w http.ResponseWriter, r *http.Request) bool {
 		var req wire.ResultsRequest
-		return decodeJSON(w, r, &req, 256<<20) && len(req.Results) == 1
+		return decodeJSON(w, r, &req, 256<<20) == nil && len(req.Results) == 1
 	})
 	t.Logf("JSON results body of %.1f MiB: %.1f MiB allocated (%.2fx), was %.1f MiB (%.2fx) with json.Decoder",
 		qtest.MiB(uint64(len(body))), qtest.MiB(now), float64(now)/float64(len(body)), qtest.MiB(was), float64(was)/float64(len(body)))

@@ -43,10 +43,20 @@ func sitemapServerYAML(t *testing.T, yaml string) (*qtest.Env, *httptest.Server)
 	e := qtest.New(t, yaml, start, shm.Options{})
 	mux := http.NewServeMux()
 	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now}
-	(&Sitemaps{Targets: targets, Policy: e.Policy, Now: e.Now}).Register(mux)
+	newSitemaps(t, targets, nil).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return e, srv
+}
+
+// newSitemaps serves the sitemap runs of targets, started, and stopped when the test ends.
+func newSitemaps(t testing.TB, targets *Targets, limit *Limiter) *Sitemaps {
+	runs := &intake.SitemapRuns{Targets: targets.intake()}
+	if err := runs.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(runs.Stop)
+	return &Sitemaps{Runs: runs, Limit: limit}
 }
 
 // postSitemap starts a run and returns its id, failing the test unless the answer is 202.
@@ -484,103 +494,24 @@ func TestSitemap50kURLsFlatMemory(t *testing.T) {
 	}
 }
 
-// Runs are kept in memory, the last maxSitemapRuns of them, never dropping one in progress; at
-// most maxSitemapRunning proceed at once and more are refused with 429.
-func TestSitemapRunsBounded(t *testing.T) {
+// A run submitted once the runs are stopped is refused with 503.
+func TestSitemapPostAfterStopIs503(t *testing.T) {
 	e := qtest.New(t, sitemapYAML, start, shm.Options{})
-	s := &Sitemaps{Targets: &Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}, Policy: e.Policy, Now: e.Now}
+	s := newSitemaps(t, &Targets{Store: e.Store, Writer: e.Store, Policy: e.Policy, Now: e.Now}, nil)
 	mux := http.NewServeMux()
 	s.Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	var first string
-	for i := range maxSitemapRuns + 20 {
-		id := postSitemap(t, srv, "application/xml", strings.NewReader(urlset(fmt.Sprint(i), 1, "daily")))
-		if i == 0 {
-			first = id
-		}
-		waitRun(t, srv, id)
-	}
-	s.mu.Lock()
-	kept := len(s.runs)
-	_, firstKept := s.runs[first]
-	s.running = maxSitemapRunning // as if that many were in progress
-	s.mu.Unlock()
-	if kept != maxSitemapRuns || firstKept || len(e.AllRows()) != maxSitemapRuns+20 {
-		t.Fatalf("kept %d runs (the first: %v), %d rows", kept, firstKept, len(e.AllRows()))
-	}
-	resp, err := http.Post(srv.URL+"/v1/sitemaps", "application/xml", strings.NewReader(urlset("x", 1, "daily")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("over %d runs in progress: %d", maxSitemapRunning, resp.StatusCode)
-	}
-	resp, err = http.Get(srv.URL + "/v1/sitemaps/" + first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 404 {
-		t.Fatalf("an evicted run: %d", resp.StatusCode)
-	}
-}
-
-// Close stops a run in progress: it cancels it, waits for the chunk it is writing to commit,
-// and once Close returns nothing of the run is written again. A run posted after Close is
-// refused with 503.
-func TestSitemapsCloseStopsRuns(t *testing.T) {
-	e := qtest.New(t, sitemapYAML, start, shm.Options{})
-	var writes atomic.Int64
-	inWrite, release := make(chan struct{}), make(chan struct{})
-	w := writerFunc(func(ws []store.Write) error {
-		if writes.Add(1) == 1 {
-			close(inWrite)
-			<-release // the first chunk is being written when Close is called
-		}
-		return e.Store.WriteSchedules(ws)
-	})
-	s := &Sitemaps{Targets: &Targets{Store: e.Store, Writer: w, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now}, Policy: e.Policy, Now: e.Now}
-	mux := http.NewServeMux()
-	s.Register(mux)
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	id := postSitemap(t, srv, "application/xml", strings.NewReader(urlset("c", 5*targetsChunk, "daily")))
-	<-inWrite
-	// Close cannot finish while the chunk is being written: with a context already done it
-	// returns at once, saying the runs are still stopping.
-	gone, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.Close(gone); err == nil {
-		t.Fatal("Close finished while a chunk was being written")
-	}
-	close(release)
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	n := writes.Load()
-	run := waitRun(t, srv, id)
-	if run.Status != wire.RunFailed || !strings.Contains(run.Error, "shutting down") || n != 1 {
-		t.Fatalf("run after Close: %+v, %d writes", run, n)
-	}
-	if writes.Load() != n || len(e.AllRows()) != targetsChunk {
-		t.Fatalf("%d writes and %d rows after Close returned", writes.Load(), len(e.AllRows()))
-	}
+	s.Runs.Stop()
 	resp, err := http.Post(srv.URL+"/v1/sitemaps", "application/xml", strings.NewReader(urlset("d", 1, "daily")))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var e0 wire.ErrorBody
+	json.NewDecoder(resp.Body).Decode(&e0)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a run after Close: %d", resp.StatusCode)
-	}
-	// Twice, and on a Sitemaps that never ran, Close returns at once.
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&Sitemaps{}).Close(context.Background()); err != nil {
-		t.Fatal(err)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(e0.Error, "worker 0 is stopping") {
+		t.Fatalf("a run after Stop: %d %+v", resp.StatusCode, e0)
 	}
 }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/freshq/freshq/intake"
@@ -62,31 +61,27 @@ func (t *Targets) post(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp := &up.Resp
-	failedAt := up.FailedAt()
 	if err == nil {
-		code := http.StatusOK
-		if resp.Accepted == 0 && resp.Rejected > 0 {
-			code = http.StatusBadRequest
-			resp.Error = fmt.Sprintf("no item accepted: all %d were rejected (errors lists the first by index)", resp.Rejected)
+		if err = up.Check(); err == nil {
+			ok(w, resp)
+			return
 		}
-		writeJSON(w, code, resp)
+		resp.Error = err.Error()
+		failWith(w, err, resp)
 		return
 	}
-	resp.StoppedAt = &next
 	var bad *wire.BodyError
-	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &bad):
 		resp.StoppedAt = &bad.Index
 	case errors.Is(err, intake.ErrStore):
+		failedAt := up.FailedAt()
 		resp.StoppedAt = &failedAt
-	case !errors.As(err, &tooBig):
-		err = &readError{err}
+	default:
+		resp.StoppedAt = &next
+		err = bodyError(err)
 	}
-	var code int
-	code, _, resp.Error = status(err)
-	if code == http.StatusRequestEntityTooLarge {
-		resp.Error += "; split the upload"
-	}
-	writeJSON(w, code, resp)
+	err = withHint(err, "split the upload")
+	_, _, resp.Error = status(err)
+	failWith(w, err, resp)
 }

@@ -246,20 +246,19 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	control.Register(mux)
 	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: polFn, Now: now, Limit: heavy}
 	targets.Register(mux)
-	sitemaps := &api.Sitemaps{Targets: targets, Policy: polFn, Now: now, Limit: heavy,
+	runs := &intake.SitemapRuns{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Policy: polFn, Now: now},
 		Client: &http.Client{Transport: refuseTransport{}}}
-	sitemaps.Register(mux)
+	if err := runs.Start(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
 	(&api.Operate{Targets: targets, Seg: seg}).Register(mux)
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: seg, Policy: polFn, Now: now, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
 		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
 	(&api.Explain{Store: st, Seg: seg, Policy: polFn, Now: now, Deleter: writer, Locks: locks}).Register(mux)
 	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := sitemaps.Close(ctx); err != nil {
-			f.Error(err)
-		}
+		runs.Stop()
 		st.Close()
 		seg.Close()
 	})

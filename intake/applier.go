@@ -1,11 +1,15 @@
-// Package intake is worker 0's write side, the service the HTTP handlers of package api call to
-// change what is stored (River's jobcompleter is the model). Applier turns render results into
-// writes (Validate, fencing, Apply); Targets files and changes targets for the operator
-// (Upsert, an upload's items through an Upload, a sitemap run's UpsertChunk, Discover,
-// Prioritize for rush and wait, Delete);
-// KeyLocks are the per-key locks both share. It takes wire shapes in, returns wire counts and
-// the sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, *FieldError), which api
-// maps to statuses; it answers no HTTP.
+// Package intake is worker 0's services: what the HTTP handlers of package api call to change
+// what is stored, and to read it for the operator (River's jobcompleter is the model). Applier
+// turns render results into writes (Validate, fencing, Apply, and Deliver, which is both as an
+// endpoint receives a batch); Targets files and changes targets for the operator (Upsert, an
+// upload's items through an Upload, a sitemap run's UpsertChunk, Discover, Prioritize for rush
+// and wait, Delete) and reads one (Explain, Page); SitemapRuns runs sitemap imports in the
+// background, a startstop.Service; Remote hands out and takes back remote renderers' leases,
+// and ClaimIndex answers a render worker's index claim; KeyLocks are the per-key locks all of
+// them share. It takes wire shapes in, returns wire shapes and the sentinel errors of
+// errors.go (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld, ErrBadStoredPage,
+// *FieldError, *FencedError), which api maps to statuses; it answers no HTTP. Tests wait on
+// the moments TestSignals names; production leaves them nil.
 //
 // Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
 // ("Fenced effects"):
@@ -25,6 +29,9 @@
 //     (store.PartialWriteError), and only those leases are released.
 //   - A result's due time is policy.Apply's, counted from now, never a stored one brought
 //     forward out of range.
+//   - Background work stops. A sitemap run fetches and writes under the context
+//     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
+//     passes is shut once the chunk in flight has committed), so the store may be closed.
 package intake
 
 import (
@@ -89,9 +96,8 @@ type Applier struct {
 	Now    func() int64
 	Log    zerolog.Logger
 
-	// TestAfterDecide is a test signal: called, when set, between a batch's reads and its
-	// commit, with the batch's keys locked.
-	TestAfterDecide func()
+	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
+	Test *TestSignals
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -143,8 +149,8 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			Decide: func(cur store.Current) (store.Write, bool, error) { return decide(pol, r, cur, now) }})
 		held = append(held, lease)
 	}
-	if a.TestAfterDecide != nil {
-		a.TestAfterDecide()
+	if a.Test != nil && a.Test.AfterDecide != nil {
+		a.Test.AfterDecide()
 	}
 	var w Writer = a.Store
 	if a.Writer != nil {
@@ -345,3 +351,27 @@ func known(name string) bool { _, ok := outcome.Parse(name); return ok }
 // response's, so it must be one HTTP can send. The others may end before any response, and
 // carry 0 then.
 func response(name string) bool { o, _ := outcome.Parse(name); return o.Response() }
+
+// Deliver is one delivery of a batch, as an endpoint receives it: Validate, then Apply. It
+// returns a *FieldError naming the first bad result (nothing of the batch is applied), an
+// error matching ErrStore when the store failed (nothing applied: retry), a *FencedError when
+// every result was fenced, and otherwise the counts of what was applied, skipped and fenced.
+func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
+	if field, err := a.Validate(results); err != nil {
+		return wire.ApplyStats{}, fieldErr(field, err)
+	}
+	st, err := a.Apply(results)
+	if err != nil {
+		a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
+		return wire.ApplyStats{}, &kindError{kind: ErrStore, msg: "results not applied; retry", cause: err}
+	}
+	if st.Fenced > 0 {
+		a.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
+			Msg("results fenced: their lease is not held")
+	}
+	if st.Fenced > 0 && st.Fenced == len(results) {
+		first := st.FencedItems[0]
+		return st, &FencedError{Field: first.Field, Msg: first.Error, Stats: st}
+	}
+	return st, nil
+}

@@ -3,6 +3,8 @@ package intake
 import (
 	"errors"
 	"strings"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // These errors are what the write side answers with; package api maps each to one HTTP
@@ -20,7 +22,48 @@ var (
 	// ErrClosed is returned by a write attempted through a Gate after Shut: the writes of the
 	// service it guards (the sitemap runs) are stopping.
 	ErrClosed = errors.New("intake: writes stopped")
+
+	// ErrTooMany is returned when what a request would start is at its bound (the sitemap runs
+	// in progress, a remote renderer's live leases): retry once some of it is given back.
+	ErrTooMany = errors.New("intake: too many in progress")
+
+	// ErrLeaseNotHeld is returned for a lease a remote renderer extends or releases that is no
+	// longer the grant it names (lapsed, released, revoked, or never granted). It travels in a
+	// *FieldError naming "lease".
+	ErrLeaseNotHeld = errors.New("no longer held")
+
+	// ErrBadStoredPage is returned for a stored page that cannot be served as it is: its status
+	// is not a final HTTP status (a page stored by an older version or a faulty renderer).
+	ErrBadStoredPage = errors.New("intake: stored page not servable")
 )
+
+// FencedError is returned by Applier.Deliver when every result of a batch was fenced: none
+// was applied, because none of their leases is still the grant it was rendered under. Field
+// names the first one's lease (results[i].lease); Stats counts the batch.
+type FencedError struct {
+	Field string
+	Msg   string
+	Stats wire.ApplyStats
+}
+
+func (e *FencedError) Error() string { return "lease not held: " + e.Msg }
+
+// kindError is an error of one of the kinds above (it matches kind with errors.Is) that says
+// what happened in words of its own, the message an answer carries. cause, if any, is kept
+// for errors.Is and errors.As but not repeated in the message.
+type kindError struct {
+	kind  error
+	msg   string
+	cause error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.kind, e.cause}
+	}
+	return []error{e.kind}
+}
 
 // FieldError is a bad value in a request, with the name of its field. Its Error is the
 // message alone, as an answer's "error" carries it beside "field".

@@ -15,6 +15,7 @@ import (
 // every write through one sweep.Changes.
 type fenceNode struct {
 	*qtest.Env
+	signals *TestSignals
 	locks   *KeyLocks
 	targets *Targets
 	applier *Applier
@@ -25,11 +26,12 @@ const fenceYAML = "routes:\n  - {name: catalog, match: prefix, path: /c/, interv
 
 func newFenceNode(t *testing.T, yaml string) *fenceNode {
 	e := qtest.New(t, yaml, start, shm.Options{})
-	n := &fenceNode{Env: e, locks: &KeyLocks{}, waiting: make(chan struct{}, 8)}
-	n.locks.TestOnWait = func() { n.waiting <- struct{}{} }
+	n := &fenceNode{Env: e, signals: &TestSignals{}, waiting: make(chan struct{}, 8)}
+	n.locks = &KeyLocks{Test: n.signals}
+	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := sweep.NewChanges().Wrap(e.Store)
 	n.targets = &Targets{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
-	n.applier = &Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	n.applier = &Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Test: n.signals}
 	return n
 }
 
@@ -46,19 +48,9 @@ func (n *fenceNode) upsert(it wire.TargetItem) error {
 	return rejected
 }
 
-// inWindow runs op between the applier's reads and its commit, and waits until op either
-// finished (it raced into the window) or waits for the key's lock (it is serialised after the
-// result). No timing is involved.
-func (n *fenceNode) inWindow(op func()) (done chan struct{}) {
-	done = make(chan struct{})
-	n.applier.TestAfterDecide = func() {
-		go func() { op(); close(done) }()
-		select {
-		case <-done:
-		case <-n.waiting:
-		}
-	}
-	return done
+// inWindow runs op between the applier's reads and its commit (qtest.InWindow).
+func (n *fenceNode) inWindow(op func()) chan struct{} {
+	return qtest.InWindow(&n.signals.AfterDecide, n.waiting, op)
 }
 
 const shoes = "https://shop.test/c/shoes"

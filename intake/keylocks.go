@@ -21,8 +21,8 @@ type KeyLocks struct {
 	mu    sync.Mutex
 	freed *sync.Cond      // broadcast whenever keys are released
 	held  map[uint64]bool // hashes of the keys held
-	// TestOnWait is a test signal: called, when set, when a Lock has to wait.
-	TestOnWait func()
+	// Test holds the test signals (TestSignals.LockWait); nil in production.
+	Test *TestSignals
 }
 
 // Lock takes the locks of keys and returns the function that releases them.
@@ -37,10 +37,10 @@ func (k *KeyLocks) Lock(keys [][]byte) (unlock func()) {
 		k.freed = sync.NewCond(&k.mu)
 	}
 	for waited := false; k.anyHeld(hs); {
-		if !waited && k.TestOnWait != nil {
+		if !waited && k.Test != nil && k.Test.LockWait != nil {
 			waited = true
 			k.mu.Unlock()
-			k.TestOnWait()
+			k.Test.LockWait()
 			k.mu.Lock()
 			continue // re-check: the keys may have been released meanwhile
 		}

@@ -14,7 +14,7 @@ import (
 func TestKeyLocksDisjointKeysNeverWait(t *testing.T) {
 	locks := &KeyLocks{}
 	waited := make(chan struct{}, 1)
-	locks.TestOnWait = func() { waited <- struct{}{} }
+	locks.Test = &TestSignals{LockWait: func() { waited <- struct{}{} }}
 	batch := func(from int) [][]byte {
 		keys := make([][]byte, 256)
 		for i := range keys {
@@ -43,7 +43,7 @@ func TestKeyLocksDisjointKeysNeverWait(t *testing.T) {
 func TestKeyLocksOverlappingKeysWait(t *testing.T) {
 	locks := &KeyLocks{}
 	waiting := make(chan struct{}, 1)
-	locks.TestOnWait = func() { waiting <- struct{}{} }
+	locks.Test = &TestSignals{LockWait: func() { waiting <- struct{}{} }}
 	a, b, c := []byte("desktop|a"), []byte("desktop|b"), []byte("desktop|c")
 	unlockFirst := locks.Lock([][]byte{a, b})
 	var second atomic.Bool

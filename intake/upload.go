@@ -2,6 +2,7 @@ package intake
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/freshq/freshq/wire"
 )
@@ -82,3 +83,12 @@ func (u *Upload) Flush() error {
 
 // FailedAt is the index of the first item of the chunk the store failed, or -1.
 func (u *Upload) FailedAt() int { return u.failedAt }
+
+// Check says whether the upload as a whole failed: when items were read but none was accepted,
+// it returns a *FieldError (naming no field: each rejected item names its own in Resp.Errors).
+func (u *Upload) Check() error {
+	if u.Resp.Accepted == 0 && u.Resp.Rejected > 0 {
+		return fieldErr("", fmt.Errorf("no item accepted: all %d were rejected (errors lists the first by index)", u.Resp.Rejected))
+	}
+	return nil
+}

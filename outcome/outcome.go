@@ -1,12 +1,13 @@
 // Package outcome names what happened to one render: the classification a renderer makes and
-// the decision layer judges. It is a leaf (it imports nothing of freshq), so the renderers
-// (render), the decisions (policy), the wire types (wire) and the write side (intake) share one
-// type instead of passing names between them.
+// the decision layer judges, and the stage the render ended at (Stages). It is a leaf (it
+// imports nothing of freshq), so the renderers (render), the decisions (policy), the wire types
+// (wire) and the write side (intake) share one type and one list of names instead of passing
+// names between them.
 //
-// Invariants: the zero value is not an outcome; the values and their names never change once
-// released, because the names travel (the results batch, JSON results, the label values of
-// freshq_render_total{outcome}) and the values index per-worker counters in shared memory.
-// New outcomes are appended after Failed.
+// Invariants: the zero value is not an outcome; the values, their names and the stages' names
+// never change once released, because the names travel (the results batch, JSON results, the
+// label values of freshq_render_total{outcome}, a row's last attempt) and the values index
+// per-worker counters in shared memory. New outcomes are appended after Failed.
 package outcome
 
 import "strconv"

@@ -55,3 +55,12 @@ func TestImportsNothingOfFreshq(t *testing.T) {
 		}
 	}
 }
+
+// The stage names travel like the outcomes' (the results batch, logs, a row's last attempt):
+// pinned here, in the one list render and wire share.
+func TestStageNames(t *testing.T) {
+	want := []string{"policy", "dial", "request", "headers", "body", "exec", "browser", "navigate", "ready"}
+	if got := Stages(); !slices.Equal(got, want) {
+		t.Fatalf("stages %q, want %q", got, want)
+	}
+}

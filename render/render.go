@@ -19,18 +19,18 @@ type Request struct {
 	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
 }
 
-// The stages of Result.Stage; the package doc says what each covers.
+// The stages of Result.Stage (package outcome holds the names, which wire shares); the
+// package doc says what each covers.
 const (
-	StagePolicy  = "policy"
-	StageDial    = "dial"
-	StageRequest = "request"
-	StageHeaders = "headers"
-	StageBody    = "body"
-	StageExec    = "exec"
-	// The chrome renderer's own stages.
-	StageBrowser  = "browser"  // the browser could not start, or it or the page's tab crashed
-	StageNavigate = "navigate" // the navigation: requests, redirects, the document's response
-	StageReady    = "ready"    // waiting for the page to be ready (prerenderReady, or network idle)
+	StagePolicy   = outcome.StagePolicy
+	StageDial     = outcome.StageDial
+	StageRequest  = outcome.StageRequest
+	StageHeaders  = outcome.StageHeaders
+	StageBody     = outcome.StageBody
+	StageExec     = outcome.StageExec
+	StageBrowser  = outcome.StageBrowser
+	StageNavigate = outcome.StageNavigate
+	StageReady    = outcome.StageReady
 )
 
 // Result is what a render produced. Only outcome.Outcome and Stage are always set.

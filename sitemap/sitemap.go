@@ -1,6 +1,7 @@
 // Package sitemap reads sitemaps: it fetches a sitemap file and the files of an index, and parses
-// them token by token. Worker 0's sitemap runs (package api) use it; what a run does with the
-// URLs it finds is theirs.
+// them token by token. Worker 0's sitemap runs (intake.SitemapRuns) use it; what a run does
+// with the URLs it finds is theirs. A walk stops when the context it was given ends, whatever
+// it is doing: a fetch in flight is cut, and a body being read stops at its next read.
 //
 // A sitemap is how most operators hand freshq their catalogue, and it is also untrusted input
 // from the internet, so the shape of this package follows from three threats:

@@ -177,14 +177,11 @@ func DecodeResults(b []byte) ([]Result, error) {
 	return rs, nil
 }
 
-// StageNames are the stage names render produces (render.Stage*), spelled out because this
-// package imports nothing of freshq but the leaf outcome; a test pins them equal to render's.
-// DecodeResults interns them and the outcomes' names, so that decoding one does not allocate.
-var StageNames = []string{"policy", "dial", "request", "headers", "body", "exec"}
-
+// DecodeResults interns the outcomes' names and the stages' (both package outcome's, the
+// leaf render shares them through), so that decoding one does not allocate.
 var (
 	outcomes = internTable(outcomeNames())
-	stages   = internTable(StageNames)
+	stages   = internTable(outcome.Stages())
 )
 
 func outcomeNames() []string {

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/freshq/freshq/outcome"
 )
 
 func sampleResults() []Result {
@@ -102,6 +104,12 @@ func TestResultsBatchDecodesWithoutCopying(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Fatalf("%v allocations to decode one result, want 1 (the slice of results)", allocs)
+	}
+	for _, stage := range outcome.Stages() {
+		sb := EncodeResults(nil, []Result{{Key: []byte("desktop|https://a.test/"), Outcome: "ok", Stage: stage}})
+		if allocs := testing.AllocsPerRun(10, func() { DecodeResults(sb) }); allocs > 1 {
+			t.Errorf("stage %q: %v allocations to decode, want 1: it is not interned", stage, allocs)
+		}
 	}
 	rs, _ := DecodeResults(b)
 	if &rs[0].Body[0] != &b[len(b)-16-1-1-len("<html/>")] {

@@ -5,8 +5,8 @@
 //
 // The long-running pieces are services (internal/startstop: stoppable without having been
 // started, and twice; a stop returns once their goroutines have): worker 0 (worker0) is
-// assembled from the store's GC, the control socket and the sweep loop, and stops them in the
-// order worker0.Stop gives; a render worker's result sender (delivery) stops last, once its
+// assembled from the store's GC, the control socket with its sitemap runs
+// (intake.SitemapRuns) and the sweep loop, and stops them in the order worker0.Stop gives; a render worker's result sender (delivery) stops last, once its
 // render loops have.
 //
 // Signals: SIGTERM drains and exits 0; SIGHUP rereads the configuration (the supervisor's copy

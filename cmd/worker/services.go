@@ -75,9 +75,10 @@ func (d *delivery) Start(flush context.Context) error {
 // started once: its queue, once ended, is not reopened.
 func (d *delivery) Stop() { d.StopWith(func() { close(d.in) }) }
 
-// sitemapRuns adapts the control socket's sitemap runs (api.Sitemaps.Close, which is bounded
-// by its context rather than waited for without end) to the stop of worker 0.
-type sitemapRuns interface{ Close(context.Context) error }
+// sitemapRuns is worker 0's sitemap runs (intake.SitemapRuns). workerStop stops them on a
+// bound of its own: Stop waits for the runs, and a run cut in its commit is waited for no longer
+// than the stop's finishTimeout.
+type sitemapRuns = startstop.Service
 
 var (
 	_ startstop.Service = (*sweepService)(nil)

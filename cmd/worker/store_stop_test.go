@@ -13,15 +13,18 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// fakeSitemaps stands in for api.Sitemaps: Close returns at once, or, stuck, when ctx ends.
-type fakeSitemaps struct{ stuck bool }
+// fakeSitemaps stands in for intake.SitemapRuns: Stop returns at once, or, stuck, only once
+// the test has ended (a run cut in its commit).
+type fakeSitemaps struct {
+	stuck   bool
+	release chan struct{} // closed when the test ends
+}
 
-func (f fakeSitemaps) Close(ctx context.Context) error {
-	if !f.stuck {
-		return nil
+func (f fakeSitemaps) Start(context.Context) error { return nil }
+func (f fakeSitemaps) Stop() {
+	if f.stuck {
+		<-f.release
 	}
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // stopRig is worker 0's control socket with one request in progress that returns only when the
@@ -35,6 +38,7 @@ type stopRig struct {
 
 func newStopRig(t *testing.T, sitemaps fakeSitemaps) *stopRig {
 	r := &stopRig{release: make(chan struct{})}
+	sitemaps.release = r.release
 	entered := make(chan struct{})
 	inflight := &handlers{}
 	srv := &http.Server{Handler: inflight.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

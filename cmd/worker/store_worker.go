@@ -139,12 +139,15 @@ func (w *worker0) Start(ctx context.Context) error {
 	control.Register(mux)
 	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	targets.Register(mux)
-	sitemaps := &api.Sitemaps{Targets: targets, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
-	sitemaps.Register(mux)
-	w.sitemaps = sitemaps
+	runs := &intake.SitemapRuns{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
+	w.sitemaps = runs
+	if err := runs.Start(ctx); err != nil {
+		return wrap("sitemap runs", err)
+	}
+	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
 	(&api.Operate{Targets: targets, Seg: e.seg}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
-	// Each remote claims under its own holder id (api.RemoteHolder), capped by queue.max_remote_leases.
+	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
@@ -248,8 +251,12 @@ func (w *workerStop) run() bool {
 		}
 	}()
 	ok := true
-	if err := w.sitemaps.Close(fctx); err != nil {
-		w.log.Error().Err(err).Msg("sitemap runs did not stop in time")
+	runsStopped := make(chan struct{})
+	go func() { w.sitemaps.Stop(); close(runsStopped) }()
+	select {
+	case <-runsStopped:
+	case <-fctx.Done():
+		w.log.Error().Msg("sitemap runs did not stop in time")
 		ok = false
 	}
 	select {

@@ -1,5 +1,9 @@
 // Package logging builds the zerolog loggers of freshq's processes: JSON lines on stderr, one per
 // event (or a console format for people at a terminal), with a timestamp and the process's pid.
+//
+// Invariants: every line of every process carries "time" and "pid", so the supervisor's and the
+// workers' lines interleaved on one stderr can be told apart; the level never falls below info
+// by accident (an unset or unknown log.level is info).
 package logging
 
 import (

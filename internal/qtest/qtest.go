@@ -139,3 +139,20 @@ func Log(w interface{ Write([]byte) (int, error) }) zerolog.Logger {
 	}
 	return zerolog.New(w)
 }
+
+// InWindow places op inside the window a test signal opens (intake.TestSignals.AfterDecide,
+// say: between a batch's reads and its commit). It sets *signal to start op in a goroutine
+// when the window opens and to hold the window open until op either finished (it raced into
+// the window) or reports on waiting that it waits for a lock (it is serialised behind the
+// window's owner). The returned channel is closed once op has returned. No timing is involved.
+func InWindow(signal *func(), waiting <-chan struct{}, op func()) (done chan struct{}) {
+	done = make(chan struct{})
+	*signal = func() {
+		go func() { op(); close(done) }()
+		select {
+		case <-done:
+		case <-waiting:
+		}
+	}
+	return done
+}

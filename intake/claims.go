@@ -1,0 +1,314 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// Claims and leases handed out by worker 0: a render worker's index-claim fallback, and the
+// claims, extensions and releases of remote renderers. They write no row, but they decide who
+// may render what, under the same key locks as every write (a remote's extend or release is
+// never interleaved with a result of the same key being applied).
+
+// WireJob converts a granted job for the wire.
+func WireJob(j claim.Job) wire.Job {
+	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
+		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: WireLease(j.Lease)}
+}
+
+// ClaimJob converts a wire job back: what a render worker claimed through worker 0.
+func ClaimJob(j wire.Job) claim.Job {
+	src := claim.SourceIndex
+	if j.Source == claim.SourceReady.String() {
+		src = claim.SourceReady
+	}
+	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
+		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: ShmLease(j.Lease)}
+}
+
+// ClaimIndex answers a render worker's claim from worker 0's floored index scan: req.N of
+// 1..10000 and a TTL not negative, or a *FieldError naming "n" or "ttl_ms". When the due rows
+// are all queued behind leases the answer says so, with no jobs. A scan that failed before it
+// leased anything is an error matching ErrStore; one that failed after it leased some hands
+// those out (or they would strand until their TTL), logged.
+func ClaimIndex(ctx context.Context, index claim.Fallback, req wire.ClaimRequest, log zerolog.Logger) (wire.ClaimResponse, error) {
+	if req.N < 1 || req.N > 10_000 {
+		return wire.ClaimResponse{}, fieldErr("n", errors.New("must be 1..10000"))
+	}
+	if req.TTLMs < 0 {
+		return wire.ClaimResponse{}, fieldErr("ttl_ms", errors.New("must not be negative"))
+	}
+	jobs, err := index.ClaimIndex(ctx, claim.IndexClaim{N: req.N, Holder: req.Holder, TTLMs: req.TTLMs})
+	if errors.Is(err, claim.ErrQueuedBehindLeases) {
+		return wire.ClaimResponse{Jobs: []wire.Job{}, QueuedBehindLeases: true}, nil
+	}
+	if err != nil && len(jobs) == 0 {
+		log.Error().Err(err).Msg("index claim failed")
+		return wire.ClaimResponse{}, &kindError{kind: ErrStore, msg: "index claim failed", cause: err}
+	}
+	if err != nil {
+		log.Error().Err(err).Int("jobs", len(jobs)).Msg("index claim failed part way; handing out the jobs it leased")
+	}
+	resp := wire.ClaimResponse{Jobs: make([]wire.Job, len(jobs))}
+	for i, j := range jobs {
+		resp.Jobs[i] = WireJob(j)
+	}
+	return resp, nil
+}
+
+// Remote hands out and takes back the leases of renderers on other machines: Claim takes
+// leased jobs from the same ready set (falling back to the index like a local worker), Extend
+// and Release keep or give back a lease. Their results are applied by the Applier like a local
+// worker's. A browser farm elsewhere renders exactly like a render worker.
+//
+// Each remote names itself (renderer, in the claim) and holds its leases under a holder id
+// derived from that name alone (RemoteHolder), so explain shows "remote:<name>" for its leases
+// in any process and across restarts of worker 0. One remote holds at most
+// queue.max_remote_leases live leases, and all remotes together at most half the lease table
+// (remoteTableShare): the table is shared with the local render workers, and a remote that
+// stops returning its leases, or one that claims under ever new names with the one shared
+// token, must not starve them.
+type Remote struct {
+	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
+	Locks   *KeyLocks      // the Applier's; nil: none
+	Seg     *shm.Segment
+	Policy  func() *policy.Policy
+	Now     func() int64
+
+	// mu guards the reservations: a claim counts the live leases and reserves its room under
+	// mu, claims without it, and gives the reservation back. A claim in flight is counted
+	// twice at most (its grants and its reservation), never not at all: the caps may be
+	// under-filled for a moment, never exceeded, and claims do not wait on each other's scans.
+	mu          sync.Mutex
+	reserved    map[uint64]int // by holder
+	reservedAll int
+}
+
+// remoteTableShare is the share of the lease table that remote renderers may hold together,
+// as a divisor: at most 1/remoteTableShare of queue.max_leases, so that the local render
+// workers always keep at least half of it, whatever queue.max_remote_leases is.
+const remoteTableShare = 2
+
+// Remote renderer names: what fits a holder id, so that any process decodes it from the lease
+// table alone.
+const (
+	DefaultRenderer   = "remote"
+	maxRendererName   = 10
+	rendererAlphabet  = "abcdefghijklmnopqrstuvwxyz0123456789-._"
+	remoteHolderMark  = uint64(1) << 63 // local holders are pid<<16 | worker index
+	rendererCharBits  = 6
+	rendererCharsMask = 1<<rendererCharBits - 1
+)
+
+// RemoteHolder is the lease holder id of the remote renderer called name (a valid name: see
+// ValidRenderer): the top bit set, then six bits per character.
+func RemoteHolder(name string) uint64 {
+	h := remoteHolderMark
+	for i := 0; i < len(name); i++ {
+		h |= uint64(strings.IndexByte(rendererAlphabet, name[i])+1) << (rendererCharBits * i)
+	}
+	return h
+}
+
+// IsRemoteHolder reports whether h is a remote renderer's holder id.
+func IsRemoteHolder(h uint64) bool { return h&remoteHolderMark != 0 }
+
+// ValidRenderer checks a remote renderer's name: 1 to 10 of a-z, 0-9, '-', '.', '_'.
+func ValidRenderer(name string) error {
+	if name == "" || len(name) > maxRendererName {
+		return fmt.Errorf("must be 1..%d characters, got %d", maxRendererName, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		if strings.IndexByte(rendererAlphabet, name[i]) < 0 {
+			return fmt.Errorf("may hold only a-z, 0-9, '-', '.' and '_', got %q", name)
+		}
+	}
+	return nil
+}
+
+// HolderName says who holds a lease, for explain: "remote:<name>" for a remote renderer,
+// "worker <i> (pid <p>)" for a local worker, and for a hold (shm.HoldHolder: a delete, rush or
+// wait keeps the key from being granted a moment) "held after delete/rush/wait".
+func HolderName(h uint64) string {
+	if h == shm.HoldHolder {
+		return "held after delete/rush/wait"
+	}
+	if !IsRemoteHolder(h) {
+		return fmt.Sprintf("worker %d (pid %d)", h&0xffff, h>>16)
+	}
+	var b strings.Builder
+	b.WriteString("remote:")
+	for i := 0; i < maxRendererName; i++ {
+		c := (h >> (rendererCharBits * i)) & rendererCharsMask
+		if c == 0 || int(c) > len(rendererAlphabet) {
+			break
+		}
+		b.WriteByte(rendererAlphabet[c-1])
+	}
+	return b.String()
+}
+
+// Claim grants up to req.Limit (1..1000) jobs to the remote req.Renderer ("" is
+// DefaultRenderer) for req.Lease ("" is queue.lease_ttl), within both caps. Bad input is a
+// *FieldError naming "limit", "lease" or "renderer"; a remote at a cap gets ErrTooMany naming
+// "limit"; a claim that failed before it granted anything an error matching ErrStore.
+func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.RemoteClaimResponse, error) {
+	cfg := x.Policy().Config()
+	if req.Limit < 1 || req.Limit > 1000 {
+		return wire.RemoteClaimResponse{}, fieldErr("limit", errors.New("must be 1..1000"))
+	}
+	ttl, err := leaseTTL(cfg, req.Lease)
+	if err != nil {
+		return wire.RemoteClaimResponse{}, err
+	}
+	if req.Renderer == "" {
+		req.Renderer = DefaultRenderer
+	}
+	if err := ValidRenderer(req.Renderer); err != nil {
+		return wire.RemoteClaimResponse{}, fieldErr("renderer", err)
+	}
+	holder := RemoteHolder(req.Renderer)
+	room, refusal := x.reserve(holder, req.Renderer, min(req.Limit, cfg.Queue.MaxRemoteLeases), cfg.Queue.MaxRemoteLeases)
+	if room == 0 {
+		return wire.RemoteClaimResponse{}, fieldErr("limit", &kindError{kind: ErrTooMany, msg: refusal})
+	}
+	jobs, err := x.Claimer.ClaimFor(ctx, room, ttl, holder)
+	x.unreserve(holder, room)
+	resp := wire.RemoteClaimResponse{Jobs: make([]wire.RemoteJob, len(jobs))}
+	switch {
+	case errors.Is(err, claim.ErrQueuedBehindLeases):
+		resp.QueuedBehindLeases = len(jobs) == 0
+	case err != nil && len(jobs) == 0:
+		return wire.RemoteClaimResponse{}, &kindError{kind: ErrStore, msg: err.Error(), cause: err}
+	}
+	for i, j := range jobs {
+		device, url, _ := cachekey.Split(j.Key)
+		resp.Jobs[i] = wire.RemoteJob{Job: WireJob(j), URL: url, Device: device}
+	}
+	return resp, nil
+}
+
+// reserve counts the live leases of holder and of every remote, and reserves up to want of
+// the room both caps leave. It returns 0 and why when there is none.
+func (x *Remote) reserve(holder uint64, name string, want, perHolder int) (int, string) {
+	leases, now := x.Seg.Leases(), x.Now()
+	all := leases.Capacity() / remoteTableShare
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	held := leases.CountHolder(holder, now) + x.reserved[holder]
+	heldAll := leases.CountHolders(now, IsRemoteHolder) + x.reservedAll
+	switch {
+	case held >= perHolder:
+		return 0, fmt.Sprintf("renderer %q holds %d live leases, queue.max_remote_leases is %d: return results or release leases first",
+			name, held, perHolder)
+	case heldAll >= all:
+		return 0, fmt.Sprintf("all remote renderers together hold %d live leases, at most half of queue.max_leases (%d): return results or release leases first",
+			heldAll, leases.Capacity())
+	}
+	room := min(want, perHolder-held, all-heldAll)
+	if x.reserved == nil {
+		x.reserved = map[uint64]int{}
+	}
+	x.reserved[holder] += room
+	x.reservedAll += room
+	return room, ""
+}
+
+// unreserve gives back a reservation once its claim returned (its grants now count as leases).
+func (x *Remote) unreserve(holder uint64, room int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.reserved[holder] -= room; x.reserved[holder] <= 0 {
+		delete(x.reserved, holder)
+	}
+	x.reservedAll -= room
+}
+
+// leaseTTL reads a TTL a remote asked for: "" is queue.lease_ttl, anything else must lie in
+// [claim.MinLeaseTTL, queue.lease_ttl], or it is a *FieldError naming "lease".
+func leaseTTL(cfg *config.Config, s string) (int64, error) {
+	maxMs := cfg.Queue.LeaseTTL.Ms()
+	if s == "" {
+		return maxMs, nil
+	}
+	d, err := config.ParseDuration(s)
+	if err != nil || d.Ms() < claim.MinLeaseTTL.Milliseconds() || d.Ms() > maxMs {
+		return 0, fieldErr("lease", fmt.Errorf("must be a duration between %s and queue.lease_ttl (%s)",
+			claim.MinLeaseTTL, cfg.Queue.LeaseTTL))
+	}
+	return d.Ms(), nil
+}
+
+// heldLease checks req's lease under the key's lock (the Applier's) before anything touches
+// it: a *FieldError naming the field for one that cannot be a lease of this key, ErrLeaseNotHeld
+// for one that is no longer held. On success the caller holds the lock until it calls unlock:
+// an extend or release is then never interleaved with a result of the same key being applied,
+// which holds the lock from its check to its release.
+func (x *Remote) heldLease(req wire.LeaseRequest) (l shm.Lease, unlock func(), err error) {
+	if len(req.Key) == 0 || len(req.Key) > store.MaxKeyLen {
+		return l, nil, fieldErr("key", fmt.Errorf("must be the job's key, 1..%d bytes", store.MaxKeyLen))
+	}
+	unlock = func() {}
+	if x.Locks != nil {
+		unlock = x.Locks.Lock([][]byte{req.Key})
+	}
+	l = ShmLease(req.Lease)
+	switch err := x.Seg.Leases().Check(l, shm.KeyHash(req.Key), x.Now()); {
+	case errors.Is(err, shm.ErrLeaseSlot):
+		unlock()
+		return l, nil, fieldErr("lease.slot", err)
+	case errors.Is(err, shm.ErrLeaseKey):
+		unlock()
+		return l, nil, fieldErr("lease.key_hash", &kindError{kind: err, msg: "not the hash of key: " + err.Error()})
+	case err != nil:
+		unlock()
+		return l, nil, fieldErr("lease", &kindError{kind: ErrLeaseNotHeld, msg: "no longer held: " + err.Error(), cause: err})
+	}
+	return l, unlock, nil
+}
+
+// Extend extends a held lease by req.TTL ("" is queue.lease_ttl), under the key's lock.
+func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
+	l, unlock, err := x.heldLease(req)
+	if err != nil {
+		return wire.LeaseResponse{}, err
+	}
+	defer unlock()
+	ttl, err := leaseTTL(x.Policy().Config(), req.TTL)
+	if err != nil {
+		return wire.LeaseResponse{}, err
+	}
+	now := x.Now()
+	if !x.Seg.Leases().Extend(&l, now, ttl) {
+		return wire.LeaseResponse{}, fieldErr("lease", ErrLeaseNotHeld)
+	}
+	return wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
+}
+
+// Release gives a held lease back unrendered, under the key's lock: the row is claimable again
+// at once (no grace: nothing was written that a sweep must see first).
+func (x *Remote) Release(req wire.LeaseRequest) error {
+	l, unlock, err := x.heldLease(req)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !x.Seg.Leases().Release(l, x.Now(), 0) {
+		return fieldErr("lease", ErrLeaseNotHeld)
+	}
+	return nil
+}

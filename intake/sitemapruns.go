@@ -1,0 +1,373 @@
+package intake
+
+// Sitemap runs: reading a sitemap (fetching, decompressing under a bound, following an index,
+// parsing) is package sitemap's, and its doc says how each threat of untrusted XML is met; a
+// run takes what it reads and upserts it.
+//
+// Nothing is half-written: package sitemap hands over no entry of a file that does not parse
+// to its end, so a malformed or truncated file lands nothing (the run fails with the parser's
+// reason). An index's children are files of their own: a bad child is one failure of the run,
+// its siblings still land. URLs go to the store in chunks of ChunkItems, so memory stays flat
+// whatever the file's size.
+//
+// A 50,000-URL import takes longer than an HTTP request should, so Submit starts a run and
+// returns its id; the run proceeds on its own and Run reports its progress and result. The
+// last MaxSitemapRuns runs are kept in memory (worker 0 restarting forgets them; submitting a
+// sitemap again is harmless because upserts never reset a due time). <loc> is the target and
+// <changefreq> its cadence (sitemap.ChangefreqCadence).
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/startstop"
+	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/wire"
+)
+
+// Sitemap run limits.
+const (
+	MaxSitemapRuns    = 100 // runs kept for Run
+	MaxSitemapRunning = 4   // runs in progress at once; more are refused with ErrTooMany
+)
+
+// SitemapRuns runs sitemap imports in the background: a startstop.Service. Each run works
+// under the context Start gave, so Stop (or the end of Start's ctx) cancels every fetch in
+// flight; Stop then refuses new runs, waits for the chunk being written to commit, shuts the
+// gate every run's write passes, and returns once every run has returned. From then on no run
+// writes again: worker 0 stops its runs before it closes the store. Stop without Start and
+// Stop twice are no-ops; Submit before Start or after Stop is refused with ErrClosed.
+type SitemapRuns struct {
+	startstop.BaseStartStop
+
+	Targets *Targets     // upserts each chunk (UpsertChunk); its Policy and Now are the runs'
+	Client  *http.Client // fetches; nil: sitemap's default client (render.timeout, the address policy)
+
+	mu        sync.Mutex
+	runs      map[string]*sitemapRun
+	order     []string // run ids, oldest first
+	running   int
+	accepting bool            // between Start and Stop
+	ctx       context.Context // the runs' (Start's), ended by Stop
+	gate      *Gate           // every write of a run passes it; shut by Stop
+	wg        sync.WaitGroup  // runs in progress
+}
+
+var _ startstop.Service = (*SitemapRuns)(nil)
+
+// Start accepts runs until Stop or until ctx ends; the runs work under ctx.
+func (s *SitemapRuns) Start(ctx context.Context) error {
+	ctx, start, done := s.StartInit(ctx)
+	if !start {
+		return nil
+	}
+	gate := &Gate{}
+	s.mu.Lock()
+	s.accepting, s.ctx, s.gate = true, ctx, gate
+	s.mu.Unlock()
+	go func() {
+		defer done()
+		<-ctx.Done()
+		s.mu.Lock()
+		s.accepting = false
+		s.mu.Unlock()
+		gate.Shut() // for good: waits for a chunk being written, admits none after
+		s.wg.Wait()
+	}()
+	return nil
+}
+
+type sitemapRun struct {
+	mu  sync.Mutex
+	rep wire.SitemapRun
+}
+
+func (r *sitemapRun) snapshot() wire.SitemapRun {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.rep
+	out.Added.Sample = append([]string(nil), r.rep.Added.Sample...)
+	out.Updated.Sample = append([]string(nil), r.rep.Updated.Sample...)
+	out.Filtered.Sample = append([]string(nil), r.rep.Filtered.Sample...)
+	out.Failed.Sample = append([]wire.SitemapFailItem(nil), r.rep.Failed.Sample...)
+	return out
+}
+
+// Submit starts a run of req: of the sitemap at req.URL, or, when body is not nil, of the file
+// body (a spooled request body, which then belongs to the run, and is removed whatever
+// happens). req.URL must be under render.domains and req.Device ("" is desktop) a known
+// device, or Submit returns a *FieldError naming "url" or "device". It returns the run's
+// state as it starts, ErrTooMany when MaxSitemapRunning runs are in progress, and ErrClosed
+// when the runs are not started or are stopping.
+func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.SitemapRun, err error) {
+	defer func() {
+		if err != nil {
+			discard(body)
+		}
+	}()
+	cfg := s.Targets.Policy().Config()
+	if body == nil {
+		u, err := cachekey.NormalizeURL(req.URL)
+		if err != nil {
+			return wire.SitemapRun{}, fieldErr("url", err)
+		}
+		pu, _ := url.Parse(u)
+		if !render.Allowed(cfg.Render.Domains, pu.Host) {
+			return wire.SitemapRun{}, fieldErr("url", fmt.Errorf("host %q is not under render.domains", pu.Host))
+		}
+		req.URL = u
+	}
+	if req.Device == "" {
+		req.Device = "desktop"
+	}
+	if !Devices(cfg)[req.Device] {
+		return wire.SitemapRun{}, fieldErr("device", fmt.Errorf("unknown device %q", req.Device))
+	}
+	run, err := s.start(req, body)
+	if err != nil {
+		return wire.SitemapRun{}, err
+	}
+	return run.snapshot(), nil
+}
+
+// Run returns the state of the run id, or a *FieldError naming "id" that matches ErrNotFound
+// when no such run is kept.
+func (s *SitemapRuns) Run(id string) (wire.SitemapRun, error) {
+	s.mu.Lock()
+	run := s.runs[id]
+	s.mu.Unlock()
+	if run == nil {
+		return wire.SitemapRun{}, fieldErr("id", &kindError{kind: ErrNotFound,
+			msg: fmt.Sprintf("no such run (the last %d are kept)", MaxSitemapRuns)})
+	}
+	return run.snapshot(), nil
+}
+
+// discard closes and removes a spooled body.
+func discard(f *os.File) {
+	if f != nil {
+		f.Close()
+		os.Remove(f.Name())
+	}
+}
+
+// start registers a run and launches it under the runs' context.
+func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (*sitemapRun, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	now := s.Targets.Now
+	run := &sitemapRun{rep: wire.SitemapRun{ID: hex.EncodeToString(b[:]), Status: wire.RunRunning, Source: req.URL,
+		Device: req.Device, StartedMs: now()}}
+	if body != nil {
+		run.rep.Source = "body"
+	}
+	s.mu.Lock()
+	if !s.accepting {
+		s.mu.Unlock()
+		return nil, &kindError{kind: ErrClosed, msg: "worker 0 is stopping; post the sitemap again once it is back"}
+	}
+	if s.running >= MaxSitemapRunning {
+		n := s.running
+		s.mu.Unlock()
+		return nil, &kindError{kind: ErrTooMany, msg: fmt.Sprintf("%d sitemap runs already in progress; retry when one is done", n)}
+	}
+	if s.runs == nil {
+		s.runs = map[string]*sitemapRun{}
+	}
+	s.running++
+	s.runs[run.rep.ID] = run
+	s.order = append(s.order, run.rep.ID)
+	s.evictLocked()
+	s.wg.Add(1)
+	ctx, gate := s.ctx, s.gate
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		err := s.execute(ctx, gate, run, req, body)
+		if err != nil && ctx.Err() != nil {
+			err = errors.New("stopped: worker 0 is shutting down (what was stored before stays; post the sitemap again)")
+		}
+		s.mu.Lock()
+		s.running--
+		s.mu.Unlock()
+		run.mu.Lock()
+		run.rep.Status, run.rep.FinishedMs = wire.RunDone, now()
+		if err != nil {
+			run.rep.Status, run.rep.Error = wire.RunFailed, err.Error()
+		}
+		run.mu.Unlock()
+	}()
+	return run, nil
+}
+
+// evictLocked drops the oldest finished runs beyond MaxSitemapRuns. Running runs are never
+// dropped; there are at most MaxSitemapRunning of them.
+func (s *SitemapRuns) evictLocked() {
+	for i := 0; len(s.order) > MaxSitemapRuns && i < len(s.order); {
+		id := s.order[i]
+		r := s.runs[id]
+		r.mu.Lock()
+		done := r.rep.Status != wire.RunRunning
+		r.mu.Unlock()
+		if !done {
+			i++
+			continue
+		}
+		delete(s.runs, id)
+		s.order = append(s.order[:i], s.order[i+1:]...)
+	}
+}
+
+// ingest is the state of one run while it executes: the sitemap.Sink of its walk.
+type ingest struct {
+	ctx    context.Context // ended by Stop
+	gate   *Gate
+	s      *SitemapRuns
+	run    *sitemapRun
+	cfg    *config.Config
+	devs   map[string]bool
+	device string
+	batch  batch // of the urlset file being read
+}
+
+func (s *SitemapRuns) execute(ctx context.Context, gate *Gate, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
+	cfg := s.Targets.Policy().Config()
+	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, cfg: cfg, devs: Devices(cfg), device: req.Device}
+	in.batch = batch{in: in, chunk: make([]Item, 0, ChunkItems), keys: make(map[string]bool, ChunkItems)}
+	f := &sitemap.Fetcher{Client: s.Client, Config: cfg}
+	if body != nil {
+		defer discard(body)
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return f.WalkBody(ctx, body, in)
+	}
+	return f.WalkURL(ctx, req.URL, in)
+}
+
+// File starts a file: a chunk left by a file that failed part way is dropped with it.
+func (in *ingest) File() {
+	in.run.mu.Lock()
+	in.run.rep.Files++
+	in.run.mu.Unlock()
+	in.batch.chunk = in.batch.chunk[:0]
+	clear(in.batch.keys)
+}
+
+// Entry takes one <url> of a file that parsed whole.
+func (in *ingest) Entry(e sitemap.Entry) error { return in.batch.entry(e) }
+
+// EndFile lands what is left of the file's URLs.
+func (in *ingest) EndFile() error { return in.batch.flush() }
+
+// Filtered counts a child sitemap outside render.domains.
+func (in *ingest) Filtered(u string) {
+	in.run.mu.Lock()
+	in.run.rep.Filtered.Add(u)
+	in.run.mu.Unlock()
+}
+
+// Failed counts a child sitemap that could not be read.
+func (in *ingest) Failed(u, reason string) { in.fail(u, reason) }
+
+func (in *ingest) fail(u, reason string) {
+	in.run.mu.Lock()
+	in.run.rep.Failed.Add(u, reason)
+	in.run.mu.Unlock()
+}
+
+func (in *ingest) count(n int) {
+	in.run.mu.Lock()
+	in.run.rep.URLs += n
+	in.run.mu.Unlock()
+}
+
+// batch gathers a urlset file's valid URLs into chunks for Targets.UpsertChunk.
+type batch struct {
+	in    *ingest
+	chunk []Item
+	keys  map[string]bool // keys of chunk: a repeated URL flushes first, so a chunk has no duplicate
+}
+
+func (b *batch) entry(e sitemap.Entry) error {
+	in := b.in
+	if e.TooLong {
+		in.fail(e.Loc, fmt.Sprintf("a tag longer than %d bytes", sitemap.MaxField))
+		in.count(1)
+		return nil
+	}
+	if e.Loc == "" {
+		in.fail("", "<url> without <loc>")
+		in.count(1)
+		return nil
+	}
+	item := wire.TargetItem{URL: e.Loc, Device: in.device, Source: "sitemap"}
+	if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.cfg.Sitemap.MinTTL.D()); ok {
+		item.Interval = json.RawMessage(`"` + ms.String() + `"`)
+	}
+	p, err := ParseItem(&item, in.devs)
+	if err != nil {
+		in.fail(e.Loc, err.Error())
+		in.count(1)
+		return nil
+	}
+	pu, _ := url.Parse(p.URL)
+	if !render.Allowed(in.cfg.Render.Domains, pu.Host) {
+		in.run.mu.Lock()
+		in.run.rep.Filtered.Add(p.URL)
+		in.run.rep.URLs++
+		in.run.mu.Unlock()
+		return nil
+	}
+	if b.keys[string(p.Key)] {
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
+	b.keys[string(p.Key)] = true
+	b.chunk = append(b.chunk, p)
+	if len(b.chunk) == ChunkItems {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush upserts the chunk through the runs' gate and counts what became of each URL.
+func (b *batch) flush() error {
+	if len(b.chunk) == 0 {
+		return nil
+	}
+	in := b.in
+	landed, err := in.s.Targets.UpsertChunk(in.ctx, in.gate, b.chunk)
+	if err != nil {
+		return err // ErrClosed, or a *StoreError that names the store
+	}
+	in.run.mu.Lock()
+	for i, l := range landed {
+		switch u := b.chunk[i].URL; {
+		case l.Failed != "":
+			in.run.rep.Failed.Add(u, l.Failed)
+		case l.Existed:
+			in.run.rep.Updated.Add(u)
+		default:
+			in.run.rep.Added.Add(u)
+		}
+	}
+	in.run.rep.URLs += len(b.chunk)
+	in.run.mu.Unlock()
+	b.chunk = b.chunk[:0]
+	clear(b.keys)
+	return nil
+}
