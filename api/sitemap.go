@@ -179,7 +179,7 @@ func (s *Sitemaps) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Device == "" {
-		req.Device = "desktop"
+		req.Device = config.DefaultDevice
 	}
 	if !intake.Devices(cfg)[req.Device] {
 		discard(body)

@@ -275,31 +275,8 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 	return t.render(rctx, res)
 }
 
-// device is the emulation of a device name: render.devices, else the built-in desktop or mobile,
-// else desktop's viewport with the device's user agent. The user agent is the device's own, else
-// render.user_agents.<name>, else the built-in's, else render.user_agent.
-func (r *Renderer) device(name string) config.Device {
-	if name == "" {
-		name = "desktop"
-	}
-	d, ok := r.cfg.Devices[name]
-	if !ok {
-		builtin := config.BuiltinDevices()
-		if d, ok = builtin[name]; !ok {
-			d = builtin["desktop"]
-		}
-		if ua := r.cfg.UserAgents[name]; ua != "" {
-			d.UserAgent = ua
-		}
-	}
-	if d.UserAgent == "" {
-		d.UserAgent = render.UserAgent(&r.cfg, name)
-	}
-	if d.Scale == 0 {
-		d.Scale = 1
-	}
-	return d
-}
+// device is the emulation of a device name (config.Render.Emulation).
+func (r *Renderer) device(name string) config.Device { return r.cfg.Emulation(name) }
 
 func failed(res render.Result, o outcome.Outcome, stage, msg string) render.Result {
 	res.Outcome, res.Stage, res.Err, res.Body = o, stage, msg, nil
