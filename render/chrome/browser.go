@@ -121,6 +121,8 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 		}
 	}
 	var cmdRef *exec.Cmd
+	var held *os.File // EnvSurvive's writer of the DevTools pipe, closed once the browser runs
+	var heldErr error
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(cfg.Path),
 		chromedp.UserDataDir(dir),
@@ -137,6 +139,9 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 			// when the worker dies, even by kill -9 (Go sets the parent-death signal after
 			// the credentials change, which would otherwise clear it).
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
+			if survive() {
+				held, heldErr = surviveAttr(cmd, cred)
+			}
 			cmdRef = cmd
 		}),
 	}, browserFlags...)
@@ -153,6 +158,10 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 	if cmdRef != nil && cmdRef.Process != nil {
 		b.pgid = cmdRef.Process.Pid
 	}
+	if held != nil {
+		held.Close()
+	}
+	err = errors.Join(err, heldErr)
 	if err != nil {
 		b.close()
 		return nil, fmt.Errorf("chrome: start %s: %w", cfg.Path, err)

@@ -41,7 +41,28 @@
 //     on it finish, then it is killed, and the next render starts a new one.
 //   - A crashed tab fails its render only (outcome.Failed at "browser", transient). A browser
 //     that exits fails the renders on it, and the next render starts a new browser.
-//   - The browser leads its own process group, killed whole when it closes; it has the
-//     parent-death signal (SIGKILL), and it exits when its DevTools pipe closes, so no
-//     Chromium outlives its render worker, even one killed with -9.
+//
+// # No browser outlives its worker
+//
+// Four mechanisms, one of which does the work when a worker dies without closing (kill -9):
+//
+//   - The parent-death signal does it. The browser's main process is started with SIGKILL as
+//     its parent-death signal, so the kernel kills it as the worker exits, however it exits;
+//     its helpers (zygotes, renderers, GPU, network and storage processes) then end as their
+//     channel to it closes, and the crash handlers Chromium starts in sessions of their own
+//     end with the processes they serve. (Linux sends the signal when the thread that forked
+//     exits; Go ends no thread it has not locked, and nothing here locks one.)
+//   - The DevTools pipe is the brace. The kernel closes the worker's end of the browser's
+//     command pipe as the worker exits; Chromium reads EOF there and shuts itself down
+//     (traced: EOF 6 ms after the kill, every process gone 0.3 s later). With the signal it is
+//     never needed; without it, it alone ends the browser.
+//   - A close (a stop, a reload, a recycle, a crash) kills the browser's process group, then
+//     every process still naming its profile (the crash handlers), and removes the profile.
+//   - The next renderer started on the machine kills what still uses the profile of a worker
+//     that is gone, and removes it: a late sweep, not a bound on how long a browser may live.
+//
+// The supervisor's end-to-end test kills a render worker with -9 and requires every process
+// of its browsers gone before the worker is restarted (so that the sweep cannot hide a
+// survivor). EnvSurvive, in test builds only, starts browsers that outlive their worker (own
+// session, no parent-death signal, their command pipe held open) to show that test can fail.
 package chrome
