@@ -105,7 +105,8 @@ func BenchmarkRenderExecDumpDOM4(b *testing.B) {
 // BenchmarkRSSAfter1000 renders 1,000 pages (per iteration), 4 at once, and reports the
 // browser's memory after them: MiB-pss is the renderer's own figure (render.chrome.max_rss: the
 // Pss of the browser's processes, summed), MiB-rss the plain RSS sum of the same processes
-// (shared pages counted once per process), and the largest Pss seen after each 100 renders.
+// (shared pages counted once per process), the Pss after the first 100 renders, and the
+// largest Pss seen after each 100.
 // Never recycled, and recycled every 150 renders (so that a browser is running at the end).
 func BenchmarkRSSAfter1000(b *testing.B) {
 	needChromium(b)
@@ -122,10 +123,14 @@ func BenchmarkRSSAfter1000(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var maxPss int64
-				for range 10 {
+				var maxPss, firstPss int64
+				for i := range 10 {
 					renderAll(b, r, s.URL+"/", 100)
-					maxPss = max(maxPss, r.RSS())
+					pss := r.RSS()
+					maxPss = max(maxPss, pss)
+					if i == 0 {
+						firstPss = pss
+					}
 				}
 				r.mu.Lock()
 				cur := r.cur
@@ -136,6 +141,7 @@ func BenchmarkRSSAfter1000(b *testing.B) {
 				b.ReportMetric(float64(cur.rss())/(1<<20), "MiB-pss")
 				b.ReportMetric(float64(plainRSS(cur))/(1<<20), "MiB-rss")
 				b.ReportMetric(float64(maxPss)/(1<<20), "MiB-pss-max")
+				b.ReportMetric(float64(firstPss)/(1<<20), "MiB-pss-at-100")
 				b.ReportMetric(float64(r.Restarts()), "restarts")
 				r.Close()
 			}

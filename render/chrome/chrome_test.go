@@ -381,3 +381,50 @@ func TestTabsAreReusedAndParked(t *testing.T) {
 		t.Errorf("after the idle tab's renderer died: %v at %s (%s)", res.Outcome, res.Stage, res.Err)
 	}
 }
+
+// The browser is retired for a new one after render.chrome.recycle_after renders, and when the
+// Pss of its processes passes render.chrome.max_rss (looked at off the render's path); the
+// renders go on, on the new browser, and the old one is gone with its profile.
+func TestRecycling(t *testing.T) {
+	s := newSite(t)
+	s.page("/ok", `<!doctype html><p>ok</p>`)
+	var mu sync.Mutex
+	reasons := map[string]int{}
+	restarted := func(reason string) {
+		mu.Lock()
+		reasons[reason]++
+		mu.Unlock()
+	}
+	count := func(reason string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reasons[reason]
+	}
+	r := newRenderer(t, func(c *config.Render) { c.Chrome.RecycleAfter = 2 })
+	r.hooks.Restarted = restarted
+	var dirs []string
+	for i := range 4 {
+		r.mu.Lock()
+		if r.cur != nil {
+			dirs = append(dirs, r.cur.dir)
+		}
+		r.mu.Unlock()
+		if res := render1(t, r, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+			t.Fatalf("render %d: %v %s", i, res.Outcome, res.Err)
+		}
+	}
+	if n := count("recycle"); n != 2 {
+		t.Errorf("%d recycles after 4 renders with recycle_after 2, want 2", n)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(dirs[0]); return os.IsNotExist(err) })
+
+	big := newRenderer(t, func(c *config.Render) { c.Chrome.MaxRSS = 1 })
+	big.hooks.Restarted = restarted
+	if res := render1(t, big, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+		t.Fatalf("%v %s", res.Outcome, res.Err)
+	}
+	waitFor(t, func() bool { return count("rss") == 1 })
+	if res := render1(t, big, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+		t.Errorf("after the rss recycle: %v %s", res.Outcome, res.Err)
+	}
+}

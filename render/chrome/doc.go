@@ -1,12 +1,19 @@
 // Package chrome is the chrome renderer (render.renderer: chrome): one long-lived headless
 // Chromium per render worker, driven over the DevTools protocol through its pipe (chromedp),
-// each render in a new tab of its own, render.concurrency of them at once.
+// each render in a tab of its own, render.concurrency of them at once.
+//
+// chromedp because it speaks the protocol over the browser's own pipe (--remote-debugging-pipe:
+// no debugging port that anything else on the host could reach), its types are generated from
+// the protocol's definitions (cdproto), it needs no Node.js, and it is the maintained Go choice.
 //
 // # What a render does
 //
 //   - Vets the URL: http or https, its host in render.domains (else outcome.Blocked at "policy").
-//   - Opens a tab emulating the request's device (render.devices, or the built-in desktop and
-//     mobile: viewport, device scale, mobile emulation with touch, user agent).
+//   - Takes a tab: one the browser kept from an earlier render, else a new one (tabs.go: opening
+//     a tab costs more than rendering a trivial page). It emulates the request's device
+//     (config.Render.Emulation: render.devices, or the built-in desktop and mobile: viewport,
+//     device scale, mobile emulation with touch, user agent), set anew where it differs from
+//     what the tab had.
 //   - Vets every request before it is sent (the Fetch domain): a document, its redirects and its
 //     frames must be in render.domains, within render.max_redirects and not a loop; nothing but
 //     http and https is fetched (no file:, no chrome:); render.chrome.block_types and
@@ -19,6 +26,9 @@
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
 //     meta tags' status, else the document's response status; noindex.
 //   - Reports its phases in Result.Timings.
+//   - Parks the tab on about:blank, waiting until the blank document is committed (its page's
+//     scripts and requests end there), and gives it back for the next render; a tab that
+//     crashed, failed to park or whose render did not end cleanly (a timeout) is closed.
 //
 // # Safety
 //
@@ -37,10 +47,12 @@
 // # Stability
 //
 //   - The browser is retired after render.chrome.recycle_after renders, or when the Pss of its
-//     processes passes render.chrome.max_rss (looked at once a second at most); the renders
+//     processes passes render.chrome.max_rss (looked at every 5 s at most, off the renders' path); the renders
 //     on it finish, then it is killed, and the next render starts a new one.
-//   - A crashed tab fails its render only (outcome.Failed at "browser", transient). A browser
-//     that exits fails the renders on it, and the next render starts a new browser.
+//   - A crashed tab fails its render only (outcome.Failed at "browser", transient; a navigation
+//     its crash aborted too), and is closed. A kept tab that crashed while it waited is never
+//     handed out: the next render opens a new one. A browser that exits fails the renders on
+//     it, and the next render starts a new browser.
 //
 // # No browser outlives its worker
 //

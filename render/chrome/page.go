@@ -382,8 +382,11 @@ func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res 
 	idle := t.r.cfg.Chrome.Idle.D()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	now := make(chan time.Time, 1)
+	now <- time.Now() // the first look is at once: a page may be ready as it commits
 	for {
 		select {
+		case <-now:
 		case <-t.crashed:
 			return failed(res, outcome.Failed, render.StageBrowser, "the page's tab crashed"), false
 		case <-ctx.Done():
