@@ -634,7 +634,7 @@ func (c *Config) Validate() error {
 		}
 		if err := cachekey.ValidDevice(dev); err != nil && dev != "" {
 			// Cache keys are device|url: such a device could never be told from its URL.
-			bad("render.user_agents", "device name: %v", err)
+			bad("render.user_agents."+dev, "device name: %v", err)
 		}
 	}
 	if r.Sim.LatencyMedian < 0 {
@@ -733,8 +733,11 @@ func (r *Render) validateChrome(bad func(path, format string, args ...any)) {
 		if err := cachekey.ValidDevice(name); err != nil || name == "" {
 			bad(path, "device name: %v", err)
 		}
-		if d.Width < 1 || d.Width > DeviceSizeMax || d.Height < 1 || d.Height > DeviceSizeMax {
-			bad(path, "width and height must be 1..%d, got %dx%d", DeviceSizeMax, d.Width, d.Height)
+		if d.Width < 1 || d.Width > DeviceSizeMax {
+			bad(path+".width", "must be 1..%d CSS pixels, got %d", DeviceSizeMax, d.Width)
+		}
+		if d.Height < 1 || d.Height > DeviceSizeMax {
+			bad(path+".height", "must be 1..%d CSS pixels, got %d", DeviceSizeMax, d.Height)
 		}
 		if !(d.Scale >= 0 && d.Scale <= DeviceScaleMax) {
 			bad(path+".scale", "must be 0..%v, got %v", DeviceScaleMax, d.Scale)
@@ -869,30 +872,6 @@ func Parse(data []byte) (*Config, error) {
 // LineOf is the line of the key at a dotted path in a configuration file, or of its nearest
 // parent the file sets, or 0: for errors about a value that a caller checks outside Validate.
 func LineOf(data []byte, path string) int { return lineOf(data, path) }
-
-// lineOf finds the line of the YAML key at a dotted path such as queue.lease_ttl or
-// routes[2].match, or 0 if the file does not set it.
-func lineOf(data []byte, path string) int {
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return 0
-	}
-	for p := path; p != ""; {
-		yp, err := yaml.PathString("$." + p)
-		if err == nil {
-			if node, err := yp.FilterFile(file); err == nil && node != nil {
-				return node.GetToken().Position.Line
-			}
-		}
-		// The key itself is absent (defaulted): point at its nearest parent that is present.
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
-			break
-		}
-		p = p[:i]
-	}
-	return 0
-}
 
 // Duration is a time.Duration that also accepts a "d" (24 h) unit, as in 7d or 1d12h.
 type Duration time.Duration

@@ -75,8 +75,8 @@ func TestBadValuesNameTheirLine(t *testing.T) {
 		{"queue:\n  lease_ttl: 1m\n", "line 2: queue.lease_ttl"},
 		{"\n\nrender:\n  default_interval: -1h\n", "line 4: render.default_interval"},
 		{"routes:\n  - {name: a, match: exact, path: /}\n  - {name: b, match: glob, path: /x}\n", "line 3: routes[1].match"},
-		{"queue:\n  lanes:\n    urgent_max_share: 0.9\n", "line 3: queue.lanes"},
-		{"render:\n  renderer: exec\n", "line 2: render.exec.command"},
+		{"queue:\n  lanes:\n    urgent_max_share: 0.9\n", "line 2: queue.lanes"}, // the key's own line, not its block's
+		{"render:\n  renderer: exec\n", "line 1: render.exec.command"},           // absent: its nearest parent
 		{"render:\n  domains:\n    - example.com\n    - https://example.org/\n", "line 4: render.domains[1]"},
 		{"render:\n  domains: [\"\"]\n", "line 2: render.domains"},
 		{"render:\n  domains: [\"*.example.com\"]\n", "line 2: render.domains"},

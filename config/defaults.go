@@ -104,6 +104,9 @@ const (
 	DeviceSizeMax             = 10000
 	DeviceScaleMax            = 10.0
 
+	// DefaultDevice is the device of a target that names none.
+	DefaultDevice = "desktop"
+
 	// The built-in devices (render.devices may replace them by name).
 	DesktopWidth, DesktopHeight = 1366, 768
 	MobileWidth, MobileHeight   = 412, 915
@@ -119,8 +122,8 @@ func ChromeBlockTypesDefault() []string { return []string{"image", "media", "fon
 // empty is render.user_agents.<device>, else render.user_agent.
 func BuiltinDevices() map[string]Device {
 	return map[string]Device{
-		"desktop": {Width: DesktopWidth, Height: DesktopHeight, Scale: 1},
-		"mobile":  {Width: MobileWidth, Height: MobileHeight, Scale: MobileScale, Mobile: true, UserAgent: MobileUserAgentDefault},
+		DefaultDevice: {Width: DesktopWidth, Height: DesktopHeight, Scale: 1},
+		"mobile":      {Width: MobileWidth, Height: MobileHeight, Scale: MobileScale, Mobile: true, UserAgent: MobileUserAgentDefault},
 	}
 }
 

@@ -130,7 +130,7 @@ func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.Sit
 		req.URL = u
 	}
 	if req.Device == "" {
-		req.Device = "desktop"
+		req.Device = config.DefaultDevice
 	}
 	if !Devices(cfg)[req.Device] {
 		return wire.SitemapRun{}, fieldErr("device", fmt.Errorf("unknown device %q", req.Device))

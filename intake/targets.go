@@ -54,14 +54,8 @@ func (t *Targets) lock(keys [][]byte) func() {
 	return t.Locks.Lock(keys)
 }
 
-// Devices a target may name: desktop and mobile, plus every device of render.user_agents.
-func Devices(cfg *config.Config) map[string]bool {
-	d := map[string]bool{"desktop": true, "mobile": true}
-	for k := range cfg.Render.UserAgents {
-		d[k] = true
-	}
-	return d
-}
+// Devices a target may name under cfg: config.Render.DeviceNames, the one definition.
+func Devices(cfg *config.Config) map[string]bool { return cfg.Render.DeviceNames() }
 
 // Key is the cache key of url on device ("" is desktop), or a *FieldError naming "url" or
 // "device".
@@ -71,7 +65,7 @@ func Key(url, device string, devs map[string]bool) ([]byte, error) {
 		return nil, fieldErr("url", err)
 	}
 	if device == "" {
-		device = "desktop"
+		device = config.DefaultDevice
 	}
 	if !devs[device] {
 		return nil, fieldErr("device", errors.New("unknown device "+device))
@@ -206,7 +200,7 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	if req.Prefix != "" {
 		field, name = "prefix", req.Prefix
 	}
-	devs, device := Devices(t.Policy().Config()), cmp.Or(req.Device, "desktop")
+	devs, device := Devices(t.Policy().Config()), cmp.Or(req.Device, config.DefaultDevice)
 	if !devs[device] { // checked before the url, as the answer has always named it first
 		return 0, fieldErr("device", errors.New("unknown device "+device))
 	}
@@ -337,8 +331,8 @@ func parseInterval(raw json.RawMessage) (int64, error) {
 
 var sources = map[string]store.Source{"sitemap": store.SourceSitemap, "discovered": store.SourceDiscovered, "api": store.SourceAPI}
 
-// ValidateTargetItem checks one item against the devices allowed (desktop, mobile, and the keys
-// of render.user_agents) and returns its cache key, or the field it got wrong with an error.
+// ValidateTargetItem checks one item against the devices allowed (config.Render.DeviceNames)
+// and returns its cache key, or the field it got wrong with an error.
 func ValidateTargetItem(it *wire.TargetItem, devices map[string]bool) (key []byte, field string, err error) {
 	p, err := ParseItem(it, devices)
 	if fe := (*FieldError)(nil); errors.As(err, &fe) {
@@ -388,7 +382,7 @@ func ParseItem(it *wire.TargetItem, devs map[string]bool) (Item, error) {
 	}
 	p.URL, p.device = u, it.Device
 	if p.device == "" {
-		p.device = "desktop"
+		p.device = config.DefaultDevice
 	}
 	if !devs[p.device] {
 		return p, fieldErr("device", fmt.Errorf("unknown device %q", p.device))

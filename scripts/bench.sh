@@ -51,6 +51,11 @@ trap 'rm -f "$tmp"' EXIT
     echo '```'
     echo
   done
+  # Sections measured by hand, whose runs are too long or need a browser (each says its
+  # commands and figures): kept as they are.
+  for f in scripts/bench/by-hand/*.md; do
+    [ -f "$f" ] && { cat "$f"; echo; }
+  done
 } >"$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$out"

@@ -88,7 +88,8 @@ var browserFlags = []chromedp.ExecAllocatorOption{
 // profile directory, driven over the DevTools pipe. Every field but the counters is set once
 // by startBrowser.
 type browser struct {
-	ctx         context.Context // the browser's chromedp context: a tab is a child of it
+	ctx         context.Context   // the browser's chromedp context: a tab is a child of it
+	conn        *chromedp.Browser // its connection; LostConnection closes when the browser goes
 	cancel      context.CancelFunc
 	cancelAlloc context.CancelFunc
 	pgid        int
@@ -97,9 +98,10 @@ type browser struct {
 	closeOnce   sync.Once
 
 	// Under Renderer.mu.
-	renders  int  // renders begun on this browser
-	inflight int  // renders running on it
-	retired  bool // no new render begins on it; it closes when inflight reaches 0
+	renders  int        // renders begun on this browser
+	inflight int        // renders running on it
+	retired  bool       // no new render begins on it; it closes when inflight reaches 0
+	idle     []*tabConn // open tabs no render uses (tabs.go)
 }
 
 // startBrowser starts Chromium as cfg says, its every request through the proxy at proxyAddr.
@@ -121,6 +123,8 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 		}
 	}
 	var cmdRef *exec.Cmd
+	var held *os.File // EnvSurvive's writer of the DevTools pipe, closed once the browser runs
+	var heldErr error
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(cfg.Path),
 		chromedp.UserDataDir(dir),
@@ -137,6 +141,9 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 			// when the worker dies, even by kill -9 (Go sets the parent-death signal after
 			// the credentials change, which would otherwise clear it).
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
+			if survive() {
+				held, heldErr = surviveAttr(cmd, cred)
+			}
 			cmdRef = cmd
 		}),
 	}, browserFlags...)
@@ -153,10 +160,15 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 	if cmdRef != nil && cmdRef.Process != nil {
 		b.pgid = cmdRef.Process.Pid
 	}
+	if held != nil {
+		held.Close()
+	}
+	err = errors.Join(err, heldErr)
 	if err != nil {
 		b.close()
 		return nil, fmt.Errorf("chrome: start %s: %w", cfg.Path, err)
 	}
+	b.conn = chromedp.FromContext(bctx).Browser
 	return b, nil
 }
 
@@ -181,8 +193,21 @@ func account(name string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
-// alive reports whether the browser still runs and answers.
-func (b *browser) alive() bool { return b.ctx.Err() == nil }
+// alive reports whether the browser still runs and answers. The connection is lost before the
+// browser's context ends: a call that failed for it must already see the browser gone.
+func (b *browser) alive() bool {
+	if b.ctx.Err() != nil {
+		return false
+	}
+	if b.conn != nil {
+		select {
+		case <-b.conn.LostConnection:
+			return false
+		default:
+		}
+	}
+	return true
+}
 
 // close kills the browser's process group and anything else still using its profile, then
 // removes the profile. Safe to call more than once and from any goroutine.

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/testdns"
 	"github.com/freshq/freshq/outcome"
@@ -334,4 +336,95 @@ func killProcs(dir, arg string) int {
 		}
 	})
 	return n
+}
+
+// A browser keeps its tabs between renders (opening one costs more than a trivial render): a
+// tab is parked on about:blank after its render, the next render takes it, and no more tabs
+// are ever open than renders ran at once. A parked tab whose renderer process died while it
+// waited is not given to a render: the render takes a new one.
+func TestTabsAreReusedAndParked(t *testing.T) {
+	s := newSite(t)
+	s.page("/a", `<!doctype html><p>a</p><script>window.leftOver = setInterval(() => fetch("/late"), 50); window.prerenderReady = true</script>`)
+	s.page("/late", "")
+	s.page("/ok", `<!doctype html><p>ok</p>`)
+	r := newRenderer(t, nil)
+	for range 5 {
+		if res := render1(t, r, render.Request{URL: s.url("/a")}); res.Outcome != outcome.OK {
+			t.Fatalf("%v %s", res.Outcome, res.Err)
+		}
+	}
+	r.mu.Lock()
+	b := r.cur
+	idle := len(b.idle)
+	r.mu.Unlock()
+	if idle != 1 {
+		t.Fatalf("%d idle tabs after 5 renders one at a time, want 1", idle)
+	}
+	targets, err := chromedp.Targets(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range targets {
+		if ti.TargetID == b.idle[0].target.TargetID && ti.URL != "about:blank" {
+			t.Errorf("the idle tab shows %q, want about:blank (parked: its page stopped)", ti.URL)
+		}
+	}
+	if n := killProcs(b.dir, "--type=renderer"); n == 0 {
+		t.Fatal("no renderer process to kill")
+	}
+	waitFor(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(b.idle) == 0 || b.idle[0].dead.Load()
+	})
+	if res := render1(t, r, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+		t.Errorf("after the idle tab's renderer died: %v at %s (%s)", res.Outcome, res.Stage, res.Err)
+	}
+}
+
+// The browser is retired for a new one after render.chrome.recycle_after renders, and when the
+// Pss of its processes passes render.chrome.max_rss (looked at off the render's path); the
+// renders go on, on the new browser, and the old one is gone with its profile.
+func TestRecycling(t *testing.T) {
+	s := newSite(t)
+	s.page("/ok", `<!doctype html><p>ok</p>`)
+	var mu sync.Mutex
+	reasons := map[string]int{}
+	restarted := func(reason string) {
+		mu.Lock()
+		reasons[reason]++
+		mu.Unlock()
+	}
+	count := func(reason string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reasons[reason]
+	}
+	r := newRenderer(t, func(c *config.Render) { c.Chrome.RecycleAfter = 2 })
+	r.hooks.Restarted = restarted
+	var dirs []string
+	for i := range 4 {
+		r.mu.Lock()
+		if r.cur != nil {
+			dirs = append(dirs, r.cur.dir)
+		}
+		r.mu.Unlock()
+		if res := render1(t, r, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+			t.Fatalf("render %d: %v %s", i, res.Outcome, res.Err)
+		}
+	}
+	if n := count("recycle"); n != 2 {
+		t.Errorf("%d recycles after 4 renders with recycle_after 2, want 2", n)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(dirs[0]); return os.IsNotExist(err) })
+
+	big := newRenderer(t, func(c *config.Render) { c.Chrome.MaxRSS = 1 })
+	big.hooks.Restarted = restarted
+	if res := render1(t, big, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+		t.Fatalf("%v %s", res.Outcome, res.Err)
+	}
+	waitFor(t, func() bool { return count("rss") == 1 })
+	if res := render1(t, big, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
+		t.Errorf("after the rss recycle: %v %s", res.Outcome, res.Err)
+	}
 }

@@ -1,12 +1,19 @@
 // Package chrome is the chrome renderer (render.renderer: chrome): one long-lived headless
 // Chromium per render worker, driven over the DevTools protocol through its pipe (chromedp),
-// each render in a new tab of its own, render.concurrency of them at once.
+// each render in a tab of its own, render.concurrency of them at once.
+//
+// chromedp because it speaks the protocol over the browser's own pipe (--remote-debugging-pipe:
+// no debugging port that anything else on the host could reach), its types are generated from
+// the protocol's definitions (cdproto), it needs no Node.js, and it is the maintained Go choice.
 //
 // # What a render does
 //
 //   - Vets the URL: http or https, its host in render.domains (else outcome.Blocked at "policy").
-//   - Opens a tab emulating the request's device (render.devices, or the built-in desktop and
-//     mobile: viewport, device scale, mobile emulation with touch, user agent).
+//   - Takes a tab: one the browser kept from an earlier render, else a new one (tabs.go: opening
+//     a tab costs more than rendering a trivial page). It emulates the request's device
+//     (config.Render.Emulation: render.devices, or the built-in desktop and mobile: viewport,
+//     device scale, mobile emulation with touch, user agent), set anew where it differs from
+//     what the tab had.
 //   - Vets every request before it is sent (the Fetch domain): a document, its redirects and its
 //     frames must be in render.domains, within render.max_redirects and not a loop; nothing but
 //     http and https is fetched (no file:, no chrome:); render.chrome.block_types and
@@ -19,6 +26,9 @@
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
 //     meta tags' status, else the document's response status; noindex.
 //   - Reports its phases in Result.Timings.
+//   - Parks the tab on about:blank, waiting until the blank document is committed (its page's
+//     scripts and requests end there), and gives it back for the next render; a tab that
+//     crashed, failed to park or whose render did not end cleanly (a timeout) is closed.
 //
 // # Safety
 //
@@ -37,11 +47,34 @@
 // # Stability
 //
 //   - The browser is retired after render.chrome.recycle_after renders, or when the Pss of its
-//     processes passes render.chrome.max_rss (looked at once a second at most); the renders
+//     processes passes render.chrome.max_rss (looked at every 5 s at most, off the renders' path); the renders
 //     on it finish, then it is killed, and the next render starts a new one.
-//   - A crashed tab fails its render only (outcome.Failed at "browser", transient). A browser
-//     that exits fails the renders on it, and the next render starts a new browser.
-//   - The browser leads its own process group, killed whole when it closes; it has the
-//     parent-death signal (SIGKILL), and it exits when its DevTools pipe closes, so no
-//     Chromium outlives its render worker, even one killed with -9.
+//   - A crashed tab fails its render only (outcome.Failed at "browser", transient; a navigation
+//     its crash aborted too), and is closed. A kept tab that crashed while it waited is never
+//     handed out: the next render opens a new one. A browser that exits fails the renders on
+//     it, and the next render starts a new browser.
+//
+// # No browser outlives its worker
+//
+// Four mechanisms, one of which does the work when a worker dies without closing (kill -9):
+//
+//   - The parent-death signal does it. The browser's main process is started with SIGKILL as
+//     its parent-death signal, so the kernel kills it as the worker exits, however it exits;
+//     its helpers (zygotes, renderers, GPU, network and storage processes) then end as their
+//     channel to it closes, and the crash handlers Chromium starts in sessions of their own
+//     end with the processes they serve. (Linux sends the signal when the thread that forked
+//     exits; Go ends no thread it has not locked, and nothing here locks one.)
+//   - The DevTools pipe is the brace. The kernel closes the worker's end of the browser's
+//     command pipe as the worker exits; Chromium reads EOF there and shuts itself down
+//     (traced: EOF 6 ms after the kill, every process gone 0.3 s later). With the signal it is
+//     never needed; without it, it alone ends the browser.
+//   - A close (a stop, a reload, a recycle, a crash) kills the browser's process group, then
+//     every process still naming its profile (the crash handlers), and removes the profile.
+//   - The next renderer started on the machine kills what still uses the profile of a worker
+//     that is gone, and removes it: a late sweep, not a bound on how long a browser may live.
+//
+// The supervisor's end-to-end test kills a render worker with -9 and requires every process
+// of its browsers gone before the worker is restarted (so that the sweep cannot hide a
+// survivor). EnvSurvive, in test builds only, starts browsers that outlive their worker (own
+// session, no parent-death signal, their command pipe held open) to show that test can fail.
 package chrome

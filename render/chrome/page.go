@@ -73,25 +73,36 @@ type tab struct {
 
 func (t *tab) since() time.Duration { return time.Since(t.start) }
 
-// render runs the tab; ctx carries render.timeout.
+// render runs the render in a tab of the browser, borrowed and given back (tabs.go); ctx
+// carries render.timeout.
 func (t *tab) render(ctx context.Context, res render.Result) render.Result {
 	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
 	t.inflight, t.docHops = map[network.RequestID]bool{}, map[string]bool{}
-	tctx, closeTab := chromedp.NewContext(t.b.ctx)
-	defer closeTab()
-	// The tab's context ends with the render's: the first Run ties the tab to its context.
-	runCtx, stop := context.WithCancel(tctx)
-	defer stop()
-	unhook := context.AfterFunc(ctx, stop)
-	defer unhook()
-
-	out, err := chromedp.Run(runCtx, func(c context.Context, target *chromedp.Target) (render.Result, error) {
-		return t.run(c, ctx, target, res), nil
-	})
+	c, err := t.tabFor(ctx)
 	if err != nil {
 		return t.classifyErr(ctx, res, err)
 	}
+	out, clean := t.run(ctx, c, res)
+	t.r.giveBack(t.b, c, clean)
 	return out
+}
+
+// tabFor borrows a tab and sets the device's emulation on it. A borrowed tab that fails that
+// (it crashed while it waited, before it told) is closed, and the next one taken.
+func (t *tab) tabFor(ctx context.Context) (*tabConn, error) {
+	for {
+		c, reused, err := t.r.borrow(ctx, t.b)
+		if err != nil {
+			return nil, err
+		}
+		if err = t.emulate(ctx, c); err == nil {
+			return c, nil
+		}
+		t.r.giveBack(t.b, c, false)
+		if !reused || ctx.Err() != nil {
+			return nil, err
+		}
+	}
 }
 
 // classifyErr names a failure of the tab itself (it could not open, or the browser went away).
@@ -106,11 +117,13 @@ func (t *tab) classifyErr(ctx context.Context, res render.Result, err error) ren
 	return failed(res, outcome.Failed, render.StageBrowser, "tab: "+err.Error())
 }
 
-// run is the render inside the tab: rctx is the render's context (render.timeout, the caller's).
-func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render.Result) render.Result {
+// run is the render inside the tab c: ctx is the render's (render.timeout, the caller's).
+// clean says the tab is parked and fit for the next render.
+func (t *tab) run(rctx context.Context, c *tabConn, res render.Result) (_ render.Result, clean bool) {
+	target := c.target
 	t.mainFrame = cdp.FrameID(target.TargetID)
 	// A crashed tab answers no command: every call made from here ends with the crash.
-	ctx, endOnCrash := context.WithCancel(ctx)
+	ctx, endOnCrash := context.WithCancel(rctx)
 	defer endOnCrash()
 	evCtx, stopEvents := context.WithCancel(ctx)
 	var events sync.WaitGroup
@@ -119,7 +132,7 @@ func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render
 		events.Add(1)
 		go func() { defer events.Done(); f() }()
 	}
-	// Subscribe before enabling, so that no event is missed.
+	// Subscribe before navigating, so that no event is missed.
 	paused := cdp.Events(evCtx, target, fetch.RequestPaused)
 	sent := cdp.Events(evCtx, target, network.RequestWillBeSent)
 	received := cdp.Events(evCtx, target, network.ResponseReceived)
@@ -190,10 +203,22 @@ func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render
 			return
 		}
 	})
+	out := t.navigateAndCapture(ctx, rctx, target, res)
+	// Parked while its events are still heard: nothing of this page reaches the next render.
+	return out, rctx.Err() == nil && !t.isCrashed() && c.park(rctx)
+}
 
-	if err := t.setup(ctx, target); err != nil {
-		return t.classifyErr(rctx, res, err)
+func (t *tab) isCrashed() bool {
+	select {
+	case <-t.crashed:
+		return true
+	default:
+		return false
 	}
+}
+
+// navigateAndCapture loads the page in the tab, waits until it is ready and captures it.
+func (t *tab) navigateAndCapture(ctx, rctx context.Context, target *chromedp.Target, res render.Result) render.Result {
 	nav, err := cdp.Call(ctx, target, page.Navigate, page.NavigateParams{URL: t.req.URL})
 	t.mu.Lock()
 	t.timings.Response = t.since()
@@ -202,9 +227,12 @@ func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render
 		return t.finish(rctx, t.fail(rctx, res, render.StageNavigate, err))
 	}
 	if nav.ErrorText != "" || nav.IsDownload {
+		if strings.Contains(nav.ErrorText, "ERR_ABORTED") {
+			t.awaitCrash(ctx)
+		}
 		return t.finish(rctx, t.navigationFailed(res, nav))
 	}
-	if r, ok := t.waitReady(ctx, rctx, res); !ok {
+	if r, ok := t.waitReady(ctx, rctx, target, res); !ok {
 		return t.finish(rctx, r)
 	}
 	body, err := chromedp.Evaluate[string](fmt.Sprintf(captureScript, t.r.cfg.Chrome.KeepScripts))(ctx, target)
@@ -217,40 +245,36 @@ func (t *tab) run(ctx, rctx context.Context, target *chromedp.Target, res render
 	return t.finish(rctx, t.judge(res, body))
 }
 
-// setup enables what the render watches and emulates the device.
-func (t *tab) setup(ctx context.Context, target *chromedp.Target) error {
-	d := t.dev
-	steps := []func() error{
-		func() error { _, err := cdp.Call(ctx, target, inspector.Enable, cdp.Empty{}); return err },
-		func() error {
-			_, err := cdp.Call(ctx, target, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}})
-			return err
-		},
-		func() error { _, err := cdp.Call(ctx, target, network.Enable, network.EnableParams{}); return err },
-		func() error { _, err := cdp.Call(ctx, target, page.Enable, page.EnableParams{}); return err },
-		func() error {
-			_, err := cdp.Call(ctx, target, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-				Width: int64(d.Width), Height: int64(d.Height), DeviceScaleFactor: d.Scale, Mobile: d.Mobile,
-				ScreenWidth: int64(d.Width), ScreenHeight: int64(d.Height)})
-			return err
-		},
-		func() error {
-			if !d.Mobile {
-				return nil
-			}
-			_, err := cdp.Call(ctx, target, emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 5})
-			return err
-		},
-		func() error {
-			_, err := cdp.Call(ctx, target, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: d.UserAgent})
-			return err
-		},
+// emulate sets the device's emulation on the tab: the viewport and scale, touch (on for a
+// mobile device) and the user agent. A tab is reused, so each is set whenever it differs from
+// what the tab has, and only then: turning touch emulation on or off costs 80–150 ms.
+func (t *tab) emulate(ctx context.Context, c *tabConn) error {
+	d, was := t.dev, c.dev
+	if c.devSet && d.Width == was.Width && d.Height == was.Height && d.Scale == was.Scale && d.Mobile == was.Mobile && d.UserAgent == was.UserAgent {
+		return nil
 	}
-	for _, s := range steps {
-		if err := s(); err != nil {
+	if !c.devSet || d.Width != was.Width || d.Height != was.Height || d.Scale != was.Scale || d.Mobile != was.Mobile {
+		if _, err := cdp.Call(ctx, c.target, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(d.Width), Height: int64(d.Height), DeviceScaleFactor: d.Scale, Mobile: d.Mobile,
+			ScreenWidth: int64(d.Width), ScreenHeight: int64(d.Height)}); err != nil {
 			return err
 		}
 	}
+	if d.Mobile != was.Mobile { // a new tab has no touch emulation: was.Mobile is false
+		p := emulation.SetTouchEmulationEnabledParams{Enabled: d.Mobile}
+		if d.Mobile {
+			p.MaxTouchPoints = 5
+		}
+		if _, err := cdp.Call(ctx, c.target, emulation.SetTouchEmulationEnabled, p); err != nil {
+			return err
+		}
+	}
+	if !c.devSet || d.UserAgent != was.UserAgent {
+		if _, err := cdp.Call(ctx, c.target, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: d.UserAgent}); err != nil {
+			return err
+		}
+	}
+	c.dev, c.devSet = d, true
 	return nil
 }
 
@@ -354,13 +378,15 @@ func header(h network.Headers, name string) string {
 // waitReady waits until the page is ready: prerenderReady true if the page defines it, else
 // render.chrome.idle without a request in flight after the load event. ok is false when the
 // render ended instead, with its result.
-func (t *tab) waitReady(ctx, rctx context.Context, res render.Result) (render.Result, bool) {
+func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res render.Result) (render.Result, bool) {
 	idle := t.r.cfg.Chrome.Idle.D()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
-	target := chromedp.FromContext(ctx).Target
+	now := make(chan time.Time, 1)
+	now <- time.Now() // the first look is at once: a page may be ready as it commits
 	for {
 		select {
+		case <-now:
 		case <-t.crashed:
 			return failed(res, outcome.Failed, render.StageBrowser, "the page's tab crashed"), false
 		case <-ctx.Done():
@@ -424,8 +450,25 @@ func (t *tab) fail(rctx context.Context, res render.Result, stage string, err er
 	return failed(res, outcome.Failed, stage, err.Error())
 }
 
+// crashSettle is how long a render whose navigation was aborted waits for word of a crash: a
+// navigation whose renderer process dies is aborted, and the crash is told just after.
+const crashSettle = 500 * time.Millisecond
+
+func (t *tab) awaitCrash(ctx context.Context) {
+	timer := time.NewTimer(crashSettle)
+	defer timer.Stop()
+	select {
+	case <-t.crashed:
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+}
+
 // navigationFailed classifies a navigation that ended without a document.
 func (t *tab) navigationFailed(res render.Result, nav page.NavigateResult) render.Result {
+	if t.isCrashed() {
+		return failed(res, outcome.Failed, render.StageBrowser, "the page's tab crashed")
+	}
 	t.mu.Lock()
 	refused, loop := t.refusedDoc, t.loop
 	t.mu.Unlock()
