@@ -38,7 +38,11 @@ type stopRig struct {
 
 func newStopRig(t *testing.T, sitemaps fakeSitemaps) *stopRig {
 	r := &stopRig{release: make(chan struct{})}
-	sitemaps.release = r.release
+	// A stuck run is released when the test ends, not with the request: the test lets the
+	// request return and keeps the run stuck.
+	sitemapsDone := make(chan struct{})
+	t.Cleanup(func() { close(sitemapsDone) })
+	sitemaps.release = sitemapsDone
 	entered := make(chan struct{})
 	inflight := &handlers{}
 	srv := &http.Server{Handler: inflight.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
