@@ -135,11 +135,7 @@ func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.Sit
 	if !Devices(cfg)[req.Device] {
 		return wire.SitemapRun{}, fieldErr("device", fmt.Errorf("unknown device %q", req.Device))
 	}
-	run, err := s.start(req, body)
-	if err != nil {
-		return wire.SitemapRun{}, err
-	}
-	return run.snapshot(), nil
+	return s.start(req, body)
 }
 
 // Run returns the state of the run id, or a *FieldError naming "id" that matches ErrNotFound
@@ -164,7 +160,9 @@ func discard(f *os.File) {
 }
 
 // start registers a run and launches it under the runs' context.
-func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (*sitemapRun, error) {
+// start registers a run and starts it. It returns the run as it was accepted (running): a run
+// that fails at once must not make the answer to its POST depend on how fast it failed.
+func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (wire.SitemapRun, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	now := s.Targets.Now
@@ -176,12 +174,12 @@ func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (*sitemapRun
 	s.mu.Lock()
 	if !s.accepting {
 		s.mu.Unlock()
-		return nil, &kindError{kind: ErrClosed, msg: "worker 0 is stopping; post the sitemap again once it is back"}
+		return wire.SitemapRun{}, &kindError{kind: ErrClosed, msg: "worker 0 is stopping; post the sitemap again once it is back"}
 	}
 	if s.running >= MaxSitemapRunning {
 		n := s.running
 		s.mu.Unlock()
-		return nil, &kindError{kind: ErrTooMany, msg: fmt.Sprintf("%d sitemap runs already in progress; retry when one is done", n)}
+		return wire.SitemapRun{}, &kindError{kind: ErrTooMany, msg: fmt.Sprintf("%d sitemap runs already in progress; retry when one is done", n)}
 	}
 	if s.runs == nil {
 		s.runs = map[string]*sitemapRun{}
@@ -192,6 +190,7 @@ func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (*sitemapRun
 	s.evictLocked()
 	s.wg.Add(1)
 	ctx, gate := s.ctx, s.gate
+	accepted := run.snapshot()
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
@@ -209,7 +208,7 @@ func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (*sitemapRun
 		}
 		run.mu.Unlock()
 	}()
-	return run, nil
+	return accepted, nil
 }
 
 // evictLocked drops the oldest finished runs beyond MaxSitemapRuns. Running runs are never
