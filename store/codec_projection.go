@@ -95,7 +95,12 @@ func (p *Projection) decodeBody(d *decoder) {
 	if d.err != nil {
 		return
 	}
-	*p = Projection{
+	*p = projectionOf(f, eff, stored)
+}
+
+// projectionOf is the projection of a flags byte the caller has checked and two intervals.
+func projectionOf(f byte, eff, stored int64) Projection {
+	return Projection{
 		Submitted:           f&flagSubmitted != 0,
 		EffectiveIntervalMs: eff,
 		StoredIntervalMs:    stored,
@@ -167,14 +172,5 @@ func ProjectionOf(flags byte, effectiveIntervalMs, storedIntervalMs int64) (Proj
 	if effectiveIntervalMs < 0 || storedIntervalMs < 0 {
 		return Projection{}, fmt.Errorf("%w: negative interval", ErrCorruption)
 	}
-	return Projection{
-		Submitted:           flags&flagSubmitted != 0,
-		EffectiveIntervalMs: effectiveIntervalMs,
-		StoredIntervalMs:    storedIntervalMs,
-		Lanes: Lanes{
-			Urgent:        flags&flagUrgent != 0,
-			NeverRendered: flags&flagNeverRendered != 0,
-			Failing:       flags&flagFailing != 0,
-		},
-	}, nil
+	return projectionOf(flags, effectiveIntervalMs, storedIntervalMs), nil
 }
