@@ -91,13 +91,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, shards int) (int, error) {
 
 // createMeta creates freshq_meta unless it exists. Two sessions running CREATE TABLE IF NOT
 // EXISTS at once can both find no table, and the second then fails on the catalog's unique
-// index (23505) or as a duplicate table (42P07) once the first commits: the table exists then,
+// index (23505), as a duplicate type (42710: the table's row type) or as a duplicate table
+// (42P07) once the first commits: the table exists then,
 // which is all this needs, and the statement run again is a no-op.
 func createMeta(ctx context.Context, pool *pgxpool.Pool) error {
 	for attempt := 1; ; attempt++ {
 		_, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS freshq_meta (name text PRIMARY KEY, value bigint NOT NULL)`)
 		var pgErr *pgconn.PgError
-		if err != nil && attempt < 3 && errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07") {
+		if err != nil && attempt < 3 && errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42710" || pgErr.Code == "42P07") {
 			continue
 		}
 		if err != nil {
