@@ -59,6 +59,25 @@ type Config struct {
 	Sitemap    Sitemap    `yaml:"sitemap"`    //
 	Supervisor Supervisor `yaml:"supervisor"` //
 	HTTP       HTTP       `yaml:"http"`       // the public listener
+	Node       Node       `yaml:"node"`       // this node's identity in a cluster
+	Cluster    Cluster    `yaml:"cluster"`    // shard leases, with store.backend postgres
+}
+
+// Node names this node among the nodes that share one PostgreSQL database.
+type Node struct {
+	// ID is the node's identity: its heartbeat row and the owner of its shard leases. Empty
+	// (the default) is "<hostname>:<listen>", unique per process on a network. A second process
+	// that starts under the identity of a live node is refused.
+	ID string `yaml:"id"`
+}
+
+// Cluster configures shard ownership, which runs whenever store.backend is postgres (one node
+// alone owns every shard).
+type Cluster struct {
+	// LeaseTTL is how long a shard lease and a node's heartbeat last without renewal
+	// (ClusterLeaseTTLDefault, at least ClusterLeaseTTLMin). A node renews every LeaseTTL/4; a
+	// node that stops renewing loses its shards to the live nodes after LeaseTTL.
+	LeaseTTL Duration `yaml:"lease_ttl"`
 }
 
 // SHM locates the shared-memory segment.
@@ -338,6 +357,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"http.read_timeout", &c.HTTP.ReadTimeout, false},
 		{"http.write_timeout", &c.HTTP.WriteTimeout, false},
 		{"http.bulk_timeout", &c.HTTP.BulkTimeout, false},
+		{"cluster.lease_ttl", &c.Cluster.LeaseTTL, false},
 		{"http.idle_timeout", &c.HTTP.IdleTimeout, false},
 	}
 }
@@ -571,6 +591,9 @@ func (c *Config) Validate() error {
 	default:
 		bad("store.backend", "must be %s or %s, got %q", StoreBackendBadger, StoreBackendPostgres, c.Store.Backend)
 	}
+	if c.Cluster.LeaseTTL < ClusterLeaseTTLMin {
+		bad("cluster.lease_ttl", "must be at least %s, got %s", ClusterLeaseTTLMin, c.Cluster.LeaseTTL)
+	}
 	if sh := c.Store.Postgres.Shards; sh < PostgresShardsMin || sh > PostgresShardsMax {
 		bad("store.postgres.shards", "must be %d..%d, got %d", PostgresShardsMin, PostgresShardsMax, sh)
 	}
@@ -786,6 +809,8 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"store.postgres.shards", running.Store.Postgres.Shards, next.Store.Postgres.Shards},
 		{"store.sync_writes", running.Store.SyncWrites, next.Store.SyncWrites},
 		{"store.gc_interval", running.Store.GCInterval, next.Store.GCInterval},
+		{"node.id", running.Node.ID, next.Node.ID},
+		{"cluster.lease_ttl", running.Cluster.LeaseTTL, next.Cluster.LeaseTTL},
 		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},
 		{"http.max_conns", running.HTTP.MaxConns, next.HTTP.MaxConns},
 		{"http.read_header_timeout", running.HTTP.ReadHeaderTimeout, next.HTTP.ReadHeaderTimeout},

@@ -149,6 +149,8 @@ const (
 	BackoffMinDefault       = Duration(100 * time.Millisecond)
 	BackoffMaxDefault       = Duration(10 * time.Second)
 	ShutdownTimeoutDefault  = Duration(30 * time.Second)
+	ClusterLeaseTTLDefault  = Duration(10 * time.Second)
+	ClusterLeaseTTLMin      = Duration(time.Second)
 	ReadyTimeoutDefault     = Duration(60 * time.Second)
 	WatchdogStallDefault    = Duration(30 * time.Second)
 )
@@ -242,6 +244,8 @@ func (c *Config) EnsureDefaults() *Config {
 	s.ShutdownTimeout = cmp.Or(s.ShutdownTimeout, ShutdownTimeoutDefault)
 	s.ReadyTimeout = cmp.Or(s.ReadyTimeout, ReadyTimeoutDefault)
 	s.WatchdogStall = cmp.Or(s.WatchdogStall, WatchdogStallDefault)
+
+	c.Cluster.LeaseTTL = cmp.Or(c.Cluster.LeaseTTL, ClusterLeaseTTLDefault)
 
 	h := &c.HTTP
 	h.MaxConns = cmp.Or(h.MaxConns, MaxConnsDefault)
