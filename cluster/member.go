@@ -31,8 +31,10 @@ type Options struct {
 	// Event, when set, is told of every acquire, release (before it commits) and loss: the
 	// cluster's grant log, a test switch. nil in production.
 	Event func(kind string, shard int32, epoch int64)
-	// After is time.After; a test gives its own, with Now, to move time without sleeping.
+	// After is time.After for the waits of Start; Ticks replaces the loop's ticker of TTL/4. A
+	// test gives its own, with Now, to move time without sleeping, and drives rounds with Tick.
 	After func(time.Duration) <-chan time.Time
+	Ticks <-chan time.Time
 }
 
 // Member is a node's part in the cluster: it registers the node, then every TTL/4 heartbeats,
@@ -112,13 +114,17 @@ func (m *Member) after(d time.Duration) <-chan time.Time {
 
 func (m *Member) loop(ctx context.Context) {
 	defer close(m.done)
-	t := time.NewTicker(m.opts.TTL / 4)
-	defer t.Stop()
+	ticks := m.opts.Ticks
+	if ticks == nil {
+		t := time.NewTicker(m.opts.TTL / 4)
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 		m.mu.Lock()
 		if !m.stopped {
@@ -172,6 +178,16 @@ func (m *Member) heldLocked() ([]int32, []int64) {
 		epochs[i] = m.held[sh]
 	}
 	return shards, epochs
+}
+
+// Tick runs one round now, as the loop does every TTL/4 (a test whose Options.Ticks never
+// fires drives the rounds itself). It does nothing before Start and once stopped.
+func (m *Member) Tick(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started && !m.stopped {
+		m.tickLocked(ctx)
+	}
 }
 
 // tickLocked is one round: heartbeat, read, give up what is lost or wanted elsewhere, renew
