@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/freshq/freshq/policy"
@@ -12,11 +13,32 @@ import (
 type Queue struct {
 	Seg *shm.Segment
 	Now func() int64
+	// Cluster reads the cluster view on PostgreSQL, for the node's cluster section; nil on
+	// Badger, where the section is left out.
+	Cluster ClusterViewFunc
 }
 
 // Register adds the endpoint to mux.
 func (q *Queue) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) { ok(w, q.View()) })
+	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) {
+		v := q.View()
+		v.Cluster = q.clusterSection(r.Context())
+		ok(w, v)
+	})
+}
+
+// clusterSection is the node's shards as the database has them. A database that does not
+// answer leaves the rest of the queue's view standing (it is read from shared memory): the
+// section then says why it is empty.
+func (q *Queue) clusterSection(ctx context.Context) *wire.QueueCluster {
+	if q.Cluster == nil {
+		return nil
+	}
+	v, err := q.Cluster(ctx)
+	if err != nil {
+		return &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}, Error: err.Error()}
+	}
+	return ownSection(v)
 }
 
 // View reads the queue's state.

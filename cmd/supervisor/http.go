@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
@@ -362,10 +363,16 @@ var (
 	descChromeBlock = prometheus.NewDesc("freshq_chrome_blocked_requests_total", "Requests the chrome renderer refused before they loaded: by resource type, by URL pattern, or by policy (render.domains, the address policy, a scheme other than http(s)).", []string{"reason"}, nil)
 	descChromeRest  = prometheus.NewDesc("freshq_chrome_restarts_total", "Browsers the chrome renderer retired for a new one: after render.chrome.recycle_after renders, over render.chrome.max_rss, or crashed.", []string{"reason"}, nil)
 	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
+	// The cluster (store.backend postgres): this node's shards, from worker 0's cluster view.
+	descShardsOwned = prometheus.NewDesc("freshq_cluster_shards_owned", "Shards this node holds by lease.", nil, nil)
+	descShardEpoch  = prometheus.NewDesc("freshq_shard_epoch", "The epoch of this node's lease of each shard it holds.", []string{"shard"}, nil)
+	descShardFloor  = prometheus.NewDesc("freshq_shard_floor_timestamp_seconds", "The floor of each shard this node holds, seconds since the epoch.", []string{"shard"}, nil)
+	descShardBelow  = prometheus.NewDesc("freshq_shard_rows_below_floor", "Rows due below the floor of each shard this node holds (must be 0; counted up to 1000 a shard).", []string{"shard"}, nil)
 	laneNames       = []string{"urgent", "submitted", "discovered", "cold"}
 	allDescriptions = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
 		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
-		descDropped, descGivenBack, descHeartbeat, descResultLat, descChromeBlock, descChromeRest}
+		descDropped, descGivenBack, descHeartbeat, descResultLat, descChromeBlock, descChromeRest,
+		descShardsOwned, descShardEpoch, descShardFloor, descShardBelow}
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -458,4 +465,37 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descHeartbeat, age, idx)
 	}
+	c.collectCluster(gauge)
+}
+
+// clusterScrapeTimeout bounds the read of worker 0's cluster view at a scrape: a database that
+// does not answer leaves the shard series out of this scrape, not /metrics hanging.
+const clusterScrapeTimeout = time.Second
+
+// collectCluster exports this node's shards as worker 0's cluster view has them (the database
+// is their only home; worker 0 reads it on each request): the leases the node holds unexpired,
+// each shard's epoch, floor and rows below it. Nothing on Badger, and nothing while worker 0 or
+// the database does not answer: a missing series is honest, a stale one is not.
+func (c *collector) collectCluster(gauge func(*prometheus.Desc, float64, ...string)) {
+	if c.s.cfg.Load().Store.Backend != config.StoreBackendPostgres {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterScrapeTimeout)
+	defer cancel()
+	v, err := c.s.status.Cluster(ctx)
+	if err != nil {
+		return
+	}
+	owned := 0
+	for _, sh := range v.Shards {
+		if sh.Owner != v.Self || sh.ExpiresAtMs <= v.NowMs {
+			continue
+		}
+		owned++
+		label := strconv.Itoa(sh.Shard)
+		gauge(descShardEpoch, float64(sh.Epoch), label)
+		gauge(descShardFloor, float64(sh.FloorMs)/1000, label)
+		gauge(descShardBelow, float64(sh.RowsBelowFloor), label)
+	}
+	gauge(descShardsOwned, float64(owned))
 }

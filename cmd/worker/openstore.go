@@ -2,17 +2,21 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/wire"
 )
 
-// openStore opens the backend store.backend names. This is the one place that knows which
-// backend worker 0 runs on; everything it hands the store to sees a store.Store.
+// openStore opens the backend store.backend names. This file is the one place that knows which
+// backend worker 0 runs on; everything it hands the store to sees a store.Store, and what only
+// PostgreSQL has (the cluster) is handed out from here (clusterView).
 func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, log zerolog.Logger) (store.Store, error) {
 	if cfg.Store.Backend == config.StoreBackendPostgres {
 		return pgstore.Open(ctx, cfg.Store.Postgres.DSN, &pgstore.Options{
@@ -29,4 +33,39 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, l
 		Logger:               log,
 		RefuseImplausibleDue: true,
 	})
+}
+
+// clusterView reads the cluster for GET /v1/cluster and /v1/queue when st is on PostgreSQL,
+// where every node is in a cluster (one node alone owns every shard); nil on Badger. The node's
+// identity and cluster.lease_ttl need a restart to change, so they are read once.
+func clusterView(st store.Store, cfg *config.Config) api.ClusterViewFunc {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return nil
+	}
+	self, ttl := nodeID(cfg), cfg.Cluster.LeaseTTL.D()
+	return func(ctx context.Context) (wire.ClusterView, error) {
+		v, err := pg.ClusterView(ctx, ttl)
+		if err != nil {
+			return wire.ClusterView{Self: self}, err
+		}
+		out := wire.ClusterView{Self: self, LeaseTTLMs: ttl.Milliseconds(), NowMs: v.NowMs,
+			Nodes: make([]wire.ClusterNode, len(v.Nodes)), Shards: make([]wire.ClusterShard, len(v.Shards))}
+		for i, n := range v.Nodes {
+			out.Nodes[i] = wire.ClusterNode(n)
+		}
+		for i, s := range v.Shards {
+			out.Shards[i] = wire.ClusterShard(s)
+		}
+		return out, nil
+	}
+}
+
+// nodeID is node.id, or "<hostname>:<listen>" when it is empty.
+func nodeID(cfg *config.Config) string {
+	if cfg.Node.ID != "" {
+		return cfg.Node.ID
+	}
+	host, _ := os.Hostname()
+	return host + ":" + cfg.Listen
 }
