@@ -6,8 +6,8 @@
 #   scripts/bench-cluster.sh            (or: make bench-cluster)
 #   JOBS=50000 COUNT=1 scripts/bench-cluster.sh [OUT]
 #
-# JOBS is the targets each run renders (-benchtime JOBS x), COUNT the runs of each node count,
-# interleaved by `go test -count`. The database runs on a throwaway PostgreSQL cluster started for
+# JOBS is the targets each run renders (-benchtime JOBS x), COUNT the runs of each node count
+# (`go test -count`: one after the other). The database runs on a throwaway PostgreSQL cluster started for
 # the run (scripts/pg-test.sh: fsync off, synchronous_commit on), or on FRESHQ_TEST_PG_DSN's server
 # when that is set; every run gets a fresh database of it. The machine is shared: the load average
 # is written with the table, and figures from a loaded run are low.
