@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
@@ -109,6 +110,13 @@ func TestQueueWithCluster(t *testing.T) {
 			}},
 		{"database down", func(context.Context) (wire.ClusterView, error) { return wire.ClusterView{}, errors.New("down") },
 			func(c *wire.QueueCluster) bool { return c != nil && c.Error != "" && c.Shards != nil }},
+		// The read is bounded: a database that hangs does not hang /v1/queue with it.
+		{"bounded", func(ctx context.Context) (wire.ClusterView, error) {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= queueClusterTimeout {
+				return wire.ClusterView{}, errors.New("bounded")
+			}
+			return clusterFixture, nil
+		}, func(c *wire.QueueCluster) bool { return c != nil && c.Error == "bounded" }},
 	} {
 		mux := http.NewServeMux()
 		(&Queue{Seg: seg, Now: func() int64 { return 1 }, Cluster: c.view}).Register(mux)

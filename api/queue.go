@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -27,13 +28,19 @@ func (q *Queue) Register(mux *http.ServeMux) {
 	})
 }
 
+// queueClusterTimeout bounds the read of the cluster section: the rest of /v1/queue is read
+// from shared memory and answers at once.
+const queueClusterTimeout = 2 * time.Second
+
 // clusterSection is the node's shards as the database has them. A database that does not
-// answer leaves the rest of the queue's view standing (it is read from shared memory): the
-// section then says why it is empty.
+// answer in time leaves the rest of the queue's view standing: the section then says why it
+// is empty.
 func (q *Queue) clusterSection(ctx context.Context) *wire.QueueCluster {
 	if q.Cluster == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, queueClusterTimeout)
+	defer cancel()
 	v, err := q.Cluster(ctx)
 	if err != nil {
 		return &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}, Error: err.Error()}
