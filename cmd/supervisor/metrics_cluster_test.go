@@ -82,13 +82,32 @@ func scrape(t *testing.T, s *supervisor) string {
 	return b.String()
 }
 
-// The node's own shards only, read from worker 0's cluster view at scrape time: shards 0 and 2,
-// not b's shard 1 nor shard 3, whose lease expired.
+// The fence's refusals and the shards held come from shared memory (the grants fenced summed
+// over every worker); each shard's series are the node's own shards only, read from worker 0's
+// cluster view at scrape time: shards 0 and 2, not b's shard 1 nor shard 3, whose lease expired.
 func TestClusterMetrics(t *testing.T) {
-	out := scrape(t, metricsSupervisor(t, config.StoreBackendPostgres, &clusterAt))
+	s := metricsSupervisor(t, config.StoreBackendPostgres, &clusterAt)
+	w0, _ := s.seg.Worker(0)
+	w1, _ := s.seg.Worker(1)
+	w0.Add(shm.CounterGrantsFenced, 1)
+	w1.Add(shm.CounterGrantsFenced, 2)
+	w0.Add(shm.CounterAdvancesFenced, 4)
+	w0.Add(shm.CounterResultsFenced, 5)
+	w0.Set(shm.CounterShardsOwned, 2)
+	w0.Add(shm.CounterShardsAcquired, 6)
+	w0.Add(shm.CounterShardsLost, 4)
 	want := []string{
+		"# TYPE freshq_cluster_shard_moves_total counter",
+		`freshq_cluster_shard_moves_total{direction="acquired"} 6`,
+		`freshq_cluster_shard_moves_total{direction="lost"} 4`,
 		"# TYPE freshq_cluster_shards_owned gauge",
 		"freshq_cluster_shards_owned 2",
+		"# TYPE freshq_floor_advances_fenced_total counter",
+		"freshq_floor_advances_fenced_total 4",
+		"# TYPE freshq_grants_fenced_total counter",
+		"freshq_grants_fenced_total 3",
+		"# TYPE freshq_results_fenced_total counter",
+		"freshq_results_fenced_total 5",
 		"# TYPE freshq_shard_epoch gauge",
 		`freshq_shard_epoch{shard="0"} 4`,
 		`freshq_shard_epoch{shard="2"} 7`,
@@ -99,37 +118,47 @@ func TestClusterMetrics(t *testing.T) {
 		`freshq_shard_rows_below_floor{shard="0"} 0`,
 		`freshq_shard_rows_below_floor{shard="2"} 3`,
 	}
-	var got []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, "freshq_cluster_") || strings.Contains(l, "freshq_shard_") {
-			if !strings.HasPrefix(l, "# HELP") {
-				got = append(got, l)
-			}
-		}
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := clusterLines(scrape(t, s)); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
-// On Badger, and on PostgreSQL while worker 0 does not answer, the scrape carries every other
-// metric and no shard series (none is better than a stale or made-up one).
-func TestClusterMetricsAbsent(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		s    *supervisor
-	}{
-		{"badger", metricsSupervisor(t, config.StoreBackendBadger, &clusterAt)},
-		{"worker 0 down", metricsSupervisor(t, config.StoreBackendPostgres, nil)},
-	} {
-		out := scrape(t, c.s)
-		if !strings.Contains(out, "freshq_claim_granted_total") {
-			t.Fatalf("%s: the scrape lacks the other metrics:\n%s", c.name, out)
+// clusterLines are the cluster's lines of a scrape but their HELP.
+func clusterLines(out string) []string {
+	var got []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "# HELP") {
+			continue
 		}
-		for _, name := range []string{"freshq_shard_epoch{", "freshq_shard_floor_timestamp_seconds{", "freshq_shard_rows_below_floor{", "freshq_cluster_shards_owned "} {
-			if strings.Contains(out, name) {
-				t.Errorf("%s: %s exposed", c.name, name)
+		for _, name := range []string{"freshq_cluster_", "freshq_shard_", "_fenced_total"} {
+			if strings.Contains(l, name) {
+				got = append(got, l)
+				break
 			}
+		}
+	}
+	return got
+}
+
+// On Badger the scrape has no cluster series at all; on PostgreSQL while worker 0 does not
+// answer it has the counters of shared memory and no shard series (none is better than a stale
+// or made-up one). Every other metric is there in both.
+func TestClusterMetricsAbsent(t *testing.T) {
+	out := scrape(t, metricsSupervisor(t, config.StoreBackendBadger, &clusterAt))
+	if !strings.Contains(out, "freshq_claim_granted_total") {
+		t.Fatalf("badger: the scrape lacks the other metrics:\n%s", out)
+	}
+	if got := clusterLines(out); len(got) > 0 {
+		t.Errorf("badger: cluster series exposed:\n%s", strings.Join(got, "\n"))
+	}
+	out = scrape(t, metricsSupervisor(t, config.StoreBackendPostgres, nil))
+	if !strings.Contains(out, "freshq_claim_granted_total") || !strings.Contains(out, "freshq_cluster_shards_owned 0") ||
+		!strings.Contains(out, "freshq_grants_fenced_total 0") {
+		t.Fatalf("worker 0 down: the scrape lacks the other metrics or the shared memory's cluster counters:\n%s", out)
+	}
+	for _, name := range []string{"freshq_shard_epoch{", "freshq_shard_floor_timestamp_seconds{", "freshq_shard_rows_below_floor{"} {
+		if strings.Contains(out, name) {
+			t.Errorf("worker 0 down: %s exposed", name)
 		}
 	}
 }

@@ -14,16 +14,26 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// openStore opens the backend store.backend names. This file is the one place that knows which
-// backend worker 0 runs on; everything it hands the store to sees a store.Store, and what only
-// PostgreSQL has (the cluster) is handed out from here (clusterView).
-func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, log zerolog.Logger) (store.Store, error) {
+// floorOnWriterEnv is the test switch of pgstore.Options.TestFloorOnWriter: "1" makes every
+// write lower its writer's floor instead of its owner's, the defect a cluster test must catch.
+const floorOnWriterEnv = "FRESHQ_TEST_FLOOR_ON_WRITER"
+
+// openStore opens the backend store.backend names. This is the one place that knows which
+// backend worker 0 runs on; everything it hands the store to sees a store.Store.
+//
+// On PostgreSQL the store is a cluster's node: it works on the shards its membership gives it
+// (newMember), and fenced tells worker 0's counters what the fence refused; clusterView reads
+// the cluster from it.
+func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, fenced func(pgstore.Fenced, int), log zerolog.Logger) (store.Store, error) {
 	if cfg.Store.Backend == config.StoreBackendPostgres {
 		return pgstore.Open(ctx, cfg.Store.Postgres.DSN, &pgstore.Options{
 			Shards:               cfg.Store.Postgres.Shards,
 			Floor:                floor,
 			Logger:               log,
 			RefuseImplausibleDue: true,
+			Node:                 cfg.NodeID(),
+			Fenced:               fenced,
+			TestFloorOnWriter:    os.Getenv(floorOnWriterEnv) == "1",
 		})
 	}
 	return store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
@@ -43,7 +53,7 @@ func clusterView(st store.Store, cfg *config.Config) api.ClusterViewFunc {
 	if !ok {
 		return nil
 	}
-	self, ttl := nodeID(cfg), cfg.Cluster.LeaseTTL.D()
+	self, ttl := cfg.NodeID(), cfg.Cluster.LeaseTTL.D()
 	return func(ctx context.Context) (wire.ClusterView, error) {
 		v, err := pg.ClusterView(ctx, ttl)
 		if err != nil {
@@ -59,13 +69,4 @@ func clusterView(st store.Store, cfg *config.Config) api.ClusterViewFunc {
 		}
 		return out, nil
 	}
-}
-
-// nodeID is node.id, or "<hostname>:<listen>" when it is empty.
-func nodeID(cfg *config.Config) string {
-	if cfg.Node.ID != "" {
-		return cfg.Node.ID
-	}
-	host, _ := os.Hostname()
-	return host + ":" + cfg.Listen
 }
