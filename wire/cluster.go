@@ -24,7 +24,8 @@ type ClusterView struct {
 }
 
 // ClusterNode is one node's heartbeat row. Live: its heartbeat is younger than the lease TTL.
-// Stopping: it is handing its shards over. Shards counts the leases it holds unexpired.
+// Stopping: it is handing its shards over (shards go only to live nodes that are not stopping).
+// Shards counts the leases it holds unexpired.
 type ClusterNode struct {
 	ID            string `json:"id"`
 	Addr          string `json:"addr"`

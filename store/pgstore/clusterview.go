@@ -25,7 +25,8 @@ type ClusterView struct {
 }
 
 // ClusterNode is one row of freshq_node. Live: its heartbeat is younger than the lease TTL
-// the view was asked with. Shards: the leases it holds unexpired at NowMs.
+// the view was asked with (a stopping node may still be live). Shards: the leases it holds
+// unexpired at NowMs.
 type ClusterNode struct {
 	ID            string
 	Addr          string
@@ -67,8 +68,9 @@ var (
 )
 
 // ClusterView reads the nodes and the shard leases from one snapshot, with the database's
-// clock at its start as NowMs. A node is live while its heartbeat is younger than leaseTTL
-// (cluster.lease_ttl), as the cluster itself decides it.
+// clock at its start as NowMs, for people and metrics (the cluster's own decisions read
+// ReadView). A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
+// the cluster gives shards only to the live nodes that are not stopping.
 func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (ClusterView, error) {
 	if s.closed.Load() {
 		return ClusterView{}, store.ErrClosed
