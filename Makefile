@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz stress stress-steps bench bench-queue sim golden lint run clean check-deploy
+.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-cluster sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -60,6 +60,11 @@ bench:
 # throwaway PostgreSQL; prints one table (scripts/bench-queue.sh).
 bench-queue:
 	./scripts/bench-queue.sh
+
+# The queue with 1, 2 and 3 nodes on one throwaway PostgreSQL, side by side in one run; writes
+# the table of scripts/bench/by-hand/cluster.md (scripts/bench-cluster.sh).
+bench-cluster:
+	./scripts/bench-cluster.sh
 
 # The scheduling-quality report (issue 7): every policy at 100, 75 and 50 % of demand on a
 # 200,000-key corpus, deterministic for the seed. Rewrites docs/SIMULATION.md and docs/sim/.

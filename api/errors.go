@@ -26,6 +26,7 @@ import (
 //	*intake.FencedError (all fenced)        409     results[i].lease lease not held: ... (+ the ApplyStats)
 //	intake.ErrLeaseNotHeld                  409     lease            no longer held...
 //	intake.ErrNotFound                      404     what named it    ...
+//	errNotClustered (/v1/cluster on Badger) 404     store.backend    not in a cluster
 //	intake.ErrTooMany                       429     the bound's      ...
 //	intake.ErrBadStoredPage                 502     -                ...
 //	intake.ErrStore, intake.ErrClosed       503     -                ... (worth retrying)
@@ -79,6 +80,8 @@ func status(err error) (code int, field, msg string) {
 		return http.StatusConflict, field, msg
 	case errors.Is(err, intake.ErrNotFound):
 		return http.StatusNotFound, field, msg
+	case errors.Is(err, errNotClustered):
+		return http.StatusNotFound, "store.backend", msg
 	case errors.Is(err, intake.ErrTooMany):
 		return http.StatusTooManyRequests, field, msg
 	case errors.Is(err, intake.ErrBadStoredPage):

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -12,11 +14,38 @@ import (
 type Queue struct {
 	Seg *shm.Segment
 	Now func() int64
+	// Cluster reads the cluster view on PostgreSQL, for the node's cluster section; nil on
+	// Badger, where the section is left out.
+	Cluster ClusterViewFunc
 }
 
 // Register adds the endpoint to mux.
 func (q *Queue) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) { ok(w, q.View()) })
+	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) {
+		v := q.View()
+		v.Cluster = q.clusterSection(r.Context())
+		ok(w, v)
+	})
+}
+
+// queueClusterTimeout bounds the read of the cluster section: the rest of /v1/queue is read
+// from shared memory and answers at once.
+const queueClusterTimeout = 2 * time.Second
+
+// clusterSection is the node's shards as the database has them. A database that does not
+// answer in time leaves the rest of the queue's view standing: the section then says why it
+// is empty.
+func (q *Queue) clusterSection(ctx context.Context) *wire.QueueCluster {
+	if q.Cluster == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, queueClusterTimeout)
+	defer cancel()
+	v, err := q.Cluster(ctx)
+	if err != nil {
+		return &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}, Error: err.Error()}
+	}
+	return ownSection(v)
 }
 
 // View reads the queue's state.

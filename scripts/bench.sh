@@ -20,7 +20,7 @@ sections=(
   store-writes:./store:300000x:Reschedule
   sweep:./sweep
   apply:./api
-  queue:./cmd/supervisor:50000x
+  queue:./cmd/supervisor:50000x:QueueOverhead
 )
 
 tmp=$(mktemp)

@@ -85,7 +85,8 @@ type PageFreshness struct {
 }
 
 // QueueView answers GET /v1/queue: the floor and what pins it, the ready set, the backlog by lane,
-// grants by source and the leases in use, all read from shared memory.
+// grants by source and the leases in use, all read from shared memory; on PostgreSQL also the
+// shards this node holds, read from the database.
 type QueueView struct {
 	Floor struct {
 		Ms            int64  `json:"ms"`
@@ -109,6 +110,8 @@ type QueueView struct {
 	BelowFloor uint64            `json:"below_floor"`
 	Claims     map[string]uint64 `json:"claims"`
 	Leases     LeaseStats        `json:"leases"`
+	// Cluster is this node's part of the cluster, on PostgreSQL only.
+	Cluster *QueueCluster `json:"cluster,omitempty"`
 }
 
 // Sitemap run states.

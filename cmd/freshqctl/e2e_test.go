@@ -128,7 +128,7 @@ render:
 }
 
 // TestAgainstARunningSupervisor drives the freshqctl binary against a real supervisor: add,
-// import, sitemap, prioritize rush, explain, queue and top.
+// import, sitemap, prioritize rush, explain, queue, cluster (on Badger) and top.
 func TestAgainstARunningSupervisor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
@@ -241,6 +241,9 @@ func TestAgainstARunningSupervisor(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil || q.Leases.Capacity == 0 || q.Claims["ready"]+q.Claims["index"] == 0 {
 		t.Fatalf("queue --json %q: %v", r.stdout, err)
 	}
+
+	// cluster: this supervisor runs on Badger, in no cluster; the server's error, on one line.
+	wantExit(t, ctl(t, server, "", "cluster"), 1, "freshqctl: store.backend: this node is not in a cluster (store.backend is badger)")
 
 	// top --once: one frame from the real /metrics.
 	r = ctl(t, server, "", "top", "--once")

@@ -28,6 +28,9 @@
 //	top [--interval 2s] [--once]
 //	    A live view of renders, backlog and lateness at grant by lane, read from /metrics and
 //	    redrawn every --interval until Ctrl-C (--once: one frame; --json: one object a frame).
+//	cluster
+//	    On PostgreSQL: the nodes (address, live, heartbeat age, shards held), then each owner's
+//	    shards as runs of consecutive shards with their epochs, floors and rows below the floor.
 //
 // Global flags, before or after the command:
 //
@@ -111,6 +114,7 @@ func init() {
 		{"prioritize", "URL|--prefix P --mode rush|wait", "rush a re-render, or drop pages", runPrioritize},
 		{"queue", "", "floor, ready set, backlog, grants, leases", runQueue},
 		{"top", "[--interval 2s] [--once]", "live backlog and lateness by lane", runTop},
+		{"cluster", "", "nodes, and each node's shards with epochs and floors", runCluster},
 	}
 }
 

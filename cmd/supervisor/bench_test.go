@@ -153,8 +153,13 @@ func benchBackend(b *testing.B, dir string) (backend, func() float64) {
 		return badgerIn(dir), func() float64 { return 0 }
 	}
 	be := postgresFor(b)
+	return be, pgServerCPU(b, be.dsn)
+}
+
+// pgServerCPU reads the CPU seconds the server of dsn has used so far (treeCPU).
+func pgServerCPU(b testing.TB, dsn string) func() float64 {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, be.dsn)
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,7 +170,7 @@ func benchBackend(b *testing.B, dir string) (backend, func() float64) {
 		b.Fatal(err)
 	}
 	postmaster := parentPID(backendPID)
-	return be, func() float64 { return treeCPU(postmaster) }
+	return func() float64 { return treeCPU(postmaster) }
 }
 
 // parentPID is the parent of pid, from /proc.

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
@@ -362,10 +363,21 @@ var (
 	descChromeBlock = prometheus.NewDesc("freshq_chrome_blocked_requests_total", "Requests the chrome renderer refused before they loaded: by resource type, by URL pattern, or by policy (render.domains, the address policy, a scheme other than http(s)).", []string{"reason"}, nil)
 	descChromeRest  = prometheus.NewDesc("freshq_chrome_restarts_total", "Browsers the chrome renderer retired for a new one: after render.chrome.recycle_after renders, over render.chrome.max_rss, or crashed.", []string{"reason"}, nil)
 	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
-	laneNames       = []string{"urgent", "submitted", "discovered", "cold"}
-	allDescriptions = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
+	// The cluster (store.backend postgres): what the fence refused, counted in shared memory,
+	// and this node's shards, the number from worker 0's block and each one from its cluster view.
+	descGrantsFenced   = prometheus.NewDesc("freshq_grants_fenced_total", "Takes refused by the node's fence: their shard was given up, or its leases were not renewed in time.", nil, nil)
+	descAdvancesFenced = prometheus.NewDesc("freshq_floor_advances_fenced_total", "Shard floor advances refused because the node no longer held the shard at its epoch.", nil, nil)
+	descResultsFenced  = prometheus.NewDesc("freshq_results_fenced_total", "Results refused because the node no longer held the row's shard.", nil, nil)
+	descShardsOwned    = prometheus.NewDesc("freshq_cluster_shards_owned", "Shards this node holds by lease.", nil, nil)
+	descShardsMoved    = prometheus.NewDesc("freshq_cluster_shard_moves_total", "Shards this node acquired, and gave up (handed over or found lost).", []string{"direction"}, nil)
+	descShardEpoch     = prometheus.NewDesc("freshq_shard_epoch", "The epoch of this node's lease of each shard it holds.", []string{"shard"}, nil)
+	descShardFloor     = prometheus.NewDesc("freshq_shard_floor_timestamp_seconds", "The floor of each shard this node holds, seconds since the epoch.", []string{"shard"}, nil)
+	descShardBelow     = prometheus.NewDesc("freshq_shard_rows_below_floor", "Rows due below the floor of each shard this node holds (must be 0; counted up to 1000 a shard).", []string{"shard"}, nil)
+	laneNames          = []string{"urgent", "submitted", "discovered", "cold"}
+	allDescriptions    = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
 		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
-		descDropped, descGivenBack, descHeartbeat, descResultLat, descChromeBlock, descChromeRest}
+		descDropped, descGivenBack, descHeartbeat, descResultLat, descChromeBlock, descChromeRest,
+		descGrantsFenced, descAdvancesFenced, descResultsFenced, descShardsOwned, descShardsMoved, descShardEpoch, descShardFloor, descShardBelow}
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -457,5 +469,43 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			age = now.Sub(time.UnixMilli(st.HeartbeatMs)).Seconds()
 		}
 		gauge(descHeartbeat, age, idx)
+	}
+	c.collectCluster(w0, sum, counter, gauge)
+}
+
+// clusterScrapeTimeout bounds the read of worker 0's cluster view at a scrape: a database that
+// does not answer leaves the shard series out of this scrape, not /metrics hanging.
+const clusterScrapeTimeout = time.Second
+
+// collectCluster exports the cluster's series on PostgreSQL (nothing on Badger, whose node is in
+// no cluster). The fence's refusals and the number of shards held are worker 0's and the render
+// workers' counters in shared memory, there while worker 0 restarts. Each shard's epoch, floor
+// and rows below it live only in the database: they are read from worker 0's cluster view at
+// the scrape, for the leases the node holds unexpired, and left out of a scrape during which
+// worker 0 or the database does not answer (a missing series is honest, a stale one is not).
+func (c *collector) collectCluster(w0 *shm.Worker, sum func(shm.Counter) float64, counter, gauge func(*prometheus.Desc, float64, ...string)) {
+	if c.s.cfg.Load().Store.Backend != config.StoreBackendPostgres {
+		return
+	}
+	counter(descGrantsFenced, sum(shm.CounterGrantsFenced))
+	counter(descAdvancesFenced, float64(w0.Load(shm.CounterAdvancesFenced)))
+	counter(descResultsFenced, float64(w0.Load(shm.CounterResultsFenced)))
+	gauge(descShardsOwned, float64(w0.Load(shm.CounterShardsOwned)))
+	counter(descShardsMoved, float64(w0.Load(shm.CounterShardsAcquired)), "acquired")
+	counter(descShardsMoved, float64(w0.Load(shm.CounterShardsLost)), "lost")
+	ctx, cancel := context.WithTimeout(context.Background(), clusterScrapeTimeout)
+	defer cancel()
+	v, err := c.s.status.Cluster(ctx)
+	if err != nil {
+		return
+	}
+	for _, sh := range v.Shards {
+		if sh.Owner != v.Self || sh.ExpiresAtMs <= v.NowMs {
+			continue
+		}
+		label := strconv.Itoa(sh.Shard)
+		gauge(descShardEpoch, float64(sh.Epoch), label)
+		gauge(descShardFloor, float64(sh.FloorMs)/1000, label)
+		gauge(descShardBelow, float64(sh.RowsBelowFloor), label)
 	}
 }

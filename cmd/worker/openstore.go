@@ -7,9 +7,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/wire"
 )
 
 // floorOnWriterEnv is the test switch of pgstore.Options.TestFloorOnWriter: "1" makes every
@@ -20,7 +22,8 @@ const floorOnWriterEnv = "FRESHQ_TEST_FLOOR_ON_WRITER"
 // backend worker 0 runs on; everything it hands the store to sees a store.Store.
 //
 // On PostgreSQL the store is a cluster's node: it works on the shards its membership gives it
-// (newMember), and fenced tells worker 0's counters what the fence refused.
+// (newMember), and fenced tells worker 0's counters what the fence refused; clusterView reads
+// the cluster from it.
 func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, fenced func(pgstore.Fenced, int), log zerolog.Logger) (store.Store, error) {
 	if cfg.Store.Backend == config.StoreBackendPostgres {
 		return pgstore.Open(ctx, cfg.Store.Postgres.DSN, &pgstore.Options{
@@ -40,4 +43,30 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 		Logger:               log,
 		RefuseImplausibleDue: true,
 	})
+}
+
+// clusterView reads the cluster for GET /v1/cluster and /v1/queue when st is on PostgreSQL,
+// where every node is in a cluster (one node alone owns every shard); nil on Badger. The node's
+// identity and cluster.lease_ttl need a restart to change, so they are read once.
+func clusterView(st store.Store, cfg *config.Config) api.ClusterViewFunc {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return nil
+	}
+	self, ttl := cfg.NodeID(), cfg.Cluster.LeaseTTL.D()
+	return func(ctx context.Context) (wire.ClusterView, error) {
+		v, err := pg.ClusterView(ctx, ttl)
+		if err != nil {
+			return wire.ClusterView{Self: self}, err
+		}
+		out := wire.ClusterView{Self: self, LeaseTTLMs: ttl.Milliseconds(), NowMs: v.NowMs,
+			Nodes: make([]wire.ClusterNode, len(v.Nodes)), Shards: make([]wire.ClusterShard, len(v.Shards))}
+		for i, n := range v.Nodes {
+			out.Nodes[i] = wire.ClusterNode(n)
+		}
+		for i, s := range v.Shards {
+			out.Shards[i] = wire.ClusterShard(s)
+		}
+		return out, nil
+	}
 }

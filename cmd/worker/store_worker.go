@@ -158,7 +158,9 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
-	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
+	view := clusterView(st, cfg)
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view}).Register(mux)
+	(&api.Cluster{View: view}).Register(mux)
 	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
 	ln, err := listenUnix(e.socketPath)

@@ -239,11 +239,9 @@ func (s *Store) advance(ss shardSet, nowMs, guardMs, observed, observedHead int6
 	if err != nil {
 		return false, fmt.Errorf("pgstore: advance: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(ctx)
-		}
-	}()
+	// Every return ends the transaction, the early ones with nothing to advance included: an
+	// open one would keep its pooled connection, and the floor and lease rows it locked.
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
 	if len(ss.shards) == 0 {
 		return false, nil
 	}

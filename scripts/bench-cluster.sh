@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The queue with 1, 2 and 3 freshq nodes on one PostgreSQL database, side by side in one run
+# (BenchmarkQueueCluster, cmd/supervisor/bench_cluster_test.go), written as a table to
+# scripts/bench/by-hand/cluster.md (which scripts/bench.sh copies into docs/BENCHMARKS.md).
+#
+#   scripts/bench-cluster.sh            (or: make bench-cluster)
+#   JOBS=50000 COUNT=1 scripts/bench-cluster.sh [OUT]
+#
+# JOBS is the targets each run renders (-benchtime JOBS x), COUNT the runs of each node count
+# (`go test -count`: one after the other). The database runs on a throwaway PostgreSQL cluster started for
+# the run (scripts/pg-test.sh: fsync off, synchronous_commit on), or on FRESHQ_TEST_PG_DSN's server
+# when that is set; every run gets a fresh database of it. The machine is shared: the load average
+# is written with the table, and figures from a loaded run are low.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-200000}
+COUNT=${COUNT:-2}
+out=${1:-scripts/bench/by-hand/cluster.md}
+
+if [ -z "${FRESHQ_TEST_PG_DSN:-}" ]; then
+  exec ./scripts/pg-test.sh run "$0" "$@"
+fi
+
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cmd="go test -run '^\$' -bench 'QueueCluster' -benchtime ${JOBS}x -count $COUNT -timeout 120m ./cmd/supervisor/"
+echo "$cmd" >&2
+eval "$cmd" 2>&1 | tee "$tmp" >&2
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+pg=$(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')
+
+{
+  echo "## The queue on 1, 2 and 3 nodes (BenchmarkQueueCluster)"
+  echo
+  echo "Measured by \`make bench-cluster\` (scripts/bench-cluster.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
+  echo "PostgreSQL $pg on the same machine; load average $load_before before and $load_after after."
+  echo "Each node is a real supervisor with worker 0 and one render worker (16 renders in flight, the"
+  echo "\`sim\` renderer at zero latency), all on one database; $JOBS targets a run, made due at once"
+  echo "after the nodes have divided the shards among them, timed until the nodes together have"
+  echo "acknowledged every result. CPU per job: every node's processes (nodes) and the database"
+  echo "server's (pg). min node: the smallest node's share of the results (an even split is 100/k %)."
+  echo "Every node and the database share these $(nproc) cores, so more nodes here measure the cost of"
+  echo "the cluster's coordination, not the capacity of more machines."
+  echo
+  echo "\`\`\`"
+  echo "$cmd"
+  echo "\`\`\`"
+  echo
+  echo "| nodes | run | jobs/s | CPU µs/job: nodes | pg | total | min node | ready |"
+  echo "|---|---|---|---|---|---|---|---|"
+  # BenchmarkQueueCluster/nodes=2-2  200000  40000 ns/op  5000 jobs/s  60.1 cpu-us/job ...
+  awk '
+    $1 ~ /^BenchmarkQueueCluster\/nodes=/ && $2 > 1 {
+      k = $1; sub(/.*nodes=/, "", k); sub(/-[0-9]+$/, "", k)
+      run[k]++
+      js = cpu = pg = share = ready = "-"
+      for (i = 3; i <= NF; i++) {
+        if ($i == "jobs/s") js = $(i-1)
+        if ($i == "cpu-us/job") cpu = $(i-1)
+        if ($i == "pg-cpu-us/job") pg = $(i-1)
+        if ($i == "min-node-%") share = $(i-1)
+        if ($i == "ready-%") ready = $(i-1)
+      }
+      printf "| %s | %d | %.0f | %.1f | %.1f | %.1f | %.0f %% | %.0f %% |\n", k, run[k], js, cpu, pg, cpu + pg, share, ready
+    }' "$tmp"
+} >"$out"
+echo "wrote $out" >&2
+cat "$out"
+grep -q '^BenchmarkQueueCluster/nodes=3' "$tmp"

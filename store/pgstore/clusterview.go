@@ -1,0 +1,113 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/freshq/freshq/store"
+)
+
+// MaxRowsBelowFloorCounted bounds ClusterShard.RowsBelowFloor: each shard's count is one read
+// of the due index (shard, due_at_ms) that stops there, so that the view of a database where
+// the floor protocol broke costs at most this many index entries a shard, not a scan of the
+// table.
+const MaxRowsBelowFloorCounted = 1000
+
+// ClusterView is the cluster as the database stands at NowMs (its own clock, which stamps
+// every heartbeat and lease): the nodes, by id, and every shard's lease and floor, by shard.
+type ClusterView struct {
+	NowMs  int64
+	Nodes  []ClusterNode
+	Shards []ClusterShard
+}
+
+// ClusterNode is one row of freshq_node. Live: its heartbeat is younger than the lease TTL
+// the view was asked with (a stopping node may still be live). Shards: the leases it holds
+// unexpired at NowMs.
+type ClusterNode struct {
+	ID            string
+	Addr          string
+	StartedAtMs   int64
+	HeartbeatAtMs int64
+	Live          bool
+	Stopping      bool
+	Shards        int
+}
+
+// ClusterShard is one row of freshq_shard_lease with the shard's floor. Owner is "" when the
+// lease names nobody (never acquired, or handed over); a lease that expired before NowMs still
+// names the node that last held it. ExpiresAtMs is 0 for a shard never acquired.
+// RowsBelowFloor counts the shard's rows due below its floor, up to MaxRowsBelowFloorCounted.
+type ClusterShard struct {
+	Shard          int
+	Owner          string
+	Epoch          int64
+	ExpiresAtMs    int64
+	FloorMs        int64
+	RowsBelowFloor int
+}
+
+// msOf is the SQL of a timestamptz column in milliseconds since the epoch, 0 for ±infinity
+// (a lease never acquired expires at -infinity, which no bigint holds).
+func msOf(col string) string {
+	return `CASE WHEN isfinite(` + col + `) THEN floor(extract(epoch FROM ` + col + `) * 1000)::bigint ELSE 0 END`
+}
+
+var (
+	clusterNodesSQL = `SELECT node_id, addr, ` + msOf("started_at") + `, ` + msOf("heartbeat_at") + `,
+		heartbeat_at > $1::timestamptz - $2::bigint * interval '1 millisecond', stopping,
+		(SELECT count(*) FROM freshq_shard_lease l WHERE l.owner = n.node_id AND l.expires_at > $1::timestamptz)
+		FROM freshq_node n ORDER BY node_id`
+	// The count below the floor is a LIMIT-ed read of the due index per shard.
+	clusterShardsSQL = `SELECT l.shard, coalesce(l.owner, ''), l.epoch, ` + msOf("l.expires_at") + `, coalesce(f.floor_ms, 0),
+		(SELECT count(*) FROM (SELECT 1 FROM freshq_schedule s WHERE s.shard = l.shard AND s.due_at_ms < f.floor_ms LIMIT $1) b)
+		FROM freshq_shard_lease l LEFT JOIN freshq_floor f ON f.shard = l.shard ORDER BY l.shard`
+)
+
+// ClusterView reads the nodes and the shard leases from one snapshot, with the database's
+// clock at its start as NowMs, for people and metrics (the cluster's own decisions read
+// ReadView). A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
+// the cluster gives shards only to the live nodes that are not stopping.
+func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (ClusterView, error) {
+	if s.closed.Load() {
+		return ClusterView{}, store.ErrClosed
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var now time.Time
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: the clock: %w", err)
+	}
+	v := ClusterView{NowMs: now.UnixMilli()}
+	rows, err := tx.Query(ctx, clusterNodesSQL, now, leaseTTL.Milliseconds())
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
+	}
+	v.Nodes, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterNode, error) {
+		var n ClusterNode
+		err := r.Scan(&n.ID, &n.Addr, &n.StartedAtMs, &n.HeartbeatAtMs, &n.Live, &n.Stopping, &n.Shards)
+		return n, err
+	})
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
+	}
+	rows, err = tx.Query(ctx, clusterShardsSQL, MaxRowsBelowFloorCounted)
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
+	}
+	v.Shards, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterShard, error) {
+		var c ClusterShard
+		err := r.Scan(&c.Shard, &c.Owner, &c.Epoch, &c.ExpiresAtMs, &c.FloorMs, &c.RowsBelowFloor)
+		return c, err
+	})
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
+	}
+	return v, nil
+}

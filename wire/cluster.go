@@ -1,0 +1,94 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// PathCluster is the cluster view, served by worker 0 on PostgreSQL (every node of a cluster
+// answers it) and proxied by the supervisor.
+const PathCluster = "/v1/cluster"
+
+// ClusterView answers GET /v1/cluster: the nodes of the cluster and the lease of every shard,
+// as the database stood at NowMs (the database's clock, which every lease and heartbeat is
+// stamped with, so ages are read against it and not against the asking machine's clock).
+type ClusterView struct {
+	Self       string         `json:"self"`         // the answering node's node.id
+	LeaseTTLMs int64          `json:"lease_ttl_ms"` // cluster.lease_ttl of the answering node
+	NowMs      int64          `json:"now_ms"`
+	Nodes      []ClusterNode  `json:"nodes"`  // by id
+	Shards     []ClusterShard `json:"shards"` // by shard
+}
+
+// ClusterNode is one node's heartbeat row. Live: its heartbeat is younger than the lease TTL.
+// Stopping: it is handing its shards over (shards go only to live nodes that are not stopping).
+// Shards counts the leases it holds unexpired.
+type ClusterNode struct {
+	ID            string `json:"id"`
+	Addr          string `json:"addr"`
+	StartedAtMs   int64  `json:"started_at_ms"`
+	HeartbeatAtMs int64  `json:"heartbeat_at_ms"`
+	Live          bool   `json:"live"`
+	Stopping      bool   `json:"stopping"`
+	Shards        int    `json:"shards"`
+}
+
+// ClusterShard is one shard's lease and floor. Owner is empty for a shard never acquired or
+// handed over; a lease whose ExpiresAtMs is not after the view's NowMs is held by nobody,
+// whatever Owner says (the owner stopped renewing and nobody has taken it yet). ExpiresAtMs is
+// 0 for a shard never acquired. RowsBelowFloor counts rows of the shard due below its floor,
+// up to a bound per shard (1,000: one bounded read of the due index a shard, so that the view
+// of a broken database stays cheap); anything but 0 is a bug.
+type ClusterShard struct {
+	Shard          int    `json:"shard"`
+	Owner          string `json:"owner,omitempty"`
+	Epoch          int64  `json:"epoch"`
+	ExpiresAtMs    int64  `json:"expires_at_ms"`
+	FloorMs        int64  `json:"floor_ms"`
+	RowsBelowFloor int    `json:"rows_below_floor"`
+}
+
+// QueueCluster is the cluster section of GET /v1/queue on PostgreSQL: the shards this node
+// holds, each with its epoch and floor, and the rows below their floors (the sum, as bounded per
+// shard). Error says why the section could not be read from the database, when it could not.
+type QueueCluster struct {
+	Node           string       `json:"node"`
+	ShardsOwned    int          `json:"shards_owned"`
+	RowsBelowFloor int          `json:"rows_below_floor"`
+	Shards         []OwnedShard `json:"shards"`
+	Error          string       `json:"error,omitempty"`
+}
+
+// OwnedShard is one shard a node holds, in its QueueCluster.
+type OwnedShard struct {
+	Shard          int   `json:"shard"`
+	Epoch          int64 `json:"epoch"`
+	FloorMs        int64 `json:"floor_ms"`
+	RowsBelowFloor int   `json:"rows_below_floor"`
+}
+
+// Cluster reads worker 0's cluster view. A node that is not in a cluster (Badger) answers 404,
+// a *StatusError with Code 404.
+func (c *Client) Cluster(ctx context.Context) (ClusterView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker0"+PathCluster, nil)
+	if err != nil {
+		return ClusterView{}, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("%w: %s: %v", ErrUnavailable, PathCluster, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return ClusterView{}, &StatusError{Path: PathCluster, Code: resp.StatusCode, Msg: string(msg)}
+	}
+	var v ClusterView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return ClusterView{}, fmt.Errorf("%w: %s: bad response: %v", ErrUnavailable, PathCluster, err)
+	}
+	return v, nil
+}
