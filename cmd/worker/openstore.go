@@ -32,6 +32,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 			Logger:               log,
 			RefuseImplausibleDue: true,
 			Node:                 cfg.NodeID(),
+			IdleInTransaction:    cfg.Cluster.LeaseTTL.D() / 2,
 			Fenced:               fenced,
 			TestFloorOnWriter:    os.Getenv(floorOnWriterEnv) == "1",
 		})

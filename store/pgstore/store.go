@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,12 @@ type Options struct {
 	// shard the node still holds. Writes (WriteSchedules, DeleteTarget, …) go to any shard,
 	// and lower that shard's own floor, whichever node executes them.
 	Node string
+	// IdleInTransaction, when positive, ends any transaction of this store's connections that
+	// stays idle longer (PostgreSQL's idle_in_transaction_session_timeout). A node that is
+	// paused (SIGSTOP) or cut off keeps the row locks of its open transactions: the lease rows
+	// it holds FOR SHARE would stop every other node from taking its shards. Set below the
+	// cluster's lease TTL, the database ends them before the shards are due to move.
+	IdleInTransaction time.Duration
 	// Fenced, when set, is told of what the fence refused: floor advances of shards the node
 	// no longer held (FencedAdvance) and results of such shards (FencedResult).
 	Fenced func(what Fenced, n int)
@@ -114,6 +121,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: dsn: %w", err)
+	}
+	if o.IdleInTransaction > 0 {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(1, o.IdleInTransaction.Milliseconds()), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
