@@ -100,6 +100,10 @@ type Options struct {
 	Policy   func() *policy.Policy // the policy in force, with its config
 	Now      func() int64
 	Holder   uint64 // pid<<16 | worker index
+	// Granted, when set, is told of every job granted from the ready set, with the wall-clock
+	// time (ns) of the grant, taken before the fence check that let it through. Only the test
+	// switch of a cluster's grant log sets it (internal/grantlog).
+	Granted func(key []byte, atNs int64)
 }
 
 // Claimer grants jobs to one worker. It is safe for concurrent use.
@@ -173,10 +177,15 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 // takeReady takes from the ready set until it has n jobs or the set stops serving. Each take
 // consumes its entry (at most once per generation), whether or not the lease is granted: a
 // refused entry is leased by someone else, who is rendering it.
+//
+// A granted lease is then checked against the node's fence (shm.Fence), at a time no earlier
+// than the grant: an entry of a shard the node has given up since the set was published, or
+// taken when the node's shard leases may have lapsed, gives its lease back at once and is not
+// handed out. The row is still due; its owner grants it.
 func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []Job {
-	ready, leases := c.opts.Segment.Ready(), c.opts.Segment.Leases()
+	ready, leases, fence := c.opts.Segment.Ready(), c.opts.Segment.Leases(), c.opts.Segment.Fence()
 	var e shm.Entry
-	granted, refused := 0, 0
+	granted, refused, fenced := 0, 0, 0
 	for len(jobs) < n {
 		if ready.Take(&e) != shm.Taken {
 			break // cold, exhausted, disabled or busy: the fallback serves the rest
@@ -190,6 +199,18 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 			refused++
 			continue
 		}
+		var grantedNs int64
+		if c.opts.Granted != nil {
+			grantedNs = time.Now().UnixNano()
+		}
+		if !fence.Allows(e.Fence, c.opts.Now()) {
+			leases.Release(lease, now, 0)
+			fenced++
+			break // every entry of the set carries the same version: the rest would fail alike
+		}
+		if c.opts.Granted != nil {
+			c.opts.Granted(e.Key, grantedNs)
+		}
 		jobs = append(jobs, Job{
 			Key: append([]byte(nil), e.Key...), KeyHash: e.KeyHash, DueAtMs: e.DueAtMs, CadenceMs: e.CadenceMs,
 			Submitted: e.Submitted, Lane: policy.Lane(e.Lane), Score: e.Score, Source: SourceReady, Lease: lease,
@@ -202,6 +223,9 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 		}
 		if refused > 0 {
 			w.Add(shm.CounterLeaseRefused, uint64(refused))
+		}
+		if fenced > 0 {
+			w.Add(shm.CounterGrantsFenced, uint64(fenced))
 		}
 	}
 	return jobs

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
@@ -29,6 +30,8 @@ type IndexSource struct {
 	Segment *shm.Segment
 	Policy  func() *policy.Policy
 	Now     func() int64
+	// Granted is Options.Granted for the grants of the index (the cluster's grant log).
+	Granted func(key []byte, atNs int64)
 }
 
 // ClaimIndex grants up to req.N jobs from the index, scanning from the head (Scanner.HeadMs),
@@ -47,7 +50,10 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 	}
 	pol := s.Policy()
 	now := s.Now()
-	leases := s.Segment.Leases()
+	leases, fence := s.Segment.Leases(), s.Segment.Fence()
+	// The fence version before the scan: a shard given up after it fails every grant of the
+	// scan's rows (see Claimer.takeReady), as a published entry of it would.
+	fenceVersion := fence.Version()
 	ttl := LeaseTTL(pol.Config().Queue.LeaseTTL.Ms(), req.TTLMs)
 	page := max(4*n, 64)
 	// From the head rather than the floor: the guard window behind the first due row holds
@@ -67,6 +73,17 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			lease, st := leases.Acquire(h, now, ttl, req.Holder)
 			if st != shm.Acquired {
 				continue
+			}
+			var grantedNs int64
+			if s.Granted != nil {
+				grantedNs = time.Now().UnixNano()
+			}
+			if !fence.Allows(fenceVersion, s.Now()) {
+				leases.Release(lease, now, 0)
+				return jobs, nil // every later row of the scan would be refused alike
+			}
+			if s.Granted != nil {
+				s.Granted(r.Key, grantedNs)
 			}
 			pr := rows.Policy(r.Key, r.Row)
 			cadence, _ := pol.Cadence(&pr)

@@ -1049,3 +1049,16 @@ func sectionKey(file *ast.File, section, name string) *token.Token {
 	}
 	return nil
 }
+
+// NodeID is node.id, or "<hostname>:<listen>" when it is empty: unique per process on a
+// network, and stable across restarts of the same configuration on the same host.
+func (c *Config) NodeID() string {
+	if c.Node.ID != "" {
+		return c.Node.ID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + ":" + c.Listen
+}

@@ -128,6 +128,9 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	var st wire.ApplyStats
 	changes := make([]store.Change, 0, len(results))
 	held := make([]shm.Lease, 0, len(results)) // the lease of each change
+	index := make([]int, 0, len(results))      // the result of each change
+	// notOwner[j]: the funnel found change j's shard held by another node (store.Current).
+	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
 	for i := range results {
 		r := &results[i]
@@ -145,9 +148,17 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			continue
 		}
 		heldKey[h] = true
+		j := len(changes)
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
-			Decide: func(cur store.Current) (store.Write, bool, error) { return decide(pol, r, cur, now) }})
+			Decide: func(cur store.Current) (store.Write, bool, error) {
+				if cur.NotOwner {
+					notOwner[j] = true
+					return store.Write{}, false, nil
+				}
+				return decide(pol, r, cur, now)
+			}})
 		held = append(held, lease)
+		index = append(index, i)
 	}
 	if a.Test != nil && a.Test.AfterDecide != nil {
 		a.Test.AfterDecide()
@@ -173,11 +184,14 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		return wire.ApplyStats{}, fmt.Errorf("intake: apply %d results: %w", len(changes), err)
 	}
 	done := a.Now()
-	for i, l := range held {
+	for j, l := range held {
 		leases.Release(l, done, grace)
-		if filed[i] {
+		switch {
+		case filed[j]:
 			st.Applied++
-		} else {
+		case notOwner[j]:
+			fence(&st, index[j], ErrShardNotOwned)
+		default:
 			st.Skipped++
 		}
 	}

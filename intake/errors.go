@@ -35,6 +35,11 @@ var (
 	// ErrBadStoredPage is returned for a stored page that cannot be served as it is: its status
 	// is not a final HTTP status (a page stored by an older version or a faulty renderer).
 	ErrBadStoredPage = errors.New("intake: stored page not servable")
+
+	// ErrShardNotOwned fences a result whose key's shard this node no longer holds (a cluster
+	// on PostgreSQL): the shard moved while the page rendered, and its new owner grants and
+	// renders the row itself.
+	ErrShardNotOwned = errors.New("the node no longer owns this key's shard: it moved to another node while the page rendered")
 )
 
 // FencedError is returned by Applier.Deliver when every result of a batch was fenced: none

@@ -13,7 +13,7 @@ import "math"
 //	32  keyLen     uint16
 //	34  flags      uint8     bit 0: submitted
 //	35  lane       uint8     policy's lane number, opaque here
-//	36  (reserved) uint32    zero
+//	36  fence      uint32    the node's fence version when the set was published (Fence)
 //	40  key        [KeyCapacity]byte, keyLen of them meaningful
 type Entry struct {
 	Score     float64
@@ -22,6 +22,10 @@ type Entry struct {
 	Submitted bool
 	Lane      uint8
 	Key       []byte
+	// Fence is the node's fence version (Fence.Load) read before the pass that produced the
+	// entry: a take re-checks it against the cell, so an entry of a shard the node has given
+	// up since is never granted.
+	Fence uint32
 
 	// Set by Take; ignored by Publish, which computes KeyHash itself.
 	KeyHash uint64
@@ -44,7 +48,7 @@ func packHeader(e *Entry) entryHeader {
 		uint64(e.DueAtMs),
 		uint64(e.CadenceMs),
 		KeyHash(e.Key),
-		uint64(len(e.Key)) | flags<<16 | uint64(e.Lane)<<24,
+		uint64(len(e.Key)) | flags<<16 | uint64(e.Lane)<<24 | uint64(e.Fence)<<32,
 	}
 }
 
@@ -58,5 +62,6 @@ func unpackHeader(h *entryHeader, e *Entry, keyCap uint32) int {
 	e.KeyHash = h[3]
 	e.Submitted = (h[4]>>16)&entryFlagSubmitted != 0
 	e.Lane = uint8(h[4] >> 24)
+	e.Fence = uint32(h[4] >> 32)
 	return int(min(uint32(h[4]&0xffff), keyCap))
 }

@@ -24,7 +24,7 @@ import (
 const (
 	// LayoutVersion is bumped whenever any byte of the layout changes meaning. Attaching to a
 	// segment of another version fails with a *VersionError (R5).
-	LayoutVersion uint32 = 1
+	LayoutVersion uint32 = 2
 
 	pageSize   = 4096
 	headerSize = pageSize

@@ -326,7 +326,7 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	// Ready buffer: three publishes (the third lands in slot 1), one take, then disabled.
 	ready := seg.Ready()
 	key := []byte("desktop|https://a.test/p/1")
-	first := Entry{Score: 2.5, DueAtMs: 111, CadenceMs: 222, Submitted: true, Lane: 3, Key: key}
+	first := Entry{Score: 2.5, DueAtMs: 111, CadenceMs: 222, Submitted: true, Lane: 3, Key: key, Fence: 9}
 	long := Entry{Key: []byte(strings.Repeat("k", 41))}
 	ready.Publish([]Entry{first, first}, 2_000_000)
 	many := []Entry{long, long}
@@ -355,7 +355,7 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	}}
 	blocks["Ready buffer / Entry"] = docBlock{base: slot1 + 128, values: map[string]uint64{
 		"score": math.Float64bits(2.5), "dueAt": 111, "cadence": 222, "keyHash": KeyHash(key),
-		"keyLen": uint64(len(key)), "flags": entryFlagSubmitted, "lane": 3,
+		"keyLen": uint64(len(key)), "flags": entryFlagSubmitted, "lane": 3, "fence": 9,
 	}, bytes: map[string][]byte{"key": key}}
 
 	// Lease table: three refusals of a held key, one of a full window, two graces taken over.
@@ -396,8 +396,13 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	fl.SetPin(77, 6_000)
 	fl.SetNextDue(7_000)
 	fl.SetAdvancedAt(8_000)
+	fe := seg.Fence()
+	fe.Bump()
+	fe.Bump()
+	fe.SetGrantUntil(9_000)
 	blocks["Floor cell"] = docBlock{base: l.floor.off, values: map[string]uint64{
 		"floor": 5_000, "pinHash": 77, "pinSince": 6_000, "nextDue": 7_000, "advancedAt": 8_000,
+		"fence": 2, "grantUntil": 9_000,
 	}}
 
 	// Worker block 1, at workers.off + 1 × 1088 as the document states it.

@@ -493,6 +493,24 @@ func (l *Leases) CountHolders(nowMs int64, match func(holder uint64) bool) int {
 	return n
 }
 
+// LiveKeys returns the key hashes of the live leases at nowMs (graces are not counted) that
+// match accepts. It scans the whole table, like CountHolder: a node that gives a shard up
+// finds its grants of the shard with it, to Revoke them.
+func (l *Leases) LiveKeys(nowMs int64, match func(keyHash uint64) bool) []uint64 {
+	relNow := l.rel(nowMs)
+	var keys []uint64
+	for i := range l.capacity {
+		sl := l.slot(i)
+		st := atomic.LoadUint64(&sl.state)
+		if st>>expiryShift > relNow && st&releasedBit == 0 {
+			if h := atomic.LoadUint64(&sl.hash); h != 0 && match(h) {
+				keys = append(keys, h)
+			}
+		}
+	}
+	return keys
+}
+
 // Capacity is the number of slots of the table (queue.max_leases).
 func (l *Leases) Capacity() int { return int(l.capacity) }
 

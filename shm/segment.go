@@ -27,6 +27,7 @@ type Segment struct {
 	ready  Ready
 	leases Leases
 	floor  Floor
+	fence  Fence
 }
 
 // Create makes a new segment file at path, mode 0600, sized and initialised for opts, and
@@ -156,6 +157,7 @@ func newSegment(l Layout, mem []byte, mapped mmap.MMap) *Segment {
 	s.ready.init(s)
 	s.leases.init(s)
 	s.floor.init(s)
+	s.fence.init(s)
 	return s
 }
 
@@ -170,6 +172,9 @@ func (s *Segment) Leases() *Leases { return &s.leases }
 
 // Floor is the claim-floor cell.
 func (s *Segment) Floor() *Floor { return &s.floor }
+
+// Fence is the node's grant fence (Fence), in the floor cell's line.
+func (s *Segment) Fence() *Fence { return &s.fence }
 
 // Close unmaps the segment. It does not remove the file: the supervisor owns its lifetime.
 func (s *Segment) Close() error {

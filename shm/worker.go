@@ -84,7 +84,24 @@ const (
 	// chrome renderer retired for a new one, by reason (recycle, rss, crash, in that order).
 	CounterChromeRestarts = CounterChromeBlocked + NumChromeBlockReasons
 
-	numNamedCounters = CounterChromeRestarts + NumChromeRestartReasons
+	// The cluster's counters (store.backend postgres; see Fence).
+	// CounterGrantsFenced counts takes refused by the fence: their shard was given up, or
+	// the node's leases were not renewed in time.
+	CounterGrantsFenced = CounterChromeRestarts + NumChromeRestartReasons
+	// CounterAdvancesFenced counts shard floor advances refused because the node no longer
+	// held the shard's lease at its epoch (worker 0).
+	CounterAdvancesFenced = CounterGrantsFenced + 1
+	// CounterResultsFenced counts results refused because the node no longer held the row's
+	// shard (worker 0).
+	CounterResultsFenced = CounterAdvancesFenced + 1
+	// CounterShardsOwned is a gauge: the shards the node holds (worker 0).
+	CounterShardsOwned = CounterResultsFenced + 1
+	// CounterShardsAcquired and CounterShardsLost count shards taken and given up (handed
+	// over or found lost) by the node (worker 0).
+	CounterShardsAcquired = CounterShardsOwned + 1
+	CounterShardsLost     = CounterShardsAcquired + 1
+
+	numNamedCounters = CounterShardsLost + 1
 )
 
 // Histogram geometry, fixed by the layout.

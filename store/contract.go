@@ -113,6 +113,11 @@ type Current struct {
 	HasRow    bool
 	Target    Target
 	HasTarget bool
+	// NotOwner is set when the executing node does not hold the key's shard at the epoch it
+	// believes, read in the transaction (a cluster on PostgreSQL; never on Badger). A change
+	// is a result decided on a grant of that node, so the store files nothing for it, whatever
+	// Decide returns; Decide is still called, so that the caller can report it fenced.
+	NotOwner bool
 }
 
 // The Badger store is a Store.

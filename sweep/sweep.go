@@ -184,6 +184,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		s.opts.Changes.sweepBegin() // before the snapshot: a write in flight now is not in it
 		defer s.opts.Changes.sweepEnd()
 	}
+	// The fence version before the snapshot: a shard the node gives up after this point makes
+	// every entry of this pass ungrantable (shm.Fence), whatever the pass read of it.
+	fenceVersion := s.opts.Segment.Fence().Version()
 	pass, err := s.opts.Store.BeginPass(now)
 	if err != nil {
 		return Result{}, fmt.Errorf("sweep: begin pass: %w", err)
@@ -274,7 +277,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				continue
 			}
 			entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
-				Submitted: it.Value.submitted, Lane: uint8(it.Lane), Key: it.Value.key})
+				Submitted: it.Value.submitted, Lane: uint8(it.Lane), Key: it.Value.key, Fence: fenceVersion})
 		}
 		pub := s.opts.Segment.Ready().Publish(entries, now)
 		res.Gen, res.Published = pub.Gen, pub.Published

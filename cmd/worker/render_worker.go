@@ -84,7 +84,8 @@ func runRenderWorker(ctx context.Context, e *env) error {
 		return nil
 	}
 	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
-	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder()})
+	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder(),
+		Granted: grantHook(openGrantLog(e, e.pol.Load().Config()))})
 	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After}
 	p.run(ctx)
 	return nil

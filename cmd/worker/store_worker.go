@@ -41,9 +41,10 @@ func runStoreWorker(ctx context.Context, e *env) error {
 var errWorker0Stopped = errors.New("worker 0 has been stopped")
 
 // worker0 is the store worker assembled from its services, started in this order and stopped
-// in the reverse one (Stop):
+// in the reverse one (Stop), except the cluster membership, which hands its shards over right
+// after the sweep loop stops:
 //
-//	store (open, reconcile) → GC → control socket (handlers, sitemap runs) → sweep loop
+//	store (open) → cluster membership → reconcile → GC → control socket (handlers, sitemap runs) → sweep loop
 //
 // It keeps the startstop contract: Stop without Start is a no-op, Stop twice is safe, Start
 // while started is a no-op (and after Stop, errWorker0Stopped). Start and Stop are serialised.
@@ -54,7 +55,8 @@ type worker0 struct {
 	started bool
 	stopped bool
 
-	st       store.Store // nil until opened
+	st       store.Store   // nil until opened
+	member   memberService // the cluster's membership; a no-op on Badger
 	gc       gcService
 	sweep    *sweepService // nil until built
 	srv      *http.Server  // nil until the socket listens
@@ -89,11 +91,17 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return wrap("data dir", err)
 	}
-	st, err := openStore(ctx, cfg, e.seg.Floor(), e.log)
+	st, err := openStore(ctx, cfg, e.seg.Floor(), pgFenced(e.worker), e.log)
 	if err != nil {
 		return wrap("open store", err)
 	}
 	w.st = st
+	grants := openGrantLog(e, cfg)
+	// In a cluster the node takes its shards before anything reads or grants them.
+	w.member = memberService{newMember(e, cfg, st, grants)}
+	if err := w.member.Start(ctx); err != nil {
+		return wrap("cluster", err)
+	}
 	if restored, err := st.Reconcile(nowMs()); err != nil {
 		e.log.Error().Err(err).Msg("reconcile failed")
 	} else if restored > 0 {
@@ -121,7 +129,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	})
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
 	kick := make(chan struct{}, 1)
-	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs},
+	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs, Granted: grantHook(grants)},
 		ready: e.seg.Ready(), kick: kick}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
@@ -149,7 +157,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
-		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
+		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: nowMs}).Register(mux)
 	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
@@ -179,6 +187,9 @@ func (w *worker0) Stop() {
 	if w.sweep != nil {
 		w.sweep.Stop()
 	}
+	// A stopping node hands its shards over at once: the other nodes need not wait for a TTL,
+	// and the results still in flight here are fenced from now on (at-least-once).
+	w.member.Stop()
 	closeStore := true // false when a writer may still run: see workerStop
 	if w.srv != nil {
 		stop := &workerStop{srv: w.srv, inflight: w.inflight, sitemaps: w.sitemaps, log: w.e.log, after: time.After,

@@ -44,6 +44,7 @@ type op struct {
 	dropPage  bool
 	decide    func(store.Current) (store.Write, bool, error)
 	minDue    int64
+	notOwner  bool // opModify: the node does not hold the key's shard (Current.NotOwner)
 	applied   bool
 	err       error
 }
@@ -319,6 +320,14 @@ func (s *Store) commitBatch(reqs []*request) (err error) {
 	if err := br.Close(); err != nil {
 		return err
 	}
+	// A result is applied only for a shard the node still holds: its lease row is locked with
+	// the floors, so no acquire by another node can commit before this transaction does.
+	var held map[int32]bool
+	if s.opts.Node != "" && len(modifyKeys) > 0 {
+		if held, err = s.lockHeldForResults(ctx, tx, ops); err != nil {
+			return err
+		}
+	}
 	// The shards are locked: no advance can run until this commits, so lowering the cell
 	// now is seen by every advance that could miss this batch's rows (doc.go).
 	if minDue != math.MaxInt64 {
@@ -327,6 +336,9 @@ func (s *Store) commitBatch(reqs []*request) (err error) {
 	}
 
 	for _, o := range ops {
+		if o.kind == opModify && held != nil && !held[o.shard] {
+			o.notOwner = true
+		}
 		s.fold(o, keys[string(o.key)])
 	}
 	if err := s.write(ctx, tx, keys); err != nil {
@@ -339,6 +351,28 @@ func (s *Store) commitBatch(reqs []*request) (err error) {
 		return err
 	}
 	return nil
+}
+
+// lockHeldForResults locks the lease rows of the shards of the batch's results and returns
+// the shards the node holds; a shard it does not believe it holds is not held.
+func (s *Store) lockHeldForResults(ctx context.Context, tx pgx.Tx, ops []*op) (map[int32]bool, error) {
+	mine := s.ownedSet()
+	epochOf := make(map[int32]int64, len(mine.shards))
+	for i, sh := range mine.shards {
+		epochOf[sh] = mine.epochs[i]
+	}
+	set := shardSet{node: mine.node}
+	seen := map[int32]bool{}
+	for _, o := range ops {
+		if e, ok := epochOf[o.shard]; ok && o.kind == opModify && !seen[o.shard] {
+			seen[o.shard] = true
+			set.shards, set.epochs = append(set.shards, o.shard), append(set.epochs, e)
+		}
+	}
+	if len(set.shards) == 0 {
+		return map[int32]bool{}, nil
+	}
+	return heldShards(ctx, tx, set)
 }
 
 func readLocked(br pgx.BatchResults) error {
@@ -443,7 +477,7 @@ func (s *Store) fold(o *op, ks *keyState) {
 
 // decided runs a Modify's Decide on its key's state and prepares the put it returns.
 func (s *Store) decided(o *op, ks *keyState) (op, bool) {
-	cur := store.Current{Row: ks.row, HasRow: ks.exists, HasTarget: ks.hasTarget}
+	cur := store.Current{Row: ks.row, HasRow: ks.exists, HasTarget: ks.hasTarget, NotOwner: o.notOwner}
 	if ks.hasTarget {
 		if err := cur.Target.UnmarshalBinary(ks.target); err != nil {
 			o.err = fmt.Errorf("pgstore: target %q: %w", o.key, err)
@@ -451,6 +485,10 @@ func (s *Store) decided(o *op, ks *keyState) (op, bool) {
 		}
 	}
 	w, ok, err := o.decide(cur)
+	if o.notOwner {
+		s.fenced(FencedResult, 1)
+		return op{}, false
+	}
 	if err != nil || !ok {
 		o.err = err
 		return op{}, false
@@ -517,6 +555,11 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 			} else if !ks.deleted {
 				pDel = append(pDel, key)
 			}
+		}
+	}
+	if ws := s.writerFloorShard(); ws >= 0 {
+		for i := range floorShards {
+			floorShards[i] = ws
 		}
 	}
 	b := &pgx.Batch{}

@@ -73,7 +73,7 @@ func TestAdvanceWaitsForTheWriteHoldingItsShard(t *testing.T) {
 		var waiting int
 		err := db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'
-			  AND query LIKE '%FROM freshq_floor ORDER BY shard FOR UPDATE%'`).Scan(&waiting)
+			  AND query LIKE '%FROM freshq_floor f WHERE f.shard = ANY($1) ORDER BY f.shard FOR UPDATE%'`).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 type pass struct {
 	s        *Store
 	tx       pgx.Tx
+	set      shardSet // the shards the pass works on, fixed at BeginPass
 	stats    store.PassStats
 	iterated bool
 	advanced bool // AdvanceFloor ran: a pass advances at most once
@@ -36,9 +37,10 @@ func (s *Store) BeginPass(nowMs int64) (store.Pass, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: begin pass: %w", err)
 	}
-	p := &pass{s: s, tx: tx}
+	p := &pass{s: s, tx: tx, set: s.ownedSet()}
 	p.stats.NowMs = nowMs
-	if err := tx.QueryRow(ctx, `SELECT coalesce(min(floor_ms), 0) FROM freshq_floor`).Scan(&p.stats.FloorMs); err != nil {
+	from, args := p.set.from(nil)
+	if err := tx.QueryRow(ctx, `SELECT coalesce(min(f.floor_ms), 0) FROM `+from+` JOIN freshq_floor f ON f.shard = o.shard`, args...).Scan(&p.stats.FloorMs); err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("pgstore: begin pass: %w", err)
 	}
@@ -62,9 +64,10 @@ const dueColumns = `s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, 
 // wants exactly the earliest.
 const sortedBelow = 10_000
 
-// IterateDue implements store.Pass: every row due from the floor up to now, read from the
-// pass's snapshot in one query and decoded straight from the wire. F1 puts no row below its
-// shard's floor, so the lowest floor bounds them all.
+// IterateDue implements store.Pass: every row due from its shard's floor up to now, of the
+// shards the pass works on, read from the pass's snapshot in one query and decoded straight
+// from the wire. F1 puts no row below its shard's floor. In a cluster, a shard's rows are read
+// only if the snapshot shows the node holding the shard at the epoch it believes (Options.Node).
 //
 // The order is the cheapest that gives the caller what it asked for. When the due rows fit
 // under maxRows (or maxRows is 0), they come as the table holds them: the sweep scores every
@@ -84,7 +87,12 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 	}
 	p.iterated = true
 	ctx := context.Background()
-	q := `SELECT ` + dueColumns + ` FROM freshq_schedule s WHERE s.due_at_ms >= $1 AND s.due_at_ms <= $2`
+	args := []any{p.stats.NowMs}
+	from, args := p.set.from(args)
+	held, args := p.set.held(args)
+	q := `SELECT ` + dueColumns + ` FROM ` + from + ` JOIN freshq_floor f ON f.shard = o.shard
+		JOIN freshq_schedule s ON s.shard = o.shard AND s.due_at_ms >= f.floor_ms AND s.due_at_ms <= $1
+		WHERE ` + held
 	var limit any // NULL: no limit
 	if maxRows > 0 {
 		limit = maxRows + 1 // one more tells a capped pass from one that read everything
@@ -92,7 +100,7 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 			q += ` ORDER BY s.due_at_ms, s.cache_key`
 		}
 	}
-	rows, err := p.tx.Query(ctx, q+` LIMIT $3`, p.stats.FloorMs, p.stats.NowMs, limit)
+	rows, err := p.tx.Query(ctx, q+fmt.Sprintf(` LIMIT $%d`, len(args)+1), append(args, limit)...)
 	if err != nil {
 		return fmt.Errorf("pgstore: iterate due: %w", err)
 	}
@@ -140,7 +148,7 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 	p.s.lastDue.Store(due)
 	if !p.stats.Capped {
 		p.stats.Complete = true
-		next, ok, err := nextDue(ctx, p.tx, p.stats.NowMs)
+		next, ok, err := nextDue(ctx, p.tx, p.set, p.stats.NowMs)
 		if err != nil {
 			return err
 		}
@@ -149,12 +157,13 @@ func (p *pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 	return nil
 }
 
-// nextDue is the earliest due time past nowMs, one index probe per shard.
-func nextDue(ctx context.Context, q pgx.Tx, nowMs int64) (int64, bool, error) {
+// nextDue is the earliest due time past nowMs in the shards of ss, one index probe per shard.
+func nextDue(ctx context.Context, q pgx.Tx, ss shardSet, nowMs int64) (int64, bool, error) {
 	var next *int64
-	err := q.QueryRow(ctx, `SELECT min(x.d) FROM freshq_floor f CROSS JOIN LATERAL
-		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard AND s.due_at_ms > $1
-		 ORDER BY s.due_at_ms LIMIT 1) x`, nowMs).Scan(&next)
+	from, args := ss.from([]any{nowMs})
+	err := q.QueryRow(ctx, `SELECT min(x.d) FROM `+from+` CROSS JOIN LATERAL
+		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = o.shard AND s.due_at_ms > $1
+		 ORDER BY s.due_at_ms LIMIT 1) x`, args...).Scan(&next)
 	if err != nil {
 		return 0, false, fmt.Errorf("pgstore: next due: %w", err)
 	}
@@ -202,7 +211,7 @@ func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
 	if s.opts.TestSignals.NaiveAdvance {
 		return s.naiveAdvance(p, guardMs)
 	}
-	moved, err := s.advance(p.stats.NowMs, guardMs, s.floor.Load(), s.head.Load())
+	moved, err := s.advance(p.set, p.stats.NowMs, guardMs, s.floor.Load(), s.head.Load())
 	if err != nil {
 		s.log.Error().Err(err).Msg("floor advance failed")
 		return s.floor.Load(), false
@@ -210,7 +219,11 @@ func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
 	return s.floor.Load(), moved
 }
 
-// advance is AdvanceFloor's transaction. It returns whether any shard's floor moved.
+// advance is AdvanceFloor's transaction over the shards of ss. It returns whether any shard's
+// floor moved. In a cluster it first locks the shards' lease rows too (heldShards) and
+// advances only the shards the node still holds at their epochs: a node that lost a shard
+// while paused, partitioned or slow never raises its floor, and no other node can acquire
+// the shard until this transaction ends.
 //
 // The cell and the head are raised from observed and observedHead before the transaction
 // commits, while it holds every floor row's lock. A write of this node lowers them only once
@@ -220,7 +233,7 @@ func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
 // still at observed (below its due time) and leave it, and the swap would then lift the cell
 // and head over its row. Should the commit fail after the swap, the cell and head still bound
 // every row that existed under the locks, and every later write lowers them itself.
-func (s *Store) advance(nowMs, guardMs, observed, observedHead int64) (moved bool, err error) {
+func (s *Store) advance(ss shardSet, nowMs, guardMs, observed, observedHead int64) (moved bool, err error) {
 	ctx := context.Background()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -231,11 +244,29 @@ func (s *Store) advance(nowMs, guardMs, observed, observedHead int64) (moved boo
 			_ = tx.Rollback(ctx)
 		}
 	}()
-	if _, err := tx.Exec(ctx, `SELECT shard FROM freshq_floor ORDER BY shard FOR UPDATE`); err != nil {
+	if len(ss.shards) == 0 {
+		return false, nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT f.shard FROM freshq_floor f WHERE f.shard = ANY($1) ORDER BY f.shard FOR UPDATE`, ss.shards); err != nil {
 		return false, fmt.Errorf("pgstore: advance: lock the floors: %w", err)
 	}
+	held, err := heldShards(ctx, tx, ss)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: advance: %w", err)
+	}
+	s.fenced(FencedAdvance, len(ss.shards)-len(held))
+	if len(held) == 0 {
+		return false, nil
+	}
+	heldList := make([]int32, 0, len(held))
+	for _, sh := range ss.shards {
+		if held[sh] {
+			heldList = append(heldList, sh)
+		}
+	}
 	rows, err := tx.Query(ctx, `SELECT f.shard, f.floor_ms, x.d FROM freshq_floor f LEFT JOIN LATERAL
-		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard ORDER BY s.due_at_ms LIMIT 1) x ON true`)
+		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard ORDER BY s.due_at_ms LIMIT 1) x ON true
+		WHERE f.shard = ANY($1)`, heldList)
 	if err != nil {
 		return false, fmt.Errorf("pgstore: advance: read the first due rows: %w", err)
 	}
@@ -271,11 +302,20 @@ func (s *Store) advance(nowMs, guardMs, observed, observedHead int64) (moved boo
 			return false, fmt.Errorf("pgstore: advance: %w", err)
 		}
 	}
-	if minFloor > observed {
+	// Under every held shard's lock the minimum is exact: raised from what was observed (a
+	// write of this node that lowered the cell since makes the swap fail), and lowered when a
+	// write of another node, which lowers only the database's floor, put a row below the cell.
+	switch {
+	case minFloor > observed:
 		s.floor.Advance(observed, minFloor)
+	case minFloor < observed:
+		s.floor.Lower(minFloor)
 	}
-	if head > observedHead {
+	switch {
+	case head > observedHead:
 		s.head.CompareAndSwap(observedHead, head)
+	case head < observedHead:
+		lowerTo(&s.head, head)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("pgstore: advance: %w", err)
@@ -292,7 +332,7 @@ func (s *Store) naiveAdvance(p *pass, guardMs int64) (int64, bool) {
 		bound = min(bound, p.stats.FirstDueMs)
 	}
 	to := bound - guardMs
-	tag, err := s.pool.Exec(context.Background(), `UPDATE freshq_floor SET floor_ms = $1 WHERE floor_ms < $1`, to)
+	tag, err := s.pool.Exec(context.Background(), `UPDATE freshq_floor SET floor_ms = $1 WHERE floor_ms < $1 AND shard = ANY($2)`, to, p.set.shards)
 	if err != nil || tag.RowsAffected() == 0 {
 		return s.floor.Load(), false
 	}
@@ -318,7 +358,7 @@ func (p *pass) Close() {
 // ScanDue implements store.Store: the due rows from floorMs, read per shard through the due
 // index (each shard's first limit rows) and merged by the database.
 func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
-	return s.scan(`s.due_at_ms >= $1`, []any{floorMs}, nowMs, limit)
+	return s.scan(`s.due_at_ms >= $3`, []any{floorMs}, nowMs, limit)
 }
 
 // ScanDueAfter implements store.Store: strictly after (afterMs, afterKey) in (due, key) order.
@@ -326,9 +366,11 @@ func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit 
 	if afterMs < 0 {
 		return s.ScanDue(0, nowMs, limit)
 	}
-	return s.scan(`(s.due_at_ms, s.cache_key) > ($1, $4::bytea)`, []any{afterMs, afterKey}, nowMs, limit)
+	return s.scan(`(s.due_at_ms, s.cache_key) > ($3, $4::bytea)`, []any{afterMs, afterKey}, nowMs, limit)
 }
 
+// scan reads the due rows up to nowMs that satisfy from (on s, with $3… bound to fromArgs),
+// per held shard through the due index, merged in (due, key) order.
 func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store.ScanResult, error) {
 	var res store.ScanResult
 	if limit <= 0 {
@@ -342,15 +384,16 @@ func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store
 	if err != nil {
 		return res, fmt.Errorf("pgstore: scan: %w", err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	args := []any{fromArgs[0], nowMs, limit + 1}
-	if len(fromArgs) > 1 {
-		args = append(args, fromArgs[1])
-	}
-	rows, err := tx.Query(ctx, `SELECT x.* FROM freshq_floor f CROSS JOIN LATERAL
-		(SELECT `+dueColumns+` FROM freshq_schedule s WHERE s.shard = f.shard AND `+from+` AND s.due_at_ms <= $2
-		 ORDER BY s.due_at_ms, s.cache_key LIMIT $3) x
-		ORDER BY x.due_at_ms, x.cache_key LIMIT $3`, args...)
+	defer tx.Rollback(ctx)                               //nolint:errcheck // read-only
+	args := append([]any{nowMs, limit + 1}, fromArgs...) // from's arguments are $3 on
+	ss := s.ownedSet()
+	shardsFrom, args := ss.from(args)
+	held, args := ss.held(args)
+	rows, err := tx.Query(ctx, `SELECT x.* FROM `+shardsFrom+` CROSS JOIN LATERAL
+		(SELECT `+dueColumns+` FROM freshq_schedule s WHERE s.shard = o.shard AND `+from+` AND s.due_at_ms <= $1
+		 ORDER BY s.due_at_ms, s.cache_key LIMIT $2) x
+		WHERE `+held+`
+		ORDER BY x.due_at_ms, x.cache_key LIMIT $2`, args...)
 	if err != nil {
 		return res, fmt.Errorf("pgstore: scan: %w", err)
 	}
@@ -374,7 +417,7 @@ func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store
 		res.FirstDueMs, res.HasFirstDue = res.Rows[0].DueAtMs, true
 	}
 	if !res.Capped {
-		next, ok, err := nextDue(ctx, tx, nowMs)
+		next, ok, err := nextDue(ctx, tx, ss, nowMs)
 		if err != nil {
 			return store.ScanResult{}, err
 		}

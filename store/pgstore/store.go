@@ -41,6 +41,20 @@ type Options struct {
 	MaxBatchWrites       int
 	QueueLen             int
 	Logger               zerolog.Logger
+	// Node is the node's identity in a cluster (config node.id). Empty: the store is alone on
+	// its database and works on every shard. Set: it works only on the shards SetOwned gives
+	// it (none before the first call), each fenced by its lease's epoch in the transaction that
+	// uses it: a pass reads, an advance raises, and a result (Modify) is applied only for a
+	// shard the node still holds. Writes (WriteSchedules, DeleteTarget, …) go to any shard,
+	// and lower that shard's own floor, whichever node executes them.
+	Node string
+	// Fenced, when set, is told of what the fence refused: floor advances of shards the node
+	// no longer held (FencedAdvance) and results of such shards (FencedResult).
+	Fenced func(what Fenced, n int)
+	// TestFloorOnWriter makes a write lower the floor of the writing node's first shard
+	// instead of the row's own: the defect of the system freshq replaces, which strands rows
+	// below their owner's floor. Only for a test that shows the cluster's tests can fail.
+	TestFloorOnWriter bool
 	// TestSignals are hooks for tests, zero in production. BeforeCommit runs once a batch's
 	// transaction has locked its shards, lowered their floors and staged its writes, just
 	// before it commits; NaiveAdvance advances without the locks; AfterGC never runs.
@@ -58,6 +72,11 @@ type Store struct {
 	// lastDue is how many rows the last pass found due (at least): it tells the next pass
 	// whether its cap may bind (IterateDue).
 	lastDue atomic.Int64
+
+	// allShards and zeroEpochs are every shard, for a store outside a cluster (ownedSet).
+	allShards  []int32
+	zeroEpochs []int64
+	owned      atomic.Pointer[Owned] // a cluster's shards (SetOwned); nil: none yet
 
 	closed        atomic.Bool
 	passMu        sync.Mutex
@@ -115,6 +134,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		reqs:          make(chan *request, o.QueueLen),
 		committerDone: make(chan struct{}),
 	}
+	for sh := range int32(shards) {
+		s.allShards = append(s.allShards, sh)
+	}
+	s.zeroEpochs = make([]int64, shards)
 	// The cell starts at the lowest shard floor: the database is the truth, the cell its
 	// mirror for this node's claim path.
 	var minFloor int64
@@ -131,6 +154,20 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	s.log.Info().Int("shards", shards).Int("schema_version", SchemaVersion()).
 		Dur("took", time.Since(start)).Msg("store opened")
 	return s, nil
+}
+
+// Fenced names what the fence of a cluster refused (Options.Fenced).
+type Fenced uint8
+
+const (
+	FencedAdvance Fenced = iota // a shard's floor advance: the node no longer held the shard
+	FencedResult                // a result (Modify) of a key whose shard the node no longer held
+)
+
+func (s *Store) fenced(what Fenced, n int) {
+	if n > 0 && s.opts.Fenced != nil {
+		s.opts.Fenced(what, n)
+	}
 }
 
 // Shards is S, the number of shards keys hash into.

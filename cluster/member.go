@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/shm"
+)
+
+// Options wires a Member.
+type Options struct {
+	Registry    Registry
+	ID          string        // node.id
+	Addr        string        // the node's listen address, for operators
+	Incarnation string        // unique per supervisor run: a restarted worker 0 keeps it
+	TTL         time.Duration // cluster.lease_ttl
+	Shards      int           // S, to find the shard of a granted key from its hash
+	// Owned gives the store the shards the node holds (pgstore.Store.SetOwned).
+	Owned  func(ctx context.Context, shards []int32, epochs []int64) error
+	Fence  *shm.Fence
+	Leases *shm.Leases
+	Worker *shm.Worker      // worker 0's block: the shard counters
+	Now    func() time.Time // the local clock
+	Log    zerolog.Logger
+	// Event, when set, is told of every acquire, release (before it commits) and loss: the
+	// cluster's grant log, a test switch. nil in production.
+	Event func(kind string, shard int32, epoch int64)
+}
+
+// Member is a node's part in the cluster: it registers the node, then every TTL/4 heartbeats,
+// reads the cluster, and acquires, renews, hands over or gives up shards (PlanFor). Stop hands
+// every shard over at once. It keeps the startstop contract: Stop before Start is a no-op, and
+// Stop twice is safe.
+type Member struct {
+	opts Options
+
+	mu      sync.Mutex
+	held    map[int32]int64 // shard → epoch; guarded by mu
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewMember returns a Member; Start registers it.
+func NewMember(opts Options) *Member {
+	return &Member{opts: opts, held: map[int32]int64{}, done: make(chan struct{})}
+}
+
+// Start registers the node and makes its first tick before it returns, so that the node's
+// first sweep already works on its shards, then ticks every TTL/4 until Stop. Until the first
+// renewal nothing is granted (grantUntil in the past), and every entry a previous worker 0
+// published is fenced off (the version is bumped): this process does not know what it held.
+func (m *Member) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started || m.stopped {
+		return nil
+	}
+	o := m.opts
+	o.Fence.SetGrantUntil(1)
+	o.Fence.Bump()
+	if err := o.Registry.Register(ctx, o.ID, o.Addr, o.Incarnation, o.TTL); err != nil {
+		return err
+	}
+	m.started = true
+	m.tickLocked(ctx)
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	go m.loop(lctx)
+	o.Log.Info().Str("node", o.ID).Str("addr", o.Addr).Dur("lease_ttl", o.TTL).Int("shards", len(m.held)).Msg("cluster member started")
+	return nil
+}
+
+func (m *Member) loop(ctx context.Context) {
+	defer close(m.done)
+	t := time.NewTicker(m.opts.TTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		if !m.stopped {
+			m.tickLocked(ctx)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Stop ends the ticks and hands every shard over at once: the node is marked stopping (so that
+// no node waits for it), stops granting, and releases its leases, which the live nodes take at
+// their next tick, without waiting for a TTL.
+func (m *Member) Stop() {
+	m.mu.Lock()
+	if !m.started || m.stopped {
+		m.stopped = true
+		m.mu.Unlock()
+		return
+	}
+	m.stopped = true
+	m.cancel()
+	m.mu.Unlock()
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o := m.opts
+	ctx, cancel := context.WithTimeout(context.Background(), o.TTL)
+	defer cancel()
+	if err := o.Registry.SetStopping(ctx, o.ID, o.Incarnation); err != nil {
+		o.Log.Error().Err(err).Msg("cluster: marking the node stopping failed; its shards move after the lease TTL")
+	}
+	n := len(m.held)
+	m.giveUp(ctx, slices.Collect(maps.Keys(m.held)), "release")
+	if err := o.Registry.Deregister(ctx, o.ID, o.Incarnation); err != nil {
+		o.Log.Error().Err(err).Msg("cluster: deregister failed")
+	}
+	o.Log.Info().Str("node", o.ID).Int("shards", n).Msg("cluster member stopped; shards handed over")
+}
+
+// Held returns the shards the node holds and their epochs, ascending.
+func (m *Member) Held() (shards []int32, epochs []int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.heldLocked()
+}
+
+func (m *Member) heldLocked() ([]int32, []int64) {
+	shards := slices.Sorted(maps.Keys(m.held))
+	epochs := make([]int64, len(shards))
+	for i, sh := range shards {
+		epochs[i] = m.held[sh]
+	}
+	return shards, epochs
+}
+
+// tickLocked is one round: heartbeat, read, give up what is lost or wanted elsewhere, renew
+// the rest, acquire what should be ours. grantUntil moves on only when the heartbeat and every
+// renewal went through, from the local time before the first of them.
+func (m *Member) tickLocked(ctx context.Context) {
+	o := m.opts
+	start := o.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.TTL/2)
+	defer cancel()
+	if err := o.Registry.Heartbeat(ctx, o.ID, o.Incarnation); err != nil {
+		if errors.Is(err, ErrIdentityInUse) {
+			o.Log.Error().Err(err).Str("node", o.ID).Msg("cluster: another process took this node's identity; giving every shard up")
+			m.giveUp(ctx, slices.Collect(maps.Keys(m.held)), "lost")
+			return
+		}
+		o.Log.Warn().Err(err).Msg("cluster: heartbeat failed")
+		return
+	}
+	view, err := o.Registry.ReadView(ctx)
+	if err != nil {
+		o.Log.Warn().Err(err).Msg("cluster: reading the cluster failed")
+		return
+	}
+	plan := PlanFor(&view, o.ID, o.TTL)
+
+	// Shards held here that the view no longer shows as ours at our epoch are lost.
+	viewEpoch := map[int32]int64{}
+	for _, l := range view.Leases {
+		if l.Owner == o.ID {
+			viewEpoch[l.Shard] = l.Epoch
+		}
+	}
+	var lost []int32
+	for sh, e := range m.held {
+		if ve, ok := viewEpoch[sh]; !ok || ve != e {
+			lost = append(lost, sh)
+		}
+	}
+	m.giveUp(ctx, lost, "lost")
+	var release []int32
+	for _, l := range plan.Release {
+		release = append(release, l.Shard)
+		m.held[l.Shard] = l.Epoch // a release names the epoch; held or adopted, it goes now
+	}
+	m.giveUp(ctx, release, "release")
+
+	// Renew what we keep, adopting a lease of ours this process did not know (a restarted
+	// worker 0 of the same node).
+	renewOK := true
+	if len(plan.Keep) > 0 {
+		shards, epochs := make([]int32, len(plan.Keep)), make([]int64, len(plan.Keep))
+		for i, l := range plan.Keep {
+			shards[i], epochs[i] = l.Shard, l.Epoch
+		}
+		renewed, err := o.Registry.Renew(ctx, o.ID, shards, epochs, o.TTL)
+		if err != nil {
+			o.Log.Warn().Err(err).Msg("cluster: renewing the shard leases failed")
+			renewed, renewOK = map[int32]bool{}, false
+		}
+		var gone []int32
+		for i, sh := range shards {
+			switch {
+			case renewed[sh]:
+				if _, ok := m.held[sh]; !ok {
+					m.event("acquire", sh, epochs[i])
+				}
+				m.held[sh] = epochs[i]
+			case err == nil:
+				if _, ok := m.held[sh]; ok {
+					gone = append(gone, sh)
+				}
+			}
+		}
+		m.giveUp(ctx, gone, "lost")
+	}
+	for _, l := range plan.Acquire {
+		epoch, ok, err := o.Registry.Acquire(ctx, o.ID, l.Shard, l.Epoch, o.TTL)
+		if err != nil {
+			o.Log.Warn().Err(err).Int32("shard", l.Shard).Msg("cluster: acquire failed")
+			continue
+		}
+		if ok {
+			m.event("acquire", l.Shard, epoch)
+			m.held[l.Shard] = epoch
+			o.Worker.Add(shm.CounterShardsAcquired, 1)
+		}
+	}
+	shards, epochs := m.heldLocked()
+	if err := o.Owned(ctx, shards, epochs); err != nil {
+		o.Log.Warn().Err(err).Msg("cluster: the store could not take the shards acquired")
+	}
+	o.Worker.Set(shm.CounterShardsOwned, uint64(len(shards)))
+	if renewOK {
+		// Three quarters of the TTL from before the heartbeat: every lease renewed or taken in
+		// this tick expires a full TTL after its statement ran on the database, later than that.
+		o.Fence.SetGrantUntil(start.Add(o.TTL * 3 / 4).UnixMilli())
+	}
+	if len(plan.Acquire)+len(plan.Release)+len(lost) > 0 {
+		o.Log.Info().Str("node", o.ID).Int("held", len(shards)).Int("acquired", len(plan.Acquire)).
+			Int("released", len(plan.Release)).Int("lost", len(lost)).Msg("cluster: shards moved")
+	}
+}
+
+// giveUp stops the node's grants of shards, then, for a release, hands their leases over:
+// the fence version is bumped (no entry published before is granted), the store stops
+// working on them, the node's live grants of them are revoked (their results are fenced),
+// and only then is the lease released, so that no other node can grant a row of them while
+// this one still may.
+func (m *Member) giveUp(ctx context.Context, shards []int32, kind string) {
+	if len(shards) == 0 {
+		return
+	}
+	o := m.opts
+	o.Fence.Bump()
+	epochs := make([]int64, len(shards))
+	gone := make(map[int32]bool, len(shards))
+	for i, sh := range shards {
+		epochs[i] = m.held[sh]
+		gone[sh] = true
+		delete(m.held, sh)
+		m.event(kind, sh, epochs[i])
+	}
+	left, leftEpochs := m.heldLocked()
+	if err := o.Owned(ctx, left, leftEpochs); err != nil {
+		o.Log.Warn().Err(err).Msg("cluster: the store could not drop the shards given up")
+	}
+	now := o.Now().UnixMilli()
+	s := uint64(o.Shards)
+	for _, h := range o.Leases.LiveKeys(now, func(h uint64) bool { return gone[int32(h%s)] }) {
+		o.Leases.Revoke(h, now, 0)
+	}
+	o.Worker.Add(shm.CounterShardsLost, uint64(len(shards)))
+	o.Worker.Set(shm.CounterShardsOwned, uint64(len(left)))
+	if kind == "release" {
+		if err := o.Registry.Release(ctx, o.ID, shards, epochs); err != nil {
+			o.Log.Warn().Err(err).Msg("cluster: handing shards over failed; they move after the lease TTL")
+		}
+	}
+}
+
+func (m *Member) event(kind string, shard int32, epoch int64) {
+	if m.opts.Event != nil {
+		m.opts.Event(kind, shard, epoch)
+	}
+}

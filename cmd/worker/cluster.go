@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/freshq/freshq/cluster"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/grantlog"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore"
+)
+
+// openGrantLog opens the cluster's grant log, a test switch (internal/grantlog): nil, and no
+// cost, unless FRESHQ_TEST_GRANT_LOG is set.
+func openGrantLog(e *env, cfg *config.Config) *grantlog.Log {
+	gl, err := grantlog.Open(cfg.NodeID(), cfg.Store.Postgres.Shards)
+	if err != nil {
+		e.log.Error().Err(err).Msg("grant log")
+	}
+	return gl
+}
+
+// grantHook is the claim path's Granted hook for gl: nil when there is no log.
+func grantHook(gl *grantlog.Log) func([]byte, int64) {
+	if gl == nil {
+		return nil
+	}
+	return gl.Grant
+}
+
+// newMember builds worker 0's part in the cluster when the store is PostgreSQL: nil on Badger,
+// whose node alone owns everything (and grants with no fence: grantUntil 0).
+func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log) *cluster.Member {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		e.seg.Fence().SetGrantUntil(0)
+		return nil
+	}
+	l := e.seg.Layout()
+	host, _ := os.Hostname()
+	opts := cluster.Options{
+		Registry:    pg,
+		ID:          cfg.NodeID(),
+		Addr:        cfg.Listen,
+		Incarnation: fmt.Sprintf("%s/%d/%d", host, l.CreatorPID, l.EpochMs),
+		TTL:         cfg.Cluster.LeaseTTL.D(),
+		Shards:      pg.Shards(),
+		Owned:       pg.SetOwned,
+		Fence:       e.seg.Fence(),
+		Leases:      e.seg.Leases(),
+		Worker:      e.worker,
+		Now:         clock.Now,
+		Log:         e.log,
+	}
+	if gl != nil {
+		opts.Event = gl.Event
+	}
+	return cluster.NewMember(opts)
+}
+
+// pgFenced counts what a cluster's fence refused in worker 0's counters.
+func pgFenced(w *shm.Worker) func(pgstore.Fenced, int) {
+	return func(what pgstore.Fenced, n int) {
+		switch what {
+		case pgstore.FencedAdvance:
+			w.Add(shm.CounterAdvancesFenced, uint64(n))
+		case pgstore.FencedResult:
+			w.Add(shm.CounterResultsFenced, uint64(n))
+		}
+	}
+}
+
+// memberService adapts a possibly nil *cluster.Member to Start/Stop.
+type memberService struct{ m *cluster.Member }
+
+func (s memberService) Start(ctx context.Context) error {
+	if s.m == nil {
+		return nil
+	}
+	return s.m.Start(ctx)
+}
+
+func (s memberService) Stop() {
+	if s.m != nil {
+		s.m.Stop()
+	}
+}

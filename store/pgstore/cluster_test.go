@@ -1,0 +1,222 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/cluster"
+	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/storetest"
+)
+
+const clusterShards = 16
+
+// keyIn returns a key of shard sh (among clusterShards), distinct per n.
+func keyIn(t *testing.T, sh int32, n int) []byte {
+	t.Helper()
+	for i := 0; i < 100_000; i++ {
+		k := fmt.Appendf(nil, "https://example.com/%d/%d", n, i)
+		if pgstore.Shard(k, clusterShards) == sh {
+			return k
+		}
+	}
+	t.Fatalf("no key in shard %d", sh)
+	return nil
+}
+
+func TestClusterMembershipRecords(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	st := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a"})
+	ctx := context.Background()
+	ttl := time.Minute
+
+	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-1", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-2", ttl); !errors.Is(err, cluster.ErrIdentityInUse) {
+		t.Fatalf("a second process under a live node's identity: %v, want ErrIdentityInUse", err)
+	}
+	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-1", ttl); err != nil {
+		t.Fatalf("the same incarnation again (a restarted worker 0): %v", err)
+	}
+	if err := st.Heartbeat(ctx, "node-a", "inc-2"); !errors.Is(err, cluster.ErrIdentityInUse) {
+		t.Fatalf("a heartbeat of another incarnation: %v", err)
+	}
+
+	epoch, ok, err := st.Acquire(ctx, "node-a", 3, 0, ttl)
+	if err != nil || !ok || epoch != 1 {
+		t.Fatalf("acquire a free shard: epoch %d, ok %v, %v", epoch, ok, err)
+	}
+	if _, ok, _ := st.Acquire(ctx, "node-b", 3, 1, ttl); ok {
+		t.Fatal("node-b acquired node-a's unexpired lease")
+	}
+	if _, ok, _ := st.Acquire(ctx, "node-b", 3, 0, ttl); ok {
+		t.Fatal("an acquire at a stale epoch succeeded")
+	}
+	renewed, err := st.Renew(ctx, "node-a", []int32{3}, []int64{1}, ttl)
+	if err != nil || !renewed[3] {
+		t.Fatalf("renew: %v, %v", renewed, err)
+	}
+	if err := st.Release(ctx, "node-a", []int32{3}, []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	epoch, ok, err = st.Acquire(ctx, "node-b", 3, 1, ttl)
+	if err != nil || !ok || epoch != 2 {
+		t.Fatalf("acquire a handed-over shard: epoch %d, ok %v, %v", epoch, ok, err)
+	}
+	if renewed, _ := st.Renew(ctx, "node-a", []int32{3}, []int64{1}, ttl); renewed[3] {
+		t.Fatal("node-a renewed a lease it lost")
+	}
+	v, err := st.ReadView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Leases) != clusterShards || v.Leases[3].Owner != "node-b" || v.Leases[3].Epoch != 2 || len(v.Nodes) != 1 {
+		t.Fatalf("view: %d leases, shard 3 %+v, nodes %+v", len(v.Leases), v.Leases[3], v.Nodes)
+	}
+	if !v.Live(&v.Nodes[0], ttl) {
+		t.Fatal("node-a, which just heartbeat, is not live")
+	}
+}
+
+// A node that lost a shard (another node took it at a later epoch) while it still believes it
+// holds it: its pass reads none of the shard's rows, its advance leaves the shard's floor
+// where it is, and a result for one of its keys is reported NotOwner and filed nowhere. The
+// shard it still holds works as before.
+func TestClusterFencesAShardTheNodeLost(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	var advances, results atomic.Int64
+	st := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a", Fenced: func(what pgstore.Fenced, n int) {
+		switch what {
+		case pgstore.FencedAdvance:
+			advances.Add(int64(n))
+		case pgstore.FencedResult:
+			results.Add(int64(n))
+		}
+	}})
+	db := rawPool(t, dsn)
+	ctx := context.Background()
+	ttl := time.Minute
+	const kept, lost = int32(2), int32(5)
+	var shards []int32
+	var epochs []int64
+	for _, sh := range []int32{kept, lost} {
+		e, ok, err := st.Acquire(ctx, "node-a", sh, 0, ttl)
+		if err != nil || !ok {
+			t.Fatalf("acquire %d: %v %v", sh, ok, err)
+		}
+		shards, epochs = append(shards, sh), append(epochs, e)
+	}
+	if err := st.SetOwned(ctx, shards, epochs); err != nil {
+		t.Fatal(err)
+	}
+	keptKey, lostKey := keyIn(t, kept, 0), keyIn(t, lost, 1)
+	for _, k := range [][]byte{keptKey, lostKey} {
+		sch, _ := store.NewSchedule(k, 1_000, false, 60_000, store.Lanes{})
+		if err := st.WriteSchedule(sch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := passRows(t, st, 5_000); n != 2 {
+		t.Fatalf("a pass of the node holding both shards read %d rows, want 2", n)
+	}
+
+	// node-b takes the shard, as after node-a's lease expired.
+	if _, err := db.Exec(ctx, `UPDATE freshq_shard_lease SET owner = 'node-b', epoch = epoch + 1 WHERE shard = $1`, lost); err != nil {
+		t.Fatal(err)
+	}
+	floorsBefore := shardFloors(t, db)
+	if n := passRows(t, st, 5_000); n != 1 {
+		t.Fatalf("after losing shard %d the pass read %d rows, want 1 (the kept shard's)", lost, n)
+	}
+	p := storetest.RunPass(t, st, 5_000)
+	p.AdvanceFloor(100)
+	p.Close()
+	floorsAfter := shardFloors(t, db)
+	if floorsAfter[lost] != floorsBefore[lost] {
+		t.Fatalf("the lost shard's floor moved from %d to %d", floorsBefore[lost], floorsAfter[lost])
+	}
+	if floorsAfter[kept] != 900 {
+		t.Fatalf("the kept shard's floor is %d, want 900 (its row at 1000 − guard 100)", floorsAfter[kept])
+	}
+	if advances.Load() == 0 {
+		t.Fatal("no fenced advance was counted")
+	}
+
+	var notOwner []string
+	decide := func(k []byte) store.Change {
+		return store.Change{Key: k, MinDueMs: 5_000, Decide: func(cur store.Current) (store.Write, bool, error) {
+			if cur.NotOwner {
+				notOwner = append(notOwner, string(k))
+			}
+			sch, _ := store.NewSchedule(k, 50_000, false, 60_000, store.Lanes{})
+			return store.Write{Schedule: sch}, true, nil // a Decide that ignores NotOwner: the store refuses anyway
+		}}
+	}
+	applied, err := st.Modify([]store.Change{decide(keptKey), decide(lostKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !applied[0] || applied[1] {
+		t.Fatalf("applied %v, want the kept shard's result only", applied)
+	}
+	if len(notOwner) != 1 || notOwner[0] != string(lostKey) || results.Load() != 1 {
+		t.Fatalf("NotOwner seen for %q, fenced results %d; want the lost shard's key once", notOwner, results.Load())
+	}
+	if row, _ := st.GetSchedule(lostKey); row.DueAtMs != 1_000 {
+		t.Fatalf("the lost shard's row was changed: due %d", row.DueAtMs)
+	}
+}
+
+// The defect of the system freshq replaces, behind pgstore.Options.TestFloorOnWriter: a write
+// executed by node A for a row of node B's shard lowers A's floor, not B's, and B's row is
+// stranded below its shard's floor. Without the switch, the row's own shard's floor is lowered.
+func TestClusterWriterFloorSwitchStrandsRows(t *testing.T) {
+	for _, onWriter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("floor_on_writer=%v", onWriter), func(t *testing.T) {
+			dsn := pgtest.NewDatabase(t)
+			db := rawPool(t, dsn)
+			ctx := context.Background()
+			a := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a", TestFloorOnWriter: onWriter})
+			const mine, theirs = int32(1), int32(9)
+			if err := a.SetOwned(ctx, []int32{mine}, []int64{1}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(ctx, `UPDATE freshq_floor SET floor_ms = 10000`); err != nil {
+				t.Fatal(err)
+			}
+			sch, _ := store.NewSchedule(keyIn(t, theirs, 0), 2_000, false, 60_000, store.Lanes{})
+			if err := a.WriteSchedule(sch); err != nil {
+				t.Fatal(err)
+			}
+			var below int
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM freshq_schedule s JOIN freshq_floor f ON f.shard = s.shard
+				WHERE s.due_at_ms < f.floor_ms`).Scan(&below); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 0, true: 1}[onWriter]; below != want {
+				t.Fatalf("%d rows below their shard's floor, want %d", below, want)
+			}
+		})
+	}
+}
+
+func passRows(t *testing.T, st store.Store, now int64) int {
+	t.Helper()
+	p, err := st.BeginPass(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	n := 0
+	if err := p.IterateDue(0, 64, func(rows []store.DueRow) error { n += len(rows); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
