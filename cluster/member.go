@@ -31,6 +31,8 @@ type Options struct {
 	// Event, when set, is told of every acquire, release (before it commits) and loss: the
 	// cluster's grant log, a test switch. nil in production.
 	Event func(kind string, shard int32, epoch int64)
+	// After is time.After; a test gives its own, with Now, to move time without sleeping.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Member is a node's part in the cluster: it registers the node, then every TTL/4 heartbeats,
@@ -66,7 +68,7 @@ func (m *Member) Start(ctx context.Context) error {
 	o := m.opts
 	o.Fence.SetGrantUntil(1)
 	o.Fence.Bump()
-	if err := o.Registry.Register(ctx, o.ID, o.Addr, o.Incarnation, o.TTL); err != nil {
+	if err := m.register(ctx); err != nil {
 		return err
 	}
 	m.started = true
@@ -76,6 +78,36 @@ func (m *Member) Start(ctx context.Context) error {
 	go m.loop(lctx)
 	o.Log.Info().Str("node", o.ID).Str("addr", o.Addr).Dur("lease_ttl", o.TTL).Int("shards", len(m.held)).Msg("cluster member started")
 	return nil
+}
+
+// register records the node. When its identity is held by another incarnation that still
+// heartbeats, it tries again every TTL/4 for a little over a TTL: a node restarted at once
+// after a crash (kill -9, a power cut) finds its previous run's heartbeat still fresh, and
+// waits it out rather than fail; a second process beside a live one is still refused, since
+// the live one keeps heartbeating.
+func (m *Member) register(ctx context.Context) error {
+	o := m.opts
+	deadline := o.Now().Add(o.TTL + o.TTL/4)
+	for {
+		err := o.Registry.Register(ctx, o.ID, o.Addr, o.Incarnation, o.TTL)
+		if !errors.Is(err, ErrIdentityInUse) || !o.Now().Before(deadline) {
+			return err
+		}
+		o.Log.Warn().Str("node", o.ID).Msg("cluster: the node id is held by a process that heartbeat within the lease TTL; waiting for it to expire")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-m.after(o.TTL / 4):
+		}
+	}
+}
+
+// after is time.After, or the test's.
+func (m *Member) after(d time.Duration) <-chan time.Time {
+	if m.opts.After != nil {
+		return m.opts.After(d)
+	}
+	return time.After(d)
 }
 
 func (m *Member) loop(ctx context.Context) {

@@ -297,7 +297,47 @@ func TestSecondProcessUnderALiveIdentityIsRefused(t *testing.T) {
 	t.Cleanup(a.m.Stop)
 	twin := newTestNode(t, reg, "node-a")
 	twin.m.opts.Incarnation = "node-a/2"
+	// Each retry moves the clock by what it waits, while node-a keeps heartbeating.
+	waits := 0
+	twin.m.opts.After = func(d time.Duration) <-chan time.Time {
+		waits++
+		reg.advance(d)
+		a.tick()
+		c := make(chan time.Time, 1)
+		c <- reg.now
+		return c
+	}
 	if err := twin.m.Start(context.Background()); !errors.Is(err, ErrIdentityInUse) {
 		t.Fatalf("a second process under a live identity started: %v", err)
+	}
+	if waits < 4 {
+		t.Fatalf("the second process gave up after %d waits, before the live one's heartbeat could have expired", waits)
+	}
+}
+
+// A node restarted at once after a crash finds its previous run's heartbeat still fresh: it
+// waits until that heartbeat is older than the TTL, then starts, without failing.
+func TestRestartAfterACrashWaitsOutTheOldHeartbeat(t *testing.T) {
+	reg := newFakeRegistry(testShards, time.UnixMilli(1_800_000_000_000))
+	crashed := newTestNode(t, reg, "node-a")
+	if err := crashed.m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(crashed.m.Stop) // its loop ends with the test
+	// kill -9: no Stop, no more heartbeats.
+	again := newTestNode(t, reg, "node-a")
+	again.m.opts.Incarnation = "node-a/2"
+	again.m.opts.After = func(d time.Duration) <-chan time.Time {
+		reg.advance(d)
+		c := make(chan time.Time, 1)
+		c <- reg.now
+		return c
+	}
+	if err := again.m.Start(context.Background()); err != nil {
+		t.Fatalf("the restarted node did not start once the old heartbeat expired: %v", err)
+	}
+	t.Cleanup(again.m.Stop)
+	if got := reg.owners()["node-a"]; got != testShards {
+		t.Fatalf("the restarted node-a owns %d shards, want %d", got, testShards)
 	}
 }

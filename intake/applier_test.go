@@ -129,3 +129,50 @@ func TestAnOversizedPageFailsOnlyItsOwnResult(t *testing.T) {
 		t.Fatalf("the other result's page (an over-long header left out): %+v %v", page, err)
 	}
 }
+
+// A result whose key's shard the node no longer holds (the funnel reports store.Current's
+// NotOwner, as a cluster's store does) is fenced, named by its index, and filed nowhere; the
+// other results of the batch are applied.
+func TestApplyFencesAResultOfAShardTheNodeLost(t *testing.T) {
+	e := qtest.New(t, "", start, shm.Options{})
+	kept, lost := []byte("desktop|https://a.test/c/kept"), []byte("desktop|https://a.test/c/lost")
+	for _, k := range [][]byte{kept, lost} {
+		e.Put(string(k), start-hour, false, 0, store.Lanes{})
+	}
+	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
+			applied := make([]bool, len(cs))
+			for i, c := range cs {
+				row, err := e.Store.GetSchedule(c.Key)
+				if err != nil {
+					return nil, err
+				}
+				cur := store.Current{Row: row, HasRow: true, NotOwner: string(c.Key) == string(lost)}
+				w, ok, err := c.Decide(cur)
+				if err != nil {
+					return nil, err
+				}
+				if ok && !cur.NotOwner {
+					if err := e.Store.WriteSchedules([]store.Write{w}); err != nil {
+						return nil, err
+					}
+					applied[i] = true
+				}
+			}
+			return applied, nil
+		})}
+	res, err := a.Apply([]wire.Result{
+		{Key: lost, Outcome: "ok", Status: 200, Lease: grant(t, e, lost)},
+		{Key: kept, Outcome: "ok", Status: 200, Lease: grant(t, e, kept)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Applied != 1 || res.Fenced != 1 || res.Skipped != 0 || len(res.FencedItems) != 1 || res.FencedItems[0].Index != 0 ||
+		!strings.Contains(res.FencedItems[0].Error, "shard") {
+		t.Fatalf("apply: %+v, want the kept result applied and the lost one fenced (index 0, naming the shard)", res)
+	}
+	if row, _ := e.Store.GetSchedule(lost); row.DueAtMs != start-hour {
+		t.Fatalf("the lost shard's row was changed: due %d", row.DueAtMs)
+	}
+}
