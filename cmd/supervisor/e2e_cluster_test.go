@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -310,8 +311,20 @@ func TestClusterPausedNodeGrantsNothingItLost(t *testing.T) {
 	w.finish()
 	waitFor(t, "node-c rendering", 30*time.Second, func() bool { return victim.rendered() >= 20 })
 
-	fencedGrants := func() float64 { return victim.metric("freshq_grants_fenced_total") }
-	fencedAdvances := func() float64 { return victim.metric("freshq_floor_advances_fenced_total") }
+	// The counters are read from node C's segment: it stays readable while the node is stopped.
+	seg := victim.segment()
+	fencedGrants := func() uint64 {
+		total := uint64(0)
+		for i := range 3 {
+			w, _ := seg.Worker(i)
+			total += w.Load(shm.CounterGrantsFenced)
+		}
+		return total
+	}
+	fencedAdvances := func() uint64 {
+		w0, _ := seg.Worker(0)
+		return w0.Load(shm.CounterAdvancesFenced)
+	}
 	grants0, advances0 := fencedGrants(), fencedAdvances()
 	lost := c.shardsOf(victim.id)
 	t0 := time.Now()
