@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -99,7 +100,7 @@ func newCluster(t *testing.T, opts clusterOptions) *testCluster {
 func (n *clusterNode) start() {
 	t := n.c.t
 	t.Helper()
-	store := fmt.Sprintf("store: {backend: postgres, postgres: {dsn: %q, shards: %d}}\n", n.c.dsn, clusterShards)
+	store := fmt.Sprintf("store: {backend: postgres, postgres: {dsn: %q, shards: %d}}\n", withAppName(n.c.dsn, n.id), clusterShards)
 	ident := fmt.Sprintf("node: {id: %s}\ncluster: {lease_ttl: %s}\n", n.id, n.c.opts.leaseTTL)
 	env := append([]string{envGrantLog + "=" + n.c.grantLog}, n.c.opts.env...)
 	n.lnode = launchEnv(t, n.dir, n.c.opts.workers, store+ident+n.c.opts.yaml, env)
@@ -388,3 +389,94 @@ func (n *clusterNode) metric(name string) float64 { return n.metrics()[name] }
 
 // rendered sums the node's renders by outcome ok.
 func (n *clusterNode) rendered() float64 { return n.metric(`freshq_render_total{outcome="ok"}`) }
+
+// withAppName is dsn with application_name set to node: the floor audit names the node of
+// each advance by it.
+func withAppName(dsn, node string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return dsn
+		}
+		q := u.Query()
+		q.Set("application_name", node)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " application_name=" + node
+}
+
+// auditFloorAdvances installs, from now on, a record of every floor advance in the database
+// itself (a trigger on freshq_floor): the shard, and the node whose connection raised it
+// (application_name, withAppName) at the database's clock. A node's own report cannot hide an
+// advance from it.
+func (c *testCluster) auditFloorAdvances() {
+	c.t.Helper()
+	_, err := c.db.Exec(context.Background(), `
+		CREATE TABLE test_floor_advance (shard int, node text, at_ns bigint);
+		CREATE FUNCTION test_floor_advance() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.floor_ms > OLD.floor_ms THEN
+				INSERT INTO test_floor_advance VALUES (NEW.shard, current_setting('application_name'),
+					(extract(epoch FROM clock_timestamp()) * 1e9)::bigint);
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER test_floor_advance BEFORE UPDATE ON freshq_floor FOR EACH ROW EXECUTE FUNCTION test_floor_advance();`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// floorAdvance is a row of the floor audit.
+type floorAdvance struct {
+	shard int
+	node  string
+	ns    int64
+}
+
+func (c *testCluster) floorAdvances() []floorAdvance {
+	c.t.Helper()
+	rows, err := c.db.Query(context.Background(), `SELECT shard, node, at_ns FROM test_floor_advance ORDER BY at_ns`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []floorAdvance
+	for rows.Next() {
+		var a floorAdvance
+		if err := rows.Scan(&a.shard, &a.node, &a.ns); err != nil {
+			c.t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+// staleAdvances are node's floor advances of a shard of lost made after another node acquired
+// it and before node acquired it again (from the grant log's acquires).
+func staleAdvances(advs []floorAdvance, evs []grantEvent, node string, since int64, lost map[int]int64) []floorAdvance {
+	var out []floorAdvance
+	for _, a := range advs {
+		if _, ok := lost[a.shard]; !ok || a.node != node || a.ns <= since {
+			continue
+		}
+		// The shard's owner at a.ns, by the last acquire before it.
+		owner := ""
+		for _, ev := range evs {
+			if ev.ns > a.ns {
+				break
+			}
+			if ev.kind == "acquire" && ev.shard == a.shard {
+				owner = ev.node
+			}
+		}
+		if owner != node {
+			out = append(out, a)
+		}
+	}
+	return out
+}
