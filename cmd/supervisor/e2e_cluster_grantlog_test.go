@@ -92,8 +92,16 @@ func readGrantLog(path string) ([]grantEvent, error) {
 // never decrease, and each epoch is one node's (two nodes never acquire one epoch of a shard).
 // A grant with no acquire of its shard by its node before it is a violation too. So once a
 // node granted under epoch e, a grant under an older epoch (a node that lost the shard and
-// granted on) fails the check, whichever node it came from. It returns every violation, in
-// time order (nil when there is none).
+// granted on) fails the check, whichever node it came from.
+//
+// It checks this by a stricter rule, which implies the first: a grant's epoch must be the
+// shard's last acquired epoch, by any node, at the grant's time. A grant's time is taken before the fence check that lets it
+// through, an acquire is logged after it committed, and a node stops granting a shard (fence
+// bumped, or grantUntil passed) before its lease can be released or expire, so a grant by the
+// old owner always precedes the new owner's acquire in the log; one after it, even before the
+// new owner granted anything, is two nodes holding the shard at once.
+//
+// It returns every violation, in time order (nil when there is none), one per event.
 func checkGrantLog(evs []grantEvent) []string {
 	type nodeShard struct {
 		node  string
@@ -103,10 +111,9 @@ func checkGrantLog(evs []grantEvent) []string {
 		shard int
 		epoch int64
 	}
-	lastAcquire := map[nodeShard]int64{} // the node's last acquire of the shard
-	epochOwner := map[epochOf]string{}   // which node acquired the shard at that epoch
-	topGrant := map[int]grantEvent{}     // per shard, the grant under the highest epoch so far
-	topEpoch := map[int]int64{}
+	lastAcquire := map[nodeShard]int64{}  // the node's last acquire of the shard
+	epochOwner := map[epochOf]string{}    // which node acquired the shard at that epoch
+	lastAcquireOf := map[int]grantEvent{} // per shard, the last acquire by any node
 	var bad []string
 	for _, ev := range evs {
 		switch ev.kind {
@@ -116,18 +123,18 @@ func checkGrantLog(evs []grantEvent) []string {
 			}
 			epochOwner[epochOf{ev.shard, ev.epoch}] = ev.node
 			lastAcquire[nodeShard{ev.node, ev.shard}] = ev.epoch
+			if last, ok := lastAcquireOf[ev.shard]; !ok || ev.epoch >= last.epoch {
+				lastAcquireOf[ev.shard] = ev
+			}
 		case "grant":
 			e, ok := lastAcquire[nodeShard{ev.node, ev.shard}]
 			if !ok {
 				bad = append(bad, fmt.Sprintf("grant with no acquire of its shard by its node before it: %v", ev))
 				continue
 			}
-			if top, seen := topEpoch[ev.shard]; seen && e < top {
-				bad = append(bad, fmt.Sprintf("shard %d granted by %s under epoch %d after %v under epoch %d: %v",
-					ev.shard, ev.node, e, topGrant[ev.shard], top, ev))
-				continue
+			if last := lastAcquireOf[ev.shard]; e < last.epoch {
+				bad = append(bad, fmt.Sprintf("shard %d granted by %s under epoch %d after %v: %v", ev.shard, ev.node, e, last, ev))
 			}
-			topEpoch[ev.shard], topGrant[ev.shard] = e, ev
 		}
 	}
 	return bad
@@ -186,6 +193,13 @@ func TestClusterGrantLogCheck(t *testing.T) {
 140 acquire node-b 7 2
 150 grant node-b 7 k2
 160 grant node-a 7 k3
+`, 1},
+		{"a stale grant after the new owner's acquire, before its first grant", `
+100 acquire node-a 7 1
+110 grant node-a 7 k1
+140 acquire node-b 7 2
+160 grant node-a 7 k3
+170 grant node-b 7 k2
 `, 1},
 		{"the stale grant written first in the file", `
 160 grant node-a 7 k3

@@ -382,8 +382,13 @@ func TestClusterPausedNodeGrantsNothingItLost(t *testing.T) {
 		return victim.metric(`freshq_ready_sweeps_total{outcome="ok"}`) >= sweeps0+2
 	})
 
-	if stale := staleGrants(c.grants(), victim.id, resumed, lost); len(stale) > 0 {
-		t.Fatalf("node-c granted %d rows of shards it had lost after it resumed, the first: %v", len(stale), stale[:min(5, len(stale))])
+	// Both checks of the grant log, reported together: the grants node C made of shards it
+	// had lost, and what the general check ("no shard granted by two nodes at once") says.
+	evs := c.grants()
+	stale, bad := staleGrants(evs, victim.id, resumed, lost), checkGrantLog(evs)
+	if len(stale) > 0 || len(bad) > 0 {
+		t.Fatalf("node-c granted %d rows of shards it had lost after it resumed, the first: %v; %d grant-log violations, the first: %q",
+			len(stale), stale[:min(3, len(stale))], len(bad), bad[:min(3, len(bad))])
 	}
 	if stale := staleAdvances(c.floorAdvances(), c.grants(), victim.id, resumed, lost); len(stale) > 0 {
 		t.Fatalf("node-c advanced the floor of shards it had lost %d times after it resumed, the first: %+v", len(stale), stale[0])
