@@ -396,7 +396,7 @@ func TestClusterPausedNodeGrantsNothingItLost(t *testing.T) {
 	grants1, advances1 := fencedGrants(), fencedAdvances()
 	t.Logf("node-c after it resumed: %v takes refused by the fence, %v floor advances refused", grants1-grants0, advances1-advances0)
 	if grants1 <= grants0 {
-		t.Fatalf("node-c's CounterGrantsFenced %v → %v: its's render workers took nothing its fence refused, so the test did not exercise the fence", grants0, grants1)
+		t.Fatalf("node-c's CounterGrantsFenced %v → %v: its render workers took nothing the fence refused, so the test did not exercise the fence", grants0, grants1)
 	}
 	if below := c.rowsBelowFloor(); below != 0 {
 		t.Fatalf("%d rows below their floor", below)
