@@ -116,7 +116,9 @@ func launchEnv(t *testing.T, dir string, workers int, extraYAML string, env []st
 	return launch(t, dir, workers, extraYAML)
 }
 
-// processGroups are the node's process groups: its supervisor's, and each live worker's.
+// processGroups are the node's process groups: its supervisor's, and each live worker's. The
+// supervisor starts every worker in a group of its own (child.go), so a signal to the
+// supervisor's group alone would leave the workers running.
 func (n *clusterNode) processGroups() []int {
 	sup := n.cmd.Process.Pid
 	groups := []int{sup}
