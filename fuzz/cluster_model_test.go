@@ -40,10 +40,10 @@ func FuzzClusterMembership(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 0, 4, 1, 2, 5, 9, 0, 1, 2})
 	f.Add([]byte{6, 0, 3, 3, 3, 1, 2, 0, 7, 1, 3, 3, 3, 3, 2, 1, 0})
 	f.Add([]byte{0, 1, 2, 10, 3, 3, 3, 3, 3, 3, 1, 2, 11, 0, 1, 2})
-	f.Fuzz(runModel)
+	f.Fuzz(runClusterModel)
 }
 
-func runModel(t *testing.T, ops []byte) {
+func runClusterModel(t *testing.T, ops []byte) {
 	{
 		if len(ops) > 200 {
 			ops = ops[:200]
