@@ -255,7 +255,9 @@ type Route struct {
 
 // Page configures serving stored pages.
 type Page struct {
-	SWRTTL Duration `yaml:"swr_ttl"` // SWRTTLDefault
+	SWRTTL     Duration `yaml:"swr_ttl"`     // SWRTTLDefault
+	MaxWait    Duration `yaml:"max_wait"`    // MaxWaitDefault: the longest ?wait= GET /v1/pages accepts
+	MaxWaiters int      `yaml:"max_waiters"` // MaxWaitersDefault requests waiting for a render on miss at once
 }
 
 // Sitemap configures sitemap ingest.
@@ -342,6 +344,8 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.suppression.gone.recheck", &r.Suppression.Gone.Recheck, false},
 		{"render.demand.ladder", &r.Demand.Ladder, false},
 		{"page.swr_ttl", &c.Page.SWRTTL, false},
+		{"page.max_wait", &c.Page.MaxWait, false},
+		{"page.max_waiters", &c.Page.MaxWaiters, false},
 		{"sitemap.min_ttl", &c.Sitemap.MinTTL, false},
 		{"sitemap.max_depth", &c.Sitemap.MaxDepth, true}, // 0: follow no index file
 		{"sitemap.max_decompressed", &c.Sitemap.MaxDecompressed, false},
@@ -521,6 +525,7 @@ func (c *Config) Validate() error {
 		{"render.suppression.noindex.recheck", c.Render.Suppression.Noindex.Recheck},
 		{"render.suppression.gone.recheck", c.Render.Suppression.Gone.Recheck},
 		{"page.swr_ttl", c.Page.SWRTTL},
+		{"page.max_wait", c.Page.MaxWait},
 		{"sitemap.min_ttl", c.Sitemap.MinTTL},
 		{"supervisor.restart_period", c.Supervisor.RestartPeriod},
 		{"supervisor.backoff_min", c.Supervisor.BackoffMin},
@@ -551,6 +556,12 @@ func (c *Config) Validate() error {
 	}
 	if q.MaxRemoteLeases < 1 || q.MaxRemoteLeases > q.MaxLeases {
 		bad("queue.max_remote_leases", "must be 1..queue.max_leases (%d), got %d", q.MaxLeases, q.MaxRemoteLeases)
+	}
+	if c.Page.MaxWaiters < 1 || c.Page.MaxWaiters > MaxWaitersMax {
+		bad("page.max_waiters", "must be 1..%d, got %d", MaxWaitersMax, c.Page.MaxWaiters)
+	}
+	if c.Page.MaxWait > MaxWaitMax {
+		bad("page.max_wait", "must be at most %s (a waiting request holds a connection), got %s", MaxWaitMax, c.Page.MaxWait)
 	}
 	if q.Ready.Capacity < 1 || q.Ready.Capacity > ReadyCapacityMax {
 		bad("queue.ready.capacity", "must be 1..%d, got %d", ReadyCapacityMax, q.Ready.Capacity)

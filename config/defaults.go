@@ -136,6 +136,10 @@ func LadderDefault() []Duration {
 // page and sitemap
 const (
 	SWRTTLDefault          = Duration(3 * time.Hour)
+	MaxWaitDefault         = Duration(30 * time.Second) // page.max_wait
+	MaxWaitMax             = Duration(10 * time.Minute)
+	MaxWaitersDefault      = 1000 // page.max_waiters
+	MaxWaitersMax          = 1 << 20
 	MinTTLDefault          = Duration(6 * time.Hour) // sitemap.min_ttl
 	MaxDepthDefault        = 3                       // sitemap.max_depth
 	MaxDepthMax            = 10
@@ -232,6 +236,8 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 
 	c.Page.SWRTTL = cmp.Or(c.Page.SWRTTL, SWRTTLDefault)
+	c.Page.MaxWait = cmp.Or(c.Page.MaxWait, MaxWaitDefault)
+	c.Page.MaxWaiters = cmp.Or(c.Page.MaxWaiters, MaxWaitersDefault)
 	c.Sitemap.MinTTL = cmp.Or(c.Sitemap.MinTTL, MinTTLDefault)
 	c.Sitemap.MaxDepth = cmp.Or(c.Sitemap.MaxDepth, MaxDepthDefault)
 	c.Sitemap.MaxDecompressed = cmp.Or(c.Sitemap.MaxDecompressed, MaxDecompressedDefault)

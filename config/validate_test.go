@@ -44,3 +44,23 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("defaults: %v", err) // a nil FieldErrors must not come back as a non-nil error
 	}
 }
+
+// The render-on-miss bounds are refused out of range, each with its line: a waiter count of
+// zero would refuse every wait, and a wait longer than MaxWaitMax would hold connections for it.
+func TestPageWaitBoundsAreValidated(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"page:\n  max_waiters: -1\n", "line 2: page.max_waiters: must be 1..1048576, got -1"},
+		{"page:\n  max_waiters: 0\n", "line 2: page.max_waiters"},
+		{"page:\n  max_wait: 11m\n", "line 2: page.max_wait: must be at most 10m0s"},
+		{"page:\n  max_wait: -1s\n", "line 2: page.max_wait: must be a positive duration"},
+	} {
+		_, err := Parse([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	c, err := Parse([]byte("page:\n  max_waiters: 100\n  max_wait: 5s\n"))
+	if err != nil || c.Page.MaxWaiters != 100 || c.Page.MaxWait != Duration(5e9) {
+		t.Fatalf("%+v %v", c.Page, err)
+	}
+}

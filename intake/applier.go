@@ -96,6 +96,9 @@ type Applier struct {
 	Now    func() int64
 	Log    zerolog.Logger
 
+	// Misses is woken (Misses.Applied) for each result committed; nil: no render on miss.
+	Misses *Misses
+
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
 }
@@ -189,6 +192,9 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		switch {
 		case filed[j]:
 			st.Applied++
+			// After the commit and before the key's lock is let go: a waiter woken now reads
+			// the page this result stored.
+			a.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
 		case notOwner[j]:
 			fence(&st, index[j], ErrShardNotOwned)
 		default:

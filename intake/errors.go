@@ -36,6 +36,22 @@ var (
 	// is not a final HTTP status (a page stored by an older version or a faulty renderer).
 	ErrBadStoredPage = errors.New("intake: stored page not servable")
 
+	// ErrOverloaded is returned by a render on miss (Misses.Wait) refused at once because the
+	// renders on miss in flight or the requests waiting are at their cap: retry shortly.
+	ErrOverloaded = errors.New("intake: render on miss at its cap")
+
+	// ErrStopping is returned to a request waiting for a render on miss when worker 0 stops:
+	// it is answered at once rather than left to time out.
+	ErrStopping = errors.New("intake: stopping")
+
+	// ErrWaitTimeout is returned when the render a request waited for did not land within the
+	// wait it asked for. The render goes on; a later request may find its page.
+	ErrWaitTimeout = errors.New("intake: wait timed out")
+
+	// ErrRenderFailed is returned when the render a request waited for landed without a page
+	// that may be served (a failed fetch, a timeout, a page refused): the answer says its outcome.
+	ErrRenderFailed = errors.New("intake: render failed")
+
 	// ErrShardNotOwned fences a result whose key's shard this node no longer holds (a cluster
 	// on PostgreSQL): the shard moved while the page rendered, and its new owner grants and
 	// renders the row itself.

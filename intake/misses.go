@@ -1,0 +1,241 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/freshq/freshq/shm"
+)
+
+// Misses renders a missing page once for every request that waits for it (GET /v1/pages with
+// ?wait=): render on miss, with one flight per key.
+//
+// The first request for a key that has no servable page registers a flight, files the target
+// if it is unknown (as Discover does) and rushes it, unless a render of the key is in flight
+// already (its lease is held): that render is the one waited for, since a rush would revoke it
+// and render twice. Every request for the key that arrives before the result is applied joins
+// the flight instead of rushing again. The Applier wakes the flight (Applied) once a result of
+// the key is committed; each waiter then reads the page as GET /v1/pages does.
+//
+// Invariants:
+//   - One rush per flight, and one flight per key at a time: flights is the only registry, and
+//     it is changed under mu only.
+//   - Bounded: at most ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉ flights (each is a
+//     rush, which takes the urgent lane's share of a batch) and at most page.max_waiters
+//     waiters at once. Past either, a request is refused at once with ErrOverloaded rather
+//     than queued.
+//   - Nobody waits past the stop: Stop wakes every flight with ErrStopping and refuses every
+//     request from then on.
+//   - A flight lives only while somebody waits on it: the last waiter to leave (timeout,
+//     disconnect) removes it, so a render that never lands (its lease lapsed, the target was
+//     deleted) holds no slot for good. A later request starts a new flight; it rushes again
+//     only if no render of the key is in flight, so a render still running is not doubled.
+//   - A result applied between a request's page read and its flight is not missed: the first
+//     request reads the page again once its flight is registered, before it rushes.
+type Misses struct {
+	Targets *Targets
+	// After is time.After; a test fires its own channel to end a wait without sleeping.
+	After func(time.Duration) <-chan time.Time
+
+	mu      sync.Mutex
+	flights map[string]*flight
+	waiters int
+	stopped bool
+}
+
+// flight is one render waited for; done is closed once err (nil: a result was applied) is set.
+type flight struct {
+	done    chan struct{}
+	err     error
+	outcome string // the applied result's outcome
+	waiters int
+	started bool // its first request has filed and rushed the target (or found it rendering)
+}
+
+func (m *Misses) after(d time.Duration) <-chan time.Time {
+	if m.After != nil {
+		return m.After(d)
+	}
+	return time.After(d)
+}
+
+// Limits are the caps in force under the current configuration: flights and waiters at once.
+func (m *Misses) Limits() (flights, waiters int) {
+	cfg := m.Targets.Policy().Config()
+	share := cfg.Queue.Lanes.UrgentMaxShare * float64(cfg.Queue.Ready.Capacity)
+	return int(math.Ceil(share - 1e-9)), cfg.Page.MaxWaiters
+}
+
+// Wait returns the servable page of key (on url and device, as the request named them), and
+// if there is none renders it on miss and waits up to wait for it. It returns the errors of
+// Targets.Page and Discover, and:
+//   - ErrOverloaded at once when the flights or the waiters are at their cap;
+//   - ErrStopping when worker 0 stops (at once, or while waiting);
+//   - ErrWaitTimeout when wait passes before the render lands;
+//   - ErrRenderFailed when the render landed without a servable page (its outcome says why);
+//   - ctx's error when the caller gives up (a client that disconnected): it leaves the flight.
+func (m *Misses) Wait(ctx context.Context, key []byte, url, device string, wait time.Duration) (ServedPage, error) {
+	pg, err := m.Targets.Page(key)
+	if !errors.Is(err, ErrNotFound) {
+		return pg, err // served, or a failure that rendering would not mend
+	}
+	f, first, err := m.join(string(key))
+	if err != nil {
+		return ServedPage{}, err
+	}
+	if first {
+		if pg, err := m.start(key, url, device); err == nil || !errors.Is(err, ErrNotFound) {
+			m.finish(string(key), f, err, "")
+			if err == nil {
+				m.leave(string(key), f) // the page landed before the flight: no render needed
+				return pg, nil
+			}
+		}
+		m.mu.Lock()
+		f.started = true
+		m.mu.Unlock()
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		m.leave(string(key), f)
+		return ServedPage{}, fmt.Errorf("intake: waiting for %q: %w", key, ctx.Err())
+	case <-m.after(wait):
+		m.leave(string(key), f)
+		return ServedPage{}, &kindError{kind: ErrWaitTimeout, msg: fmt.Sprintf("the page was not rendered within %s", wait)}
+	}
+	m.leave(string(key), f)
+	if f.err != nil {
+		return ServedPage{}, f.err
+	}
+	pg, err = m.Targets.Page(key)
+	if errors.Is(err, ErrNotFound) {
+		return ServedPage{}, &kindError{kind: ErrRenderFailed, cause: err,
+			msg: fmt.Sprintf("the render ended %s without a servable page", f.outcome)}
+	}
+	return pg, err
+}
+
+// join registers the caller on key's flight, starting one if there is none (first), or
+// refuses it past a cap or after Stop.
+func (m *Misses) join(key string) (f *flight, first bool, err error) {
+	maxFlights, maxWaiters := m.Limits()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return nil, false, errStopping
+	}
+	if m.waiters >= maxWaiters {
+		return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf("%d requests are waiting for renders already (page.max_waiters)", m.waiters)}
+	}
+	f = m.flights[key]
+	if f == nil {
+		if len(m.flights) >= maxFlights {
+			return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf(
+				"%d renders on miss are in flight already, the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)", len(m.flights))}
+		}
+		if m.flights == nil {
+			m.flights = map[string]*flight{}
+		}
+		f, first = &flight{done: make(chan struct{})}, true
+		m.flights[key] = f
+	}
+	f.waiters++
+	m.waiters++
+	return f, first, nil
+}
+
+// start is the first request's part: the page read again (a result may have landed since the
+// first read), then the target filed if unknown and rushed, unless its render is in flight.
+// It returns the page if it is servable now, ErrNotFound once the render is on its way, or
+// the failure that kept it from starting.
+func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
+	t := m.Targets
+	if pg, err := t.Page(key); !errors.Is(err, ErrNotFound) {
+		return pg, err
+	}
+	if _, _, err := t.Discover(url, device); err != nil {
+		return ServedPage{}, err
+	}
+	if t.Seg != nil {
+		if li, ok := t.Seg.Leases().Lookup(shm.KeyHash(key), t.Now()); ok && !li.Released {
+			return ServedPage{}, ErrNotFound // rendering now: wait for that render
+		}
+	}
+	if _, err := t.prioritize([][]byte{key}, "rush"); err != nil {
+		return ServedPage{}, &StoreError{err}
+	}
+	return ServedPage{}, ErrNotFound
+}
+
+// finish ends f, if it is still key's flight, with err (nil: a result was applied, whose
+// outcome is given) and wakes its waiters.
+func (m *Misses) finish(key string, f *flight, err error, outcome string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.flights[key] != f {
+		return
+	}
+	delete(m.flights, key)
+	f.err, f.outcome = err, outcome
+	close(f.done)
+}
+
+// leave takes a waiter off f; the last one to leave removes f if it is still registered.
+func (m *Misses) leave(key string, f *flight) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f.waiters--
+	m.waiters--
+	if f.waiters == 0 && m.flights[key] == f {
+		delete(m.flights, key)
+	}
+}
+
+// Applied wakes the flight of key, if any: a result of it (with outcome) has been committed.
+// The Applier calls it after the commit; it never blocks. Safe on a nil *Misses.
+func (m *Misses) Applied(key []byte, outcome string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	f := m.flights[string(key)]
+	m.mu.Unlock()
+	if f != nil {
+		m.finish(string(key), f, nil, outcome)
+	}
+}
+
+// Stop wakes every flight with ErrStopping and refuses every request from then on; worker 0
+// calls it before it drains its requests, so that no waiter holds the drain up. Safe twice
+// and on a Misses never used.
+func (m *Misses) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopped = true
+	for key, f := range m.flights {
+		delete(m.flights, key)
+		f.err = errStopping
+		close(f.done)
+	}
+}
+
+// Waiting reports the flights whose render has been asked for (the target filed and rushed,
+// or found rendering) and the requests waiting, at this moment. A test waits on it to know
+// that the requests it started have reached their flight.
+func (m *Misses) Waiting() (started, waiters int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.flights {
+		if f.started {
+			started++
+		}
+	}
+	return started, m.waiters
+}
+
+var errStopping = &kindError{kind: ErrStopping, msg: "worker 0 is stopping; retry shortly"}

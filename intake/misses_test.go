@@ -1,0 +1,252 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// missNode is worker 0's render on miss over a test store: Misses, and the Applier that wakes
+// it. Waits end only when the test closes timeout (Misses.After), never with the wall clock.
+type missNode struct {
+	*qtest.Env
+	misses  *Misses
+	applier *Applier
+	timeout chan time.Time
+}
+
+const missURL = "https://shop.test/p/new"
+
+var missKey = []byte("desktop|" + missURL)
+
+func newMissNode(t *testing.T, yaml string) *missNode {
+	e := qtest.New(t, yaml, start, shm.Options{})
+	locks := &KeyLocks{}
+	n := &missNode{Env: e, timeout: make(chan time.Time)}
+	n.misses = &Misses{Targets: &Targets{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+		After: func(time.Duration) <-chan time.Time { return n.timeout }}
+	n.applier = &Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Misses: n.misses}
+	return n
+}
+
+type answer struct {
+	page ServedPage
+	err  error
+}
+
+// wait starts k requests for url's page, each waiting, and returns their answers' channel.
+func (n *missNode) wait(ctx context.Context, url string, k int) chan answer {
+	key := []byte("desktop|" + url)
+	out := make(chan answer, k)
+	for range k {
+		go func() {
+			pg, err := n.misses.Wait(ctx, key, url, "", 10*time.Second)
+			out <- answer{pg, err}
+		}()
+	}
+	return out
+}
+
+// until polls the state of the flights until ok says it is reached (the goroutines got there);
+// it is not a wait for time to pass.
+func (n *missNode) until(t *testing.T, what string, ok func(flights, waiters int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, w := n.misses.Waiting()
+		if ok(f, w) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d flights, %d waiters", what, f, w)
+		}
+		runtime.Gosched()
+	}
+}
+
+// render grants key as a render worker's claim would and applies its result.
+func (n *missNode) render(t *testing.T, key []byte, outcome string, status int, body string) {
+	t.Helper()
+	st, err := n.applier.Apply([]wire.Result{{Key: key, Outcome: outcome, Status: status, Body: []byte(body), Lease: grant(t, n.Env, key)}})
+	if err != nil || st.Applied != 1 {
+		t.Fatalf("apply: %+v %v", st, err)
+	}
+}
+
+// Concurrent requests for one unknown page share one flight: the target is created and rushed
+// once, every request waits, and one applied result answers them all with its page.
+func TestMissConcurrentWaitersShareOneRender(t *testing.T) {
+	n := newMissNode(t, "")
+	const k = 50
+	answers := n.wait(context.Background(), missURL, k)
+	n.until(t, "all joined", func(f, w int) bool { return f == 1 && w == k })
+	row, err := n.Store.GetSchedule(missKey)
+	if err != nil || !row.Lanes.Urgent || row.DueAtMs > n.Now() {
+		t.Fatalf("the target is not filed rushed: %+v %v", row, err)
+	}
+	tgt, err := n.Store.GetTarget(missKey)
+	if err != nil || tgt.Source != store.SourceDiscovered {
+		t.Fatalf("target: %+v %v", tgt, err)
+	}
+	n.render(t, missKey, "ok", 200, "<html>new</html>")
+	for range k {
+		a := <-answers
+		if a.err != nil || string(a.page.Body) != "<html>new</html>" || a.page.Status != 200 {
+			t.Fatalf("waiter: %q %d %v", a.page.Body, a.page.Status, a.err)
+		}
+	}
+	if f, w := n.misses.Waiting(); f != 0 || w != 0 {
+		t.Fatalf("after the answers: %d flights, %d waiters", f, w)
+	}
+}
+
+// A servable page is answered at once, with no flight, no rush and no wait.
+func TestMissServedPageNeedsNoFlight(t *testing.T) {
+	n := newMissNode(t, "")
+	n.Put(string(missKey), start+hour, false, 0, store.Lanes{})
+	n.render(t, missKey, "ok", 200, "cached")
+	pg, err := n.misses.Wait(context.Background(), missKey, missURL, "", time.Second)
+	if err != nil || string(pg.Body) != "cached" {
+		t.Fatalf("%q %v", pg.Body, err)
+	}
+	if row, _ := n.Store.GetSchedule(missKey); row.Lanes.Urgent {
+		t.Fatal("a served page was rushed")
+	}
+}
+
+// A wait that passes answers ErrWaitTimeout; the last waiter to leave removes the flight, and a
+// render landing afterwards wakes nobody and breaks nothing.
+func TestMissWaitTimesOut(t *testing.T) {
+	n := newMissNode(t, "")
+	answers := n.wait(context.Background(), missURL, 3)
+	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 3 })
+	close(n.timeout)
+	for range 3 {
+		if a := <-answers; !errors.Is(a.err, ErrWaitTimeout) {
+			t.Fatalf("got %v, want ErrWaitTimeout", a.err)
+		}
+	}
+	if f, w := n.misses.Waiting(); f != 0 || w != 0 {
+		t.Fatalf("after the timeouts: %d flights, %d waiters", f, w)
+	}
+	n.render(t, missKey, "ok", 200, "late")
+}
+
+// A render that lands without a servable page answers every waiter ErrRenderFailed, naming the
+// outcome.
+func TestMissRenderFailureAnswersEveryWaiter(t *testing.T) {
+	n := newMissNode(t, "")
+	answers := n.wait(context.Background(), missURL, 4)
+	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 4 })
+	n.render(t, missKey, "server_error", 503, "")
+	for range 4 {
+		a := <-answers
+		if !errors.Is(a.err, ErrRenderFailed) || a.err.Error() != "the render ended server_error without a servable page" {
+			t.Fatalf("got %v, want ErrRenderFailed", a.err)
+		}
+	}
+}
+
+// Stop answers every waiter ErrStopping at once and refuses every request after it.
+func TestMissStopAnswersWaiters(t *testing.T) {
+	n := newMissNode(t, "")
+	answers := n.wait(context.Background(), missURL, 5)
+	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 5 })
+	n.misses.Stop()
+	for range 5 {
+		if a := <-answers; !errors.Is(a.err, ErrStopping) {
+			t.Fatalf("got %v, want ErrStopping", a.err)
+		}
+	}
+	if _, err := n.misses.Wait(context.Background(), missKey, missURL, "", time.Second); !errors.Is(err, ErrStopping) {
+		t.Fatalf("after Stop: %v", err)
+	}
+	n.misses.Stop() // twice is safe
+}
+
+// A caller that gives up (a client disconnect) leaves the flight; the others keep waiting.
+func TestMissCallerThatGivesUpLeaves(t *testing.T) {
+	n := newMissNode(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := n.wait(ctx, missURL, 2)
+	stay := n.wait(context.Background(), missURL, 1)
+	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 3 })
+	cancel()
+	for range 2 {
+		if a := <-gone; !errors.Is(a.err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", a.err)
+		}
+	}
+	n.until(t, "left", func(f, w int) bool { return f == 1 && w == 1 })
+	n.render(t, missKey, "ok", 200, "kept")
+	if a := <-stay; a.err != nil || string(a.page.Body) != "kept" {
+		t.Fatalf("%q %v", a.page.Body, a.err)
+	}
+}
+
+// Past page.max_waiters, and past the urgent lane's share of flights, a request is refused at
+// once with ErrOverloaded; the caps count what waits now, so a slot frees when a waiter leaves.
+func TestMissCapsRefuseAtOnce(t *testing.T) {
+	// ⌈0.001 × 2000⌉ = 2 flights; 3 waiters.
+	n := newMissNode(t, "page: {max_waiters: 3}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
+	if f, w := n.misses.Limits(); f != 2 || w != 3 {
+		t.Fatalf("limits %d %d, want 2 3", f, w)
+	}
+	a := n.wait(context.Background(), "https://shop.test/p/a", 2)
+	b := n.wait(context.Background(), "https://shop.test/p/b", 1)
+	n.until(t, "joined", func(f, w int) bool { return f == 2 && w == 3 })
+	_, err := n.misses.Wait(context.Background(), []byte("desktop|https://shop.test/p/a"), "https://shop.test/p/a", "", time.Second)
+	if !errors.Is(err, ErrOverloaded) || err.Error() != "3 requests are waiting for renders already (page.max_waiters)" {
+		t.Fatalf("past max_waiters: %v", err)
+	}
+	n.render(t, []byte("desktop|https://shop.test/p/b"), "ok", 200, "b")
+	if x := <-b; x.err != nil {
+		t.Fatal(x.err)
+	}
+	c := n.wait(context.Background(), "https://shop.test/p/c", 1) // a second flight fits again
+	n.until(t, "c joined", func(f, w int) bool { return f == 2 && w == 3 })
+	n.Reload("page: {max_waiters: 10}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
+	_, err = n.misses.Wait(context.Background(), []byte("desktop|https://shop.test/p/d"), "https://shop.test/p/d", "", time.Second)
+	if !errors.Is(err, ErrOverloaded) || err.Error() != fmt.Sprintf("2 renders on miss are in flight already, %s", "the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)") {
+		t.Fatalf("past the flights' cap: %v", err)
+	}
+	if _, err := n.Store.GetSchedule([]byte("desktop|https://shop.test/p/d")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused request filed its target: %v", err)
+	}
+	close(n.timeout)
+	for _, ch := range []chan answer{a, a, c} {
+		if x := <-ch; !errors.Is(x.err, ErrWaitTimeout) {
+			t.Fatal(x.err)
+		}
+	}
+}
+
+// A render of the key in flight (its lease held) is the one waited for: the request does not
+// rush, which would revoke that render and render the page twice.
+func TestMissJoinsARenderAlreadyInFlight(t *testing.T) {
+	n := newMissNode(t, "")
+	n.Put(string(missKey), start-hour, false, 0, store.Lanes{})
+	lease := grant(t, n.Env, missKey)
+	answers := n.wait(context.Background(), missURL, 2)
+	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 2 })
+	if row, _ := n.Store.GetSchedule(missKey); row.Lanes.Urgent {
+		t.Fatal("rushed a key whose render is in flight")
+	}
+	st, err := n.applier.Apply([]wire.Result{{Key: missKey, Outcome: "ok", Status: 200, Body: []byte("inflight"), Lease: lease}})
+	if err != nil || st.Applied != 1 {
+		t.Fatalf("the render in flight was fenced: %+v %v", st, err)
+	}
+	for range 2 {
+		if a := <-answers; a.err != nil || string(a.page.Body) != "inflight" {
+			t.Fatalf("%q %v", a.page.Body, a.err)
+		}
+	}
+}
