@@ -29,6 +29,9 @@ import (
 //	errNotClustered (/v1/cluster on Badger) 404     store.backend    not in a cluster
 //	intake.ErrTooMany                       429     the bound's      ...
 //	intake.ErrBadStoredPage                 502     -                ...
+//	intake.ErrRenderFailed (render on miss) 502     -                the render's outcome
+//	intake.ErrWaitTimeout (render on miss)  504     -                not rendered within ...
+//	intake.ErrOverloaded, ErrStopping       503     -                ... (Retry-After: 1)
 //	intake.ErrStore, intake.ErrClosed       503     -                ... (worth retrying)
 //	*intake.FieldError, *wire.FieldError    400     its field        its message
 //	anything else                           500     -                the error
@@ -84,8 +87,12 @@ func status(err error) (code int, field, msg string) {
 		return http.StatusNotFound, "store.backend", msg
 	case errors.Is(err, intake.ErrTooMany):
 		return http.StatusTooManyRequests, field, msg
-	case errors.Is(err, intake.ErrBadStoredPage):
+	case errors.Is(err, intake.ErrBadStoredPage), errors.Is(err, intake.ErrRenderFailed):
 		return http.StatusBadGateway, field, msg
+	case errors.Is(err, intake.ErrWaitTimeout):
+		return http.StatusGatewayTimeout, field, msg
+	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping):
+		return http.StatusServiceUnavailable, field, msg
 	case errors.Is(err, intake.ErrStore), errors.Is(err, intake.ErrClosed):
 		return http.StatusServiceUnavailable, field, msg
 	case ife != nil, wfe != nil:
@@ -101,6 +108,9 @@ func fail(w http.ResponseWriter, err error) {
 	code, field, msg := status(err)
 	if errors.Is(err, ErrBusy) {
 		w.Header().Set("Retry-After", strconv.Itoa(heavyRetryAfter))
+	}
+	if errors.Is(err, intake.ErrOverloaded) || errors.Is(err, intake.ErrStopping) {
+		w.Header().Set("Retry-After", "1") // a render on miss frees its slot within seconds
 	}
 	var fenced *intake.FencedError
 	if errors.As(err, &fenced) {

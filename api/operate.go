@@ -16,7 +16,8 @@ const maxOperateRequest = 1 << 20
 // GET /v1/pages. It writes through Targets (its Writer and Locks).
 type Operate struct {
 	Targets *Targets
-	Seg     *shm.Segment // whose leases a rush or wait revokes; nil: none (tests of other things)
+	Seg     *shm.Segment   // whose leases a rush or wait revokes; nil: none (tests of other things)
+	Misses  *intake.Misses // render on miss (GET /v1/pages?wait=); nil: a wait is refused
 }
 
 // Register adds the endpoints to mux.
@@ -84,14 +85,18 @@ const PageCSP = "default-src 'none'; img-src * data:; style-src * 'unsafe-inline
 // pages are served). X-Freshq-Stale says whether it is past its cadence. Every page carries
 // X-Content-Type-Options: nosniff and PageCSP, set after the page's own headers so that none
 // of those can loosen them. The answer's status is the page's own, which Page has checked is
-// one HTTP can send.
+// one HTTP can send. With ?wait= a missing page is rendered on miss and waited for
+// (servedPage); a client that gives up meanwhile gets no answer, and none is an error.
 func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 	key, err := keyOf(r, o.Targets.Policy())
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	pg, err := o.intake().Page(key)
+	pg, err := o.servedPage(r, key)
+	if err != nil && r.Context().Err() != nil {
+		return // the client is gone: nobody reads an answer
+	}
 	if err != nil {
 		fail(w, err)
 		return

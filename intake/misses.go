@@ -114,7 +114,8 @@ func (m *Misses) Wait(ctx context.Context, key []byte, url, device string, wait 
 	}
 	pg, err = m.Targets.Page(key)
 	if errors.Is(err, ErrNotFound) {
-		return ServedPage{}, &kindError{kind: ErrRenderFailed, cause: err,
+		// Not wrapping err: the answer is the render's failure, not a missing page.
+		return ServedPage{}, &kindError{kind: ErrRenderFailed,
 			msg: fmt.Sprintf("the render ended %s without a servable page", f.outcome)}
 	}
 	return pg, err

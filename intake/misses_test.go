@@ -34,6 +34,7 @@ func newMissNode(t *testing.T, yaml string) *missNode {
 	n.misses = &Misses{Targets: &Targets{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
 		After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = &Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Misses: n.misses}
+	t.Cleanup(n.misses.Stop) // a failed test leaves no goroutine waiting
 	return n
 }
 

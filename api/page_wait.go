@@ -1,0 +1,62 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/freshq/freshq/intake"
+)
+
+// maxWaitParam bounds the length of ?wait= read as a duration: "10s" needs 3 bytes, and no
+// accepted wait needs more than a few.
+const maxWaitParam = 32
+
+// errNoMisses is a ?wait= sent to a server that has no render on miss (a handler built
+// without intake.Misses).
+var errNoMisses = errors.New("render on miss is not available on this server")
+
+// waitOf reads ?wait= of GET /v1/pages: absent, it is 0 (serve what is stored, as always);
+// otherwise a Go duration (10s, 1m) that must be positive and at most page.max_wait, or a
+// *intake.FieldError naming "wait".
+func waitOf(r *http.Request, maxWait time.Duration) (time.Duration, error) {
+	q := r.URL.Query()
+	if !q.Has("wait") {
+		return 0, nil
+	}
+	raw := q.Get("wait")
+	bad := func(format string, args ...any) error {
+		return &intake.FieldError{Field: "wait", Err: fmt.Errorf(format, args...)}
+	}
+	if len(raw) > maxWaitParam {
+		return 0, bad("%d bytes, at most %d", len(raw), maxWaitParam)
+	}
+	d, err := time.ParseDuration(raw)
+	switch {
+	case err != nil:
+		return 0, bad("%q is not a duration (e.g. 10s)", raw)
+	case d <= 0:
+		return 0, bad("%s: must be positive", d)
+	case d > maxWait:
+		return 0, bad("%s: at most %s (page.max_wait)", d, maxWait)
+	}
+	return d, nil
+}
+
+// servedPage is the page GET /v1/pages answers with: the stored one, or with ?wait= the one
+// rendered on miss for it (intake.Misses.Wait).
+func (o *Operate) servedPage(r *http.Request, key []byte) (intake.ServedPage, error) {
+	wait, err := waitOf(r, o.Targets.Policy().Config().Page.MaxWait.D())
+	if err != nil {
+		return intake.ServedPage{}, err
+	}
+	if wait == 0 {
+		return o.intake().Page(key)
+	}
+	if o.Misses == nil {
+		return intake.ServedPage{}, &intake.FieldError{Field: "wait", Err: errNoMisses}
+	}
+	q := r.URL.Query()
+	return o.Misses.Wait(r.Context(), key, q.Get("url"), q.Get("device"), wait)
+}
