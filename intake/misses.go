@@ -40,6 +40,9 @@ type Misses struct {
 	Targets *Targets
 	// After is time.After; a test fires its own channel to end a wait without sleeping.
 	After func(time.Duration) <-chan time.Time
+	// Report, if set, is told the flights and the waiters after every change, under the lock
+	// (so in order); worker 0 publishes them as gauges. It must not block.
+	Report func(flights, waiters int)
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -147,6 +150,7 @@ func (m *Misses) join(key string) (f *flight, first bool, err error) {
 	}
 	f.waiters++
 	m.waiters++
+	m.report()
 	return f, first, nil
 }
 
@@ -184,6 +188,7 @@ func (m *Misses) finish(key string, f *flight, err error, outcome string) {
 	delete(m.flights, key)
 	f.err, f.outcome = err, outcome
 	close(f.done)
+	m.report()
 }
 
 // leave takes a waiter off f; the last one to leave removes f if it is still registered.
@@ -194,6 +199,14 @@ func (m *Misses) leave(key string, f *flight) {
 	m.waiters--
 	if f.waiters == 0 && m.flights[key] == f {
 		delete(m.flights, key)
+	}
+	m.report()
+}
+
+// report tells Report the counts; m.mu is held.
+func (m *Misses) report() {
+	if m.Report != nil {
+		m.Report(len(m.flights), m.waiters)
 	}
 }
 
@@ -223,6 +236,7 @@ func (m *Misses) Stop() {
 		f.err = errStopping
 		close(f.done)
 	}
+	m.report()
 }
 
 // Waiting reports the flights whose render has been asked for (the target filed and rushed,

@@ -101,7 +101,12 @@ const (
 	CounterShardsAcquired = CounterShardsOwned + 1
 	CounterShardsLost     = CounterShardsAcquired + 1
 
-	numNamedCounters = CounterShardsLost + 1
+	// CounterMissFlights and CounterMissWaiters are gauges: the renders on miss in flight and
+	// the requests waiting for them (worker 0).
+	CounterMissFlights = CounterShardsLost + 1
+	CounterMissWaiters = CounterMissFlights + 1
+
+	numNamedCounters = CounterMissWaiters + 1
 )
 
 // Histogram geometry, fixed by the layout.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -85,7 +86,7 @@ func (s *supervisor) handler() http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]string{"error": "worker 0 is unavailable; retry shortly"})
 	}
-	mux.Handle("/", internalGuard(s.noClaimsWhileStopping(proxy)))
+	mux.Handle("/", internalGuard(s.noClaimsWhileStopping(s.pageWaits(proxy))))
 	return s.hostGuard(crossOrigin(s.authorize(s.bulkDeadlines(mux))))
 }
 
@@ -384,6 +385,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescriptions {
 		ch <- d
 	}
+	for _, d := range missDescriptions {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -471,7 +475,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descHeartbeat, age, idx)
 	}
 	c.collectCluster(w0, sum, counter, gauge)
+	gauge(descMissFlights, float64(w0.Load(shm.CounterMissFlights)))
+	gauge(descMissWaiters, float64(w0.Load(shm.CounterMissWaiters)))
 }
+
+// Render on miss (GET /v1/pages?wait=), from worker 0's block.
+var (
+	descMissFlights  = prometheus.NewDesc("freshq_render_on_miss_flights", "Renders on miss in flight: one per page that requests wait for.", nil, nil)
+	descMissWaiters  = prometheus.NewDesc("freshq_render_on_miss_waiters", "Requests waiting for a render on miss (at most page.max_waiters).", nil, nil)
+	missDescriptions = []*prometheus.Desc{descMissFlights, descMissWaiters}
+)
 
 // clusterScrapeTimeout bounds the read of worker 0's cluster view at a scrape: a database that
 // does not answer leaves the shard series out of this scrape, not /metrics hanging.
@@ -507,5 +520,62 @@ func (c *collector) collectCluster(w0 *shm.Worker, sum func(shm.Counter) float64
 		gauge(descShardEpoch, float64(sh.Epoch), label)
 		gauge(descShardFloor, float64(sh.FloorMs)/1000, label)
 		gauge(descShardBelow, float64(sh.RowsBelowFloor), label)
+	}
+}
+
+// pageWaits gives a request that waits for a render on miss (GET /v1/pages?wait=) the time
+// it may wait: its connection's read and write deadlines move to http.read_timeout and
+// http.write_timeout, whichever is longer, plus page.max_wait from now (worker 0 refuses a
+// longer wait). And it ends the wait when the pool stops (waitStop): the render workers stop
+// first and render nothing more, so the waiter is answered 503 at once by the proxy's error
+// handler instead of holding the listener's shutdown up until its wait runs out.
+func (s *supervisor) pageWaits(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/pages" || !r.URL.Query().Has("wait") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		cfg := s.cfg.Load()
+		deadline := time.Now().Add(max(cfg.HTTP.ReadTimeout.D(), cfg.HTTP.WriteTimeout.D()) + cfg.Page.MaxWait.D())
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(deadline)
+		rc.SetWriteDeadline(deadline)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.waits.done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// waitStop is closed when the pool starts stopping; the requests waiting for a render on miss
+// end with it (pageWaits). The zero value is ready to use; stop is safe twice.
+type waitStop struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (ws *waitStop) done() <-chan struct{} {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.ch == nil {
+		ws.ch = make(chan struct{})
+	}
+	return ws.ch
+}
+
+func (ws *waitStop) stop() {
+	ws.done()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	select {
+	case <-ws.ch:
+	default:
+		close(ws.ch)
 	}
 }

@@ -254,6 +254,7 @@ type supervisor struct {
 	children     []*child
 	stopping     atomic.Bool // the stop began: render workers stop and are not restarted
 	closing      atomic.Bool // worker 0 was told to stop: it is not restarted either
+	waits        waitStop    // closed when the stop begins: requests waiting for a render on miss end
 	fatal        chan error  // a restart storm
 }
 
@@ -303,6 +304,7 @@ loop:
 	}
 	start := time.Now()
 	s.stopping.Store(true)
+	s.waits.stop()
 	notify("STOPPING=1")
 	killed := s.stopChildren(s.cfg.Load().Supervisor.ShutdownTimeout.D(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -64,6 +64,7 @@ type worker0 struct {
 	sitemaps sitemapRuns
 	served   chan error // the control socket's Serve returned (it failed)
 	status   *sweepCounts
+	misses   *intake.Misses // render on miss; stopped before the socket drains
 }
 
 // sweepCounts are the sweeps counted for the control socket's status.
@@ -133,9 +134,15 @@ func (w *worker0) Start(ctx context.Context) error {
 		ready: e.seg.Ready(), kick: kick}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
+	// Render on miss: GET /v1/pages?wait= waits on a flight the Applier wakes.
+	w.misses = &intake.Misses{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs},
+		Report: func(flights, waiters int) {
+			e.worker.Set(shm.CounterMissFlights, uint64(flights))
+			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
+		}}
 	control := &api.Control{
 		Index:   index,
-		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log},
+		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses},
 		Limit:   heavy,
 		Status: func() wire.Status {
 			return wire.Status{Serving: true, Sweeps: sweeps.ok.Load(), SweepFails: sweeps.failed.Load()}
@@ -153,7 +160,7 @@ func (w *worker0) Start(ctx context.Context) error {
 		return wrap("sitemap runs", err)
 	}
 	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
-	(&api.Operate{Targets: targets, Seg: e.seg}).Register(mux)
+	(&api.Operate{Targets: targets, Seg: e.seg, Misses: w.misses}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
@@ -193,6 +200,9 @@ func (w *worker0) Stop() {
 	// and the results still in flight here are fenced from now on (at-least-once).
 	w.member.Stop()
 	closeStore := true // false when a writer may still run: see workerStop
+	if w.misses != nil {
+		w.misses.Stop() // its waiters are answered 503 now, not at the end of the drain
+	}
 	if w.srv != nil {
 		stop := &workerStop{srv: w.srv, inflight: w.inflight, sitemaps: w.sitemaps, log: w.e.log, after: time.After,
 			drain: w.e.pol.Load().Config().Supervisor.ShutdownTimeout.D()}
