@@ -18,6 +18,9 @@
 //	explain URL [--device D]
 //	    What freshq knows and decides about one target: due time, cadence and its origin,
 //	    lane and score, lease, failures, terminal state, last render, page age.
+//	get URL [--device D] [--wait 10s]
+//	    Print the stored page (--json: its status, age, staleness and body). With --wait, a
+//	    missing page is rendered on miss and waited for; concurrent waits share one render.
 //	delete URL [--device D]
 //	    Remove one target: its schedule, its place in the queue and its stored page. A render in
 //	    flight cannot bring it back.
@@ -110,6 +113,7 @@ func init() {
 		{"import", "FILE|- [--format ndjson|csv] [--chunk N]", "upsert targets from NDJSON or CSV", runImport},
 		{"sitemap", "URL|FILE|-|--run ID [--device D] [--poll D] [--detach]", "ingest a sitemap, following its progress", runSitemap},
 		{"explain", "URL [--device D]", "explain one target", runExplain},
+		{"get", "URL [--device D] [--wait D]", "print the page, rendering it on miss with --wait", runGet},
 		{"delete", "URL [--device D]", "remove one target and its page", runDelete},
 		{"prioritize", "URL|--prefix P --mode rush|wait", "rush a re-render, or drop pages", runPrioritize},
 		{"queue", "", "floor, ready set, backlog, grants, leases", runQueue},
