@@ -45,7 +45,8 @@ import (
 //     as the README documents. Exempt: the mux's own answers for a path or method nothing is
 //     registered for (404, 405, and its path-cleaning redirects), which are net/http's text;
 //   - a 4xx from a write endpoint changed nothing: no schedule row, lease, or the seeded keys'
-//     targets and pages moved. POST /v1/targets is exempt when its answer says some items
+//     targets and pages moved. GET /v1/pages with ?wait= counts as one (it files and rushes a
+//     missing page); its waits end at once here, as no render runs. POST /v1/targets is exempt when its answer says some items
 //     landed before the body broke (accepted > 0), as documented.
 //
 // The pprof handlers under /internal/debug/pprof/ are not driven: they are net/http/pprof's,
@@ -92,6 +93,15 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("DELETE", "/v1/targets", "", "url=https://a.test/c/3&device=watch", "")
 	add("GET", "/v1/pages", "", "url=https://a.test/c/0", "")
 	add("GET", "/v1/pages", "", "url=", "")
+	// Render on miss: a served page, a miss (rushed, then the wait ends at once: 504), and
+	// every bad wait (400 naming wait, nothing filed).
+	add("GET", "/v1/pages", "", "url=https://a.test/c/0&wait=10s", "")
+	add("GET", "/v1/pages", "", "url=https://a.test/w/new&wait=1s&device=mobile", "")
+	for _, wait := range []string{"", "abc", "0s", "-1s", "31s", "1h", "1e309s", "9223372036854775807ns", "10", "1s&wait=2s", "%zz"} {
+		add("GET", "/v1/pages", "", "url=https://a.test/w/bad&wait="+wait, "")
+	}
+	add("GET", "/v1/pages", "", "url=https://a.test/w/dev&device=watch&wait=1s", "")
+	add("GET", "/v1/pages", "", "url=javascript:alert(1)&wait=1s", "")
 	add("GET", "/v1/queue", "", "", "")
 	add("HEAD", "/v1/queue", "", "", "")
 	addJSON("/v1/targets", `[{"url": "https://a.test/f/1", "device": "mobile", "interval": "6h", "source": "sitemap"}, {"url": "https://a.test/f/2", "due": "2027-02-01T00:00:00Z"}]`)
@@ -197,6 +207,9 @@ type fuzzWorker0 struct {
 	jobLease wire.Lease
 }
 
+// waitEnded is a wait that has ended: render on miss answers at once in the fuzz.
+var waitEnded = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
+
 // refuseTransport fails every fetch at once: a sitemap run never reaches the network.
 type refuseTransport struct{}
 
@@ -235,9 +248,12 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	locks := &intake.KeyLocks{}
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	index := &claim.IndexSource{Scanner: st, Segment: seg, Policy: polFn, Now: now}
+	// Render on miss as worker 0 has it, except that a wait ends at once (no render runs here).
+	misses := &intake.Misses{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now},
+		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
-		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now, Log: qtest.Log(nil)},
+		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now, Log: qtest.Log(nil), Misses: misses},
 		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),
@@ -252,7 +268,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		f.Fatal(err)
 	}
 	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
-	(&api.Operate{Targets: targets, Seg: seg}).Register(mux)
+	(&api.Operate{Targets: targets, Seg: seg, Misses: misses}).Register(mux)
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: seg, Policy: polFn, Now: now, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
 		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
@@ -450,6 +466,8 @@ func (w *fuzzWorker0) check(t *testing.T, req *http.Request) {
 		return
 	}
 	write := pattern != "" && req.Method != http.MethodGet && req.Method != http.MethodHead
+	// A wait for a page files and rushes its target on a miss: a write, refused whole on a 4xx.
+	write = write || (pattern == "GET /v1/pages" && req.URL.Query().Has("wait"))
 	compare := write && w.runsFinished(t)
 	var before string
 	if compare {
