@@ -48,6 +48,12 @@ func TestStatusMapsEachErrorOnce(t *testing.T) {
 		{&intake.FieldError{Field: "limit", Err: fmt.Errorf("renderer a holds 4: %w", intake.ErrTooMany)}, http.StatusTooManyRequests, "limit", "renderer a holds 4: intake: too many in progress"},
 		{fmt.Errorf("status 42: %w", intake.ErrBadStoredPage), http.StatusBadGateway, "", "status 42: intake: stored page not servable"},
 		{&intake.FieldError{Field: "lease.slot", Err: errors.New("out of range")}, http.StatusBadRequest, "lease.slot", "out of range"},
+		// Render on miss (GET /v1/pages?wait=).
+		{fmt.Errorf("the render ended timeout: %w", intake.ErrRenderFailed), http.StatusBadGateway, "", "the render ended timeout: intake: render failed"},
+		{fmt.Errorf("not within 2s: %w", intake.ErrWaitTimeout), http.StatusGatewayTimeout, "", "not within 2s: intake: wait timed out"},
+		{fmt.Errorf("3 waiting: %w", intake.ErrOverloaded), http.StatusServiceUnavailable, "", "3 waiting: intake: render on miss at its cap"},
+		{intake.ErrStopping, http.StatusServiceUnavailable, "", "intake: stopping"},
+		{&intake.FieldError{Field: "wait", Err: errNoMisses}, http.StatusBadRequest, "wait", errNoMisses.Error()},
 	} {
 		code, field, msg := status(tc.err)
 		if code != tc.code || field != tc.field || msg != tc.msg {

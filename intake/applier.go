@@ -5,11 +5,13 @@
 // upload's items through an Upload, a sitemap run's UpsertChunk, Discover, Prioritize for rush
 // and wait, Delete) and reads one (Explain, Page); SitemapRuns runs sitemap imports in the
 // background, a startstop.Service; Remote hands out and takes back remote renderers' leases,
-// and ClaimIndex answers a render worker's index claim; KeyLocks are the per-key locks all of
-// them share. It takes wire shapes in, returns wire shapes and the sentinel errors of
-// errors.go (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld, ErrBadStoredPage,
-// *FieldError, *FencedError), which api maps to statuses; it answers no HTTP. Tests wait on
-// the moments TestSignals names; production leaves them nil.
+// and ClaimIndex answers a render worker's index claim; Misses renders a missing page once for
+// every request that waits for it (render on miss), woken by the Applier; KeyLocks are the
+// per-key locks all of them share. It takes wire shapes in, returns wire shapes and the
+// sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld,
+// ErrBadStoredPage, ErrOverloaded, ErrStopping, ErrWaitTimeout, ErrRenderFailed, *FieldError,
+// *FencedError), which api maps to statuses; it answers no HTTP. Tests wait on the moments
+// TestSignals names; production leaves them nil.
 //
 // Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
 // ("Fenced effects"):
