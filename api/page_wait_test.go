@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -201,5 +203,35 @@ func TestPageWaitWithoutMissesIsRefused(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&e)
 	if resp.StatusCode != 400 || e.Field != "wait" {
 		t.Fatalf("%d %+v", resp.StatusCode, e)
+	}
+}
+
+// A client that leaves while it waits is taken off the flight; the handler writes nothing.
+func TestPageWaitClientThatLeavesIsDropped(t *testing.T) {
+	n := newMissAPI(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.srv.URL+"/v1/pages?"+waitQuery+"&wait=10s", nil)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	n.until(t, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client got %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, w := n.misses.Waiting(); w == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter was not dropped")
+		}
+		runtime.Gosched()
 	}
 }
