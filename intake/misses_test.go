@@ -251,3 +251,19 @@ func TestMissJoinsARenderAlreadyInFlight(t *testing.T) {
 		}
 	}
 }
+
+// A page stored without waking the flight (in a cluster, by the node that owns the key's shard)
+// is served when the wait ends, not a 504.
+func TestMissTimeoutServesAPageAppliedElsewhere(t *testing.T) {
+	n := newMissNode(t, "")
+	answers := n.wait(context.Background(), missURL, 1)
+	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 1 })
+	other := &Applier{Store: n.Store, Seg: n.Seg, Policy: n.Policy, Now: n.Now} // wakes nobody here
+	if st, err := other.Apply([]wire.Result{{Key: missKey, Outcome: "ok", Status: 200, Body: []byte("elsewhere"), Lease: grant(t, n.Env, missKey)}}); err != nil || st.Applied != 1 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	close(n.timeout)
+	if a := <-answers; a.err != nil || string(a.page.Body) != "elsewhere" {
+		t.Fatalf("%q %v", a.page.Body, a.err)
+	}
+}
