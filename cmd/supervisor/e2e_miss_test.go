@@ -103,6 +103,9 @@ func TestEndToEndRenderOnMiss(t *testing.T) {
 
 	answers := n.getWaitingMany(client, page, "20s", 100)
 	waitFor(t, "100 waiters", 20*time.Second, func() bool { return n.waiters() == 100 })
+	if f := n.metrics()["freshq_render_on_miss_flights"]; f != 1 {
+		t.Fatalf("%v renders on miss in flight for one page, want 1", f)
+	}
 	waitFor(t, "the render at the origin", 20*time.Second, func() bool { return origin.hits.Load() == 1 })
 
 	past := n.getWaiting(client, page, "20s")
@@ -134,6 +137,11 @@ func TestEndToEndRenderOnMiss(t *testing.T) {
 		t.Fatalf("after the render: %d %q, %d hits", a.code, a.body, origin.hits.Load())
 	}
 	slices.Sort(took)
+	// Woken by the render, not by the end of their wait (20 s), when a wait's last read of
+	// the store would find the page too.
+	if took[99] > 10*time.Second {
+		t.Fatalf("the slowest waiter took %v: it was not woken by the render", took[99])
+	}
 	t.Logf("render on miss: 100 waiters, 1 origin hit; latency min %v, median %v, p95 %v, max %v; the 101st refused in %v",
 		took[0], took[49], took[94], took[99], past.took)
 }
