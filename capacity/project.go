@@ -15,7 +15,7 @@ type Projection struct {
 	// Utilisation is demand ÷ CadenceCapacity (Inf when nothing renders and something is asked).
 	Utilisation float64
 	// ByLane and ByRoute are the steady-state age ÷ cadence at which a page of the lane or
-	// route is rendered (1 = on time; 2 = a cadence late), demand-weighted over its rows.
+	// route is rendered (1 = on time; 2 = a cadence late), the mean over its renders.
 	ByLane  map[string]float64
 	ByRoute map[string]float64
 	// SurplusPerHour is renders per hour to spare (negative: falling behind by that many).
@@ -61,30 +61,28 @@ func Project(d Demand, c Capacity, boost float64, backlog uint64) Projection {
 		}
 		return s
 	}
-	laneW, routeW := map[string]float64{}, map[string]float64{}
+	// A class rendered every 1 + L of its cadences takes demand ÷ (1 + L) renders; the mean age
+	// ÷ cadence over a lane's or route's renders is its demand over those renders.
+	laneD, laneR, routeD, routeR := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for l := range policy.NumLanes {
 		p.ByLane[l.String()] = 1
 	}
 	for _, cl := range d.Classes {
-		r := 1 + lateness(cl)
-		laneW[cl.Lane.String()] += cl.PerSecond
-		routeW[cl.Route] += cl.PerSecond
-		p.ByRoute[cl.Route] += r * cl.PerSecond
+		renders := cl.PerSecond / (1 + lateness(cl))
+		laneD[cl.Lane.String()] += cl.PerSecond
+		laneR[cl.Lane.String()] += renders
+		routeD[cl.Route] += cl.PerSecond
+		routeR[cl.Route] += renders
+		p.ByRoute[cl.Route] = 1
 	}
-	laneSum := map[string]float64{}
-	for _, cl := range d.Classes {
-		laneSum[cl.Lane.String()] += (1 + lateness(cl)) * cl.PerSecond
-	}
-	for name, w := range laneW {
-		if w > 0 {
-			p.ByLane[name] = laneSum[name] / w
+	for name, r := range laneR {
+		if r > 0 {
+			p.ByLane[name] = laneD[name] / r
 		}
 	}
-	for name, w := range routeW {
-		if w > 0 {
-			p.ByRoute[name] /= w
-		} else {
-			p.ByRoute[name] = 1
+	for name, r := range routeR {
+		if r > 0 {
+			p.ByRoute[name] = routeD[name] / r
 		}
 	}
 	surplus := p.CadenceCapacity - d.Total
