@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -120,4 +121,14 @@ func (c ctxSource) ForEachSchedule(prefix []byte, fn func(key []byte, row store.
 		}
 		return fn(key, row)
 	})
+}
+
+// Plan is Plan over the service's store at its current capacity, for the proposed
+// configuration next (which has passed config's validation).
+func (s *Service) Plan(next *config.Config) (wire.Plan, error) {
+	var backlog uint64
+	if s.Backlog != nil {
+		backlog = s.Backlog()
+	}
+	return Plan(s.Store, s.Policy(), policy.New(next), s.Meter.Rate(s.Now()), backlog)
 }

@@ -85,3 +85,30 @@ func (c *Client) Capacity(ctx context.Context) (Capacity, error) {
 	}
 	return v, nil
 }
+
+// PathPlan is the what-if endpoint: POST a configuration file, get the demand it implies.
+const PathPlan = "/v1/plan"
+
+// MaxPlanBody bounds POST /v1/plan's body: a configuration file.
+const MaxPlanBody = 1 << 20
+
+// Plan answers POST /v1/plan: the demand of the current rows under the current configuration
+// and under the proposed one, each projected at the current capacity, and what changed, one
+// line each ("routes: /c/ 24h → 6h: demand +38 %, projected catalog lateness 1.3× → 1.8×").
+type Plan struct {
+	CapacityPerSecond float64  `json:"capacity_per_second"`
+	Current           PlanSide `json:"current"`
+	Proposed          PlanSide `json:"proposed"`
+	Lines             []string `json:"lines"`
+}
+
+// PlanSide is one configuration's demand and projection over the current rows.
+type PlanSide struct {
+	Demand          float64            `json:"demand"`
+	Rows            int64              `json:"rows"`
+	DemandByLane    map[string]float64 `json:"demand_by_lane"`
+	DemandByRoute   map[string]float64 `json:"demand_by_route"`
+	LatenessByLane  map[string]float64 `json:"lateness_by_lane"`
+	LatenessByRoute map[string]float64 `json:"lateness_by_route"`
+	Verdict         string             `json:"verdict"`
+}

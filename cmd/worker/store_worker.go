@@ -169,6 +169,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	view := clusterView(st, cfg)
 	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
+	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
 	(&api.Explain{Store: cst, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
