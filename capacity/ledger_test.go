@@ -201,4 +201,5 @@ func TestRecountReplacesDrift(t *testing.T) {
 		t.Fatalf("after recount: %v (drift %+v), want the home row only %v", l.Demand().Total, d, want)
 	}
 }
+
 var nopLog = zerolog.Nop()

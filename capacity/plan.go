@@ -154,4 +154,3 @@ func ladderText(l []config.Duration) string {
 	}
 	return s
 }
-
