@@ -46,7 +46,7 @@ var errWorker0Stopped = errors.New("worker 0 has been stopped")
 // in the reverse one (Stop), except the cluster membership, which hands its shards over right
 // after the sweep loop stops:
 //
-//	store (open) → cluster membership → reconcile → GC → control socket (handlers, sitemap runs) → sweep loop
+//	store (open) → cluster membership → reconcile → GC → control socket (handlers, sitemap runs) → capacity recounts → sweep loop
 //
 // It keeps the startstop contract: Stop without Start is a no-op, Stop twice is safe, Start
 // while started is a no-op (and after Stop, errWorker0Stopped). Start and Stop are serialised.
