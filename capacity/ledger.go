@@ -32,7 +32,8 @@
 //
 // Known limits: on a cluster of nodes on PostgreSQL each node's ledger counts the writes it
 // executes and its recount reads the rows it owns, so capacity and demand are per node; the
-// recount costs one target read per row (on PostgreSQL, one query per row); the lane floors
+// recount costs one target read per row (on PostgreSQL, one query per row); the ledger holds
+// one entry per row, about 84 bytes (TestLedgerMemoryPerRow); the lane floors
 // (queue.lanes.min_share) and the urgent cap are not modelled by the projection.
 package capacity
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/freshq/freshq/internal/invariants"
 )
 
 // TestCapacityProjectionMatchesSimulator runs the tests' small corpus under every standard
@@ -29,7 +31,20 @@ func TestCapacityProjectionMatchesSimulator(t *testing.T) {
 			t.Logf("%-11s %3.0f %% %-40s predicted %.3f measured %.3f", cc.Scenario.Name, 100*cc.Scenario.Capacity, cc.Classes[k], cc.Predicted[k], cc.Measured[k])
 		}
 	}
-	worst, where := WorstReadyGap(checks)
+	// Under the race detector the tests warm up two days only (engine_test.go): at half capacity
+	// a discovered product page is rendered every ~140 h, so the window still holds the start's
+	// transient, not the steady state the projection is of. There the 50 % rows are only
+	// logged; without -race, and in `make sim`, every capacity is checked.
+	gated := checks
+	if invariants.Race {
+		gated = nil
+		for _, cc := range checks {
+			if cc.Scenario.Capacity >= 0.75 {
+				gated = append(gated, cc)
+			}
+		}
+	}
+	worst, where := WorstReadyGap(gated)
 	if worst > 0.10 || math.IsNaN(worst) {
 		t.Errorf("worst ready gap %.1f %% (%s), want ≤ 10 %%", 100*worst, where)
 	}
