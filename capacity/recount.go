@@ -30,8 +30,9 @@ type Drift struct {
 }
 
 // Recount reads every row of src, rebuilds the ledger's counts exactly, logs the drift from the
-// incremental counts on log (one info line "capacity recount"; a warning when any key
-// differed), and returns it. A key written while the recount reads keeps what its write said.
+// incremental counts on log (one info line "capacity recount" with rows, rows_differing,
+// demand_incremental, demand_recount and drift_renders_per_second; a warning when any key
+// differed; the Service's logger adds component=capacity), and returns it. A key written while the recount reads keeps what its write said.
 // On error the ledger is left as it was.
 func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 	l.mu.Lock()
@@ -79,7 +80,7 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 	if d.RowsDiffering > 0 {
 		ev = log.Warn()
 	}
-	ev.Str("component", "capacity").Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).
+	ev.Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).
 		Float64("demand_incremental", d.IncrementalTotal).Float64("demand_recount", d.RecountTotal).
 		Float64("drift_renders_per_second", math.Abs(d.RecountTotal-d.IncrementalTotal)).Msg("capacity recount")
 	return d, nil

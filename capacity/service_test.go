@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +58,26 @@ func TestServiceRecountsAtStart(t *testing.T) {
 	}
 	s.Stop()
 	s.Stop()
+}
+
+// TestRecountLogLine: the recount's one line carries its stable fields, and component once.
+func TestRecountLogLine(t *testing.T) {
+	pol := testPolicy(t)
+	raw := openStore(t)
+	sch, _ := store.NewSchedule([]byte("desktop|https://example.test/"), 1, true, 0, store.Lanes{})
+	if err := raw.WriteSchedule(sch); err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	s := NewService(raw, func() *policy.Policy { return pol }, func() int64 { return 1 }, nil, zerolog.New(&buf))
+	s.Recount()
+	line := strings.TrimSpace(buf.String())
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil || strings.Count(line, "\n") != 0 {
+		t.Fatalf("not one JSON line: %q", line)
+	}
+	if m["message"] != "capacity recount" || m["level"] != "warn" || m["rows"] != 1.0 || m["rows_differing"] != 1.0 ||
+		m["demand_incremental"] != 0.0 || strings.Count(line, `"component"`) != 1 || m["drift_renders_per_second"] == nil {
+		t.Fatalf("log line %s", line)
+	}
 }
