@@ -75,6 +75,13 @@ func TestCapacityAgainstARunningSupervisor(t *testing.T) {
 			got["freshq_capacity_renders_per_second/"], got["freshq_projected_lateness_ratio/submitted"])
 	}
 
+	// top's header carries the same view.
+	r := ctl(t, server, "", "top", "--once")
+	wantExit(t, r, 0, "")
+	if !strings.Contains(r.stdout, "\ncapacity ") || !strings.Contains(r.stdout, "/s  demand 0.00463/s\nkeeping up\n") || !strings.Contains(r.stdout, "projected × cadence: submitted 1.00") {
+		t.Fatalf("top --once:\n%s", r.stdout)
+	}
+
 	// A delete takes its row's demand away at once.
 	for i := range 10 {
 		wantExit(t, ctl(t, server, "", "delete", fmt.Sprintf("https://shop.test/c/k-%d", i)), 0, "")
@@ -89,7 +96,7 @@ func TestCapacityAgainstARunningSupervisor(t *testing.T) {
 	dir := t.TempDir()
 	next := filepath.Join(dir, "next.yaml")
 	os.WriteFile(next, []byte("routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 6h}\n"), 0o600)
-	r := ctl(t, server, "", "plan", "--config", next)
+	r = ctl(t, server, "", "plan", "--config", next)
 	wantExit(t, r, 0, "")
 	for _, want := range []string{"current demand 0.005/s over 240 rows", "routes: /c/ 24h → 6h: demand +300 %, projected catalog lateness 1.0× → 1.0×", "total: demand 0.005/s → 0.011/s (+146 %)"} {
 		if !strings.Contains(r.stdout, want) {

@@ -463,11 +463,11 @@ func capacityLines(c *wire.Capacity) []string {
 	if c == nil {
 		return nil
 	}
-	line := fmt.Sprintf("capacity %.2f/s", c.Capacity.PerSecond)
+	line := "capacity " + rateText(c.Capacity.PerSecond) + "/s"
 	if out := c.Capacity.RetryShare + c.Capacity.RecheckShare; out > 0 {
 		line += fmt.Sprintf(" (%.0f%% retries/rechecks)", 100*out)
 	}
-	line += fmt.Sprintf("  demand %.2f/s", c.Demand.Total)
+	line += "  demand " + rateText(c.Demand.Total) + "/s"
 	verdict := c.Projection.Verdict
 	if c.Projection.DrainSeconds > 0 {
 		verdict += ", backlog drains in " + durationText(time.Duration(c.Projection.DrainSeconds*float64(time.Second)).Round(time.Second))
@@ -487,4 +487,13 @@ func mapKeys(m map[string]float64) map[string]uint64 {
 		out[k] = 0
 	}
 	return out
+}
+
+// rateText is a rate with three significant digits below 1/s (a small farm's demand is
+// thousandths of a render a second) and one decimal above.
+func rateText(v float64) string {
+	if v >= 1 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }

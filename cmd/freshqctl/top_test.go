@@ -195,7 +195,7 @@ func TestTopShowsCapacity(t *testing.T) {
 	})
 	r := at(t, f.srv, "top", "--once")
 	wantExit(t, r, 0, "")
-	for _, want := range []string{"capacity 0.20/s (5% retries/rechecks)  demand 0.25/s\nfalling behind by 216 renders/h\n",
+	for _, want := range []string{"capacity 0.2/s (5% retries/rechecks)  demand 0.25/s\nfalling behind by 216 renders/h\n",
 		"projected × cadence: submitted 1.21 discovered 1.42\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("top --once lacks %q:\n%s", want, r.stdout)
