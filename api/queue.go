@@ -17,6 +17,8 @@ type Queue struct {
 	// Cluster reads the cluster view on PostgreSQL, for the node's cluster section; nil on
 	// Badger, where the section is left out.
 	Cluster ClusterViewFunc
+	// Capacity is worker 0's capacity view, for the capacity section; nil leaves it out.
+	Capacity CapacityViewFunc
 }
 
 // Register adds the endpoint to mux.
@@ -24,6 +26,10 @@ func (q *Queue) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) {
 		v := q.View()
 		v.Cluster = q.clusterSection(r.Context())
+		if q.Capacity != nil {
+			c := q.Capacity()
+			v.Capacity = &c
+		}
 		ok(w, v)
 	})
 }

@@ -883,8 +883,8 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{}
-	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
+	if err := decodeStrict(data, c); err != nil {
+		return nil, err
 	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
@@ -903,6 +903,39 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// decodeStrict decodes data into c, unknown keys refused. The YAML decoder panics on some
+// malformed documents (a bare tag as a sequence's value, `routes: ! `); a configuration
+// arrives over HTTP too (POST /v1/plan), so a panic is turned into the error it should have
+// been, with its line when the parser can name it.
+func decodeStrict(data []byte, c *Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			line := 0
+			if _, perr := parser.ParseBytes(data, 0); perr == nil {
+				line = firstTagLine(data)
+			}
+			err = fmt.Errorf("%w: line %d: malformed YAML the decoder cannot read (%v)", ErrInvalid, line, r)
+		}
+	}()
+	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
+	}
+	return nil
+}
+
+// firstTagLine is the line of the first value that is a bare YAML tag ("!"), 1-based, or 0.
+func firstTagLine(data []byte) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if _, v, ok := strings.Cut(l, ":"); ok && strings.HasPrefix(strings.TrimSpace(v), "!") {
+			return i + 1
+		}
+		if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "-")), "!") {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // LineOf is the line of the key at a dotted path in a configuration file, or of its nearest

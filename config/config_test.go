@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +146,19 @@ func TestLoadReadsTokenFromEnvironment(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestParseBareTagDoesNotPanic: the YAML decoder panics on a bare tag as a sequence's value; a
+// configuration arrives over HTTP too (POST /v1/plan), so Parse refuses it with its line.
+func TestParseBareTagDoesNotPanic(t *testing.T) {
+	for _, in := range []string{"routes: ! ", "render:\n  default_interval: 24h\nroutes: ! \n"} {
+		c, err := Parse([]byte(in))
+		if err == nil || c != nil || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%q: %v, %v", in, c, err)
+		}
+		if want := strings.Count(in[:strings.Index(in, "!")], "\n") + 1; !strings.Contains(err.Error(), fmt.Sprintf("line %d", want)) {
+			t.Errorf("%q: %v, want line %d", in, err, want)
+		}
 	}
 }

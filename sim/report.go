@@ -589,6 +589,7 @@ func (r *Report) Markdown() []byte {
 		w("- %s\n", t)
 	}
 	w("\nFor comparison, what the system freshq replaces measured in production:\n\n%s\n", productionTable())
+	w("%s", r.CapacitySection())
 
 	if fs := r.Findings(); len(fs) > 0 {
 		w("## Findings\n\n")

@@ -112,6 +112,8 @@ type QueueView struct {
 	Leases     LeaseStats        `json:"leases"`
 	// Cluster is this node's part of the cluster, on PostgreSQL only.
 	Cluster *QueueCluster `json:"cluster,omitempty"`
+	// Capacity is whether the farm keeps up: demand, capacity and the projection.
+	Capacity *Capacity `json:"capacity,omitempty"`
 }
 
 // Sitemap run states.

@@ -118,6 +118,7 @@ func init() {
 		{"prioritize", "URL|--prefix P --mode rush|wait", "rush a re-render, or drop pages", runPrioritize},
 		{"queue", "", "floor, ready set, backlog, grants, leases", runQueue},
 		{"top", "[--interval 2s] [--once]", "live backlog and lateness by lane", runTop},
+		{"plan", "--config FILE", "what a proposed configuration would do to demand and lateness", runPlan},
 		{"cluster", "", "nodes, and each node's shards with epochs and floors", runCluster},
 	}
 }

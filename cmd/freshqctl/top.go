@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // sample is one line of the Prometheus text format.
@@ -257,6 +260,9 @@ type frame struct {
 	BelowFloor float64   `json:"below_floor"`
 	Restarts   float64   `json:"worker_restarts"`
 	Lanes      []laneRow `json:"lanes"`
+	// Capacity is worker 0's capacity view (the capacity section of /v1/queue); nil when it
+	// could not be read.
+	Capacity *wire.Capacity `json:"capacity,omitempty"`
 }
 
 func ptr(v float64) *float64 { return &v }
@@ -352,6 +358,9 @@ func (a *app) printFrame(w io.Writer, f frame, every time.Duration, live bool) {
 	if len(warn) > 0 {
 		fmt.Fprintln(w, truncate(strings.Join(warn, "  "), 79))
 	}
+	for _, l := range capacityLines(f.Capacity) {
+		fmt.Fprintln(w, truncate(l, 79))
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-11s %9s %10s %8s  %s\n", "", "", "", "", "lateness × cadence ("+f.Window+")")
 	fmt.Fprintf(w, "%-11s %9s %10s %8s %6s %6s %6s %6s\n", "LANE", "BACKLOG", "GRANTS", "/s", "p50", "p90", "mean", ">1×")
@@ -407,6 +416,7 @@ func runTop(a *app, args []string) error {
 			fmt.Fprintf(a.stdout, "freshq top  %s: %s (retrying every %s)\n", a.server, oneLine(err.Error()), durationText(*every))
 		default:
 			f := makeFrame(cur, prev)
+			f.Capacity = a.readCapacity()
 			prev = cur
 			switch {
 			case a.json:
@@ -431,4 +441,59 @@ func runTop(a *app, args []string) error {
 		case <-time.After(*every):
 		}
 	}
+}
+
+// readCapacity reads the capacity section of /v1/queue, once (no retry: a frame without it is
+// still a frame); nil when it cannot.
+func (a *app) readCapacity() *wire.Capacity {
+	status, body, err := a.send(request{method: http.MethodGet, path: "/v1/queue"})
+	if err != nil || status != http.StatusOK {
+		return nil
+	}
+	var v wire.QueueView
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil
+	}
+	return v.Capacity
+}
+
+// capacityLines are top's capacity header: capacity against demand, the verdict, and the
+// projected age ÷ cadence of the lanes with demand.
+func capacityLines(c *wire.Capacity) []string {
+	if c == nil {
+		return nil
+	}
+	line := "capacity " + rateText(c.Capacity.PerSecond) + "/s"
+	if out := c.Capacity.RetryShare + c.Capacity.RecheckShare; out > 0 {
+		line += fmt.Sprintf(" (%.0f%% retries/rechecks)", 100*out)
+	}
+	line += "  demand " + rateText(c.Demand.Total) + "/s"
+	verdict := c.Projection.Verdict
+	if c.Projection.DrainSeconds > 0 {
+		verdict += ", backlog drains in " + durationText(time.Duration(c.Projection.DrainSeconds*float64(time.Second)).Round(time.Second))
+	}
+	proj := "projected × cadence:"
+	for _, l := range orderedLanes(mapKeys(c.Projection.ByLane)) {
+		if c.Demand.ByLane[l] > 0 {
+			proj += fmt.Sprintf(" %s %.2f", l, c.Projection.ByLane[l])
+		}
+	}
+	return []string{line, verdict, proj}
+}
+
+func mapKeys(m map[string]float64) map[string]uint64 {
+	out := make(map[string]uint64, len(m))
+	for k := range m {
+		out[k] = 0
+	}
+	return out
+}
+
+// rateText is a rate with three significant digits below 1/s (a small farm's demand is
+// thousandths of a render a second) and one decimal above.
+func rateText(v float64) string {
+	if v >= 1 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // metricsText is a /metrics answer: submitted lane with grants spread over the buckets.
@@ -171,5 +173,38 @@ func TestTopRedrawsOnATerminal(t *testing.T) {
 	code := run(ctx, []string{"--server", f.srv.URL, "top", "--interval", "100ms"}, nil, &out, &errb, func(string) string { return "" }, terminals{stdout: true})
 	if code != 0 || !strings.HasPrefix(out.String(), "\x1b[H\x1b[2Jfreshq top") || !strings.Contains(out.String(), "Ctrl-C quits") {
 		t.Fatalf("exit %d stdout %q", code, out.String())
+	}
+}
+
+// TestTopShowsCapacity: top's header carries worker 0's capacity view from /v1/queue — the
+// capacity, the demand, the verdict and the projected lateness of the lanes with demand — and
+// a server without it still gets its frame.
+func TestTopShowsCapacity(t *testing.T) {
+	var v wire.QueueView
+	c := &wire.Capacity{}
+	c.Capacity.PerSecond, c.Capacity.RetryShare = 0.2, 0.05
+	c.Demand.Total = 0.25
+	c.Demand.ByLane = map[string]float64{"submitted": 0.2, "discovered": 0.05, "urgent": 0, "cold": 0}
+	c.Projection.ByLane = map[string]float64{"submitted": 1.21, "discovered": 1.42, "urgent": 1, "cold": 1}
+	c.Projection.Verdict, c.Projection.DrainSeconds = "falling behind by 216 renders/h", -1
+	v.Capacity = c
+	body, _ := json.Marshal(v)
+	f := newFake(t, map[string]http.HandlerFunc{
+		"GET /metrics":  func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, metricsText(1000, 100)) },
+		"GET /v1/queue": func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
+	})
+	r := at(t, f.srv, "top", "--once")
+	wantExit(t, r, 0, "")
+	for _, want := range []string{"capacity 0.2/s (5% retries/rechecks)  demand 0.25/s\nfalling behind by 216 renders/h\n",
+		"projected × cadence: submitted 1.21 discovered 1.42\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("top --once lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	fits(t, r.stdout)
+	r = at(t, f.srv, "top", "--once", "--json")
+	var fr frame
+	if err := json.Unmarshal([]byte(r.stdout), &fr); err != nil || fr.Capacity == nil || fr.Capacity.Demand.Total != 0.25 {
+		t.Fatalf("--json %q: %v", r.stdout, err)
 	}
 }

@@ -172,6 +172,38 @@ func (n *clusterNode) resume() {
 	n.stopped = nil
 }
 
+// resumeRenderWorkersFirst continues the render workers pause stopped, and the rest of the
+// node (worker 0, whose group is worker0's pid, and the supervisor) only once first() holds or
+// within wait. It orders what a whole-node SIGCONT leaves to the scheduler: render workers that
+// run again before worker 0 has seen that it lost its shards, with nothing but the fence's
+// grant bound between them and the rows they had been published. It reports whether first()
+// held.
+func (n *clusterNode) resumeRenderWorkersFirst(worker0 int, first func() bool, wait time.Duration) bool {
+	n.c.t.Helper()
+	var rest []int
+	for _, g := range n.stopped {
+		if g == n.cmd.Process.Pid || g == worker0 {
+			rest = append(rest, g)
+			continue
+		}
+		if err := syscall.Kill(-g, syscall.SIGCONT); err != nil {
+			n.c.t.Fatalf("SIGCONT of %s's group %d: %v", n.id, g, err)
+		}
+	}
+	if len(rest) != 2 {
+		n.c.t.Fatalf("%s: worker 0 (pid %d) or the supervisor is not among the stopped groups %v", n.id, worker0, n.stopped)
+	}
+	held := false
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if held = first(); held {
+			break
+		}
+	}
+	n.stopped = rest
+	n.resume()
+	return held
+}
+
 // kill9 ends the whole node at once, as a machine's death would: every process is stopped
 // first, then killed, so that none of them acts after another died.
 func (n *clusterNode) kill9() {

@@ -355,14 +355,36 @@ func TestClusterPausedNodeGrantsNothingItLost(t *testing.T) {
 		w0, _ := seg.Worker(0)
 		return w0.Load(shm.CounterAdvancesFenced)
 	}
+	// The fence is exercised only if node C's segment holds published rows nobody has taken
+	// when it stops: pause it while its ready set has some left (its render workers drain a
+	// set in seconds, a sweep refills it each second), and again if it ran dry meanwhile.
+	untaken := func() uint64 {
+		st := seg.Ready().Stats()
+		return st.Count - st.Taken
+	}
+	for attempt := 1; ; attempt++ {
+		waitFor(t, "node-c's ready set holding rows", 30*time.Second, func() bool { return untaken() >= 16 })
+		victim.pause()
+		if untaken() > 0 {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("node-c's ready set ran dry at each of %d pauses", attempt)
+		}
+		victim.resume()
+	}
 	grants0, advances0 := fencedGrants(), fencedAdvances()
 	lost := c.shardsOf(victim.id)
 	t0 := time.Now()
-	victim.pause()
 	took := c.waitMoved(victim.id, lost, t0, ttl+ttl/4+3*time.Second)
-	t.Logf("node-c stopped; its %d shards owned by the others %v later (lease TTL %v)", len(lost), took.Round(time.Millisecond), ttl)
+	t.Logf("node-c stopped with %d rows published; its %d shards owned by the others %v later (lease TTL %v)",
+		untaken(), len(lost), took.Round(time.Millisecond), ttl)
 	resumed := time.Now().UnixNano()
-	victim.resume()
+	w0, _ := seg.Worker(0)
+	// Its render workers run again first, as the scheduler may have them do after a whole-node
+	// SIGCONT; worker 0 follows once they have met the fence (or after 10 s, and the check
+	// below fails).
+	victim.resumeRenderWorkersFirst(w0.Status().PID, func() bool { return fencedGrants() > grants0 }, 10*time.Second)
 
 	// Node C's worker 0 finds each lease gone (a lost line for every shard), and sweeps again.
 	waitFor(t, "node-c back, each lost shard noticed", 30*time.Second, func() bool {

@@ -68,6 +68,9 @@ func waitReady(t *testing.T, n *node) {
 // A body that breaks after 1,001 items answers 400 with exactly what landed: the count, and the
 // index where the body stopped; the items before it are stored.
 func TestE2ETargetsReportWhatLanded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
 	dir := t.TempDir()
 	n := startNode(t, dir, 1, "", "")
 	waitReady(t, n)
@@ -113,6 +116,9 @@ func TestE2ETargetsReportWhatLanded(t *testing.T) {
 // ms are all granted across claims (paging on the due time alone granted 64, then nothing).
 // Past the scan's bound of leased rows a claim says work is queued behind leases, not "empty".
 func TestE2EIndexFallbackPagesPastLeasedRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
 	dir := t.TempDir()
 	seedOneMs(t, dir, 1200)
 	n := startNode(t, dir, 1, "queue:\n  ready: {enabled: false}\n  max_remote_leases: 2000\n", "")
@@ -148,6 +154,9 @@ func TestE2EIndexFallbackPagesPastLeasedRows(t *testing.T) {
 // A remote renderer leases for the TTL it asks for under its own name (explain shows it),
 // extends and releases its leases, and holds at most queue.max_remote_leases of them.
 func TestE2ERemoteLeases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
 	dir := t.TempDir()
 	seedOneMs(t, dir, 20)
 	n := startNode(t, dir, 1, "queue:\n  max_remote_leases: 5\n", "")

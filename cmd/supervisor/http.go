@@ -385,6 +385,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescriptions {
 		ch <- d
 	}
+	for _, d := range capacityDescriptions {
+		ch <- d
+	}
 	for _, d := range missDescriptions {
 		ch <- d
 	}
@@ -475,6 +478,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descHeartbeat, age, idx)
 	}
 	c.collectCluster(w0, sum, counter, gauge)
+	c.collectCapacity(gauge)
 	gauge(descMissFlights, float64(w0.Load(shm.CounterMissFlights)))
 	gauge(descMissWaiters, float64(w0.Load(shm.CounterMissWaiters)))
 }
@@ -521,6 +525,37 @@ func (c *collector) collectCluster(w0 *shm.Worker, sum func(shm.Counter) float64
 		gauge(descShardFloor, float64(sh.FloorMs)/1000, label)
 		gauge(descShardBelow, float64(sh.RowsBelowFloor), label)
 	}
+}
+
+// The capacity series: worker 0's demand, measured capacity and projection (package capacity).
+var (
+	descDemand    = prometheus.NewDesc("freshq_demand_renders_per_second", "Renders per second the schedule asks for (Σ 1/cadence over live rows), by lane.", []string{"lane"}, nil)
+	descCapacity  = prometheus.NewDesc("freshq_capacity_renders_per_second", "Renders completed per second, smoothed over 15 minutes.", nil, nil)
+	descProjected = prometheus.NewDesc("freshq_projected_lateness_ratio", "Projected steady-state age ÷ cadence at render, by lane (1 = on time).", []string{"lane"}, nil)
+
+	capacityDescriptions = []*prometheus.Desc{descDemand, descCapacity, descProjected}
+)
+
+// capacityScrapeTimeout bounds the read of worker 0's capacity view at a scrape.
+const capacityScrapeTimeout = time.Second
+
+// collectCapacity exports the capacity series from worker 0's capacity view, read over the
+// control socket at the scrape. A worker 0 that does not answer leaves them out of this scrape
+// (a missing series is honest, a stale one is not).
+func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...string)) {
+	ctx, cancel := context.WithTimeout(context.Background(), capacityScrapeTimeout)
+	defer cancel()
+	v, err := c.s.status.Capacity(ctx)
+	if err != nil {
+		return
+	}
+	for _, lane := range laneNames {
+		gauge(descDemand, v.Demand.ByLane[lane], lane)
+		if r, ok := v.Projection.ByLane[lane]; ok {
+			gauge(descProjected, r, lane)
+		}
+	}
+	gauge(descCapacity, v.Capacity.PerSecond)
 }
 
 // pageWaits gives a request that waits for a render on miss (GET /v1/pages?wait=) the time

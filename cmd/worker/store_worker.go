@@ -13,8 +13,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
@@ -44,7 +46,7 @@ var errWorker0Stopped = errors.New("worker 0 has been stopped")
 // in the reverse one (Stop), except the cluster membership, which hands its shards over right
 // after the sweep loop stops:
 //
-//	store (open) → cluster membership → reconcile → GC → control socket (handlers, sitemap runs) → sweep loop
+//	store (open) → cluster membership → reconcile → GC → control socket (handlers, sitemap runs) → capacity recounts → sweep loop
 //
 // It keeps the startstop contract: Stop without Start is a no-op, Stop twice is safe, Start
 // while started is a no-op (and after Stop, errWorker0Stopped). Start and Stop are serialised.
@@ -64,7 +66,8 @@ type worker0 struct {
 	sitemaps sitemapRuns
 	served   chan error // the control socket's Serve returned (it failed)
 	status   *sweepCounts
-	misses   *intake.Misses // render on miss; stopped before the socket drains
+	capacity *capacity.Service // nil until built
+	misses   *intake.Misses    // render on miss; stopped before the socket drains
 }
 
 // sweepCounts are the sweeps counted for the control socket's status.
@@ -111,14 +114,19 @@ func (w *worker0) Start(ctx context.Context) error {
 	w.gc = gcService{st: st}
 	_ = w.gc.Start(ctx)
 
+	// Every write of worker 0 also goes through the capacity ledger (demand) and meter
+	// (renders completed): cst is the store with its writes reported; st stays the backend
+	// for what must know which one it is.
+	w.capacity = capacity.NewService(st, e.pol.Load, nowMs, backlogOf(e.worker), e.log)
+	cst := capacity.WrapStore(st, w.capacity.Ledger, w.capacity.Meter)
 	// Every write of worker 0 goes through changes, so that a sweep never publishes a row
 	// written after its snapshot (see sweep.Changes).
 	changes := sweep.NewChanges()
-	writer := changes.Wrap(st)
+	writer := changes.Wrap(cst)
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	sweeps := w.status
 	sweeper := sweep.New(sweep.Options{
-		Store: sweep.FromStore(st, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
+		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
 			if err != nil {
 				sweeps.failed.Add(1)
@@ -135,14 +143,14 @@ func (w *worker0) Start(ctx context.Context) error {
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	// Render on miss: GET /v1/pages?wait= waits on a flight the Applier wakes.
-	w.misses = &intake.Misses{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs},
+	w.misses = &intake.Misses{Targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs},
 		Report: func(flights, waiters int) {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
 		}}
 	control := &api.Control{
 		Index:   index,
-		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses},
+		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses},
 		Limit:   heavy,
 		Status: func() wire.Status {
 			return wire.Status{Serving: true, Sweeps: sweeps.ok.Load(), SweepFails: sweeps.failed.Load()}
@@ -152,9 +160,9 @@ func (w *worker0) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	w.inflight = &handlers{}
 	control.Register(mux)
-	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
+	targets := &api.Targets{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
 	targets.Register(mux)
-	runs := &intake.SitemapRuns{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
+	runs := &intake.SitemapRuns{Targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
 	w.sitemaps = runs
 	if err := runs.Start(ctx); err != nil {
 		return wrap("sitemap runs", err)
@@ -166,9 +174,11 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
 	view := clusterView(st, cfg)
-	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view}).Register(mux)
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View}).Register(mux)
+	(&api.Capacity{View: w.capacity.View}).Register(mux)
+	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
-	(&api.Explain{Store: st, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
+	(&api.Explain{Store: cst, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
 	ln, err := listenUnix(e.socketPath)
 	if err != nil {
@@ -178,6 +188,9 @@ func (w *worker0) Start(ctx context.Context) error {
 	go func() { w.served <- w.srv.Serve(ln) }()
 	e.log.Info().Str("socket", e.socketPath).Str("data_dir", cfg.DataDir).Msg("store worker serving")
 
+	if err := w.capacity.Start(ctx); err != nil {
+		return wrap("capacity", err)
+	}
 	w.sweep = &sweepService{e: e, sweeper: sweeper, kick: kick}
 	return w.sweep.Start(ctx)
 }
@@ -208,6 +221,9 @@ func (w *worker0) Stop() {
 			drain: w.e.pol.Load().Config().Supervisor.ShutdownTimeout.D()}
 		closeStore = stop.run()
 		os.Remove(w.e.socketPath)
+	}
+	if w.capacity != nil {
+		w.capacity.Stop() // its recount reads the store
 	}
 	if w.st == nil {
 		return
@@ -412,4 +428,15 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// backlogOf reads the due rows of worker 0's last sweep, every lane, from its block (w).
+func backlogOf(w *shm.Worker) func() uint64 {
+	return func() uint64 {
+		n := uint64(0)
+		for l := range policy.NumLanes {
+			n += w.Load(shm.CounterBacklog + shm.Counter(l))
+		}
+		return n
+	}
 }

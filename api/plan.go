@@ -1,0 +1,66 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/wire"
+)
+
+// PlanFunc computes the what-if of a proposed configuration over the current rows, read-only
+// (capacity.Service.Plan).
+type PlanFunc func(next *config.Config) (wire.Plan, error)
+
+// Plan serves POST /v1/plan: the body is a configuration file (YAML, at most wire.MaxPlanBody
+// bytes), decoded and validated as freshq-supervisor would load it; the answer is the demand
+// it implies next to the current one. A file that does not load is a 400 naming the first
+// field it fails on (its message has the line). A plan reads every row, so one runs at a time:
+// another meanwhile is refused with 503 and Retry-After.
+type Plan struct {
+	Compute PlanFunc
+	running sync.Mutex
+}
+
+// Register adds the endpoint to mux.
+func (p *Plan) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+wire.PathPlan, func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxPlanBody))
+		if err != nil {
+			fail(w, bodyError(err))
+			return
+		}
+		if len(body) == 0 {
+			fail(w, &wire.FieldError{Field: "body", Err: errEmptyBody})
+			return
+		}
+		next, err := config.Parse(body)
+		if err != nil {
+			fail(w, &wire.FieldError{Field: configField(err), Err: err})
+			return
+		}
+		if !p.running.TryLock() {
+			fail(w, ErrBusy)
+			return
+		}
+		defer p.running.Unlock()
+		plan, err := p.Compute(next)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		ok(w, plan)
+	})
+}
+
+// configField names the configuration key an error is about: the first field that failed
+// validation, or "body" for a file that is not valid YAML (its message says where).
+func configField(err error) string {
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		return fe.Path
+	}
+	return "body"
+}

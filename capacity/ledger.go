@@ -1,0 +1,223 @@
+// Package capacity answers the operator's question "does the farm keep up?": the render rate
+// the schedule asks for (demand), the render rate the farm delivers (capacity), and what the
+// two imply for how late pages will be (the projection).
+//
+// Vocabulary:
+//   - Demand is Σ 1/cadence over every live schedule row, in renders per second, by lane and
+//     by route. A row's cadence is the one policy.Cadence resolves for it (carried on the row,
+//     else route, stored interval, default), never the gap a backoff filed as its due time. A
+//     sealed target (gone, suppressed, beyond the horizon) asks for no renders: its recheck is
+//     counted as a render outside the cadences when it happens, not as demand.
+//   - The Ledger keeps demand incrementally: every write of worker 0 passes through Wrap or
+//     WrapStore, which tell it the key's new row after the write committed; a delete removes
+//     the key's demand. It keeps exact integer counts (rows per lane, route, submitted fact
+//     and cadence), so the sums never drift by rounding; only a missed or misordered update
+//     can make them drift.
+//   - The recount (Ledger.Recount) reads every schedule row and its target and rebuilds the
+//     counts exactly. Worker 0 runs it at start and every RecountEvery; it logs the drift
+//     between the incremental figure and the recount (one line, "capacity recount") and
+//     replaces the first by the second. A write that lands while the recount reads wins over
+//     what the recount read of that key.
+//   - The Meter is capacity: renders completed per second over the last MeterWindow, and the
+//     share of them that were retries (the row was failing) or rechecks (the target was sealed),
+//     which are renders outside the cadences.
+//   - Project turns demand, capacity and the backlog into the steady-state age ÷ cadence each
+//     lane and route settles at, the time to drain the backlog, and "keeping up" or "falling
+//     behind by N renders/h".
+//
+// Invariants: after Recount returns, the counts equal a recount of the store as of the end of
+// the recount, except for keys written concurrently, which hold their latest written state.
+// Between recounts, the counts equal the sum of every row's contribution as the writes reported
+// them, in the order the ledger saw them.
+//
+// Known limits: on a cluster of nodes on PostgreSQL each node's ledger counts the writes it
+// executes and its recount reads the rows it owns, so capacity and demand are per node; the
+// recount costs one target read per row (on PostgreSQL, one query per row); the ledger holds
+// one entry per row, about 84 bytes (TestLedgerMemoryPerRow); the lane floors
+// (queue.lanes.min_share) and the urgent cap are not modelled by the projection.
+package capacity
+
+import (
+	"hash/maphash"
+	"sort"
+	"sync"
+
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
+)
+
+// bucket is one class of demand: the rows of one lane, route and submitted fact.
+type bucket struct {
+	lane      policy.Lane
+	submitted bool
+	route     string
+}
+
+// entry is what one key contributes, as the ledger last saw it.
+type entry struct {
+	bucket
+	storedMs  int64 // the target's stored interval, mirrored on the row; kept to resolve later writes
+	cadenceMs int64 // 0 when the row asks for no renders (sealed)
+	sealed    bool
+}
+
+// counts are rows per bucket and cadence: demand is Σ n × 1000 / cadenceMs renders per second.
+type counts map[bucket]map[int64]int64
+
+func (c counts) add(e entry, n int64) {
+	if e.cadenceMs <= 0 {
+		return
+	}
+	m := c[e.bucket]
+	if m == nil {
+		m = map[int64]int64{}
+		c[e.bucket] = m
+	}
+	if m[e.cadenceMs] += n; m[e.cadenceMs] == 0 {
+		delete(m, e.cadenceMs)
+		if len(m) == 0 {
+			delete(c, e.bucket)
+		}
+	}
+}
+
+// Ledger is the incremental demand of one node's rows. It is safe for concurrent use.
+type Ledger struct {
+	pol  func() *policy.Policy
+	seed maphash.Seed
+
+	mu     sync.Mutex
+	rows   map[uint64]entry // key hash → its contribution
+	counts counts
+	// recounting is set while a Recount reads the store; dirty holds the keys written meanwhile.
+	recounting bool
+	dirty      map[uint64]struct{}
+}
+
+// NewLedger returns an empty ledger that resolves cadences, lanes and routes with pol (read at
+// every write, so a reload applies to the rows written after it; the next recount applies it
+// to all of them).
+func NewLedger(pol func() *policy.Policy) *Ledger {
+	return &Ledger{pol: pol, seed: maphash.MakeSeed(), rows: map[uint64]entry{}, counts: counts{}}
+}
+
+func (l *Ledger) hash(key []byte) uint64 { return maphash.Bytes(l.seed, key) }
+
+// contribution is what a row of key contributes under pol. storedMs is the target's stored
+// interval (the funnel mirrors it into the row; a schedule put does not carry it).
+func contribution(pol *policy.Policy, key []byte, row store.Row, storedMs int64, sealed bool) entry {
+	pr := policy.Row{Key: key, DueAtMs: row.DueAtMs, Submitted: row.Submitted, EffectiveIntervalMs: row.EffectiveIntervalMs,
+		StoredIntervalMs: storedMs, Urgent: row.Urgent, NeverRendered: row.NeverRendered, Failing: row.Failing}
+	route, _ := pol.RouteOf(key)
+	e := entry{bucket: bucket{lane: policy.LaneOf(&pr), submitted: row.Submitted, route: route}, storedMs: storedMs, sealed: sealed}
+	if !sealed {
+		e.cadenceMs, _ = pol.Cadence(&pr)
+	}
+	return e
+}
+
+// Put records that key's schedule row is now row. tgt is the target the write carried, nil if
+// it carried none: then the stored interval and the sealed state are the ones last seen for
+// the key (a schedule put never changes them; the funnel carries the stored interval over).
+func (l *Ledger) Put(key []byte, row store.Row, tgt *store.Target) {
+	h := l.hash(key)
+	pol := l.pol()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, had := l.rows[h]
+	storedMs, sealed := row.StoredIntervalMs, false
+	if had {
+		storedMs, sealed = old.storedMs, old.sealed
+	}
+	if tgt != nil {
+		storedMs, sealed = tgt.StoredIntervalMs, tgt.Terminal != store.TerminalNone
+	}
+	e := contribution(pol, key, row, storedMs, sealed)
+	if had {
+		l.counts.add(old, -1)
+	}
+	l.counts.add(e, 1)
+	l.rows[h] = e
+	l.touch(h)
+}
+
+// Delete records that key has no row any more.
+func (l *Ledger) Delete(key []byte) {
+	h := l.hash(key)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, had := l.rows[h]; had {
+		l.counts.add(old, -1)
+		delete(l.rows, h)
+	}
+	l.touch(h)
+}
+
+func (l *Ledger) touch(h uint64) {
+	if l.recounting {
+		l.dirty[h] = struct{}{}
+	}
+}
+
+// Demand is a snapshot of the ledger: renders per second the schedule asks for.
+type Demand struct {
+	Rows  int64 // rows with demand (sealed rows and rows without a cadence are not counted)
+	Total float64
+	// ByLane and ByRoute are renders per second; ByRoute's "" is the rows no route matches.
+	ByLane  map[string]float64
+	ByRoute map[string]float64
+	// Classes is the same demand split by lane, route and submitted fact: what Project needs.
+	Classes []Class
+}
+
+// Class is the demand of one lane, route and submitted fact.
+type Class struct {
+	Lane      policy.Lane
+	Route     string
+	Submitted bool
+	Rows      int64
+	PerSecond float64
+}
+
+// Demand returns the current demand.
+func (l *Ledger) Demand() Demand {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.counts.demand()
+}
+
+func (c counts) demand() Demand {
+	d := Demand{ByLane: map[string]float64{}, ByRoute: map[string]float64{}}
+	for l := range policy.NumLanes {
+		d.ByLane[l.String()] = 0
+	}
+	for b, m := range c {
+		cl := Class{Lane: b.lane, Route: b.route, Submitted: b.submitted}
+		// Sum in ascending cadence so that the float result does not depend on map order.
+		cads := make([]int64, 0, len(m))
+		for cad := range m {
+			cads = append(cads, cad)
+		}
+		sort.Slice(cads, func(i, j int) bool { return cads[i] < cads[j] })
+		for _, cad := range cads {
+			cl.Rows += m[cad]
+			cl.PerSecond += float64(m[cad]) * 1000 / float64(cad)
+		}
+		d.Rows += cl.Rows
+		d.Total += cl.PerSecond
+		d.ByLane[b.lane.String()] += cl.PerSecond
+		d.ByRoute[b.route] += cl.PerSecond
+		d.Classes = append(d.Classes, cl)
+	}
+	sort.Slice(d.Classes, func(i, j int) bool {
+		a, b := d.Classes[i], d.Classes[j]
+		if a.Lane != b.Lane {
+			return a.Lane < b.Lane
+		}
+		if a.Route != b.Route {
+			return a.Route < b.Route
+		}
+		return !a.Submitted && b.Submitted
+	})
+	return d
+}
