@@ -6,8 +6,10 @@
 //   - A key holds exactly one Separator: a device name never contains one (ValidDevice, which
 //     the configuration checks every device name with), and the URL is everything after the
 //     first one.
-//   - The URL of a key is in the form NormalizeURL returns, so that one page is one key
-//     however it was spelled when it was submitted.
+//   - The URL of a key is in the form Rules.Normalize returns under the rules in force, so that
+//     one page is one key however it was spelled when it was submitted. When the rules change,
+//     stored keys made under the old ones are found and moved by the keys check and migrate
+//     (intake.Keys), not silently orphaned.
 //
 // The store treats a key as opaque bytes and bounds its length (store.MaxKeyLen); this package
 // imports nothing of freshq, so that the configuration and the policy can use it.
@@ -17,7 +19,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 )
 
@@ -66,21 +67,7 @@ func ValidDevice(name string) error {
 	return nil
 }
 
-// NormalizeURL checks that raw is an absolute http(s) URL and returns its canonical form:
-// lower-case scheme and host, no fragment, "/" for an empty path.
-func NormalizeURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("not a URL: %v", err)
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil {
-		return "", errors.New("must be an absolute http(s) URL without credentials")
-	}
-	u.Host = strings.ToLower(u.Host)
-	u.Fragment, u.RawFragment = "", ""
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	return u.String(), nil
-}
+// NormalizeURL is Normalize under the zero Rules: lower-case scheme and host, no default port
+// and no fragment, "/" for an empty path, the query sorted; no parameter dropped and no route.
+// Code that takes a URL from outside normalises it with the Rules in force instead.
+func NormalizeURL(raw string) (string, error) { return (*Rules)(nil).Normalize(raw) }

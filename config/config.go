@@ -11,7 +11,8 @@
 // Each default and each bound that is a choice is one named constant (defaults.go), read by
 // EnsureDefaults and Validate alike; README's Configuration table is tested against Default().
 //
-// It imports nothing of freshq but cachekey (a leaf), whose rule for device names it applies.
+// It imports nothing of freshq but cachekey (a leaf), whose rules for device names and cache
+// keys it applies.
 package config
 
 import (
@@ -55,6 +56,7 @@ type Config struct {
 	Queue      Queue      `yaml:"queue"`      //
 	Render     Render     `yaml:"render"`     //
 	Routes     []Route    `yaml:"routes"`     // ordered; first match wins
+	Keys       Keys       `yaml:"keys"`       // how a submitted URL becomes its cache key
 	Page       Page       `yaml:"page"`       //
 	Sitemap    Sitemap    `yaml:"sitemap"`    //
 	Supervisor Supervisor `yaml:"supervisor"` //
@@ -251,6 +253,21 @@ type Route struct {
 	Path     string   `yaml:"path"`     // the pattern, matched against the URL path
 	Interval Duration `yaml:"interval"` // the route's cadence and ceiling; 0 = none
 	SWR      Duration `yaml:"swr"`      // stale-while-revalidate window; 0 = page.swr_ttl
+	// KeepParams, when set, is the allowlist of query parameters (globs, as keys.drop_params)
+	// the keys of the route's URLs keep: every other one is dropped.
+	KeepParams []string `yaml:"keep_params"`
+	// TrailingSlash is keep (the default), add or strip: what the keys of the route's URLs do
+	// with a trailing "/" ("/" itself is never touched).
+	TrailingSlash string `yaml:"trailing_slash"`
+}
+
+// Keys configures cache-key normalisation (cachekey.Rules), which every URL taken from outside
+// goes through. Changing it changes the keys of stored targets: freshqctl keys check counts
+// them, freshqctl keys migrate moves them.
+type Keys struct {
+	// DropParams are the query parameters every key drops, as globs ("*" matches any run of
+	// characters): DropParamsDefault(); [] drops none.
+	DropParams []string `yaml:"drop_params"`
 }
 
 // Page configures serving stored pages.
@@ -702,7 +719,22 @@ func (c *Config) Validate() error {
 		if rt.SWR < 0 {
 			bad(path+".swr", "must not be negative")
 		}
+		for j, g := range rt.KeepParams {
+			if g == "" {
+				bad(fmt.Sprintf("%s.keep_params[%d]", path, j), "a parameter glob may not be empty")
+			}
+		}
+		switch rt.TrailingSlash {
+		case "", cachekey.SlashKeep, cachekey.SlashAdd, cachekey.SlashStrip:
+		default:
+			bad(path+".trailing_slash", "must be keep, add or strip, got %q", rt.TrailingSlash)
+		}
 		names[rt.Name] = true
+	}
+	for i, g := range c.Keys.DropParams {
+		if g == "" {
+			bad(fmt.Sprintf("keys.drop_params[%d]", i), "a parameter glob may not be empty")
+		}
 	}
 	if c.Sitemap.MaxDepth < 0 || c.Sitemap.MaxDepth > MaxDepthMax {
 		bad("sitemap.max_depth", "must be 0..%d, got %d", MaxDepthMax, c.Sitemap.MaxDepth)
@@ -1105,4 +1137,15 @@ func (c *Config) NodeID() string {
 		host = "localhost"
 	}
 	return host + ":" + c.Listen
+}
+
+// KeyRules are the cache-key rules c configures: keys.drop_params and each route's keep_params
+// and trailing_slash, the routes in their order. c must be valid (Validate checks every value
+// NewRules would refuse).
+func (c *Config) KeyRules() (*cachekey.Rules, error) {
+	routes := make([]cachekey.RouteRule, len(c.Routes))
+	for i, rt := range c.Routes {
+		routes[i] = cachekey.RouteRule{Match: rt.Match, Path: rt.Path, KeepParams: rt.KeepParams, TrailingSlash: rt.TrailingSlash}
+	}
+	return cachekey.NewRules(c.Keys.DropParams, routes)
 }

@@ -118,6 +118,12 @@ const (
 // not need to be captured, and what slows renders down most.
 func ChromeBlockTypesDefault() []string { return []string{"image", "media", "font"} }
 
+// DropParamsDefault is keys.drop_params' default: the tracking parameters of campaign links
+// and ad clicks, which never change what a page renders.
+func DropParamsDefault() []string {
+	return []string{"utm_*", "gclid", "fbclid", "msclkid", "mc_*", "_ga"}
+}
+
 // BuiltinDevices are the devices every renderer knows: desktop and mobile. A user agent left
 // empty is render.user_agents.<device>, else render.user_agent.
 func BuiltinDevices() map[string]Device {
@@ -233,6 +239,10 @@ func (c *Config) EnsureDefaults() *Config {
 	r.Suppression.Gone.Recheck = cmp.Or(r.Suppression.Gone.Recheck, GoneRecheckDefault)
 	if len(r.Demand.Ladder) == 0 {
 		r.Demand.Ladder = LadderDefault()
+	}
+
+	if c.Keys.DropParams == nil {
+		c.Keys.DropParams = DropParamsDefault() // an explicit [] is kept: drop none
 	}
 
 	c.Page.SWRTTL = cmp.Or(c.Page.SWRTTL, SWRTTLDefault)
