@@ -32,7 +32,7 @@ func (x *Explain) Register(mux *http.ServeMux) {
 
 // keyOf reads ?url=&device= into a cache key (intake.Key).
 func keyOf(r *http.Request, pol *policy.Policy) ([]byte, error) {
-	return intake.Key(r.URL.Query().Get("url"), r.URL.Query().Get("device"), intake.Devices(pol.Config()))
+	return intake.Key(r.URL.Query().Get("url"), r.URL.Query().Get("device"), intake.KeyingOf(pol))
 }
 
 // targets is the service over x's store, segment, policy and locks.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -29,7 +30,11 @@ func FuzzTargetsDecode(f *testing.F) {
 	f.Add([]byte(`[{"url": "https://a.test/"}, {"url": "https://a.test/"]`))                                              // a bracket that does not match
 	f.Add([]byte(`[{"url": "https://a.test/", "a": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}]`)) // too deep
 	f.Add([]byte(`[{"url": "https://a.test/` + strings.Repeat("x", wire.MaxTargetItem) + `"}, {"url": "https://a.test/"}]`))
-	devices := map[string]bool{"desktop": true, "mobile": true}
+	keyRules, err := config.Default().KeyRules()
+	if err != nil {
+		f.Fatal(err)
+	}
+	devices := intake.Keying{Devices: map[string]bool{"desktop": true, "mobile": true}, Rules: keyRules}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		items := 0
 		err := wire.DecodeTargetItems(bytes.NewReader(body), func(i int, item *wire.TargetItem, err error) error {

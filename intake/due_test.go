@@ -91,7 +91,7 @@ func TestStoredImplausibleDueIsBroughtIntoRange(t *testing.T) {
 		e, st, svc, _ := newLegacyDue(t)
 		var chunk []Item
 		for _, u := range []string{"https://shop.test/c/zero", "https://shop.test/c/far"} {
-			p, err := ParseItem(&wire.TargetItem{URL: u, Source: "sitemap"}, Devices(e.Policy().Config()))
+			p, err := ParseItem(&wire.TargetItem{URL: u, Source: "sitemap"}, KeyingOf(e.Policy()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,7 +37,7 @@ func newFenceNode(t *testing.T, yaml string) *fenceNode {
 
 // upsert files one item as POST /v1/targets does.
 func (n *fenceNode) upsert(it wire.TargetItem) error {
-	p, err := ParseItem(&it, Devices(n.Policy().Config()))
+	p, err := ParseItem(&it, KeyingOf(n.Policy()))
 	if err != nil {
 		return err
 	}

@@ -236,14 +236,15 @@ type ingest struct {
 	s      *SitemapRuns
 	run    *sitemapRun
 	cfg    *config.Config
-	devs   map[string]bool
+	keying Keying
 	device string
 	batch  batch // of the urlset file being read
 }
 
 func (s *SitemapRuns) execute(ctx context.Context, gate *Gate, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
-	cfg := s.Targets.Policy().Config()
-	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, cfg: cfg, devs: Devices(cfg), device: req.Device}
+	pol := s.Targets.Policy() // one policy for the run: its config and its keys agree
+	cfg := pol.Config()
+	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, cfg: cfg, keying: KeyingOf(pol), device: req.Device}
 	in.batch = batch{in: in, chunk: make([]Item, 0, ChunkItems), keys: make(map[string]bool, ChunkItems)}
 	f := &sitemap.Fetcher{Client: s.Client, Config: cfg}
 	if body != nil {
@@ -316,7 +317,7 @@ func (b *batch) entry(e sitemap.Entry) error {
 	if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.cfg.Sitemap.MinTTL.D()); ok {
 		item.Interval = json.RawMessage(`"` + ms.String() + `"`)
 	}
-	p, err := ParseItem(&item, in.devs)
+	p, err := ParseItem(&item, in.keying)
 	if err != nil {
 		in.fail(e.Loc, err.Error())
 		in.count(1)

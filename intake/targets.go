@@ -57,17 +57,33 @@ func (t *Targets) lock(keys [][]byte) func() {
 // Devices a target may name under cfg: config.Render.DeviceNames, the one definition.
 func Devices(cfg *config.Config) map[string]bool { return cfg.Render.DeviceNames() }
 
+// Keying is how a URL and a device taken from outside become a cache key under one
+// configuration: the devices a key may name and the key rules (cachekey.Rules). Every entry
+// point that takes a URL (targets, uploads, sitemap entries, discover, prioritize, delete,
+// explain, pages) builds its keys through one, taken from the policy in force (KeyingOf), so
+// that a reload changes them all at once. Remote results are not among them: they carry the
+// key their lease granted, byte for byte, which must match the lease.
+type Keying struct {
+	Devices map[string]bool
+	Rules   *cachekey.Rules // nil: the zero rules (cachekey.NormalizeURL)
+}
+
+// KeyingOf is the keying of the configuration pol was compiled from.
+func KeyingOf(pol *policy.Policy) Keying {
+	return Keying{Devices: Devices(pol.Config()), Rules: pol.Keys()}
+}
+
 // Key is the cache key of url on device ("" is desktop), or a *FieldError naming "url" or
 // "device".
-func Key(url, device string, devs map[string]bool) ([]byte, error) {
-	u, err := cachekey.NormalizeURL(url)
+func Key(url, device string, k Keying) ([]byte, error) {
+	u, err := k.Rules.Normalize(url)
 	if err != nil {
 		return nil, fieldErr("url", err)
 	}
 	if device == "" {
 		device = config.DefaultDevice
 	}
-	if !devs[device] {
+	if !k.Devices[device] {
 		return nil, fieldErr("device", errors.New("unknown device "+device))
 	}
 	return cachekey.New(device, u), nil
@@ -164,7 +180,7 @@ func (g *Gate) Shut() { g.mu.Lock() }
 // its key and whether it was created: a known target is left as it is (its source is never
 // downgraded to discovered).
 func (t *Targets) Discover(url, device string) (key []byte, created bool, err error) {
-	p, err := ParseItem(&wire.TargetItem{URL: url, Device: device, Source: "discovered"}, Devices(t.Policy().Config()))
+	p, err := ParseItem(&wire.TargetItem{URL: url, Device: device, Source: "discovered"}, KeyingOf(t.Policy()))
 	if err != nil {
 		return nil, false, err
 	}
@@ -204,7 +220,14 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	if !devs[device] { // checked before the url, as the answer has always named it first
 		return 0, fieldErr("device", errors.New("unknown device "+device))
 	}
-	key, err := Key(name, device, devs)
+	// A url is a page: it goes through the key rules. A prefix is a string prefix of stored
+	// keys, which dropping parameters or a trailing slash would widen or break: it only gets
+	// the zero rules (case, default port).
+	keying := KeyingOf(t.Policy())
+	if req.Prefix != "" {
+		keying.Rules = nil
+	}
+	key, err := Key(name, device, keying)
 	if err != nil {
 		if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
 			fe.Field = field
@@ -331,10 +354,10 @@ func parseInterval(raw json.RawMessage) (int64, error) {
 
 var sources = map[string]store.Source{"sitemap": store.SourceSitemap, "discovered": store.SourceDiscovered, "api": store.SourceAPI}
 
-// ValidateTargetItem checks one item against the devices allowed (config.Render.DeviceNames)
-// and returns its cache key, or the field it got wrong with an error.
-func ValidateTargetItem(it *wire.TargetItem, devices map[string]bool) (key []byte, field string, err error) {
-	p, err := ParseItem(it, devices)
+// ValidateTargetItem checks one item under k (its devices and key rules) and returns its cache
+// key, or the field it got wrong with an error.
+func ValidateTargetItem(it *wire.TargetItem, k Keying) (key []byte, field string, err error) {
+	p, err := ParseItem(it, k)
 	if fe := (*FieldError)(nil); errors.As(err, &fe) {
 		return p.Key, fe.Field, fe.Err
 	}
@@ -374,9 +397,9 @@ func (p *Item) indices() []int { return append([]int{p.Index}, p.merged...) }
 
 // ParseItem validates one item without reading the store, or returns a *FieldError naming the
 // field it got wrong.
-func ParseItem(it *wire.TargetItem, devs map[string]bool) (Item, error) {
+func ParseItem(it *wire.TargetItem, k Keying) (Item, error) {
 	p := Item{interval: -1, due: -1, source: store.SourceAPI}
-	u, err := cachekey.NormalizeURL(it.URL)
+	u, err := k.Rules.Normalize(it.URL)
 	if err != nil {
 		return p, fieldErr("url", err)
 	}
@@ -384,7 +407,7 @@ func ParseItem(it *wire.TargetItem, devs map[string]bool) (Item, error) {
 	if p.device == "" {
 		p.device = config.DefaultDevice
 	}
-	if !devs[p.device] {
+	if !k.Devices[p.device] {
 		return p, fieldErr("device", fmt.Errorf("unknown device %q", p.device))
 	}
 	p.Key = cachekey.New(p.device, u)

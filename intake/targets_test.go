@@ -60,7 +60,7 @@ func TestPrioritizeBadValuesNameTheirField(t *testing.T) {
 func TestUpsertStoreFailureIsErrStore(t *testing.T) {
 	e, svc := newTargets(t)
 	svc.Writer = writerFunc(func([]store.Write) error { return errors.New("store: commit: disk full") })
-	p, err := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1"}, Devices(e.Policy().Config()))
+	p, err := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1"}, KeyingOf(e.Policy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestUpsertStoreFailureIsErrStore(t *testing.T) {
 func TestUpsertChunkAfterShutIsErrClosed(t *testing.T) {
 	e, svc := newTargets(t)
 	var gate Gate
-	p, _ := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1", Source: "sitemap"}, Devices(e.Policy().Config()))
+	p, _ := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1", Source: "sitemap"}, KeyingOf(e.Policy()))
 	landed, err := svc.UpsertChunk(context.Background(), &gate, []Item{p})
 	if err != nil || len(landed) != 1 || landed[0].Existed || landed[0].Failed != "" {
 		t.Fatalf("before shut: %+v %v", landed, err)

@@ -16,16 +16,16 @@ type Upload struct {
 	Resp wire.TargetsResponse
 
 	t           *Targets
-	devs        map[string]bool
+	keying      Keying
 	chunk       []Item
 	inChunk     map[string]int // key → index in chunk
 	chunkMerged int            // merges into the chunk being gathered, counted in Resp.Merged
 	failedAt    int            // the first item of the chunk the store failed; -1: none
 }
 
-// NewUpload starts an upload under the current configuration's devices.
+// NewUpload starts an upload under the current configuration's devices and key rules.
 func (t *Targets) NewUpload() *Upload {
-	return &Upload{t: t, devs: Devices(t.Policy().Config()), chunk: make([]Item, 0, ChunkItems),
+	return &Upload{t: t, keying: KeyingOf(t.Policy()), chunk: make([]Item, 0, ChunkItems),
 		inChunk: make(map[string]int, ChunkItems), failedAt: -1}
 }
 
@@ -41,7 +41,7 @@ func (u *Upload) Reject(i int, field, msg string) {
 // key, or added to the chunk, which is written when full. It fails only when the store does
 // (a *StoreError); then nothing of that chunk landed.
 func (u *Upload) Add(i int, item *wire.TargetItem) error {
-	p, err := ParseItem(item, u.devs)
+	p, err := ParseItem(item, u.keying)
 	if err != nil {
 		field := ""
 		if fe := (*FieldError)(nil); errors.As(err, &fe) {

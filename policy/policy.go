@@ -3,6 +3,7 @@ package policy
 import (
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
 )
 
@@ -22,12 +23,19 @@ type Policy struct {
 	defaultSWRMs      int64
 	boost             float64
 	shares            Shares
+	keys              *cachekey.Rules
 }
 
 // New compiles cfg, which must have passed Validate.
 func New(cfg *config.Config) *Policy {
 	q := cfg.Queue
+	keys, err := cfg.KeyRules()
+	if err != nil {
+		// Validate refuses every value KeyRules does: a config that gets here unvalidated is a bug.
+		panic("policy: " + err.Error())
+	}
 	return &Policy{
+		keys:              keys,
 		cfg:               cfg,
 		routes:            compileRoutes(cfg.Routes, cfg.Page.SWRTTL.Ms()),
 		defaultIntervalMs: clampCadence(cfg.Render.DefaultInterval.Ms()),
@@ -44,6 +52,10 @@ func New(cfg *config.Config) *Policy {
 // Config returns the configuration the policy was compiled from. Callers read settings from
 // it rather than from a separately loaded Config, so the two can never disagree mid-reload.
 func (p *Policy) Config() *config.Config { return p.cfg }
+
+// Keys returns the cache-key rules of the configuration (keys.drop_params, the routes'
+// keep_params and trailing_slash): every URL taken from outside becomes a key through them.
+func (p *Policy) Keys() *cachekey.Rules { return p.keys }
 
 // Shares returns the lane shares of the configuration, for building a Selector.
 func (p *Policy) Shares() Shares { return p.shares }
