@@ -103,6 +103,12 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("GET", "/v1/pages", "", "url=https://a.test/w/dev&device=watch&wait=1s", "")
 	add("GET", "/v1/pages", "", "url=javascript:alert(1)&wait=1s", "")
 	add("GET", "/v1/queue", "", "", "")
+	add("GET", "/v1/keys/check", "", "", "")
+	add("POST", "/v1/keys/migrate", "application/json", "", `{"limit": 2}`)
+	add("POST", "/v1/keys/migrate", "application/json", "", `{"limit": -1}`)
+	add("POST", "/v1/keys/migrate", "application/json", "", `{"limit": 1e9, "x": 1}`)
+	add("POST", "/v1/keys/migrate", "", "", "")
+	add("POST", "/v1/targets", "application/json", "", `[{"url": "https://a.test/k/1?utm_source=x&b=1&a=2#f"}]`)
 	add("HEAD", "/v1/queue", "", "", "")
 	addJSON("/v1/targets", `[{"url": "https://a.test/f/1", "device": "mobile", "interval": "6h", "source": "sitemap"}, {"url": "https://a.test/f/2", "due": "2027-02-01T00:00:00Z"}]`)
 	add("POST", "/v1/targets", "text/plain", "", "{\"url\": \"https://a.test/f/3\"}\n{\"url\": \"https://a.test/f/4\", \"interval\": 3600}\n")
@@ -176,7 +182,8 @@ var (
 	// that nothing is registered for.
 	apiPaths = []string{"/v1/targets", "/v1/discover", "/v1/prioritize", "/v1/pages", "/v1/claim", "/v1/results",
 		"/v1/leases/extend", "/v1/leases/release", "/v1/sitemaps", "/v1/sitemaps/{run}", "/v1/queue",
-		wire.PathClaim, wire.PathResults, wire.PathStatus, "/", "/v1/", "/v1/targets/", "/v1/leases"}
+		wire.PathClaim, wire.PathResults, wire.PathStatus, "/", "/v1/", "/v1/targets/", "/v1/leases",
+		"/v1/keys/check", "/v1/keys/migrate"}
 	apiContentTypes = []string{"application/json", "text/plain", wire.ResultsContentType, "application/xml", "text/xml",
 		"application/gzip", "", "application/json; charset=utf-8", "multipart/form-data; boundary=x"}
 	// apiSeededKeys are the targets the set-up files; the store comparison reads their target
@@ -273,6 +280,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
 	(&api.Explain{Store: st, Seg: seg, Policy: polFn, Now: now, Deleter: writer, Locks: locks}).Register(mux)
+	(&api.Keys{Targets: targets, Seg: seg, Deleter: writer}).Register(mux)
 	f.Cleanup(func() {
 		runs.Stop()
 		st.Close()

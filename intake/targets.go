@@ -323,6 +323,11 @@ func (t *Targets) Delete(key []byte) error {
 	if _, err := t.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
 		return fieldErr("url", ErrNotFound)
 	}
+	return t.deleteLocked(key)
+}
+
+// deleteLocked deletes key's records and revokes its lease; the caller holds key's lock.
+func (t *Targets) deleteLocked(key []byte) error {
 	var d Deleter = t.Store
 	if t.Deleter != nil {
 		d = t.Deleter

@@ -233,3 +233,37 @@ type PrioritizeRequest struct {
 	Device string `json:"device,omitempty"`
 	Mode   string `json:"mode"`
 }
+
+// KeyMove is one stored key the key rules in force would change, and what they change it to.
+type KeyMove struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// KeysCheck answers GET /v1/keys/check: of the Scanned stored keys, Changed would get another
+// key under the key rules in force (Examples lists the first few), and Unkeyable cannot be
+// rekeyed at all (their URL no longer normalises, or its new key would exceed the store's
+// limit); keys migrate leaves those where they are.
+type KeysCheck struct {
+	Scanned   int       `json:"scanned"`
+	Changed   int       `json:"changed"`
+	Unkeyable int       `json:"unkeyable"`
+	Examples  []KeyMove `json:"examples"`
+}
+
+// KeysMigrateRequest is the body of POST /v1/keys/migrate: move at most Limit keys (0: the
+// server's default).
+type KeysMigrateRequest struct {
+	Limit int `json:"limit,omitempty"`
+}
+
+// KeysMigrate answers POST /v1/keys/migrate. Moved keys went to a new key nobody held;
+// Kept ones found their new key taken and were dropped in favour of it; Replaced ones found it
+// taken by a record whose page was older, and replaced it. Done is true when no key is left to
+// migrate under the rules in force.
+type KeysMigrate struct {
+	Moved    int  `json:"moved"`
+	Kept     int  `json:"kept"`
+	Replaced int  `json:"replaced"`
+	Done     bool `json:"done"`
+}

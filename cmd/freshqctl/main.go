@@ -34,6 +34,10 @@
 //	cluster
 //	    On PostgreSQL: the nodes (address, live, heartbeat age, shards held), then each owner's
 //	    shards as runs of consecutive shards with their epochs, floors and rows below the floor.
+//	keys check | keys migrate [--batch N]
+//	    check: how many stored keys the cache-key rules in force (keys.drop_params, routes'
+//	    keep_params and trailing_slash) would change. migrate: move them, schedule, target and
+//	    page together, in batches, until none is left; interrupted, run it again to continue.
 //
 // Global flags, before or after the command:
 //
@@ -120,6 +124,7 @@ func init() {
 		{"top", "[--interval 2s] [--once]", "live backlog and lateness by lane", runTop},
 		{"plan", "--config FILE", "what a proposed configuration would do to demand and lateness", runPlan},
 		{"cluster", "", "nodes, and each node's shards with epochs and floors", runCluster},
+		{"keys", "check|migrate [--batch N]", "stored keys the key rules would change; move them", runKeys},
 	}
 }
 

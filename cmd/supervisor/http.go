@@ -94,6 +94,8 @@ func (s *supervisor) handler() http.Handler {
 // http.bulk_timeout to read the request and to answer, instead of read_timeout and write_timeout.
 var bulkEndpoints = map[string]bool{
 	"POST /v1/targets": true, "POST /v1/sitemaps": true, "POST /v1/results": true, "POST /v1/prioritize": true,
+	// A keys check or migrate reads every stored key before it answers.
+	"GET /v1/keys/check": true, "POST /v1/keys/migrate": true,
 }
 
 // bulkDeadlines moves the connection's read and write deadlines of a bulk request to

@@ -178,6 +178,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
+	(&api.Keys{Targets: targets, Seg: e.seg, Deleter: writer}).Register(mux)
 	(&api.Explain{Store: cst, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
 	ln, err := listenUnix(e.socketPath)
