@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/wire"
+)
+
+// keysNode is one data directory, listener and segment that supervisors are started on, one
+// after the other, with different configurations.
+type keysNode struct {
+	dir, addr, seg, rt string
+}
+
+func newKeysNode(t *testing.T) *keysNode {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &keysNode{dir: t.TempDir(), addr: ln.Addr().String()}
+	ln.Close()
+	n.seg = filepath.Join("/dev/shm", "freshqctl-keys-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(n.dir)+".seg")
+	if n.rt, err = os.MkdirTemp("", "fq"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(n.seg); os.Remove(n.seg + ".lock"); os.RemoveAll(n.rt) })
+	return n
+}
+
+// start runs a supervisor on the node with extraYAML appended to its configuration, waits for
+// it to be ready, and returns its address and a stop that drains it (SIGTERM) and waits.
+func (n *keysNode) start(t *testing.T, extraYAML string) (server string, stop func()) {
+	t.Helper()
+	cfg := fmt.Sprintf(`data_dir: %s
+listen: %s
+workers: 2
+shm: {path: %s}
+log: {level: warn}
+routes:
+  - {name: catalog, match: prefix, path: /c/, interval: 24h}
+render:
+  renderer: sim
+  concurrency: 4
+  sim: {latency_median: 5ms}
+  domains: [shop.test]
+%s`, n.dir, n.addr, n.seg, extraYAML)
+	cfgPath := filepath.Join(n.dir, "freshq.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	cmd := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", cfgPath, "--worker-bin", filepath.Join(binDir, "freshq-worker"))
+	cmd.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+n.rt)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(40 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("the supervisor did not stop on SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("supervisor log:\n%s", log.String())
+		}
+	}
+	t.Cleanup(stop)
+	server = "http://" + n.addr
+	waitFor(t, "readiness", 30*time.Second, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the supervisor exited:\n%s", log.String())
+		default:
+		}
+		resp, err := http.Get(server + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return server, stop
+}
+
+func explainKey(t *testing.T, server, url string) (wire.Explanation, bool) {
+	t.Helper()
+	r := ctl(t, server, "", "explain", url, "--json")
+	if r.code != 0 {
+		return wire.Explanation{}, false
+	}
+	var ex wire.Explanation
+	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil {
+		t.Fatal(err)
+	}
+	return ex, true
+}
+
+// TestKeysCheckAndMigrateAcrossARestart files targets with tracking parameters under a
+// configuration that keeps them (keys.drop_params: []), lets them render, and restarts with the
+// default key rules. The rendered rows are then out of reach (their URL now names another key)
+// until freshqctl keys migrate moves them: keys check counts them, migrate moves them in
+// batches (two of them spellings of one page, which keeps one), check then counts none, every
+// page is served under its new key, and the moved rows render again under it. No row is lost
+// but the duplicate.
+func TestKeysCheckAndMigrateAcrossARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	const n = 5
+	node := newKeysNode(t)
+	server, stop := node.start(t, "keys:\n  drop_params: []\n")
+	var nd strings.Builder
+	urls := []string{"https://shop.test/c/dup?gclid=1", "https://shop.test/c/dup"}
+	for i := range n {
+		urls = append(urls, fmt.Sprintf("https://shop.test/c/k-%d?utm_source=news&id=%d", i, i))
+	}
+	urls = append(urls, "https://shop.test/c/plain?b=2&a=1") // sorted already by the old rules too
+	for _, u := range urls {
+		fmt.Fprintf(&nd, "{\"url\": %q, \"interval\": \"6h\"}\n", u)
+	}
+	wantExit(t, ctl(t, server, nd.String(), "import", "-"), 0, "")
+	for _, u := range urls {
+		waitFor(t, "the first render of "+u, 30*time.Second, func() bool {
+			ex, ok := explainKey(t, server, u)
+			return ok && ex.Page != nil
+		})
+	}
+	r := ctl(t, server, "", "keys", "check", "--json")
+	wantExit(t, r, 0, "")
+	var c wire.KeysCheck
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil || c.Scanned != n+3 || c.Changed != 0 {
+		t.Fatalf("check under the rules the keys were filed with: %s %v", r.stdout, err)
+	}
+	stop()
+
+	server, _ = node.start(t, "")
+	if _, ok := explainKey(t, server, urls[2]); ok {
+		t.Fatalf("%s is found under the new rules before a migrate: the test shows nothing", urls[2])
+	}
+	r = ctl(t, server, "", "keys", "check")
+	wantExit(t, r, 0, "")
+	if !strings.Contains(r.stdout, fmt.Sprintf("%d keys scanned: %d would change", n+3, n+1)) ||
+		!strings.Contains(r.stdout, "desktop|https://shop.test/c/k-0?id=0&utm_source=news\n    → desktop|https://shop.test/c/k-0?id=0") {
+		t.Fatalf("keys check:\n%s", r.stdout)
+	}
+	r = ctl(t, server, "", "keys", "migrate", "--batch", "2", "--json")
+	wantExit(t, r, 0, "")
+	var m wire.KeysMigrate
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || m.Moved != n || m.Kept+m.Replaced != 1 || !m.Done {
+		t.Fatalf("keys migrate: %s %v", r.stdout, err)
+	}
+	migrated := time.Now()
+	r = ctl(t, server, "", "keys", "check", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil || c.Scanned != n+2 || c.Changed != 0 {
+		t.Fatalf("check after migrate: %s %v", r.stdout, err)
+	}
+	wantExit(t, ctl(t, server, "", "keys", "migrate"), 0, "")
+	for i, u := range urls[2 : 2+n] {
+		ex, ok := explainKey(t, server, u)
+		if want := fmt.Sprintf("desktop|https://shop.test/c/k-%d?id=%d", i, i); !ok || ex.Key != want || ex.Page == nil || ex.Cadence.Seconds != 6*3600 {
+			t.Fatalf("%s after migrate: %+v, want its row, page and interval under %s", u, ex, want)
+		}
+		g := ctl(t, server, "", "get", u)
+		wantExit(t, g, 0, "")
+		if !strings.Contains(g.stdout, "utm_source=news") {
+			t.Fatalf("get %s: %q, want the page rendered under the old key, moved", u, g.stdout)
+		}
+		wantExit(t, ctl(t, server, "", "prioritize", u, "--mode", "rush"), 0, "")
+		waitFor(t, "a render of "+u+" under its new key", 30*time.Second, func() bool {
+			ex, ok := explainKey(t, server, u)
+			return ok && ex.LastRender != nil && ex.LastRender.At.After(migrated.Add(-time.Second)) && ex.LastRender.Status == 200
+		})
+	}
+	if ex, ok := explainKey(t, server, urls[0]); !ok || ex.Key != "desktop|https://shop.test/c/dup" || ex.Page == nil {
+		t.Fatalf("the duplicate: %+v %v", ex, ok)
+	}
+	if ex, ok := explainKey(t, server, urls[len(urls)-1]); !ok || ex.Key != "desktop|https://shop.test/c/plain?a=1&b=2" {
+		t.Fatalf("the unchanged key: %+v %v", ex, ok)
+	}
+}
