@@ -9,7 +9,7 @@
 //   - The URL of a key is in the form Rules.Normalize returns under the rules in force, so that
 //     one page is one key however it was spelled when it was submitted. When the rules change,
 //     stored keys made under the old ones are found and moved by the keys check and migrate
-//     (intake.Keys), not silently orphaned.
+//     (intake.Targets.CheckKeys and MigrateKeys), not silently orphaned.
 //
 // The store treats a key as opaque bytes and bounds its length (store.MaxKeyLen); this package
 // imports nothing of freshq, so that the configuration and the policy can use it.
