@@ -88,7 +88,7 @@ func (r *Rules) Normalize(raw string) (string, error) {
 		return "", fmt.Errorf("not a URL: %w", err)
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil {
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" || u.User != nil {
 		return "", ErrURL
 	}
 	host, ok := canonicalHost(u.Scheme, u.Host)

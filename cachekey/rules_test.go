@@ -90,7 +90,7 @@ func TestRulesSortStableLong(t *testing.T) {
 
 func TestRulesNormalizeRefuses(t *testing.T) {
 	r, _ := NewRules(defaultDrop, nil)
-	for _, bad := range []string{"", "a.test/x", "ftp://a.test/", "https://u:p@a.test/", "mailto:x@a.test", "https:///x", "http://a:b:80/", "http://%zz/"} {
+	for _, bad := range []string{"", "a.test/x", "ftp://a.test/", "https://u:p@a.test/", "mailto:x@a.test", "https:///x", "http://a:b:80/", "http://%zz/", "http://:", "http://:80/x"} {
 		if got, err := r.Normalize(bad); err == nil {
 			t.Errorf("Normalize(%q) = %q, accepted", bad, got)
 		}
