@@ -177,7 +177,12 @@ func TestKeysCheckAndMigrateAcrossARestart(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil || c.Scanned != n+2 || c.Changed != 0 {
 		t.Fatalf("check after migrate: %s %v", r.stdout, err)
 	}
-	wantExit(t, ctl(t, server, "", "keys", "migrate"), 0, "")
+	r = ctl(t, server, "", "keys", "migrate")
+	wantExit(t, r, 0, "")
+	if r.stdout != "migrated 0 keys: 0 moved, 0 dropped for an existing key with a newer page, 0 replaced an older one\n" {
+		t.Fatalf("a second keys migrate: %q, want nothing left to move", r.stdout)
+	}
+	wantExit(t, ctl(t, server, "", "keys", "rekey"), 2, "freshqctl keys: give check or migrate, not \"rekey\"")
 	for i, u := range urls[2 : 2+n] {
 		ex, ok := explainKey(t, server, u)
 		if want := fmt.Sprintf("desktop|https://shop.test/c/k-%d?id=%d", i, i); !ok || ex.Key != want || ex.Page == nil || ex.Cadence.Seconds != 6*3600 {

@@ -25,7 +25,7 @@ func runKeys(a *app, args []string) error {
 	case "migrate":
 		return keysMigrate(a, *batch)
 	}
-	return usagef("keys: give check or migrate, not %q", pos[0])
+	return usagef("give check or migrate, not %q", pos[0])
 }
 
 func keysCheck(a *app) error {
