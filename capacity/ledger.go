@@ -8,8 +8,8 @@
 //     else route, stored interval, default), never the gap a backoff filed as its due time. A
 //     sealed target (gone, suppressed, beyond the horizon) asks for no renders: its recheck is
 //     counted as a render outside the cadences when it happens, not as demand.
-//   - The Ledger keeps demand incrementally: every write of worker 0 passes through Wrap or
-//     WrapStore, which tell it the key's new row after the write committed; a delete removes
+//   - The Ledger keeps demand incrementally: every write of worker 0 passes through WrapStore,
+//     which tells it the key's new row after the write committed; a delete removes
 //     the key's demand. It keeps exact integer counts (rows per lane, route, submitted fact
 //     and cadence), so the sums never drift by rounding; only a missed or misordered update
 //     can make them drift.

@@ -6,44 +6,18 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// Writer is the funnel's writes (the method set of sweep.Writer, which intake.Writer is a part
-// of). Wrap returns one that tells a Ledger and a Meter what each write changed.
-type Writer interface {
-	WriteSchedule(store.Schedule) error
-	WriteSchedules([]store.Write) error
-	RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error)
-	DeleteTarget(cacheKey []byte) error
-	Modify(changes []store.Change) ([]bool, error)
-}
-
-// Wrap returns w with every committed write reported to l (its demand) and every render result
-// to m (capacity; m may be nil). A write is reported after it committed, and only if it did
-// (a partial failure reports the writes its PartialWriteError says committed).
-func Wrap(w Writer, l *Ledger, m *Meter) Writer { return wrapped{w: w, l: l, m: m} }
-
-// WrapStore is Wrap for a whole store: reads pass through, writes are reported.
+// WrapStore returns st with every committed write reported to l (its demand) and every render
+// result to m (capacity; m may be nil); reads pass through. A write is reported after it
+// committed, and only if it did (a partial failure reports the writes its PartialWriteError
+// says committed).
 func WrapStore(st store.Store, l *Ledger, m *Meter) store.Store {
-	return wrappedStore{Store: st, wrapped: wrapped{w: st, l: l, m: m}}
+	return wrappedStore{Store: st, l: l, m: m}
 }
 
+// wrappedStore is a store whose writes (the funnel's: WriteSchedule, WriteSchedules,
+// RefileIfUnchanged, DeleteTarget, Modify) are reported to the ledger and the meter.
 type wrappedStore struct {
 	store.Store
-	wrapped
-}
-
-// The writes are the wrapper's, not the embedded store's.
-func (s wrappedStore) WriteSchedule(sch store.Schedule) error { return s.wrapped.WriteSchedule(sch) }
-func (s wrappedStore) WriteSchedules(ws []store.Write) error  { return s.wrapped.WriteSchedules(ws) }
-func (s wrappedStore) RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error) {
-	return s.wrapped.RefileIfUnchanged(sch, was)
-}
-func (s wrappedStore) DeleteTarget(key []byte) error { return s.wrapped.DeleteTarget(key) }
-func (s wrappedStore) Modify(cs []store.Change) ([]bool, error) {
-	return s.wrapped.Modify(cs)
-}
-
-type wrapped struct {
-	w Writer
 	l *Ledger
 	m *Meter
 }
@@ -69,16 +43,16 @@ func committed(n int, err error) []bool {
 	return out
 }
 
-func (x wrapped) WriteSchedule(s store.Schedule) error {
-	err := x.w.WriteSchedule(s)
+func (x wrappedStore) WriteSchedule(s store.Schedule) error {
+	err := x.Store.WriteSchedule(s)
 	if err == nil {
 		x.l.Put(s.Key(), rowOf(s), nil)
 	}
 	return err
 }
 
-func (x wrapped) WriteSchedules(ws []store.Write) error {
-	err := x.w.WriteSchedules(ws)
+func (x wrappedStore) WriteSchedules(ws []store.Write) error {
+	err := x.Store.WriteSchedules(ws)
 	for i, ok := range committed(len(ws), err) {
 		if ok {
 			x.l.Put(ws[i].Schedule.Key(), rowOf(ws[i].Schedule), ws[i].Target)
@@ -89,16 +63,16 @@ func (x wrapped) WriteSchedules(ws []store.Write) error {
 
 // RefileIfUnchanged (the sweep's unpin hatch) files the row at a new due time with the cadence
 // it resolved: the demand is the same, but the row is reported like any other write.
-func (x wrapped) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, error) {
-	filed, err := x.w.RefileIfUnchanged(s, was)
+func (x wrappedStore) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, error) {
+	filed, err := x.Store.RefileIfUnchanged(s, was)
 	if err == nil && filed {
 		x.l.Put(s.Key(), rowOf(s), nil)
 	}
 	return filed, err
 }
 
-func (x wrapped) DeleteTarget(key []byte) error {
-	err := x.w.DeleteTarget(key)
+func (x wrappedStore) DeleteTarget(key []byte) error {
+	err := x.Store.DeleteTarget(key)
 	if err == nil {
 		x.l.Delete(key)
 	}
@@ -114,7 +88,7 @@ type decided struct {
 
 // Modify reports each filed change's write, and each render result to the meter: a write whose
 // target records a render later than the stored one is a render that completed.
-func (x wrapped) Modify(cs []store.Change) ([]bool, error) {
+func (x wrappedStore) Modify(cs []store.Change) ([]bool, error) {
 	seen := make([]decided, len(cs))
 	wrappedCs := make([]store.Change, len(cs))
 	for i, c := range cs {
@@ -126,7 +100,7 @@ func (x wrapped) Modify(cs []store.Change) ([]bool, error) {
 		}
 		wrappedCs[i] = c
 	}
-	filed, err := x.w.Modify(wrappedCs)
+	filed, err := x.Store.Modify(wrappedCs)
 	done := committed(len(cs), err)
 	for i := range cs {
 		if !done[i] || (err == nil && (i >= len(filed) || !filed[i])) || !seen[i].ok {
