@@ -1,109 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/freshq/freshq/wire"
 )
-
-// keysNode is one data directory, listener and segment that supervisors are started on, one
-// after the other, with different configurations.
-type keysNode struct {
-	dir, addr, seg, rt string
-}
-
-func newKeysNode(t *testing.T) *keysNode {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &keysNode{dir: t.TempDir(), addr: ln.Addr().String()}
-	ln.Close()
-	n.seg = filepath.Join("/dev/shm", "freshqctl-keys-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(n.dir)+".seg")
-	if n.rt, err = os.MkdirTemp("", "fq"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(n.seg); os.Remove(n.seg + ".lock"); os.RemoveAll(n.rt) })
-	return n
-}
-
-// start runs a supervisor on the node with extraYAML appended to its configuration, waits for
-// it to be ready, and returns its address and a stop that drains it (SIGTERM) and waits.
-func (n *keysNode) start(t *testing.T, extraYAML string) (server string, stop func()) {
-	t.Helper()
-	cfg := fmt.Sprintf(`data_dir: %s
-listen: %s
-workers: 2
-shm: {path: %s}
-log: {level: warn}
-routes:
-  - {name: catalog, match: prefix, path: /c/, interval: 24h}
-render:
-  renderer: sim
-  concurrency: 4
-  sim: {latency_median: 5ms}
-  domains: [shop.test]
-%s`, n.dir, n.addr, n.seg, extraYAML)
-	cfgPath := filepath.Join(n.dir, "freshq.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	cmd := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", cfgPath, "--worker-bin", filepath.Join(binDir, "freshq-worker"))
-	cmd.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+n.rt)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(40 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("the supervisor did not stop on SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("supervisor log:\n%s", log.String())
-		}
-	}
-	t.Cleanup(stop)
-	server = "http://" + n.addr
-	waitFor(t, "readiness", 30*time.Second, func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("the supervisor exited:\n%s", log.String())
-		default:
-		}
-		resp, err := http.Get(server + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return server, stop
-}
 
 func explainKey(t *testing.T, server, url string) (wire.Explanation, bool) {
 	t.Helper()
@@ -130,8 +35,8 @@ func TestKeysCheckAndMigrateAcrossARestart(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	const n = 5
-	node := newKeysNode(t)
-	server, stop := node.start(t, "keys:\n  drop_params: []\n")
+	node := newE2ENode(t)
+	server, stop := node.start(t, "  domains: [shop.test]\nkeys:\n  drop_params: []\n")
 	var nd strings.Builder
 	urls := []string{"https://shop.test/c/dup?gclid=1", "https://shop.test/c/dup"}
 	for i := range n {
@@ -156,7 +61,7 @@ func TestKeysCheckAndMigrateAcrossARestart(t *testing.T) {
 	}
 	stop()
 
-	server, _ = node.start(t, "")
+	server, _ = node.start(t, "  domains: [shop.test]\n")
 	if _, ok := explainKey(t, server, urls[2]); ok {
 		t.Fatalf("%s is found under the new rules before a migrate: the test shows nothing", urls[2])
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,16 +60,40 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 }
 
 // startSupervisor runs a real supervisor with the sim renderer on a temp data dir and a free
-// port; it is killed, and its shm segment removed, at the end of the test.
+// port (extraYAML continues its render section, or adds sections of its own); it is stopped,
+// and its shm segment removed, at the end of the test.
 func startSupervisor(t *testing.T, extraYAML string) string {
-	dir := t.TempDir()
+	server, _ := newE2ENode(t).start(t, extraYAML)
+	return server
+}
+
+// e2eNode is one data directory, listener, segment and runtime directory that supervisors are
+// started on, one after the other if a test restarts it with another configuration.
+type e2eNode struct {
+	dir, addr, seg, rt string
+}
+
+func newE2ENode(t *testing.T) *e2eNode {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	n := &e2eNode{dir: t.TempDir(), addr: ln.Addr().String()}
 	ln.Close()
-	seg := filepath.Join("/dev/shm", "freshqctl-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir)+".seg")
+	n.seg = filepath.Join("/dev/shm", "freshqctl-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(n.dir)+".seg")
+	// A runtime directory of its own (short: the socket's path must fit a unix socket address).
+	if n.rt, err = os.MkdirTemp("", "fq"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(n.seg); os.Remove(n.seg + ".lock"); os.RemoveAll(n.rt) })
+	return n
+}
+
+// start runs a supervisor on the node with extraYAML appended to its configuration (right
+// after the render section), waits for it to be ready, and returns its address and a stop that
+// drains it (SIGTERM) and waits; the test's cleanup calls stop too.
+func (n *e2eNode) start(t *testing.T, extraYAML string) (server string, stop func()) {
+	t.Helper()
 	cfg := fmt.Sprintf(`data_dir: %s
 listen: %s
 workers: 2
@@ -80,37 +105,41 @@ render:
   renderer: sim
   concurrency: 4
   sim: {latency_median: 5ms}
-%s`, dir, addr, seg, extraYAML)
-	cfgPath := filepath.Join(dir, "freshq.yaml")
+%s`, n.dir, n.addr, n.seg, extraYAML)
+	cfgPath := filepath.Join(n.dir, "freshq.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
 	cmd := exec.Command(filepath.Join(binDir, "freshq-supervisor"), "--config", cfgPath, "--worker-bin", filepath.Join(binDir, "freshq-worker"))
-	// A runtime directory of its own (short: the socket's path must fit a unix socket address).
-	rt, err := os.MkdirTemp("", "fq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+rt)
+	cmd.Env = append(os.Environ(), "RUNTIME_DIRECTORY="+n.rt)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		os.Remove(seg)
-		os.Remove(seg + ".lock")
-		os.RemoveAll(rt)
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(40 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("the supervisor did not stop on SIGTERM")
+		}
 		if t.Failed() {
 			lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 			t.Logf("supervisor log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
 		}
-	})
-	server := "http://" + addr
+	}
+	t.Cleanup(stop)
+	server = "http://" + n.addr
 	waitFor(t, "readiness", 30*time.Second, func() bool {
 		select {
 		case <-exited:
@@ -124,7 +153,7 @@ render:
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return server
+	return server, stop
 }
 
 // TestAgainstARunningSupervisor drives the freshqctl binary against a real supervisor: add,
