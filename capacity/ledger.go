@@ -91,7 +91,10 @@ type Ledger struct {
 	counts counts
 	// recounting is set while a Recount reads the store; dirty holds the keys written meanwhile.
 	recounting bool
-	dirty      map[uint64]struct{}
+	// counted is set by the first recount: before it, the counts hold only what was written
+	// since the start, so that recount's difference is the store's rows, not a drift.
+	counted bool
+	dirty   map[uint64]struct{}
 }
 
 // NewLedger returns an empty ledger that resolves cadences, lanes and routes with pol (read at

@@ -31,9 +31,10 @@ type Drift struct {
 
 // Recount reads every row of src, rebuilds the ledger's counts exactly, logs the drift from the
 // incremental counts on log (one info line "capacity recount" with rows, rows_differing,
-// demand_incremental, demand_recount and drift_renders_per_second; a warning when any key
-// differed; the Service's logger adds component=capacity), and returns it. A key written while the recount reads keeps what its write said.
-// On error the ledger is left as it was.
+// demand_incremental, demand_recount, drift_renders_per_second and first; a warning when any
+// key differed, but for the first recount, whose counts before it held only the writes since
+// the start; the Service's logger adds component=capacity), and returns it. A key written
+// while the recount reads keeps what its write said. On error the ledger is left as it was.
 func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 	l.mu.Lock()
 	if l.recounting {
@@ -74,13 +75,15 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 		c.add(e, 1)
 	}
 	l.rows, l.counts = fresh, c
+	first := !l.counted
+	l.counted = true
 	dem := c.demand()
 	d.Rows, d.RecountTotal = dem.Rows, dem.Total
 	ev := log.Info()
-	if d.RowsDiffering > 0 {
+	if d.RowsDiffering > 0 && !first {
 		ev = log.Warn()
 	}
-	ev.Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).
+	ev.Bool("first", first).Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).
 		Float64("demand_incremental", d.IncrementalTotal).Float64("demand_recount", d.RecountTotal).
 		Float64("drift_renders_per_second", math.Abs(d.RecountTotal-d.IncrementalTotal)).Msg("capacity recount")
 	return d, nil

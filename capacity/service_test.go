@@ -70,14 +70,30 @@ func TestRecountLogLine(t *testing.T) {
 	}
 	var buf strings.Builder
 	s := NewService(raw, func() *policy.Policy { return pol }, func() int64 { return 1 }, nil, zerolog.New(&buf))
-	s.Recount()
-	line := strings.TrimSpace(buf.String())
-	var m map[string]any
-	if err := json.Unmarshal([]byte(line), &m); err != nil || strings.Count(line, "\n") != 0 {
-		t.Fatalf("not one JSON line: %q", line)
+	recount := func() map[string]any {
+		t.Helper()
+		buf.Reset()
+		s.Recount()
+		line := strings.TrimSpace(buf.String())
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil || strings.Count(line, "\n") != 0 {
+			t.Fatalf("not one JSON line: %q", line)
+		}
+		if m["message"] != "capacity recount" || strings.Count(line, `"component"`) != 1 || m["drift_renders_per_second"] == nil {
+			t.Fatalf("log line %s", line)
+		}
+		return m
 	}
-	if m["message"] != "capacity recount" || m["level"] != "warn" || m["rows"] != 1.0 || m["rows_differing"] != 1.0 ||
-		m["demand_incremental"] != 0.0 || strings.Count(line, `"component"`) != 1 || m["drift_renders_per_second"] == nil {
-		t.Fatalf("log line %s", line)
+	// The first recount (at start) finds the stored rows the ledger has not seen: not a drift.
+	if m := recount(); m["level"] != "info" || m["first"] != true || m["rows"] != 1.0 || m["rows_differing"] != 1.0 || m["demand_incremental"] != 0.0 {
+		t.Fatalf("first recount: %v", m)
+	}
+	// A row written past the ledger afterwards is one.
+	sch2, _ := store.NewSchedule([]byte("desktop|https://example.test/c/x"), 1, true, 0, store.Lanes{})
+	if err := raw.WriteSchedule(sch2); err != nil {
+		t.Fatal(err)
+	}
+	if m := recount(); m["level"] != "warn" || m["first"] != false || m["rows"] != 2.0 || m["rows_differing"] != 1.0 || m["demand_incremental"] == 0.0 {
+		t.Fatalf("second recount: %v", m)
 	}
 }
