@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -55,7 +56,13 @@ func (n *node) post(path string, in, out any) int {
 	}
 	defer resp.Body.Close()
 	if out != nil {
-		json.NewDecoder(resp.Body).Decode(out)
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			n.t.Fatalf("POST %s: %d, reading the answer: %v", path, resp.StatusCode, err)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			n.t.Fatalf("POST %s: %d, decoding %d bytes of answer: %v", path, resp.StatusCode, len(raw), err)
+		}
 	}
 	return resp.StatusCode
 }
