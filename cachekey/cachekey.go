@@ -52,6 +52,28 @@ func Split(key []byte) (device, url string, ok bool) {
 	return string(key[:i]), string(key[i+1:]), true
 }
 
+// Host returns the host of a key's URL as the URL spells it, with its port if it has one
+// (host[:port], the unit politeness counts renders by), sharing key's memory. A key's URL is
+// normalised, so the host is lower-case and carries no default port. Userinfo is not part of
+// the host. A key whose URL has no "//" authority has the host "".
+func Host(key []byte) []byte {
+	if i := bytes.IndexByte(key, SeparatorByte); i >= 0 {
+		key = key[i+1:]
+	}
+	i := bytes.Index(key, []byte("//"))
+	if i < 0 {
+		return nil
+	}
+	auth := key[i+2:]
+	if j := bytes.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	if j := bytes.LastIndexByte(auth, '@'); j >= 0 {
+		auth = auth[j+1:]
+	}
+	return auth
+}
+
 // ErrDevice is wrapped by every error of ValidDevice.
 var ErrDevice = errors.New("cachekey: bad device name")
 

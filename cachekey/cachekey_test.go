@@ -57,3 +57,18 @@ func TestNormalizeURL(t *testing.T) {
 		}
 	}
 }
+
+func TestHost(t *testing.T) {
+	for _, c := range []struct{ key, want string }{
+		{"desktop|https://shop.example/p/1?a=b", "shop.example"},
+		{"mobile|http://127.0.0.1:8080/x", "127.0.0.1:8080"},
+		{"desktop|https://user:pw@shop.example:8443?q", "shop.example:8443"},
+		{"desktop|https://[::1]:9/a", "[::1]:9"},
+		{"https://nodevice.example#f", "nodevice.example"},
+		{"desktop|not a url", ""},
+	} {
+		if got := string(Host([]byte(c.key))); got != c.want {
+			t.Errorf("Host(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}

@@ -180,6 +180,26 @@ type Render struct {
 	FailureRetry    FailureRetry      `yaml:"failure_retry"`
 	Suppression     Suppression       `yaml:"suppression"`
 	Demand          Demand            `yaml:"demand"`
+	Hosts           Hosts             `yaml:"hosts"`
+}
+
+// Hosts is politeness towards the sites being rendered: how many renders of one host may be in
+// flight on the node at once, and how a host's answers lower that (package hosts).
+type Hosts struct {
+	MaxConcurrency int            `yaml:"max_concurrency"` // HostsMaxConcurrencyDefault renders in flight per host, across the node's render workers
+	Overrides      map[string]int `yaml:"overrides"`       // per host (as in the URL: host[:port]), instead of max_concurrency
+	MaxPause       Duration       `yaml:"max_pause"`       // HostsMaxPauseDefault: the longest pause a Retry-After can ask for
+	HalveAfter     int            `yaml:"halve_after"`     // HostsHalveAfterDefault consecutive 5xx or timeouts halve the host's limit
+	GrowAfter      int            `yaml:"grow_after"`      // HostsGrowAfterDefault consecutive successes raise it by one, up to its maximum
+}
+
+// Max is the most renders of host that may be in flight at once: its override, else
+// max_concurrency.
+func (h *Hosts) Max(host []byte) int {
+	if n, ok := h.Overrides[string(host)]; ok {
+		return n
+	}
+	return h.MaxConcurrency
 }
 
 // Exec runs a command per URL; the URL is the last argument, never passed through a shell.

@@ -71,26 +71,31 @@ const (
 
 // render
 const (
-	RendererDefault          = "http"
-	ConcurrencyDefault       = 8
-	ConcurrencyMax           = 4096
-	TimeoutDefault           = Duration(60 * time.Second) // render.timeout; below queue.lease_ttl
-	IntervalDefault          = Duration(day)              // render.default_interval
-	UserAgentDefault         = "freshq/1 (+render queue)"
-	MaxBodyDefault           = ByteSize(10 << 20) // at most MaxPageBody
-	MaxRedirectsDefault      = 5
-	SimSeedDefault           = 1
-	FastRetriesDefault       = 2
-	FastDelayDefault         = Duration(time.Minute)
-	FactorDefault            = 2.0
-	FactorMin                = 1.0
-	MaxBackoffDefault        = Duration(7 * day)
-	NonSitemapPenaltyDefault = 4.0
-	NonSitemapPenaltyMin     = 1.0
-	NoindexStrikesDefault    = 4
-	NoindexRecheckDefault    = Duration(7 * day)
-	GoneStrikesDefault       = 2
-	GoneRecheckDefault       = Duration(14 * day)
+	RendererDefault    = "http"
+	ConcurrencyDefault = 8
+	ConcurrencyMax     = 4096
+
+	HostsMaxConcurrencyDefault = 4                          // render.hosts.max_concurrency
+	HostsMaxPauseDefault       = Duration(10 * time.Minute) // render.hosts.max_pause
+	HostsHalveAfterDefault     = 3                          // render.hosts.halve_after
+	HostsGrowAfterDefault      = 10                         // render.hosts.grow_after
+	TimeoutDefault             = Duration(60 * time.Second) // render.timeout; below queue.lease_ttl
+	IntervalDefault            = Duration(day)              // render.default_interval
+	UserAgentDefault           = "freshq/1 (+render queue)"
+	MaxBodyDefault             = ByteSize(10 << 20) // at most MaxPageBody
+	MaxRedirectsDefault        = 5
+	SimSeedDefault             = 1
+	FastRetriesDefault         = 2
+	FastDelayDefault           = Duration(time.Minute)
+	FactorDefault              = 2.0
+	FactorMin                  = 1.0
+	MaxBackoffDefault          = Duration(7 * day)
+	NonSitemapPenaltyDefault   = 4.0
+	NonSitemapPenaltyMin       = 1.0
+	NoindexStrikesDefault      = 4
+	NoindexRecheckDefault      = Duration(7 * day)
+	GoneStrikesDefault         = 2
+	GoneRecheckDefault         = Duration(14 * day)
 )
 
 // render.chrome and render.devices
@@ -217,6 +222,10 @@ func (c *Config) EnsureDefaults() *Config {
 	r.UserAgent = cmp.Or(r.UserAgent, UserAgentDefault)
 	r.MaxBody = cmp.Or(r.MaxBody, MaxBodyDefault)
 	r.MaxRedirects = cmp.Or(r.MaxRedirects, MaxRedirectsDefault)
+	r.Hosts.MaxConcurrency = cmp.Or(r.Hosts.MaxConcurrency, HostsMaxConcurrencyDefault)
+	r.Hosts.MaxPause = cmp.Or(r.Hosts.MaxPause, HostsMaxPauseDefault)
+	r.Hosts.HalveAfter = cmp.Or(r.Hosts.HalveAfter, HostsHalveAfterDefault)
+	r.Hosts.GrowAfter = cmp.Or(r.Hosts.GrowAfter, HostsGrowAfterDefault)
 	r.Sim.Seed = cmp.Or(r.Sim.Seed, SimSeedDefault)
 	ch := &r.Chrome
 	ch.Path = cmp.Or(ch.Path, ChromePathDefault)

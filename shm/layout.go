@@ -20,11 +20,13 @@ import (
 //	| floor cell      |  one 64-byte line
 //	+-----------------+ workersOff
 //	| worker blocks   |  workerCapacity × (64 + 8·countersPerWorker) bytes
+//	+-----------------+ hostsOff
+//	| host table      |  one control line, then hostCapacity × 320-byte slots
 //	+-----------------+ segmentSize
 const (
 	// LayoutVersion is bumped whenever any byte of the layout changes meaning. Attaching to a
-	// segment of another version fails with a *VersionError (R5).
-	LayoutVersion uint32 = 2
+	// segment of another version fails with a *VersionError (R5). Version 3 added the host table.
+	LayoutVersion uint32 = 3
 
 	pageSize   = 4096
 	headerSize = pageSize
@@ -44,10 +46,10 @@ const (
 	hLeaseWindow    = 56  // uint32
 	hWorkerCapacity = 60  // uint32
 	hCounters       = 64  // uint32
-	hReserved       = 68  // uint32, zero
-	hSections       = 72  // 4 × (offset uint64, size uint64)
-	hChecksum       = 136 // uint32 crc32c of bytes [0, hChecksum)
-	hEnd            = 140
+	hHostCapacity   = 68  // uint32
+	hSections       = 72  // 5 × (offset uint64, size uint64)
+	hChecksum       = 152 // uint32 crc32c of bytes [0, hChecksum)
+	hEnd            = 156
 
 	// Ready buffer geometry.
 	readyControlSize = lineSize
@@ -78,6 +80,9 @@ type Options struct {
 	LeaseWindow int
 	// Workers is the number of worker blocks (heartbeats and counters). Default 8.
 	Workers int
+	// HostCapacity is the number of host-table slots: hosts paused or throttled at once
+	// (Hosts). Default 1024.
+	HostCapacity int
 	// EpochMs is the creator's boot epoch in ms since the Unix epoch. Lease expiries are
 	// stored relative to it, so every clock that later reads leases must be at or after it.
 	// Zero means the wall clock at Create.
@@ -117,6 +122,9 @@ func (o Options) EnsureDefaults() Options {
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.HostCapacity == 0 {
+		o.HostCapacity = DefaultHostCapacity
+	}
 	return o
 }
 
@@ -138,6 +146,7 @@ func (o Options) Validate() error {
 		{"LeaseCapacity", o.LeaseCapacity, 1, maxLeaseCapacity},
 		{"LeaseWindow", o.LeaseWindow, 1, o.LeaseCapacity},
 		{"Workers", o.Workers, 1, maxWorkers},
+		{"HostCapacity", o.HostCapacity, 1, maxHostCapacity},
 	} {
 		if err := check(c.name, c.v, c.lo, c.hi); err != nil {
 			return err
@@ -165,8 +174,9 @@ type Layout struct {
 	LeaseWindow   uint32
 	Workers       uint32
 	Counters      uint32
+	HostCapacity  uint32
 
-	ready, lease, floor, workers section
+	ready, lease, floor, workers, hosts section
 }
 
 func alignUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
@@ -193,6 +203,7 @@ func newLayout(o Options, pid uint64) Layout {
 		LeaseWindow:   uint32(o.LeaseWindow),
 		Workers:       uint32(o.Workers),
 		Counters:      CountersPerWorker,
+		HostCapacity:  uint32(o.HostCapacity),
 	}
 	off := uint64(headerSize)
 	next := func(size uint64) section {
@@ -204,6 +215,7 @@ func newLayout(o Options, pid uint64) Layout {
 	l.lease = next(lineSize + uint64(l.LeaseCapacity)*leaseSlotSize)
 	l.floor = next(floorSize)
 	l.workers = next(uint64(l.Workers) * workerStride(l.Counters))
+	l.hosts = next(lineSize + uint64(l.HostCapacity)*hostSlotSize)
 	l.SegmentSize = off
 	return l
 }
@@ -224,8 +236,8 @@ func encodeHeader(hdr []byte, l *Layout) {
 	le.PutUint32(hdr[hLeaseWindow:], l.LeaseWindow)
 	le.PutUint32(hdr[hWorkerCapacity:], l.Workers)
 	le.PutUint32(hdr[hCounters:], l.Counters)
-	le.PutUint32(hdr[hReserved:], 0)
-	for i, s := range []section{l.ready, l.lease, l.floor, l.workers} {
+	le.PutUint32(hdr[hHostCapacity:], l.HostCapacity)
+	for i, s := range []section{l.ready, l.lease, l.floor, l.workers, l.hosts} {
 		le.PutUint64(hdr[hSections+16*i:], s.off)
 		le.PutUint64(hdr[hSections+16*i+8:], s.size)
 	}
@@ -260,12 +272,13 @@ func decodeHeader(mem []byte) (Layout, error) {
 		LeaseWindow:   le.Uint32(mem[hLeaseWindow:]),
 		Workers:       le.Uint32(mem[hWorkerCapacity:]),
 		Counters:      le.Uint32(mem[hCounters:]),
+		HostCapacity:  le.Uint32(mem[hHostCapacity:]),
 	}
-	secs := make([]section, 4)
+	secs := make([]section, 5)
 	for i := range secs {
 		secs[i] = section{off: le.Uint64(mem[hSections+16*i:]), size: le.Uint64(mem[hSections+16*i+8:])}
 	}
-	l.ready, l.lease, l.floor, l.workers = secs[0], secs[1], secs[2], secs[3]
+	l.ready, l.lease, l.floor, l.workers, l.hosts = secs[0], secs[1], secs[2], secs[3], secs[4]
 	if err := l.check(uint64(len(mem)), le.Uint32(mem[hHeaderSize:])); err != nil {
 		return Layout{}, err
 	}
@@ -286,7 +299,8 @@ func (l *Layout) check(mappedSize uint64, hdrSize uint32) error {
 		l.KeyCapacity == 0 || l.KeyCapacity > maxKeyCapacity ||
 		l.LeaseCapacity == 0 || l.LeaseCapacity > maxLeaseCapacity ||
 		l.LeaseWindow == 0 || l.LeaseWindow > l.LeaseCapacity ||
-		l.Workers == 0 || l.Workers > maxWorkers || l.Counters != CountersPerWorker || l.EpochMs < 0 {
+		l.Workers == 0 || l.Workers > maxWorkers || l.Counters != CountersPerWorker || l.EpochMs < 0 ||
+		l.HostCapacity == 0 || l.HostCapacity > maxHostCapacity {
 		return corrupt("geometry out of range")
 	}
 	if l.EntrySize != entrySizeFor(l.KeyCapacity) {
@@ -298,10 +312,11 @@ func (l *Layout) check(mappedSize uint64, hdrSize uint32) error {
 		LeaseCapacity: int(l.LeaseCapacity),
 		LeaseWindow:   int(l.LeaseWindow),
 		Workers:       int(l.Workers),
+		HostCapacity:  int(l.HostCapacity),
 		EpochMs:       l.EpochMs,
 	}, l.CreatorPID)
 	if want.ready != l.ready || want.lease != l.lease || want.floor != l.floor ||
-		want.workers != l.workers || want.SegmentSize != l.SegmentSize {
+		want.workers != l.workers || want.hosts != l.hosts || want.SegmentSize != l.SegmentSize {
 		return corrupt("section table does not match the declared geometry")
 	}
 	if mappedSize < l.SegmentSize {

@@ -28,8 +28,8 @@ var headerFields = []struct {
 	{"creatorPID", hCreatorPID}, {"epochMs", hEpochMs}, {"readyCapacity", hReadyCapacity},
 	{"keyCapacity", hKeyCapacity}, {"entrySize", hEntrySize}, {"leaseCapacity", hLeaseCapacity},
 	{"leaseWindow", hLeaseWindow}, {"workers", hWorkerCapacity}, {"counters", hCounters},
-	{"reserved", hReserved}, {"ready", hSections}, {"lease", hSections + 16}, {"floor", hSections + 32},
-	{"workers", hSections + 48}, {"checksum", hChecksum}, {"zero", hEnd},
+	{"hostCapacity", hHostCapacity}, {"ready", hSections}, {"lease", hSections + 16}, {"floor", hSections + 32},
+	{"workers", hSections + 48}, {"hosts", hSections + 64}, {"checksum", hChecksum}, {"zero", hEnd},
 }
 
 func headerFieldSize(i int) int {
@@ -95,6 +95,9 @@ func describeLayout(l Layout) string {
 	fmt.Fprintf(w, "%d\t%d\t   slots (%d × %d)\n", l.lease.off+lineSize, uint64(l.LeaseCapacity)*leaseSlotSize, l.LeaseCapacity, leaseSlotSize)
 	fmt.Fprintf(w, "%d\t%d\t floor cell\n", l.floor.off, l.floor.size)
 	fmt.Fprintf(w, "%d\t%d\t worker blocks (%d × %d)\n", l.workers.off, l.workers.size, l.Workers, workerStride(l.Counters))
+	fmt.Fprintf(w, "%d\t%d\t host table\n", l.hosts.off, l.hosts.size)
+	fmt.Fprintf(w, "%d\t%d\t   control line\n", l.hosts.off, lineSize)
+	fmt.Fprintf(w, "%d\t%d\t   slots (%d × %d)\n", l.hosts.off+lineSize, uint64(l.HostCapacity)*hostSlotSize, l.HostCapacity, hostSlotSize)
 	fmt.Fprintf(w, "%d\t\t end\n", l.SegmentSize)
 	w.Flush()
 	return b.String()
@@ -294,7 +297,7 @@ func sizeMask(size int) uint64 {
 // through the public API, and returns each table's placement and expected values.
 func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	t.Helper()
-	opts := Options{ReadyCapacity: 7, KeyCapacity: 40, LeaseCapacity: 64, LeaseWindow: 5, Workers: 3, EpochMs: 1_000_000}
+	opts := Options{ReadyCapacity: 7, KeyCapacity: 40, LeaseCapacity: 64, LeaseWindow: 5, Workers: 3, HostCapacity: 5, EpochMs: 1_000_000}
 	size, err := SizeFor(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -310,16 +313,16 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	hv := map[string]uint64{
 		"version": uint64(LayoutVersion), "headerSize": headerSize, "segmentSize": l.SegmentSize,
 		"creatorPID": l.CreatorPID, "epochMs": uint64(l.EpochMs), "readyCapacity": 7, "keyCapacity": 40,
-		"entrySize": 80, "leaseCapacity": 64, "leaseWindow": 5, "workers": 3, "counters": CountersPerWorker,
+		"entrySize": 80, "leaseCapacity": 64, "leaseWindow": 5, "workers": 3, "counters": CountersPerWorker, "hostCapacity": 5,
 		"checksum": uint64(crc32c(mem[:hChecksum])),
 	}
 	// The section table: 16 bytes each, offset then size. The document's rows are checked for
 	// the offset word; both words are checked here.
-	for i, s := range []section{l.ready, l.lease, l.floor, l.workers} {
+	for i, s := range []section{l.ready, l.lease, l.floor, l.workers, l.hosts} {
 		if got := [2]uint64{readLE(mem[hSections+16*i:], 8), readLE(mem[hSections+16*i+8:], 8)}; got != [2]uint64{s.off, s.size} {
 			t.Errorf("section %d in the header: %v, want %v", i, got, s)
 		}
-		hv[[]string{"ready", "lease", "floor", "workers#2"}[i]] = s.off
+		hv[[]string{"ready", "lease", "floor", "workers#2", "hosts"}[i]] = s.off
 	}
 	blocks["Header"] = docBlock{base: 0, values: hv, bytes: map[string][]byte{"magic": []byte("FRESHQSM")}}
 
@@ -426,9 +429,33 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 		t.Errorf("worker counter %d at 64 + 8×%d: %d, want 13", CountersPerWorker-1, CountersPerWorker-1, got)
 	}
 
+	// Host table: one host stored twice (seq 4), one stored and deleted, one store evicting
+	// nobody. Its slot is found the way Load finds it.
+	hosts := seg.Hosts()
+	shop := HostState{Host: "shop.example:8443", PausedUntilMs: 12_000, Limit: 2, ErrStreak: 3, OKStreak: 1,
+		SinceMs: 10_000, Cause: HostCauseRetryAfter, Status: 429}
+	hosts.Store(shop)
+	hosts.Store(shop)
+	gone := HostState{Host: "gone.example"}
+	hosts.Store(gone)
+	hosts.Delete(HostHash([]byte(gone.Host)))
+	hs := hosts.Stats()
+	blocks["Host table / Control line"] = docBlock{base: l.hosts.off, values: map[string]uint64{
+		"stores": hs.Stores, "evictions": hs.Evictions,
+	}}
+	h := HostHash([]byte(shop.Host))
+	slot := h % uint64(l.HostCapacity)
+	for readLE(mem[l.hosts.off+64+hostSlotSize*slot+8:], 8) != h {
+		slot = (slot + 1) % uint64(l.HostCapacity)
+	}
+	blocks["Host table / Slot i"] = docBlock{base: l.hosts.off + 64 + hostSlotSize*slot, values: map[string]uint64{
+		"seq": 4, "hash": h, "pausedUntil": 12_000, "limit": 2, "streaks": 3 | 1<<32, "since": 10_000,
+		"info": uint64(HostCauseRetryAfter) | 429<<8 | uint64(len(shop.Host))<<24,
+	}, bytes: map[string][]byte{"host": []byte(shop.Host)}}
+
 	// The figure the document quotes for the defaults.
-	if def, _ := SizeFor(Options{}); def != 3_117_056 {
-		t.Errorf("the default segment is %d bytes; the document says 3,117,056", def)
+	if def, _ := SizeFor(Options{}); def != 3_448_832 {
+		t.Errorf("the default segment is %d bytes; the document says 3,448,832", def)
 	}
 	return blocks, mem
 }

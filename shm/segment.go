@@ -28,6 +28,7 @@ type Segment struct {
 	leases Leases
 	floor  Floor
 	fence  Fence
+	hosts  Hosts
 }
 
 // Create makes a new segment file at path, mode 0600, sized and initialised for opts, and
@@ -158,6 +159,7 @@ func newSegment(l Layout, mem []byte, mapped mmap.MMap) *Segment {
 	s.leases.init(s)
 	s.floor.init(s)
 	s.fence.init(s)
+	s.hosts.init(s)
 	return s
 }
 
@@ -175,6 +177,9 @@ func (s *Segment) Floor() *Floor { return &s.floor }
 
 // Fence is the node's grant fence (Fence), in the floor cell's line.
 func (s *Segment) Fence() *Fence { return &s.fence }
+
+// Hosts is the host table: the hosts paused or throttled for politeness.
+func (s *Segment) Hosts() *Hosts { return &s.hosts }
 
 // Close unmaps the segment. It does not remove the file: the supervisor owns its lifetime.
 func (s *Segment) Close() error {

@@ -106,7 +106,12 @@ const (
 	CounterMissFlights = CounterShardsLost + 1
 	CounterMissWaiters = CounterMissFlights + 1
 
-	numNamedCounters = CounterMissWaiters + 1
+	// CounterRenderRefusedHost counts takes refused because the row's host was paused or had
+	// its limit of renders in flight (freshq_render_refused_total{cause="host"}). The row is
+	// left due, unleased.
+	CounterRenderRefusedHost = CounterMissWaiters + 1
+
+	numNamedCounters = CounterRenderRefusedHost + 1
 )
 
 // Histogram geometry, fixed by the layout.
