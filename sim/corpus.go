@@ -2,9 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 )
@@ -36,6 +39,10 @@ type Corpus struct {
 	DueMs     []int64
 	LastOKMs  []int64 // last successful render; -1 = never rendered (the cold lane)
 	Fate      []Fate
+	// Hosts are the corpus's hosts, sorted: each key's cachekey.Host, the unit render.hosts
+	// limits. Host[i] is page i's index into Hosts.
+	Hosts []string
+	Host  []uint16
 
 	// DemandPerHour is the renders per hour the cadences ask for: Σ 1/E[cadence] over the pages
 	// that can render (FateOK), E over the page's long-run ladder distribution. Capacity c
@@ -122,76 +129,136 @@ func Generate(mix *Mix, keys int, seed uint64, startMs int64, cfg *config.Config
 	}
 	counts := classCounts(mix, keys)
 	devs := len(mix.Devices)
-	sites := 1
+	sites := max(1, mix.Sites)
 	for i, cl := range mix.Classes {
 		if cl.Route.Match == "exact" {
 			sites = max(sites, counts[i]/devs)
 		}
 	}
-
-	for ci, cl := range mix.Classes {
-		// The class's rungs as policy sees them: the ladder's cadences clamped to the route,
-		// and how much of the time a page spends on each.
-		cad := make([]int64, len(ladder))
-		for r, d := range ladder {
-			row := policy.Row{Key: classKey(mix, ci, 0, sites), EffectiveIntervalMs: d.Ms()}
-			cad[r], _ = pol.Cadence(&row)
-		}
-		pi := ladderStationary(len(ladder), cl.Visit)
-		mean, rate := 0.0, 0.0
-		for r := range pi {
-			mean += pi[r] * float64(cad[r])
-			rate += pi[r] / float64(cad[r])
-		}
-		c.ClassMeanCadenceMs[ci] = mean
-		c.ClassHarmonicCadenceMs[ci] = 1 / rate
+	for ci := range mix.Classes {
+		g := c.classGen(pol, ladder, ci, classKey(mix, ci, 0, sites))
 		for j := range counts[ci] {
-			id := uint64(len(c.Keys))
-			key := classKey(mix, ci, j, sites)
-			fate := FateOK
-			switch u := draw(seed, streamFate, id, 0); {
-			case u < mix.Render.Gone:
-				fate = FateGone
-			case u < mix.Render.Gone+mix.Render.Noindex:
-				fate = FateNoindex
-			}
-			rung := len(pi)
-			acc, u := 0.0, draw(seed, streamRung, id, 0)
-			for r := range pi {
-				if acc += pi[r]; u < acc {
-					rung = r + 1
-					break
-				}
-			}
-			cadence := cad[rung-1]
-			var due, last int64
-			u, v := draw(seed, streamState, id, 0), draw(seed, streamDue, id, 0)
-			switch {
-			case u < mix.Backlog.NeverRendered:
-				due, last = startMs-int64(v*float64(depthMs)), -1
-			case u < mix.Backlog.NeverRendered+mix.Backlog.Overdue:
-				due = startMs - int64(v*float64(depthMs))
-				last = due - cadence
-			default:
-				due = startMs + 1 + int64(v*float64(cadence))
-				last = due - cadence
-			}
-			c.Keys = append(c.Keys, key)
-			c.Class = append(c.Class, uint8(ci))
-			c.Submitted = append(c.Submitted, draw(seed, streamSource, id, 0) >= cl.Discovered)
-			c.Rung = append(c.Rung, uint8(rung))
-			c.CadenceMs = append(c.CadenceMs, cadence)
-			c.DueMs = append(c.DueMs, due)
-			c.LastOKMs = append(c.LastOKMs, last)
-			c.Fate = append(c.Fate, fate)
-			c.ClassPages[ci]++
-			if fate == FateOK {
-				c.ClassDemand[ci] += 3_600_000 / mean
-			}
+			g.add(classKey(mix, ci, j, sites), false)
 		}
 		c.DemandPerHour += c.ClassDemand[ci]
 	}
+	if err := c.indexHosts(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// pageGen adds pages of one class to a corpus: the class's rungs as policy sees them (the
+// ladder's cadences clamped to the route) and how much of the time a page spends on each.
+type pageGen struct {
+	c       *Corpus
+	ci      int
+	cad     []int64
+	pi      []float64
+	mean    float64
+	depthMs int64
+}
+
+// classGen computes class ci's rungs, records its mean and harmonic cadence, and returns the
+// generator of its pages. sample is any key of the class: the routes only look at its path.
+func (c *Corpus) classGen(pol *policy.Policy, ladder []config.Duration, ci int, sample []byte) *pageGen {
+	cl := c.Mix.Classes[ci]
+	g := &pageGen{c: c, ci: ci, cad: make([]int64, len(ladder)), depthMs: c.Mix.Backlog.Depth.Ms()}
+	for r, d := range ladder {
+		row := policy.Row{Key: sample, EffectiveIntervalMs: d.Ms()}
+		g.cad[r], _ = pol.Cadence(&row)
+	}
+	g.pi = ladderStationary(len(ladder), cl.Visit)
+	rate := 0.0
+	for r := range g.pi {
+		g.mean += g.pi[r] * float64(g.cad[r])
+		rate += g.pi[r] / float64(g.cad[r])
+	}
+	c.ClassMeanCadenceMs[ci] = g.mean
+	c.ClassHarmonicCadenceMs[ci] = 1 / rate
+	return g
+}
+
+// add appends the page key, its fate, source, rung and starting state drawn from the seed and
+// its index. overdue forces the backlog's overdue state (due up to the backlog's depth ago,
+// rendered once before), whatever the draw.
+func (g *pageGen) add(key []byte, overdue bool) {
+	c, mix, seed, startMs := g.c, g.c.Mix, g.c.Seed, g.c.Start
+	cl := mix.Classes[g.ci]
+	id := uint64(len(c.Keys))
+	fate := FateOK
+	switch u := draw(seed, streamFate, id, 0); {
+	case u < mix.Render.Gone:
+		fate = FateGone
+	case u < mix.Render.Gone+mix.Render.Noindex:
+		fate = FateNoindex
+	}
+	rung := len(g.pi)
+	acc, u := 0.0, draw(seed, streamRung, id, 0)
+	for r := range g.pi {
+		if acc += g.pi[r]; u < acc {
+			rung = r + 1
+			break
+		}
+	}
+	cadence := g.cad[rung-1]
+	var due, last int64
+	u, v := draw(seed, streamState, id, 0), draw(seed, streamDue, id, 0)
+	switch {
+	case overdue:
+		due = startMs - int64(v*float64(g.depthMs))
+		last = due - cadence
+	case u < mix.Backlog.NeverRendered:
+		due, last = startMs-int64(v*float64(g.depthMs)), -1
+	case u < mix.Backlog.NeverRendered+mix.Backlog.Overdue:
+		due = startMs - int64(v*float64(g.depthMs))
+		last = due - cadence
+	default:
+		due = startMs + 1 + int64(v*float64(cadence))
+		last = due - cadence
+	}
+	c.Keys = append(c.Keys, key)
+	c.Class = append(c.Class, uint8(g.ci))
+	c.Submitted = append(c.Submitted, draw(seed, streamSource, id, 0) >= cl.Discovered)
+	c.Rung = append(c.Rung, uint8(rung))
+	c.CadenceMs = append(c.CadenceMs, cadence)
+	c.DueMs = append(c.DueMs, due)
+	c.LastOKMs = append(c.LastOKMs, last)
+	c.Fate = append(c.Fate, fate)
+	c.ClassPages[g.ci]++
+	if fate == FateOK {
+		c.ClassDemand[g.ci] += 3_600_000 / g.mean
+	}
+}
+
+// indexHosts fills Hosts and Host from the keys.
+func (c *Corpus) indexHosts() error {
+	seen := map[string]bool{}
+	for _, k := range c.Keys {
+		seen[string(cachekey.Host(k))] = true
+	}
+	if len(seen) > math.MaxUint16+1 {
+		return fmt.Errorf("sim: generate: %d hosts, at most %d", len(seen), math.MaxUint16+1)
+	}
+	c.Hosts = slices.Sorted(maps.Keys(seen))
+	idx := make(map[string]uint16, len(c.Hosts))
+	for i, h := range c.Hosts {
+		idx[h] = uint16(i)
+	}
+	c.Host = make([]uint16, len(c.Keys))
+	for i, k := range c.Keys {
+		c.Host[i] = idx[string(cachekey.Host(k))]
+	}
+	return nil
+}
+
+// HostIndex is the index of host in Hosts, or -1.
+func (c *Corpus) HostIndex(host string) int {
+	i, ok := slices.BinarySearch(c.Hosts, host)
+	if !ok {
+		return -1
+	}
+	return i
 }
 
 // classCounts splits keys between the classes by share, the last class taking the rounding.

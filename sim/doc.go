@@ -45,6 +45,21 @@
 // completion, so a farm that spends every slot on the cadences drains any lag and idles. The
 // report (Report.Model) states the derivation with its numbers.
 //
+// # Hosts
+//
+// Every key has a host (cachekey.Host of "device|https://host/path"), the unit render.hosts
+// limits: the corpus's sites, sN.test (Mix.Sites). A run measures each host as it measures a
+// class — mean and p95 of age at render ÷ TTL, renders, due rows — and the most renders of its
+// pages in flight at one instant, counted by the farm itself (up when it starts a render, down
+// when the render completes), not read back from the host tokens it is checking.
+//
+// BigHost is the politeness scenario: the corpus runs once as it is, then again with one more
+// host whose pages are sized to hold a given share of all due rows (all overdue at the start)
+// and which render.hosts.overrides holds to a few renders in flight. The second run's farm is
+// the first's plus what the big host's slots can render (its limit ÷ the mean latency), so
+// every other host is offered at least what it had; it must then be rendered as late as
+// without the big host (within Tolerance), and the big host never above its limit.
+//
 // # Invariants
 //
 //   - Deterministic: a Result is a pure function of (corpus, options, scenario), and a corpus of

@@ -28,6 +28,9 @@ type Scenario struct {
 	Mode     policy.Mode // the sweep's selection mode
 	Boost    float64     // queue.ready.submitted_boost; 0 = the configuration's
 	Capacity float64     // render capacity as a share of DemandPerHour
+	// PerHour, if positive, is the farm's capacity in renders per hour instead of Capacity ×
+	// DemandPerHour: the host scenarios hold the farm fixed while the corpus changes.
+	PerHour float64
 }
 
 // Policies are the standard policies, in report order: index order (what freshq replaces),
@@ -164,6 +167,8 @@ type Result struct {
 	// P99 and Max are over every ratio of the window; CleanP99 and CleanMax over those that
 	// did not follow a failure.
 	P99, Max, CleanP99, CleanMax float64
+	// Hosts holds one result per corpus host, in Corpus.Hosts order.
+	Hosts []HostResult
 	// F1 is the largest number of rows seen below the floor at a check (after every sweep): 0.
 	F1 int
 	// Series[class][k] is the mean lateness ratio of the class's renders completed in the k-th
@@ -171,6 +176,23 @@ type Result struct {
 	Series      [][]float64
 	SampleEvery time.Duration
 	Warmup      time.Duration
+}
+
+// HostResult is what one host showed. Lateness ratios are as in ClassResult, over the window.
+type HostResult struct {
+	Name string
+	// Pages counts the host's pages that can render; Renders the attempts of its pages
+	// completed in the window.
+	Pages, Renders int
+	// Ratios is how many lateness ratios Mean and P95 are computed over.
+	Ratios    int
+	Mean, P95 float64
+	// MaxInFlight is the most renders of the host's pages in flight at one instant, over the
+	// whole run: counted up when the farm starts a render, down when it completes.
+	MaxInFlight int
+	// MeanDue is the host's due rows (due, not yet rendered; every fate), averaged over the
+	// samples in the window; DueShare is its share of all due rows, averaged the same way.
+	MeanDue, DueShare float64
 }
 
 // Mean is a running mean.
@@ -233,6 +255,12 @@ type run struct {
 	granted     []bool // granted at least once in the window
 	unpinned    []bool // re-filed by the unpin hatch since its last successful render
 	neverAtOpen []bool // due at the window's opening, never rendered and not failing
+
+	// per host
+	hostInFlight []int
+	hostRatios   [][]float64 // in the window
+	hostDueSum   []float64   // Σ over samples of the host's due rows
+	hostShareSum []float64   // Σ over samples of its share of the due rows
 
 	byHash   map[uint64]int32 // shm.KeyHash → page: grants carry the hash, cheaper than the key
 	inflight []job            // a binary heap by (doneMs, seq)
@@ -306,7 +334,7 @@ func RunAll(ctx context.Context, c *Corpus, o Options, scs []Scenario, parallel 
 }
 
 func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
-	if !(sc.Capacity > 0) {
+	if !(sc.Capacity > 0) && !(sc.PerHour > 0) {
 		return nil, fmt.Errorf("capacity must be positive, got %v", sc.Capacity)
 	}
 	pol, err := policyFor(opts.Config, c.Mix, sc.Boost)
@@ -385,8 +413,18 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		r.counts[k] = make([]int, periods)
 	}
 	r.staleSum = make([]float64, nClasses)
-	r.res = &Result{Scenario: sc, CapacityPerHour: sc.Capacity * c.DemandPerHour,
+	nh := len(c.Hosts)
+	r.hostInFlight, r.hostRatios = make([]int, nh), make([][]float64, nh)
+	r.hostDueSum, r.hostShareSum = make([]float64, nh), make([]float64, nh)
+	perHour := sc.Capacity * c.DemandPerHour
+	if sc.PerHour > 0 {
+		perHour = sc.PerHour
+	}
+	r.res = &Result{Scenario: sc, CapacityPerHour: perHour, Hosts: make([]HostResult, nh),
 		SampleEvery: opts.SampleEvery, Warmup: opts.Warmup, Classes: make([]ClassResult, nClasses)}
+	for h, name := range c.Hosts {
+		r.res.Hosts[h].Name = name
+	}
 	return r, nil
 }
 
@@ -542,6 +580,9 @@ func (r *run) claim(ctx context.Context, n, u int) error {
 			r.granted[id] = true
 		}
 		r.attempts[id]++
+		h := r.c.Host[id]
+		r.hostInFlight[h]++
+		r.res.Hosts[h].MaxInFlight = max(r.res.Hosts[h].MaxInFlight, r.hostInFlight[h])
 		lat, o := r.attempt(id, r.attempts[id])
 		r.push(job{doneMs: r.nowMs + lat, id: id, attempt: r.attempts[id], outcome: o, lease: j.Lease})
 	}
@@ -599,11 +640,14 @@ func (r *run) complete(j job) error {
 		return fmt.Errorf("result of %q: %w", r.c.Keys[i], err)
 	}
 	r.seg.Leases().Release(j.lease, now, r.cfg.Queue.ReleaseGrace.Ms())
+	h := r.c.Host[i]
+	r.hostInFlight[h]--
 	r.rung[i], r.failCount[i], r.failClass[i], r.failFirst[i] = d.DemandRung, d.FailCount, d.FailClass, d.FailFirstMs
 	r.never[i] = d.NeverRendered
 
 	route, source := r.classesOf(i)
 	if inWindow {
+		r.res.Hosts[h].Renders++
 		r.res.Classes[route].Renders++
 		r.res.Classes[source].Renders++
 		switch d.Class {
@@ -627,6 +671,9 @@ func (r *run) complete(j job) error {
 			if inWindow {
 				r.ratios[cl] = append(r.ratios[cl], ratio)
 			}
+		}
+		if inWindow {
+			r.hostRatios[h] = append(r.hostRatios[h], ratio)
 		}
 		if inWindow {
 			if st.FailCount > 0 {
@@ -664,7 +711,13 @@ func (r *run) sample() {
 	nc := len(r.ratios)
 	due := make([]int, nc)
 	pages := make([]int, nc)
+	hostDue := make([]int, len(r.c.Hosts))
+	allDue := 0
 	for i := range r.c.Len() {
+		if r.ds.DueAt(int32(i)) <= r.nowMs {
+			hostDue[r.c.Host[i]]++
+			allDue++
+		}
 		if r.c.Fate[i] != FateOK {
 			continue
 		}
@@ -679,6 +732,12 @@ func (r *run) sample() {
 	for k := range nc {
 		if pages[k] > 0 {
 			r.staleSum[k] += float64(due[k]) / float64(pages[k])
+		}
+	}
+	for h, n := range hostDue {
+		r.hostDueSum[h] += float64(n)
+		if allDue > 0 {
+			r.hostShareSum[h] += float64(n) / float64(allDue)
 		}
 	}
 	r.samples++
@@ -736,6 +795,7 @@ func (r *run) finish() *Result {
 			cr.Stale = r.staleSum[k] / float64(r.samples)
 		}
 	}
+	r.finishHosts()
 	var every []float64
 	for k := range len(r.c.Mix.Classes) {
 		every = append(every, r.ratios[k]...)
@@ -765,6 +825,34 @@ func (r *run) finish() *Result {
 	r.ratios, r.clean = nil, nil
 	runtime.KeepAlive(r.seg)
 	return res
+}
+
+// finishHosts fills the per-host results.
+func (r *run) finishHosts() {
+	for i := range r.c.Len() {
+		if r.c.Fate[i] == FateOK {
+			r.res.Hosts[r.c.Host[i]].Pages++
+		}
+	}
+	for h := range r.res.Hosts {
+		hr := &r.res.Hosts[h]
+		rs := r.hostRatios[h]
+		hr.Ratios = len(rs)
+		if len(rs) > 0 {
+			slices.Sort(rs)
+			sum := 0.0
+			for _, v := range rs {
+				sum += v
+			}
+			hr.Mean = sum / float64(len(rs))
+			hr.P95 = percentile(rs, 0.95)
+		}
+		if r.samples > 0 {
+			hr.MeanDue = r.hostDueSum[h] / float64(r.samples)
+			hr.DueShare = r.hostShareSum[h] / float64(r.samples)
+		}
+	}
+	r.hostRatios = nil
 }
 
 // percentile is the nearest-rank q-quantile of sorted, non-empty values.

@@ -27,6 +27,9 @@ func DefaultMixYAML() []byte { return append([]byte(nil), defaultMixYAML...) }
 type Mix struct {
 	Keys    int      `yaml:"keys"`    // corpus size when the runner is not given one
 	Devices []string `yaml:"devices"` // each page exists once per device
+	// Sites is the least number of hosts (sN.test) the pages are spread over; there are at
+	// least as many as an exact route (the home page) has pages per device. 0: that many.
+	Sites   int      `yaml:"sites"`
 	Classes []Class  `yaml:"classes"` // in route order: the first matching route wins
 	Backlog Backlog  `yaml:"backlog"`
 	Render  Outcomes `yaml:"render"`
@@ -67,6 +70,9 @@ type Outcomes struct {
 	// queue is asked, so the corpus gets (1 − Unscheduled) of the capacity.
 	Unscheduled float64 `yaml:"unscheduled"`
 }
+
+// MaxSites bounds Mix.Sites: the simulator measures every host.
+const MaxSites = 10_000
 
 // DefaultMix returns the default mix.
 func DefaultMix() *Mix {
@@ -111,6 +117,8 @@ func (m *Mix) Validate() error {
 	switch {
 	case m.Keys < 1:
 		return bad("keys must be positive, got %d", m.Keys)
+	case m.Sites < 0 || m.Sites > MaxSites:
+		return bad("sites must be 0..%d, got %d", MaxSites, m.Sites)
 	case len(m.Devices) == 0:
 		return bad("devices: at least one device")
 	case len(m.Classes) == 0:
