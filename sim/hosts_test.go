@@ -3,10 +3,12 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
 )
 
 func TestCorpusHosts(t *testing.T) {
@@ -58,5 +60,51 @@ func TestMixSitesIsChecked(t *testing.T) {
 	m, err := ParseMix(append(DefaultMixYAML(), "\nsites: 7\n"...))
 	if err != nil || m.Sites != 7 {
 		t.Fatalf("sites: 7: %v, %+v", err, m)
+	}
+}
+
+// fakeBigHost is a politeness result built by hand: two other hosts, each 5 % later with the
+// big host than without, and the big host at its limit with 92 % of the due rows.
+func fakeBigHost() *BigHostResult {
+	b := &BigHostResult{BigHost: BigHost{Host: "big.test", DueShare: 0.9, Limit: 2,
+		Scenario: Scenario{Name: "ready+lanes", Mode: policy.ModeLanes, Capacity: 1}},
+		Keys: 900, AddedPerHour: 1000, Slots: 10,
+		Without: &Result{CapacityPerHour: 100}, With: &Result{CapacityPerHour: 1100}}
+	for _, n := range []string{"s0.test", "s1.test"} {
+		b.Without.Hosts = append(b.Without.Hosts, HostResult{Name: n, Pages: 50, Renders: 100, Ratios: 90, Mean: 1.2, P95: 1.4, MaxInFlight: 3})
+	}
+	b.With.Hosts = []HostResult{
+		{Name: "big.test", Pages: 900, Renders: 500, Ratios: 480, Mean: 3, P95: 4, MaxInFlight: 2, DueShare: 0.92},
+		{Name: "s0.test", Pages: 50, Renders: 100, Ratios: 90, Mean: 1.26, P95: 1.5, MaxInFlight: 3},
+		{Name: "s1.test", Pages: 50, Renders: 100, Ratios: 90, Mean: 1.26, P95: 1.5, MaxInFlight: 3},
+	}
+	return b
+}
+
+func TestBigHostViolations(t *testing.T) {
+	b := fakeBigHost()
+	if v := b.Violations(); len(v) != 0 {
+		t.Fatalf("violations of a result that keeps the promises: %q", v)
+	}
+	rep := &Report{Corpus: corpus(t), Options: testOptions(), BigHost: b}
+	if sec := rep.HostsSection(); !strings.Contains(sec, "**The promises hold**") ||
+		!strings.Contains(sec, "| s0.test | 50 | 100 | 1.20× | 1.40× | 100 | 1.26× | 1.50× | +5.0 % | 3 |") ||
+		!strings.Contains(sec, "| **big.test** | 900 |") || !strings.Contains(sec, "**92.0 %**") {
+		t.Errorf("section:\n%s", sec)
+	}
+	b.With.Hosts[0].MaxInFlight = 3       // above the limit
+	b.With.Hosts[0].DueShare = 0.85       // not the share the scenario is about
+	b.With.Hosts[2].Mean = 1.2*1.1 + 0.01 // s1 just over 10 % later
+	b.With.Hosts[1].Ratios = 0            // s0 not measured at all
+	v := strings.Join(b.Violations(), "\n")
+	for _, want := range []string{"big.test had 3 renders in flight, above its limit 2", "held 85.0 %",
+		"s1.test: mean lateness 1.33× with big.test against 1.20× without (+10.8 %)", "s0.test: no lateness to compare"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("violations lack %q:\n%s", want, v)
+		}
+	}
+	rep.BigHost = b
+	if sec := rep.HostsSection(); !strings.Contains(sec, "**The promises do not hold**") || !strings.Contains(sec, "above its limit 2") {
+		t.Errorf("section:\n%s", sec)
 	}
 }

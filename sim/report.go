@@ -21,6 +21,8 @@ type Report struct {
 	Options Options
 	Results []*Result // capacity-major, as StandardScenarios orders them
 	Charts  []Chart   // written beside the report
+	// BigHost, if set, is the politeness scenario's result (HostsSection).
+	BigHost *BigHostResult
 }
 
 // The scheduling goal for `ready` with boost 1: within 10 % of the physical limit for every
@@ -622,6 +624,7 @@ func (r *Report) Markdown() []byte {
 	w("## What the machinery did\n\n")
 	w("Sweeps over the whole run; due rows per sweep in the window; grants by source over the whole run (`index` is the floored-scan fallback, taken when the ready set is exhausted between sweeps); *stale grants* were ready entries whose row had been refiled since the publish; *unpins* are the sweep's unpin hatch filing the floor's head row forward to now (it had held the floor for `unpin_after`); attempts in the window by outcome class.\n\n")
 	w("%s\n", r.Diagnostics())
+	w("%s", r.HostsSection())
 	w("## Limits of the model\n\n")
 	w("- One node, one render farm paced at exactly the capacity; no worker crashes, so leases always end in a result (never by expiry), and no operator rushes (the urgent lane is empty).\n")
 	w("- Visits are drawn per render with a fixed probability (see the mix): demand does not rise with lateness, so the ladder's demand is the same under every policy.\n")

@@ -56,6 +56,11 @@ func run() error {
 		parallel   = flag.Int("parallel", runtime.NumCPU(), "scenarios run at once (results do not depend on it)")
 		policies   = flag.String("policies", "", "comma-separated policy names to run (default: all)")
 		capacities = flag.String("capacities", "", "comma-separated capacities, e.g. 1,0.5 (default: 1,0.75,0.5)")
+		bigHost    = flag.String("bighost", "big.test", "the politeness scenario's big host (empty: no such scenario)")
+		bigShare   = flag.Float64("bighost-share", 0.9, "the share of the due rows the big host holds")
+		bigLimit   = flag.Int("bighost-limit", 2, "the big host's renders in flight at most (render.hosts.overrides)")
+		bigPolicy  = flag.String("bighost-policy", "ready+lanes", "the policy the politeness scenario runs")
+		bigCap     = flag.Float64("bighost-capacity", 1, "the politeness scenario's capacity, a share of the other hosts' demand")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -113,12 +118,34 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "simreport: %d scenarios, %d keys, %d at a time, %s warm-up + %s window\n",
 		len(scs), corpus.Len(), *parallel, *warmup, *window)
+	// The politeness scenario runs beside the standard ones: its two runs are sequential.
+	var (
+		big    *sim.BigHostResult
+		bigErr error
+		bigWG  sync.WaitGroup
+	)
+	if *bigHost != "" {
+		b, err := bigHostScenario(*bigHost, *bigShare, *bigLimit, *bigPolicy, *bigCap)
+		if err != nil {
+			return err
+		}
+		bigWG.Go(func() {
+			big, bigErr = sim.RunBigHost(ctx, corpus, opts, b)
+			if bigErr == nil {
+				fmt.Fprintf(os.Stderr, "simreport: politeness scenario done after %s\n", time.Since(began).Round(time.Second))
+			}
+		})
+	}
 	results, err := sim.RunAll(ctx, corpus, opts, scs, *parallel)
+	bigWG.Wait()
 	if err != nil {
 		return err
 	}
+	if bigErr != nil {
+		return bigErr
+	}
 	rep := &sim.Report{Command: "go run ./sim/simreport " + strings.Join(os.Args[1:], " "), Seed: *seed,
-		MixName: mixName, Corpus: corpus, Options: opts, Results: results}
+		MixName: mixName, Corpus: corpus, Options: opts, Results: results, BigHost: big}
 	if *out == "-" {
 		fmt.Print(rep.Table())
 	} else {
@@ -171,4 +198,15 @@ func scenarios(policies, capacities string) ([]sim.Scenario, error) {
 		return nil, errors.New("no scenario matches -policies and -capacities")
 	}
 	return out, nil
+}
+
+// bigHostScenario is the politeness scenario the flags describe.
+func bigHostScenario(host string, share float64, limit int, policy string, capacity float64) (sim.BigHost, error) {
+	for _, p := range sim.Policies() {
+		if p.Name == policy {
+			p.Capacity = capacity
+			return sim.BigHost{Host: host, DueShare: share, Limit: limit, Scenario: p}, nil
+		}
+	}
+	return sim.BigHost{}, fmt.Errorf("-bighost-policy %q: not a policy", policy)
 }

@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+)
+
+// HostsSection renders the politeness scenario's section of the report: every host's lateness
+// without and with the big host, the big host's share of the due rows and its renders in
+// flight, and whether the scenario's promises hold.
+func (r *Report) HostsSection() string {
+	b := r.BigHost
+	if b == nil {
+		return ""
+	}
+	var out bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&out, format, args...) }
+	big := b.Big()
+	window := r.Options.Window.Hours()
+	w("## Politeness: one host with most of the due rows\n\n")
+	w("The scenario of issue 18: one host, `%s`, holds %.0f %% of the due rows and `render.hosts.overrides` limits it to **%d** renders in flight; every other host must be rendered as late as in the same run without it (within %.0f %%), and `%s` must never have more than %d renders in flight. ",
+		b.Host, 100*b.DueShare, b.Limit, 100*Tolerance, b.Host, b.Limit)
+	w("It runs `%s` at %s of the corpus's demand twice, on the corpus above (%s), then with %s pages of `%s` added (%s pages, all overdue at the start: a host with a backlog), sized from the first run so that they are %.0f %% of the due rows. ",
+		b.Scenario.Name, pct(b.Scenario.Capacity), plural(len(b.Without.Hosts), "host"), thousands(b.Keys), b.Host,
+		r.Corpus.Mix.Classes[bulkClass(r.Corpus.Mix)].Name, 100*b.DueShare)
+	w("A render takes %.1f s on average, so %d renders in flight are at most %s renders an hour: the second run's farm is the first's (%s renders/h) plus that many, %d render slots in all as the sweep is told them (`render.concurrency` %d on one render worker). The other hosts are so offered at least their slots of the first run; what the scenario tests is whether they get them — whether the big host's rows, ranked first by their lateness, fill the ready set or hold up the claim path — and whether the limit holds. Lateness is age at render ÷ TTL over the window, per host.\n\n",
+		meanLatencyMs(r.Corpus.Mix)/1000, b.Limit, thousands(int(math.Round(b.AddedPerHour))), thousands(int(math.Round(b.Without.CapacityPerHour))),
+		b.Slots, b.Slots)
+	w("| host | pages | renders without | mean | p95 | renders with | mean | p95 | mean, change | most in flight |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, h := range b.With.Hosts {
+		if h.Name == b.Host {
+			continue
+		}
+		wo := hostNamed(b.Without, h.Name)
+		change := "—"
+		if wo.Ratios > 0 && h.Ratios > 0 {
+			change = fmt.Sprintf("%+.1f %%", 100*(h.Mean/wo.Mean-1))
+		}
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", h.Name, thousands(h.Pages),
+			thousands(wo.Renders), ratio(wo.Mean, wo.Ratios), ratio(wo.P95, wo.Ratios),
+			thousands(h.Renders), ratio(h.Mean, h.Ratios), ratio(h.P95, h.Ratios), change, h.MaxInFlight)
+	}
+	w("| **%s** | %s | — | — | — | %s | %s | %s | — | **%d** (limit %d) |\n\n", b.Host, thousands(big.Pages),
+		thousands(big.Renders), ratio(big.Mean, big.Ratios), ratio(big.P95, big.Ratios), big.MaxInFlight, b.Limit)
+	w("- `%s` held **%.1f %%** of the due rows (mean of the hourly samples in the window) and rendered %s pages an hour (the farm's added %s an hour are what %d slots could render with no wait between renders).\n",
+		b.Host, 100*big.DueShare, thousands(int(math.Round(float64(big.Renders)/window))), thousands(int(math.Round(b.AddedPerHour))), b.Limit)
+	wr, ww := 0, 0
+	for _, h := range b.Without.Hosts {
+		wr += h.Renders
+		ww += hostNamed(b.With, h.Name).Renders
+	}
+	w("- The other hosts had %s renders in the window without `%s` and %s with it.\n", thousands(wr), b.Host, thousands(ww))
+	if v := b.Violations(); len(v) == 0 {
+		w("- **The promises hold**: `%s` never had more than %d renders in flight, and every other host's mean lateness is within %.0f %% of its figure without it.\n\n",
+			b.Host, b.Limit, 100*Tolerance)
+	} else {
+		w("- **The promises do not hold**:\n")
+		for _, s := range v {
+			w("  - %s\n", s)
+		}
+		w("\n")
+	}
+	return out.String()
+}
+
+// plural is "1 host", "6 hosts".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return thousands(n) + " " + what + "s"
+}
