@@ -138,7 +138,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	})
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
 	kick := make(chan struct{}, 1)
-	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs, Granted: grantHook(grants)},
+	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
 		ready: e.seg.Ready(), kick: kick}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
