@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -169,6 +170,12 @@ type Result struct {
 	P99, Max, CleanP99, CleanMax float64
 	// Hosts holds one result per corpus host, in Corpus.Hosts order.
 	Hosts []HostResult
+	// HostRefused counts, over the whole run, the ready entries taken and the index rows passed
+	// over because their host was at its limit (shm.CounterRenderRefusedHost); Queued the claims
+	// the index fallback answered with claim.ErrQueuedBehindLeases, which leave their slots idle
+	// as a render worker does (it claims again at its next turn).
+	HostRefused uint64
+	Queued      int
 	// F1 is the largest number of rows seen below the floor at a check (after every sweep): 0.
 	F1 int
 	// Series[class][k] is the mean lateness ratio of the class's renders completed in the k-th
@@ -226,20 +233,22 @@ type job struct {
 	attempt uint32
 	outcome outcome.Outcome
 	lease   shm.Lease
+	host    claim.Job // carries only the job's host slot (HostToken), given back when the render ends
 }
 
 // run is one scenario's state.
 type run struct {
-	c     *Corpus
-	opts  Options
-	sc    Scenario
-	pol   *policy.Policy
-	cfg   *config.Config
-	seg   *shm.Segment
-	ds    *DueSet
-	sw    *sweep.Sweeper
-	cl    *claim.Claimer
-	nowMs int64
+	c       *Corpus
+	opts    Options
+	sc      Scenario
+	pol     *policy.Policy
+	cfg     *config.Config
+	seg     *shm.Segment
+	ds      *DueSet
+	sw      *sweep.Sweeper
+	cl      *claim.Claimer
+	claimer *shm.Worker // the claiming worker's counters
+	nowMs   int64
 
 	// per page
 	rung        []uint8
@@ -399,7 +408,8 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Now: now,
 		Log: zerolog.Nop(), Mode: sc.Mode})
 	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Policy: polFn, Now: now, Holder: 1,
-		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Now: now}})
+		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Now: now, Worker: w1}})
+	r.claimer = w1
 
 	r.windowStart = c.Start + opts.Warmup.Milliseconds()
 	r.end = r.windowStart + opts.Window.Milliseconds()
@@ -553,6 +563,10 @@ func (r *run) claim(ctx context.Context, n, u int) error {
 		return nil
 	}
 	jobs, err := r.cl.Claim(ctx, n)
+	if errors.Is(err, claim.ErrQueuedBehindLeases) {
+		r.res.Queued++
+		err = nil
+	}
 	if err != nil {
 		return err
 	}
@@ -584,7 +598,8 @@ func (r *run) claim(ctx context.Context, n, u int) error {
 		r.hostInFlight[h]++
 		r.res.Hosts[h].MaxInFlight = max(r.res.Hosts[h].MaxInFlight, r.hostInFlight[h])
 		lat, o := r.attempt(id, r.attempts[id])
-		r.push(job{doneMs: r.nowMs + lat, id: id, attempt: r.attempts[id], outcome: o, lease: j.Lease})
+		r.push(job{doneMs: r.nowMs + lat, id: id, attempt: r.attempts[id], outcome: o, lease: j.Lease,
+			host: claim.Job{HostToken: j.HostToken}})
 	}
 	return nil
 }
@@ -617,11 +632,14 @@ func (r *run) attempt(id int32, n uint32) (latencyMs int64, o outcome.Outcome) {
 	return lat, outcome.OK
 }
 
-// complete applies a finished attempt the way worker 0 applies a result: policy decides the
-// row's next due time, cadence, rung and lanes; the row is filed through the due set's funnel;
-// the lease is released.
+// complete applies a finished attempt the way worker 0 applies a result: the host's slot is
+// given back; policy decides the row's next due time, cadence, rung and lanes; the row is
+// filed through the due set's funnel; the lease is released.
 func (r *run) complete(j job) error {
 	id, now := j.id, r.nowMs
+	// The host's slot first, as a render worker gives it back when the render ends, before its
+	// result is delivered.
+	j.host.ReleaseHost(r.seg.Leases(), now)
 	i := int(id) // due-set ids are the corpus order: loaded in order, never reused
 	inWindow := r.opened
 	visited := draw(r.c.Seed, streamVisit, uint64(id), uint64(j.attempt)) < r.c.Mix.Classes[r.c.Class[i]].Visit
@@ -796,6 +814,7 @@ func (r *run) finish() *Result {
 		}
 	}
 	r.finishHosts()
+	res.HostRefused = r.claimer.Load(shm.CounterRenderRefusedHost)
 	var every []float64
 	for k := range len(r.c.Mix.Classes) {
 		every = append(every, r.ratios[k]...)

@@ -52,6 +52,8 @@ func (r *Report) HostsSection() string {
 		ww += hostNamed(b.With, h.Name).Renders
 	}
 	w("- The other hosts had %s renders in the window without `%s` and %s with it.\n", thousands(wr), b.Host, thousands(ww))
+	w("- Over the run with `%s`, %s ready entries and index rows were refused for their host (`freshq_render_refused_total{cause=\"host\"}`), and %s claims found the index's due rows queued behind leased ones (their slots stay idle, as a render worker's do until its next claim); %s and %s without it.\n",
+		b.Host, thousands(int(b.With.HostRefused)), thousands(b.With.Queued), thousands(int(b.Without.HostRefused)), thousands(b.Without.Queued))
 	if v := b.Violations(); len(v) == 0 {
 		w("- **The promises hold**: `%s` never had more than %d renders in flight, and every other host's mean lateness is within %.0f %% of its figure without it.\n\n",
 			b.Host, b.Limit, 100*Tolerance)

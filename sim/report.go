@@ -631,6 +631,9 @@ func (r *Report) Markdown() []byte {
 	w("- The corpus is fixed: no pages are added or deleted during the run.\n")
 	w("- The unscheduled work (the mix's `render.unscheduled`) is a share of every claim's slots, given away before the queue is asked: it never waits in the queue, and no policy decides about it. Production's figures pin its size, not its kind. Work that queued instead — as crawler-found pages in the cold or discovered lane, say — would be served at its arrival rate in steady state by every policy that does not starve its lane, which leaves the corpus the same slots; `strict` could starve it, and would then have more slots for the corpus than it has here.\n")
 	w("- Latency does not consume capacity: the farm starts renders at the capacity rate, and a slow render delays only its own page.\n")
+	if r.BigHost != nil {
+		w("- Hosts answer every render the same way: none asks for a pause (429, 503 with Retry-After) and none fails more under load, so no pause and no AIMD step happens and every host's limit is its configured one (the shared host table stays empty). The politeness scenario tests the limit itself, and how the sweep and the claim path treat a host at it.\n")
+	}
 	return b.Bytes()
 }
 
