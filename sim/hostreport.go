@@ -21,6 +21,8 @@ func (r *Report) HostsSection() string {
 	w("## Politeness: one host with most of the due rows\n\n")
 	w("The scenario of issue 18: one host, `%s`, holds %.0f %% of the due rows and `render.hosts.overrides` limits it to **%d** renders in flight; every other host must be rendered as late as in the same run without it (within %.0f %%), and `%s` must never have more than %d renders in flight. ",
 		b.Host, 100*b.DueShare, b.Limit, 100*Tolerance, b.Host, b.Limit)
+	w("`sim/simreport` runs it unless `-bighost ''` (flags `-bighost %s -bighost-share %g -bighost-limit %d -bighost-policy %s -bighost-capacity %g`); `go test ./sim -run TestBigHostScenario` checks the same promises on a small corpus. ",
+		b.Host, b.DueShare, b.Limit, b.Scenario.Name, b.Scenario.Capacity)
 	w("It runs `%s` at %s of the corpus's demand twice, on the corpus above (%s), then with %s pages of `%s` added (%s pages, all overdue at the start: a host with a backlog), sized from the first run so that they are %.0f %% of the due rows. ",
 		b.Scenario.Name, pct(b.Scenario.Capacity), plural(len(b.Without.Hosts), "host"), thousands(b.Keys), b.Host,
 		r.Corpus.Mix.Classes[bulkClass(r.Corpus.Mix)].Name, 100*b.DueShare)
