@@ -46,8 +46,13 @@ func (r *Report) HostsSection() string {
 	}
 	w("| **%s** | %s | — | — | — | %s | %s | %s | — | **%d** (limit %d) |\n\n", b.Host, thousands(big.Pages),
 		thousands(big.Renders), ratio(big.Mean, big.Ratios), ratio(big.P95, big.Ratios), big.MaxInFlight, b.Limit)
-	w("- `%s` held **%.1f %%** of the due rows (mean of the hourly samples in the window) and rendered %s pages an hour (the farm's added %s an hour are what %d slots could render with no wait between renders).\n",
-		b.Host, 100*big.DueShare, thousands(int(math.Round(float64(big.Renders)/window))), thousands(int(math.Round(b.AddedPerHour))), b.Limit)
+	rate := float64(big.Renders) / window
+	w("- `%s` held **%.1f %%** of the due rows (mean of the hourly samples in the window) and rendered %s pages an hour: **%.0f %%** of the %s an hour its %d slots could render with no wait between renders (the farm's addition for it).",
+		b.Host, 100*big.DueShare, thousands(int(math.Round(rate))), 100*rate/b.AddedPerHour, thousands(int(math.Round(b.AddedPerHour))), b.Limit)
+	if rate < b.AddedPerHour/2 {
+		w(" It is held far below its limit, not at it: a take refused for the host consumes the ready entry it took (claim.Claimer), so the host's entries in a set are spent by the claims that meet them while its slots are busy, and its rows then wait for the next sweep or an index scan while the other hosts take the slots it leaves.")
+	}
+	w("\n")
 	wr, ww := 0, 0
 	for _, h := range b.Without.Hosts {
 		wr += h.Renders
