@@ -21,10 +21,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"99999999999999999999999999999999", MaxRetryAfter, true}, // would overflow int64 and Duration
 		{"9223372036854775808", MaxRetryAfter, true},              // 2^63: wraps to a negative int64
 		{"18446744073709551616", MaxRetryAfter, true},             // 2^64: wraps to 0
-		{"Tue, 01 Dec 2026 12:00:30 GMT", 30 * time.Second, true},  // IMF-fixdate
-		{"Tuesday, 01-Dec-26 12:01:00 GMT", time.Minute, true},     // RFC 850
-		{"Tue Dec  1 12:00:05 2026", 5 * time.Second, true},        // asctime
-		{"Tue, 01 Dec 2026 11:00:00 GMT", 0, true},                 // passed: no wait
+		{"Tue, 01 Dec 2026 12:00:30 GMT", 30 * time.Second, true}, // IMF-fixdate
+		{"Tuesday, 01-Dec-26 12:01:00 GMT", time.Minute, true},    // RFC 850
+		{"Tue Dec  1 12:00:05 2026", 5 * time.Second, true},       // asctime
+		{"Tue, 01 Dec 2026 11:00:00 GMT", 0, true},                // passed: no wait
 		{"Fri, 31 Dec 9999 23:59:59 GMT", MaxRetryAfter, true},
 		{"", 0, false},
 		{"   ", 0, false},
