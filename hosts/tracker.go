@@ -1,0 +1,79 @@
+package hosts
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+)
+
+// Tracker runs Step for each result worker 0 applies, on the shared host table. It is the
+// table's one writer: worker 0 holds the only Tracker, and calls Observe from one goroutine at
+// a time per host (the Applier holds the key's lock; shm.Hosts serialises its writes besides).
+type Tracker struct {
+	Seg    *shm.Segment
+	Policy func() *policy.Policy // render.hosts is read at each Observe, so a reload applies at once
+	Log    zerolog.Logger
+}
+
+// Observe feeds one result of the row key to its host's state: it reads the host of the key,
+// Loads its state, Steps, and Stores the state reached, or Deletes it when it is the host's
+// defaults. A change a human would want to know of is logged, one line: "host paused" (a
+// refusal), "host throttled" (the limit moved and is below the maximum), "host restored" (back
+// at its defaults), with the fields host, cause, status, limit and paused_until. A key without
+// a host changes nothing. It returns whether the result was a refusal (Refusal).
+func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map[string]string, now int64) (refused bool) {
+	refused = Refusal(o, status, headers)
+	host := cachekey.Host(key)
+	if len(host) == 0 {
+		return refused
+	}
+	cfg := t.Policy().Config().Render.Hosts
+	maxInFlight := Clamp(cfg.Max(host))
+	table := t.Seg.Hosts()
+	h := shm.HostHash(host)
+	cur, found := table.Load(h)
+	next, keep := Step(cur, found, Observation{Outcome: o, Status: status, Headers: headers}, cfg, maxInFlight, now)
+	next.Host, next.Hash = string(host), h
+	switch {
+	case keep && (!found || next != cur):
+		table.Store(next)
+	case !keep && found:
+		table.Delete(h)
+	}
+	t.logChange(cur, found, next, keep, maxInFlight, now)
+	return refused
+}
+
+// logChange logs the change from cur to next, if it is one an operator sees: a new or longer
+// pause, a new limit, or the way back to the defaults.
+func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, keep bool, maxInFlight int, now int64) {
+	if !found {
+		cur = shm.HostState{}
+	}
+	if !keep {
+		next = shm.HostState{Host: next.Host}
+	}
+	was, _ := cur.Allowance(maxInFlight, now)
+	limit, paused := next.Allowance(maxInFlight, now)
+	var msg string
+	switch {
+	case paused && next.PausedUntilMs != cur.PausedUntilMs:
+		msg = "host paused"
+	case limit != was && limit < maxInFlight:
+		msg = "host throttled"
+	case (cur.PausedUntilMs != 0 || cur.Limit != 0) && next.PausedUntilMs == 0 && next.Limit == 0:
+		msg = "host restored"
+	default:
+		return
+	}
+	e := t.Log.Info().Str("host", next.Host).Str("cause", next.Cause.String()).Int("status", int(next.Status)).Int("limit", limit)
+	if paused {
+		e = e.Time("paused_until", time.UnixMilli(next.PausedUntilMs).UTC())
+	}
+	e.Msg(msg)
+}
