@@ -49,6 +49,9 @@ func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map
 	return refused
 }
 
+// pausedUntilFormat is RFC 3339 to the millisecond, the resolution of a pause.
+const pausedUntilFormat = "2006-01-02T15:04:05.000Z07:00"
+
 // logChange logs the change from cur to next, if it is one an operator sees: a new or longer
 // pause, a new limit, or the way back to the defaults.
 func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, keep bool, maxInFlight int, now int64) {
@@ -73,7 +76,7 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	}
 	e := t.Log.Info().Str("host", next.Host).Str("cause", next.Cause.String()).Int("status", int(next.Status)).Int("limit", limit)
 	if paused {
-		e = e.Time("paused_until", time.UnixMilli(next.PausedUntilMs).UTC())
+		e = e.Str("paused_until", time.UnixMilli(next.PausedUntilMs).UTC().Format(pausedUntilFormat))
 	}
 	e.Msg(msg)
 }

@@ -92,7 +92,7 @@ func TestTrackerPausesThrottlesAndRestores(t *testing.T) {
 		t.Fatal("still paused when Retry-After has passed")
 	}
 	wantLog(t, buf, "host paused", map[string]any{"host": "shop.test", "cause": "retry_after", "status": 429.0, "limit": 4.0,
-		"paused_until": "2027-01-15T08:00:02Z"})
+		"paused_until": "2027-01-15T08:00:02.000Z"})
 
 	// After the pause: errors. The first is the host's first result since its pause passed, so
 	// it says the host is restored; the second changes nothing an operator sees.
@@ -163,4 +163,19 @@ func TestTrackerDeletesAPassedPause(t *testing.T) {
 		t.Fatalf("still in the table: %+v", st)
 	}
 	wantLog(t, buf, "host restored", map[string]any{"host": "a.test"})
+}
+
+// A longer Retry-After during a pause extends it, which is logged; a shorter one changes
+// nothing, and is not.
+func TestTrackerLogsAnExtendedPauseOnly(t *testing.T) {
+	tr, buf := newTracker(t, "")
+	key := []byte("desktop|https://a.test/")
+	tr.Observe(key, outcome.ServerError, 429, map[string]string{"retry-after": "10"}, t0)
+	wantLog(t, buf, "host paused", nil)
+	tr.Observe(key, outcome.ServerError, 429, map[string]string{"retry-after": "5"}, t0+1)
+	if buf.Len() != 0 {
+		t.Fatalf("a shorter Retry-After logged: %s", buf)
+	}
+	tr.Observe(key, outcome.ServerError, 503, map[string]string{"retry-after": "60"}, t0+2)
+	wantLog(t, buf, "host paused", map[string]any{"status": 503.0, "paused_until": "2027-01-15T08:01:00.002Z"})
 }
