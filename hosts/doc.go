@@ -10,8 +10,9 @@
 // Invariants:
 //   - A host not in the table is at its defaults: not paused, its configured maximum in flight
 //     (render.hosts.max_concurrency or its override). Step returns keep=false exactly when the
-//     state it reached is that (no pause ahead, the limit at the maximum, no error streak), so the
-//     table only ever holds hosts that differ from their defaults.
+//     state it reached is that (no pause ahead, the limit at the maximum, no error streak). The
+//     table holds only hosts paused or throttled; a host that differs from its defaults by an
+//     error streak alone is kept in the Tracker's memory.
 //   - A refusal (Refusal: a 429, or a 503 with a valid Retry-After) pauses the host for the
 //     delay it asks, at least MinPause and at most render.hosts.max_pause; a pause is never
 //     shortened by a later answer, and a success does not end it early. A 429 without a

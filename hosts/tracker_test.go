@@ -3,6 +3,8 @@ package hosts
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -178,4 +180,65 @@ func TestTrackerLogsAnExtendedPauseOnly(t *testing.T) {
 	}
 	tr.Observe(key, outcome.ServerError, 503, map[string]string{"retry-after": "60"}, t0+2)
 	wantLog(t, buf, "host paused", map[string]any{"status": 503.0, "paused_until": "2027-01-15T08:01:00.002Z"})
+}
+
+// An error streak short of halve_after stays out of the shared table (it could evict a host
+// the farm must hold back), yet counts: the third 500 halves the limit, and a success forgets
+// a streak.
+func TestTrackerKeepsErrorStreaksOutOfTheTable(t *testing.T) {
+	tr, _ := newTracker(t, "")
+	key := []byte("desktop|https://a.test/")
+	for i := range 2 {
+		tr.Observe(key, outcome.ServerError, 500, nil, t0+int64(i))
+		if n := len(tr.Seg.Hosts().Snapshot()); n != 0 {
+			t.Fatalf("after %d errors: %d hosts in the table, want 0", i+1, n)
+		}
+	}
+	tr.Observe(key, outcome.ServerError, 502, nil, t0+2)
+	if st, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("a.test"))); !ok || st.Limit != 2 || st.ErrStreak != 0 {
+		t.Fatalf("after three errors: %+v %v, want limit 2", st, ok)
+	}
+	other := []byte("desktop|https://b.test/")
+	tr.Observe(other, outcome.Timeout, 0, nil, t0)
+	tr.Observe(other, outcome.OK, 200, nil, t0+1)
+	tr.Observe(other, outcome.Timeout, 0, nil, t0+2)
+	tr.Observe(other, outcome.Timeout, 0, nil, t0+3)
+	if _, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("b.test"))); ok {
+		t.Fatal("a streak broken by a success still counted")
+	}
+	if len(tr.streaks) != 1 || tr.streaks[shm.HostHash([]byte("b.test"))].ErrStreak != 2 {
+		t.Fatalf("remembered streaks %+v", tr.streaks)
+	}
+}
+
+// The memory of streaks is bounded.
+func TestTrackerStreakMemoryIsBounded(t *testing.T) {
+	tr, _ := newTracker(t, "")
+	for i := range maxStreaks + 10 {
+		tr.Observe([]byte(fmt.Sprintf("desktop|https://h%d.test/", i)), outcome.ServerError, 500, nil, t0)
+		if len(tr.streaks) > maxStreaks {
+			t.Fatalf("%d streaks remembered, at most %d", len(tr.streaks), maxStreaks)
+		}
+	}
+}
+
+// Results of one host applied at once (batches of different keys run concurrently in worker
+// 0) lose no count: each read-Step-write of a host is one step.
+func TestTrackerObserveLosesNoConcurrentResult(t *testing.T) {
+	tr, _ := newTracker(t, "render:\n  hosts:\n    halve_after: 1000000\n")
+	const goroutines, each = 8, 200
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				tr.Observe([]byte(fmt.Sprintf("desktop|https://a.test/%d/%d", g, i)), outcome.ServerError, 500, nil, t0)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := tr.streaks[shm.HostHash([]byte("a.test"))].ErrStreak; got != goroutines*each {
+		t.Fatalf("error streak %d after %d errors", got, goroutines*each)
+	}
 }
