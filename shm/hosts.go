@@ -376,3 +376,24 @@ func (l *Leases) ExtendHostTokensOf(hostHash uint64, upTo int, holder uint64, no
 		}
 	}
 }
+
+// ReleaseHostSlots gives back, at once, every live host token whose holder (without
+// HostSlotMark) match accepts, and returns how many. A render worker that starts calls it for
+// the tokens of the incarnations of its index before it: they were killed mid-render, and
+// their host slots would otherwise stay taken until their lease's TTL, keeping each host they
+// rendered below its limit that long. It scans the whole table once.
+func (l *Leases) ReleaseHostSlots(nowMs int64, match func(holder uint64) bool) int {
+	relNow, n := l.rel(nowMs), 0
+	for i := range l.capacity {
+		sl := l.slot(i)
+		st := atomic.LoadUint64(&sl.state)
+		h := atomic.LoadUint64(&sl.holder)
+		if h&HostSlotMark == 0 || st&releasedBit != 0 || st>>expiryShift <= relNow || !match(h&^HostSlotMark) {
+			continue
+		}
+		if atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st)) {
+			n++
+		}
+	}
+	return n
+}

@@ -163,3 +163,27 @@ func TestHostTableReadersNeverSeeATornSlot(t *testing.T) {
 		t.Fatal("the readers read nothing: the race was not exercised")
 	}
 }
+
+// A restarted worker gives back its dead predecessor's host slots, and no one else's.
+func TestReleaseHostSlotsOfADeadHolder(t *testing.T) {
+	seg := newTestSegment(t, Options{LeaseCapacity: 256})
+	leases := seg.Leases()
+	host := HostHash([]byte("shop.test"))
+	dead, other := uint64(111)<<16|1, uint64(222)<<16|2
+	for _, h := range []uint64{dead, dead, other} {
+		if _, ok := leases.AdmitHost(host, 4, h, 2_000_000, 600_000, h); !ok {
+			t.Fatal("setup: slot refused")
+		}
+	}
+	row, _ := leases.Acquire(KeyHash([]byte("desktop|https://shop.test/")), 2_000_000, 600_000, dead)
+	n := leases.ReleaseHostSlots(2_000_000, func(h uint64) bool { return h&0xffff == 1 && h != uint64(333)<<16|1 })
+	if n != 2 {
+		t.Fatalf("released %d host slots, want the dead holder's 2", n)
+	}
+	if in := leases.HostInFlight(host, 4, 2_000_000); in != 1 {
+		t.Fatalf("%d slots held after, want worker 2's 1", in)
+	}
+	if err := leases.Check(row, row.KeyHash, 2_000_000); err != nil {
+		t.Fatalf("the dead holder's row lease was touched: %v", err)
+	}
+}
