@@ -73,7 +73,3 @@ func Compare(a, b wire.QueueHost) int {
 	}
 	return strings.Compare(a.Host, b.Host)
 }
-
-// HeldBack reports whether the host is paused now or limited below its maximum: the hosts an
-// operator is shown (a host at its maximum may stay in the table for its streaks).
-func HeldBack(r wire.QueueHost) bool { return r.Paused || r.Limit < r.Max }

@@ -140,6 +140,10 @@ type QueueHost struct {
 	SinceMs       int64      `json:"since_ms"`
 }
 
+// HeldBack reports whether the host is paused now or limited below its maximum: the hosts an
+// operator is shown (a host back at its maximum may stay in the table for its streaks).
+func (h *QueueHost) HeldBack() bool { return h.Paused || h.Limit < h.Max }
+
 // Sitemap run states.
 const (
 	RunRunning = "running"
