@@ -38,14 +38,22 @@ func row(seg *shm.Segment, st *shm.HostState, hostMax int, nowMs int64) wire.Que
 		InFlight: seg.Leases().HostInFlight(st.Hash, hostMax, nowMs),
 		Cause:    st.Cause.String(), Status: int(st.Status), SinceMs: st.SinceMs,
 	}
-	if st.SinceMs > 0 {
-		r.Since = time.UnixMilli(st.SinceMs).UTC()
+	if since, ok := jsonTime(st.SinceMs); ok {
+		r.Since = since
 	}
-	if st.PausedUntilMs > 0 {
-		until := time.UnixMilli(st.PausedUntilMs).UTC()
-		r.PausedUntil, r.PausedUntilMs = &until, st.PausedUntilMs
+	r.PausedUntilMs = st.PausedUntilMs
+	if until, ok := jsonTime(st.PausedUntilMs); ok {
+		r.PausedUntil = &until
 	}
 	return r
+}
+
+// jsonTime is ms as a time JSON can carry (years 0 to 9999: encoding/json refuses others, and
+// one such time would fail the whole answer); ok is false for 0 and for a time out of range,
+// which only a corrupt slot holds (the writer stores its clock's times).
+func jsonTime(ms int64) (time.Time, bool) {
+	t := time.UnixMilli(ms).UTC()
+	return t, ms != 0 && t.Year() >= 0 && t.Year() <= 9999
 }
 
 // Compare orders hosts by how much they are held back: the paused ones first, the longest
