@@ -14,6 +14,11 @@
 //     the rows behind them, and a claim that found only leased rows within its bound says so
 //     (ErrQueuedBehindLeases) instead of answering "nothing due".
 //   - A lease's TTL lies in [MinLeaseTTL, queue.lease_ttl] whatever path grants it.
+//   - A job is granted only with a slot of its host (politeness, render.hosts): never while the
+//     host is paused, and never past its limit of renders in flight, across every process of
+//     the node, since each slot is a host token of the lease table (shm.Leases.AdmitHost). A
+//     take refused for its host leaves the row as it was, unleased and due; it is counted
+//     (shm.CounterRenderRefusedHost), never a failure of the page.
 //
 // Grants are counted by source in the claiming worker's shm block
 // (freshq_claim_granted_total{source="ready"|"index"}): a node serving every claim from the
@@ -26,6 +31,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
@@ -59,6 +66,36 @@ type Job struct {
 	Score     float64
 	Source    Source
 	Lease     shm.Lease
+	// HostToken is the job's slot of its host (AdmitHost). Its holder gives it back with
+	// ReleaseHost as soon as the render ends, before the result is delivered: the host's
+	// renders in flight are the renders running, not the results queued.
+	HostToken shm.Lease
+}
+
+// ReleaseHost gives the job's host slot back, at once (no grace). A job without one (a zero
+// token, such as a job of a remote renderer, whose slot worker 0 keeps) is left alone.
+func (j *Job) ReleaseHost(leases *shm.Leases, nowMs int64) {
+	if j.HostToken.State != 0 {
+		leases.Release(j.HostToken, nowMs, 0)
+		j.HostToken = shm.Lease{}
+	}
+}
+
+// AdmitHost takes a slot of the host of key for holder, for ttlMs: none while the host is
+// paused (the host table, shm.Hosts), and none past its limit of renders in flight, which is
+// its configured maximum (render.hosts) or the lower limit its errors set. ok is false when the
+// host refuses; nothing is then held.
+func AdmitHost(seg *shm.Segment, hosts *config.Hosts, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
+	host := cachekey.Host(key)
+	hash := shm.HostHash(host)
+	limit := hosts.Max(host)
+	if st, found := seg.Hosts().Load(hash); found {
+		var paused bool
+		if limit, paused = st.Allowance(limit, nowMs); paused {
+			return shm.Lease{}, false
+		}
+	}
+	return seg.Leases().AdmitHost(hash, limit, nowMs, ttlMs, holder)
 }
 
 // Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for
@@ -183,20 +220,30 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 // taken when the node's shard leases may have lapsed, gives its lease back at once and is not
 // handed out. The row is still due; its owner grants it.
 func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []Job {
-	ready, leases, fence := c.opts.Segment.Ready(), c.opts.Segment.Leases(), c.opts.Segment.Fence()
+	seg := c.opts.Segment
+	ready, leases, fence := seg.Ready(), seg.Leases(), seg.Fence()
+	hosts := &c.opts.Policy().Config().Render.Hosts
 	var e shm.Entry
-	granted, refused, fenced := 0, 0, 0
+	granted, refused, fenced, hostRefused := 0, 0, 0, 0
 	for len(jobs) < n {
 		if ready.Take(&e) != shm.Taken {
 			break // cold, exhausted, disabled or busy: the fallback serves the rest
 		}
-		lease, st := leases.Acquire(e.KeyHash, now, ttl, holder)
-		if st == shm.Full {
-			refused++
-			break // the table is full around this key; another take will likely meet the same
+		// The host first: a throttled host's entry costs one lookup and no row lease. The
+		// entry is consumed either way; the row stays due, and the sweep caps how many entries
+		// one host has in a set, so a throttled host cannot eat the set (sweep).
+		token, ok := AdmitHost(seg, hosts, e.Key, now, ttl, holder)
+		if !ok {
+			hostRefused++
+			continue
 		}
+		lease, st := leases.Acquire(e.KeyHash, now, ttl, holder)
 		if st != shm.Acquired {
+			leases.Release(token, now, 0)
 			refused++
+			if st == shm.Full {
+				break // the table is full around this key; another take will likely meet the same
+			}
 			continue
 		}
 		var grantedNs int64
@@ -205,6 +252,7 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 		}
 		if !fence.Allows(e.Fence, c.opts.Now()) {
 			leases.Release(lease, now, 0)
+			leases.Release(token, now, 0)
 			fenced++
 			break // every entry of the set carries the same version: the rest would fail alike
 		}
@@ -214,6 +262,7 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 		jobs = append(jobs, Job{
 			Key: append([]byte(nil), e.Key...), KeyHash: e.KeyHash, DueAtMs: e.DueAtMs, CadenceMs: e.CadenceMs,
 			Submitted: e.Submitted, Lane: policy.Lane(e.Lane), Score: e.Score, Source: SourceReady, Lease: lease,
+			HostToken: token,
 		})
 		granted++
 	}
@@ -226,6 +275,9 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 		}
 		if fenced > 0 {
 			w.Add(shm.CounterGrantsFenced, uint64(fenced))
+		}
+		if hostRefused > 0 {
+			w.Add(shm.CounterRenderRefusedHost, uint64(hostRefused))
 		}
 	}
 	return jobs

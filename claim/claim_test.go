@@ -355,10 +355,11 @@ func TestIndexFallbackPagesPastLeasedRowsAtOneDueMs(t *testing.T) {
 // A claim whose bounded scan read only leased rows, with more due behind them, says so: it is
 // not "nothing to do". With fewer due rows than the bound, every row leased is "empty".
 func TestIndexFallbackSaysQueuedBehindLeases(t *testing.T) {
-	n := newNode(t, routes+"queue:\n  ready: {enabled: false}\n")
+	// Each granted row holds two leases, its own and its host's: room for both.
+	n := newNode(t, routes+"queue:\n  max_leases: 8192\n  ready: {enabled: false}\n")
 	const rows = maxIndexPages*64 + 50
-	for i := range rows {
-		n.Put(fmt.Sprintf("desktop|https://shop.test/c/%04d", i), start-hour-int64(i%3), true, 0, store.Lanes{})
+	for i := range rows { // on two hosts: more than one host may have in flight (shm.MaxHostTokens)
+		n.Put(fmt.Sprintf("desktop|https://shop%d.test/c/%04d", i%2, i), start-hour-int64(i%3), true, 0, store.Lanes{})
 	}
 	got := 0
 	for got < rows-10 {

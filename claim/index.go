@@ -32,6 +32,9 @@ type IndexSource struct {
 	Now     func() int64
 	// Granted is Options.Granted for the grants of the index (the cluster's grant log).
 	Granted func(key []byte, atNs int64)
+	// Worker, if set, counts the rows the scan passed over for their host
+	// (shm.CounterRenderRefusedHost).
+	Worker *shm.Worker
 }
 
 // ClaimIndex grants up to req.N jobs from the index, scanning from the head (Scanner.HeadMs),
@@ -43,6 +46,11 @@ type IndexSource struct {
 // and more are due, it returns ErrQueuedBehindLeases. Its cost follows what it grants, not
 // how many leases are live. A scan that fails after the first page returns the jobs it had
 // leased with the error, never leases without a job.
+//
+// Each job also holds a slot of its host (AdmitHost), taken before its lease: a row whose host
+// is paused or at its limit is passed over, unleased. A scan that found nothing but such rows
+// returns no job and no error, so that the claimer backs off as from an empty queue instead of
+// rescanning at once: a host stays paused or full for longer than a claim's retry.
 func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, error) {
 	n := req.N
 	if n <= 0 {
@@ -60,6 +68,13 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 	// the tombstones of every row rescheduled out of it, and the head is past them.
 	res, err := s.Scanner.ScanDue(s.Scanner.HeadMs(), now, page)
 	jobs := make([]Job, 0, n)
+	hosts := &pol.Config().Render.Hosts
+	leased, hostRefused := 0, 0
+	defer func() {
+		if s.Worker != nil && hostRefused > 0 {
+			s.Worker.Add(shm.CounterRenderRefusedHost, uint64(hostRefused))
+		}
+	}()
 	for pages := 1; ; pages++ {
 		if err != nil {
 			return jobs, fmt.Errorf("claim: scan: %w", err)
@@ -70,8 +85,15 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			}
 			r := &res.Rows[i]
 			h := shm.KeyHash(r.Key)
+			token, ok := AdmitHost(s.Segment, hosts, r.Key, now, ttl, req.Holder)
+			if !ok {
+				hostRefused++
+				continue
+			}
 			lease, st := leases.Acquire(h, now, ttl, req.Holder)
 			if st != shm.Acquired {
+				leases.Release(token, now, 0)
+				leased++
 				continue
 			}
 			var grantedNs int64
@@ -80,6 +102,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			}
 			if !fence.Allows(fenceVersion, s.Now()) {
 				leases.Release(lease, now, 0)
+				leases.Release(token, now, 0)
 				return jobs, nil // every later row of the scan would be refused alike
 			}
 			if s.Granted != nil {
@@ -90,13 +113,14 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			jobs = append(jobs, Job{
 				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, Submitted: r.Submitted,
 				Lane: policy.LaneOf(&pr), Score: pol.Score(&pr, cadence, now), Source: SourceIndex, Lease: lease,
+				HostToken: token,
 			})
 		}
 		if len(jobs) == n || !res.Capped || len(res.Rows) == 0 {
 			return jobs, nil
 		}
 		if pages == maxIndexPages {
-			if len(jobs) == 0 {
+			if len(jobs) == 0 && leased > 0 {
 				return nil, ErrQueuedBehindLeases
 			}
 			return jobs, nil

@@ -137,6 +137,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	// notOwner[j]: the funnel found change j's shard held by another node (store.Current).
 	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
+	holders := make([]uint64, 0, len(results)) // the holder of each change's lease
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
@@ -153,6 +154,8 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			continue
 		}
 		heldKey[h] = true
+		info, _ := leases.Lookup(h, now)
+		holders = append(holders, info.Holder)
 		j := len(changes)
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
 			Decide: func(cur store.Current) (store.Write, bool, error) {
@@ -183,6 +186,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			for i, ok := range pe.Committed {
 				if ok && i < len(held) {
 					leases.Release(held[i], done, grace)
+					releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[index[i]].Key, holders[i], done)
 				}
 			}
 		}
@@ -191,6 +195,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	done := a.Now()
 	for j, l := range held {
 		leases.Release(l, done, grace)
+		releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[index[j]].Key, holders[j], done)
 		switch {
 		case filed[j]:
 			st.Applied++

@@ -26,8 +26,13 @@ import (
 
 // WireJob converts a granted job for the wire.
 func WireJob(j claim.Job) wire.Job {
-	return wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
+	w := wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
 		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: WireLease(j.Lease)}
+	if j.HostToken.State != 0 {
+		t := WireLease(j.HostToken)
+		w.HostToken = &t
+	}
+	return w
 }
 
 // ClaimJob converts a wire job back: what a render worker claimed through worker 0.
@@ -36,8 +41,12 @@ func ClaimJob(j wire.Job) claim.Job {
 	if j.Source == claim.SourceReady.String() {
 		src = claim.SourceReady
 	}
-	return claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
+	c := claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
 		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: ShmLease(j.Lease)}
+	if j.HostToken != nil {
+		c.HostToken = ShmLease(*j.HostToken)
+	}
+	return c
 }
 
 // ClaimIndex answers a render worker's claim from worker 0's floored index scan: req.N of
@@ -198,8 +207,22 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 	for i, j := range jobs {
 		device, url, _ := cachekey.Split(j.Key)
 		resp.Jobs[i] = wire.RemoteJob{Job: WireJob(j), URL: url, Device: device}
+		resp.Jobs[i].HostToken = nil // held by worker 0 for the remote, under its holder id
 	}
 	return resp, nil
+}
+
+// releaseRemoteHostSlot gives back the host slot a remote renderer (holder) took with its job
+// for key, when worker 0 receives the job's result or release: a remote never sees its
+// tokens (a renderer elsewhere must not be trusted to give them back), so worker 0 finds one
+// by holder. A local holder releases its own token; it is left alone here. A slot not found
+// (the configuration lowered the host's maximum since) lapses with its lease.
+func releaseRemoteHostSlot(seg *shm.Segment, hosts *config.Hosts, key []byte, holder uint64, nowMs int64) {
+	if !IsRemoteHolder(holder) {
+		return
+	}
+	host := cachekey.Host(key)
+	seg.Leases().ReleaseHostTokenOf(shm.HostHash(host), hosts.Max(host), holder, nowMs)
 }
 
 // reserve counts the live leases of holder and of every remote, and reserves up to want of
@@ -293,8 +316,14 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 		return wire.LeaseResponse{}, err
 	}
 	now := x.Now()
+	info, _ := x.Seg.Leases().Lookup(l.KeyHash, now)
 	if !x.Seg.Leases().Extend(&l, now, ttl) {
 		return wire.LeaseResponse{}, fieldErr("lease", ErrLeaseNotHeld)
+	}
+	if IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
+		hosts := &x.Policy().Config().Render.Hosts
+		host := cachekey.Host(req.Key)
+		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), hosts.Max(host), info.Holder, now, now+ttl)
 	}
 	return wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
 }
@@ -307,8 +336,11 @@ func (x *Remote) Release(req wire.LeaseRequest) error {
 		return err
 	}
 	defer unlock()
-	if !x.Seg.Leases().Release(l, x.Now(), 0) {
+	now := x.Now()
+	info, _ := x.Seg.Leases().Lookup(l.KeyHash, now)
+	if !x.Seg.Leases().Release(l, now, 0) {
 		return fieldErr("lease", ErrLeaseNotHeld)
 	}
+	releaseRemoteHostSlot(x.Seg, &x.Policy().Config().Render.Hosts, req.Key, info.Holder, now)
 	return nil
 }

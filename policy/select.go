@@ -120,19 +120,29 @@ func (s *Selector[T]) Admits(lane Lane, score float64, dueAtMs int64) bool {
 
 // Offer considers one candidate; it is kept if it ranks among the best k of its heap.
 func (s *Selector[T]) Offer(lane Lane, score float64, dueAtMs int64, v T) {
+	s.OfferEvict(lane, score, dueAtMs, v)
+}
+
+// OfferEvict is Offer, and says what became of the candidate: kept reports that it is among
+// the best k now, and evicted, when ok, is the value it displaced (a caller that counts what
+// the selector holds, such as the sweep's per-host cap, gives that value's place back).
+func (s *Selector[T]) OfferEvict(lane Lane, score float64, dueAtMs int64, v T) (kept bool, evicted T, ok bool) {
 	it := Item[T]{Score: sanitize(score), DueAtMs: dueAtMs, Lane: lane, Value: v, seq: s.seq}
 	s.seq++
 	if s.k == 0 {
-		return
+		return false, evicted, false
 	}
 	h := s.heapFor(lane)
 	if len(h.items) < s.k {
 		h.push(it)
-		return
+		return true, evicted, false
 	}
-	if s.better(&it, &h.items[0]) {
-		h.replaceRoot(it)
+	if !s.better(&it, &h.items[0]) {
+		return false, evicted, false
 	}
+	evicted = h.items[0].Value
+	h.replaceRoot(it)
+	return true, evicted, true
 }
 
 // Result returns at most k kept items in publishing order: the order takes will hand them out.

@@ -279,6 +279,13 @@ func (t *Hosts) Stats() HostStats {
 // MaxHostTokens bounds a host's limit: AdmitHost tries at most this many tokens.
 const MaxHostTokens = 1024
 
+// HostSlotMark is set in the holder recorded with a host token (the token of holder h is held
+// by h | HostSlotMark): counts of a holder's leases (CountHolder, CountHolders, Stats.Live)
+// count rows, and a render holds two leases, its row's and its host's. No holder id has the
+// bit: a local one is pid<<16 | index, a remote one sets bit 63 and 60 bits of its name, and
+// HoldHolder is bit 62.
+const HostSlotMark uint64 = 1 << 61
+
 // hostToken is the lease-table key of a host's i-th render slot. Its hash input is 17 bytes
 // and a row's key hash is taken over a cache key ("device|url"), so the two never meet except
 // by a 64-bit collision.
@@ -297,7 +304,7 @@ func hostToken(hostHash uint64, i int) uint64 {
 // held. Give the token back with Release(token, now, 0) when the render ends.
 func (l *Leases) AdmitHost(hostHash uint64, limit int, nowMs, ttlMs int64, holder uint64) (token Lease, ok bool) {
 	for i := range min(limit, MaxHostTokens) {
-		if lease, st := l.Acquire(hostToken(hostHash, i), nowMs, ttlMs, holder); st == Acquired {
+		if lease, st := l.Acquire(hostToken(hostHash, i), nowMs, ttlMs, holder|HostSlotMark); st == Acquired {
 			return lease, true
 		}
 	}
@@ -313,4 +320,46 @@ func (l *Leases) HostInFlight(hostHash uint64, upTo int, nowMs int64) int {
 		}
 	}
 	return n
+}
+
+// ReleaseHostTokenOf gives back one of the host's tokens 0..upTo-1 that holder holds (no
+// grace), for a holder that does not keep its token's words: worker 0 releases a remote
+// renderer's token when its result or release arrives. Tokens of one host are
+// interchangeable, so any of the holder's will do. It reports whether it released one.
+func (l *Leases) ReleaseHostTokenOf(hostHash uint64, upTo int, holder uint64, nowMs int64) bool {
+	relNow := l.rel(nowMs)
+	for i := range min(upTo, MaxHostTokens) {
+		h := hostToken(hostHash, i)
+		for s, j := h%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
+			sl := l.slot(s)
+			st := atomic.LoadUint64(&sl.state)
+			if atomic.LoadUint64(&sl.hash) != h || atomic.LoadUint64(&sl.holder) != holder|HostSlotMark ||
+				st&releasedBit != 0 || st>>expiryShift <= relNow {
+				continue
+			}
+			if atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ExtendHostTokensOf moves every live token of the host (0..upTo-1) that holder holds to
+// expire no earlier than untilMs: a remote renderer that extends a row's lease keeps its
+// host slot as long.
+func (l *Leases) ExtendHostTokensOf(hostHash uint64, upTo int, holder uint64, nowMs, untilMs int64) {
+	relNow, until := l.rel(nowMs), l.rel(untilMs)
+	for i := range min(upTo, MaxHostTokens) {
+		h := hostToken(hostHash, i)
+		for s, j := h%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
+			sl := l.slot(s)
+			st := atomic.LoadUint64(&sl.state)
+			if atomic.LoadUint64(&sl.hash) != h || atomic.LoadUint64(&sl.holder) != holder|HostSlotMark ||
+				st&releasedBit != 0 || st>>expiryShift <= relNow || st>>expiryShift >= until {
+				continue
+			}
+			atomic.CompareAndSwapUint64(&sl.state, st, packState(until, false, st))
+		}
+	}
 }

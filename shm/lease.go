@@ -479,22 +479,24 @@ func (l *Leases) CountHolder(holder uint64, nowMs int64) int {
 	return l.CountHolders(nowMs, func(h uint64) bool { return h == holder })
 }
 
-// CountHolders counts the live leases at nowMs whose holder match accepts (graces are not
-// counted). It scans the whole table, like CountHolder.
+// CountHolders counts the live leases of rows at nowMs whose holder match accepts (graces
+// and host slots are not counted). It scans the whole table, like CountHolder.
 func (l *Leases) CountHolders(nowMs int64, match func(holder uint64) bool) int {
 	relNow, n := l.rel(nowMs), 0
 	for i := range l.capacity {
 		sl := l.slot(i)
 		st := atomic.LoadUint64(&sl.state)
-		if st>>expiryShift > relNow && st&releasedBit == 0 && match(atomic.LoadUint64(&sl.holder)) {
-			n++
+		if st>>expiryShift > relNow && st&releasedBit == 0 {
+			if h := atomic.LoadUint64(&sl.holder); h&HostSlotMark == 0 && match(h) {
+				n++
+			}
 		}
 	}
 	return n
 }
 
-// LiveKeys returns the key hashes of the live leases at nowMs (graces are not counted) that
-// match accepts. It scans the whole table, like CountHolder: a node that gives a shard up
+// LiveKeys returns the key hashes of the live leases of rows at nowMs (graces and host slots
+// are not counted) that match accepts. It scans the whole table, like CountHolder: a node that gives a shard up
 // finds its grants of the shard with it, to Revoke them.
 func (l *Leases) LiveKeys(nowMs int64, match func(keyHash uint64) bool) []uint64 {
 	relNow := l.rel(nowMs)
@@ -502,7 +504,7 @@ func (l *Leases) LiveKeys(nowMs int64, match func(keyHash uint64) bool) []uint64
 	for i := range l.capacity {
 		sl := l.slot(i)
 		st := atomic.LoadUint64(&sl.state)
-		if st>>expiryShift > relNow && st&releasedBit == 0 {
+		if st>>expiryShift > relNow && st&releasedBit == 0 && atomic.LoadUint64(&sl.holder)&HostSlotMark == 0 {
 			if h := atomic.LoadUint64(&sl.hash); h != 0 && match(h) {
 				keys = append(keys, h)
 			}
@@ -552,7 +554,8 @@ func (l *Leases) info(sl *leaseSlot, st uint64) LeaseInfo {
 // LeaseStats counts live slots and refusals.
 type LeaseStats struct {
 	Capacity         int
-	Live             int // unexpired leases at the time of the scan
+	Live             int // unexpired leases of rows at the time of the scan
+	HostSlots        int // unexpired host slots (AdmitHost): renders in flight, counted by host
 	Graces           int // unexpired release graces
 	RefusedHeld      uint64
 	RefusedFull      uint64
@@ -572,9 +575,12 @@ func (l *Leases) Stats(nowMs int64) LeaseStats {
 	relNow := l.rel(nowMs)
 	for i := range l.capacity {
 		if s := atomic.LoadUint64(&l.slot(i).state); s>>expiryShift > relNow {
-			if s&releasedBit != 0 {
+			switch {
+			case s&releasedBit != 0:
 				st.Graces++
-			} else {
+			case atomic.LoadUint64(&l.slot(i).holder)&HostSlotMark != 0:
+				st.HostSlots++
+			default:
 				st.Live++
 			}
 		}

@@ -113,6 +113,7 @@ type value struct {
 	key       []byte
 	cadenceMs int64
 	submitted bool
+	host      uint64 // shm.HostHash of the key's host
 }
 
 // pinState remembers the row at the floor's head across sweeps.
@@ -150,7 +151,14 @@ type Result struct {
 	// refused, or rendered twice.
 	ExcludedLeased  int
 	ExcludedChanged int
-	Duration        time.Duration // wall time of the sweep
+	// Left out for politeness (hosts.go): rows of a paused host, and rows of a host that
+	// already had its share of the set.
+	ExcludedHostPaused int
+	ExcludedHostCapped int
+	// HostResumeMs is when the first pause that left rows out ends (0: none did): the sweep
+	// loop sweeps again then, rather than leaving the host's rows out until the next tick.
+	HostResumeMs int64
+	Duration     time.Duration // wall time of the sweep
 }
 
 const chunkRows = 1024
@@ -196,7 +204,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	layout := s.opts.Segment.Layout()
 	keyCap := layout.KeyCapacity
 	// The segment was sized when it was created; a reload cannot grow it.
-	sel := policy.NewSelector[value](min(q.Ready.Capacity, int(layout.ReadyCapacity)), s.opts.Mode, pol.Shares())
+	k := min(q.Ready.Capacity, int(layout.ReadyCapacity))
+	sel := policy.NewSelector[value](k, s.opts.Mode, pol.Shares())
+	plans := newHostPlans(s.opts.Segment, cfg, k, now)
 	res := Result{Disabled: !enabled}
 	var head struct {
 		key     []byte
@@ -239,8 +249,27 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			lane := policy.LaneOf(&pr)
 			res.Backlog[lane]++
 			score := pol.Score(&pr, cadence, now)
-			if sel.Admits(lane, score, r.DueAtMs) {
-				sel.Offer(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted})
+			if !sel.Admits(lane, score, r.DueAtMs) {
+				continue
+			}
+			host, plan := plans.of(r.Key)
+			switch {
+			case plan.pausedUntil > now:
+				res.ExcludedHostPaused++
+				if res.HostResumeMs == 0 || plan.pausedUntil < res.HostResumeMs {
+					res.HostResumeMs = plan.pausedUntil
+				}
+				continue
+			case plan.cap > 0 && plan.held >= plan.cap:
+				res.ExcludedHostCapped++
+				continue
+			}
+			kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, host: host})
+			if kept {
+				plan.held++
+			}
+			if ok {
+				plans.release(evicted.host)
 			}
 		}
 		return nil

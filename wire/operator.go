@@ -9,7 +9,8 @@ const SitemapSample = 10
 // (package api converts one into the other, so the compiler keeps them equal).
 type LeaseStats struct {
 	Capacity         int
-	Live             int // unexpired leases at the time of the scan
+	Live             int // unexpired leases of rows at the time of the scan
+	HostSlots        int // unexpired host slots: renders in flight, counted by host (render.hosts)
 	Graces           int // unexpired release graces
 	RefusedHeld      uint64
 	RefusedFull      uint64

@@ -80,6 +80,10 @@ type Job struct {
 	Score     float64 `json:"score"`
 	Source    string  `json:"source"` // claim.Source.String(): "ready" or "index"
 	Lease     Lease   `json:"lease"`
+	// HostToken is the job's slot of its host (claim.Job.HostToken), on the internal claim
+	// only: a render worker gives it back when its render ends. A remote renderer's job carries
+	// none; worker 0 gives its slot back when the result or release arrives.
+	HostToken *Lease `json:"host_token,omitempty"`
 }
 
 // ClaimRequest is the body of POST /internal/claim: a render worker asks for up to N jobs from

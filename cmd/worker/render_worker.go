@@ -316,10 +316,14 @@ func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- 
 		idle = idleMin
 		for _, j := range jobs {
 			if claimCtx.Err() != nil { // stopping: a job not begun goes back at once
+				j.ReleaseHost(e.seg.Leases(), nowMs())
 				p.giveBack(j.Lease)
 				continue
 			}
 			res, ok := renderJob(renderCtx, e, p.rdrs.get(), j)
+			// The host's slot is free once its render ends: the result's delivery and commit
+			// are not the host's load.
+			j.ReleaseHost(e.seg.Leases(), nowMs())
 			if !ok { // cancelled at the drain bound
 				p.giveBack(j.Lease)
 				continue

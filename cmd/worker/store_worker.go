@@ -138,7 +138,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	})
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
 	kick := make(chan struct{}, 1)
-	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs, Granted: grantHook(grants)},
+	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
 		ready: e.seg.Ready(), kick: kick}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
@@ -362,14 +362,19 @@ func (h *handlers) count() int {
 // sweepLoop sweeps at once, then every queue.ready.sweep_interval as it stands after each
 // sweep (a reload changes the interval without a restart), and early when a claim finds the
 // ready set exhausted. Early sweeps are spaced at least two sweep durations apart, so sweeping
-// takes at most about half of worker 0 however hard the claims press.
+// takes at most about half of worker 0 however hard the claims press. A sweep that left a
+// paused host's rows out sweeps again when the pause ends, if that is sooner than the tick.
 func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct{}) {
 	for {
 		start := time.Now()
-		s.Sweep(ctx)
+		res, _ := s.Sweep(ctx)
 		took := time.Since(start)
 		interval := e.pol.Load().Config().Queue.Ready.SweepInterval.D()
-		t := time.NewTimer(interval)
+		wait := interval
+		if res.HostResumeMs > 0 {
+			wait = min(wait, max(time.Duration(res.HostResumeMs-nowMs())*time.Millisecond, minResumeWait))
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -387,6 +392,9 @@ func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct
 		}
 	}
 }
+
+// minResumeWait spaces a sweep for a host's pause end from the sweep before it.
+const minResumeWait = 10 * time.Millisecond
 
 // kickingFallback is worker 0's index fallback; when the ready set is exhausted (rather than
 // cold or disabled) it also asks the sweep loop to run early.

@@ -1,11 +1,17 @@
 // Package qtest builds the queue's moving parts for tests: a Badger store in a temporary
 // directory whose floor is the cell of a real shared-memory segment, that segment, a policy
 // that tests can swap (as a reload does), and a manual clock. Nothing here sleeps.
+//
+// Politeness: tests put most keys on one or two hosts, and most claim more rows than
+// render.hosts.max_concurrency allows one host. Unless a test's YAML sets render.hosts
+// (politeness tests do), the Env's policy allows shm.MaxHostTokens renders per host, the most
+// there is, so that a test of leases or claims tests those.
 package qtest
 
 import (
 	"math"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -33,10 +39,7 @@ type Env struct {
 // New builds an Env configured by yaml (on top of the defaults), with the clock at startMs.
 func New(t testing.TB, yaml string, startMs int64, segOpts shm.Options) *Env {
 	t.Helper()
-	cfg, err := config.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := parse(t, yaml)
 	dir := t.TempDir()
 	if segOpts.ReadyCapacity == 0 {
 		segOpts.ReadyCapacity = cfg.Queue.Ready.Capacity
@@ -80,11 +83,20 @@ func (e *Env) Policy() *policy.Policy { return e.pol.Load() }
 // Reload swaps in the configuration yaml, as SIGHUP does.
 func (e *Env) Reload(yaml string) {
 	e.T.Helper()
+	e.pol.Store(policy.New(parse(e.T, yaml)))
+}
+
+// parse reads a test's configuration; see the package doc for render.hosts.
+func parse(t testing.TB, yaml string) *config.Config {
+	t.Helper()
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
-		e.T.Fatal(err)
+		t.Fatal(err)
 	}
-	e.pol.Store(policy.New(cfg))
+	if !strings.Contains(yaml, "hosts:") {
+		cfg.Render.Hosts.MaxConcurrency = shm.MaxHostTokens
+	}
+	return cfg
 }
 
 // Put files a schedule row through the funnel.

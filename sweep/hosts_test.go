@@ -1,0 +1,111 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+)
+
+// 5 workers × 10 renders: 40 render slots. A set of 100 gives a host limited to 2 at most
+// ⌈2 · 100 · 2 / 40⌉ = 10 entries.
+const politeness = routes + `
+workers: 5
+queue:
+  ready: {capacity: 100}
+` + politeRender
+
+const politeRender = `
+render:
+  concurrency: 10
+  hosts:
+    max_concurrency: 2
+    overrides: {"wide.test": 40}
+`
+
+func publishedPerHost(t *testing.T, seg *shm.Segment) map[string]int {
+	out := map[string]int{}
+	for _, e := range takeAll(t, seg) {
+		out[string(cachekey.Host(e.Key))]++
+	}
+	return out
+}
+
+// One host with most of the due rows gets its share of the set and no more; the other hosts
+// fill the rest, and a host whose share is the whole set is not capped.
+func TestSweepCapsEachHostToItsShare(t *testing.T) {
+	e := qtest.New(t, politeness, start, shm.Options{})
+	for i := range 500 { // the big host's rows are the latest: they would fill the set
+		e.Put(fmt.Sprintf("desktop|https://big.test/c/%03d", i), start-3*hour, true, 0, store.Lanes{})
+	}
+	for i := range 30 {
+		e.Put(fmt.Sprintf("desktop|https://small%d.test/c/%d", i%3, i), start-hour-int64(i), true, 0, store.Lanes{})
+		e.Put(fmt.Sprintf("desktop|https://wide.test/c/%d", i), start-hour-int64(i), true, 0, store.Lanes{})
+	}
+	res, err := newSweeper(e, nil).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := publishedPerHost(t, e.Seg)
+	want := map[string]int{"big.test": 10, "small0.test": 10, "small1.test": 10, "small2.test": 10, "wide.test": 30}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("published per host %v, want %v", got, want)
+	}
+	if res.ExcludedHostCapped != 490 || res.Published != 70 {
+		t.Fatalf("capped %d, published %d; want 490 and 70", res.ExcludedHostCapped, res.Published)
+	}
+}
+
+// A row evicted from the selector by a better row gives its host's place back: a host's share
+// is counted over what the set holds, not over what was offered.
+func TestSweepHostCapCountsEvictions(t *testing.T) {
+	// A set of 20: big.test may hold ⌈2·20·2/40⌉ = 2 entries.
+	e := qtest.New(t, routes+"workers: 5\nqueue:\n  ready: {capacity: 20}\n"+politeRender, start, shm.Options{})
+	for i := range 2 { // read first (the earliest due), and the worst scores: evicted below
+		e.Put(fmt.Sprintf("desktop|https://big.test/p/early%d", i), start-2*hour+int64(i), true, 0, store.Lanes{}) // 2 h late on 48 h
+	}
+	for i := range 20 {
+		e.Put(fmt.Sprintf("desktop|https://wide.test/c/%02d", i), start-3*hour/2+int64(i), true, 0, store.Lanes{}) // 1.5 h late on 24 h
+	}
+	e.Put("desktop|https://big.test/", start-hour+100, true, hour, store.Lanes{}) // home: an hour late on 1 h, the best row
+	if _, err := newSweeper(e, nil).Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := publishedPerHost(t, e.Seg)
+	if got["big.test"] != 1 {
+		t.Fatalf("published per host %v: big.test's home, read after its two evicted rows, should have their place", got)
+	}
+}
+
+// A paused host has no entry in the set, and the sweep says when the first pause ends; once it
+// has, the host's rows are published again.
+func TestSweepLeavesPausedHostsOut(t *testing.T) {
+	e := qtest.New(t, politeness, start, shm.Options{})
+	for i := range 5 {
+		e.Put(fmt.Sprintf("desktop|https://big.test/c/%d", i), start-2*hour, true, 0, store.Lanes{})
+		e.Put(fmt.Sprintf("desktop|https://wide.test/c/%d", i), start-hour, true, 0, store.Lanes{})
+	}
+	e.Seg.Hosts().Store(shm.HostState{Host: "big.test", PausedUntilMs: start + 2000, SinceMs: start, Cause: shm.HostCauseRetryAfter, Status: 429})
+	s := newSweeper(e, nil)
+	res, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := publishedPerHost(t, e.Seg); got["big.test"] != 0 || got["wide.test"] != 5 {
+		t.Fatalf("while big.test is paused: published %v", got)
+	}
+	if res.ExcludedHostPaused != 5 || res.HostResumeMs != start+2000 {
+		t.Fatalf("excluded %d, resume at %d; want 5 and %d", res.ExcludedHostPaused, res.HostResumeMs, start+2000)
+	}
+	e.Advance(2000)
+	if res, err = s.Sweep(context.Background()); err != nil || res.HostResumeMs != 0 {
+		t.Fatalf("after the pause: %+v %v", res, err)
+	}
+	if got := publishedPerHost(t, e.Seg); got["big.test"] != 5 {
+		t.Fatalf("after the pause: published %v", got)
+	}
+}
