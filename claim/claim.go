@@ -95,7 +95,7 @@ func AdmitHost(seg *shm.Segment, hosts *config.Hosts, key []byte, nowMs, ttlMs i
 			return shm.Lease{}, false
 		}
 	}
-	return seg.Leases().AdmitHost(hash, limit, nowMs, ttlMs, holder)
+	return seg.Leases().AdmitHost(hash, limit, shm.KeyHash(key), nowMs, ttlMs, holder)
 }
 
 // Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for

@@ -297,13 +297,26 @@ func hostToken(hostHash uint64, i int) uint64 {
 	return KeyHash(b[:])
 }
 
-// AdmitHost takes one of a host's render slots for holder: the first of its tokens 0..limit-1
-// that nobody holds, leased like a row (Acquire) for ttlMs. At most one lease per token exists
+// AdmitHost takes one of a host's render slots for holder: a token among 0..limit-1 that
+// nobody holds, leased like a row (Acquire) for ttlMs. At most one lease per token exists
 // across all processes, so at most limit renders of the host hold a token at once; a holder
 // killed mid-render loses its token at ttlMs. ok is false when every token below limit is
 // held. Give the token back with Release(token, now, 0) when the render ends.
-func (l *Leases) AdmitHost(hostHash uint64, limit int, nowMs, ttlMs int64, holder uint64) (token Lease, ok bool) {
-	for i := range min(limit, MaxHostTokens) {
+//
+// The tokens are tried from seed % limit on, wrapping (callers pass the row's key hash), so
+// that with k of a host's limit held a take tries about limit/(limit−k) tokens, not k+1: a
+// host with a large limit and many renders in flight stays cheap to admit.
+func (l *Leases) AdmitHost(hostHash uint64, limit int, seed uint64, nowMs, ttlMs int64, holder uint64) (token Lease, ok bool) {
+	limit = min(limit, MaxHostTokens)
+	if limit <= 0 {
+		return Lease{}, false
+	}
+	first := int(seed % uint64(limit))
+	for k := range limit {
+		i := first + k
+		if i >= limit {
+			i -= limit
+		}
 		if lease, st := l.Acquire(hostToken(hostHash, i), nowMs, ttlMs, holder|HostSlotMark); st == Acquired {
 			return lease, true
 		}

@@ -23,7 +23,7 @@ func TestAdmitHostNeverExceedsTheLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				tok, ok := leases.AdmitHost(host, limit, 2_000_000, 60_000, uint64(w))
+				tok, ok := leases.AdmitHost(host, limit, uint64(w), 2_000_000, 60_000, uint64(w))
 				if !ok {
 					continue
 				}
@@ -60,10 +60,10 @@ func TestHostSlotsAreNotRowLeasesAndLapse(t *testing.T) {
 	seg := newTestSegment(t, Options{LeaseCapacity: 256})
 	leases := seg.Leases()
 	host := HostHash([]byte("shop.test"))
-	if _, ok := leases.AdmitHost(host, 1, 2_000_000, 1_000, 7); !ok {
+	if _, ok := leases.AdmitHost(host, 1, 0, 2_000_000, 1_000, 7); !ok {
 		t.Fatal("first slot refused")
 	}
-	if _, ok := leases.AdmitHost(host, 1, 2_000_000, 1_000, 8); ok {
+	if _, ok := leases.AdmitHost(host, 1, 0, 2_000_000, 1_000, 8); ok {
 		t.Fatal("a second slot of a host limited to 1")
 	}
 	if n := leases.CountHolder(7, 2_000_000); n != 0 {
@@ -72,7 +72,7 @@ func TestHostSlotsAreNotRowLeasesAndLapse(t *testing.T) {
 	if st := leases.Stats(2_000_000); st.Live != 0 || st.HostSlots != 1 {
 		t.Fatalf("stats %+v, want 0 live row leases and 1 host slot", st)
 	}
-	if _, ok := leases.AdmitHost(host, 1, 2_001_000, 1_000, 8); !ok {
+	if _, ok := leases.AdmitHost(host, 1, 0, 2_001_000, 1_000, 8); !ok {
 		t.Fatal("the slot of a holder that never gave it back did not lapse at its TTL")
 	}
 	// A remote's slot is given back by holder; another holder's is left alone.
