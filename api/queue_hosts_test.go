@@ -27,8 +27,8 @@ func TestQueueHosts(t *testing.T) {
 	h.Store(shm.HostState{Host: "api.example", Limit: 1, ErrStreak: 3, Cause: shm.HostCauseErrors, Status: 502, SinceMs: now - 5000})
 	h.Store(shm.HostState{Host: "slow.example", Limit: 2, Cause: shm.HostCauseErrors, SinceMs: now - 6000})
 	h.Store(shm.HostState{Host: "over.example", PausedUntilMs: now - 1, Cause: shm.HostCauseRetryAfter, Status: 429, SinceMs: now - 9000})
-	for range 2 { // two renders of api.example in flight, granted before its limit fell
-		if _, ok := e.Seg.Leases().AdmitHost(shm.HostHash([]byte("api.example")), 4, now, 60_000, 7); !ok {
+	for i := range 2 { // two renders of api.example in flight, granted before its limit fell
+		if _, ok := e.Seg.Leases().AdmitHost(shm.HostHash([]byte("api.example")), 4, uint64(i), now, 60_000, 7); !ok {
 			t.Fatal("no host token")
 		}
 	}

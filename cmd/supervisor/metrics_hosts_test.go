@@ -29,8 +29,8 @@ func TestHostMetrics(t *testing.T) {
 		h.Store(shm.HostState{Host: fmt.Sprintf("t%d.example", i), Limit: 1, Cause: shm.HostCauseErrors, Status: 503, SinceMs: now})
 	}
 	for host, n := range map[string]int{"t0.example": 1, "t1.example": 3} {
-		for range n {
-			if _, ok := s.seg.Leases().AdmitHost(shm.HostHash([]byte(host)), 4, now, time.Hour.Milliseconds(), 9); !ok {
+		for i := range n {
+			if _, ok := s.seg.Leases().AdmitHost(shm.HostHash([]byte(host)), 4, uint64(i), now, time.Hour.Milliseconds(), 9); !ok {
 				t.Fatal("no host token")
 			}
 		}
