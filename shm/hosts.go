@@ -340,7 +340,30 @@ func (l *Leases) HostInFlight(hostHash uint64, upTo int, nowMs int64) int {
 // renderer's token when its result or release arrives. Tokens of one host are
 // interchangeable, so any of the holder's will do. It reports whether it released one.
 func (l *Leases) ReleaseHostTokenOf(hostHash uint64, upTo int, holder uint64, nowMs int64) bool {
-	relNow := l.rel(nowMs)
+	relNow, released := l.rel(nowMs), false
+	l.tokensOf(hostHash, upTo, holder, relNow, func(sl *leaseSlot, st uint64) bool {
+		released = atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st))
+		return released
+	})
+	return released
+}
+
+// ExtendHostTokensOf moves every live token of the host (0..upTo-1) that holder holds to
+// expire no earlier than untilMs: a remote renderer that extends a row's lease keeps its
+// host slot as long.
+func (l *Leases) ExtendHostTokensOf(hostHash uint64, upTo int, holder uint64, nowMs, untilMs int64) {
+	until := l.rel(untilMs)
+	l.tokensOf(hostHash, upTo, holder, l.rel(nowMs), func(sl *leaseSlot, st uint64) bool {
+		if st>>expiryShift < until {
+			atomic.CompareAndSwapUint64(&sl.state, st, packState(until, false, st))
+		}
+		return false
+	})
+}
+
+// tokensOf calls fn with each live, unreleased token of the host (0..upTo-1) held by holder,
+// and the state it read, until fn returns true.
+func (l *Leases) tokensOf(hostHash uint64, upTo int, holder, relNow uint64, fn func(sl *leaseSlot, st uint64) (stop bool)) {
 	for i := range min(upTo, MaxHostTokens) {
 		h := hostToken(hostHash, i)
 		for s, j := h%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
@@ -350,29 +373,9 @@ func (l *Leases) ReleaseHostTokenOf(hostHash uint64, upTo int, holder uint64, no
 				st&releasedBit != 0 || st>>expiryShift <= relNow {
 				continue
 			}
-			if atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st)) {
-				return true
+			if fn(sl, st) {
+				return
 			}
-		}
-	}
-	return false
-}
-
-// ExtendHostTokensOf moves every live token of the host (0..upTo-1) that holder holds to
-// expire no earlier than untilMs: a remote renderer that extends a row's lease keeps its
-// host slot as long.
-func (l *Leases) ExtendHostTokensOf(hostHash uint64, upTo int, holder uint64, nowMs, untilMs int64) {
-	relNow, until := l.rel(nowMs), l.rel(untilMs)
-	for i := range min(upTo, MaxHostTokens) {
-		h := hostToken(hostHash, i)
-		for s, j := h%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
-			sl := l.slot(s)
-			st := atomic.LoadUint64(&sl.state)
-			if atomic.LoadUint64(&sl.hash) != h || atomic.LoadUint64(&sl.holder) != holder|HostSlotMark ||
-				st&releasedBit != 0 || st>>expiryShift <= relNow || st>>expiryShift >= until {
-				continue
-			}
-			atomic.CompareAndSwapUint64(&sl.state, st, packState(until, false, st))
 		}
 	}
 }
