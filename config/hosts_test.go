@@ -1,8 +1,6 @@
 package config
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 )
@@ -25,7 +23,7 @@ func TestHostsDefaultsAndGoodValuesPass(t *testing.T) {
 
 // Every refusal of a render.hosts value names its key and its line, and is the only problem.
 func TestHostsRefusalsNameTheirKeyAndLine(t *testing.T) {
-	for _, tc := range []struct{ yaml, want string }{
+	checkRefusals(t, []refusal{
 		{"render:\n  hosts:\n    max_concurrency: 0\n", "line 3: render.hosts.max_concurrency"},
 		{"render:\n  hosts:\n    max_concurrency: 1025\n", "line 3: render.hosts.max_concurrency"},
 		{"render:\n  hosts:\n    max_concurrency: -1\n", "line 3: render.hosts.max_concurrency"},
@@ -48,13 +46,5 @@ func TestHostsRefusalsNameTheirKeyAndLine(t *testing.T) {
 		{"render:\n  hosts:\n    overrides:\n      \"[10.0.0.1]\": 2\n", "line 3: render.hosts.overrides.[10.0.0.1]"},
 		{"render:\n  hosts:\n    overrides:\n      \"*.shop.example\": 2\n", "line 4: render.hosts.overrides.*.shop.example"},
 		{"render:\n  hosts:\n    overrides:\n      \"\": 2\n", "line 3: render.hosts.overrides.: must be"},
-	} {
-		_, err := Parse([]byte(tc.yaml))
-		var fes FieldErrors
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: got %v, want an error containing %q", tc.yaml, err, tc.want)
-		} else if errors.As(err, &fes) && len(fes) != 1 {
-			t.Errorf("%q: %d problems (%v), want only %q", tc.yaml, len(fes), err, tc.want)
-		}
-	}
+	})
 }
