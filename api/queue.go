@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hostview"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -19,6 +21,9 @@ type Queue struct {
 	Cluster ClusterViewFunc
 	// Capacity is worker 0's capacity view, for the capacity section; nil leaves it out.
 	Capacity CapacityViewFunc
+	// Policy gives the hosts section each host's configured maximum (render.hosts); nil: the
+	// default maximum for every host.
+	Policy func() *policy.Policy
 }
 
 // Register adds the endpoint to mux.
@@ -79,5 +84,15 @@ func (q *Queue) View() wire.QueueView {
 		v.Claims["index"] += w.Load(shm.CounterClaimIndex)
 	}
 	v.Leases = wire.LeaseStats(q.Seg.Leases().Stats(q.Now()))
+	v.Hosts = hostview.Rows(q.Seg, q.hostMax(), q.Now())
+	v.HostsTracked, v.HostEvictions = len(v.Hosts), q.Seg.Hosts().Stats().Evictions
 	return v
+}
+
+// hostMax is each host's configured maximum of renders in flight, at the policy in force.
+func (q *Queue) hostMax() func(host []byte) int {
+	if q.Policy == nil {
+		return func([]byte) int { return config.HostsMaxConcurrencyDefault }
+	}
+	return q.Policy().Config().Render.Hosts.Max
 }

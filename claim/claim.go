@@ -95,7 +95,7 @@ func AdmitHost(seg *shm.Segment, hosts *config.Hosts, key []byte, nowMs, ttlMs i
 			return shm.Lease{}, false
 		}
 	}
-	return seg.Leases().AdmitHost(hash, limit, nowMs, ttlMs, holder)
+	return seg.Leases().AdmitHost(hash, limit, shm.KeyHash(key), nowMs, ttlMs, holder)
 }
 
 // Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for
@@ -174,11 +174,14 @@ func (c *Claimer) ClaimFor(ctx context.Context, n int, ttlMs int64, holder uint6
 	now := c.opts.Now()
 	ttl := LeaseTTL(cfg.Queue.LeaseTTL.Ms(), ttlMs)
 	jobs := make([]Job, 0, n)
+	hostBound := false
 	if cfg.ReadyEnabled() {
-		jobs = c.takeReady(jobs, n, now, ttl, holder)
+		jobs, hostBound = c.takeReady(jobs, n, now, ttl, holder)
 		c.observeLateness(jobs, now)
 	}
-	if len(jobs) == n || c.opts.Fallback == nil {
+	// A set that serves but whose next rows' hosts are all full is no reason to scan the
+	// index: its rows are the same hosts', and a scan costs worker 0 a read per row.
+	if len(jobs) == n || hostBound || c.opts.Fallback == nil {
 		return jobs, nil
 	}
 	more, err := c.opts.Fallback.ClaimIndex(ctx, IndexClaim{N: n - len(jobs), Holder: holder, TTLMs: ttl})
@@ -215,11 +218,16 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 // consumes its entry (at most once per generation), whether or not the lease is granted: a
 // refused entry is leased by someone else, who is rendering it.
 //
+// An entry whose host refuses (AdmitHost) is consumed too, and its row stays due for the next
+// set. A claim stops after maxHostRefusals of them and reports hostBound: it must not eat the
+// set while a host is full (the rows behind are most likely the same host's, whose slots
+// free as its renders end), and it goes to no fallback, since the set still serves.
+//
 // A granted lease is then checked against the node's fence (shm.Fence), at a time no earlier
 // than the grant: an entry of a shard the node has given up since the set was published, or
 // taken when the node's shard leases may have lapsed, gives its lease back at once and is not
 // handed out. The row is still due; its owner grants it.
-func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []Job {
+func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) (_ []Job, hostBound bool) {
 	seg := c.opts.Segment
 	ready, leases, fence := seg.Ready(), seg.Leases(), seg.Fence()
 	hosts := &c.opts.Policy().Config().Render.Hosts
@@ -234,7 +242,10 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 		// one host has in a set, so a throttled host cannot eat the set (sweep).
 		token, ok := AdmitHost(seg, hosts, e.Key, now, ttl, holder)
 		if !ok {
-			hostRefused++
+			if hostRefused++; hostRefused == maxHostRefusals {
+				hostBound = true
+				break
+			}
 			continue
 		}
 		lease, st := leases.Acquire(e.KeyHash, now, ttl, holder)
@@ -280,5 +291,10 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) []
 			w.Add(shm.CounterRenderRefusedHost, uint64(hostRefused))
 		}
 	}
-	return jobs
+	return jobs, hostBound
 }
+
+// maxHostRefusals is how many entries one claim may pass over for their hosts before it gives
+// up: enough to step past a full host's entries to another host's (the sweep caps each host's
+// share of the set), few enough that a set of one full host is eaten slowly.
+const maxHostRefusals = 8

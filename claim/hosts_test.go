@@ -153,3 +153,28 @@ func TestClaimHonoursALoweredLimit(t *testing.T) {
 		t.Fatalf("granted %v, want 1 of each", got)
 	}
 }
+
+// A set of one host that is full is not eaten by one claim: the claim passes over at most
+// maxHostRefusals entries, and does not scan the index for rows of the same host.
+func TestClaimOfAFullHostStopsEarly(t *testing.T) {
+	n := newNode(t, politeness)
+	n.putHosts(100, "big.test")
+	n.sweep()
+	c := n.claimer(1)
+	held, err := c.Claim(context.Background(), 2) // both of big.test's slots
+	if err != nil || len(held) != 2 {
+		t.Fatalf("first claim: %d jobs, %v", len(held), err)
+	}
+	before := n.Seg.Ready().Stats().Taken
+	scans := n.scanner.scans.Load()
+	jobs, err := c.Claim(context.Background(), 1)
+	if err != nil || len(jobs) != 0 {
+		t.Fatalf("a claim while big.test is full: %d jobs, %v", len(jobs), err)
+	}
+	if taken := n.Seg.Ready().Stats().Taken - before; taken != maxHostRefusals {
+		t.Fatalf("the claim consumed %d entries, want %d", taken, maxHostRefusals)
+	}
+	if s := n.scanner.scans.Load(); s != scans {
+		t.Fatalf("the claim scanned the index %d times for rows of a full host", s-scans)
+	}
+}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -54,9 +53,7 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
 // Every refusal of a render.chrome or render.devices value names its key, with the line that
 // sets it, as the only problem of the file.
 func TestChromeRefusalsNameTheirKeyAndLine(t *testing.T) {
-	for _, tc := range []struct {
-		yaml, want string
-	}{
+	checkRefusals(t, []refusal{
 		{"render:\n  chrome:\n    path: \" \"\n", "line 3: render.chrome.path"},
 		{"render:\n  chrome:\n    idle: -1s\n", "line 3: render.chrome.idle"},
 		{"render:\n  renderer: chrome\n  timeout: 1s\n  chrome:\n    idle: 1s\n", "line 5: render.chrome.idle"},
@@ -78,13 +75,5 @@ func TestChromeRefusalsNameTheirKeyAndLine(t *testing.T) {
 		{"render:\n  devices:\n    tv: {width: 1, height: 1}\n    tv.big: {width: 0, height: 900}\n", "line 4: render.devices.tv.big.width"},
 		{"render:\n  devices:\n    tv.big:\n      width: 1\n      height: 1\n    tv:\n      width: 1\n      height: -1\n", "line 8: render.devices.tv.height"},
 		{"render:\n  user_agents:\n    tablet: ok/1\n    \"mob|ile\": freshq/1\n", "line 4: render.user_agents.mob|ile"},
-	} {
-		_, err := Parse([]byte(tc.yaml))
-		var fes FieldErrors
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: got %v, want an error containing %q", tc.yaml, err, tc.want)
-		} else if errors.As(err, &fes) && len(fes) != 1 {
-			t.Errorf("%q: %d problems (%v), want only %q", tc.yaml, len(fes), err, tc.want)
-		}
-	}
+	})
 }

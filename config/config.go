@@ -380,6 +380,10 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.suppression.gone.strikes", &r.Suppression.Gone.Strikes, false},
 		{"render.suppression.gone.recheck", &r.Suppression.Gone.Recheck, false},
 		{"render.demand.ladder", &r.Demand.Ladder, false},
+		{"render.hosts.max_concurrency", &r.Hosts.MaxConcurrency, false},
+		{"render.hosts.max_pause", &r.Hosts.MaxPause, false},
+		{"render.hosts.halve_after", &r.Hosts.HalveAfter, false},
+		{"render.hosts.grow_after", &r.Hosts.GrowAfter, false},
 		{"page.swr_ttl", &c.Page.SWRTTL, false},
 		{"page.max_wait", &c.Page.MaxWait, false},
 		{"page.max_waiters", &c.Page.MaxWaiters, false},
@@ -694,6 +698,7 @@ func (c *Config) Validate() error {
 	if r.Sim.TransientRate+r.Sim.GoneRate+r.Sim.NoindexRate > 1 {
 		bad("render.sim", "outcome rates add up to more than 1")
 	}
+	r.Hosts.validate(bad)
 	for i, d := range r.Domains {
 		if !validDomain(d) {
 			bad(fmt.Sprintf("render.domains[%d]", i), "must be a bare host name such as example.com (no scheme, port, path or wildcard), got %q", d)
@@ -832,6 +837,64 @@ func (r *Render) validateChrome(bad func(path, format string, args ...any)) {
 			bad(path+".user_agent", "must be a single-line User-Agent")
 		}
 	}
+}
+
+func (h *Hosts) validate(bad func(path, format string, args ...any)) {
+	if h.MaxConcurrency < 1 || h.MaxConcurrency > HostsMaxConcurrencyMax {
+		bad("render.hosts.max_concurrency", "must be 1..%d, got %d", HostsMaxConcurrencyMax, h.MaxConcurrency)
+	}
+	for _, host := range slices.Sorted(maps.Keys(h.Overrides)) {
+		path := "render.hosts.overrides." + host
+		if !validHostPort(host) {
+			// A cache key's host is lower-case and has no default port: an override spelled
+			// otherwise would never match a render.
+			bad(path, "must be a host as a cache key names it: lower-case, with its port only if not the default (shop.example, shop.example:8080, [::1]:8080), got %q", host)
+		}
+		if n := h.Overrides[host]; n < 1 || n > HostsMaxConcurrencyMax {
+			bad(path, "must be 1..%d renders in flight, got %d", HostsMaxConcurrencyMax, n)
+		}
+	}
+	if h.MaxPause < HostsMinPause {
+		bad("render.hosts.max_pause", "must be at least %s (the shortest pause a refusal causes), got %s", HostsMinPause, h.MaxPause)
+	}
+	if h.HalveAfter < 1 || h.HalveAfter > HostsStreakMax {
+		bad("render.hosts.halve_after", "must be 1..%d, got %d", HostsStreakMax, h.HalveAfter)
+	}
+	if h.GrowAfter < 1 || h.GrowAfter > HostsStreakMax {
+		bad("render.hosts.grow_after", "must be 1..%d, got %d", HostsStreakMax, h.GrowAfter)
+	}
+}
+
+// validHostPort reports whether s is a host as a normalised URL spells it: a lower-case name or
+// IPv4 address, or a bracketed IPv6 address, optionally followed by :port (1..65535).
+func validHostPort(s string) bool {
+	if s == "" || s != strings.ToLower(s) {
+		return false
+	}
+	host, port, hasPort := s, "", false
+	if rest, ok := strings.CutPrefix(s, "["); ok {
+		addr, after, ok := strings.Cut(rest, "]")
+		if a, err := netip.ParseAddr(addr); !ok || err != nil || !a.Is6() {
+			return false
+		}
+		host = ""
+		if after != "" {
+			port, hasPort = strings.CutPrefix(after, ":")
+			if !hasPort {
+				return false
+			}
+		}
+	} else if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		host, port, hasPort = s[:i], s[i+1:], true
+	}
+	if host != "" && (!validDomain(host) || strings.ContainsAny(host, ":") || strings.HasSuffix(host, ".")) {
+		return false
+	}
+	if hasPort {
+		n, err := strconv.Atoi(port)
+		return err == nil && n >= 1 && n <= 65535 && port[0] != '0' && port[0] != '+'
+	}
+	return true
 }
 
 func (h *HTTP) validate(bad func(path, format string, args ...any)) {

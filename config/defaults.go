@@ -98,6 +98,20 @@ const (
 	GoneRecheckDefault         = Duration(14 * day)
 )
 
+// render.hosts bounds
+const (
+	// HostsMaxConcurrencyMax bounds render.hosts.max_concurrency and its overrides: it is
+	// shm.MaxHostTokens, the most host tokens a take tries (a test of package hosts pins the two
+	// equal; this package imports no shm).
+	HostsMaxConcurrencyMax = 1024
+	// HostsMinPause is the shortest pause a refusal (a 429, or a 503 with Retry-After) causes;
+	// render.hosts.max_pause is at least it.
+	HostsMinPause = Duration(time.Second)
+	// HostsStreakMax bounds render.hosts.halve_after and grow_after: the streaks are counted in
+	// 32 bits, and a longer one would never be reached in practice.
+	HostsStreakMax = 1_000_000
+)
+
 // render.chrome and render.devices
 const (
 	ChromePathDefault         = "chromium"

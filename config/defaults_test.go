@@ -35,6 +35,13 @@ func TestBoundsAreTheirConstants(t *testing.T) {
 			func(c *Config) { c.Render.FailureRetry.NonSitemapPenalty = NonSitemapPenaltyMin - 0.01 }},
 		{"sitemap.max_depth", func(c *Config) { c.Sitemap.MaxDepth = MaxDepthMax }, func(c *Config) { c.Sitemap.MaxDepth = MaxDepthMax + 1 }},
 		{"http.max_conns", func(c *Config) { c.HTTP.MaxConns = MaxConnsMax }, func(c *Config) { c.HTTP.MaxConns = MaxConnsMax + 1 }},
+		{"render.hosts.max_concurrency", func(c *Config) { c.Render.Hosts.MaxConcurrency = HostsMaxConcurrencyMax },
+			func(c *Config) { c.Render.Hosts.MaxConcurrency = HostsMaxConcurrencyMax + 1 }},
+		{"render.hosts.max_pause", func(c *Config) { c.Render.Hosts.MaxPause = HostsMinPause }, func(c *Config) { c.Render.Hosts.MaxPause = HostsMinPause - 1 }},
+		{"render.hosts.halve_after", func(c *Config) { c.Render.Hosts.HalveAfter = HostsStreakMax }, func(c *Config) { c.Render.Hosts.HalveAfter = HostsStreakMax + 1 }},
+		{"render.hosts.grow_after", func(c *Config) { c.Render.Hosts.GrowAfter = HostsStreakMax }, func(c *Config) { c.Render.Hosts.GrowAfter = HostsStreakMax + 1 }},
+		{"render.hosts.overrides.a.test", func(c *Config) { c.Render.Hosts.Overrides = map[string]int{"a.test": HostsMaxConcurrencyMax} },
+			func(c *Config) { c.Render.Hosts.Overrides = map[string]int{"a.test": HostsMaxConcurrencyMax + 1} }},
 	} {
 		at := Default()
 		tc.at(at)

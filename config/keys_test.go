@@ -1,9 +1,7 @@
 package config
 
 import (
-	"errors"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -35,17 +33,9 @@ func TestKeysDropParams(t *testing.T) {
 
 // Every refusal of a keys or route key value names its key and its line.
 func TestKeysRefusalsNameTheirKeyAndLine(t *testing.T) {
-	for _, tc := range []struct{ yaml, want string }{
+	checkRefusals(t, []refusal{
 		{"keys:\n  drop_params:\n    - utm_*\n    - \"\"\n", "line 4: keys.drop_params[1]"},
 		{"routes:\n  - name: a\n    match: prefix\n    path: /\n    trailing_slash: both\n", "line 5: routes[0].trailing_slash"},
 		{"routes:\n  - name: a\n    match: prefix\n    path: /\n    keep_params: [q, \"\"]\n", "line 5: routes[0].keep_params[1]"},
-	} {
-		_, err := Parse([]byte(tc.yaml))
-		var fes FieldErrors
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: got %v, want an error containing %q", tc.yaml, err, tc.want)
-		} else if errors.As(err, &fes) && len(fes) != 1 {
-			t.Errorf("%q: %d problems (%v), want only %q", tc.yaml, len(fes), err, tc.want)
-		}
-	}
+	})
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/freshq/freshq/shm"
 )
 
-var fuzzSegOpts = shm.Options{ReadyCapacity: 4, KeyCapacity: 24, LeaseCapacity: 8, LeaseWindow: 4, Workers: 1, EpochMs: 1}
+var fuzzSegOpts = shm.Options{ReadyCapacity: 4, KeyCapacity: 24, LeaseCapacity: 8, LeaseWindow: 4, Workers: 1, HostCapacity: 3, EpochMs: 1}
 
 func validSegment(t testing.TB) []byte {
 	size, err := shm.SizeFor(fuzzSegOpts)
@@ -23,6 +23,7 @@ func validSegment(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	seg.Ready().Publish([]shm.Entry{{Key: []byte("desktop|https://a.test/")}}, 1)
+	seg.Hosts().Store(shm.HostState{Host: "a.test", PausedUntilMs: 9, Limit: 1, Cause: shm.HostCauseRetryAfter, Status: 429})
 	return mem
 }
 
@@ -32,7 +33,7 @@ func validSegment(t testing.TB) []byte {
 func FuzzShmAttach(f *testing.F) {
 	valid := validSegment(f)
 	f.Add(valid)
-	for _, n := range []int{0, 7, 8, 12, 139, 140, 4095, 4096, len(valid) / 2, len(valid) - 1} {
+	for _, n := range []int{0, 7, 8, 12, 139, 140, 155, 156, 4095, 4096, len(valid) / 2, len(valid) - 1} {
 		f.Add(valid[:n]) // half-written and truncated segments, as a crash would leave them
 	}
 	bumped := bytes.Clone(valid)
@@ -65,6 +66,19 @@ func FuzzShmAttach(f *testing.F) {
 			seg.Leases().Release(lease, 6, 0)
 		}
 		seg.Floor().Lower(3)
+		// The host table: a slot's words are whatever the bytes say, its name length included.
+		for _, st := range seg.Hosts().Snapshot() {
+			if len(st.Host) > shm.MaxHostName {
+				t.Fatalf("a host name of %d bytes from a slot of %d", len(st.Host), shm.MaxHostName)
+			}
+			seg.Hosts().Load(st.Hash)
+		}
+		seg.Hosts().Store(shm.HostState{Host: "b.test", Limit: 2})
+		seg.Hosts().Delete(shm.HostHash([]byte("a.test")))
+		if tok, ok := seg.Leases().AdmitHost(shm.HostHash([]byte("b.test")), 2, 7, 5, 10, 1); ok {
+			seg.Leases().Release(tok, 6, 0)
+		}
+		seg.Leases().HostInFlight(shm.HostHash([]byte("b.test")), 2, 5)
 		for i := range int(l.Workers) {
 			w, err := seg.Worker(i)
 			if err != nil {

@@ -31,6 +31,10 @@
 //     (store.PartialWriteError), and only those leases are released.
 //   - A result's due time is policy.Apply's, counted from now, never a stored one brought
 //     forward out of range.
+//   - A host's refusal is not the page's failure. With a hosts.Tracker, a 429 or a 503 with
+//     Retry-After writes nothing (its row stays due, unstruck) and pauses its host before its
+//     lease is released; every result, fenced or not, feeds its host's state once per Apply
+//     that commits (a batch whose commit fails is observed by its retry).
 //   - Background work stops. A sitemap run fetches and writes under the context
 //     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
 //     passes is shut once the chunk in flight has committed), so the store may be closed.
@@ -45,6 +49,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -101,6 +106,15 @@ type Applier struct {
 	// Misses is woken (Misses.Applied) for each result committed; nil: no render on miss.
 	Misses *Misses
 
+	// Hosts is told every result of a batch, fenced or not (the origin's answer was real
+	// either way), after the batch commits; nil: no politeness. With it, a refusal
+	// (hosts.Refusal: a 429, or a 503 with Retry-After) is not applied: the host is paused,
+	// and the row, its target and its page stay exactly as they were (no strike, no backoff,
+	// its due time kept), so the row is granted again once the host allows. Without it a
+	// refusal is a failure like any other: leaving the row due with nothing to pause its host
+	// would grant it again at once.
+	Hosts *hosts.Tracker
+
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
 }
@@ -131,6 +145,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	now := a.Now()
 	leases := a.Seg.Leases()
 	var st wire.ApplyStats
+	var refused []heldResult // refusals: their leases released, nothing written
 	changes := make([]store.Change, 0, len(results))
 	held := make([]shm.Lease, 0, len(results)) // the lease of each change
 	index := make([]int, 0, len(results))      // the result of each change
@@ -155,6 +170,10 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		heldKey[h] = true
 		info, _ := leases.Lookup(h, now)
+		if a.Hosts != nil && refusal(r) {
+			refused = append(refused, heldResult{lease: lease, result: i, holder: info.Holder})
+			continue
+		}
 		holders = append(holders, info.Holder)
 		j := len(changes)
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
@@ -176,26 +195,27 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		w = a.Writer
 	}
 	grace := pol.Config().Queue.ReleaseGrace.Ms()
-	if len(changes) == 0 {
-		return st, nil
+	// A remote renderer's host slot is worker 0's to give back, with the lease (claims.go).
+	releaseHost := func(result int, holder uint64, done int64) {
+		releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[result].Key, holder, done)
 	}
-	filed, err := w.Modify(changes)
-	if err != nil {
-		if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
-			done := a.Now()
-			for i, ok := range pe.Committed {
-				if ok && i < len(held) {
-					leases.Release(held[i], done, grace)
-					releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[index[i]].Key, holders[i], done)
-				}
-			}
+	var filed []bool
+	if len(changes) > 0 {
+		var err error
+		if filed, err = w.Modify(changes); err != nil {
+			return wire.ApplyStats{}, a.failed(err, held, grace, func(j int, done int64) { releaseHost(index[j], holders[j], done) })
 		}
-		return wire.ApplyStats{}, fmt.Errorf("intake: apply %d results: %w", len(changes), err)
 	}
 	done := a.Now()
+	a.observe(results, done)
+	for _, rf := range refused {
+		leases.Release(rf.lease, done, grace)
+		releaseHost(rf.result, rf.holder, done)
+		st.HostRefused++
+	}
 	for j, l := range held {
 		leases.Release(l, done, grace)
-		releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[index[j]].Key, holders[j], done)
+		releaseHost(index[j], holders[j], done)
 		switch {
 		case filed[j]:
 			st.Applied++
@@ -209,6 +229,50 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// heldResult is a result whose lease checked: the lease, the result's index in its batch, and
+// the lease's holder.
+type heldResult struct {
+	lease  shm.Lease
+	result int
+	holder uint64
+}
+
+// failed releases the leases of the changes a failed Modify committed anyway (a
+// *store.PartialWriteError), so that the retry of the batch finds them fenced, and wraps err;
+// releaseHost gives back change j's host slot with it. Nothing is observed and no refusal's
+// lease is released: the retry does both, once.
+func (a *Applier) failed(err error, held []shm.Lease, grace int64, releaseHost func(j int, done int64)) error {
+	if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
+		done, leases := a.Now(), a.Seg.Leases()
+		for i, ok := range pe.Committed {
+			if ok && i < len(held) {
+				leases.Release(held[i], done, grace)
+				releaseHost(i, done)
+			}
+		}
+	}
+	return fmt.Errorf("intake: apply %d results: %w", len(held), err)
+}
+
+// observe tells a.Hosts every result of the batch, fenced ones included, before any lease is
+// released: a refused row's host is paused before the row can be granted again.
+func (a *Applier) observe(results []wire.Result, now int64) {
+	if a.Hosts == nil {
+		return
+	}
+	for i := range results {
+		r := &results[i]
+		o, _ := outcome.Parse(r.Outcome)
+		a.Hosts.Observe(r.Key, o, r.Status, r.Headers, now)
+	}
+}
+
+// refusal reports whether r is its host refusing the render (hosts.Refusal).
+func refusal(r *wire.Result) bool {
+	o, _ := outcome.Parse(r.Outcome)
+	return hosts.Refusal(o, r.Status, r.Headers)
 }
 
 // holdThroughCommit extends a checked lease that would lapse within applyCommitBound to it,

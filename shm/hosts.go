@@ -297,13 +297,26 @@ func hostToken(hostHash uint64, i int) uint64 {
 	return KeyHash(b[:])
 }
 
-// AdmitHost takes one of a host's render slots for holder: the first of its tokens 0..limit-1
-// that nobody holds, leased like a row (Acquire) for ttlMs. At most one lease per token exists
+// AdmitHost takes one of a host's render slots for holder: a token among 0..limit-1 that
+// nobody holds, leased like a row (Acquire) for ttlMs. At most one lease per token exists
 // across all processes, so at most limit renders of the host hold a token at once; a holder
 // killed mid-render loses its token at ttlMs. ok is false when every token below limit is
 // held. Give the token back with Release(token, now, 0) when the render ends.
-func (l *Leases) AdmitHost(hostHash uint64, limit int, nowMs, ttlMs int64, holder uint64) (token Lease, ok bool) {
-	for i := range min(limit, MaxHostTokens) {
+//
+// The tokens are tried from seed % limit on, wrapping (callers pass the row's key hash), so
+// that with k of a host's limit held a take tries about limit/(limit−k) tokens, not k+1: a
+// host with a large limit and many renders in flight stays cheap to admit.
+func (l *Leases) AdmitHost(hostHash uint64, limit int, seed uint64, nowMs, ttlMs int64, holder uint64) (token Lease, ok bool) {
+	limit = min(limit, MaxHostTokens)
+	if limit <= 0 {
+		return Lease{}, false
+	}
+	first := int(seed % uint64(limit))
+	for k := range limit {
+		i := first + k
+		if i >= limit {
+			i -= limit
+		}
 		if lease, st := l.Acquire(hostToken(hostHash, i), nowMs, ttlMs, holder|HostSlotMark); st == Acquired {
 			return lease, true
 		}
@@ -327,7 +340,30 @@ func (l *Leases) HostInFlight(hostHash uint64, upTo int, nowMs int64) int {
 // renderer's token when its result or release arrives. Tokens of one host are
 // interchangeable, so any of the holder's will do. It reports whether it released one.
 func (l *Leases) ReleaseHostTokenOf(hostHash uint64, upTo int, holder uint64, nowMs int64) bool {
-	relNow := l.rel(nowMs)
+	relNow, released := l.rel(nowMs), false
+	l.tokensOf(hostHash, upTo, holder, relNow, func(sl *leaseSlot, st uint64) bool {
+		released = atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st))
+		return released
+	})
+	return released
+}
+
+// ExtendHostTokensOf moves every live token of the host (0..upTo-1) that holder holds to
+// expire no earlier than untilMs: a remote renderer that extends a row's lease keeps its
+// host slot as long.
+func (l *Leases) ExtendHostTokensOf(hostHash uint64, upTo int, holder uint64, nowMs, untilMs int64) {
+	until := l.rel(untilMs)
+	l.tokensOf(hostHash, upTo, holder, l.rel(nowMs), func(sl *leaseSlot, st uint64) bool {
+		if st>>expiryShift < until {
+			atomic.CompareAndSwapUint64(&sl.state, st, packState(until, false, st))
+		}
+		return false
+	})
+}
+
+// tokensOf calls fn with each live, unreleased token of the host (0..upTo-1) held by holder,
+// and the state it read, until fn returns true.
+func (l *Leases) tokensOf(hostHash uint64, upTo int, holder, relNow uint64, fn func(sl *leaseSlot, st uint64) (stop bool)) {
 	for i := range min(upTo, MaxHostTokens) {
 		h := hostToken(hostHash, i)
 		for s, j := h%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
@@ -337,29 +373,30 @@ func (l *Leases) ReleaseHostTokenOf(hostHash uint64, upTo int, holder uint64, no
 				st&releasedBit != 0 || st>>expiryShift <= relNow {
 				continue
 			}
-			if atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st)) {
-				return true
+			if fn(sl, st) {
+				return
 			}
 		}
 	}
-	return false
 }
 
-// ExtendHostTokensOf moves every live token of the host (0..upTo-1) that holder holds to
-// expire no earlier than untilMs: a remote renderer that extends a row's lease keeps its
-// host slot as long.
-func (l *Leases) ExtendHostTokensOf(hostHash uint64, upTo int, holder uint64, nowMs, untilMs int64) {
-	relNow, until := l.rel(nowMs), l.rel(untilMs)
-	for i := range min(upTo, MaxHostTokens) {
-		h := hostToken(hostHash, i)
-		for s, j := h%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
-			sl := l.slot(s)
-			st := atomic.LoadUint64(&sl.state)
-			if atomic.LoadUint64(&sl.hash) != h || atomic.LoadUint64(&sl.holder) != holder|HostSlotMark ||
-				st&releasedBit != 0 || st>>expiryShift <= relNow || st>>expiryShift >= until {
-				continue
-			}
-			atomic.CompareAndSwapUint64(&sl.state, st, packState(until, false, st))
+// ReleaseHostSlots gives back, at once, every live host token whose holder (without
+// HostSlotMark) match accepts, and returns how many. A render worker that starts calls it for
+// the tokens of the incarnations of its index before it: they were killed mid-render, and
+// their host slots would otherwise stay taken until their lease's TTL, keeping each host they
+// rendered below its limit that long. It scans the whole table once.
+func (l *Leases) ReleaseHostSlots(nowMs int64, match func(holder uint64) bool) int {
+	relNow, n := l.rel(nowMs), 0
+	for i := range l.capacity {
+		sl := l.slot(i)
+		st := atomic.LoadUint64(&sl.state)
+		h := atomic.LoadUint64(&sl.holder)
+		if h&HostSlotMark == 0 || st&releasedBit != 0 || st>>expiryShift <= relNow || !match(h&^HostSlotMark) {
+			continue
+		}
+		if atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st)) {
+			n++
 		}
 	}
+	return n
 }

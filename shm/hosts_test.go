@@ -23,7 +23,7 @@ func TestAdmitHostNeverExceedsTheLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				tok, ok := leases.AdmitHost(host, limit, 2_000_000, 60_000, uint64(w))
+				tok, ok := leases.AdmitHost(host, limit, uint64(w), 2_000_000, 60_000, uint64(w))
 				if !ok {
 					continue
 				}
@@ -60,10 +60,10 @@ func TestHostSlotsAreNotRowLeasesAndLapse(t *testing.T) {
 	seg := newTestSegment(t, Options{LeaseCapacity: 256})
 	leases := seg.Leases()
 	host := HostHash([]byte("shop.test"))
-	if _, ok := leases.AdmitHost(host, 1, 2_000_000, 1_000, 7); !ok {
+	if _, ok := leases.AdmitHost(host, 1, 0, 2_000_000, 1_000, 7); !ok {
 		t.Fatal("first slot refused")
 	}
-	if _, ok := leases.AdmitHost(host, 1, 2_000_000, 1_000, 8); ok {
+	if _, ok := leases.AdmitHost(host, 1, 0, 2_000_000, 1_000, 8); ok {
 		t.Fatal("a second slot of a host limited to 1")
 	}
 	if n := leases.CountHolder(7, 2_000_000); n != 0 {
@@ -72,7 +72,7 @@ func TestHostSlotsAreNotRowLeasesAndLapse(t *testing.T) {
 	if st := leases.Stats(2_000_000); st.Live != 0 || st.HostSlots != 1 {
 		t.Fatalf("stats %+v, want 0 live row leases and 1 host slot", st)
 	}
-	if _, ok := leases.AdmitHost(host, 1, 2_001_000, 1_000, 8); !ok {
+	if _, ok := leases.AdmitHost(host, 1, 0, 2_001_000, 1_000, 8); !ok {
 		t.Fatal("the slot of a holder that never gave it back did not lapse at its TTL")
 	}
 	// A remote's slot is given back by holder; another holder's is left alone.
@@ -161,5 +161,29 @@ func TestHostTableReadersNeverSeeATornSlot(t *testing.T) {
 	wg.Wait()
 	if reads.Load() == 0 {
 		t.Fatal("the readers read nothing: the race was not exercised")
+	}
+}
+
+// A restarted worker gives back its dead predecessor's host slots, and no one else's.
+func TestReleaseHostSlotsOfADeadHolder(t *testing.T) {
+	seg := newTestSegment(t, Options{LeaseCapacity: 256})
+	leases := seg.Leases()
+	host := HostHash([]byte("shop.test"))
+	dead, other := uint64(111)<<16|1, uint64(222)<<16|2
+	for _, h := range []uint64{dead, dead, other} {
+		if _, ok := leases.AdmitHost(host, 4, h, 2_000_000, 600_000, h); !ok {
+			t.Fatal("setup: slot refused")
+		}
+	}
+	row, _ := leases.Acquire(KeyHash([]byte("desktop|https://shop.test/")), 2_000_000, 600_000, dead)
+	n := leases.ReleaseHostSlots(2_000_000, func(h uint64) bool { return h&0xffff == 1 && h != uint64(333)<<16|1 })
+	if n != 2 {
+		t.Fatalf("released %d host slots, want the dead holder's 2", n)
+	}
+	if in := leases.HostInFlight(host, 4, 2_000_000); in != 1 {
+		t.Fatalf("%d slots held after, want worker 2's 1", in)
+	}
+	if err := leases.Check(row, row.KeyHash, 2_000_000); err != nil {
+		t.Fatalf("the dead holder's row lease was touched: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 )
 
-// The segment is one file, laid out as a header page followed by four sections. Every section
+// The segment is one file, laid out as a header page followed by five sections. Every section
 // starts on a page boundary, and every field used atomically is a naturally aligned 8-byte word.
 // docs/shm-format.md draws each block byte by byte; the comments here are the short form.
 //

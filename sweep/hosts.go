@@ -1,8 +1,11 @@
 package sweep
 
 import (
+	"slices"
+
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -23,15 +26,25 @@ import (
 // (the pass reads rows in due order, so those it has are its oldest-due), and a row of it that
 // a better row evicts from the selector frees its place. A take may still refuse an entry of a
 // host that is full at that instant; what that costs is bounded by the cap.
+//
+// The cap bounds how many entries a host has, spread bounds where they are: takes consume a
+// set from the front, and a host with a backlog has the best scores, so its capped entries
+// would all come first, every claim would meet only them while the host is full, and its
+// entries would be spent before its slots free. spread moves a capped host's entries back so
+// that every prefix of the set holds at most its limit plus its share of the prefix: the other
+// hosts are served from the first take, and the host finds entries all through the set's life.
 
 // hostShareSlack is the multiple of its fair share of the set a host may hold.
 const hostShareSlack = 2
 
 // hostPlan is what the sweep decided for one host in this pass.
 type hostPlan struct {
-	pausedUntil int64 // > now: the host is paused; its rows are left out
-	cap         int   // entries the set may hold; 0 = no cap
-	held        int   // entries the selector holds now
+	pausedUntil int64   // > now: the host is paused; its rows are left out
+	cap         int     // entries the set may hold; 0 = no cap
+	held        int     // entries the selector holds now
+	limit       int     // renders in flight the host allows now
+	share       float64 // cap ÷ the set's capacity: its share of any prefix of the set (spread)
+	placed      int     // entries spread has placed
 }
 
 // hostPlans caches each host's plan for one pass: the host table is read once per host, not
@@ -65,8 +78,10 @@ func (h *hostPlans) of(key []byte) (uint64, *hostPlan) {
 			p.pausedUntil = st.PausedUntilMs
 		}
 	}
+	p.limit = limit
 	if c := (hostShareSlack*h.k*limit + h.slots - 1) / h.slots; c < h.k {
 		p.cap = max(c, limit)
+		p.share = float64(p.cap) / float64(h.k)
 	}
 	h.plans[hash] = p
 	return hash, p
@@ -77,4 +92,55 @@ func (h *hostPlans) release(hash uint64) {
 	if p, ok := h.plans[hash]; ok && p.held > 0 {
 		p.held--
 	}
+}
+
+// room reports whether a host may have one more entry at position m of the set: always for a
+// host without a cap, else while it has placed fewer than its limit plus its share of m.
+func (p *hostPlan) room(m int) bool {
+	return p.cap == 0 || p.placed < p.limit+int(p.share*float64(m))
+}
+
+// spread reorders a set (in publishing order) so that each capped host has room at every
+// position it holds (hostPlan.room). An entry without room waits, and goes at the first
+// position its host has room, before the entries ranked after it; when only waiting entries
+// are left, they go in the order they waited. The order is otherwise kept, and so is every
+// entry.
+func (h *hostPlans) spread(items []policy.Item[value]) []policy.Item[value] {
+	out := make([]policy.Item[value], 0, len(items))
+	waiting := map[uint64][]policy.Item[value]{}
+	var hosts []uint64 // hosts with waiting entries, in the order they began to wait
+	place := func(it policy.Item[value]) {
+		out = append(out, it)
+		h.plans[it.Value.host].placed++
+	}
+	next := 0
+	for len(out) < len(items) {
+		if i := slices.IndexFunc(hosts, func(host uint64) bool { return h.plans[host].room(len(out)) }); i >= 0 {
+			host := hosts[i]
+			place(waiting[host][0])
+			if waiting[host] = waiting[host][1:]; len(waiting[host]) == 0 {
+				hosts = slices.Delete(hosts, i, i+1)
+			}
+			continue
+		}
+		if next == len(items) { // no host with waiting entries has room: the earliest goes
+			host := hosts[0]
+			place(waiting[host][0])
+			if waiting[host] = waiting[host][1:]; len(waiting[host]) == 0 {
+				hosts = hosts[1:]
+			}
+			continue
+		}
+		it := items[next]
+		next++
+		if h.plans[it.Value.host].room(len(out)) {
+			place(it)
+			continue
+		}
+		if len(waiting[it.Value.host]) == 0 {
+			hosts = append(hosts, it.Value.host)
+		}
+		waiting[it.Value.host] = append(waiting[it.Value.host], it)
+	}
+	return out
 }

@@ -60,6 +60,39 @@ func TestSweepCapsEachHostToItsShare(t *testing.T) {
 	}
 }
 
+// big.test's rows are the latest, so the best: unspread, its ten entries would be the set's
+// first ten, and every take would meet them while the host is full. Spread, no prefix of the
+// set holds more than its limit (2) plus its share (10 of 100) of the prefix.
+func TestSweepSpreadsACappedHostThroughTheSet(t *testing.T) {
+	e := qtest.New(t, politeness, start, shm.Options{})
+	for i := range 500 {
+		e.Put(fmt.Sprintf("desktop|https://big.test/c/%03d", i), start-3*hour, true, 0, store.Lanes{})
+	}
+	for i := range 90 {
+		e.Put(fmt.Sprintf("desktop|https://wide.test/c/%d", i), start-hour-int64(i), true, 0, store.Lanes{})
+	}
+	if _, err := newSweeper(e, nil).Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries := takeAll(t, e.Seg)
+	big, order := 0, ""
+	for m, en := range entries {
+		if string(cachekey.Host(en.Key)) != "big.test" {
+			order += "."
+			continue
+		}
+		order += "B"
+		if allowed := 2 + m/10; big >= allowed {
+			t.Fatalf("big.test's entry at position %d after %d of them; its share allows %d: %s", m, big, allowed, order)
+		}
+		big++
+	}
+	if big != 10 || len(entries) != 100 {
+		t.Fatalf("%d entries, %d of big.test: %s", len(entries), big, order)
+	}
+	t.Logf("the set, big.test as B: %s", order)
+}
+
 // A row evicted from the selector by a better row gives its host's place back: a host's share
 // is counted over what the set holds, not over what was offered.
 func TestSweepHostCapCountsEvictions(t *testing.T) {

@@ -292,7 +292,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	}
 
 	if enabled {
-		items := sel.Result()
+		items := plans.spread(sel.Result())
 		entries := make([]shm.Entry, 0, len(items))
 		leases := s.opts.Segment.Leases()
 		for _, it := range items {

@@ -115,7 +115,35 @@ type QueueView struct {
 	Cluster *QueueCluster `json:"cluster,omitempty"`
 	// Capacity is whether the farm keeps up: demand, capacity and the projection.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Hosts are the hosts the host table holds, the most held back first (package hostview);
+	// HostsTracked counts them, HostEvictions counts the hosts a full table dropped (their
+	// state lost: they went back to their defaults early).
+	Hosts         []QueueHost `json:"hosts"`
+	HostsTracked  int         `json:"hosts_tracked"`
+	HostEvictions uint64      `json:"host_evictions"`
 }
+
+// QueueHost is one host of the host table: why renders of it are held back, and how many are
+// in flight. A host not listed is at its defaults (render.hosts).
+type QueueHost struct {
+	Host   string `json:"host"` // host[:port], as in the URL
+	Paused bool   `json:"paused"`
+	// PausedUntil is when the host's pause ends (a past time: it has ended); absent if the host
+	// was not paused.
+	PausedUntil   *time.Time `json:"paused_until,omitempty"`
+	PausedUntilMs int64      `json:"paused_until_ms,omitempty"`
+	Limit         int        `json:"limit"`            // renders in flight allowed once not paused: min(the lowered limit, max)
+	Max           int        `json:"max"`              // the configured maximum: render.hosts.max_concurrency or its override
+	InFlight      int        `json:"in_flight"`        // renders of the host in flight on the node now
+	Cause         string     `json:"cause"`            // retry_after | errors | none
+	Status        int        `json:"status,omitempty"` // the HTTP status that last changed the state; 0 for a timeout
+	Since         time.Time  `json:"since"`            // when the current pause or lowered limit began
+	SinceMs       int64      `json:"since_ms"`
+}
+
+// HeldBack reports whether the host is paused now or limited below its maximum: the hosts an
+// operator is shown (a host back at its maximum may stay in the table for its streaks).
+func (h *QueueHost) HeldBack() bool { return h.Paused || h.Limit < h.Max }
 
 // Sitemap run states.
 const (

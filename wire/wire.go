@@ -115,6 +115,9 @@ type ApplyStats struct {
 	// Fenced results changed nothing: their lease was not held (FencedItems says why, by index).
 	Fenced      int         `json:"fenced"`
 	FencedItems []ItemError `json:"fenced_items,omitempty"` // the first few
+	// HostRefused results were the host refusing the render (a 429, or a 503 with
+	// Retry-After): not a failure of the page, so their rows were left as they were, due.
+	HostRefused int `json:"host_refused,omitempty"`
 }
 
 // ItemError names the field of one rejected item of a request, by its index.

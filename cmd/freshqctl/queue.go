@@ -126,7 +126,17 @@ func (a *app) printQueue(q *wire.QueueView) {
 	ls := q.Leases
 	row("LEASES", "%d live, %d in release grace, capacity %d", ls.Live, ls.Graces, ls.Capacity)
 	row("", "refused: %d held, %d full, %d contended; %d graces evicted", ls.RefusedHeld, ls.RefusedFull, ls.RefusedContended, ls.GracesEvicted)
+	row("HOSTS", "%d in the host table, %d evicted from it", q.HostsTracked, q.HostEvictions)
 	tw.Flush()
+	var held []wire.QueueHost
+	for i := range q.Hosts {
+		if q.Hosts[i].HeldBack() {
+			held = append(held, q.Hosts[i])
+		}
+	}
+	for _, l := range hostLines(held, len(held), a.now()) {
+		fmt.Fprintln(a.stdout, l)
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -263,7 +263,14 @@ type frame struct {
 	// Capacity is worker 0's capacity view (the capacity section of /v1/queue); nil when it
 	// could not be read.
 	Capacity *wire.Capacity `json:"capacity,omitempty"`
+	// Hosts are the first topHosts hosts held back (paused, or limited below their maximum) of
+	// /v1/queue's hosts, the most held back first; HostsHeld counts them all.
+	Hosts     []wire.QueueHost `json:"hosts,omitempty"`
+	HostsHeld int              `json:"hosts_held_back,omitempty"`
 }
+
+// topHosts is how many held-back hosts a frame lists.
+const topHosts = 10
 
 func ptr(v float64) *float64 { return &v }
 
@@ -376,6 +383,63 @@ func (a *app) printFrame(w io.Writer, f frame, every time.Duration, live bool) {
 		fmt.Fprintf(w, "%-11s %9.0f %10.0f %8s %6s %6s %6s %6s\n", truncate(r.Lane, 11), r.Backlog, r.Grants,
 			num(r.GrantRate, "%.1f"), num(r.P50, "%.2f"), p90, num(r.Mean, "%.2f"), late)
 	}
+	for _, l := range hostLines(f.Hosts, f.HostsHeld, f.At) {
+		fmt.Fprintln(w, truncate(l, 79))
+	}
+}
+
+// hostLines are top's hosts block: each host held back, how and why, and its renders in
+// flight; nothing when no host is held back.
+func hostLines(hosts []wire.QueueHost, held int, now time.Time) []string {
+	if len(hosts) == 0 {
+		return nil
+	}
+	out := []string{"", fmt.Sprintf("HOSTS held back: %d", held)}
+	for _, h := range hosts {
+		out = append(out, fmt.Sprintf("%-28s %-16s %-18s %d in flight", truncate(h.Host, 28), hostState(h, now), "("+hostWhy(h)+")", h.InFlight))
+	}
+	if more := held - len(hosts); more > 0 {
+		out = append(out, fmt.Sprintf("… and %d more (freshqctl queue --json lists them)", more))
+	}
+	return out
+}
+
+// hostState is "paused 1m20s" (the pause left) or "limit 1/4".
+func hostState(h wire.QueueHost, now time.Time) string {
+	if h.Paused {
+		left := time.UnixMilli(h.PausedUntilMs).Sub(now).Round(time.Second)
+		return "paused " + durationText(max(left, 0))
+	}
+	return fmt.Sprintf("limit %d/%d", h.Limit, h.Max)
+}
+
+// hostWhy names what put the host in its state: the answer that paused it, or the errors that
+// lowered its limit.
+func hostWhy(h wire.QueueHost) string {
+	switch {
+	case h.Cause == "retry_after":
+		return fmt.Sprintf("%d Retry-After", h.Status)
+	case h.Cause == "errors" && h.Status == 0:
+		return "timeouts"
+	case h.Cause == "errors":
+		return fmt.Sprintf("%dxx", h.Status/100)
+	}
+	return h.Cause
+}
+
+// heldBack is the first topHosts hosts of hosts that are held back, and how many are.
+func heldBack(hosts []wire.QueueHost) ([]wire.QueueHost, int) {
+	var out []wire.QueueHost
+	n := 0
+	for i := range hosts {
+		if hosts[i].HeldBack() {
+			n++
+			if len(out) < topHosts {
+				out = append(out, hosts[i])
+			}
+		}
+	}
+	return out, n
 }
 
 func (a *app) scrapeMetrics() (*scrape, error) {
@@ -416,7 +480,10 @@ func runTop(a *app, args []string) error {
 			fmt.Fprintf(a.stdout, "freshq top  %s: %s (retrying every %s)\n", a.server, oneLine(err.Error()), durationText(*every))
 		default:
 			f := makeFrame(cur, prev)
-			f.Capacity = a.readCapacity()
+			if q := a.readQueue(); q != nil {
+				f.Capacity = q.Capacity
+				f.Hosts, f.HostsHeld = heldBack(q.Hosts)
+			}
 			prev = cur
 			switch {
 			case a.json:
@@ -443,9 +510,9 @@ func runTop(a *app, args []string) error {
 	}
 }
 
-// readCapacity reads the capacity section of /v1/queue, once (no retry: a frame without it is
-// still a frame); nil when it cannot.
-func (a *app) readCapacity() *wire.Capacity {
+// readQueue reads /v1/queue, for its capacity and hosts sections, once (no retry: a frame
+// without them is still a frame); nil when it cannot.
+func (a *app) readQueue() *wire.QueueView {
 	status, body, err := a.send(request{method: http.MethodGet, path: "/v1/queue"})
 	if err != nil || status != http.StatusOK {
 		return nil
@@ -454,7 +521,7 @@ func (a *app) readCapacity() *wire.Capacity {
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil
 	}
-	return v.Capacity
+	return &v
 }
 
 // capacityLines are top's capacity header: capacity against demand, the verdict, and the

@@ -30,7 +30,7 @@ func seedOneMs(t testing.TB, dataDir string, n int) {
 	due := clock.NowMs() - 60_000
 	ws := make([]store.Write, 0, n)
 	for i := range n {
-		u := fmt.Sprintf("https://shop.test/c/bulk-%05d", i)
+		u := fmt.Sprintf("https://shop%d.test/c/bulk-%05d", i%4, i) // four hosts: no host has more than 1,024 in flight (render.hosts)
 		sch, err := store.NewSchedule([]byte("desktop|"+u), due, true, 0, store.Lanes{NeverRendered: true})
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +128,9 @@ func TestE2EIndexFallbackPagesPastLeasedRows(t *testing.T) {
 	}
 	dir := t.TempDir()
 	seedOneMs(t, dir, 1200)
-	n := startNode(t, dir, 1, "queue:\n  ready: {enabled: false}\n  max_remote_leases: 2000\n", "")
+	// Politeness is not what this tests: each host may have all its rows in flight, and the
+	// lease table has room for their host slots too.
+	n := startNode(t, dir, 1, "queue:\n  ready: {enabled: false}\n  max_remote_leases: 2000\n  max_leases: 8192\nrender:\n  hosts: {max_concurrency: 1024}\n", "")
 	waitReady(t, n)
 	held := map[string]bool{}
 	for claims := 0; len(held) < 200; claims++ {
@@ -166,7 +168,7 @@ func TestE2ERemoteLeases(t *testing.T) {
 	}
 	dir := t.TempDir()
 	seedOneMs(t, dir, 20)
-	n := startNode(t, dir, 1, "queue:\n  max_remote_leases: 5\n", "")
+	n := startNode(t, dir, 1, "queue:\n  max_remote_leases: 5\nrender:\n  hosts: {max_concurrency: 1024}\n", "")
 	waitReady(t, n)
 	var c wire.RemoteClaimResponse
 	if code := n.post("/v1/claim", `{"limit": 10, "lease": "3m", "renderer": "farm-1"}`, &c); code != 200 || len(c.Jobs) != 5 {

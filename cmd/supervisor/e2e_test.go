@@ -246,7 +246,8 @@ func TestEndToEndRendersEverythingThroughKills(t *testing.T) {
 func rendersEverythingThroughKills(t *testing.T, dir string, b backend) {
 	const targets = 10_000
 	keys := seedStore(t, b, targets)
-	n := startNode(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 10ms}}\n"+b.yaml, "")
+	// Every render slot is free to the corpus's one host: this tests durability, not politeness.
+	n := startNode(t, dir, 3, "queue: {ready: {sweep_interval: 1s}}\nrender: {renderer: sim, concurrency: 8, sim: {latency_median: 10ms}, hosts: {max_concurrency: 1024}}\n"+b.yaml, "")
 	waitFor(t, "readiness", 60*time.Second, n.ready)
 	seg := n.segment()
 

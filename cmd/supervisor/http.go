@@ -393,6 +393,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range missDescriptions {
 		ch <- d
 	}
+	for _, d := range hostDescriptions {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -483,6 +486,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectCapacity(gauge)
 	gauge(descMissFlights, float64(w0.Load(shm.CounterMissFlights)))
 	gauge(descMissWaiters, float64(w0.Load(shm.CounterMissWaiters)))
+	c.collectHosts(now.UnixMilli(), sum, counter, gauge)
 }
 
 // Render on miss (GET /v1/pages?wait=), from worker 0's block.

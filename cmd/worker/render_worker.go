@@ -23,7 +23,12 @@ import (
 )
 
 const (
-	claimBatch  = 4   // jobs per claim: one fallback round trip serves several renders
+	// claimBatch is the jobs a render loop claims at once. One: a claimed job holds a slot of
+	// its host from its grant to its render's end (claim.Job.HostToken), and a loop renders its
+	// jobs one after another, so a loop that held four of one host's jobs would hold four of
+	// its slots for one render at a time. (A batch saved index round trips when the ready set
+	// cannot serve; that is the degraded path.)
+	claimBatch  = 1
 	resultBatch = 256 // results per delivery at most
 	// resultBatchBytes bounds a delivery's encoded size: a quarter of the largest results body
 	// worker 0 accepts, so that a batch, and the one result larger than it that goes alone (a
@@ -79,6 +84,7 @@ func runRenderWorker(ctx context.Context, e *env) error {
 		return wrap("renderer", err)
 	}
 	defer rdrs.close() // after the renders: a browser is killed and its profile removed
+	releaseDeadHostSlots(e)
 	client := wire.NewClient(e.socketPath)
 	if !waitForWorker0(ctx, e, client) {
 		return nil
@@ -89,6 +95,21 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After}
 	p.run(ctx)
 	return nil
+}
+
+// releaseDeadHostSlots gives back the host slots of this worker index's earlier incarnations:
+// they were killed mid-render (a worker that stops gives its own back), and each of their
+// slots would keep its host below its limit until the lease's TTL. Their rows' leases lapse
+// at the TTL as before; a host slot is the node's, a row lease only the row's.
+func releaseDeadHostSlots(e *env) {
+	me := e.holder()
+	n := e.seg.Leases().ReleaseHostSlots(nowMs(), func(h uint64) bool {
+		local := h&(1<<63|shm.HoldHolder) == 0 // not a remote renderer's, not a hold
+		return local && h&0xffff == uint64(e.index) && h != me
+	})
+	if n > 0 {
+		e.log.Info().Int("host_slots", n).Msg("gave back the host slots of this worker's previous incarnation")
+	}
 }
 
 // jobClaimer is where a render loop claims its jobs (claim.Claimer).

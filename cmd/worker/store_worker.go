@@ -15,6 +15,7 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -148,9 +149,11 @@ func (w *worker0) Start(ctx context.Context) error {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
 		}}
+	// Worker 0 is the host table's one writer: every result, local or remote, passes its Applier.
+	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
 	control := &api.Control{
 		Index:   index,
-		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses},
+		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness},
 		Limit:   heavy,
 		Status: func() wire.Status {
 			return wire.Status{Serving: true, Sweeps: sweeps.ok.Load(), SweepFails: sweeps.failed.Load()}
@@ -174,7 +177,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
 	view := clusterView(st, cfg)
-	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View}).Register(mux)
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)

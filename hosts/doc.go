@@ -1,0 +1,28 @@
+// Package hosts is politeness towards the sites being rendered: how a host's answers change how
+// many of its renders may be in flight on the node, and when it may be rendered again.
+//
+// Step is the state machine, a pure function of (a host's state, one result, the
+// configuration, now). Tracker runs it in worker 0 for every result applied (local render
+// workers' and remote renderers', fenced or not: the origin's answer was real either way) and
+// writes the outcome to the shared host table (shm.Hosts), which every render worker reads at
+// each take. Tracker is that table's one writer.
+//
+// Invariants:
+//   - A host not in the table is at its defaults: not paused, its configured maximum in flight
+//     (render.hosts.max_concurrency or its override). Step returns keep=false exactly when the
+//     state it reached is that (no pause ahead, the limit at the maximum, no error streak). The
+//     table holds only hosts paused or throttled; a host that differs from its defaults by an
+//     error streak alone is kept in the Tracker's memory.
+//   - A refusal (Refusal: a 429, or a 503 with a valid Retry-After) pauses the host for the
+//     delay it asks, at least MinPause and at most render.hosts.max_pause; a pause is never
+//     shortened by a later answer, and a success does not end it early. A 429 without a
+//     Retry-After pauses for MinPause and halves the limit: the origin said "too many" without
+//     saying for how long, so the farm sends fewer.
+//   - AIMD: render.hosts.halve_after consecutive 5xx or timeouts halve the host's limit (never
+//     below 1); render.hosts.grow_after consecutive successes raise it by one; it never exceeds
+//     the configured maximum, and at the maximum the host leaves the table.
+//   - A refusal is not a failure of the page: package intake leaves its row exactly as it was.
+//
+// What it does not promise: the table has a bounded number of slots (shm.Hosts); when one is
+// full, a host's state may be evicted, which returns that host to its defaults early.
+package hosts

@@ -1,0 +1,117 @@
+package hosts
+
+import (
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
+)
+
+// Tracker runs Step for each result worker 0 applies, on the shared host table. It is the
+// table's one writer: worker 0 holds the only Tracker. Observe is safe for concurrent use: the
+// Applier's batches run at once on different keys, which may share a host, so each
+// read-Step-write of a host is made under the Tracker's lock (no streak is lost).
+//
+// The shared table holds only hosts paused or throttled, what a take must know. A host whose
+// only difference from its defaults is an error streak short of halve_after is kept in the
+// Tracker's memory instead (at most maxStreaks of them; lost at worker 0's restart, which
+// costs at most halve_after-1 errors of a host), so that one-off 5xx from many hosts never take,
+// nor evict, the slot of a host the farm must hold back.
+type Tracker struct {
+	Seg    *shm.Segment
+	Policy func() *policy.Policy // render.hosts is read at each Observe, so a reload applies at once
+	Log    zerolog.Logger
+
+	mu      sync.Mutex
+	streaks map[uint64]shm.HostState // hosts at their defaults but for an error streak
+}
+
+// maxStreaks bounds the hosts whose error streak the Tracker remembers; past it the memory is
+// forgotten whole (each streak is at most halve_after-1 errors, cheap to lose).
+const maxStreaks = 4096
+
+// Observe feeds one result of the row key to its host's state: it reads the host of the key,
+// Loads its state, Steps, and Stores the state reached, or Deletes it when the host is no
+// longer paused or throttled (an error streak alone is kept in the Tracker's memory). A change a human would want to know of is logged, one line: "host paused" (a
+// refusal), "host throttled" (the limit moved and is below the maximum), "host restored" (back
+// at its defaults), with the fields host, cause, status, limit and paused_until. A key without
+// a host changes nothing. It returns whether the result was a refusal (Refusal).
+func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map[string]string, now int64) (refused bool) {
+	refused = Refusal(o, status, headers)
+	host := cachekey.Host(key)
+	if len(host) == 0 {
+		return refused
+	}
+	cfg := t.Policy().Config().Render.Hosts
+	maxInFlight := Clamp(cfg.Max(host))
+	table := t.Seg.Hosts()
+	h := shm.HostHash(host)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur, inTable := table.Load(h)
+	found := inTable
+	if !found {
+		cur, found = t.streaks[h]
+	}
+	next, keep := Step(cur, found, Observation{Outcome: o, Status: status, Headers: headers}, cfg, maxInFlight, now)
+	next.Host, next.Hash = string(host), h
+	shared := keep && (next.PausedUntilMs != 0 || next.Limit != 0) // Step cleared a pause that passed
+	switch {
+	case shared && (!inTable || next != cur):
+		table.Store(next)
+	case !shared && inTable:
+		table.Delete(h)
+	}
+	if keep && !shared {
+		t.remember(next)
+	} else {
+		delete(t.streaks, h)
+	}
+	t.logChange(cur, found, next, keep, maxInFlight, now)
+	return refused
+}
+
+// remember keeps st, a host at its defaults but for an error streak, in the Tracker's memory.
+func (t *Tracker) remember(st shm.HostState) {
+	if t.streaks == nil || len(t.streaks) >= maxStreaks {
+		t.streaks = make(map[uint64]shm.HostState)
+	}
+	t.streaks[st.Hash] = st
+}
+
+// pausedUntilFormat is RFC 3339 to the millisecond, the resolution of a pause.
+const pausedUntilFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// logChange logs the change from cur to next, if it is one an operator sees: a new or longer
+// pause, a new limit, or the way back to the defaults.
+func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, keep bool, maxInFlight int, now int64) {
+	if !found {
+		cur = shm.HostState{}
+	}
+	if !keep {
+		next = shm.HostState{Host: next.Host}
+	}
+	was, _ := cur.Allowance(maxInFlight, now)
+	limit, paused := next.Allowance(maxInFlight, now)
+	var msg string
+	switch {
+	case paused && next.PausedUntilMs != cur.PausedUntilMs:
+		msg = "host paused"
+	case limit != was && limit < maxInFlight:
+		msg = "host throttled"
+	case (cur.PausedUntilMs != 0 || cur.Limit != 0) && next.PausedUntilMs == 0 && next.Limit == 0:
+		msg = "host restored"
+	default:
+		return
+	}
+	e := t.Log.Info().Str("host", next.Host).Str("cause", next.Cause.String()).Int("status", int(next.Status)).Int("limit", limit)
+	if paused {
+		e = e.Str("paused_until", time.UnixMilli(next.PausedUntilMs).UTC().Format(pausedUntilFormat))
+	}
+	e.Msg(msg)
+}
