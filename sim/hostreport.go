@@ -23,9 +23,9 @@ func (r *Report) HostsSection() string {
 		b.Host, 100*b.DueShare, b.Limit, 100*Tolerance, b.Host, b.Limit)
 	w("`sim/simreport` runs it unless `-bighost ''` (flags `-bighost %s -bighost-share %g -bighost-limit %d -bighost-policy %s -bighost-capacity %g`); `go test ./sim -run TestBigHostScenario` checks the same promises on a small corpus. ",
 		b.Host, b.DueShare, b.Limit, b.Scenario.Name, b.Scenario.Capacity)
-	w("It runs `%s` at %s of the corpus's demand twice, on the corpus above (%s), then with %s pages of `%s` added (%s pages, all overdue at the start: a host with a backlog), sized from the first run so that they are %.0f %% of the due rows. ",
+	w("It runs `%s` at %s of the corpus's demand twice, on the corpus above (%s), then with %s pages of `%s` added (%s pages, all overdue at the start: a host with a backlog), sized from the due rows the first run measured so that they are at least %.0f %% of them (the big host makes the others later, and so raises their due rows: a run that falls short is sized again from what it measured; this one is the %s run with it). ",
 		b.Scenario.Name, pct(b.Scenario.Capacity), plural(len(b.Without.Hosts), "host"), thousands(b.Keys), b.Host,
-		r.Corpus.Mix.Classes[bulkClass(r.Corpus.Mix)].Name, 100*b.DueShare)
+		r.Corpus.Mix.Classes[bulkClass(r.Corpus.Mix)].Name, 100*b.DueShare, ordinal(b.Sizings))
 	w("A render takes %.1f s on average, so %d renders in flight are at most %s renders an hour: the second run's farm is the first's (%s renders/h) plus that many, %d render slots in all as the sweep is told them (`render.concurrency` %d on one render worker). The other hosts are so offered at least their slots of the first run; what the scenario tests is whether they get them — whether the big host's rows, ranked first by their lateness, fill the ready set or hold up the claim path — and whether the limit holds. Lateness is age at render ÷ TTL over the window, per host.\n\n",
 		meanLatencyMs(r.Corpus.Mix)/1000, b.Limit, thousands(int(math.Round(b.AddedPerHour))), thousands(int(math.Round(b.Without.CapacityPerHour))),
 		b.Slots, b.Slots)
@@ -80,4 +80,12 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return thousands(n) + " " + what + "s"
+}
+
+// ordinal is "first", "second", "third", else "n-th".
+func ordinal(n int) string {
+	if n >= 1 && n <= 3 {
+		return []string{"first", "second", "third"}[n-1]
+	}
+	return fmt.Sprintf("%d-th", n)
 }

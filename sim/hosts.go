@@ -38,9 +38,15 @@ type BigHostResult struct {
 	// (render.concurrency × the render workers): its mean renders in flight, rounded up.
 	AddedPerHour float64
 	Slots        int
+	// Sizings counts the runs with the big host: a run whose big host held less than
+	// DueShare of the due rows is sized again from what it measured (at most 3 runs).
+	Sizings int
 	// Without and With are the two runs.
 	Without, With *Result
 }
+
+// sizings bounds the runs RunBigHost makes with the big host.
+const sizings = 3
 
 // Tolerance is how much later than without the big host another host may be rendered: the
 // issue's 10 %.
@@ -87,21 +93,40 @@ func RunBigHost(ctx context.Context, c *Corpus, o Options, b BigHost) (*BigHostR
 	// Size the big host: its due rows are DueShare of all, so DueShare ÷ (1 − DueShare) times
 	// the others' (as the first run measured them); and every page it renders is not due for
 	// a cadence, so it needs as many more as it can render in one, at most Limit ÷ latency an
-	// hour.
+	// hour. The big host changes how late the others are, and so their due rows: a run that
+	// falls short of DueShare is sized again from what it measured, at most sizings times.
+	// Each sizing aims a quarter of the way from DueShare to 1, so that a run does not fall
+	// short by the little the others' due rows move between two runs.
+	aim := b.DueShare + (1-b.DueShare)/4
 	others := 0.0
 	for _, h := range res.Without.Hosts {
 		others += h.MeanDue
 	}
 	ci := bulkClass(c.Mix)
-	res.Keys = int(math.Ceil(b.DueShare/(1-b.DueShare)*others +
+	res.Keys = int(math.Ceil(aim/(1-aim)*others +
 		res.AddedPerHour*c.ClassMeanCadenceMs[ci]/3_600_000))
-	big, err := c.WithHost(&cfg, b.Host, ci, res.Keys)
-	if err != nil {
-		return nil, err
-	}
 	sc.PerHour = farm
-	if res.With, err = Run(ctx, big, opts, sc); err != nil {
-		return nil, err
+	for {
+		big, err := c.WithHost(&cfg, b.Host, ci, res.Keys)
+		if err != nil {
+			return nil, err
+		}
+		if res.With, err = Run(ctx, big, opts, sc); err != nil {
+			return nil, err
+		}
+		res.Sizings++
+		bh := res.Big()
+		if bh.DueShare >= b.DueShare || res.Sizings == sizings {
+			break
+		}
+		others = 0
+		for _, h := range res.With.Hosts {
+			if h.Name != b.Host {
+				others += h.MeanDue
+			}
+		}
+		notDue := float64(res.Keys) - bh.MeanDue
+		res.Keys = int(math.Ceil(aim/(1-aim)*others + notDue))
 	}
 	return res, nil
 }
