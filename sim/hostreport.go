@@ -61,6 +61,23 @@ func (r *Report) HostsSection() string {
 	w("- The other hosts had %s renders in the window without `%s` and %s with it.\n", thousands(wr), b.Host, thousands(ww))
 	w("- Over the run with `%s`, %s ready entries and index rows were refused for their host (`freshq_render_refused_total{cause=\"host\"}`), and %s claims found the index's due rows queued behind leased ones (their slots stay idle, as a render worker's do until its next claim); %s and %s without it.\n",
 		b.Host, thousands(int(b.With.HostRefused)), thousands(b.With.Queued), thousands(int(b.Without.HostRefused)), thousands(b.Without.Queued))
+	if sf := b.SameFarm; sf != nil {
+		wm, sm, n := 0.0, 0.0, 0
+		for _, h := range b.Without.Hosts {
+			if o := hostNamed(sf, h.Name); h.Ratios > 0 && o.Ratios > 0 {
+				wm, sm, n = wm+h.Mean, sm+o.Mean, n+1
+			}
+		}
+		sb := hostNamed(sf, b.Host)
+		if n > 0 {
+			baseSlots := b.Without.CapacityPerHour * meanLatencyMs(r.Corpus.Mix) / 3_600_000
+			full := baseSlots * float64(r.Corpus.Mix.Keys) / float64(r.Corpus.Len())
+			w("- On the first run's farm, without the slots added for `%s` (%s renders/h): it rendered %s pages an hour, %.0f %% of the farm, at most %d in flight, and the other hosts' mean lateness was %.2f× against %.2f× without it (%+.1f %%, averaged over the hosts). Those renders are the farm's to give: a host within its limit takes its slots. %d slots are %.0f %% of this farm's %.1f renders in flight on average, and would be %.1f %% of the %.0f of a farm for the mix's full %s keys. Shown for scale, not judged.\n",
+				b.Host, thousands(int(math.Round(sf.CapacityPerHour))), thousands(int(math.Round(float64(sb.Renders)/window))),
+				100*float64(sb.Renders)/window/sf.CapacityPerHour, sb.MaxInFlight, sm/float64(n), wm/float64(n), 100*(sm/wm-1),
+				b.Limit, 100*float64(b.Limit)/baseSlots, baseSlots, 100*float64(b.Limit)/full, full, thousands(r.Corpus.Mix.Keys))
+		}
+	}
 	if v := b.Violations(); len(v) == 0 {
 		w("- **The promises hold**: `%s` never had more than %d renders in flight, and every other host's mean lateness is within %.0f %% of its figure without it.\n\n",
 			b.Host, b.Limit, 100*Tolerance)

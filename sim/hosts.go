@@ -26,6 +26,10 @@ type BigHost struct {
 	DueShare float64  // the share of all due rows its pages are sized to hold, e.g. 0.9
 	Limit    int      // its render.hosts.overrides entry: renders in flight at most
 	Scenario Scenario // the policy, and the capacity as a share of the other hosts' demand
+	// SameFarm also runs the corpus with the big host on the first run's farm, without the
+	// slots added for it: what the renders it takes within its limit cost the others when
+	// nobody adds them (not a promise: they are the farm's). Result.SameFarm holds it.
+	SameFarm bool
 }
 
 // BigHostResult is what the scenario measured.
@@ -41,8 +45,9 @@ type BigHostResult struct {
 	// Sizings counts the runs with the big host: a run whose big host held less than
 	// DueShare of the due rows is sized again from what it measured (at most 3 runs).
 	Sizings int
-	// Without and With are the two runs.
-	Without, With *Result
+	// Without and With are the two runs; SameFarm, if BigHost.SameFarm, is With's corpus on
+	// Without's farm.
+	Without, With, SameFarm *Result
 }
 
 // sizings bounds the runs RunBigHost makes with the big host.
@@ -106,9 +111,9 @@ func RunBigHost(ctx context.Context, c *Corpus, o Options, b BigHost) (*BigHostR
 	res.Keys = int(math.Ceil(aim/(1-aim)*others +
 		res.AddedPerHour*c.ClassMeanCadenceMs[ci]/3_600_000))
 	sc.PerHour = farm
+	var big *Corpus
 	for {
-		big, err := c.WithHost(&cfg, b.Host, ci, res.Keys)
-		if err != nil {
+		if big, err = c.WithHost(&cfg, b.Host, ci, res.Keys); err != nil {
 			return nil, err
 		}
 		if res.With, err = Run(ctx, big, opts, sc); err != nil {
@@ -127,6 +132,12 @@ func RunBigHost(ctx context.Context, c *Corpus, o Options, b BigHost) (*BigHostR
 		}
 		notDue := float64(res.Keys) - bh.MeanDue
 		res.Keys = int(math.Ceil(aim/(1-aim)*others + notDue))
+	}
+	if b.SameFarm {
+		sc.PerHour = base
+		if res.SameFarm, err = Run(ctx, big, opts, sc); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

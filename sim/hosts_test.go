@@ -93,6 +93,13 @@ func TestBigHostViolations(t *testing.T) {
 		!strings.Contains(sec, "held far below its limit") || !strings.Contains(sec, "the second run with it") { // 500 renders in the window: under 7 an hour of 1,000
 		t.Errorf("section:\n%s", sec)
 	}
+	b.SameFarm = &Result{CapacityPerHour: 100, Hosts: []HostResult{
+		{Name: "big.test", Renders: 720, Ratios: 700, Mean: 4, MaxInFlight: 2},
+		{Name: "s0.test", Renders: 80, Ratios: 70, Mean: 1.5}, {Name: "s1.test", Renders: 80, Ratios: 70, Mean: 1.5}}}
+	if sec := rep.HostsSection(); !strings.Contains(sec, "it rendered 10 pages an hour, 10 % of the farm, at most 2 in flight") ||
+		!strings.Contains(sec, "was 1.50× against 1.20× without it (+25.0 %") || !strings.Contains(sec, "**The promises hold**") {
+		t.Errorf("section with the same farm:\n%s", sec)
+	}
 	b.With.Hosts[0].MaxInFlight = 3       // above the limit
 	b.With.Hosts[0].DueShare = 0.85       // not the share the scenario is about
 	b.With.Hosts[2].Mean = 1.2*1.1 + 0.01 // s1 just over 10 % later

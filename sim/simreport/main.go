@@ -205,7 +205,7 @@ func bigHostScenario(host string, share float64, limit int, policy string, capac
 	for _, p := range sim.Policies() {
 		if p.Name == policy {
 			p.Capacity = capacity
-			return sim.BigHost{Host: host, DueShare: share, Limit: limit, Scenario: p}, nil
+			return sim.BigHost{Host: host, DueShare: share, Limit: limit, Scenario: p, SameFarm: true}, nil
 		}
 	}
 	return sim.BigHost{}, fmt.Errorf("-bighost-policy %q: not a policy", policy)
