@@ -353,7 +353,7 @@ var (
 	descRender    = prometheus.NewDesc("freshq_render_total", "Render attempts by outcome.", []string{"outcome"}, nil)
 	descRenderSec = prometheus.NewDesc("freshq_render_seconds", "Render duration.", nil, nil)
 	descRefused   = prometheus.NewDesc("freshq_lease_refused_total", "Takes refused at grant time because the row was leased, by cause.", []string{"cause"}, nil)
-	descLeases    = prometheus.NewDesc("freshq_leases_live", "Live leases and release graces.", nil, nil)
+	descLeases    = prometheus.NewDesc("freshq_leases_live", "Live leases of rows (host slots are not counted).", nil, nil)
 	// A timestamp in seconds, as Prometheus names them (promtool rejects an abbreviated unit such
 	// as freshq_floor_ms).
 	descFloor       = prometheus.NewDesc("freshq_floor_timestamp_seconds", "The claim floor, seconds since the epoch.", nil, nil)
