@@ -19,7 +19,7 @@ import (
 // hold a fraction of one render in flight and a limit of 2 would never bind. What the scenario
 // is about is the ratio of the limit to the farm's slots, so the renders here take as long as
 // makes the farm hold about a dozen (render.timeout and queue.lease_ttl grow with them): the
-// limit then holds the big host to a sixth of the farm, as it does at `make sim`'s size.
+// limit then holds the big host to 2 of the farm's 14 slots, close to its 2 of 11 at `make sim`'s size.
 func TestBigHostScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulator twice")
