@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/freshq/freshq/cachekey"
@@ -22,10 +23,14 @@ import (
 //     may use, with slack for renders of uneven length. A host whose share reaches the whole
 //     set is not capped.
 //
-// The cap is applied as rows are offered: a host at its cap admits no more rows in this pass
-// (the pass reads rows in due order, so those it has are its oldest-due), and a row of it that
-// a better row evicts from the selector frees its place. A take may still refuse an entry of a
-// host that is full at that instant; what that costs is bounded by the cap.
+// The cap is applied as rows are offered: a host at its cap gets no more candidates in this
+// pass, and a row of it that a better row evicts from the selector frees its place. The pass
+// reads rows in due order, not in rank, so the rows a host got first are its oldest-due, not
+// its best (a home page an hour late on 1 h comes after products a day late on 48 h): the
+// rows refused at the cap are kept in the host's own bounded selector (its best cap of them),
+// and once the set is chosen, promote puts each of them in place of a worse published entry
+// of the same host. A take may still refuse an entry of a host that is full at that instant;
+// what that costs is bounded by the cap.
 //
 // The cap bounds how many entries a host has, spread bounds where they are: takes consume a
 // set from the front, and a host with a backlog has the best scores, so its capped entries
@@ -45,6 +50,8 @@ type hostPlan struct {
 	limit       int     // renders in flight the host allows now
 	share       float64 // cap ÷ the set's capacity: its share of any prefix of the set (spread)
 	placed      int     // entries spread has placed
+	// overflow holds the best cap of the rows refused at the cap (promote); nil until one is.
+	overflow *policy.Selector[value]
 }
 
 // hostPlans caches each host's plan for one pass: the host table is read once per host, not
@@ -143,4 +150,68 @@ func (h *hostPlans) spread(items []policy.Item[value]) []policy.Item[value] {
 		waiting[it.Value.host] = append(waiting[it.Value.host], it)
 	}
 	return out
+}
+
+// refuse keeps a row refused at its host's cap among the host's best refused rows, for promote.
+// key is cloned only if the row is kept.
+func (h *hostPlans) refuse(p *hostPlan, mode policy.Mode, lane policy.Lane, score float64, dueAtMs int64, v value) {
+	if p.overflow == nil {
+		if mode != policy.ModeEDF {
+			mode = policy.ModeScore // one heap, ranked as the set is
+		}
+		p.overflow = policy.NewSelector[value](p.cap, mode, policy.Shares{})
+	}
+	if p.overflow.Admits(lane, score, dueAtMs) {
+		v.key = bytes.Clone(v.key)
+		p.overflow.Offer(lane, score, dueAtMs, v)
+	}
+}
+
+// outranks reports whether a ranks strictly above b in mode: by score (then due time), or by
+// due time alone in ModeEDF. Equal ranks do not outrank, so promote never swaps equals.
+func outranks(mode policy.Mode, a, b *policy.Item[value]) bool {
+	if mode != policy.ModeEDF && a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.DueAtMs < b.DueAtMs
+}
+
+// promote puts each capped host's best refused rows in place of its worst published entries
+// that they outrank, one for one, and returns how many it put in. The set's size and each
+// host's count in it are unchanged; so is every other host's entry.
+func (h *hostPlans) promote(items []policy.Item[value], mode policy.Mode) int {
+	better := func(a, b *policy.Item[value]) bool { return outranks(mode, a, b) }
+	var hosts []uint64 // hosts with refused rows, in the order they first appear in the set
+	published := map[uint64][]int{}
+	for i := range items {
+		host := items[i].Value.host
+		if h.plans[host].overflow == nil {
+			continue
+		}
+		if _, seen := published[host]; !seen {
+			hosts = append(hosts, host)
+		}
+		published[host] = append(published[host], i)
+	}
+	promoted := 0
+	for _, host := range hosts {
+		worstFirst := published[host]
+		slices.SortStableFunc(worstFirst, func(a, b int) int {
+			switch {
+			case better(&items[b], &items[a]):
+				return -1
+			case better(&items[a], &items[b]):
+				return 1
+			}
+			return 0
+		})
+		for k, best := range h.plans[host].overflow.Result() { // best first
+			if k == len(worstFirst) || !better(&best, &items[worstFirst[k]]) {
+				break
+			}
+			items[worstFirst[k]] = best
+			promoted++
+		}
+	}
+	return promoted
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/freshq/freshq/cachekey"
@@ -140,5 +141,32 @@ func TestSweepLeavesPausedHostsOut(t *testing.T) {
 	}
 	if got := publishedPerHost(t, e.Seg); got["big.test"] != 5 {
 		t.Fatalf("after the pause: published %v", got)
+	}
+}
+
+// The pass reads rows in due order, not in rank: a capped host's first rows are its oldest,
+// and its home pages, due later but later by more of their cadence, would find its places
+// taken. Its best rows are what it publishes, whichever it read first.
+func TestSweepCappedHostPublishesItsBestRows(t *testing.T) {
+	e := qtest.New(t, politeness, start, shm.Options{}) // big.test: 10 entries
+	for i := range 30 { // a day late on 48 h: score 0.5 × boost, read first
+		e.Put(fmt.Sprintf("desktop|https://big.test/p/%02d", i), start-24*hour-int64(i), true, 0, store.Lanes{})
+	}
+	for i := range 3 { // an hour late on 1 h: score 1 × boost, read last
+		e.Put(fmt.Sprintf("desktop|https://big.test/?home=%d", i), start-hour+int64(i), true, hour, store.Lanes{})
+	}
+	res, err := newSweeper(e, nil).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	homes, big := 0, 0
+	for _, en := range takeAll(t, e.Seg) {
+		big++
+		if strings.Contains(string(en.Key), "?home=") {
+			homes++
+		}
+	}
+	if homes != 3 || big != 10 || res.ExcludedHostCapped != 23 {
+		t.Fatalf("published %d of big.test with %d of its 3 home pages, %d rows capped; want 10, 3 and 23", big, homes, res.ExcludedHostCapped)
 	}
 }

@@ -262,6 +262,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				continue
 			case plan.cap > 0 && plan.held >= plan.cap:
 				res.ExcludedHostCapped++
+				plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, host: host})
 				continue
 			}
 			kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, host: host})
@@ -292,7 +293,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	}
 
 	if enabled {
-		items := plans.spread(sel.Result())
+		items := sel.Result()
+		plans.promote(items, s.opts.Mode) // a row promoted displaces one: as many are left out
+		items = plans.spread(items)
 		entries := make([]shm.Entry, 0, len(items))
 		leases := s.opts.Segment.Leases()
 		for _, it := range items {
