@@ -149,10 +149,12 @@ func TestSweepLeavesPausedHostsOut(t *testing.T) {
 // taken. Its best rows are what it publishes, whichever it read first.
 func TestSweepCappedHostPublishesItsBestRows(t *testing.T) {
 	e := qtest.New(t, politeness, start, shm.Options{}) // big.test: 10 entries
-	for i := range 30 {                                 // a day late on 48 h: score 0.5 × boost, read first
+	// Products a day late on 48 h (score 0.5 × boost), read first; home pages an hour late on
+	// 1 h (score 1 × boost), read last.
+	for i := range 30 {
 		e.Put(fmt.Sprintf("desktop|https://big.test/p/%02d", i), start-24*hour-int64(i), true, 0, store.Lanes{})
 	}
-	for i := range 3 { // an hour late on 1 h: score 1 × boost, read last
+	for i := range 3 {
 		e.Put(fmt.Sprintf("desktop|https://big.test/?home=%d", i), start-hour+int64(i), true, hour, store.Lanes{})
 	}
 	res, err := newSweeper(e, nil).Sweep(context.Background())
