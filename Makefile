@@ -46,7 +46,7 @@ stress:
 
 stress-steps:
 	$(GO) test -race -count=$$(( 4 * $(STRESS_COUNT) )) -run 'TestFenceHistory' ./fuzz/
-	$(GO) test -race -count=$(STRESS_COUNT) -run 'TestStopOn|TestCluster|TestEndToEndDuplicateResultIsFenced|TestEndToEndForgedLeaseSlotIsRefused|TestEndToEndRendersEverythingThroughKills|TestSecondSupervisorRefusesToStart' ./cmd/supervisor/
+	$(GO) test -race -timeout 30m -count=$(STRESS_COUNT) -run 'TestStopOn|TestCluster|TestEndToEndDuplicateResultIsFenced|TestEndToEndForgedLeaseSlotIsRefused|TestEndToEndRendersEverythingThroughKills|TestSecondSupervisorRefusesToStart' ./cmd/supervisor/
 	FUZZTIME=$(STRESS_FUZZTIME) ./scripts/fuzz.sh
 
 # Each fuzz target runs alone for FUZZTIME (see scripts/fuzz.sh for the one retry it allows).
