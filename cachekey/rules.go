@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Trailing-slash policies of a RouteRule.
@@ -101,7 +102,9 @@ func (r *Rules) Normalize(raw string) (string, error) {
 		u.Path, u.RawPath = "/", ""
 	}
 	rt := r.slash(u)
-	u.RawQuery, u.ForceQuery = r.query(u.RawQuery, rt), false
+	// The query is kept as submitted, but not its trailing white space: the URL ends there,
+	// and a second pass would trim it (TrimSpace above), so normalising would not be idempotent.
+	u.RawQuery, u.ForceQuery = strings.TrimRightFunc(r.query(u.RawQuery, rt), unicode.IsSpace), false
 	return u.String(), nil
 }
 
