@@ -800,12 +800,7 @@ func (r *run) finish() *Result {
 		rs := r.ratios[k]
 		cr.Ratios = len(rs)
 		if len(rs) > 0 {
-			slices.Sort(rs)
-			sum := 0.0
-			for _, v := range rs {
-				sum += v
-			}
-			cr.Mean = sum / float64(len(rs))
+			cr.Mean = sortMean(rs)
 			cr.P99 = percentile(rs, 0.99)
 			cr.Max = rs[len(rs)-1]
 		}
@@ -846,6 +841,17 @@ func (r *run) finish() *Result {
 	return res
 }
 
+// sortMean sorts rs (for the percentiles read from it next) and returns its mean; rs is not
+// empty.
+func sortMean(rs []float64) float64 {
+	slices.Sort(rs)
+	sum := 0.0
+	for _, v := range rs {
+		sum += v
+	}
+	return sum / float64(len(rs))
+}
+
 // finishHosts fills the per-host results.
 func (r *run) finishHosts() {
 	for i := range r.c.Len() {
@@ -858,12 +864,7 @@ func (r *run) finishHosts() {
 		rs := r.hostRatios[h]
 		hr.Ratios = len(rs)
 		if len(rs) > 0 {
-			slices.Sort(rs)
-			sum := 0.0
-			for _, v := range rs {
-				sum += v
-			}
-			hr.Mean = sum / float64(len(rs))
+			hr.Mean = sortMean(rs)
 			hr.P95 = percentile(rs, 0.95)
 		}
 		if r.samples > 0 {
