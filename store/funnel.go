@@ -668,6 +668,11 @@ func (s *Badger) opCost(o *op) (count, size int64) {
 	}
 	dueLen := dueKeyHeaderLen + len(o.key)
 	entry(dueLen, 0) // delete the old d/ key
+	classLen := 0
+	if s.opts.Classifier != nil {
+		classLen = classKeyHeaderLen + len(o.key)
+		entry(classLen, 0) // delete the old c/ key
+	}
 	entry(len(o.sKey), rowLen)
 	switch o.kind {
 	case opDelete:
@@ -675,6 +680,9 @@ func (s *Badger) opCost(o *op) (count, size int64) {
 		entry(len(o.pKey), 0)
 	default:
 		entry(dueLen, projectionLen)
+		if classLen > 0 {
+			entry(classLen, projectionLen)
+		}
 		if o.target != nil {
 			entry(len(o.tKey), len(o.target))
 		}
@@ -763,6 +771,11 @@ func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row,
 			if err := stage(txn.Delete(dueKey(old.DueAtMs, o.key))); err != nil {
 				return staged, err
 			}
+			if c := s.opts.Classifier; c != nil {
+				if err := stage(txn.Delete(classKey(c.Class(o.key, old.Projection), old.DueAtMs, o.key))); err != nil {
+					return staged, err
+				}
+			}
 			if err := stage(txn.Delete(o.sKey)); err != nil {
 				return staged, err
 			}
@@ -802,6 +815,21 @@ func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row,
 	}
 	if err := stage(txn.Set(o.dKey, projVal)); err != nil {
 		return staged, err
+	}
+	if c := s.opts.Classifier; c != nil {
+		// The class index mirrors d/ (classindex.go): the old entry goes when the row's due
+		// time or class changes, and the new one is written with the same projection.
+		class := c.Class(o.key, row.Projection)
+		if had {
+			if was := c.Class(o.key, old.Projection); was != class || old.DueAtMs != row.DueAtMs {
+				if err := stage(txn.Delete(classKey(was, old.DueAtMs, o.key))); err != nil {
+					return staged, err
+				}
+			}
+		}
+		if err := stage(txn.Set(classKey(class, row.DueAtMs, o.key), projVal)); err != nil {
+			return staged, err
+		}
 	}
 	if !had {
 		// K1: the row is new. A row that exists is in the filter already, and adding a key
