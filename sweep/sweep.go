@@ -1,8 +1,14 @@
-// Package sweep is worker 0's sweep: every queue.ready.sweep_interval it reads the whole due
-// set through the store's due-set iterator (the d/ index only, never a schedule row), scores
-// every row with policy, keeps the best queue.ready.capacity in a bounded selector, and
-// publishes them into the shared-memory ready buffer, from which every worker claims without
-// reading any index.
+// Package sweep is worker 0's sweep: every queue.ready.sweep_interval it reads the due set
+// (index entries only, never a schedule row), scores the rows with policy, keeps the best
+// queue.ready.capacity in a bounded selector, and publishes them into the shared-memory ready
+// buffer, from which every worker claims without reading any index.
+//
+// On a store that keeps the class index for this policy (store.ClassPass, Classifier) the
+// sweep reads only what could enter the set: the class merge of classes.go, whose set is the
+// full iteration's (TestClassMergePublishesTheFullSet). Otherwise — PostgreSQL, the simulator,
+// ModeEDF, or an index built for another configuration — it iterates the whole due set.
+// Result.Rows and Result.Backlog count the rows the sweep read: with the class merge, only
+// those, not every due row.
 //
 // # Who owns what
 //
