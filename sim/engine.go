@@ -158,6 +158,9 @@ type Result struct {
 	// MeanDueRows and MaxDueRows describe the rows each sweep of the window read.
 	MeanDueRows float64
 	MaxDueRows  int
+	// ClassSweeps counts the sweeps that read by class (the class merge, as on worker 0's
+	// Badger store); the others iterated the whole due set (ModeEDF).
+	ClassSweeps int
 	// Grants by source over the whole run; StaleGrants were granted from a ready entry whose
 	// row had been refiled since the publish (rendered anyway, as production would).
 	GrantsReady, GrantsIndex, StaleGrants int
@@ -405,6 +408,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
+	r.ds.Classifier = sweep.NewClassifier(pol) // the sweep reads by class, as on worker 0's Badger
 	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Now: now,
 		Log: zerolog.Nop(), Mode: sc.Mode})
 	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Policy: polFn, Now: now, Holder: 1,
@@ -528,6 +532,9 @@ func (r *run) sweep(ctx context.Context) error {
 		return err
 	}
 	r.res.Sweeps++
+	if res.Classes {
+		r.res.ClassSweeps++
+	}
 	if res.Capped {
 		r.res.Capped++
 	}
