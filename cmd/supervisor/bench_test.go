@@ -69,6 +69,10 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			if ready+index > 0 {
 				b.ReportMetric(100*ready/(ready+index), "ready-%")
 			}
+			if rss := residentBytes(pids[0]); rss > 0 { // worker 0's RSS, Badger's memory included
+				b.ReportMetric(float64(rss)/(1<<20), "w0-rss-MiB")
+				b.ReportMetric(float64(rss)/float64(b.N), "w0-rss-B/row")
+			}
 			b.ReportMetric(1000*quantile(m, "freshq_claim_to_result_seconds", 0.50), "p50-ms")
 			b.ReportMetric(1000*quantile(m, "freshq_claim_to_result_seconds", 0.99), "p99-ms")
 			n.cmd.Process.Signal(syscall.SIGTERM)
@@ -95,6 +99,21 @@ func sum(xs []float64) float64 {
 		t += x
 	}
 	return t
+}
+
+// residentBytes reads VmRSS of pid, in bytes (0 if it cannot).
+func residentBytes(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // cpuTimes reads utime+stime, in seconds, of each pid.
