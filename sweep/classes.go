@@ -23,7 +23,11 @@ import (
 // when its turn comes, and the bound is admitted), and the set is the same, up to the order of
 // offers among rows of equal score and due time, which the selector breaks by offer order.
 // Rows read past the last one kept: at most the rows within the bucket width of a class's
-// cut-off, plus one chunk per class.
+// cut-off, plus one chunk per class. In ModeLanes and ModeStrict the selector keeps up to K
+// rows per lane, so a sweep reads up to about 4K rows however large the due set. Rows left
+// out for politeness (a paused host's, a capped host's) do not fill the set: a due set made
+// mostly of one held-back host's rows is read on until the set fills or the due set ends, as
+// the full pass reads it, and sweep_cap bounds it the same way.
 
 // Chunks of a class are read growing from firstChunk to maxChunk rows: most classes give a
 // few rows to a set, a few give thousands.
