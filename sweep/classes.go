@@ -31,8 +31,8 @@ import (
 
 // Chunks of a class are read growing from firstChunk to maxChunk rows: most classes give a
 // few rows to a set, a few give thousands. The last chunk of a class is read past what it
-// gives, so maxChunk bounds that overread per class (1,024 read a third more rows than 256
-// at 10M due rows, for fewer seeks that cost less than the rows).
+// gives, so maxChunk bounds that overread per class: with some 30 classes, chunks of 1,024
+// read 33,497 rows to publish 5,000 from 10M due rows (docs/BENCHMARKS.md).
 
 const (
 	firstChunk = 16
