@@ -30,8 +30,12 @@ import (
 // fingerprint than the index it reads (a reload that changed routes or the default interval)
 // reads the whole due set instead, as before, until worker 0 restarts.
 
-// cadenceStep is the width of a cadence bucket: 1 %.
-const cadenceStep = 1.01
+// cadenceStep is the width of a cadence bucket: 0.1 %. The width changes no decision, only
+// how far past its cut-off a class is read: the rows whose lateness lies within the width of
+// the cut-off's, about 0.1 % of a class's due rows where they are dense (1 % read 33,497 rows
+// to publish 5,000 from 10M due rows one ms apart). A page's cadences take few distinct
+// values, so finer buckets add few classes; 16 bits hold the 13,170 buckets of the range.
+const cadenceStep = 1.001
 
 var (
 	minCadenceMs = policy.MinCadence.Milliseconds()
@@ -142,7 +146,7 @@ func (c *Classifier) Class(key []byte, p store.Projection) uint32 {
 func (c *Classifier) Fingerprint() uint64 { return c.fingerprint }
 
 // classLayout versions the class layout and bucketing; it is part of every fingerprint.
-const classLayout = 1
+const classLayout = 2
 
 // fingerprintOf hashes what a row's class depends on: the routes (their order, match, path
 // and interval: matching and the ceiling), the default interval, the cadence bounds and the

@@ -22,8 +22,8 @@ import (
 // So every row the full pass would have kept is read (its score is at most its class's bound
 // when its turn comes, and the bound is admitted), and the set is the same, up to the order of
 // offers among rows of equal score and due time, which the selector breaks by offer order.
-// Rows read past the last one kept: at most the rows within the bucket width of a class's
-// cut-off, plus one chunk per class. In ModeLanes and ModeStrict the selector keeps up to K
+// Rows scored past the last one kept: the rows within the bucket width of a class's cut-off;
+// fetched past them, at most one chunk per class. In ModeLanes and ModeStrict the selector keeps up to K
 // rows per lane, so a sweep reads up to about 4K rows however large the due set. Rows left
 // out for politeness (a paused host's, a capped host's) do not fill the set: a due set made
 // mostly of one held-back host's rows is read on until the set fills or the due set ends, as
@@ -31,8 +31,7 @@ import (
 
 // Chunks of a class are read growing from firstChunk to maxChunk rows: most classes give a
 // few rows to a set, a few give thousands. The last chunk of a class is read past what it
-// gives, so maxChunk bounds that overread per class: with some 30 classes, chunks of 1,024
-// read 33,497 rows to publish 5,000 from 10M due rows (docs/BENCHMARKS.md).
+// gives (fetched, never scored), so maxChunk bounds that overread per class.
 
 const (
 	firstChunk = 16
