@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -36,10 +35,7 @@ type Classifier interface {
 }
 
 const (
-	prefixClass        = "c/" // c/ + class (4 B) + dueAt (8 B) + cacheKey → projection
-	keyClassPrint      = "m/class"
 	classKeyHeaderLen  = len(prefixClass) + 4 + 8
-	classRebuildBatch  = 4096
 	classPrintValueLen = 8
 )
 
@@ -70,91 +66,6 @@ func decodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err
 		return 0, 0, nil, corruptionf("class key %q: %v", k, err)
 	}
 	return class, int64(u), cacheKey, nil
-}
-
-// openClassIndex makes the class index agree with the store's classifier: it rebuilds it from
-// the schedule rows when the stored fingerprint is another, and drops it when there is no
-// classifier. It runs in Open, before the funnel starts.
-func (s *Badger) openClassIndex() error {
-	var stored uint64
-	var has bool
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(keyClassPrint))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			if len(v) != classPrintValueLen {
-				return corruptionf("class fingerprint: length %d", len(v))
-			}
-			stored, has = binary.BigEndian.Uint64(v), true
-			return nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("store: read class fingerprint: %w", err)
-	}
-	c := s.opts.Classifier
-	switch {
-	case c == nil && !has:
-		return nil
-	case c == nil:
-		if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
-			return fmt.Errorf("store: drop class index: %w", err)
-		}
-		s.log.Info().Msg("class index dropped: the store is open without a classifier")
-		return nil
-	case has && stored == c.Fingerprint():
-		return nil
-	}
-	return s.rebuildClassIndex(c)
-}
-
-// rebuildClassIndex writes the class index afresh from the schedule rows, then the
-// fingerprint: a crash in between leaves no fingerprint, or the old one, and the next Open
-// rebuilds again.
-func (s *Badger) rebuildClassIndex(c Classifier) error {
-	start := time.Now()
-	if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
-		return fmt.Errorf("store: drop class index: %w", err)
-	}
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixSchedule)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			var r Row
-			if err := item.Value(r.UnmarshalBinary); err != nil {
-				return fmt.Errorf("schedule row %q: %w", item.Key(), err)
-			}
-			ck := item.Key()[len(prefixSchedule):]
-			proj, _ := r.Projection.MarshalBinary()
-			if err := wb.Set(classKey(c.Class(ck, r.Projection), r.DueAtMs, ck), proj); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if err == nil {
-		err = wb.Flush()
-	}
-	if err == nil {
-		err = s.db.Update(func(txn *badger.Txn) error {
-			return txn.Set([]byte(keyClassPrint), binary.BigEndian.AppendUint64(nil, c.Fingerprint()))
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("store: rebuild class index: %w", err)
-	}
-	s.log.Info().Int("rows", n).Dur("took", time.Since(start)).Msg("class index rebuilt for the classifier in force")
-	return nil
 }
 
 // ClassHead is the first due row of one class in a pass.
