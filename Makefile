@@ -66,7 +66,7 @@ bench-queue:
 bench-cluster:
 	./scripts/bench-cluster.sh
 
-# The scheduling-quality report (issue 7): every policy at 100, 75 and 50 % of demand on a
+# The scheduling-quality report: every policy at 100, 75 and 50 % of demand on a
 # 200,000-key corpus, deterministic for the seed. Rewrites docs/SIMULATION.md and docs/sim/.
 SIMFLAGS ?= -keys 200000 -seed 1 -sweep-interval 5m -warmup 144h -window 96h -warmup-sweep-interval 15m -settle 48h
 sim:
