@@ -9,7 +9,7 @@
 // reports every bad value of a file at once (FieldErrors), each with its line.
 //
 // Each default and each bound that is a choice is one named constant (defaults.go), read by
-// EnsureDefaults and Validate alike; README's Configuration table is tested against Default().
+// EnsureDefaults and Validate alike; docs/CONFIGURATION.md's table is tested against Default().
 //
 // It imports nothing of freshq but cachekey (a leaf), whose rules for device names and cache
 // keys it applies.

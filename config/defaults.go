@@ -6,7 +6,7 @@ import (
 )
 
 // Every default and every bound that is a choice lives here, once: EnsureDefaults fills a key
-// from its XDefault, Validate checks it against its XMin or XMax, and README's Configuration
+// from its XDefault, Validate checks it against its XMin or XMax, and docs/CONFIGURATION.md's
 // table is tested against Default(). A constant is named after its field, suffixed Default,
 // Min or Max.
 

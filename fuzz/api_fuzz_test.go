@@ -42,7 +42,7 @@ import (
 //   - the status is a valid HTTP code;
 //   - every 4xx and 5xx a handler writes is application/json {"error": non-empty, "field"?};
 //     POST /v1/targets may instead report its items ({"errors": [...]}, each with an error),
-//     as the README documents. Exempt: the mux's own answers for a path or method nothing is
+//     as docs/API.md documents. Exempt: the mux's own answers for a path or method nothing is
 //     registered for (404, 405, and its path-cleaning redirects), which are net/http's text;
 //   - a 4xx from a write endpoint changed nothing: no schedule row, lease, or the seeded keys'
 //     targets and pages moved. GET /v1/pages with ?wait= counts as one (it files and rushes a
@@ -541,7 +541,7 @@ func serveBounded(h http.Handler, rec *httptest.ResponseRecorder, req *http.Requ
 }
 
 // checkErrorBody fails t unless rec is a JSON error: {"error": non-empty, "field": a string if
-// present}. POST /v1/targets adds its item report to it (README: {accepted, rejected,
+// present}. POST /v1/targets adds its item report to it (docs/API.md: {accepted, rejected,
 // errors: [{index, field, error}], error}).
 func checkErrorBody(t *testing.T, desc string, rec *httptest.ResponseRecorder) {
 	t.Helper()
@@ -566,7 +566,7 @@ func checkErrorBody(t *testing.T, desc string, rec *httptest.ResponseRecorder) {
 }
 
 // landedBeforeBreaking reports a target upload whose 4xx says items landed before its body
-// broke or grew past the limit (README: each still reports what landed).
+// broke or grew past the limit (docs/API.md: each still reports what landed).
 func landedBeforeBreaking(pattern string, rec *httptest.ResponseRecorder) bool {
 	if pattern != "POST /v1/targets" {
 		return false
