@@ -17,6 +17,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"github.com/goccy/go-yaml/token"
@@ -992,14 +993,31 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse is Load on bytes.
-func Parse(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) { return ParseContext(context.Background(), data) }
+
+// ParseContext is Parse that gives up once ctx is done: for a file that arrives with a request.
+// Before anything decodes it, a file whose aliases and merge keys stand for more than
+// MaxAliasNodes nodes is refused with the line of the alias (boundAliases), so that what
+// parsing a file costs is bounded by its size, wherever it comes from.
+func ParseContext(ctx context.Context, data []byte) (*Config, error) {
+	if file, err := parser.ParseBytes(data, 0); err == nil { // a syntax error is reported below
+		if err := boundAliases(ctx, file); err != nil {
+			return nil, err
+		}
+	}
 	data, err := resolveAliases(data)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	c := &Config{}
 	if err := decodeStrict(data, c); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
