@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -116,4 +117,105 @@ func TestEndToEndAliasBombIsRefused(t *testing.T) {
 		t.Fatalf("the supervisor exited: %v", err)
 	default:
 	}
+}
+
+// claimOne claims one job through POST /v1/claim as a remote renderer would.
+func (n *node) claimOne(renderer string) (key []byte, lease wireLease) {
+	n.t.Helper()
+	var claimed struct {
+		Jobs []struct {
+			Key   []byte    `json:"key"`
+			Lease wireLease `json:"lease"`
+		} `json:"jobs"`
+	}
+	waitFor(n.t, "a job", 30*time.Second, func() bool {
+		a := n.call("POST", "/v1/claim", map[string]any{"limit": 1, "renderer": renderer})
+		return a.code == 200 && json.Unmarshal(a.body, &claimed) == nil && len(claimed.Jobs) == 1
+	})
+	return claimed.Jobs[0].Key, claimed.Jobs[0].Lease
+}
+
+func (n *node) queueView() wire.QueueView {
+	n.t.Helper()
+	a := n.call("GET", "/v1/queue", nil)
+	var q wire.QueueView
+	if a.code != 200 || json.Unmarshal(a.body, &q) != nil {
+		n.t.Fatalf("GET /v1/queue: %d %s", a.code, a.body)
+	}
+	return q
+}
+
+// A host that asked to be paused (a 429 with Retry-After: 60, from a render it held the lease
+// of) stays paused through a batch of 10,000 fenced results naming flood hosts with
+// Retry-After: 600: they filled the 1,024-slot host table and evicted it, and the farm went
+// back to full concurrency against a site that had said 429. A fenced result now changes no
+// host; a result whose key is not a URL is refused by name.
+func TestEndToEndFencedResultsLeaveHostsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := filepath.Join(t.TempDir(), "trust-hosts") // the segment is named after it: unique to this test
+	os.Mkdir(dir, 0o700)
+	seed(t, dir, 4)
+	n := startNode(t, dir, 1, "", "") // worker 0 alone: nothing else claims the rows
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+
+	key, lease := n.claimOne("farm-eu")
+	refusal := wireResultWith(key, lease, 429, "60")
+	if a := n.call("POST", "/v1/results", map[string]any{"results": []any{refusal}}); a.code != 200 {
+		t.Fatalf("the 429: %d %s", a.code, a.body)
+	}
+	paused, ok := n.queueHost("shop.test")
+	if !ok || !paused.Paused {
+		t.Fatalf("shop.test after its 429: %+v %v, want paused", paused, ok)
+	}
+
+	flood := make([]any, 10_000)
+	for i := range flood {
+		k := []byte(fmt.Sprintf("desktop|https://h%d.flood.example/", i))
+		flood[i] = wireResultWith(k, wireLease{Slot: lease.Slot, State: lease.State, KeyHash: shm.KeyHash(k)}, 429, "600")
+	}
+	if a := n.call("POST", "/v1/results", map[string]any{"results": flood}); a.code != http.StatusConflict {
+		t.Fatalf("10,000 fenced results: %d %.300s, want 409", a.code, a.body)
+	}
+	dup := refusal
+	dup.Headers = map[string]string{"retry-after": "600"}
+	if a := n.call("POST", "/v1/results", map[string]any{"results": []any{dup}}); a.code != http.StatusConflict {
+		t.Fatalf("a duplicate of the 429: %d %s, want 409", a.code, a.body)
+	}
+	q := n.queueView()
+	if q.HostEvictions != 0 || q.HostsTracked != 1 {
+		t.Fatalf("after the flood: %d hosts tracked, %d evicted; want shop.test alone, none evicted", q.HostsTracked, q.HostEvictions)
+	}
+	if h, ok := n.queueHost("shop.test"); !ok || !h.Paused || h.PausedUntilMs != paused.PausedUntilMs {
+		t.Fatalf("shop.test after the flood: %+v %v, want paused until %d as before", h, ok, paused.PausedUntilMs)
+	}
+
+	for _, bad := range []string{"h1.flood.example", "desktop|h1.flood.example", "desktop|ftp://h1.flood.example/"} {
+		r := wireResultWith([]byte(bad), wireLease{Slot: lease.Slot, State: lease.State, KeyHash: shm.KeyHash([]byte(bad))}, 429, "600")
+		if a := n.call("POST", "/v1/results", map[string]any{"results": []any{r}}); a.code != http.StatusBadRequest || a.field() != "results[0].key" {
+			t.Fatalf("key %q: %d %s, want 400 naming results[0].key", bad, a.code, a.body)
+		}
+	}
+}
+
+// wireResultWith is a result of key under lease: a 429 with Retry-After, or a 200 page.
+func wireResultWith(key []byte, lease wireLease, status int, retryAfter string) wireHostResult {
+	r := wireHostResult{Key: key, Outcome: "server_error", Status: status, Lease: lease}
+	if status == 200 {
+		r.Outcome, r.Body = "ok", []byte("<html></html>")
+	}
+	if retryAfter != "" {
+		r.Headers = map[string]string{"retry-after": retryAfter}
+	}
+	return r
+}
+
+type wireHostResult struct {
+	Key     []byte            `json:"key"`
+	Outcome string            `json:"outcome"`
+	Status  int               `json:"status,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    []byte            `json:"body,omitempty"`
+	Lease   wireLease         `json:"lease"`
 }
