@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -218,4 +219,52 @@ type wireHostResult struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    []byte            `json:"body,omitempty"`
 	Lease   wireLease         `json:"lease"`
+}
+
+// A remote renderer claims the one job a host limited to 1 may have in flight; the operator
+// deletes the target (or rushes it) meanwhile. The lease is revoked, the remote's result is
+// fenced and its release answered "no longer held": the host slot worker 0 held for it must
+// be given back with the lease, or the host renders nothing until the slot's lease TTL (10
+// minutes). The next claim of the host is granted at once, the clock not moved.
+func TestEndToEndRevokedRemoteLeaseGivesBackItsHostSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	for _, revoke := range []string{"delete", "rush"} {
+		t.Run(revoke, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "trust-slot-"+revoke) // the segment is named after it: unique to this test
+			os.Mkdir(dir, 0o700)
+			seed(t, dir, 3)
+			n := startNode(t, dir, 1, "render:\n  hosts: {max_concurrency: 1}\n", "") // worker 0 alone: nothing else claims
+			waitFor(t, "readiness", 60*time.Second, n.ready)
+
+			key, lease := n.claimOne("farm-eu")
+			u := strings.TrimPrefix(string(key), "desktop|")
+			if a := n.call("POST", "/v1/claim", map[string]any{"limit": 1, "renderer": "farm-us"}); a.code != 200 || strings.Contains(string(a.body), "shop.test") {
+				t.Fatalf("a second claim while shop.test's one slot is held: %d %s, want no job", a.code, a.body)
+			}
+			switch revoke {
+			case "delete":
+				if a := n.call("DELETE", "/v1/targets?url="+url.QueryEscape(u), nil); a.code != 200 {
+					t.Fatalf("delete: %d %s", a.code, a.body)
+				}
+			case "rush":
+				if a := n.call("POST", "/v1/prioritize", map[string]any{"url": u, "mode": "rush"}); a.code != 200 {
+					t.Fatalf("rush: %d %s", a.code, a.body)
+				}
+			}
+			if a := n.call("POST", "/v1/leases/release", map[string]any{"key": key, "lease": lease}); a.code != http.StatusConflict {
+				t.Fatalf("release after the %s: %d %s, want 409", revoke, a.code, a.body)
+			}
+			var claimed struct {
+				Jobs []struct {
+					URL string `json:"url"`
+				} `json:"jobs"`
+			}
+			a := n.call("POST", "/v1/claim", map[string]any{"limit": 1, "renderer": "farm-us"})
+			if a.code != 200 || json.Unmarshal(a.body, &claimed) != nil || len(claimed.Jobs) != 1 {
+				t.Fatalf("the next claim of shop.test after the %s: %d %s, want a job at once", revoke, a.code, a.body)
+			}
+		})
+	}
 }
