@@ -10,8 +10,8 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
