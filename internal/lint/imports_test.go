@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 		"internal/clock", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
 		"outcome", "policy", "render", "render/chrome", "shm", "store", "store/pgstore", "sweep", "wire"},
 	"config":              {"cachekey"},
+	"freshness":           {},
 	"fuzz":                {},
 	"hosts":               {"cachekey", "config", "outcome", "policy", "shm"},
 	"hostview":            {"shm", "wire"},
