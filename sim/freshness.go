@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/freshq/freshq/freshness"
@@ -364,4 +365,50 @@ func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
 		row.EstimateError = &e
 	}
 	return row
+}
+
+// FreshTable renders rows as a markdown table: per mix and capacity, each policy's stale share,
+// its change against ready's, its distance from the oracle's, age ÷ cadence, and per route the
+// largest interval between renders ÷ the route's interval.
+func FreshTable(rows []FreshRow) string {
+	var b strings.Builder
+	var classes []string
+	for _, r := range rows {
+		for k := range r.RouteMax {
+			if !slices.Contains(classes, k) {
+				classes = append(classes, k)
+			}
+		}
+	}
+	slices.Sort(classes)
+	b.WriteString("| mix | capacity | policy | requests served stale | vs ready | vs oracle | age ÷ cadence |")
+	for _, k := range classes {
+		fmt.Fprintf(&b, " %s: max (p99) interval ÷ route's |", k)
+	}
+	b.WriteString("\n|---|---|---|---|---|---|---|")
+	b.WriteString(strings.Repeat("---|", len(classes)))
+	b.WriteString("\n")
+	find := func(mix string, capacity float64, policy string) *FreshRow {
+		for i := range rows {
+			if rows[i].Mix == mix && rows[i].Capacity == capacity && rows[i].Policy == policy {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	rel := func(v float64, ref *FreshRow) string {
+		if ref == nil || ref.StaleShare == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%+.1f %%", 100*(v/ref.StaleShare-1))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %g %% | %s | %.1f %% | %s | %s | %.2f× |", r.Mix, 100*r.Capacity, r.Policy, 100*r.StaleShare,
+			rel(r.StaleShare, find(r.Mix, r.Capacity, "ready")), rel(r.StaleShare, find(r.Mix, r.Capacity, "oracle")), r.AgeOverCadence)
+		for _, k := range classes {
+			fmt.Fprintf(&b, " %.2f× (%.2f×) |", r.RouteMax[k], r.RouteP99[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

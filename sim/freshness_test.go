@@ -15,9 +15,9 @@ import (
 func smallFresh(t testing.TB, keys int, capacity float64, truth func(uint64) TruthMix) []FreshRow {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Queue.Ready.SweepInterval = config.Duration(30 * time.Minute)
-	opts := Options{Config: cfg, Warmup: 240 * time.Hour, Window: 96 * time.Hour, ClaimEvery: time.Minute,
-		CoarseSweepEvery: 2 * time.Hour, Settle: 48 * time.Hour}
+	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
+	opts := Options{Config: cfg, Warmup: 240 * time.Hour, Window: 96 * time.Hour, ClaimEvery: 5 * time.Second,
+		CoarseSweepEvery: 4 * time.Hour, Settle: 48 * time.Hour}
 	c, err := Generate(DefaultMix(), keys, 1, 1_800_000_000_000, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestStaleShareMatchesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Config: cfg, Warmup: 96 * time.Hour, Window: 192 * time.Hour, ClaimEvery: time.Minute,
+	opts := Options{Config: cfg, Warmup: 96 * time.Hour, Window: 192 * time.Hour, ClaimEvery: 5 * time.Second,
 		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}
 	res, err := Run(context.Background(), c, opts, Scenario{Name: "ready", Mode: policy.ModeLanes, Capacity: 3})
 	if err != nil {

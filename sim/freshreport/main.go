@@ -37,15 +37,16 @@ func run() error {
 		seed       = flag.Uint64("seed", 1, "the standard mix's seed; the held-out mix's corpus and truth use others derived from it")
 		warmup     = flag.Duration("warmup", 240*time.Hour, "simulated time before measuring: long enough for a few renders of a 48 h page at 25 %")
 		window     = flag.Duration("window", 96*time.Hour, "simulated time measured")
-		sweepEvery = flag.Duration("sweep-interval", 30*time.Minute, "queue.ready.sweep_interval")
-		coarse     = flag.Duration("warmup-sweep-interval", 2*time.Hour, "sweep interval for the warm-up until -settle before the window")
+		sweepEvery = flag.Duration("sweep-interval", time.Hour, "queue.ready.sweep_interval")
+		coarse     = flag.Duration("warmup-sweep-interval", 4*time.Hour, "sweep interval for the warm-up until -settle before the window")
 		settle     = flag.Duration("settle", 48*time.Hour, "how long before the window the sweep returns to -sweep-interval")
-		claimEvery = flag.Duration("claim-interval", time.Minute, "how often the farm claims what its capacity allows")
+		claimEvery = flag.Duration("claim-interval", 5*time.Second, "how often the farm claims what its capacity allows (the simulator's default; a longer one offers more slots at once than a host's limit takes, and loses them)")
 		capacities = flag.String("capacities", "0.25,0.5,1", "comma-separated capacities, shares of demand")
 		minDiv     = flag.Float64("min-interval-divisor", 16, "each route's min_interval is its interval ÷ this")
 		tau        = flag.Duration("request-tau", 72*time.Hour, "the request counters' time constant")
 		prior      = flag.Float64("prior-weight", 1, "the change-rate prior's weight, in pseudo-renders")
 		parallel   = flag.Int("parallel", runtime.NumCPU(), "runs at once (results do not depend on it)")
+		md         = flag.String("md", "", "also write the rows as the markdown table docs/SIMULATION.md quotes (empty: no)")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -108,6 +109,11 @@ func run() error {
 	}
 	b = append(b, '\n')
 	fmt.Fprintf(os.Stderr, "freshreport: %d keys, %d rows in %s\n", *keys, len(rows), time.Since(began).Round(time.Second))
+	if *md != "" {
+		if err := os.WriteFile(*md, []byte(sim.FreshTable(rows)), 0o644); err != nil {
+			return err
+		}
+	}
 	if *out == "-" {
 		_, err = os.Stdout.Write(b)
 		return err
