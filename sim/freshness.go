@@ -300,6 +300,10 @@ type FreshRow struct {
 	Ceiling  map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
 	Renders  int                `json:"renders"`
 	Idle     int                `json:"idle_slots"`
+	// GrantsReady and GrantsIndex count the run's grants from the published set and from the
+	// index scan the claims fall back to (which takes rows in due order, whatever their score).
+	GrantsReady int `json:"grants_ready"`
+	GrantsIndex int `json:"grants_index"`
 	// EstimateError is, for freshness, the median |ln(λ̂/λ)| at the window's end.
 	EstimateError *float64 `json:"estimate_error,omitempty"`
 	Keys          int      `json:"keys"`
@@ -359,6 +363,7 @@ func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
 	row := FreshRow{Mix: fo.Truth.Mix.Name, Capacity: res.Scenario.Capacity, Policy: res.Scenario.Name,
 		StaleShare: f.StaleShare, AgeOverCadence: res.Clean.Value(), RouteMax: byClass(f.RouteMax),
 		RouteP99: byClass(f.RouteP99), Ceiling: byClass(f.Ceiling), Renders: res.Renders, Idle: res.Idle,
+		GrantsReady: res.GrantsReady, GrantsIndex: res.GrantsIndex,
 		Keys: c.Len(), WarmupHours: o.Warmup.Hours(), WindowHours: o.Window.Hours()}
 	if !math.IsNaN(f.EstimateError) {
 		e := f.EstimateError

@@ -127,7 +127,7 @@ func TestFreshnessComparisonSmall(t *testing.T) {
 			t.Fatalf("%s: stale share %v", r.Policy, r.StaleShare)
 		}
 		got[r.Policy] = r
-		t.Logf("%-9s stale %.4f age÷cadence %.2f max %v ceiling %v", r.Policy, r.StaleShare, r.AgeOverCadence, r.RouteMax, r.Ceiling)
+		t.Logf("%-9s stale %.4f age÷cadence %.2f max %v ceiling %v grants ready %d index %d", r.Policy, r.StaleShare, r.AgeOverCadence, r.RouteMax, r.Ceiling, r.GrantsReady, r.GrantsIndex)
 	}
 	if len(got) != len(FreshPolicies) {
 		t.Fatalf("policies %v, want %v", rows, FreshPolicies)
