@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +187,25 @@ func TestStaleShareMatchesTheModel(t *testing.T) {
 	t.Logf("stale share %.4f, model %.4f; interval ratio p99 %.3f max %.3f", res.Fresh.StaleShare, want, res.Fresh.RouteP99[0], res.Fresh.RouteMax[0])
 	if math.Abs(res.Fresh.StaleShare/want-1) > 0.08 {
 		t.Errorf("stale share %.4f, the model says %.4f", res.Fresh.StaleShare, want)
+	}
+}
+
+// TestFreshTable: the table states each policy's stale share against ready's and the oracle's
+// at the same mix and capacity.
+func TestFreshTable(t *testing.T) {
+	rows := []FreshRow{
+		{Mix: "m", Capacity: 0.5, Policy: "ready", StaleShare: 0.4, RouteMax: map[string]float64{"p": 2}, RouteP99: map[string]float64{"p": 1.5}},
+		{Mix: "m", Capacity: 0.5, Policy: "freshness", StaleShare: 0.2, RouteMax: map[string]float64{"p": 2.5}, RouteP99: map[string]float64{"p": 1.5}},
+		{Mix: "m", Capacity: 0.5, Policy: "oracle", StaleShare: 0.16, RouteMax: map[string]float64{"p": 2}, RouteP99: map[string]float64{"p": 1.5}},
+	}
+	got := FreshTable(rows)
+	for _, want := range []string{
+		"| m | 50 % | ready | 40.0 % | +0.0 % | +150.0 % |",
+		"| m | 50 % | freshness | 20.0 % | -50.0 % | +25.0 % |",
+		" 2.50× (1.50×) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
 	}
 }
