@@ -72,6 +72,17 @@ SIMFLAGS ?= -keys 200000 -seed 1 -sweep-interval 5m -warmup 144h -window 96h -wa
 sim:
 	$(GO) run ./sim/simreport -out docs/SIMULATION.md -charts docs/sim $(SIMFLAGS)
 
+# The freshness comparison: index order, ready, freshness (learning online) and the oracle on
+# a corpus with ground truth (hidden change and request processes), at 25, 50 and 100 %
+# capacity, on the standard and a held-out truth; writes a JSON list of rows (sim.FreshRow) to
+# OUT (- for stdout), and with MD=FILE its markdown table. docs/SIMULATION.md quotes a
+# KEYS=20000 run.
+KEYS ?= 20000
+OUT  ?= -
+.PHONY: sim-freshness
+sim-freshness:
+	$(GO) run ./sim/freshreport -keys $(KEYS) -out $(OUT) $(if $(MD),-md $(MD))
+
 # The golden tests compare the deterministic core with files under each package's testdata/
 # (policy decisions, the selector, the simulator's table, the shm layout). After a deliberate
 # change of behaviour, this rewrites them from the code; review the diff before committing it.
