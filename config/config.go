@@ -213,6 +213,7 @@ type Exec struct {
 type Chrome struct {
 	Path         string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
 	Idle         Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
+	LongRequest  Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
 	BlockTypes   []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
 	Block        []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
 	KeepScripts  bool     `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
@@ -368,6 +369,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
 		{"render.chrome.path", &r.Chrome.Path, false},
 		{"render.chrome.idle", &r.Chrome.Idle, false},
+		{"render.chrome.long_request", &r.Chrome.LongRequest, false},
 		{"render.chrome.recycle_after", &r.Chrome.RecycleAfter, false},
 		{"render.chrome.max_rss", &r.Chrome.MaxRSS, false},
 		{"render.chrome.user", &r.Chrome.User, false},
@@ -800,6 +802,9 @@ func (r *Render) validateChrome(bad func(path, format string, args ...any)) {
 	}
 	if c.Idle <= 0 || (r.Renderer == "chrome" && c.Idle >= r.Timeout) {
 		bad("render.chrome.idle", "must be positive and below render.timeout %s, got %s", r.Timeout, c.Idle)
+	}
+	if c.LongRequest <= 0 { // at or past render.timeout it never applies: every request holds
+		bad("render.chrome.long_request", "must be positive, got %s", c.LongRequest)
 	}
 	for i, t := range c.BlockTypes {
 		if !slices.Contains(ChromeResourceTypes, t) {
