@@ -67,6 +67,7 @@ type tab struct {
 	docHops    map[string]bool
 	loop       string // why the main document's redirects were stopped
 	blocked    int
+	proxyAuth  map[fetch.RequestID]bool // requests whose proxy challenge was answered once
 	timings    render.Timings
 }
 
@@ -76,7 +77,7 @@ func (t *tab) since() time.Duration { return time.Since(t.start) }
 // carries render.timeout.
 func (t *tab) render(ctx context.Context, res render.Result) render.Result {
 	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
-	t.net, t.docHops = newActivity(), map[string]bool{}
+	t.net, t.docHops, t.proxyAuth = newActivity(), map[string]bool{}, map[fetch.RequestID]bool{}
 	c, err := t.tabFor(ctx)
 	if err != nil {
 		return t.classifyErr(ctx, res, err)
@@ -142,6 +143,7 @@ func (t *tab) run(rctx context.Context, c *tabConn, res render.Result) (_ render
 		return t.finish(rctx, t.fail(rctx, res, render.StageBrowser, err)), false
 	}
 	paused := cdp.Events(evCtx, target, fetch.RequestPaused)
+	challenges := cdp.Events(evCtx, target, fetch.AuthRequired)
 	crashes := cdp.Events(evCtx, target, inspector.TargetCrashed)
 	listen(func() {
 		for ev, err := range paused {
@@ -149,6 +151,14 @@ func (t *tab) run(rctx context.Context, c *tabConn, res render.Result) (_ render
 				return
 			}
 			t.vet(evCtx, target, &ev)
+		}
+	})
+	listen(func() {
+		for ev, err := range challenges {
+			if err != nil {
+				return
+			}
+			t.answerChallenge(evCtx, target, &ev)
 		}
 	})
 	listen(func() {
@@ -274,6 +284,25 @@ func fromOrigin(h network.Headers) []*fetch.HeaderEntry {
 		}
 	}
 	return append(out, &fetch.HeaderEntry{Name: "Cache-Control", Value: "no-cache"}, &fetch.HeaderEntry{Name: "Pragma", Value: "no-cache"})
+}
+
+// answerChallenge answers the egress proxy's challenge with the browser's own credentials
+// (egress.go), once per request: a second challenge of the same request means they were
+// refused, and it is cancelled rather than answered in a loop. A site's own challenge (HTTP
+// authentication) is cancelled: a prerender has no one to log in.
+func (t *tab) answerChallenge(ctx context.Context, target *chromedp.Target, ev *fetch.EventAuthRequired) {
+	answer := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+	if ev.AuthChallenge != nil && ev.AuthChallenge.Source == fetch.AuthChallengeSourceProxy {
+		t.mu.Lock()
+		first := !t.proxyAuth[ev.RequestID]
+		t.proxyAuth[ev.RequestID] = true
+		t.mu.Unlock()
+		if first {
+			answer = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
+				Username: t.b.proxyUser, Password: t.b.proxyPass}
+		}
+	}
+	_, _ = cdp.Call(ctx, target, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: answer})
 }
 
 func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
