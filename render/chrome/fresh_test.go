@@ -1,7 +1,6 @@
 package chrome
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,65 +12,6 @@ import (
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 )
-
-// spaScripts are the scripts of the cacheable single-page app: served with a long max-age, as
-// real sites serve their bundles, so that a long-lived browser takes them from its cache.
-const spaScripts = 6
-
-// cacheableSPA serves, under prefix, a single-page app as real sites serve one: its document
-// uncacheable, its scripts cacheable for an hour, and its content fetched from the same origin
-// after load, the answer taking fetchDelay.
-func (s *site) cacheableSPA(prefix string, fetchDelay time.Duration) {
-	var scripts strings.Builder
-	for i := range spaScripts {
-		fmt.Fprintf(&scripts, `<script src="%s/lib%d.js"></script>`, prefix, i)
-		s.mux.HandleFunc(fmt.Sprintf("%s/lib%d.js", prefix, i), func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/javascript")
-			w.Header().Set("Cache-Control", "public, max-age=3600")
-			fmt.Fprintf(w, "window.lib%d = %d;", i, i)
-		})
-	}
-	s.mux.HandleFunc(prefix+"/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		fmt.Fprintf(w, `<!doctype html><html><head>%s</head><body><div id=app>loading</div><script>
-addEventListener("load", () => fetch("%s/api/data?" + location.pathname).then(r => r.json()).then(d => {
-  document.getElementById("app").textContent = d.title;
-}));</script></body></html>`, scripts.String(), prefix)
-	})
-	s.mux.HandleFunc(prefix+"/api/data", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(fetchDelay):
-		case <-r.Context().Done():
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		_, _ = w.Write([]byte(`{"title":"fetched content"}`))
-	})
-}
-
-// renderMany renders url n times, concurrency at once, and returns the results.
-func renderMany(r *Renderer, url string, n, concurrency int) []render.Result {
-	results := make([]render.Result, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = r.Render(context.Background(), render.Request{URL: url})
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return results
-}
 
 // A page whose scripts come from the browser's cache becomes idle like any other: rendered
 // again and again by one long-lived browser with 4 tabs, every render captures the fetched
