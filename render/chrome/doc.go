@@ -60,6 +60,10 @@
 //     render.domains lists them, on the address actually dialled. Chromium resolves no names
 //     itself behind a proxy, and loopback is not bypassed, so a page's scripts cannot reach the
 //     render host's network; WebRTC may not go around the proxy.
+//   - The proxy listens on loopback, where any local user could reach it: it serves only its own
+//     browsers. Each browser has credentials of its own there (a random name and secret, ended
+//     when it closes), which the proxy asks for (407) and the tab answers through the Fetch
+//     domain; a connection without them is refused before anything is dialled.
 //   - When the worker runs as root the browser runs as render.chrome.user (nobody) with
 //     Chromium's sandbox on; render.chrome.no_sandbox is for kernels that cannot give one.
 //     The browser gets a minimal environment (no FRESHQ_TOKEN) and a fresh profile directory,
