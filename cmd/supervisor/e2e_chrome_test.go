@@ -305,9 +305,9 @@ addEventListener("load", () => fetch("/c/app/api").then(r => r.text()).then(t =>
 render:
   renderer: chrome
   concurrency: 4
-  timeout: 10s
+  timeout: 30s
   domains: ["127.0.0.1"]
-`, "")
+`, "") // a request left in flight holds its page until the timeout, however long
 	waitFor(t, "ready", 30*time.Second, n.ready)
 	type target struct{ url, device, ua string }
 	var targets []target

@@ -16,20 +16,21 @@ import (
 // before anything is dialled, and the credentials never reach the origin.
 func TestEgressRequiresTheBrowsersCredentials(t *testing.T) {
 	var hits, withProxyAuth atomic.Int64
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		if r.Header.Get("Proxy-Authorization") != "" {
 			withProxyAuth.Add(1)
 		}
 		_, _ = w.Write([]byte("origin"))
 	}))
-	defer origin.Close()
 	var dials atomic.Int64 // connections the origin's listener accepted, tunnels included
 	origin.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			dials.Add(1)
 		}
 	}
+	origin.Start()
+	defer origin.Close()
 	e, err := startEgress([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
