@@ -27,9 +27,7 @@
 //     between renders: that is most of what a long-lived browser saves. Per request, in the
 //     Fetch domain where every request is already vetted, because the alternatives reach too
 //     far: Network.setCacheDisabled turns the cache off for every request of the tab, and
-//     clearing a cache entry clears the whole browser's cache. A site's service worker is
-//     bypassed (Network.setBypassServiceWorker, on every tab), or it could answer the document
-//     from a cache of its own; a prerender needs no worker.
+//     clearing a cache entry clears the whole browser's cache.
 //   - Is ready when window.prerenderReady === true if the page defines it, whatever its network
 //     does; else when the network has been idle for render.chrome.idle after the load event.
 //     Idle: no request began or ended in that time, and every request still in flight has been

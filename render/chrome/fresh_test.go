@@ -3,7 +3,6 @@ package chrome
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -190,52 +189,5 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 	res := render1(t, r, render.Request{URL: s.url("/flagged")})
 	if res.Outcome != outcome.OK || !strings.Contains(string(res.Body), `<p id="flagged">flagged</p>`) || res.Timings.Ready < 3*time.Second {
 		t.Errorf("prerenderReady page: %v (%s), ready at %s: %.300s", res.Outcome, res.Err, res.Timings.Ready, res.Body)
-	}
-}
-
-// A site's service worker cannot answer a render's document from its own cache either: a page
-// whose worker caches it (an app shell) is fetched from the origin again on the next render.
-func TestServiceWorkerDoesNotAnswerTheDocument(t *testing.T) {
-	var mu sync.Mutex
-	docs := 0
-	origin := newSite(t)
-	origin.mux.HandleFunc("/shell", func(w http.ResponseWriter, r *http.Request) {
-		n := "the worker's copy" // what the page's script puts in the worker's cache
-		if r.Header.Get("Sec-Fetch-Mode") == "navigate" {
-			mu.Lock()
-			docs++
-			n = strconv.Itoa(docs)
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		fmt.Fprintf(w, `<!doctype html><html><body><p id=v>version %s</p><p id=sw>-</p><script>
-window.prerenderReady = false;
-navigator.serviceWorker.register("/sw.js").then(() => navigator.serviceWorker.ready).then(() => caches.open("shell"))
-  .then(c => c.add("/shell")).then(() => { document.getElementById("sw").textContent = "cached"; window.prerenderReady = true; },
-  e => { document.getElementById("sw").textContent = "no worker: " + e; window.prerenderReady = true; });
-</script></body></html>`, n)
-	})
-	origin.mux.HandleFunc("/sw.js", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		_, _ = w.Write([]byte(`self.addEventListener("install", () => self.skipWaiting());
-self.addEventListener("activate", e => e.waitUntil(self.clients.claim()));
-self.addEventListener("fetch", e => e.respondWith(caches.match(e.request).then(r => r || fetch(e.request))));`))
-	})
-	// A service worker needs a secure context: http://127.0.0.1 is one, http://site.test is not.
-	r := newRenderer(t, func(c *config.Render) { c.Domains = []string{"127.0.0.1"} })
-	for i := range 2 {
-		res := render1(t, r, render.Request{URL: origin.URL + "/shell"})
-		if res.Outcome != outcome.OK || !strings.Contains(string(res.Body), fmt.Sprintf(`<p id="v">version %d</p>`, i+1)) {
-			t.Errorf("render %d: %v %s: %.400s", i, res.Outcome, res.Err, res.Body)
-		}
-		if i == 0 && !strings.Contains(string(res.Body), `<p id="sw">cached</p>`) {
-			t.Fatalf("the service worker did not cache the page, so this test shows nothing: %.400s", res.Body)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if docs != 2 {
-		t.Errorf("the document was navigated to at the origin %d times in 2 renders", docs)
 	}
 }

@@ -23,8 +23,7 @@ import (
 // runs or loads while it waits and nothing of it reaches the next render's events. A tab that
 // crashed, or whose render did not end cleanly (a timeout may leave a navigation hanging), is
 // closed instead. The domains a render watches (Inspector, Fetch, Network, Page) are enabled
-// once, when the tab opens, with service workers bypassed; each render sets the device's
-// emulation anew.
+// once, when the tab opens; each render sets the device's emulation anew.
 type tabConn struct {
 	ctx    context.Context // the tab's chromedp context, a child of the browser's
 	cancel context.CancelFunc
@@ -68,12 +67,6 @@ func openTab(ctx context.Context, b *browser) (*tabConn, error) {
 			return err
 		},
 		func() error { _, err := cdp.Call(ctx, c.target, network.Enable, network.EnableParams{}); return err },
-		// A site's service worker could answer a document from its own cache (an app shell):
-		// its requests go to the network (the browser's cache then keeps documents out, tab.vet).
-		func() error {
-			_, err := cdp.Call(ctx, c.target, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true})
-			return err
-		},
 		func() error { _, err := cdp.Call(ctx, c.target, page.Enable, page.EnableParams{}); return err },
 	} {
 		if err := enable(); err != nil {
