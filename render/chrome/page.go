@@ -59,6 +59,7 @@ type tab struct {
 
 	mu         sync.Mutex
 	net        *activity // the page's requests, for network idleness
+	committed  bool      // the main frame has committed this render's document
 	docStatus  int
 	docHeaders network.Headers
 	docURL     string
@@ -358,9 +359,17 @@ func (t *tab) onEvent(ev any) {
 		t.requestEnded(ev.RequestID)
 	case *network.EventResponseReceived:
 		t.responseReceived(ev)
+	case *page.EventFrameNavigated:
+		if ev.Frame != nil && ev.Frame.ParentID == "" && ev.Frame.URL != "about:blank" {
+			t.mu.Lock()
+			t.committed = true
+			t.mu.Unlock()
+		}
 	case *page.EventLoadEventFired:
+		// A reused tab's about:blank (where the last render parked it) may tell its load late,
+		// after this render began: only the load of this render's document counts.
 		t.mu.Lock()
-		if t.timings.Load == 0 {
+		if t.committed && t.timings.Load == 0 {
 			t.timings.Load = t.since()
 			close(t.loaded)
 		}
