@@ -43,7 +43,8 @@
 //   - Hears the tab's Network and Page events in one place, in the order the browser sent them
 //     (chromedp.Listen), and remembers the requests that ended: a request's end handled before
 //     its start (they arrive together on a cache hit) would otherwise look in flight forever,
-//     and the page would never be idle.
+//     and the page would never be idle. The load event is that of the render's own document: a
+//     reused tab's about:blank may tell its load after the next render began, and does not count.
 //   - Captures the serialized DOM (with its doctype), <script> elements removed but JSON-LD
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
 //     meta tags' status, else the document's response status; noindex.
