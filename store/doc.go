@@ -86,7 +86,6 @@
 // its index entry cannot be located; such writes fail with an error wrapping ErrCorruption.
 // DeleteTarget of such a key fails the same way. The store never panics on bad bytes.
 //
-// Multi-node ownership (not built yet) enters through Options.Floor: the cell a write
-// lowers is the owning node's, chosen by whoever constructs the store, and callers of the
-// funnel do not change.
+// This package is the single-node engine. Several nodes share one PostgreSQL through
+// store/pgstore instead, where the floor is per shard and lives in the database.
 package store
