@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -124,9 +127,12 @@ func TestEndToEndChrome(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	needChromium(t)
+	var probes atomic.Int64 // requests for /c/probe, which only the egress check below makes
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		switch r.URL.Path {
+		case "/c/probe":
+			probes.Add(1)
 		case "/c/missing":
 			fmt.Fprint(w, `<!doctype html><html><head></head><body><script>const m = document.createElement("meta"); m.name = "prerender-status-code"; m.content = "404"; document.head.appendChild(m);</script></body></html>`)
 		case "/c/moved":
@@ -188,14 +194,18 @@ render:
 		return ex.Terminal != nil && ex.Terminal.State == "gone" && ex.Failures != nil && ex.Failures.Count == 2
 	})
 
+	// The browser's egress proxy serves only its own browser: another local process that
+	// connects to it (any user of the machine could) is refused, and reaches nothing.
+	seg := n.segment()
+	worker := workerPID(seg, 1)
+	checkEgressRefusesStrangers(t, worker, origin.URL+"/c/probe", &probes)
+
 	// 8. kill -9 of the render worker leaves no Chromium process: every process of its
 	// browsers (crash handlers included) dies on its own, before the supervisor restarts the
 	// worker (supervisor.backoff_min), whose new renderer would kill what a dead worker left
 	// (render/chrome's stale profiles) and so hide a browser that outlived its worker.
 	// FRESHQ_TEST_CHROME_SURVIVE=1 (render/chrome.EnvSurvive) starts browsers that outlive
 	// their worker: this part fails then.
-	seg := n.segment()
-	worker := workerPID(seg, 1)
 	groups := browserGroups(worker)
 	if len(groups) == 0 {
 		t.Fatalf("no browser under render worker %d: %v", worker, chromeProcs())
@@ -378,5 +388,62 @@ render:
 		if n := hits[fmt.Sprintf("/c/app/lib%d.js", i)]; n != 1 {
 			t.Errorf("lib%d.js fetched %d times by the one browser, want 1 (then from its cache)", i, n)
 		}
+	}
+}
+
+// checkEgressRefusesStrangers reads the egress proxy's address from the command line of a
+// browser of render worker pid (--proxy-server) and asks it for target as another process would,
+// without the browser's credentials: a plain request and a CONNECT. Both must be refused with
+// 407 and the origin must see neither.
+func checkEgressRefusesStrangers(t *testing.T, pid int, target string, hits *atomic.Int64) {
+	t.Helper()
+	var proxyAddr string
+	for b := range browserGroups(pid) {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(b), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, arg := range strings.Split(string(cmdline), "\x00") {
+			if v, ok := strings.CutPrefix(arg, "--proxy-server="); ok {
+				proxyAddr = v
+			}
+		}
+	}
+	if proxyAddr == "" {
+		t.Fatalf("no browser of render worker %d names its egress proxy (--proxy-server)", pid)
+	}
+	proxyURL, err := url.Parse(proxyAddr)
+	if err != nil {
+		t.Fatalf("the browser's --proxy-server %q: %v", proxyAddr, err)
+	}
+	before := hits.Load()
+	stranger := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	resp, err := stranger.Get(target)
+	if err != nil {
+		t.Fatalf("GET %s through the egress proxy %s: %v", target, proxyAddr, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusProxyAuthRequired {
+		t.Errorf("a request through the egress proxy without the browser's credentials: %d, want 407", resp.StatusCode)
+	}
+	conn, err := net.DialTimeout("tcp", proxyURL.Host, 10*time.Second)
+	if err != nil {
+		t.Fatalf("dialling the egress proxy %s: %v", proxyURL.Host, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	host := strings.TrimPrefix(target, "http://")
+	host, _, _ = strings.Cut(host, "/")
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", host, host)
+	cresp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		t.Fatalf("reading the egress proxy's answer to CONNECT: %v", err)
+	}
+	cresp.Body.Close()
+	if cresp.StatusCode != http.StatusProxyAuthRequired {
+		t.Errorf("a CONNECT through the egress proxy without the browser's credentials: %d, want 407", cresp.StatusCode)
+	}
+	if n := hits.Load() - before; n != 0 {
+		t.Errorf("the origin saw %d requests made through the egress proxy without credentials", n)
 	}
 }
