@@ -259,3 +259,11 @@ func (m *Misses) Waiting() (started, waiters int) {
 }
 
 var errStopping = &kindError{kind: ErrStopping, msg: "worker 0 is stopping; retry shortly"}
+
+// InFlight reports whether a render on miss of key has a flight now: a request that joins it
+// creates nothing.
+func (m *Misses) InFlight(key []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.flights[string(key)] != nil
+}
