@@ -59,8 +59,7 @@ type Handler struct {
 	// (a test waits on it instead of on time).
 	Rushed func(key []byte, rushed bool, err error)
 
-	misses  missLimiter // new targets per host
-	rushes  missLimiter // stale rows moved up per host
+	rushes  intake.HostRate // expired pages' rows moved up, per host
 	queue   chan []byte
 	pending sync.Map // keys queued or being rushed: one rush at a time per key
 	once    sync.Once
@@ -180,7 +179,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 
 // miss renders key on miss and serves the page, within serve.wait. Only for a host
 // render.domains names (an empty list renders nothing on miss here), and a new target only
-// within its host's serve.miss_rate. A target whose last render ended with a client error
+// within its host's serve.miss_rate (both checked again by intake.Misses, the one place that
+// creates targets on miss, for every listener). A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
 func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *config.Config) answer {
 	if len(cfg.Render.Domains) == 0 {
@@ -193,13 +193,6 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	now := h.Now()
 	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.Targets.CadenceOf(key) {
 		return h.declared(w, lastStatus)
-	}
-	if !known && !h.Misses.InFlight(key) { // joining a flight creates nothing
-		if ok, after := h.misses.take(host, now, cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(after))
-			return refuse(w, http.StatusServiceUnavailable, "url",
-				"too many new pages of "+host+" requested at once (serve.miss_rate); retry later")
-		}
 	}
 	pg, err := h.Misses.Wait(r.Context(), key, target, device, cfg.Serve.Wait.D())
 	if err != nil && r.Context().Err() != nil {
@@ -231,7 +224,7 @@ func (h *Handler) moveUp(key []byte, host string, cfg *config.Config) {
 	if _, queued := h.pending.LoadOrStore(string(key), true); queued {
 		return
 	}
-	if ok, _ := h.rushes.take(host, h.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
+	if ok, _ := h.rushes.Take(host, h.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
 		h.pending.Delete(string(key))
 		h.Metrics.rush("over_rate")
 		return
@@ -309,9 +302,13 @@ func fieldOf(err error, def string) string {
 
 // fail answers an error of a page read or a render on miss.
 func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
+	var limited *intake.RateLimitedError
 	switch {
-	case errors.Is(err, intake.ErrNotFound):
+	case errors.Is(err, intake.ErrNotFound), errors.Is(err, intake.ErrHostNotAllowed):
 		return answer{result, writeError(w, http.StatusNotFound, fieldOf(err, "url"), err.Error())}
+	case errors.As(err, &limited):
+		w.Header().Set("Retry-After", strconv.Itoa(limited.RetryAfterSec))
+		return answer{result, writeError(w, http.StatusServiceUnavailable, "url", err.Error())}
 	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping),
 		errors.Is(err, intake.ErrWaitTimeout), errors.Is(err, intake.ErrStore):
 		// A crawler takes a 503 with Retry-After as "come back", and keeps the page it has.

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,6 +19,9 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/config"
@@ -56,7 +60,7 @@ func (s *supervisor) handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&collector{s: s})
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, s.serveGatherer()}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"ok": true})
@@ -495,6 +499,40 @@ var (
 	descMissWaiters  = prometheus.NewDesc("freshq_render_on_miss_waiters", "Requests waiting for a render on miss (at most page.max_waiters).", nil, nil)
 	missDescriptions = []*prometheus.Desc{descMissFlights, descMissWaiters}
 )
+
+// serveGatherer gathers worker 0's crawler-listener series (package serve) at a scrape, over
+// the control socket. A worker 0 that does not answer leaves them out of that scrape (a
+// missing series is honest, a stale one is not); they restart from zero with worker 0, as
+// counters may.
+func (s *supervisor) serveGatherer() prometheus.Gatherer {
+	client := &http.Client{Timeout: capacityScrapeTimeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", s.socket)
+		},
+		MaxIdleConnsPerHost: 1,
+	}}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		resp, err := client.Get("http://worker0" + wire.PathServeMetrics)
+		if err != nil {
+			return nil, nil
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, nil
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 4<<20))
+		if err != nil {
+			return nil, fmt.Errorf("worker 0's serve metrics: %w", err)
+		}
+		out := make([]*dto.MetricFamily, 0, len(fams))
+		for _, f := range fams {
+			out = append(out, f)
+		}
+		return out, nil
+	})
+}
 
 // clusterScrapeTimeout bounds the read of worker 0's cluster view at a scrape: a database that
 // does not answer leaves the shard series out of this scrape, not /metrics hanging.

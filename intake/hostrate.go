@@ -1,19 +1,20 @@
-package serve
+package intake
 
 import (
 	"math"
 	"sync"
 )
 
-// maxLimitedHosts bounds the hosts a missLimiter remembers. Misses are only rendered for hosts
+// maxLimitedHosts bounds the hosts a HostRate remembers. Misses are only rendered for hosts
 // render.domains allows, so the table is small in practice; past the bound the hosts whose
 // bucket is full again (they have had nothing to refuse for a while) are forgotten first, and a
 // table of only busy hosts refuses a new one rather than grow.
 const maxLimitedHosts = 4096
 
-// missLimiter is a token bucket per host: how many new targets crawler misses may create,
-// serve.miss_rate a second with a burst of serve.miss_burst. It is safe for concurrent use.
-type missLimiter struct {
+// HostRate is a token bucket per host: how many new targets renders on miss may create
+// (serve.miss_rate a second with a burst of serve.miss_burst), or how many expired pages' rows
+// the crawler listener moves up. The zero value is ready; it is safe for concurrent use.
+type HostRate struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 }
@@ -23,9 +24,9 @@ type bucket struct {
 	atMs   int64
 }
 
-// take takes one token of host's bucket at nowMs under rate (a second) and burst. It returns
+// Take takes one token of host's bucket at nowMs under rate (a second) and burst. It returns
 // whether it got one and, if not, how many seconds until one is there.
-func (l *missLimiter) take(host string, nowMs int64, rate float64, burst int) (ok bool, retryAfterSec int) {
+func (l *HostRate) Take(host string, nowMs int64, rate float64, burst int) (ok bool, retryAfterSec int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.buckets == nil {
@@ -55,7 +56,7 @@ func (b *bucket) refill(nowMs int64, rate float64, burst int) {
 }
 
 // forget drops the buckets that are full again; it reports whether any was. l.mu is held.
-func (l *missLimiter) forget(nowMs int64, rate float64, burst int) bool {
+func (l *HostRate) forget(nowMs int64, rate float64, burst int) bool {
 	dropped := false
 	for h, b := range l.buckets {
 		if b.refill(nowMs, rate, burst); b.tokens >= float64(burst) {
