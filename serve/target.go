@@ -24,7 +24,8 @@ var ErrBadTarget = errors.New("serve: not a page URL")
 //	/render?url={url}   the URL as a query parameter (percent-encoded)
 //
 // In the first two the URL's query string is part of the URL, and the URL may arrive
-// percent-encoded whole (/https%3A%2F%2Fshop.example%2Fp%3Fa%3D1) or as written; a scheme whose
+// percent-encoded whole (/https%3A%2F%2Fshop.example%2Fp%3Fa%3D1, or with the ":" left as it
+// is: /https:%2F%2Fshop.example%2Fp) or as written; a scheme whose
 // "//" a proxy merged into "/" (https:/shop.example/) is repaired. The result is an absolute
 // http or https URL with a host, at most MaxTargetLen bytes; anything else fails with an error
 // matching ErrBadTarget that says why. It never panics, whatever the input (fuzzed).
@@ -52,7 +53,7 @@ func TargetURL(requestURI string) (string, error) {
 	default:
 		raw = rest
 	}
-	if l := strings.ToLower(raw); strings.HasPrefix(l, "http%3a") || strings.HasPrefix(l, "https%3a") {
+	if encoded(raw) {
 		u, err := url.PathUnescape(raw)
 		if err != nil {
 			return "", bad("the percent-encoded URL does not decode: %v", err)
@@ -75,6 +76,17 @@ func TargetURL(requestURI string) (string, error) {
 		return "", bad("%q carries user information, which no page URL needs", clip(raw))
 	}
 	return raw, nil
+}
+
+// encoded reports whether raw is a URL percent-encoded whole: its scheme's ":" or its "//" is.
+func encoded(raw string) bool {
+	l := strings.ToLower(raw)
+	for _, p := range []string{"http%3a", "https%3a", "http:%2f", "https:%2f"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // repairScheme puts back the second slash of "http:/host" or "https:/host" that a proxy's

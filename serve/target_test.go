@@ -11,6 +11,7 @@ func TestTargetURL(t *testing.T) {
 		"/http://shop.example":                                 "http://shop.example",
 		"/https%3A%2F%2Fshop.example%2Fc%3Fpage%3D2%26a%3Db":   "https://shop.example/c?page=2&a=b",
 		"/HTTPS%3a%2f%2fshop.example%2Fc":                      "HTTPS://shop.example/c",
+		"/https:%2F%2Fshop.example%2Fc%3Fx=1":                  "https://shop.example/c?x=1",
 		"/https:/shop.example/c?x=1":                           "https://shop.example/c?x=1",
 		"/render/https://shop.example/c?x=1":                   "https://shop.example/c?x=1",
 		"/render/https%3A%2F%2Fshop.example%2Fc":               "https://shop.example/c",

@@ -493,7 +493,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectHosts(now.UnixMilli(), sum, counter, gauge)
 }
 
-// Render on miss (GET /v1/pages?wait=), from worker 0's block.
+// Render on miss (POST /v1/pages?wait=, the crawler listener's misses), from worker 0's block.
 var (
 	descMissFlights  = prometheus.NewDesc("freshq_render_on_miss_flights", "Renders on miss in flight: one per page that requests wait for.", nil, nil)
 	descMissWaiters  = prometheus.NewDesc("freshq_render_on_miss_waiters", "Requests waiting for a render on miss (at most page.max_waiters).", nil, nil)
@@ -602,7 +602,7 @@ func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...str
 	gauge(descCapacity, v.Capacity.PerSecond)
 }
 
-// pageWaits gives a request that waits for a render on miss (GET /v1/pages?wait=) the time
+// pageWaits gives a request that waits for a render on miss (POST /v1/pages?wait=) the time
 // it may wait: its connection's read and write deadlines move to http.read_timeout and
 // http.write_timeout, whichever is longer, plus page.max_wait from now (worker 0 refuses a
 // longer wait). And it ends the wait when the pool stops (waitStop): the render workers stop
@@ -610,7 +610,7 @@ func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...str
 // handler instead of holding the listener's shutdown up until its wait runs out.
 func (s *supervisor) pageWaits(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/v1/pages" || !r.URL.Query().Has("wait") {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/pages" || !r.URL.Query().Has("wait") {
 			next.ServeHTTP(w, r)
 			return
 		}
