@@ -282,4 +282,3 @@ func (m *Misses) Waiting() (started, waiters int) {
 }
 
 var errStopping = &kindError{kind: ErrStopping, msg: "worker 0 is stopping; retry shortly"}
-
