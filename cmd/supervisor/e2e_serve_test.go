@@ -105,7 +105,11 @@ func (n *node) stored(t testing.TB, u string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /v1/targets?url=%s: %d %s", u, resp.StatusCode, b)
+	}
 	return resp.StatusCode == http.StatusOK
 }
 
@@ -134,6 +138,9 @@ func TestEndToEndCrawlerListener(t *testing.T) {
 	}
 	if h := origin.hitsOf("/p/1"); h != 1 {
 		t.Fatalf("the origin was hit %d times for two crawler requests", h)
+	}
+	if !n.stored(t, page) {
+		t.Fatal("the page rendered on miss is not filed under its URL")
 	}
 	if a := crawl(t, serveAddr, "/render/"+page, "If-None-Match", second.header.Get("ETag")); a.code != 304 {
 		t.Fatalf("If-None-Match: %d", a.code)
