@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -60,10 +61,28 @@ type Handler struct {
 	Rushed func(key []byte, rushed bool, err error)
 
 	rushes  intake.HostRate // expired pages' rows moved up, per host
+	keying  atomic.Pointer[keying]
 	queue   chan []byte
 	pending sync.Map // keys queued or being rushed: one rush at a time per key
 	once    sync.Once
 	done    chan struct{}
+}
+
+// keying is what a request's key is built from under one policy: built once per policy (a
+// reload makes a new one), not per request.
+type keying struct {
+	pol     *policy.Policy
+	keying  intake.Keying
+	devices map[string]bool
+}
+
+func (h *Handler) keyingOf(pol *policy.Policy) *keying {
+	if k := h.keying.Load(); k != nil && k.pol == pol {
+		return k
+	}
+	k := &keying{pol: pol, keying: intake.KeyingOf(pol), devices: pol.Config().Render.DeviceNames()}
+	h.keying.Store(k)
+	return k
 }
 
 func (h *Handler) init() {
@@ -143,11 +162,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, "url", err.Error())
 	}
-	device, field, err := deviceOf(r, cfg)
+	kg := h.keyingOf(pol)
+	device, field, err := deviceOf(r, cfg, kg.devices)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, field, err.Error())
 	}
-	key, err := intake.Key(target, device, intake.KeyingOf(pol))
+	key, err := intake.Key(target, device, kg.keying)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, fieldOf(err, "url"), err.Error())
 	}
@@ -274,8 +294,7 @@ func loopbackPeer(remote string) bool {
 // deviceOf is the request's device: X-Freshq-Device when given (a device the configuration
 // knows), else mobile when the User-Agent carries one of serve.mobile_agents and mobile is a
 // device, else desktop. On a refusal it names the header.
-func deviceOf(r *http.Request, cfg *config.Config) (device, field string, err error) {
-	names := cfg.Render.DeviceNames()
+func deviceOf(r *http.Request, cfg *config.Config, names map[string]bool) (device, field string, err error) {
 	if d := r.Header.Get(HeaderDevice); d != "" {
 		if !names[d] {
 			return "", HeaderDevice, errors.New("unknown device " + strconv.Quote(d))

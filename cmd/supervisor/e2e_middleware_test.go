@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,7 +71,7 @@ func startProcess(t *testing.T, cmd *exec.Cmd, ready string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { stopProcess(cmd) })
 	seen := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -90,6 +91,20 @@ func startProcess(t *testing.T, cmd *exec.Cmd, ready string) {
 	case <-seen:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s never said %q", cmd.Path, ready)
+	}
+}
+
+// stopProcess stops cmd with SIGTERM, so that nginx's master stops its workers (a SIGKILL
+// would leave them running), and kills it if it has not exited within 10 s.
+func stopProcess(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
 	}
 }
 
