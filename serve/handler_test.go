@@ -91,7 +91,7 @@ func (n *node) do(method, target string, headers ...string) reply {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	tr := &http.Transport{DisableCompression: true}
-	resp, err := (&http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 	if err != nil {
 		return reply{code: -1, body: err.Error()}
 	}
