@@ -10,7 +10,7 @@
 // any error to fail, and encode the answer (ok, created, accepted). The one place an error
 // becomes a status, a field and a message is status (errors.go), a table of intake's sentinel
 // errors, wire's decode errors and api's own; no handler picks a status of its own, so the
-// answers the docs promise (README, docs/SECURITY.md) are all read from there. The only other
+// answers the docs promise (docs/API.md, docs/SECURITY.md) are all read from there. The only other
 // status written is a stored page's own, which intake.Targets.Page has checked HTTP can send.
 //
 // api holds no decision about the queue: what a result does, how an upsert merges, who may
@@ -82,7 +82,7 @@ func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { ok(w, c.Status()) })
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <runtime dir>/freshq-<hash>.sock http://w0/internal/debug/pprof/profile?seconds=10
-	// (README, Operating: Files)
+	// (docs/OPERATING.md: Files)
 	mux.HandleFunc("/internal/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = strings.TrimPrefix(r.URL.Path, "/internal")
 		pprof.Index(w, r)

@@ -257,7 +257,7 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 	if code, out := n.post("/v1/claim", `{"limit": 1, "lease": "1s"}`); code != 400 || out["field"] != "lease" {
 		t.Fatalf("bad lease: %d %v", code, out)
 	}
-	// The public endpoint speaks JSON only (README); the binary batch is the control socket's.
+	// The public endpoint speaks JSON only (docs/API.md); the binary batch is the control socket's.
 	bin := wire.EncodeResults(nil, []wire.Result{{Key: []byte("desktop|https://shop.test/c/p0"), Outcome: "ok"}})
 	resp, err := http.Post(n.srv.URL+"/v1/results", wire.ResultsContentType, bytes.NewReader(bin))
 	if err != nil {

@@ -17,8 +17,10 @@ type PlanFunc func(next *config.Config) (wire.Plan, error)
 // Plan serves POST /v1/plan: the body is a configuration file (YAML, at most wire.MaxPlanBody
 // bytes), decoded and validated as freshq-supervisor would load it; the answer is the demand
 // it implies next to the current one. A file that does not load is a 400 naming the first
-// field it fails on (its message has the line). A plan reads every row, so one runs at a time:
-// another meanwhile is refused with 503 and Retry-After.
+// field it fails on (its message has the line). A plan reads every row, so one runs at a time,
+// its parse included: another meanwhile is refused with 503 and Retry-After before its body is
+// parsed. The parse is bounded by the body's size (config.MaxAliasNodes: an alias bomb is a 400
+// naming the alias's line) and ends with the request.
 type Plan struct {
 	Compute PlanFunc
 	running sync.Mutex
@@ -36,16 +38,16 @@ func (p *Plan) Register(mux *http.ServeMux) {
 			fail(w, &wire.FieldError{Field: "body", Err: errEmptyBody})
 			return
 		}
-		next, err := config.Parse(body)
-		if err != nil {
-			fail(w, &wire.FieldError{Field: configField(err), Err: err})
-			return
-		}
 		if !p.running.TryLock() {
 			fail(w, ErrBusy)
 			return
 		}
 		defer p.running.Unlock()
+		next, err := config.ParseContext(r.Context(), body)
+		if err != nil {
+			fail(w, &wire.FieldError{Field: configField(err), Err: err})
+			return
+		}
 		plan, err := p.Compute(next)
 		if err != nil {
 			fail(w, err)

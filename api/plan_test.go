@@ -1,13 +1,17 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -56,5 +60,67 @@ func TestPlanRefusals(t *testing.T) {
 	close(release)
 	if rec := <-done; rec.Code != http.StatusOK || len(got.Routes) != 1 || got.Routes[0].Interval.D().Hours() != 6 {
 		t.Fatalf("good file: %d %s, compute saw %+v", rec.Code, rec.Body, got)
+	}
+}
+
+// The alias bomb (ten levels of ten aliases in render.user_agents, 563 bytes) and the
+// merge-key chain (thirty anchors each merging the one before twice) are 400s naming the alias
+// that crossed config.MaxAliasNodes, with its line; worker 0's peak heap over twenty of each
+// stays within 4 MiB of its level before (decoded, the bomb took gigabytes). A bomb posted
+// while a plan runs is refused with 503 before it is parsed: the parse is under the plan lock.
+func TestPlanAliasBomb(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	mux := http.NewServeMux()
+	(&Plan{Compute: func(next *config.Config) (wire.Plan, error) {
+		entered <- struct{}{}
+		<-release
+		return wire.Plan{Lines: []string{"total: …"}}, nil
+	}}).Register(mux)
+	post := func(body []byte) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, wire.PathPlan, bytes.NewReader(body)))
+		return rec
+	}
+	bomb, err := os.ReadFile("../config/testdata/alias-bomb.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := os.ReadFile("../config/testdata/merge-chain.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		body        []byte
+		field, line string
+	}{{bomb, "render.user_agents.a3[7]", "line 6"}, {chain, "x10.<<[0]", "line 11"}} {
+		rec := post(tc.body)
+		var e wire.ErrorBody
+		json.Unmarshal(rec.Body.Bytes(), &e)
+		if rec.Code != http.StatusBadRequest || e.Field != tc.field || !strings.Contains(e.Error, tc.line) || !strings.Contains(e.Error, "aliases") {
+			t.Fatalf("%d %s; want 400 naming %s at %s", rec.Code, rec.Body, tc.field, tc.line)
+		}
+		base, peak := qtest.PeakHeapEvery(time.Millisecond, func() {
+			for range 20 {
+				if rec := post(tc.body); rec.Code != http.StatusBadRequest {
+					t.Errorf("%d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+		grew := peak - min(base, peak)
+		t.Logf("%s: peak heap %.2f MiB above a base of %.1f MiB", tc.field, qtest.MiB(grew), qtest.MiB(base))
+		if grew > 4<<20 {
+			t.Fatalf("%s: peak heap grew by %.1f MiB, over 4 MiB", tc.field, qtest.MiB(grew))
+		}
+	}
+
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- post([]byte("routes:\n  - {name: c, match: prefix, path: /c/, interval: 6h}\n")) }()
+	<-entered
+	if rec := post(bomb); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a bomb while a plan runs: %d %s; want 503 before parsing", rec.Code, rec.Body)
+	}
+	close(release)
+	if rec := <-done; rec.Code != http.StatusOK {
+		t.Fatalf("the plan: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // Remote serves renderers on other machines (intake.Remote says what each operation does and
 // promises): POST /v1/claim takes leased jobs, POST /v1/results applies their outcomes like a
-// local worker's (JSON only, README), and POST /v1/leases/extend and /v1/leases/release keep or
+// local worker's (JSON only, docs/API.md), and POST /v1/leases/extend and /v1/leases/release keep or
 // give back a lease.
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block

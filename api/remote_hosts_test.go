@@ -1,10 +1,17 @@
 package api
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
 
+	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -53,5 +60,60 @@ func TestRemoteJobsHoldTheirHostSlot(t *testing.T) {
 	}
 	if n := e.Seg.Leases().CountHolder(intake.RemoteHolder("farm"), e.Now()); n != 0 {
 		t.Fatalf("farm holds %d row leases at the end", n)
+	}
+}
+
+// A delete or a rush revokes a remote renderer's lease while it renders: its result is fenced
+// and its release answered 409, so worker 0 gives back the host slot it held for the remote
+// with the revocation. A host limited to 1 has its next job granted at once, not after the
+// slot's lease TTL.
+func TestRevokedRemoteLeaseGivesBackItsHostSlot(t *testing.T) {
+	for _, revoke := range []string{"delete", "rush"} {
+		t.Run(revoke, func(t *testing.T) {
+			e := qtest.New(t, "queue:\n  lease_ttl: 10m\n  ready: {enabled: false}\nrender:\n  hosts: {max_concurrency: 1}\n", start, shm.Options{})
+			for i := range 3 {
+				e.Put(fmt.Sprintf("desktop|https://shop.test/c/%02d", i), start-hour, true, 0, store.Lanes{NeverRendered: true})
+			}
+			locks := &intake.KeyLocks{}
+			index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
+			mux := http.NewServeMux()
+			(&Remote{Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+				Applier: &intake.Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+				Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}).Register(mux)
+			(&Explain{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Locks: locks}).Register(mux)
+			(&Operate{Targets: &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}, Seg: e.Seg}).Register(mux)
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			host := shm.HostHash([]byte("shop.test"))
+
+			var c wire.RemoteClaimResponse
+			if code, _ := postJSON(t, srv, "/v1/claim", `{"limit": 1, "renderer": "farm"}`, &c); code != 200 || len(c.Jobs) != 1 {
+				t.Fatalf("claim: %d, %d jobs", code, len(c.Jobs))
+			}
+			j := c.Jobs[0]
+			switch revoke {
+			case "delete":
+				req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/targets?url="+url.QueryEscape(j.URL), nil)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("delete: %v %v", resp, err)
+				}
+				resp.Body.Close()
+			case "rush":
+				if code, ae := postJSON(t, srv, "/v1/prioritize", map[string]string{"url": j.URL, "mode": "rush"}, nil); code != 200 {
+					t.Fatalf("rush: %d %+v", code, ae)
+				}
+			}
+			if n := e.Seg.Leases().HostInFlight(host, 1, e.Now()); n != 0 {
+				t.Fatalf("%d of shop.test in flight after the %s revoked the remote's lease, want 0", n, revoke)
+			}
+			if code, _ := postJSON(t, srv, "/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: j.Lease}, nil); code != http.StatusConflict {
+				t.Fatalf("release after the %s: %d, want 409", revoke, code)
+			}
+			var next wire.RemoteClaimResponse
+			if code, _ := postJSON(t, srv, "/v1/claim", `{"limit": 1, "renderer": "other"}`, &next); code != 200 || len(next.Jobs) != 1 {
+				t.Fatalf("the next claim of shop.test: %d, %d jobs; want one at once", code, len(next.Jobs))
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@
 // Known limits: on a cluster of nodes on PostgreSQL each node's ledger counts the writes it
 // executes and its recount reads the rows it owns, so capacity and demand are per node; the
 // recount costs one target read per row (on PostgreSQL, one query per row); the ledger holds
-// one entry per row, about 84 bytes (TestLedgerMemoryPerRow); the lane floors
+// one packed entry per row, about 30 bytes with the map's own (TestLedgerMemoryPerRow); the lane floors
 // (queue.lanes.min_share) and the urgent cap are not modelled by the projection.
 package capacity
 
@@ -61,6 +61,62 @@ type entry struct {
 	sealed    bool
 }
 
+// packed is an entry as the ledger keeps it per key: its bucket, cadence and stored interval as
+// indexes into the ledger's tables of the distinct values (interner), 12 bytes instead of 48.
+// A node holds a few dozen buckets and few distinct intervals, and the ledger one entry per
+// row: this is most of worker 0's memory per row beyond Badger's own.
+type packed struct {
+	cadence uint32
+	stored  uint32
+	bucket  uint16
+	sealed  bool
+}
+
+// interner numbers the distinct buckets and intervals the ledger has seen; numbers are never
+// reused, so equal packed values are equal entries. It is safe for concurrent use (a recount
+// packs while writes do).
+type interner struct {
+	mu        sync.Mutex
+	buckets   []bucket
+	bucketIDs map[bucket]uint16
+	ms        []int64
+	msIDs     map[int64]uint32
+}
+
+func newInterner() *interner {
+	return &interner{bucketIDs: map[bucket]uint16{}, msIDs: map[int64]uint32{}}
+}
+
+func (in *interner) msID(v int64) uint32 {
+	id, ok := in.msIDs[v]
+	if !ok {
+		id = uint32(len(in.ms))
+		in.ms = append(in.ms, v)
+		in.msIDs[v] = id
+	}
+	return id
+}
+
+// pack numbers e. More than 65,536 distinct buckets (lane × route × submitted) cannot happen:
+// a configuration has far fewer routes.
+func (in *interner) pack(e entry) packed {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	b, ok := in.bucketIDs[e.bucket]
+	if !ok {
+		b = uint16(len(in.buckets))
+		in.buckets = append(in.buckets, e.bucket)
+		in.bucketIDs[e.bucket] = b
+	}
+	return packed{cadence: in.msID(e.cadenceMs), stored: in.msID(e.storedMs), bucket: b, sealed: e.sealed}
+}
+
+func (in *interner) unpack(p packed) entry {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return entry{bucket: in.buckets[p.bucket], storedMs: in.ms[p.stored], cadenceMs: in.ms[p.cadence], sealed: p.sealed}
+}
+
 // counts are rows per bucket and cadence: demand is Σ n × 1000 / cadenceMs renders per second.
 type counts map[bucket]map[int64]int64
 
@@ -86,8 +142,9 @@ type Ledger struct {
 	pol  func() *policy.Policy
 	seed maphash.Seed
 
+	in     *interner
 	mu     sync.Mutex
-	rows   map[uint64]entry // key hash → its contribution
+	rows   map[uint64]packed // key hash → its contribution
 	counts counts
 	// recounting is set while a Recount reads the store; dirty holds the keys written meanwhile.
 	recounting bool
@@ -101,7 +158,7 @@ type Ledger struct {
 // every write, so a reload applies to the rows written after it; the next recount applies it
 // to all of them).
 func NewLedger(pol func() *policy.Policy) *Ledger {
-	return &Ledger{pol: pol, seed: maphash.MakeSeed(), rows: map[uint64]entry{}, counts: counts{}}
+	return &Ledger{pol: pol, seed: maphash.MakeSeed(), in: newInterner(), rows: map[uint64]packed{}, counts: counts{}}
 }
 
 func (l *Ledger) hash(key []byte) uint64 { return maphash.Bytes(l.seed, key) }
@@ -127,9 +184,11 @@ func (l *Ledger) Put(key []byte, row store.Row, tgt *store.Target) {
 	pol := l.pol()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old, had := l.rows[h]
+	oldp, had := l.rows[h]
+	var old entry
 	storedMs, sealed := row.StoredIntervalMs, false
 	if had {
+		old = l.in.unpack(oldp)
 		storedMs, sealed = old.storedMs, old.sealed
 	}
 	if tgt != nil {
@@ -140,7 +199,7 @@ func (l *Ledger) Put(key []byte, row store.Row, tgt *store.Target) {
 		l.counts.add(old, -1)
 	}
 	l.counts.add(e, 1)
-	l.rows[h] = e
+	l.rows[h] = l.in.pack(e)
 	l.touch(h)
 }
 
@@ -150,7 +209,7 @@ func (l *Ledger) Delete(key []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if old, had := l.rows[h]; had {
-		l.counts.add(old, -1)
+		l.counts.add(l.in.unpack(old), -1)
 		delete(l.rows, h)
 	}
 	l.touch(h)

@@ -35,8 +35,8 @@ func TestLedgerMemoryPerRow(t *testing.T) {
 	runtime.KeepAlive(l)
 	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
 	t.Logf("ledger: %.0f bytes per row", per)
-	if per > 128 {
-		t.Errorf("%.0f bytes per row, over 128", per)
+	if per > 48 {
+		t.Errorf("%.0f bytes per row, over 48", per)
 	}
 	runtime.KeepAlive(keys)
 }

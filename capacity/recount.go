@@ -72,7 +72,7 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 	}
 	c := counts{}
 	for _, e := range fresh {
-		c.add(e, 1)
+		c.add(l.in.unpack(e), 1)
 	}
 	l.rows, l.counts = fresh, c
 	first := !l.counted
@@ -92,9 +92,9 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 var errRecounting = errors.New("capacity: a recount is already running")
 
 // read is the recount's read of src: every row's contribution under the current policy.
-func (l *Ledger) read(src Source) (map[uint64]entry, error) {
+func (l *Ledger) read(src Source) (map[uint64]packed, error) {
 	pol := l.pol()
-	fresh := map[uint64]entry{}
+	fresh := map[uint64]packed{}
 	err := src.ForEachSchedule(nil, func(key []byte, row store.Row) error {
 		storedMs, sealed := row.StoredIntervalMs, false
 		t, err := src.GetTarget(key)
@@ -104,7 +104,7 @@ func (l *Ledger) read(src Source) (map[uint64]entry, error) {
 		case !errors.Is(err, store.ErrNotFound):
 			return fmt.Errorf("capacity: recount: target %q: %w", key, err)
 		}
-		fresh[l.hash(key)] = contribution(pol, key, row, storedMs, sealed)
+		fresh[l.hash(key)] = l.in.pack(contribution(pol, key, row, storedMs, sealed))
 		return nil
 	})
 	if err != nil {

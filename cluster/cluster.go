@@ -12,8 +12,10 @@
 //   - A node grants a shard's rows only while it holds the shard: before it gives a shard up
 //     (a handover, or a lease found lost) it bumps its fence, so that no entry published
 //     before is granted, and revokes its live grants of the shard; and it never grants past
-//     grantUntil, which it keeps inside its leases by local elapsed time (the local clock
-//     before a renewal, plus three quarters of the TTL), so a paused or partitioned node stops
+//     grantUntil, which it keeps inside its leases by local elapsed time (three quarters of the
+//     TTL from before a renewal, measured on the monotonic clock: grantUntil is what is left of
+//     that from the wall clock, and a monotonic timer ends the window when it runs out, so a
+//     wall clock stepped back cannot lengthen it), so a paused or partitioned node stops
 //     granting before any other node can acquire its shards.
 //   - Everything else a node does to a shard (a floor advance, a pass, a result) is fenced by
 //     the shard's epoch in the database, in the transaction that does it (store/pgstore).

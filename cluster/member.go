@@ -35,6 +35,14 @@ type Options struct {
 	// test gives its own, with Now, to move time without sleeping, and drives rounds with Tick.
 	After func(time.Duration) <-chan time.Time
 	Ticks <-chan time.Time
+	// Mono reads the monotonic clock: the time elapsed since a fixed point, which no step of
+	// the wall clock (Now) moves. The grant window is measured on it. nil: Go's monotonic
+	// clock. A test gives its own, to step the wall clock alone.
+	Mono func() time.Duration
+	// AfterFunc is time.AfterFunc on Mono's clock: it ends the grant window when the window
+	// runs out and no renewal extended it (a node paused, partitioned or slow), whatever the
+	// wall clock says by then. nil: time.AfterFunc.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Member is a node's part in the cluster: it registers the node, then every TTL/4 heartbeats,
@@ -50,11 +58,56 @@ type Member struct {
 	stopped bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	monoOrigin time.Time   // Go's monotonic reading at NewMember, when Options.Mono is nil
+	windowEnd  func() bool // stops the timer that ends the current grant window; guarded by mu
+	window     uint64      // counts grant windows, so a timer of an earlier one does nothing; guarded by mu
 }
 
 // NewMember returns a Member; Start registers it.
 func NewMember(opts Options) *Member {
-	return &Member{opts: opts, held: map[int32]int64{}, done: make(chan struct{})}
+	return &Member{opts: opts, held: map[int32]int64{}, done: make(chan struct{}), monoOrigin: time.Now()}
+}
+
+// mono reads the monotonic clock (Options.Mono).
+func (m *Member) mono() time.Duration {
+	if m.opts.Mono != nil {
+		return m.opts.Mono()
+	}
+	return time.Since(m.monoOrigin) // time.Now's monotonic reading: no wall step moves it
+}
+
+// openGrantWindow lets the node grant until three quarters of the TTL after monoStart, the
+// monotonic reading before the tick's heartbeat: every lease renewed or taken in the tick
+// expires a full TTL after its statement ran on the database, later than that. The window is
+// measured on the monotonic clock; grantUntil, which the takers compare with their wall clock,
+// is what is left of it from the wall clock now, and a timer on the monotonic clock ends it
+// (grantUntil in the past) when it runs out: a wall clock stepped back after this cannot make
+// the node grant longer. A stepped forward one only ends it sooner. The caller holds m.mu.
+func (m *Member) openGrantWindow(monoStart time.Duration) {
+	o := m.opts
+	left := o.TTL*3/4 - (m.mono() - monoStart)
+	if m.windowEnd != nil {
+		m.windowEnd()
+	}
+	m.window++
+	if left <= 0 {
+		o.Fence.SetGrantUntil(1) // the tick outlasted the window
+		return
+	}
+	o.Fence.SetGrantUntil(o.Now().Add(left).UnixMilli())
+	window := m.window
+	afterFunc := o.AfterFunc
+	if afterFunc == nil {
+		afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
+	m.windowEnd = afterFunc(left, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.window == window { // no renewal since: the window ran out
+			o.Fence.SetGrantUntil(1)
+		}
+	})
 }
 
 // Start registers the node and makes its first tick before it returns, so that the node's
@@ -146,6 +199,9 @@ func (m *Member) Stop() {
 	}
 	m.stopped = true
 	m.cancel()
+	if m.windowEnd != nil {
+		m.windowEnd()
+	}
 	m.mu.Unlock()
 	<-m.done
 	m.mu.Lock()
@@ -195,7 +251,7 @@ func (m *Member) Tick(ctx context.Context) {
 // renewal went through, from the local time before the first of them.
 func (m *Member) tickLocked(ctx context.Context) {
 	o := m.opts
-	start := o.Now()
+	monoStart := m.mono()
 	ctx, cancel := context.WithTimeout(ctx, o.TTL/2)
 	defer cancel()
 	if err := o.Registry.Heartbeat(ctx, o.ID, o.Incarnation); err != nil {
@@ -282,9 +338,7 @@ func (m *Member) tickLocked(ctx context.Context) {
 	}
 	o.Worker.Set(shm.CounterShardsOwned, uint64(len(shards)))
 	if renewOK {
-		// Three quarters of the TTL from before the heartbeat: every lease renewed or taken in
-		// this tick expires a full TTL after its statement ran on the database, later than that.
-		o.Fence.SetGrantUntil(start.Add(o.TTL * 3 / 4).UnixMilli())
+		m.openGrantWindow(monoStart)
 	}
 	if len(plan.Acquire)+len(plan.Release)+len(lost) > 0 {
 		o.Log.Info().Str("node", o.ID).Int("held", len(shards)).Int("acquired", len(plan.Acquire)).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,8 +55,136 @@ func newTestNode(t *testing.T, reg *clustertest.MemRegistry, id, inc string, dur
 			return c
 		},
 		Ticks: make(chan time.Time), // never: the test ticks
+		// The monotonic clock is the registry's, which no test here steps back; the timer that
+		// ends a grant window never fires (TestGrantWindowIsMeasuredOnTheMonotonicClock drives it).
+		Mono:      func() time.Duration { return reg.Now().Sub(time.UnixMilli(0)) },
+		AfterFunc: func(time.Duration, func()) func() bool { return func() bool { return true } },
 	})
 	return n
+}
+
+// monoClock is a monotonic clock the test moves, with the timers AfterFunc set on it.
+type monoClock struct {
+	mu     sync.Mutex
+	now    time.Duration
+	timers []monoTimer
+}
+
+type monoTimer struct {
+	at      time.Duration
+	f       func()
+	stopped *bool
+}
+
+func (c *monoClock) Mono() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *monoClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	stopped := new(bool)
+	c.timers = append(c.timers, monoTimer{at: c.now + d, f: f, stopped: stopped})
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !*stopped
+		*stopped = true
+		return was
+	}
+}
+
+// Advance moves the clock on by d and runs the timers that came due, as their goroutines would.
+func (c *monoClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now += d
+	var due []func()
+	for _, tm := range c.timers {
+		if tm.at <= c.now && !*tm.stopped {
+			*tm.stopped = true
+			due = append(due, tm.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// The grant window is measured on the monotonic clock. A node renews its shard leases at t0,
+// which lets it grant until t0 + ¾·TTL; then its wall clock is stepped back by an hour and it
+// is partitioned (no tick renews anything). Its takers compare the fence with their wall
+// clock: computed from a wall reading, grantUntil let the node grant for an hour and ¾·TTL
+// more, while another node may take its shards a TTL after t0. Now the node stops granting
+// once ¾·TTL have passed on the monotonic clock, whatever the wall clock says, and a renewal
+// made after the step opens a window that the takers' stepped wall clock ends in time too.
+func TestGrantWindowIsMeasuredOnTheMonotonicClock(t *testing.T) {
+	reg := clustertest.NewMemRegistry(testShards, time.UnixMilli(1_800_000_000_000))
+	seg, err := shm.Create(filepath.Join(t.TempDir(), "seg"), shm.Options{Workers: 1, EpochMs: reg.Now().UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	w, _ := seg.Worker(0)
+	var mono monoClock
+	var mu sync.Mutex
+	var step time.Duration // the node's wall clock, from the database's
+	wall := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return reg.Now().Add(step)
+	}
+	const ttl = 10 * time.Second
+	m := NewMember(Options{
+		Registry: reg, ID: "node-a", Addr: "node-a", Incarnation: "node-a/1", TTL: ttl, Shards: testShards,
+		Owned: func(context.Context, []int32, []int64) error { return nil },
+		Fence: seg.Fence(), Leases: seg.Leases(), Worker: w, Now: wall, Log: zerolog.Nop(),
+		After: func(time.Duration) <-chan time.Time { return make(chan time.Time) },
+		Ticks: make(chan time.Time), Mono: mono.Mono, AfterFunc: mono.AfterFunc,
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	fence := seg.Fence()
+	version := fence.Version()
+	grants := func() bool { return fence.Allows(version, wall().UnixMilli()) }
+	if !grants() {
+		t.Fatal("the node does not grant after its first renewal")
+	}
+
+	mu.Lock()
+	step = -time.Hour // the wall clock is stepped back an hour; then the node is partitioned
+	mu.Unlock()
+	elapse := func(d time.Duration) {
+		reg.Advance(d)
+		mono.Advance(d)
+	}
+	elapse(ttl*3/4 - time.Millisecond)
+	if !grants() {
+		t.Fatal("the node stopped granting before ¾·TTL had passed")
+	}
+	elapse(time.Millisecond)
+	if grants() {
+		_, until := fence.Load()
+		t.Fatalf("¾·TTL after its renewal, on the monotonic clock, the node still grants: grantUntil %d is %v after its wall clock",
+			until, time.Duration(until-wall().UnixMilli())*time.Millisecond)
+	}
+
+	// A renewal after the step opens a window on the stepped clock, ended in time again.
+	m.Tick(context.Background())
+	if !grants() {
+		t.Fatal("the node does not grant after a renewal on the stepped clock")
+	}
+	if _, until := fence.Load(); until != wall().Add(ttl*3/4).UnixMilli() {
+		t.Fatalf("grantUntil %d, want ¾·TTL after the renewal on the node's wall clock (%d)", until, wall().Add(ttl*3/4).UnixMilli())
+	}
+	elapse(ttl * 3 / 4)
+	if grants() {
+		t.Fatal("the window opened after the step outlasted ¾·TTL")
+	}
 }
 
 // tick runs one round of the member's loop by hand.

@@ -12,7 +12,7 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 	d := Default().Render
-	if d.Chrome.Path != ChromePathDefault || d.Chrome.Idle != ChromeIdleDefault || d.Chrome.RecycleAfter != ChromeRecycleAfterDefault ||
+	if d.Chrome.Path != ChromePathDefault || d.Chrome.Idle != ChromeIdleDefault || d.Chrome.LongRequest != ChromeLongRequestDefault || d.Chrome.RecycleAfter != ChromeRecycleAfterDefault ||
 		d.Chrome.MaxRSS != ChromeMaxRSSDefault || d.Chrome.User != ChromeUserDefault || strings.Join(d.Chrome.BlockTypes, ",") != "image,media,font" {
 		t.Fatalf("render.chrome defaults: %+v", d.Chrome)
 	}
@@ -22,6 +22,7 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
   chrome:
     path: /usr/bin/chromium
     idle: 250ms
+    long_request: 5s
     block_types: [image, media, font, stylesheet, xhr]
     block: ["*google-analytics.com*", "https://ads.test/*"]
     keep_scripts: true
@@ -57,6 +58,7 @@ func TestChromeRefusalsNameTheirKeyAndLine(t *testing.T) {
 		{"render:\n  chrome:\n    path: \" \"\n", "line 3: render.chrome.path"},
 		{"render:\n  chrome:\n    idle: -1s\n", "line 3: render.chrome.idle"},
 		{"render:\n  renderer: chrome\n  timeout: 1s\n  chrome:\n    idle: 1s\n", "line 5: render.chrome.idle"},
+		{"render:\n  chrome:\n    long_request: 0s\n", "line 3: render.chrome.long_request"},
 		{"render:\n  chrome:\n    block_types:\n      - image\n      - pictures\n", "line 5: render.chrome.block_types[1]"},
 		{"render:\n  chrome:\n    block_types: [document]\n", "line 3: render.chrome.block_types[0]"},
 		{"render:\n  chrome:\n    block: [\"ads.test/*\", \"**\"]\n", "line 3: render.chrome.block[1]"},

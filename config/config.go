@@ -9,7 +9,7 @@
 // reports every bad value of a file at once (FieldErrors), each with its line.
 //
 // Each default and each bound that is a choice is one named constant (defaults.go), read by
-// EnsureDefaults and Validate alike; README's Configuration table is tested against Default().
+// EnsureDefaults and Validate alike; docs/CONFIGURATION.md's table is tested against Default().
 //
 // It imports nothing of freshq but cachekey (a leaf), whose rules for device names and cache
 // keys it applies.
@@ -17,6 +17,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"github.com/goccy/go-yaml/token"
@@ -235,6 +236,7 @@ type Exec struct {
 type Chrome struct {
 	Path         string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
 	Idle         Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
+	LongRequest  Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
 	BlockTypes   []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
 	Block        []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
 	KeepScripts  bool     `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
@@ -393,6 +395,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
 		{"render.chrome.path", &r.Chrome.Path, false},
 		{"render.chrome.idle", &r.Chrome.Idle, false},
+		{"render.chrome.long_request", &r.Chrome.LongRequest, false},
 		{"render.chrome.recycle_after", &r.Chrome.RecycleAfter, false},
 		{"render.chrome.max_rss", &r.Chrome.MaxRSS, false},
 		{"render.chrome.user", &r.Chrome.User, false},
@@ -830,6 +833,9 @@ func (r *Render) validateChrome(bad func(path, format string, args ...any)) {
 	if c.Idle <= 0 || (r.Renderer == "chrome" && c.Idle >= r.Timeout) {
 		bad("render.chrome.idle", "must be positive and below render.timeout %s, got %s", r.Timeout, c.Idle)
 	}
+	if c.LongRequest <= 0 { // at or past render.timeout it never applies: every request holds
+		bad("render.chrome.long_request", "must be positive, got %s", c.LongRequest)
+	}
 	for i, t := range c.BlockTypes {
 		if !slices.Contains(ChromeResourceTypes, t) {
 			bad(fmt.Sprintf("render.chrome.block_types[%d]", i), "must be one of %s, got %q", strings.Join(ChromeResourceTypes, ", "), t)
@@ -1076,14 +1082,31 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse is Load on bytes.
-func Parse(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) { return ParseContext(context.Background(), data) }
+
+// ParseContext is Parse that gives up once ctx is done: for a file that arrives with a request.
+// Before anything decodes it, a file whose aliases and merge keys stand for more than
+// MaxAliasNodes nodes is refused with the line of the alias (boundAliases), so that what
+// parsing a file costs is bounded by its size, wherever it comes from.
+func ParseContext(ctx context.Context, data []byte) (*Config, error) {
+	if file, err := parser.ParseBytes(data, 0); err == nil { // a syntax error is reported below
+		if err := boundAliases(ctx, file); err != nil {
+			return nil, err
+		}
+	}
 	data, err := resolveAliases(data)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	c := &Config{}
 	if err := decodeStrict(data, c); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {

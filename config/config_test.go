@@ -21,7 +21,7 @@ func TestDefaultsAreValid(t *testing.T) {
 		*c.Queue.Lanes.MinShare.Discovered != 0.10 || *c.Queue.Lanes.MinShare.Cold != 0.02 ||
 		c.Render.DefaultInterval.D() != 24*time.Hour || c.Page.SWRTTL.D() != 3*time.Hour || c.Sitemap.MinTTL.D() != 6*time.Hour ||
 		!c.ReadyEnabled() || *c.Render.FailureRetry.FastRetries != 2 || c.Render.FailureRetry.MaxBackoff.D() != 7*day {
-		t.Fatalf("defaults differ from the documented ones (README, Configuration): %+v", c)
+		t.Fatalf("defaults differ from the documented ones (docs/CONFIGURATION.md): %+v", c)
 	}
 }
 

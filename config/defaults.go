@@ -6,7 +6,7 @@ import (
 )
 
 // Every default and every bound that is a choice lives here, once: EnsureDefaults fills a key
-// from its XDefault, Validate checks it against its XMin or XMax, and README's Configuration
+// from its XDefault, Validate checks it against its XMin or XMax, and docs/CONFIGURATION.md's
 // table is tested against Default(). A constant is named after its field, suffixed Default,
 // Min or Max.
 
@@ -114,8 +114,12 @@ const (
 
 // render.chrome and render.devices
 const (
-	ChromePathDefault         = "chromium"
-	ChromeIdleDefault         = Duration(500 * time.Millisecond)
+	ChromePathDefault = "chromium"
+	ChromeIdleDefault = Duration(500 * time.Millisecond)
+	// ChromeLongRequestDefault is render.chrome.long_request: a page's own data fetch answers well
+	// within 2 s (four times render.chrome.idle), while a long-poll or a stream is held open for
+	// tens of seconds; past it a request no longer keeps a page from being idle.
+	ChromeLongRequestDefault  = Duration(2 * time.Second)
 	ChromeRecycleAfterDefault = 1000
 	ChromeMaxRSSDefault       = ByteSize(2 << 30)
 	ChromeMaxRSSMin           = ByteSize(64 << 20)
@@ -244,6 +248,7 @@ func (c *Config) EnsureDefaults() *Config {
 	ch := &r.Chrome
 	ch.Path = cmp.Or(ch.Path, ChromePathDefault)
 	ch.Idle = cmp.Or(ch.Idle, ChromeIdleDefault)
+	ch.LongRequest = cmp.Or(ch.LongRequest, ChromeLongRequestDefault)
 	if ch.BlockTypes == nil {
 		ch.BlockTypes = ChromeBlockTypesDefault()
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The cluster example of README ("Running a cluster") is three files that load as they are,
+// The cluster example of docs/CLUSTER.md is three files that load as they are,
 // on PostgreSQL, and differ in node.id, listen and data_dir only: every node of a cluster must
 // share the rest (the database, the routes), and no two may share those three on one machine.
 func TestClusterExamplesLoadAndDifferOnlyWhereTheyMust(t *testing.T) {

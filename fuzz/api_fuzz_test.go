@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
@@ -42,7 +43,7 @@ import (
 //   - the status is a valid HTTP code;
 //   - every 4xx and 5xx a handler writes is application/json {"error": non-empty, "field"?};
 //     POST /v1/targets may instead report its items ({"errors": [...]}, each with an error),
-//     as the README documents. Exempt: the mux's own answers for a path or method nothing is
+//     as docs/API.md documents. Exempt: the mux's own answers for a path or method nothing is
 //     registered for (404, 405, and its path-cleaning redirects), which are net/http's text;
 //   - GET /v1/pages changes nothing, whatever it asks and answers (?wait= included);
 //   - a 4xx from a write endpoint changed nothing: no schedule row, lease, or the seeded keys'
@@ -156,6 +157,11 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("GET", "/v1/sitemaps/{run}", "", "", "")
 	add("GET", "/v1/sitemaps/nope", "", "", "")
 	add("GET", "/internal/status", "", "", "")
+	// A plan: a good file, and aliases that stand for billions of nodes (refused with a 400).
+	add("POST", wire.PathPlan, "application/yaml", "", "routes:\n  - {name: c, match: prefix, path: /c/, interval: 6h}\n")
+	for _, seed := range aliasSeeds(f) {
+		add("POST", wire.PathPlan, "application/yaml", "", string(seed))
+	}
 	add("PUT", "/v1/targets", "application/json", "", "[]")
 	add("GET", "/nope", "", "", "")
 	add("GET", "//v1/../v1/queue", "", "", "")
@@ -188,7 +194,7 @@ var (
 	apiPaths = []string{"/v1/targets", "/v1/discover", "/v1/prioritize", "/v1/pages", "/v1/claim", "/v1/results",
 		"/v1/leases/extend", "/v1/leases/release", "/v1/sitemaps", "/v1/sitemaps/{run}", "/v1/queue",
 		wire.PathClaim, wire.PathResults, wire.PathStatus, "/", "/v1/", "/v1/targets/", "/v1/leases",
-		"/v1/keys/check", "/v1/keys/migrate"}
+		"/v1/keys/check", "/v1/keys/migrate", wire.PathPlan}
 	apiContentTypes = []string{"application/json", "text/plain", wire.ResultsContentType, "application/xml", "text/xml",
 		"application/gzip", "", "application/json; charset=utf-8", "multipart/form-data; boundary=x"}
 	// apiSeededKeys are the targets the set-up files; the store comparison reads their target
@@ -286,6 +292,9 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
 	(&api.Explain{Store: st, Seg: seg, Policy: polFn, Now: now, Deleter: writer, Locks: locks}).Register(mux)
 	(&api.Keys{Targets: targets, Seg: seg, Deleter: writer}).Register(mux)
+	(&api.Plan{Compute: func(next *config.Config) (wire.Plan, error) {
+		return capacity.Plan(st, pol, policy.New(next), capacity.Capacity{PerSecond: 1}, 0)
+	}}).Register(mux)
 	f.Cleanup(func() {
 		runs.Stop()
 		st.Close()
@@ -552,7 +561,7 @@ func serveBounded(h http.Handler, rec *httptest.ResponseRecorder, req *http.Requ
 }
 
 // checkErrorBody fails t unless rec is a JSON error: {"error": non-empty, "field": a string if
-// present}. POST /v1/targets adds its item report to it (README: {accepted, rejected,
+// present}. POST /v1/targets adds its item report to it (docs/API.md: {accepted, rejected,
 // errors: [{index, field, error}], error}).
 func checkErrorBody(t *testing.T, desc string, rec *httptest.ResponseRecorder) {
 	t.Helper()
@@ -577,7 +586,7 @@ func checkErrorBody(t *testing.T, desc string, rec *httptest.ResponseRecorder) {
 }
 
 // landedBeforeBreaking reports a target upload whose 4xx says items landed before its body
-// broke or grew past the limit (README: each still reports what landed).
+// broke or grew past the limit (docs/API.md: each still reports what landed).
 func landedBeforeBreaking(pattern string, rec *httptest.ResponseRecorder) bool {
 	if pattern != "POST /v1/targets" {
 		return false

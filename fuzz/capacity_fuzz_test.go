@@ -100,6 +100,9 @@ func FuzzPlanEndpoint(f *testing.F) {
 	f.Add([]byte("queue:\n  lease_ttl: 1s\n"))
 	f.Add([]byte("colour: blue\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	for _, seed := range aliasSeeds(f) {
+		f.Add(seed)
+	}
 	f.Add([]byte("routes: [{name: c, match: prefix, path: /c/, interval: 400d}]"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()

@@ -21,6 +21,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
@@ -69,7 +70,9 @@ type fenceNode struct {
 }
 
 func newFenceNode(t testing.TB) *fenceNode {
-	e := qtest.New(t, fenceHistoryYAML, fenceStartMs, shm.Options{LeaseCapacity: 64, LeaseWindow: 8})
+	// The store keeps the class index, as worker 0's does: the sweeps read by class.
+	e := qtest.NewClassified(t, fenceHistoryYAML, fenceStartMs, shm.Options{LeaseCapacity: 64, LeaseWindow: 8},
+		func(p *policy.Policy) store.Classifier { return sweep.NewClassifier(p) })
 	changes := sweep.NewChanges()
 	writer := changes.Wrap(e.Store)
 	locks := &intake.KeyLocks{}

@@ -2,8 +2,9 @@
 // many of its renders may be in flight on the node, and when it may be rendered again.
 //
 // Step is the state machine, a pure function of (a host's state, one result, the
-// configuration, now). Tracker runs it in worker 0 for every result applied (local render
-// workers' and remote renderers', fenced or not: the origin's answer was real either way) and
+// configuration, now). Tracker runs it in worker 0 for every result whose lease held (local
+// render workers' and remote renderers'; a fenced result changes nothing, host state included,
+// as anyone can post one naming any host) and
 // writes the outcome to the shared host table (shm.Hosts), which every render worker reads at
 // each take. Tracker is that table's one writer.
 //
@@ -24,5 +25,7 @@
 //   - A refusal is not a failure of the page: package intake leaves its row exactly as it was.
 //
 // What it does not promise: the table has a bounded number of slots (shm.Hosts); when one is
-// full, a host's state may be evicted, which returns that host to its defaults early.
+// full, a host's state may be evicted, which returns that host to its defaults early. A paused
+// host is evicted only for a host paused until later, never for one merely throttled or paused
+// no longer; when none can make room, the newcomer's state is the one not kept (logged).
 package hosts

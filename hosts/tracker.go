@@ -63,7 +63,12 @@ func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map
 	shared := keep && (next.PausedUntilMs != 0 || next.Limit != 0) // Step cleared a pause that passed
 	switch {
 	case shared && (!inTable || next != cur):
-		table.Store(next)
+		if !table.Store(next) {
+			// Its window is full of hosts paused at least as long: they keep their slots, and this
+			// host's state is lost, as an eviction would have lost one of theirs.
+			t.Log.Warn().Str("host", next.Host).Int64("paused_until_ms", next.PausedUntilMs).
+				Msg("host table full of paused hosts; this host's state is not kept")
+		}
 	case !shared && inTable:
 		table.Delete(h)
 	}

@@ -33,8 +33,10 @@
 //     forward out of range.
 //   - A host's refusal is not the page's failure. With a hosts.Tracker, a 429 or a 503 with
 //     Retry-After writes nothing (its row stays due, unstruck) and pauses its host before its
-//     lease is released; every result, fenced or not, feeds its host's state once per Apply
-//     that commits (a batch whose commit fails is observed by its retry).
+//     lease is released; every result whose lease held feeds its host's state once per Apply
+//     that commits (a batch whose commit fails is observed by its retry). A fenced result
+//     changes nothing, host state included: a duplicate, a forged or lapsed lease, or a result
+//     naming any host it likes cannot pause, throttle or evict a host.
 //   - Background work stops. A sitemap run fetches and writes under the context
 //     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
 //     passes is shut once the chunk in flight has committed), so the store may be closed.
@@ -43,6 +45,7 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -106,8 +109,9 @@ type Applier struct {
 	// Misses is woken (Misses.Applied) for each result committed; nil: no render on miss.
 	Misses *Misses
 
-	// Hosts is told every result of a batch, fenced or not (the origin's answer was real
-	// either way), after the batch commits; nil: no politeness. With it, a refusal
+	// Hosts is told every result of a batch whose lease held, after the batch commits; a fenced
+	// result is not told (anyone can post one, naming any host; only a held lease shows the
+	// answer came from a render this node granted). nil: no politeness. With it, a refusal
 	// (hosts.Refusal: a 429, or a 503 with Retry-After) is not applied: the host is paused,
 	// and the row, its target and its page stay exactly as they were (no strike, no backoff,
 	// its due time kept), so the row is granted again once the host allows. Without it a
@@ -207,7 +211,16 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	done := a.Now()
-	a.observe(results, done)
+	observed := make([]int, 0, len(refused)+len(index))
+	for _, rf := range refused {
+		observed = append(observed, rf.result)
+	}
+	for j, i := range index {
+		if !notOwner[j] {
+			observed = append(observed, i)
+		}
+	}
+	a.observe(results, observed, done)
 	for _, rf := range refused {
 		leases.Release(rf.lease, done, grace)
 		releaseHost(rf.result, rf.holder, done)
@@ -256,13 +269,13 @@ func (a *Applier) failed(err error, held []shm.Lease, grace int64, releaseHost f
 	return fmt.Errorf("intake: apply %d results: %w", len(held), err)
 }
 
-// observe tells a.Hosts every result of the batch, fenced ones included, before any lease is
-// released: a refused row's host is paused before the row can be granted again.
-func (a *Applier) observe(results []wire.Result, now int64) {
+// observe tells a.Hosts the results of the batch whose lease held (their indexes), before any
+// lease is released: a refused row's host is paused before the row can be granted again.
+func (a *Applier) observe(results []wire.Result, held []int, now int64) {
 	if a.Hosts == nil {
 		return
 	}
-	for i := range results {
+	for _, i := range held {
 		r := &results[i]
 		o, _ := outcome.Parse(r.Outcome)
 		a.Hosts.Observe(r.Key, o, r.Status, r.Headers, now)
@@ -420,6 +433,8 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 			return f("key"), errors.New("empty")
 		case len(r.Key) > store.MaxKeyLen:
 			return f("key"), fmt.Errorf("%d bytes, at most %d", len(r.Key), store.MaxKeyLen)
+		case checkResultKey(r.Key) != nil:
+			return f("key"), checkResultKey(r.Key)
 		case !known(r.Outcome):
 			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of %s)", r.Outcome, outcomeList)
 		case response(r.Outcome) && !FinalStatus(r.Status):
@@ -434,6 +449,25 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 		}
 	}
 	return "", nil
+}
+
+// checkResultKey refuses a result key that is not a cache key: a device, the separator, and an
+// absolute http(s) URL with a host, the host its host tracker would count it under. A key
+// whose lease checks is always one (it was leased from the store); this refuses the others
+// before anything reads them.
+func checkResultKey(key []byte) error {
+	device, raw, ok := cachekey.Split(key)
+	if !ok {
+		return fmt.Errorf("%.64q is not a cache key (device%surl)", key, cachekey.Separator)
+	}
+	if err := cachekey.ValidDevice(device); err != nil {
+		return err
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Host != string(cachekey.Host(key)) {
+		return fmt.Errorf("%.64q is not an absolute http(s) URL", raw)
+	}
+	return nil
 }
 
 func known(name string) bool { _, ok := outcome.Parse(name); return ok }

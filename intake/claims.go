@@ -213,7 +213,8 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 }
 
 // releaseRemoteHostSlot gives back the host slot a remote renderer (holder) took with its job
-// for key, when worker 0 receives the job's result or release: a remote never sees its
+// for key, when worker 0 receives the job's result or release, or revokes its lease (a delete,
+// rush or wait: revokeLease): a remote never sees its
 // tokens (a renderer elsewhere must not be trusted to give them back), so worker 0 finds one
 // by holder. A local holder releases its own token; it is left alone here. A slot not found
 // (the configuration lowered the host's maximum since) lapses with its lease.

@@ -120,8 +120,10 @@ func TestApplyServerErrorStrikesAndThrottlesTheHost(t *testing.T) {
 	}
 }
 
-// Every result feeds the host's state, fenced ones included: the origin's answer was real.
-func TestApplyObservesFencedResults(t *testing.T) {
+// A fenced result changes nothing, host state included: anyone can post one, naming any host.
+// A lapsed grant's 503 with Retry-After, a duplicate of an applied 429, and a forged lease on
+// another host's key pause, throttle and evict nothing; the result whose lease held does.
+func TestApplyFencedResultsLeaveTheirHostAlone(t *testing.T) {
 	e := qtest.New(t, politeHosts, start, shm.Options{})
 	a := politeApplier(e)
 	key := []byte("desktop|https://c.test/x")
@@ -132,8 +134,50 @@ func TestApplyObservesFencedResults(t *testing.T) {
 	if err != nil || st.Fenced != 1 || st.HostRefused != 0 {
 		t.Fatalf("%+v %v, want fenced", st, err)
 	}
-	if hs, ok := hostState(e, "c.test"); !ok || hs.PausedUntilMs != e.Now()+30_000 {
-		t.Fatalf("host after a fenced 503 with Retry-After: %+v %v, want paused", hs, ok)
+	if hs, ok := hostState(e, "c.test"); ok {
+		t.Fatalf("host after a fenced 503 with Retry-After: %+v, want at its defaults", hs)
+	}
+
+	l = grant(t, e, key)
+	refusal := wire.Result{Key: key, Outcome: "server_error", Status: 429, Headers: map[string]string{"retry-after": "5"}, Lease: l}
+	if st, err := a.Apply([]wire.Result{refusal}); err != nil || st.HostRefused != 1 {
+		t.Fatalf("%+v %v, want the refusal taken", st, err)
+	}
+	paused, ok := hostState(e, "c.test")
+	if !ok || paused.PausedUntilMs != e.Now()+5_000 {
+		t.Fatalf("after a held 429: %+v %v, want paused 5 s", paused, ok)
+	}
+	duplicate := refusal
+	duplicate.Headers = map[string]string{"retry-after": "600"}
+	forged := wire.Result{Key: []byte("desktop|https://d.test/x"), Outcome: "server_error", Status: 429,
+		Headers: map[string]string{"retry-after": "600"}, Lease: wire.Lease{Slot: l.Slot, State: l.State, KeyHash: shm.KeyHash([]byte("desktop|https://d.test/x"))}}
+	e.Advance(1000)
+	if st, err := a.Apply([]wire.Result{duplicate, forged}); err != nil || st.Fenced != 2 {
+		t.Fatalf("%+v %v, want both fenced", st, err)
+	}
+	if hs, _ := hostState(e, "c.test"); hs != paused {
+		t.Fatalf("after a fenced duplicate asking 600 s: %+v, want %+v", hs, paused)
+	}
+	if hs, ok := hostState(e, "d.test"); ok {
+		t.Fatalf("a forged lease paused d.test: %+v", hs)
+	}
+}
+
+// A result key that is not a cache key with an absolute http(s) URL is refused by name before
+// anything reads it.
+func TestValidateRefusesAKeyThatIsNotAURL(t *testing.T) {
+	e := qtest.New(t, politeHosts, start, shm.Options{})
+	a := politeApplier(e)
+	for _, key := range []string{"h1.flood.example", "desktop|h1.flood.example", "desktop|ftp://h1.flood.example/",
+		"desktop|https:///x", "desktop|https://a.test/%zz", "|https://a.test/", "desktop|javascript://h1.flood.example/"} {
+		field, err := a.Validate([]wire.Result{{Key: []byte(key), Outcome: "ok", Status: 200, Lease: wire.Lease{Slot: 1, KeyHash: shm.KeyHash([]byte(key))}}})
+		if field != "results[0].key" || err == nil {
+			t.Errorf("%q: %q %v, want results[0].key refused", key, field, err)
+		}
+	}
+	if field, err := a.Validate([]wire.Result{{Key: []byte("desktop|https://a.test:8443/x?y=1"), Outcome: "ok", Status: 200,
+		Lease: wire.Lease{Slot: 1, KeyHash: shm.KeyHash([]byte("desktop|https://a.test:8443/x?y=1"))}}}); err != nil {
+		t.Fatalf("a good key: %s %v", field, err)
 	}
 }
 

@@ -295,9 +295,8 @@ func (t *Targets) prioritize(keys [][]byte, mode string) (int, error) {
 	if t.Seg != nil {
 		leases, hold := t.Seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
 		for _, w := range writes {
-			h := shm.KeyHash(w.Schedule.Key())
-			if li, ok := leases.Lookup(h, now); ok && !li.Released {
-				leases.Revoke(h, now, hold)
+			if li, ok := leases.Lookup(shm.KeyHash(w.Schedule.Key()), now); ok && !li.Released {
+				revokeLease(t.Seg, &t.Policy().Config().Render.Hosts, w.Schedule.Key(), now, hold)
 			}
 		}
 	}
@@ -336,8 +335,21 @@ func (t *Targets) deleteLocked(key []byte) error {
 		return &StoreError{err}
 	}
 	hold := 2 * t.Policy().Config().Queue.Ready.SweepInterval.Ms()
-	t.Seg.Leases().Revoke(shm.KeyHash(key), t.Now(), hold)
+	revokeLease(t.Seg, &t.Policy().Config().Render.Hosts, key, t.Now(), hold)
 	return nil
+}
+
+// revokeLease ends key's lease in flight and holds the key for hold ms (shm.Leases.Revoke).
+// When a remote renderer held the lease, the host slot worker 0 holds for it is given back
+// too: the remote's result will be fenced and its release answered "no longer held", so
+// nothing else would give it back before the slot's own lease lapsed (up to queue.lease_ttl),
+// and a host limited to 1 would render nothing meanwhile. The caller holds key's lock.
+func revokeLease(seg *shm.Segment, hosts *config.Hosts, key []byte, now, hold int64) {
+	leases, h := seg.Leases(), shm.KeyHash(key)
+	li, live := leases.Lookup(h, now)
+	if ended, _ := leases.Revoke(h, now, hold); ended && live && !li.Released {
+		releaseRemoteHostSlot(seg, hosts, key, li.Holder, now)
+	}
 }
 
 // parseInterval reads an interval given as a duration string or a number of seconds.

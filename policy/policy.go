@@ -24,6 +24,7 @@ type Policy struct {
 	boost             float64
 	shares            Shares
 	keys              *cachekey.Rules
+	scorer            Scorer // nil: relative lateness (Score)
 }
 
 // New compiles cfg, which must have passed Validate.
@@ -143,12 +144,30 @@ func (p *Policy) Cadence(r *Row) (ms int64, origin Origin) {
 	return clampCadence(ms), origin
 }
 
+// Scorer ranks a due row in place of relative lateness: the freshness policy's score (package
+// freshness), which needs what the row's projection alone does not carry yet. It must be a
+// pure function of its arguments and what it was built with; Score still gives 0 to a row
+// without a finite due time or not yet due, and the selector treats NaN and negatives as 0.
+type Scorer func(r *Row, cadenceMs, nowMs int64) float64
+
+// WithScorer returns a copy of the policy whose Score is s (nil: relative lateness again).
+// The policy itself is unchanged: it is immutable and may be in use.
+func (p *Policy) WithScorer(s Scorer) *Policy {
+	c := *p
+	c.scorer = s
+	return &c
+}
+
 // Score is the row's relative lateness at nowMs: max(0, now − dueAt) / cadence, times the
-// boost for a submitted row (queue.ready.submitted_boost). cadenceMs comes from Cadence. A row
-// without a finite due time scores 0.
+// boost for a submitted row (queue.ready.submitted_boost); or, for a policy built WithScorer,
+// that scorer's rank. cadenceMs comes from Cadence. A row without a finite due time, or not
+// yet due, scores 0.
 func (p *Policy) Score(r *Row, cadenceMs, nowMs int64) float64 {
 	if r.DueAtMs <= 0 || r.DueAtMs >= MaxDueMs || nowMs <= r.DueAtMs {
 		return 0
+	}
+	if p.scorer != nil {
+		return p.scorer(r, cadenceMs, nowMs)
 	}
 	s := float64(nowMs-r.DueAtMs) / float64(clampCadence(cadenceMs))
 	if r.Submitted {

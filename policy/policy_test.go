@@ -215,3 +215,30 @@ func BenchmarkCadence(b *testing.B) {
 		p.Cadence(&r)
 	}
 }
+
+// TestWithScorerReplacesScoreOnly: a policy built WithScorer ranks due rows by the scorer; the
+// policy it came from keeps relative lateness, and a row not due or without a finite due time
+// still scores 0 whatever the scorer says.
+func TestWithScorerReplacesScoreOnly(t *testing.T) {
+	p := testPolicy(t)
+	var seen *Row
+	fp := p.WithScorer(func(r *Row, cadenceMs, nowMs int64) float64 {
+		seen = r
+		return float64(len(r.Key)) + float64(cadenceMs)/float64(hour) + float64(nowMs-r.DueAtMs)/float64(hour)
+	})
+	r := &Row{Key: []byte("desktop|https://a.test/p/1"), DueAtMs: now - 2*hour}
+	if got, want := fp.Score(r, 48*hour, now), float64(len(r.Key))+48+2; got != want || seen != r {
+		t.Errorf("scorer policy: Score = %v, want %v from the scorer given the row", got, want)
+	}
+	if got := p.Score(r, 48*hour, now); got != 2.0/48 {
+		t.Errorf("the original policy's Score = %v after WithScorer, want relative lateness %v", got, 2.0/48)
+	}
+	for _, due := range []int64{0, -1, MaxDueMs, now, now + hour} {
+		if got := fp.Score(&Row{Key: r.Key, DueAtMs: due}, 48*hour, now); got != 0 {
+			t.Errorf("due %d: scorer policy scored %v, want 0", due, got)
+		}
+	}
+	if got := fp.WithScorer(nil).Score(r, 48*hour, now); got != 2.0/48 {
+		t.Errorf("WithScorer(nil): Score = %v, want relative lateness again", got)
+	}
+}

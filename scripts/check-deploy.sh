@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks what an operator deploys: the systemd unit passes `systemd-analyze verify`, and a running
-# supervisor's /metrics passes `promtool check metrics` and exposes every metric name README's
-# Metrics section promises as part of the API. Needs systemd-analyze and promtool (Debian:
+# supervisor's /metrics passes `promtool check metrics` and exposes the core metric names docs/METRICS.md's
+# table promises as part of the API. Needs systemd-analyze and promtool (Debian:
 # systemd, prometheus).
 set -euo pipefail
 cd "$(dirname "$0")/.."

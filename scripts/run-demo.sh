@@ -2,7 +2,7 @@
 # `make run`: starts freshq on examples/freshq.yaml (Badger under ./data, sim renderer, no
 # network), loads the demo corpus through the API, and prints a progress line every 2 s.
 # Ctrl-C stops it cleanly: the render workers finish their renders and deliver their results,
-# then worker 0 commits and closes Badger (see README, Operating). It says how long that took and
+# then worker 0 commits and closes Badger (see docs/OPERATING.md). It says how long that took and
 # whether anything was dropped.
 set -euo pipefail
 cd "$(dirname "$0")/.."

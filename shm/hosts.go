@@ -172,14 +172,19 @@ func (t *Hosts) read(i uint64) (HostState, bool) {
 
 // Store writes st into its host's slot: the slot that holds it, else a free one of its window,
 // else the one whose state matters least (not paused, or paused until the soonest), whose host
-// is evicted and counted. Only worker 0 may call it.
-func (t *Hosts) Store(st HostState) {
+// is evicted and counted. A paused host is evicted only for one paused until later: never for
+// a host merely throttled, nor for one paused no longer than it. When the window holds none it
+// may evict, st is not stored and Store returns false. Only worker 0 may call it.
+func (t *Hosts) Store(st HostState) (stored bool) {
 	if st.Hash == 0 {
 		st.Hash = HostHash([]byte(st.Host))
 	}
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
 	i, evict := t.slotFor(st.Hash)
+	if evict && !outranks(st.PausedUntilMs, int64(atomic.LoadUint64(t.word(i, 2)))) {
+		return false
+	}
 	if evict {
 		atomic.AddUint64(t.evictions, 1)
 	}
@@ -202,6 +207,14 @@ func (t *Hosts) Store(st HostState) {
 	}
 	atomic.StoreUint64(t.word(i, 0), seq+1)
 	atomic.AddUint64(t.stores, 1)
+	return true
+}
+
+// outranks reports whether a host paused until until (0: not paused) may take the slot of one
+// paused until victim: a host that is not paused only from another that is not, a paused one
+// only from one paused until sooner.
+func outranks(until, victim int64) bool {
+	return victim == 0 || until > victim
 }
 
 // slotFor picks the slot Store writes hash into, and whether that evicts another host.

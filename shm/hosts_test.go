@@ -187,3 +187,50 @@ func TestReleaseHostSlotsOfADeadHolder(t *testing.T) {
 		t.Fatalf("the dead holder's row lease was touched: %v", err)
 	}
 }
+
+// A full window never gives a paused host's slot to a host merely throttled, nor to one paused
+// no longer than it: that state is not stored (Store answers false) and nothing is evicted. A
+// host paused until later takes the slot of the one paused the shortest.
+func TestHostTableNeverEvictsAPausedHostForALesserOne(t *testing.T) {
+	seg := newTestSegment(t, Options{HostCapacity: 4})
+	hosts := seg.Hosts()
+	for i, name := range []string{"a.test", "b.test", "c.test", "d.test"} {
+		if !hosts.Store(HostState{Host: name, PausedUntilMs: int64(1000 + i*100), Cause: HostCauseRetryAfter, Status: 429}) {
+			t.Fatalf("%s not stored in a table with room", name)
+		}
+	}
+	for _, st := range []HostState{
+		{Host: "throttled.test", Limit: 1, Cause: HostCauseErrors, Status: 503},
+		{Host: "as-long.test", PausedUntilMs: 1000, Cause: HostCauseRetryAfter, Status: 429},
+		{Host: "shorter.test", PausedUntilMs: 999, Cause: HostCauseRetryAfter, Status: 429},
+	} {
+		if hosts.Store(st) {
+			t.Fatalf("%s took a paused host's slot", st.Host)
+		}
+		if _, ok := hosts.Load(HostHash([]byte(st.Host))); ok {
+			t.Fatalf("%s is in the table", st.Host)
+		}
+	}
+	if ev := hosts.Stats().Evictions; ev != 0 {
+		t.Fatalf("%d evictions", ev)
+	}
+	for _, name := range []string{"a.test", "b.test", "c.test", "d.test"} {
+		if _, ok := hosts.Load(HostHash([]byte(name))); !ok {
+			t.Fatalf("%s, paused, was evicted", name)
+		}
+	}
+	if !hosts.Store(HostState{Host: "later.test", PausedUntilMs: 1001, Cause: HostCauseRetryAfter, Status: 429}) {
+		t.Fatal("a host paused until later was not stored")
+	}
+	if _, ok := hosts.Load(HostHash([]byte("a.test"))); ok || hosts.Stats().Evictions != 1 {
+		t.Fatalf("a.test, paused the shortest, was not the one evicted (evictions %d)", hosts.Stats().Evictions)
+	}
+	// Throttled hosts make room for each other.
+	seg = newTestSegment(t, Options{HostCapacity: 2})
+	hosts = seg.Hosts()
+	hosts.Store(HostState{Host: "x.test", Limit: 1})
+	hosts.Store(HostState{Host: "y.test", Limit: 1})
+	if !hosts.Store(HostState{Host: "z.test", Limit: 2}) || hosts.Stats().Evictions != 1 {
+		t.Fatal("a throttled host did not take a throttled host's slot")
+	}
+}

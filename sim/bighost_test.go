@@ -11,7 +11,7 @@ import (
 	"github.com/freshq/freshq/policy"
 )
 
-// TestBigHostScenario is issue 18's scenario on a small corpus: 90 % of the due rows on one
+// TestBigHostScenario is the politeness scenario on a small corpus: 90 % of the due rows on one
 // host limited to 2 renders in flight, the other hosts' mean lateness within 10 % of the same
 // run without that host, and never more than 2 renders of the big host in flight.
 //

@@ -60,6 +60,19 @@
 // every other host is offered at least what it had; it must then be rendered as late as
 // without the big host (within Tolerance), and the big host never above its limit.
 //
+// # Ground truth: requests served stale
+//
+// With Options.Fresh, a run also has ground truth (truth.go, freshness.go): every page a hidden
+// change process (never, Poisson at a heavy-tailed rate, or daily bursts) and a request rate
+// (Zipf over a random ranking, independent of change), drawn from their own streams so every
+// policy meets the same changes. The run measures the share of requests served stale (the page
+// changed since its last successful render) beside age ÷ cadence. A scenario's Score then
+// replaces policy.Score through policy.Policy.WithScorer, on the same sweep and selection:
+// ScoreFreshness ranks by freshness.Score from what the run learned online from its own renders
+// and the simulated requests, ScoreOracle by lateness against freshness.Optimal's rates for the
+// true ones. RunFreshness is the comparison `make sim-freshness` writes (sim/freshreport); the
+// scheduling report's table (TestTableGolden) runs without ground truth and is unchanged by it.
+//
 // # Invariants
 //
 //   - Deterministic: a Result is a pure function of (corpus, options, scenario), and a corpus of

@@ -42,6 +42,10 @@ type DueSet struct {
 	open    *Pass // the pass in progress, if any
 	writes  int
 	n       int
+	// Classifier, when set, lets a pass be read by class (store.ClassPass), as worker 0's
+	// Badger store is: the sweep then runs its class merge over the simulated due set. The
+	// classes are gathered per pass from the due rows, in memory.
+	Classifier store.Classifier
 }
 
 // dsBucket holds its rows as the sweep reads them, so that a pass hands the sweep slices of
@@ -483,6 +487,7 @@ type Pass struct {
 	minWritten int64
 	iterated   bool
 	closed     bool
+	classes    map[uint32][]store.DueRow // ClassHeads: the due rows by class, in (due, key) order
 }
 
 // IterateDue hands the due rows from the pass's floor up to its now to fn in chunks, in index
@@ -535,4 +540,78 @@ func (p *Pass) Close() {
 			p.d.open = nil
 		}
 	}
+}
+
+var _ store.ClassPass = (*Pass)(nil)
+
+// ClassFingerprint implements store.ClassPass.
+func (p *Pass) ClassFingerprint() (uint64, bool) {
+	if c := p.d.Classifier; c != nil {
+		return c.Fingerprint(), true
+	}
+	return 0, false
+}
+
+// ReadHead implements store.ClassPass: the pass's iteration, of one row, and the first due
+// time past now.
+func (p *Pass) ReadHead() (store.DueRow, bool, error) {
+	var first store.DueRow
+	var ok bool
+	if err := p.IterateDue(1, 1, func(rows []store.DueRow) error {
+		first, ok = rows[0], true
+		return nil
+	}); err != nil {
+		return first, false, err
+	}
+	if p.stats.Capped {
+		st, _ := p.d.walk(p.stats.NowMs+1, math.MaxInt64, 1, 1, func([]store.DueRow) error { return nil })
+		p.stats.NextDueMs, p.stats.HasNextDue, p.stats.Capped = st.firstDue, st.hasFirstDue, false
+	}
+	return first, ok, nil
+}
+
+// ClassHeads implements store.ClassPass. It groups the pass's due rows by class (keys alias
+// the set's arenas, which no write moves).
+func (p *Pass) ClassHeads() ([]store.ClassHead, error) {
+	c := p.d.Classifier
+	switch {
+	case p.closed:
+		return nil, store.ErrClosed
+	case c == nil:
+		return nil, fmt.Errorf("sim: class heads: %w: no classifier", store.ErrInvalidArgument)
+	}
+	p.classes = map[uint32][]store.DueRow{}
+	if _, err := p.d.walk(p.stats.FloorMs, p.stats.NowMs, 0, 1<<16, func(rows []store.DueRow) error {
+		for _, r := range rows {
+			class := c.Class(r.Key, r.Projection)
+			p.classes[class] = append(p.classes[class], r)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	heads := make([]store.ClassHead, 0, len(p.classes))
+	for class, rows := range p.classes {
+		heads = append(heads, store.ClassHead{Class: class, DueRow: rows[0]})
+	}
+	slices.SortFunc(heads, func(a, b store.ClassHead) int { return cmpInt(int64(a.Class), int64(b.Class)) })
+	return heads, nil
+}
+
+// ReadClass implements store.ClassPass.
+func (p *Pass) ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []store.DueRow) ([]store.DueRow, bool, error) {
+	if p.closed {
+		return dst, false, store.ErrClosed
+	}
+	rows := p.classes[class]
+	i, found := slices.BinarySearchFunc(rows, store.DueRow{Key: afterKey, Row: store.Row{DueAtMs: afterMs}}, cmpDueRows)
+	if found {
+		i++
+	}
+	rows = rows[i:]
+	more := len(rows) > n
+	if more {
+		rows = rows[:n]
+	}
+	return append(dst, rows...), more, nil
 }

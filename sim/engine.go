@@ -32,6 +32,11 @@ type Scenario struct {
 	// PerHour, if positive, is the farm's capacity in renders per hour instead of Capacity ×
 	// DemandPerHour: the host scenarios hold the farm fixed while the corpus changes.
 	PerHour float64
+	// Score and Ceiling, for runs with ground truth (Options.Fresh): what ranks the due rows
+	// in place of policy.Score, and each route class's ceiling as a multiple of its interval
+	// (a pointer, so that a Scenario stays comparable).
+	Score   Scoring
+	Ceiling *[]float64
 }
 
 // Policies are the standard policies, in report order: index order (what freshq replaces),
@@ -83,6 +88,9 @@ type Options struct {
 	// OnDone, if set, is called with each scenario's result as it finishes (RunAll calls it
 	// from several goroutines). It is for progress reports; results come back in order anyway.
 	OnDone func(*Result)
+	// Fresh, if set, gives the run ground truth (changes and requests, freshness.go) and
+	// measures the share of requests served stale; a scenario's Score needs it.
+	Fresh *FreshOptions
 }
 
 // WithDefaults returns o with its zero fields defaulted, or why it cannot run.
@@ -158,6 +166,9 @@ type Result struct {
 	// MeanDueRows and MaxDueRows describe the rows each sweep of the window read.
 	MeanDueRows float64
 	MaxDueRows  int
+	// ClassSweeps counts the sweeps that read by class (the class merge, as on worker 0's
+	// Badger store); the others iterated the whole due set (ModeEDF).
+	ClassSweeps int
 	// Grants by source over the whole run; StaleGrants were granted from a ready entry whose
 	// row had been refiled since the publish (rendered anyway, as production would).
 	GrantsReady, GrantsIndex, StaleGrants int
@@ -183,6 +194,8 @@ type Result struct {
 	Series      [][]float64
 	SampleEvery time.Duration
 	Warmup      time.Duration
+	// Fresh is what a run with ground truth measured (Options.Fresh); nil without.
+	Fresh *FreshResult
 }
 
 // HostResult is what one host showed. Lateness ratios are as in ClassResult, over the window.
@@ -249,6 +262,7 @@ type run struct {
 	cl      *claim.Claimer
 	claimer *shm.Worker // the claiming worker's counters
 	nowMs   int64
+	tr      *truthRun // ground truth (Options.Fresh); nil without
 
 	// per page
 	rung        []uint8
@@ -405,6 +419,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
+	r.ds.Classifier = sweep.NewClassifier(pol) // the sweep reads by class, as on worker 0's Badger
 	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Now: now,
 		Log: zerolog.Nop(), Mode: sc.Mode})
 	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Policy: polFn, Now: now, Holder: 1,
@@ -434,6 +449,16 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		SampleEvery: opts.SampleEvery, Warmup: opts.Warmup, Classes: make([]ClassResult, nClasses)}
 	for h, name := range c.Hosts {
 		r.res.Hosts[h].Name = name
+	}
+	if opts.Fresh != nil {
+		if r.tr, err = newTruthRun(r, *opts.Fresh); err != nil {
+			return nil, err
+		}
+		if sc.Score != ScoreProduction {
+			pol = pol.WithScorer(r.tr.score) // polFn returns it from now on
+		}
+	} else if sc.Score != ScoreProduction {
+		return nil, fmt.Errorf("scenario %q: a freshness scoring needs ground truth (Options.Fresh)", sc.Name)
 	}
 	return r, nil
 }
@@ -516,6 +541,9 @@ func (r *run) loop(ctx context.Context) error {
 			nextClaim += claimEvery
 		}
 		if t == nextSample {
+			if r.tr != nil {
+				r.tr.sample(t)
+			}
 			r.sample()
 			nextSample += sampleEvery
 		}
@@ -528,6 +556,9 @@ func (r *run) sweep(ctx context.Context) error {
 		return err
 	}
 	r.res.Sweeps++
+	if res.Classes {
+		r.res.ClassSweeps++
+	}
 	if res.Capped {
 		r.res.Capped++
 	}
@@ -649,7 +680,11 @@ func (r *run) complete(j job) error {
 		FailFirstMs: r.failFirst[i], NeverRendered: r.never[i],
 	}
 	d := r.pol.Apply(st, j.outcome, now)
-	sch, err := store.NewSchedule(r.c.Keys[i], d.DueAtMs, r.c.Submitted[i], d.CadenceMs,
+	due := d.DueAtMs
+	if r.tr != nil {
+		due = r.tr.rendered(i, now, d.Class == policy.ClassSuccess, due)
+	}
+	sch, err := store.NewSchedule(r.c.Keys[i], due, r.c.Submitted[i], d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
 	if err != nil {
 		return fmt.Errorf("result of %q: %w", r.c.Keys[i], err)
@@ -837,6 +872,9 @@ func (r *run) finish() *Result {
 		}
 	}
 	r.ratios, r.clean = nil, nil
+	if r.tr != nil {
+		res.Fresh = r.tr.finish()
+	}
 	runtime.KeepAlive(r.seg)
 	return res
 }

@@ -380,3 +380,18 @@ func TestModesReachTheSweep(t *testing.T) {
 		t.Fatal("policy table")
 	}
 }
+
+// TestSweepsReadByClass: the simulator drives the sweep's class merge, as worker 0's Badger
+// store does, in every mode that ranks by score; edf iterates the whole due set.
+func TestSweepsReadByClass(t *testing.T) {
+	for _, name := range []string{"ready+lanes", "ready b=2", "strict", "edf"} {
+		r := runScenario(t, scenario(name, 0.5))
+		want := r.Sweeps
+		if name == "edf" {
+			want = 0
+		}
+		if r.Sweeps == 0 || r.ClassSweeps != want {
+			t.Fatalf("%s: %d of %d sweeps read by class, want %d", name, r.ClassSweeps, r.Sweeps, want)
+		}
+	}
+}

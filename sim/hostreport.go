@@ -19,7 +19,7 @@ func (r *Report) HostsSection() string {
 	big := b.Big()
 	window := r.Options.Window.Hours()
 	w("## Politeness: one host with most of the due rows\n\n")
-	w("The scenario of issue 18: one host, `%s`, holds %.0f %% of the due rows and `render.hosts.overrides` limits it to **%d** renders in flight; every other host must be rendered as late as in the same run without it (within %.0f %%), and `%s` must never have more than %d renders in flight. ",
+	w("The politeness scenario: one host, `%s`, holds %.0f %% of the due rows and `render.hosts.overrides` limits it to **%d** renders in flight; every other host must be rendered as late as in the same run without it (within %.0f %%), and `%s` must never have more than %d renders in flight. ",
 		b.Host, 100*b.DueShare, b.Limit, 100*Tolerance, b.Host, b.Limit)
 	w("`sim/simreport` runs it unless `-bighost ''` (flags `-bighost %s -bighost-share %g -bighost-limit %d -bighost-policy %s -bighost-capacity %g`); `go test ./sim -run TestBigHostScenario` checks the same promises on a small corpus. ",
 		b.Host, b.DueShare, b.Limit, b.Scenario.Name, b.Scenario.Capacity)

@@ -5,6 +5,10 @@
 //	d/ + dueAt (8 B big-endian) + key  → the sweep's projection (Projection)
 //	t/ + cacheKey                      → target (Target)
 //	p/ + cacheKey                      → rendered page (Page)
+//	c/ + class (4 B) + dueAt (8 B) + key → the projection again, under the row's sweep class
+//	m/class                            → the fingerprint of the classifier c/ was built with
+//
+// c/ and m/class exist only in a store opened with Options.Classifier (classindex.go).
 //
 // Every value has a versioned binary codec, drawn byte by byte in the codec files and in
 // docs/store-format.md. The store treats a cacheKey (device + "|" + normalised URL) as opaque
@@ -45,6 +49,14 @@
 // The due index carries the projection. A sweep scores every due row from the d/ entries
 // alone (Pass.IterateDue); it never reads a schedule row, a target or the value log.
 //
+// The class index (classindex.go). With a Classifier, the funnel writes every row's index
+// entry a second time, under c/ + the row's class, in the same transaction as the row and its
+// d/ entry: c/ holds exactly d/'s (due, key, projection) triples (VerifyIndex checks it). A
+// sweep then reads each class in due order, from its head, only as far as it needs
+// (ClassPass), and the floor's head from d/ (ReadHead): the floor protocol sees the true
+// minimum, as from a full iteration. Open rebuilds c/ when the classifier's fingerprint is not
+// the one stored, and drops it when there is no classifier.
+//
 // Floor (F1; docs/ARCHITECTURE.md, Invariants). Every funnel batch lowers the floor cell to its earliest new due time
 // before it commits; a Pass advances the floor only by compare-and-swap from the value it read
 // together with its snapshot, and only up to min(first due row observed, now, earliest write
@@ -74,7 +86,6 @@
 // its index entry cannot be located; such writes fail with an error wrapping ErrCorruption.
 // DeleteTarget of such a key fails the same way. The store never panics on bad bytes.
 //
-// Multi-node ownership (not built yet) enters through Options.Floor: the cell a write
-// lowers is the owning node's, chosen by whoever constructs the store, and callers of the
-// funnel do not change.
+// This package is the single-node engine. Several nodes share one PostgreSQL through
+// store/pgstore instead, where the floor is per shard and lives in the database.
 package store

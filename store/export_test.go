@@ -13,7 +13,11 @@ func LoseRowForTest(t testing.TB, st *Badger, cacheKey []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rawDelete(t, st, scheduleKey(cacheKey), dueKey(r.DueAtMs, cacheKey))
+	keys := [][]byte{scheduleKey(cacheKey), dueKey(r.DueAtMs, cacheKey)}
+	if c := st.opts.Classifier; c != nil {
+		keys = append(keys, classKey(c.Class(cacheKey, r.Projection), r.DueAtMs, cacheKey))
+	}
+	rawDelete(t, st, keys...)
 }
 
 // NaiveHeadAdvanceForTest runs the real floor advance of p but moves the head naively: to

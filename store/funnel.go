@@ -2,11 +2,13 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -668,6 +670,11 @@ func (s *Badger) opCost(o *op) (count, size int64) {
 	}
 	dueLen := dueKeyHeaderLen + len(o.key)
 	entry(dueLen, 0) // delete the old d/ key
+	classLen := 0
+	if s.opts.Classifier != nil {
+		classLen = classKeyHeaderLen + len(o.key)
+		entry(classLen, 0) // delete the old c/ key
+	}
 	entry(len(o.sKey), rowLen)
 	switch o.kind {
 	case opDelete:
@@ -675,6 +682,9 @@ func (s *Badger) opCost(o *op) (count, size int64) {
 		entry(len(o.pKey), 0)
 	default:
 		entry(dueLen, projectionLen)
+		if classLen > 0 {
+			entry(classLen, projectionLen)
+		}
 		if o.target != nil {
 			entry(len(o.tKey), len(o.target))
 		}
@@ -763,6 +773,11 @@ func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row,
 			if err := stage(txn.Delete(dueKey(old.DueAtMs, o.key))); err != nil {
 				return staged, err
 			}
+			if c := s.opts.Classifier; c != nil {
+				if err := stage(txn.Delete(classKey(c.Class(o.key, old.Projection), old.DueAtMs, o.key))); err != nil {
+					return staged, err
+				}
+			}
 			if err := stage(txn.Delete(o.sKey)); err != nil {
 				return staged, err
 			}
@@ -802,6 +817,21 @@ func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row,
 	}
 	if err := stage(txn.Set(o.dKey, projVal)); err != nil {
 		return staged, err
+	}
+	if c := s.opts.Classifier; c != nil {
+		// The class index mirrors d/ (classindex.go): the old entry goes when the row's due
+		// time or class changes, and the new one is written with the same projection.
+		class := c.Class(o.key, row.Projection)
+		if had {
+			if was := c.Class(o.key, old.Projection); was != class || old.DueAtMs != row.DueAtMs {
+				if err := stage(txn.Delete(classKey(was, old.DueAtMs, o.key))); err != nil {
+					return staged, err
+				}
+			}
+		}
+		if err := stage(txn.Set(classKey(class, row.DueAtMs, o.key), projVal)); err != nil {
+			return staged, err
+		}
 	}
 	if !had {
 		// K1: the row is new. A row that exists is in the filter already, and adding a key
@@ -909,4 +939,93 @@ func (s *Badger) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Ro
 		return old, false, true, nil
 	}
 	return old, false, true, fmt.Errorf("store: read schedule row %q: %w", o.key, err)
+}
+
+// The class index's writes outside a funnel batch (classindex.go): at Open, before the
+// committer starts, the index is made to agree with the store's classifier. They live here
+// because every write of the store does.
+
+// openClassIndex makes the class index agree with the store's classifier: it rebuilds it from
+// the schedule rows when the stored fingerprint is another, and drops it when there is no
+// classifier. It runs in Open, before the funnel starts.
+func (s *Badger) openClassIndex() error {
+	var stored uint64
+	var has bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(keyClassPrint))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != classPrintValueLen {
+				return corruptionf("class fingerprint: length %d", len(v))
+			}
+			stored, has = binary.BigEndian.Uint64(v), true
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("store: read class fingerprint: %w", err)
+	}
+	c := s.opts.Classifier
+	switch {
+	case c == nil && !has:
+		return nil
+	case c == nil:
+		if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
+			return fmt.Errorf("store: drop class index: %w", err)
+		}
+		s.log.Info().Msg("class index dropped: the store is open without a classifier")
+		return nil
+	case has && stored == c.Fingerprint():
+		return nil
+	}
+	return s.rebuildClassIndex(c)
+}
+
+// rebuildClassIndex writes the class index afresh from the schedule rows, then the
+// fingerprint: a crash in between leaves no fingerprint, or the old one, and the next Open
+// rebuilds again.
+func (s *Badger) rebuildClassIndex(c Classifier) error {
+	start := time.Now()
+	if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
+		return fmt.Errorf("store: drop class index: %w", err)
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixSchedule)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			var r Row
+			if err := item.Value(r.UnmarshalBinary); err != nil {
+				return fmt.Errorf("schedule row %q: %w", item.Key(), err)
+			}
+			ck := item.Key()[len(prefixSchedule):]
+			proj, _ := r.Projection.MarshalBinary()
+			if err := wb.Set(classKey(c.Class(ck, r.Projection), r.DueAtMs, ck), proj); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err == nil {
+		err = s.db.Update(func(txn *badger.Txn) error {
+			return txn.Set([]byte(keyClassPrint), binary.BigEndian.AppendUint64(nil, c.Fingerprint()))
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("store: rebuild class index: %w", err)
+	}
+	s.log.Info().Int("rows", n).Dur("took", time.Since(start)).Msg("class index rebuilt for the classifier in force")
+	return nil
 }

@@ -11,13 +11,17 @@ import (
 // never truncated.
 const MaxKeyLen = 2048
 
-// The four prefixes of the keyspace (the package doc; docs/store-format.md). This file is the only one that spells them; the funnel
+// The prefixes of the keyspace (the package doc; docs/store-format.md). This file is the only one that spells them; the funnel
 // (funnel.go) is the only one that writes under prefixSchedule and prefixDue.
 const (
 	prefixSchedule = "s/" // s/ + cacheKey                  → schedule row (codec_row.go)
 	prefixDue      = "d/" // d/ + dueAt (8 B, BE) + cacheKey → projection (codec_projection.go)
 	prefixTarget   = "t/" // t/ + cacheKey                  → target (codec_target.go)
 	prefixPage     = "p/" // p/ + cacheKey                  → page (codec_page.go)
+	// The class index and its classifier's fingerprint (classindex.go), in a store opened
+	// with a Classifier only.
+	prefixClass   = "c/" // c/ + class (4 B) + dueAt (8 B) + cacheKey → projection
+	keyClassPrint = "m/class"
 )
 
 // dueKeyHeaderLen is the length of a due-index key before its cacheKey.

@@ -102,6 +102,10 @@ type Options struct {
 	// synthetic clocks.
 	RefuseImplausibleDue bool
 
+	// Classifier, when set, makes the store keep the class index a sweep reads instead of
+	// the whole due set (classindex.go). Worker 0 passes sweep.NewClassifier of its policy.
+	Classifier Classifier
+
 	// Floor is the claim-floor cell (default: a fresh MemFloor at 0). Worker 0 passes the
 	// shared-memory cell.
 	Floor FloorCell

@@ -24,6 +24,7 @@ type badgerPass struct {
 	headMs     int64 // Store.head when the snapshot was taken
 	closed     bool  // guarded by Store.floorMu
 	iterated   bool
+	classIt    *badger.Iterator // the class index's iterator (classindex.go), opened on first use
 }
 
 // PassStats is what a pass observed.
@@ -229,6 +230,9 @@ func (p *badgerPass) AdvanceFloor(guardMs int64) (floorMs int64, advanced bool) 
 // Close releases the pass's snapshot. It is safe to call twice.
 func (p *badgerPass) Close() {
 	if p.s.unregisterPass(p) {
+		if p.classIt != nil {
+			p.classIt.Close()
+		}
 		p.txn.Discard()
 	}
 }

@@ -73,6 +73,9 @@ func Open(dir string, opts *Options) (*Badger, error) {
 		inflight:      make(map[*batch]int64),
 	}
 	s.head.v.Store(o.Floor.Load())
+	if err := s.openClassIndex(); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
 	keys, rows, err := buildKeyFilter(db)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())

@@ -15,6 +15,13 @@ type IndexReport struct {
 	// EntriesWithoutRow counts entries whose row is missing or due at another time.
 	RowsWithoutEntry  int
 	EntriesWithoutRow int
+	// ClassEntries counts class-index entries (a store with a Classifier; classindex.go);
+	// RowsWithoutClassEntry and ClassEntriesWithoutRow are the class index's disagreements
+	// with the rows, as the two above are the due index's. An entry under another class than
+	// its row's is one of each.
+	ClassEntries           int
+	RowsWithoutClassEntry  int
+	ClassEntriesWithoutRow int
 	// Corrupt counts rows and entries that did not decode.
 	Corrupt int
 	// Examples holds up to 8 offending keys, for the log.
@@ -23,7 +30,8 @@ type IndexReport struct {
 
 // OK reports whether the row set and the index agree exactly.
 func (r IndexReport) OK() bool {
-	return r.RowsWithoutEntry == 0 && r.EntriesWithoutRow == 0 && r.Corrupt == 0
+	return r.RowsWithoutEntry == 0 && r.EntriesWithoutRow == 0 && r.Corrupt == 0 &&
+		r.RowsWithoutClassEntry == 0 && r.ClassEntriesWithoutRow == 0
 }
 
 // VerifyIndex checks, over one snapshot, that every schedule row has its due-index entry and
@@ -59,8 +67,22 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 			case err != nil:
 				return err
 			}
+			if c := s.opts.Classifier; c != nil {
+				switch _, err := txn.Get(classKey(c.Class(ck, r.Projection), r.DueAtMs, ck)); {
+				case errors.Is(err, badger.ErrKeyNotFound):
+					rep.RowsWithoutClassEntry++
+					note(item.Key())
+				case err != nil:
+					return err
+				}
+			}
 		}
 		it.Close()
+		if c := s.opts.Classifier; c != nil {
+			if err := verifyClassEntries(txn, c, &rep, note); err != nil {
+				return err
+			}
+		}
 
 		dit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixDue)})
 		defer dit.Close()
@@ -97,4 +119,39 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 		return rep, fmt.Errorf("store: verify index: %w", err)
 	}
 	return rep, nil
+}
+
+// verifyClassEntries checks that every class-index entry has its row, at its due time, with its
+// projection, under the class the classifier gives it.
+func verifyClassEntries(txn *badger.Txn, c Classifier, rep *IndexReport, note func([]byte)) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixClass)})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		rep.ClassEntries++
+		item := it.Item()
+		class, due, ck, err := decodeClassKey(item.Key())
+		var p Projection
+		if err == nil {
+			err = item.Value(p.UnmarshalBinary)
+		}
+		if err != nil {
+			rep.Corrupt++
+			note(item.Key())
+			continue
+		}
+		row, err := txn.Get(scheduleKey(ck))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			rep.ClassEntriesWithoutRow++
+			note(item.Key())
+			continue
+		} else if err != nil {
+			return err
+		}
+		var r Row
+		if err := row.Value(r.UnmarshalBinary); err != nil || r.DueAtMs != due || r.Projection != p || c.Class(ck, p) != class {
+			rep.ClassEntriesWithoutRow++
+			note(item.Key())
+		}
+	}
+	return nil
 }

@@ -99,6 +99,8 @@ func benchPolicy(b *testing.B) *policy.Policy {
 	cfg, err := config.Parse([]byte(`
 queue:
   ready: {sweep_cap: 2000000}
+render:
+  hosts: {max_concurrency: 1024} # one host: a sweep benchmark, not a politeness one
 routes:
   - {name: home, match: exact, path: /, interval: 1h}
   - {name: catalog, match: prefix, path: /c/, interval: 24h}
@@ -161,6 +163,103 @@ func BenchmarkSweep(b *testing.B) {
 			b.ReportMetric(bare/1000, "bare-µs/row")
 			b.ReportMetric(perRow/bare, "x-bare")
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/sweep")
+		})
+	}
+}
+
+// The class-merge benchmark's corpus: the same rows, in a store that keeps the class index of
+// benchPolicy's classifier. FRESHQ_SWEEP_BENCH_ROWS sizes it (default 1,000,000); the due sets
+// measured are 100k, 1M and 10M rows, those that fit.
+var (
+	classOnce  sync.Once
+	classDir   string
+	classStore *store.Badger
+	classSeg   *shm.Segment
+	classRows  int
+	classErr   error
+)
+
+func classCorpus(b *testing.B, pol *policy.Policy) {
+	classOnce.Do(func() {
+		classRows = benchRows
+		if v := os.Getenv("FRESHQ_SWEEP_BENCH_ROWS"); v != "" {
+			if _, classErr = fmt.Sscan(v, &classRows); classErr != nil {
+				return
+			}
+		}
+		if classDir, classErr = os.MkdirTemp("", "freshq-sweep-class-bench-"); classErr != nil {
+			return
+		}
+		if classSeg, classErr = shm.Create(filepath.Join(classDir, "seg"), shm.Options{EpochMs: benchBase}); classErr != nil {
+			return
+		}
+		classStore, classErr = store.Open(filepath.Join(classDir, "db"), &store.Options{Floor: classSeg.Floor(), Classifier: NewClassifier(pol)})
+		if classErr != nil {
+			return
+		}
+		ws := make([]store.Write, 0, 10_000)
+		for i := range classRows {
+			carried := int64(0)
+			if i%2 == 0 {
+				carried = int64(6+6*(i%4)) * 3_600_000
+			}
+			sch, err := store.NewSchedule(benchKey(i), benchBase+int64(i), i%3 != 0, carried,
+				store.Lanes{Failing: i%97 == 0, Urgent: i%1001 == 0})
+			if err != nil {
+				classErr = err
+				return
+			}
+			ws = append(ws, store.Write{Schedule: sch})
+			if len(ws) == cap(ws) {
+				if classErr = classStore.WriteSchedules(ws); classErr != nil {
+					return
+				}
+				ws = ws[:0]
+			}
+		}
+		if classErr = classStore.WriteSchedules(ws); classErr != nil {
+			return
+		}
+		classErr = classStore.Compact()
+	})
+	if classErr != nil {
+		b.Fatal(classErr)
+	}
+}
+
+// BenchmarkSweepClasses measures one whole sweep by the class merge, publishing K = 5,000 from
+// due sets of growing size: its time should not grow with the due set.
+func BenchmarkSweepClasses(b *testing.B) {
+	pol := benchPolicy(b)
+	classCorpus(b, pol)
+	defer func() {
+		classStore.Close()
+		classSeg.Close()
+		os.RemoveAll(classDir)
+		classOnce = sync.Once{}
+	}()
+	for _, rows := range []int{100_000, 1_000_000, 10_000_000} {
+		if rows > classRows {
+			continue
+		}
+		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
+			now := benchBase + int64(rows) - 1
+			w, _ := classSeg.Worker(0)
+			s := New(Options{Store: FromStore(classStore, nil), Segment: classSeg, Worker: w,
+				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
+			read := 0
+			for b.Loop() {
+				res, err := s.Sweep(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !res.Classes || res.Published != 5000 {
+					b.Fatalf("sweep by classes %v published %d: %+v", res.Classes, res.Published, res)
+				}
+				read = res.Rows
+			}
+			b.ReportMetric(float64(read), "rows-read")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/sweep")
 		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 // A delete is a write like any other: a sweep whose snapshot still holds the row must learn
 // that it changed, and not publish it.
 func TestChangesTrackDeletes(t *testing.T) {
-	e := qtest.New(t, "", 1_800_000_000_000, shm.Options{})
+	e := newEnv(t, "", 1_800_000_000_000, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", e.Now()-qtest.Hour, true, 0, store.Lanes{})
 	c := NewChanges()
 	w := c.Wrap(e.Store)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
@@ -39,7 +38,7 @@ func publishedPerHost(t *testing.T, seg *shm.Segment) map[string]int {
 // One host with most of the due rows gets its share of the set and no more; the other hosts
 // fill the rest, and a host whose share is the whole set is not capped.
 func TestSweepCapsEachHostToItsShare(t *testing.T) {
-	e := qtest.New(t, politeness, start, shm.Options{})
+	e := newEnv(t, politeness, start, shm.Options{})
 	for i := range 500 { // the big host's rows are the latest: they would fill the set
 		e.Put(fmt.Sprintf("desktop|https://big.test/c/%03d", i), start-3*hour, true, 0, store.Lanes{})
 	}
@@ -65,7 +64,7 @@ func TestSweepCapsEachHostToItsShare(t *testing.T) {
 // first ten, and every take would meet them while the host is full. Spread, no prefix of the
 // set holds more than its limit (2) plus its share (10 of 100) of the prefix.
 func TestSweepSpreadsACappedHostThroughTheSet(t *testing.T) {
-	e := qtest.New(t, politeness, start, shm.Options{})
+	e := newEnv(t, politeness, start, shm.Options{})
 	for i := range 500 {
 		e.Put(fmt.Sprintf("desktop|https://big.test/c/%03d", i), start-3*hour, true, 0, store.Lanes{})
 	}
@@ -98,7 +97,7 @@ func TestSweepSpreadsACappedHostThroughTheSet(t *testing.T) {
 // is counted over what the set holds, not over what was offered.
 func TestSweepHostCapCountsEvictions(t *testing.T) {
 	// A set of 20: big.test may hold ⌈2·20·2/40⌉ = 2 entries.
-	e := qtest.New(t, routes+"workers: 5\nqueue:\n  ready: {capacity: 20}\n"+politeRender, start, shm.Options{})
+	e := newEnv(t, routes+"workers: 5\nqueue:\n  ready: {capacity: 20}\n"+politeRender, start, shm.Options{})
 	for i := range 2 { // read first (the earliest due), and the worst scores: evicted below
 		e.Put(fmt.Sprintf("desktop|https://big.test/p/early%d", i), start-2*hour+int64(i), true, 0, store.Lanes{}) // 2 h late on 48 h
 	}
@@ -118,7 +117,7 @@ func TestSweepHostCapCountsEvictions(t *testing.T) {
 // A paused host has no entry in the set, and the sweep says when the first pause ends; once it
 // has, the host's rows are published again.
 func TestSweepLeavesPausedHostsOut(t *testing.T) {
-	e := qtest.New(t, politeness, start, shm.Options{})
+	e := newEnv(t, politeness, start, shm.Options{})
 	for i := range 5 {
 		e.Put(fmt.Sprintf("desktop|https://big.test/c/%d", i), start-2*hour, true, 0, store.Lanes{})
 		e.Put(fmt.Sprintf("desktop|https://wide.test/c/%d", i), start-hour, true, 0, store.Lanes{})
@@ -148,7 +147,7 @@ func TestSweepLeavesPausedHostsOut(t *testing.T) {
 // and its home pages, due later but later by more of their cadence, would find its places
 // taken. Its best rows are what it publishes, whichever it read first.
 func TestSweepCappedHostPublishesItsBestRows(t *testing.T) {
-	e := qtest.New(t, politeness, start, shm.Options{}) // big.test: 10 entries
+	e := newEnv(t, politeness, start, shm.Options{}) // big.test: 10 entries
 	// Products a day late on 48 h (score 0.5 × boost), read first; home pages an hour late on
 	// 1 h (score 1 × boost), read last.
 	for i := range 30 {

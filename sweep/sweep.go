@@ -1,8 +1,14 @@
-// Package sweep is worker 0's sweep: every queue.ready.sweep_interval it reads the whole due
-// set through the store's due-set iterator (the d/ index only, never a schedule row), scores
-// every row with policy, keeps the best queue.ready.capacity in a bounded selector, and
-// publishes them into the shared-memory ready buffer, from which every worker claims without
-// reading any index.
+// Package sweep is worker 0's sweep: every queue.ready.sweep_interval it reads the due set
+// (index entries only, never a schedule row), scores the rows with policy, keeps the best
+// queue.ready.capacity in a bounded selector, and publishes them into the shared-memory ready
+// buffer, from which every worker claims without reading any index.
+//
+// On a store that keeps the class index for this policy (store.ClassPass, Classifier) the
+// sweep reads only what could enter the set: the class merge of classes.go, whose set is the
+// full iteration's (TestClassMergePublishesTheFullSet). Otherwise — PostgreSQL, the simulator,
+// ModeEDF, or an index built for another configuration — it iterates the whole due set.
+// Result.Rows and Result.Backlog count the rows the sweep read: with the class merge, only
+// those, not every due row.
 //
 // # Who owns what
 //
@@ -106,6 +112,12 @@ type Options struct {
 type Sweeper struct {
 	opts Options
 	pin  pinState
+	// The class fingerprint of the last policy seen (classes.go), and the stale index's
+	// fingerprint last warned about.
+	fpOf       *policy.Policy
+	fp         uint64
+	staleIndex uint64
+	fullPass   bool // tests: read the whole due set even when the class index could serve
 }
 
 // value is what the selector keeps per admitted row.
@@ -146,6 +158,9 @@ type Result struct {
 	PinnedForMs int64                // how long it has been there
 	Unpinned    bool                 // the unpin hatch filed it forward
 	Disabled    bool                 // queue.ready.enabled was false: nothing published
+	// Classes: the sweep read the class index (classes.go), so Rows and Backlog count the
+	// rows it read, not every due row.
+	Classes bool
 	// Left out of the published set: rows leased (or in their release grace) at publish time,
 	// and rows written after the pass's snapshot. Either would be handed out only to be
 	// refused, or rendered twice.
@@ -220,65 +235,86 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		maxRows = 1 // only the floor's head is needed
 	}
 	var pr policy.Row
-	err = pass.IterateDue(maxRows, chunkRows, func(due []store.DueRow) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	// consider scores one due row and offers it to the set, as both ways of reading do.
+	noteHead := func(r *store.DueRow, pr policy.Row, cadence int64) {
+		// The head is the earliest row: the first one, from a backend that iterates in due
+		// order (store.Pass), but any backend may hand over rows in its own order.
+		if !head.ok || r.DueAtMs < head.stored.DueAtMs || r.DueAtMs == head.stored.DueAtMs && bytes.Compare(r.Key, head.key) < 0 {
+			head.key, head.row, head.stored, head.cadence, head.ok = bytes.Clone(r.Key), pr, r.Row, cadence, true
+			head.row.Key = head.key
 		}
-		for i := range due {
-			r := &due[i]
-			pr = rows.Policy(r.Key, r.Row)
-			cadence, origin := pol.Cadence(&pr)
-			if origin.Carried() {
-				res.Carried++
-			} else {
-				res.Resolved++
-			}
-			// The head is the earliest row: the first one, from a backend that iterates in due
-			// order (store.Pass), but any backend may hand over rows in its own order.
-			if !head.ok || r.DueAtMs < head.stored.DueAtMs || r.DueAtMs == head.stored.DueAtMs && bytes.Compare(r.Key, head.key) < 0 {
-				head.key, head.row, head.stored, head.cadence, head.ok = bytes.Clone(r.Key), pr, r.Row, cadence, true
-				head.row.Key = head.key
-			}
-			if !enabled {
-				continue
-			}
-			if len(r.Key) > int(keyCap) {
-				res.LongKeys++ // claimable only through the index scan; never truncated
-				continue
-			}
-			lane := policy.LaneOf(&pr)
-			res.Backlog[lane]++
-			score := pol.Score(&pr, cadence, now)
-			if !sel.Admits(lane, score, r.DueAtMs) {
-				continue
-			}
-			host, plan := plans.of(r.Key)
-			switch {
-			case plan.pausedUntil > now:
-				res.ExcludedHostPaused++
-				if res.HostResumeMs == 0 || plan.pausedUntil < res.HostResumeMs {
-					res.HostResumeMs = plan.pausedUntil
-				}
-				continue
-			case plan.cap > 0 && plan.held >= plan.cap:
-				res.ExcludedHostCapped++
-				plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, host: host})
-				continue
-			}
-			kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, host: host})
-			if kept {
-				plan.held++
-			}
-			if ok {
-				plans.release(evicted.host)
-			}
+	}
+	consider := func(r *store.DueRow) {
+		pr = rows.Policy(r.Key, r.Row)
+		cadence, origin := pol.Cadence(&pr)
+		if origin.Carried() {
+			res.Carried++
+		} else {
+			res.Resolved++
 		}
-		return nil
-	})
+		noteHead(r, pr, cadence)
+		if !enabled {
+			return
+		}
+		if len(r.Key) > int(keyCap) {
+			res.LongKeys++ // claimable only through the index scan; never truncated
+			return
+		}
+		lane := policy.LaneOf(&pr)
+		res.Backlog[lane]++
+		score := pol.Score(&pr, cadence, now)
+		if !sel.Admits(lane, score, r.DueAtMs) {
+			return
+		}
+		host, plan := plans.of(r.Key)
+		switch {
+		case plan.pausedUntil > now:
+			res.ExcludedHostPaused++
+			if res.HostResumeMs == 0 || plan.pausedUntil < res.HostResumeMs {
+				res.HostResumeMs = plan.pausedUntil
+			}
+			return
+		case plan.cap > 0 && plan.held >= plan.cap:
+			res.ExcludedHostCapped++
+			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, host: host})
+			return
+		}
+		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, host: host})
+		if kept {
+			plan.held++
+		}
+		if ok {
+			plans.release(evicted.host)
+		}
+	}
+	var stats store.PassStats
+	if cp, ok := s.classPass(pass, pol, enabled); ok {
+		res.Classes = true
+		var first store.DueRow
+		var ok bool
+		if first, ok, err = cp.ReadHead(); err == nil {
+			if ok { // the floor's head, read from the due index: the true first due row
+				hr := rows.Policy(first.Key, first.Row)
+				cadence, _ := pol.Cadence(&hr)
+				noteHead(&first, hr, cadence)
+			}
+			stats, err = readClasses(ctx, cp, pol.Boost(), now, maxRows, sel, consider)
+		}
+	} else {
+		err = pass.IterateDue(maxRows, chunkRows, func(due []store.DueRow) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for i := range due {
+				consider(&due[i])
+			}
+			return nil
+		})
+		stats = pass.Stats()
+	}
 	if err != nil {
 		return res, fmt.Errorf("sweep: iterate: %w", err)
 	}
-	stats := pass.Stats()
 	res.Rows, res.Capped = stats.Rows, stats.Capped && enabled
 	res.FloorMs, res.Advanced = pass.AdvanceFloor(q.ClaimFloor.Guard.Ms())
 	pass.Close() // the iterator and snapshot are released before anything below writes
@@ -395,7 +431,11 @@ func (s *Sweeper) record(res *Result, err error) {
 			}
 		}
 	}
-	if res.Capped {
+	switch {
+	case res.Capped && res.Classes:
+		s.opts.Log.Warn().Int("rows", res.Rows).
+			Msg("sweep stopped at sweep_cap: the class merge reads in rank order, so the rows left unranked are the lowest ranked; raise sweep_cap")
+	case res.Capped:
 		s.opts.Log.Warn().Int("rows", res.Rows).
 			Msg("sweep stopped at sweep_cap: the index is ascending, so the recently-due rows went unranked")
 	}

@@ -14,7 +14,7 @@ import (
 // socket (POST /internal/results with Content-Type ResultsContentType). It carries exactly
 // what the JSON form of a Result carries, without base64 for keys and bodies and without
 // reflection: worker 0 decodes every result any render worker produces, and JSON decoding was
-// a tenth of its CPU. Remote renderers keep the JSON form of POST /v1/results (README).
+// a tenth of its CPU. Remote renderers keep the JSON form of POST /v1/results (docs/API.md).
 //
 //	batch:
 //	+-------+---------+---------+--------+-----+--------+

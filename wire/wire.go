@@ -9,7 +9,7 @@
 // shapes and its own types (package api); nothing here decides anything about a row.
 //
 // Invariants:
-//   - A shape's JSON field names are the API's (README, docs/ARCHITECTURE.md): renaming a
+//   - A shape's JSON field names are the API's (docs/API.md, docs/ARCHITECTURE.md): renaming a
 //     field is a change of the API, not a refactoring.
 //   - Every decoder here bounds what it allocates before it allocates it: DecodeResults by
 //     MaxResults and MaxResultHeaders, DecodeTargetItems by MaxTargetItem per item. Bad input

@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -243,6 +246,137 @@ render:
 	for _, p := range profiles {
 		if strings.HasPrefix(filepath.Base(p), "freshq-chrome-"+strconv.Itoa(workerPID(seg, 1))+"-") {
 			t.Errorf("profile %s left after the stop", p)
+		}
+	}
+}
+
+// A single-page app as real sites serve one, rendered through the real supervisor by one render
+// worker with 4 tabs: its scripts cacheable (the long-lived browser takes them from its cache),
+// its document carrying only Last-Modified (which Chromium would keep by heuristic freshness),
+// its content fetched 300 ms after load. Every render stores the page with its content, none
+// times out; the re-render after the cadence, and the mobile render of the same URL, fetch the
+// document from the origin again, with the device's user agent; each script is fetched once.
+func TestEndToEndChromeCachedSPA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	needChromium(t)
+	const pages, scripts = 8, 6
+	var mu sync.Mutex
+	docUAs := map[string][]string{} // path → the User-Agent of each document request
+	hits := map[string]int{}
+	modified := time.Now().Add(-30 * 24 * time.Hour).UTC().Format(http.TimeFormat)
+	var libs strings.Builder
+	for i := range scripts {
+		fmt.Fprintf(&libs, `<script src="/c/app/lib%d.js"></script>`, i)
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/c/app/lib"):
+			w.Header().Set("Content-Type", "text/javascript")
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			fmt.Fprintf(w, "window.%s = 1;", strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/c/app/"), ".js"))
+		case r.URL.Path == "/c/app/api":
+			select { // the origin takes 300 ms to answer
+			case <-time.After(300 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+			w.Header().Set("Cache-Control", "no-store")
+			fmt.Fprint(w, "fetched content")
+		default:
+			mu.Lock()
+			docUAs[r.URL.Path] = append(docUAs[r.URL.Path], r.UserAgent())
+			version := len(docUAs[r.URL.Path])
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Last-Modified", modified)
+			fmt.Fprintf(w, `<!doctype html><html><head>%s</head><body><p id=v>version %d</p><div id=app>loading</div><script>
+addEventListener("load", () => fetch("/c/app/api").then(r => r.text()).then(t => { document.getElementById("app").textContent = t; }));
+</script></body></html>`, libs.String(), version)
+		}
+	}))
+	defer origin.Close()
+	dir := t.TempDir()
+	n := startNode(t, dir, 2, `queue: {ready: {sweep_interval: 1s}}
+render:
+  renderer: chrome
+  concurrency: 4
+  timeout: 30s
+  domains: ["127.0.0.1"]
+`, "") // a request left in flight holds its page until the timeout, however long
+	waitFor(t, "ready", 30*time.Second, n.ready)
+	type target struct{ url, device, ua string }
+	var targets []target
+	var items []map[string]string
+	for i := range pages {
+		targets = append(targets, target{fmt.Sprintf("%s/c/app/p%d", origin.URL, i), "desktop", config.UserAgentDefault})
+	}
+	targets = append(targets, target{origin.URL + "/c/app/p0", "mobile", config.MobileUserAgentDefault})
+	for _, tg := range targets {
+		items = append(items, map[string]string{"url": tg.url, "device": tg.device})
+	}
+	var up map[string]any
+	if code := n.post("/v1/targets", items, &up); code != http.StatusOK {
+		t.Fatalf("POST /v1/targets: %d %v", code, up)
+	}
+	explain := func(tg target) wire.Explanation {
+		var ex wire.Explanation
+		a := n.do("GET", "/v1/targets?url="+url.QueryEscape(tg.url)+"&device="+tg.device, "", nil)
+		_ = json.Unmarshal(a.body, &ex)
+		return ex
+	}
+	page := func(tg target) string {
+		a := n.do("GET", "/v1/pages?url="+url.QueryEscape(tg.url)+"&device="+tg.device, "", nil)
+		return string(a.body)
+	}
+	// rendered waits until every target has a render after since, and requires each to have
+	// stored the page with its content and the document's version.
+	rendered := func(round int, since time.Time) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("round %d of renders", round), 90*time.Second, func() bool {
+			for _, tg := range targets {
+				if ex := explain(tg); ex.LastRender == nil || ex.LastRender.At.Before(since) {
+					return false
+				}
+			}
+			return true
+		})
+		for _, tg := range targets {
+			ex := explain(tg)
+			body := page(tg)
+			if ex.LastRender.Status != 200 || ex.Failures != nil || !strings.Contains(body, `<div id="app">fetched content</div>`) {
+				t.Errorf("round %d, %s (%s): last render %+v, failures %+v, page %.200q", round, tg.url, tg.device, ex.LastRender, ex.Failures, body)
+			}
+		}
+	}
+	start := time.Now().Add(-time.Minute) // the node's clock may run ahead of the test's
+	rendered(1, start)
+	// The cadence (24h, the catalog route) passes: every target renders again.
+	n.advanceClock(25 * time.Hour)
+	rendered(2, start.Add(25*time.Hour))
+
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range pages {
+		path := fmt.Sprintf("/c/app/p%d", i)
+		want := []string{config.UserAgentDefault, config.UserAgentDefault}
+		if i == 0 {
+			want = append(want, config.MobileUserAgentDefault, config.MobileUserAgentDefault)
+		}
+		got := slices.Clone(docUAs[path])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the document was fetched by %q; want once per render, with the device's user agent: %q", path, got, want)
+		}
+	}
+	for i := range scripts {
+		if n := hits[fmt.Sprintf("/c/app/lib%d.js", i)]; n != 1 {
+			t.Errorf("lib%d.js fetched %d times by the one browser, want 1 (then from its cache)", i, n)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// The cluster (issue 16) end to end: three real freshq nodes on loopback, one PostgreSQL
+// The cluster end to end: three real freshq nodes on loopback, one PostgreSQL
 // database. Each test states what it proves and how it could fail; ownership is read from
 // freshq_shard_lease, grants from the grant log (e2e_cluster_grantlog_test.go), and the rows
 // below their shard's floor from the tables themselves, never from a node's own report alone.

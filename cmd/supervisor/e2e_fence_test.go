@@ -146,7 +146,7 @@ func TestEndToEndDuplicateResultIsFenced(t *testing.T) {
 	}
 }
 
-// The README's exec set-up serves pages: a command that prints HTML renders, and GET /v1/pages
+// The exec set-up of docs/RENDERING.md serves pages: a command that prints HTML renders, and GET /v1/pages
 // answers 200 with the page (a stored status 0 made it panic in WriteHeader).
 func TestEndToEndExecRendererServesPages(t *testing.T) {
 	if testing.Short() {

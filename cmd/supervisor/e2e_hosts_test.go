@@ -18,7 +18,7 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// Politeness end to end (issue 18): a local origin, the real supervisor and workers rendering
+// Politeness end to end: a local origin, the real supervisor and workers rendering
 // it with the http renderer. The origin records every request — when it arrived, what it
 // answered — and how many it served at once; the tests judge the node by what the origin saw.
 

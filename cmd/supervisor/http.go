@@ -341,7 +341,7 @@ func notify(state string) {
 	daemon.SdNotify(false, state)
 }
 
-// collector turns the segment's counters into the metrics README's Metrics table lists, at
+// collector turns the segment's counters into the metrics docs/METRICS.md lists, at
 // each scrape.
 type collector struct{ s *supervisor }
 

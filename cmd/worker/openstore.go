@@ -9,8 +9,10 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -43,6 +45,9 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 		GCInterval:           cfg.Store.GCInterval.D(),
 		Logger:               log,
 		RefuseImplausibleDue: true,
+		// The class index the sweep reads instead of the whole due set (package sweep); a
+		// reload that changes a row's class leaves the sweep on the full pass until restart.
+		Classifier: sweep.NewClassifier(policy.New(cfg)),
 	})
 }
 

@@ -39,6 +39,14 @@ type Env struct {
 // New builds an Env configured by yaml (on top of the defaults), with the clock at startMs.
 func New(t testing.TB, yaml string, startMs int64, segOpts shm.Options) *Env {
 	t.Helper()
+	return NewClassified(t, yaml, startMs, segOpts, nil)
+}
+
+// NewClassified is New with a store that keeps the class index of classify's classifier for
+// the configuration's policy, as worker 0's does (classify is sweep.NewClassifier, which this
+// package cannot import). A nil classify is New.
+func NewClassified(t testing.TB, yaml string, startMs int64, segOpts shm.Options, classify func(*policy.Policy) store.Classifier) *Env {
+	t.Helper()
 	cfg := parse(t, yaml)
 	dir := t.TempDir()
 	if segOpts.ReadyCapacity == 0 {
@@ -56,7 +64,11 @@ func New(t testing.TB, yaml string, startMs int64, segOpts shm.Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(dir, "db"), &store.Options{Floor: seg.Floor()})
+	opts := &store.Options{Floor: seg.Floor()}
+	if classify != nil {
+		opts.Classifier = classify(policy.New(cfg))
+	}
+	st, err := store.Open(filepath.Join(dir, "db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

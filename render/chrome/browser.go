@@ -94,6 +94,9 @@ type browser struct {
 	cancelAlloc context.CancelFunc
 	pgid        int
 	dir         string
+	proxyUser   string // its egress proxy credentials (egress.newCredentials)
+	proxyPass   string
+	revoke      func() // ends them, as it closes
 	started     time.Time
 	closeOnce   sync.Once
 
@@ -104,10 +107,10 @@ type browser struct {
 	idle     []*tabConn // open tabs no render uses (tabs.go)
 }
 
-// startBrowser starts Chromium as cfg says, its every request through the proxy at proxyAddr.
-// The caller closes the browser. Its profile directory is new, owned by the account the browser
-// runs as, and removed by close.
-func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*browser, error) {
+// startBrowser starts Chromium as cfg says, its every request through the proxy eg, with
+// credentials of its own there. The caller closes the browser. Its profile directory is new,
+// owned by the account the browser runs as, and removed by close.
+func startBrowser(ctx context.Context, cfg *config.Chrome, eg *egress) (*browser, error) {
 	cred, err := account(cfg.User)
 	if err != nil {
 		return nil, err
@@ -128,7 +131,7 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(cfg.Path),
 		chromedp.UserDataDir(dir),
-		chromedp.ProxyServer("http://" + proxyAddr),
+		chromedp.ProxyServer("http://" + eg.addr()),
 		// Chromium sends loopback directly unless told not to: then the proxy sees it too.
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		// chromedp adds --no-sandbox for root; the browser never runs as root here.
@@ -150,6 +153,8 @@ func startBrowser(ctx context.Context, cfg *config.Chrome, proxyAddr string) (*b
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancel := chromedp.NewContext(allocCtx)
 	b := &browser{ctx: bctx, cancel: cancel, cancelAlloc: cancelAlloc, dir: dir, started: time.Now()}
+	b.proxyUser, b.proxyPass = eg.newCredentials()
+	b.revoke = func() { eg.revoke(b.proxyUser) }
 	startErr := make(chan error, 1)
 	go func() { startErr <- chromedp.Do(bctx) }() // the first Do starts the browser
 	select {
@@ -218,6 +223,7 @@ func (b *browser) close() {
 		}
 		b.cancel()
 		b.cancelAlloc()
+		b.revoke()
 		killUsing(b.dir)
 		for i := 0; i < 50; i++ { // a helper may still write for a moment after the kill
 			if err := os.RemoveAll(b.dir); err == nil {

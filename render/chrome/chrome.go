@@ -92,7 +92,7 @@ func New(cfg config.Render, hooks Hooks) (*Renderer, error) {
 	r.egress = eg
 	ctx, cancel := context.WithTimeout(context.Background(), r.startLimit)
 	defer cancel()
-	b, err := startBrowser(ctx, &r.cfg.Chrome, eg.addr())
+	b, err := startBrowser(ctx, &r.cfg.Chrome, eg)
 	if err != nil {
 		eg.close()
 		return nil, err
@@ -181,7 +181,7 @@ func (r *Renderer) acquire(ctx context.Context) (*browser, error) {
 	}
 	if r.cur == nil {
 		sctx, cancel := context.WithTimeout(ctx, r.startLimit)
-		b, err := startBrowser(sctx, &r.cfg.Chrome, r.egress.addr())
+		b, err := startBrowser(sctx, &r.cfg.Chrome, r.egress)
 		cancel()
 		if err != nil {
 			return nil, err

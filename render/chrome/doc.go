@@ -18,10 +18,33 @@
 //     frames must be in render.domains, within render.max_redirects and not a loop; nothing but
 //     http and https is fetched (no file:, no chrome:); render.chrome.block_types and
 //     render.chrome.block are refused. Every refusal is counted (Hooks.Blocked).
-//   - Is ready when window.prerenderReady === true if the page defines it, else when no request
-//     has been in flight for render.chrome.idle after the load event (EventSource and WebSocket
-//     do not count); always within render.timeout. A page that is not ready in time is
-//     outcome.Timeout with no body: nothing of it is stored.
+//   - Fetches the document and every redirect of it from the origin, on every render and for
+//     every device (with that device's user agent): a document request is sent on with
+//     Cache-Control and Pragma no-cache and without conditional headers (tab.vet), so Chromium's
+//     HTTP cache neither answers it from a copy it kept (a page with only Last-Modified is kept
+//     by heuristic freshness; a permanent redirect is kept for good) nor revalidates one. A
+//     re-render must see the site as it is now. Sub-resources (scripts, styles) stay cached
+//     between renders: that is most of what a long-lived browser saves. Per request, in the
+//     Fetch domain where every request is already vetted, because the alternatives reach too
+//     far: Network.setCacheDisabled turns the cache off for every request of the tab, and
+//     clearing a cache entry clears the whole browser's cache.
+//   - Is ready when window.prerenderReady === true if the page defines it, whatever its network
+//     does; else when the network has been idle for render.chrome.idle after the load event.
+//     Idle: no request began or ended in that time, and every request still in flight has been
+//     so for longer than render.chrome.long_request (default 2 s). EventSource and WebSocket
+//     connections never hold a page; a long-poll, a hanging beacon or a stream over fetch is
+//     told from a page's own data fetch only by its age, and a page's data fetch answers well
+//     within 2 s (four times the default idle), while a long-poll is held for tens of seconds:
+//     such a page is ready about render.chrome.long_request after its long request began,
+//     rather than timing out. Puppeteer's networkidle2 (idle with at most 2 connections open)
+//     was not taken: it captures a page whose two slow data fetches have not answered yet, a
+//     page stored without its content, where this rule waits for them. A page that is not
+//     ready within render.timeout is outcome.Timeout with no body: nothing of it is stored.
+//   - Hears the tab's Network and Page events in one place, in the order the browser sent them
+//     (chromedp.Listen), and remembers the requests that ended: a request's end handled before
+//     its start (they arrive together on a cache hit) would otherwise look in flight forever,
+//     and the page would never be idle. The load event is that of the render's own document: a
+//     reused tab's about:blank may tell its load after the next render began, and does not count.
 //   - Captures the serialized DOM (with its doctype), <script> elements removed but JSON-LD
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
 //     meta tags' status, else the document's response status; noindex.
@@ -38,6 +61,10 @@
 //     render.domains lists them, on the address actually dialled. Chromium resolves no names
 //     itself behind a proxy, and loopback is not bypassed, so a page's scripts cannot reach the
 //     render host's network; WebRTC may not go around the proxy.
+//   - The proxy listens on loopback, where any local user could reach it: it serves only its own
+//     browsers. Each browser has credentials of its own there (a random name and secret, ended
+//     when it closes), which the proxy asks for (407) and the tab answers through the Fetch
+//     domain; a connection without them is refused before anything is dialled.
 //   - When the worker runs as root the browser runs as render.chrome.user (nobody) with
 //     Chromium's sandbox on; render.chrome.no_sandbox is for kernels that cannot give one.
 //     The browser gets a minimal environment (no FRESHQ_TOKEN) and a fresh profile directory,

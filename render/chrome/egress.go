@@ -2,11 +2,15 @@ package chrome
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +24,14 @@ import (
 // list is refused on the address actually dialled, after DNS, as the http renderer refuses it.
 // Chromium resolves no names itself when it uses a proxy, so DNS rebinding cannot pass either.
 //
+// The proxy listens on loopback, where any local user could connect to it: it serves only its
+// own browsers. Each browser gets credentials of its own (newCredentials: a random name and a
+// 260-bit random secret), which the proxy asks for (407, Proxy-Authenticate: Basic) and the browser
+// answers through the Fetch domain (tab.answerChallenge); a request or tunnel without them, or
+// with those of a browser that has closed, is refused before anything is dialled. They never
+// reach the origin (Proxy-Authorization is a hop-by-hop header, removed when forwarding) and
+// never leave the worker but to the browser, over its DevTools pipe.
+//
 // A refusal is a 403 carrying egressHeader, so that the renderer can tell the policy's refusal of
 // a document from a page's own 403; a dial that fails is a 502 with the same header. A CONNECT
 // that is refused fails the tunnel.
@@ -31,6 +43,9 @@ type egress struct {
 	onRefuse  func()   // a dial refused by the address policy
 	refusals  sync.Map // host:port → time.Time of its last refusal by the policy
 	wg        sync.WaitGroup
+
+	credMu sync.Mutex
+	creds  map[string]string // a live browser's proxy user name → its secret
 }
 
 // egressHeader marks a response the proxy made itself; its value is "policy" or "dial".
@@ -41,7 +56,7 @@ func startEgress(domains []string) (*egress, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &egress{ln: ln, transport: render.NewTransport(domains)}
+	e := &egress{ln: ln, transport: render.NewTransport(domains), creds: map[string]string{}}
 	e.transport.MaxIdleConnsPerHost = 16
 	e.proxy = &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL, pr.Out.Host = pr.In.URL, pr.In.Host },
@@ -64,6 +79,42 @@ func startEgress(domains []string) (*egress, error) {
 func (e *egress) refusedRecently(hostport string, since time.Time) bool {
 	v, ok := e.refusals.Load(hostport)
 	return ok && !v.(time.Time).Before(since)
+}
+
+// newCredentials makes the proxy credentials of a new browser and admits them until revoked.
+func (e *egress) newCredentials() (user, secret string) {
+	user, secret = "browser-"+rand.Text(), rand.Text()+rand.Text()
+	e.credMu.Lock()
+	e.creds[user] = secret
+	e.credMu.Unlock()
+	return user, secret
+}
+
+// revoke ends a browser's credentials (it closed).
+func (e *egress) revoke(user string) {
+	e.credMu.Lock()
+	delete(e.creds, user)
+	e.credMu.Unlock()
+}
+
+// admitted reports whether r carries the credentials of a live browser.
+func (e *egress) admitted(r *http.Request) bool {
+	scheme, encoded, ok := strings.Cut(r.Header.Get("Proxy-Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
+	if err != nil {
+		return false
+	}
+	user, secret, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return false
+	}
+	e.credMu.Lock()
+	want, known := e.creds[user]
+	e.credMu.Unlock()
+	return known && subtle.ConstantTimeCompare([]byte(secret), []byte(want)) == 1
 }
 
 // addr is the proxy's host:port, for --proxy-server.
@@ -89,6 +140,11 @@ func (e *egress) fail(w http.ResponseWriter, err error) {
 }
 
 func (e *egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !e.admitted(r) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="freshq egress"`)
+		http.Error(w, "freshq egress: proxy credentials required", http.StatusProxyAuthRequired)
+		return
+	}
 	switch {
 	case r.Method == http.MethodConnect:
 		e.tunnel(w, r)

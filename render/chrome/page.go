@@ -57,18 +57,19 @@ type tab struct {
 	crashed   chan struct{}
 	loaded    chan struct{}
 
-	mu           sync.Mutex
-	inflight     map[network.RequestID]bool
-	lastActivity time.Time
-	docStatus    int
-	docHeaders   network.Headers
-	docURL       string
-	docEgress    string // the proxy's egressHeader on the document's response
-	refusedDoc   string // a document (or redirect) URL refused by render.domains or its scheme
-	docHops      map[string]bool
-	loop         string // why the main document's redirects were stopped
-	blocked      int
-	timings      render.Timings
+	mu         sync.Mutex
+	net        *activity // the page's requests, for network idleness
+	committed  bool      // the main frame has committed this render's document
+	docStatus  int
+	docHeaders network.Headers
+	docURL     string
+	docEgress  string // the proxy's egressHeader on the document's response
+	refusedDoc string // a document (or redirect) URL refused by render.domains or its scheme
+	docHops    map[string]bool
+	loop       string // why the main document's redirects were stopped
+	blocked    int
+	proxyAuth  map[fetch.RequestID]bool // requests whose proxy challenge was answered once
+	timings    render.Timings
 }
 
 func (t *tab) since() time.Duration { return time.Since(t.start) }
@@ -77,7 +78,7 @@ func (t *tab) since() time.Duration { return time.Since(t.start) }
 // carries render.timeout.
 func (t *tab) render(ctx context.Context, res render.Result) render.Result {
 	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
-	t.inflight, t.docHops = map[network.RequestID]bool{}, map[string]bool{}
+	t.net, t.docHops, t.proxyAuth = newActivity(), map[string]bool{}, map[fetch.RequestID]bool{}
 	c, err := t.tabFor(ctx)
 	if err != nil {
 		return t.classifyErr(ctx, res, err)
@@ -125,20 +126,25 @@ func (t *tab) run(rctx context.Context, c *tabConn, res render.Result) (_ render
 	// A crashed tab answers no command: every call made from here ends with the crash.
 	ctx, endOnCrash := context.WithCancel(rctx)
 	defer endOnCrash()
-	evCtx, stopEvents := context.WithCancel(ctx)
+	// The listener's context is the tab's (chromedp's), ended with the render.
+	evCtx, stopEvents := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(ctx, stopEvents)
+	defer stop()
 	var events sync.WaitGroup
 	defer func() { stopEvents(); events.Wait() }()
 	listen := func(f func()) {
 		events.Add(1)
 		go func() { defer events.Done(); f() }()
 	}
-	// Subscribe before navigating, so that no event is missed.
+	// Subscribe before navigating, so that no event is missed. The Network and Page events are
+	// handled where chromedp reads them, one at a time in the order the browser sent them
+	// (onEvent): a request's end can never be handled before its start. Answering a paused
+	// request is a command, which cannot be sent from there: those events have a goroutine.
+	if err := chromedp.Listen(evCtx, t.onEvent); err != nil {
+		return t.finish(rctx, t.fail(rctx, res, render.StageBrowser, err)), false
+	}
 	paused := cdp.Events(evCtx, target, fetch.RequestPaused)
-	sent := cdp.Events(evCtx, target, network.RequestWillBeSent)
-	received := cdp.Events(evCtx, target, network.ResponseReceived)
-	finished := cdp.Events(evCtx, target, network.LoadingFinished)
-	failedEv := cdp.Events(evCtx, target, network.LoadingFailed)
-	loads := cdp.Events(evCtx, target, page.LoadEventFired)
+	challenges := cdp.Events(evCtx, target, fetch.AuthRequired)
 	crashes := cdp.Events(evCtx, target, inspector.TargetCrashed)
 	listen(func() {
 		for ev, err := range paused {
@@ -149,49 +155,11 @@ func (t *tab) run(rctx context.Context, c *tabConn, res render.Result) (_ render
 		}
 	})
 	listen(func() {
-		for ev, err := range sent {
+		for ev, err := range challenges {
 			if err != nil {
 				return
 			}
-			t.requestSent(&ev)
-		}
-	})
-	listen(func() {
-		for ev, err := range received {
-			if err != nil {
-				return
-			}
-			t.responseReceived(&ev)
-		}
-	})
-	listen(func() {
-		for ev, err := range finished {
-			if err != nil {
-				return
-			}
-			t.requestEnded(ev.RequestID)
-		}
-	})
-	listen(func() {
-		for ev, err := range failedEv {
-			if err != nil {
-				return
-			}
-			t.requestEnded(ev.RequestID)
-		}
-	})
-	listen(func() {
-		for _, err := range loads {
-			if err != nil {
-				return
-			}
-			t.mu.Lock()
-			if t.timings.Load == 0 {
-				t.timings.Load = t.since()
-				close(t.loaded)
-			}
-			t.mu.Unlock()
-			return
+			t.answerChallenge(evCtx, target, &ev)
 		}
 	})
 	listen(func() {
@@ -284,7 +252,11 @@ func (t *tab) emulate(ctx context.Context, c *tabConn) error {
 func (t *tab) vet(ctx context.Context, target *chromedp.Target, ev *fetch.EventRequestPaused) {
 	reason := t.refusal(ev)
 	if reason == "" {
-		_, _ = cdp.Call(ctx, target, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		p := fetch.ContinueRequestParams{RequestID: ev.RequestID}
+		if ev.ResourceType == network.ResourceTypeDocument {
+			p.Headers = fromOrigin(ev.Request.Headers)
+		}
+		_, _ = cdp.Call(ctx, target, fetch.ContinueRequest, p)
 		return
 	}
 	t.mu.Lock()
@@ -292,6 +264,46 @@ func (t *tab) vet(ctx context.Context, target *chromedp.Target, ev *fetch.EventR
 	t.mu.Unlock()
 	t.r.count(t.r.hooks.Blocked, reason)
 	_, _ = cdp.Call(ctx, target, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+}
+
+// fromOrigin are a document request's headers made to reach the origin: Cache-Control and
+// Pragma no-cache, which make Chromium's HTTP cache fetch the response anew rather than answer
+// from a stored copy (one kept by heuristic freshness, such as a document with only
+// Last-Modified, or a cached permanent redirect) or validate one; and no conditional headers,
+// so that the origin sends the whole document. Every hop of a redirect is paused here again,
+// so redirects come from the origin too. Only documents (the page, its redirects, its frames):
+// sub-resources stay cached between renders, which is most of what a long-lived browser saves.
+func fromOrigin(h network.Headers) []*fetch.HeaderEntry {
+	out := make([]*fetch.HeaderEntry, 0, len(h)+2)
+	for name, v := range h {
+		switch strings.ToLower(name) {
+		case "cache-control", "pragma", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range":
+			continue
+		}
+		if s, ok := v.(string); ok {
+			out = append(out, &fetch.HeaderEntry{Name: name, Value: s})
+		}
+	}
+	return append(out, &fetch.HeaderEntry{Name: "Cache-Control", Value: "no-cache"}, &fetch.HeaderEntry{Name: "Pragma", Value: "no-cache"})
+}
+
+// answerChallenge answers the egress proxy's challenge with the browser's own credentials
+// (egress.go), once per request: a second challenge of the same request means they were
+// refused, and it is cancelled rather than answered in a loop. A site's own challenge (HTTP
+// authentication) is cancelled: a prerender has no one to log in.
+func (t *tab) answerChallenge(ctx context.Context, target *chromedp.Target, ev *fetch.EventAuthRequired) {
+	answer := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+	if ev.AuthChallenge != nil && ev.AuthChallenge.Source == fetch.AuthChallengeSourceProxy {
+		t.mu.Lock()
+		first := !t.proxyAuth[ev.RequestID]
+		t.proxyAuth[ev.RequestID] = true
+		t.mu.Unlock()
+		if first {
+			answer = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
+				Username: t.b.proxyUser, Password: t.b.proxyPass}
+		}
+	}
+	_, _ = cdp.Call(ctx, target, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: answer})
 }
 
 func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
@@ -333,23 +345,41 @@ func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
 	return ""
 }
 
-// longLived are requests that never end by design: they do not keep a page from being idle.
-var longLived = map[network.ResourceType]bool{network.ResourceTypeEventSource: true, network.ResourceTypeWebSocket: true}
-
-func (t *tab) requestSent(ev *network.EventRequestWillBeSent) {
-	if longLived[ev.Type] {
-		return
+// onEvent handles the tab's Network and Page events, in the order the browser sent them, on
+// the goroutine that reads them: it must return at once and send no command.
+func (t *tab) onEvent(ev any) {
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		t.mu.Lock()
+		t.net.sent(ev.RequestID, ev.Type, time.Now())
+		t.mu.Unlock()
+	case *network.EventLoadingFinished:
+		t.requestEnded(ev.RequestID)
+	case *network.EventLoadingFailed:
+		t.requestEnded(ev.RequestID)
+	case *network.EventResponseReceived:
+		t.responseReceived(ev)
+	case *page.EventFrameNavigated:
+		if ev.Frame != nil && ev.Frame.ParentID == "" && ev.Frame.URL != "about:blank" {
+			t.mu.Lock()
+			t.committed = true
+			t.mu.Unlock()
+		}
+	case *page.EventLoadEventFired:
+		// A reused tab's about:blank (where the last render parked it) may tell its load late,
+		// after this render began: only the load of this render's document counts.
+		t.mu.Lock()
+		if t.committed && t.timings.Load == 0 {
+			t.timings.Load = t.since()
+			close(t.loaded)
+		}
+		t.mu.Unlock()
 	}
-	t.mu.Lock()
-	t.inflight[ev.RequestID] = true
-	t.lastActivity = time.Now()
-	t.mu.Unlock()
 }
 
 func (t *tab) requestEnded(id network.RequestID) {
 	t.mu.Lock()
-	delete(t.inflight, id)
-	t.lastActivity = time.Now()
+	t.net.end(id, time.Now())
 	t.mu.Unlock()
 }
 
@@ -379,7 +409,7 @@ func header(h network.Headers, name string) string {
 // render.chrome.idle without a request in flight after the load event. ok is false when the
 // render ended instead, with its result.
 func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res render.Result) (render.Result, bool) {
-	idle := t.r.cfg.Chrome.Idle.D()
+	idle, longRequest := t.r.cfg.Chrome.Idle.D(), t.r.cfg.Chrome.LongRequest.D()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	now := make(chan time.Time, 1)
@@ -406,7 +436,7 @@ func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res 
 			continue
 		}
 		t.mu.Lock()
-		quiet := len(t.inflight) == 0 && time.Since(t.lastActivity) >= idle && t.since()-t.timings.Load >= idle
+		quiet := t.net.quiet(time.Now(), idle, longRequest) && t.since()-t.timings.Load >= idle
 		t.mu.Unlock()
 		if quiet {
 			break

@@ -60,7 +60,10 @@ func openTab(ctx context.Context, b *browser) (*tabConn, error) {
 	for _, enable := range []func() error{
 		func() error { _, err := cdp.Call(ctx, c.target, inspector.Enable, cdp.Empty{}); return err },
 		func() error {
-			_, err := cdp.Call(ctx, c.target, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}})
+			// Challenges are paused too: the egress proxy asks for the browser's credentials.
+			handleAuth := true
+			_, err := cdp.Call(ctx, c.target, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &handleAuth,
+				Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}})
 			return err
 		},
 		func() error { _, err := cdp.Call(ctx, c.target, network.Enable, network.EnableParams{}); return err },

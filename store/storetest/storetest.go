@@ -78,6 +78,7 @@ var tests = []test{
 	{"AdvanceFloorCountsWriteInFlight", testAdvanceFloorCountsWriteInFlight},
 	{"HeadIsTheFloorWithoutItsGuard", testHeadIsTheFloorWithoutItsGuard},
 	{"FloorInterleaving", testFloorInterleaving},
+	{"ClassIndexReadsTheDueSet", testClassIndexReadsTheDueSet},
 	{"NaiveFloorStrands", testNaiveFloorStrands},
 	{"NaiveFloorStrandsRandomized", testNaiveFloorStrandsRandomized},
 	// Maintenance.

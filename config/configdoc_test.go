@@ -11,19 +11,19 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
-// README's Configuration table is the operator's list of keys and defaults: every key of Config
+// docs/CONFIGURATION.md's table is the operator's list of keys and defaults: every key of Config
 // has one row, every row is a key, and each row's default is what Default() yields for it. A
 // default changed in defaults.go, a key added to Config, or a row edited by hand without the
 // other fails here.
-func TestREADMEConfigurationTableIsDefault(t *testing.T) {
-	rows := readmeConfigRows(t)
+func TestConfigurationDocTableIsDefault(t *testing.T) {
+	rows := docConfigRows(t)
 	keys := map[string]reflect.Value{}
 	configKeys(reflect.ValueOf(Default()).Elem(), "", keys)
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		v := keys[key]
 		def, ok := rows[key]
 		if !ok {
-			t.Errorf("%s: no row in README's Configuration table", key)
+			t.Errorf("%s: no row in docs/CONFIGURATION.md's table", key)
 			continue
 		}
 		want := v.Interface()
@@ -35,16 +35,16 @@ func TestREADMEConfigurationTableIsDefault(t *testing.T) {
 		}
 		got, err := parseDefaultCell(def, v.Type())
 		if err != nil {
-			t.Errorf("%s: README's default %q: %v", key, def, err)
+			t.Errorf("%s: docs/CONFIGURATION.md's default %q: %v", key, def, err)
 			continue
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: README says %q (%v), Default() has %v", key, def, got, want)
+			t.Errorf("%s: docs/CONFIGURATION.md says %q (%v), Default() has %v", key, def, got, want)
 		}
 	}
 	for key := range rows {
 		if _, ok := keys[key]; !ok {
-			t.Errorf("README's Configuration table has %s, which is not a key of Config", key)
+			t.Errorf("docs/CONFIGURATION.md's table has %s, which is not a key of Config", key)
 		}
 	}
 }
@@ -68,19 +68,15 @@ func configKeys(v reflect.Value, prefix string, into map[string]reflect.Value) {
 	}
 }
 
-// readmeConfigRows maps each key of the table in README's Configuration section to its
+// docConfigRows maps each key of the table in docs/CONFIGURATION.md to its
 // default cell, without backticks.
-func readmeConfigRows(t *testing.T) map[string]string {
+func docConfigRows(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n## Configuration\n")
-	if !ok {
-		t.Fatal("README has no Configuration section")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := string(data)
 	rows := map[string]string{}
 	for line := range strings.Lines(section) {
 		cells := splitRow(line)
@@ -89,12 +85,12 @@ func readmeConfigRows(t *testing.T) map[string]string {
 		}
 		key, def := strings.Trim(cells[0], "`"), strings.Trim(cells[1], "`")
 		if _, dup := rows[key]; dup {
-			t.Errorf("README: %s has two rows", key)
+			t.Errorf("docs/CONFIGURATION.md: %s has two rows", key)
 		}
 		rows[key] = def
 	}
 	if len(rows) == 0 {
-		t.Fatal("README's Configuration section has no table")
+		t.Fatal("docs/CONFIGURATION.md has no table")
 	}
 	return rows
 }

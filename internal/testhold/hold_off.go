@@ -1,0 +1,6 @@
+//go:build !testclock
+
+package testhold
+
+// Hold does nothing: this is a production build.
+func Hold() {}

@@ -1,0 +1,419 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/policy"
+)
+
+// Scoring is what ranks the due rows of a scenario: production's score (relative lateness, or
+// the Mode's own order), or the freshness package's.
+type Scoring uint8
+
+const (
+	// ScoreProduction: policy.Score as configured (index order, ready).
+	ScoreProduction Scoring = iota
+	// ScoreFreshness: freshness.Score from what the run learned online, from its own renders
+	// (changed or not since the previous one) and the simulated requests through
+	// freshness.Counter.
+	ScoreFreshness
+	// ScoreOracle: lateness against the optimal interval, 1/fᵢ from freshness.Optimal on every
+	// page's true λᵢ and μᵢ under the run's render budget, within the same bounds.
+	ScoreOracle
+)
+
+// FreshOptions configure the freshness measurements of a run with ground truth.
+type FreshOptions struct {
+	Truth *Truth
+	// MinIntervalDivisor sets each route's floor (min_interval) to its interval ÷ this.
+	MinIntervalDivisor float64
+	// RequestTau is the request counters' time constant.
+	RequestTau time.Duration
+	// PriorWeight is the change-rate prior's weight in pseudo-renders; the prior's rate is the
+	// route's pooled estimate from every render of its pages so far.
+	PriorWeight float64
+}
+
+// FreshResult is what a run with ground truth measured in its window.
+type FreshResult struct {
+	// StaleShare is the share of requests served stale: Σ μᵢ·(time page i's rendered copy
+	// differed from the site) ÷ Σ μᵢ·window, over the pages that can render. The expectation
+	// over request arrivals, given the run's actual changes and renders.
+	StaleShare float64
+	// RouteMax and RouteP99 are, per route class, the largest and the 99th percentile time
+	// between two successful renders of a page, ÷ the route's interval, over the window.
+	RouteMax, RouteP99 []float64
+	// Ceiling is, per route class, the ceiling the scoring kept to (÷ the route's interval); nil
+	// for production's scoring.
+	Ceiling []float64
+	// EstimateError is, for ScoreFreshness, the median |ln(λ̂/λ)| at the window's end over the
+	// pages that change; NaN otherwise.
+	EstimateError float64
+}
+
+// truthRun is the ground-truth side of a run: the site's changes, what the renders caught of
+// them, the requests, and (for the freshness scorings) the state the scorer reads.
+type truthRun struct {
+	r  *run
+	t  *Truth
+	fo FreshOptions
+
+	scoring      Scoring
+	minMs, maxMs []int64 // per class: the bounds the freshness scorings keep to
+	intervalMs   []int64 // per class: the route's interval
+
+	lastRender []int64 // the last successful render; -1: never
+	nextChange []int64 // the first change after lastRender (or after the start)
+	changeN    []uint64
+
+	hist      []freshness.History
+	routeHist []freshness.History
+	counters  []freshness.Counter
+	optimal   []float64 // per page per hour (ScoreOracle)
+	tick      uint64
+
+	staleMuMs, muSum float64
+	gaps             [][]float64 // per class, in the window
+}
+
+func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
+	c := r.c
+	n := c.Len()
+	nc := len(c.Mix.Classes)
+	tr := &truthRun{r: r, t: fo.Truth, fo: fo, scoring: r.sc.Score,
+		minMs: make([]int64, nc), maxMs: make([]int64, nc), intervalMs: make([]int64, nc),
+		lastRender: slices.Clone(c.LastOKMs), nextChange: make([]int64, n), changeN: make([]uint64, n),
+		gaps: make([][]float64, nc), routeHist: make([]freshness.History, nc)}
+	if len(fo.Truth.Mu) != n {
+		return nil, fmt.Errorf("truth drawn for %d pages, corpus has %d", len(fo.Truth.Mu), n)
+	}
+	if tr.scoring != ScoreProduction && (r.sc.Ceiling == nil || len(*r.sc.Ceiling) != nc) {
+		return nil, fmt.Errorf("scenario %q: a freshness scoring needs a ceiling per route class", r.sc.Name)
+	}
+	for k, cl := range c.Mix.Classes {
+		tr.intervalMs[k] = cl.Route.Interval.Ms()
+		tr.minMs[k] = max(policy.MinCadence.Milliseconds(), int64(float64(tr.intervalMs[k])/max(fo.MinIntervalDivisor, 1)))
+		if tr.scoring != ScoreProduction {
+			tr.maxMs[k] = int64(float64(tr.intervalMs[k]) * max(1, (*r.sc.Ceiling)[k]))
+		}
+	}
+	for i := range n {
+		from := c.Start
+		if tr.lastRender[i] >= 0 {
+			from = tr.lastRender[i]
+		}
+		tr.nextChange[i] = tr.t.nextChange(i, from, 0)
+		tr.changeN[i] = 1
+		if c.Fate[i] == FateOK {
+			tr.muSum += tr.t.Mu[i]
+		}
+	}
+	switch tr.scoring {
+	case ScoreFreshness:
+		tr.hist = make([]freshness.History, n)
+		tr.counters = make([]freshness.Counter, n)
+		// A page's counter starts at its route's mean request rate: what a route-level counter
+		// would show, and all the run knows of a page before its own requests.
+		sum, cnt := make([]float64, nc), make([]float64, nc)
+		for i := range n {
+			sum[c.Class[i]] += tr.t.Mu[i]
+			cnt[c.Class[i]]++
+		}
+		for i := range n {
+			k := c.Class[i]
+			tr.counters[i] = freshness.NewCounter(c.Start, sum[k]/cnt[k], fo.RequestTau.Milliseconds())
+		}
+	case ScoreOracle:
+		pages := make([]freshness.Page, n)
+		for i := range n {
+			if c.Fate[i] != FateOK {
+				continue
+			}
+			k := c.Class[i]
+			pages[i] = freshness.Page{Lambda: tr.t.Lambda[i], Mu: tr.t.Mu[i],
+				MinPerHour: 3_600_000 / float64(tr.maxMs[k]), MaxPerHour: 3_600_000 / float64(tr.minMs[k])}
+		}
+		// The budget is the renders per hour that reach the corpus and succeed.
+		m := c.Mix.Render
+		budget := r.res.CapacityPerHour * (1 - m.Unscheduled) * (1 - m.Transient)
+		tr.optimal = freshness.Optimal(pages, budget).PerHour
+	}
+	return tr, nil
+}
+
+// score ranks a due row for the freshness scorings (policy.Scorer).
+func (tr *truthRun) score(row *policy.Row, _ int64, nowMs int64) float64 {
+	id, ok := tr.r.ds.ID(row.Key)
+	if !ok {
+		return 0
+	}
+	i := int(id)
+	k := tr.r.c.Class[i]
+	b := freshness.Bounds{MinIntervalMs: tr.minMs[k], MaxIntervalMs: tr.maxMs[k]}
+	if tr.lastRender[i] < 0 {
+		return freshness.Score(0, 0, b.MaxIntervalMs, b) // never rendered: as late as a row gets
+	}
+	since := nowMs - tr.lastRender[i]
+	if tr.scoring == ScoreOracle {
+		if since >= b.MaxIntervalMs || since < b.MinIntervalMs {
+			return freshness.Score(0, 0, since, b)
+		}
+		return float64(since) / 3_600_000 * tr.optimal[i]
+	}
+	lambda := tr.hist[i].Rate(tr.prior(k))
+	mu := tr.counters[i].PerHour(nowMs, tr.fo.RequestTau.Milliseconds())
+	return freshness.Score(lambda, mu, since, b)
+}
+
+// prior is route class k's change-rate prior: its pages' pooled estimate so far (1/interval
+// before any render), over pseudo-renders at its floor.
+func (tr *truthRun) prior(k uint8) freshness.Prior {
+	rate := tr.routeHist[k].Rate(freshness.Prior{})
+	if tr.routeHist[k].Changed+tr.routeHist[k].UnchangedHours == 0 {
+		rate = 3_600_000 / float64(tr.intervalMs[k])
+	}
+	return freshness.Prior{RatePerHour: rate, Weight: tr.fo.PriorWeight, IntervalMs: tr.minMs[k]}
+}
+
+// rendered records a completed attempt of page i at nowMs and returns the due time to file:
+// the policy's, or for the freshness scorings after a success, the floor from now (every row
+// past its floor is a candidate; the score decides).
+func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs int64) int64 {
+	if !success || tr.r.c.Fate[i] != FateOK {
+		return dueMs
+	}
+	k := tr.r.c.Class[i]
+	last, change := tr.lastRender[i], tr.nextChange[i]
+	ws, end := tr.r.windowStart, tr.r.end
+	staleFrom := change
+	if last < 0 {
+		staleFrom = math.MinInt64 // nothing was served fresh before the first render
+	}
+	if staleFrom < nowMs {
+		if a, b := max(staleFrom, ws), min(nowMs, end); b > a {
+			tr.staleMuMs += tr.t.Mu[i] * float64(b-a)
+		}
+	}
+	if last >= 0 {
+		if nowMs >= ws {
+			tr.gaps[k] = append(tr.gaps[k], float64(nowMs-last)/float64(tr.intervalMs[k]))
+		}
+		o := freshness.Observation{Changed: change <= nowMs, IntervalMs: nowMs - last}
+		tr.routeHist[k].Observe(o)
+		if tr.hist != nil {
+			tr.hist[i].Observe(o)
+		}
+	}
+	for tr.nextChange[i] <= nowMs {
+		tr.nextChange[i] = tr.t.nextChange(i, tr.nextChange[i], tr.changeN[i])
+		tr.changeN[i]++
+	}
+	tr.lastRender[i] = nowMs
+	if tr.scoring == ScoreProduction {
+		return dueMs
+	}
+	return nowMs + tr.minMs[k]
+}
+
+// sample counts the requests of the sample period that ends at nowMs into the counters.
+func (tr *truthRun) sample(nowMs int64) {
+	if tr.counters == nil {
+		return
+	}
+	h := tr.r.opts.SampleEvery.Hours()
+	tau := tr.fo.RequestTau.Milliseconds()
+	for i := range tr.counters {
+		if n := tr.t.requests(i, tr.tick, h); n > 0 {
+			tr.counters[i].Add(nowMs, n, tau)
+		}
+	}
+	tr.tick++
+}
+
+// finish closes the window: every page stale at its end counts to the end.
+func (tr *truthRun) finish() *FreshResult {
+	c := tr.r.c
+	ws, end := tr.r.windowStart, tr.r.end
+	for i := range c.Len() {
+		if c.Fate[i] != FateOK {
+			continue
+		}
+		from := tr.nextChange[i]
+		if tr.lastRender[i] < 0 {
+			from = ws
+		}
+		if a := max(from, ws); a < end {
+			tr.staleMuMs += tr.t.Mu[i] * float64(end-a)
+		}
+	}
+	fr := &FreshResult{EstimateError: math.NaN()}
+	if tr.muSum > 0 {
+		fr.StaleShare = tr.staleMuMs / (tr.muSum * float64(end-ws))
+	}
+	for k, g := range tr.gaps {
+		mx, p99 := 0.0, 0.0
+		if len(g) > 0 {
+			slices.Sort(g)
+			mx, p99 = g[len(g)-1], percentile(g, 0.99)
+		}
+		fr.RouteMax, fr.RouteP99 = append(fr.RouteMax, mx), append(fr.RouteP99, p99)
+		if tr.scoring != ScoreProduction {
+			fr.Ceiling = append(fr.Ceiling, float64(tr.maxMs[k])/float64(tr.intervalMs[k]))
+		}
+	}
+	if tr.hist != nil {
+		var errs []float64
+		for i := range c.Len() {
+			if l := tr.t.Lambda[i]; l > 0 && c.Fate[i] == FateOK {
+				est := tr.hist[i].Rate(tr.prior(c.Class[i]))
+				errs = append(errs, math.Abs(math.Log(max(est, 1e-9)/l)))
+			}
+		}
+		if len(errs) > 0 {
+			slices.Sort(errs)
+			fr.EstimateError = percentile(errs, 0.5)
+		}
+	}
+	return fr
+}
+
+// FreshRow is one line of the freshness comparison (make sim-freshness): a policy at a
+// capacity on a mix, what share of requests it served stale and how late it rendered.
+type FreshRow struct {
+	Mix        string  `json:"mix"`
+	Capacity   float64 `json:"capacity"`
+	Policy     string  `json:"policy"`
+	StaleShare float64 `json:"stale_request_share"`
+	// AgeOverCadence is the mean age at render ÷ TTL of the window's successful renders that
+	// did not follow a failure (Result.Clean).
+	AgeOverCadence float64 `json:"age_over_cadence"`
+	// Per route class, the largest and 99th-percentile time between two successful renders of
+	// a page ÷ the route's interval; and the ceiling the freshness scorings kept to.
+	RouteMax map[string]float64 `json:"route_max_interval_ratio"`
+	RouteP99 map[string]float64 `json:"route_p99_interval_ratio"`
+	Ceiling  map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
+	Renders  int                `json:"renders"`
+	Idle     int                `json:"idle_slots"`
+	// GrantsReady and GrantsIndex count the run's grants from the published set and from the
+	// index scan the claims fall back to (which takes rows in due order, whatever their score).
+	GrantsReady int `json:"grants_ready"`
+	GrantsIndex int `json:"grants_index"`
+	// EstimateError is, for freshness, the median |ln(λ̂/λ)| at the window's end.
+	EstimateError *float64 `json:"estimate_error,omitempty"`
+	Keys          int      `json:"keys"`
+	WarmupHours   float64  `json:"warmup_hours"`
+	WindowHours   float64  `json:"window_hours"`
+}
+
+// FreshPolicies are the freshness comparison's policies, in report order.
+var FreshPolicies = []string{"index", "ready", "freshness", "oracle"}
+
+// RunFreshness runs the freshness comparison on corpus c with truth: at each capacity, index
+// order and ready (production's lanes), then freshness and the oracle with each route's
+// ceiling set to the 99th percentile of the interval ready itself left between renders at that
+// capacity (at least the route's interval), so that neither may stretch a route beyond what
+// ready does.
+func RunFreshness(ctx context.Context, c *Corpus, o Options, fo FreshOptions, capacities []float64, parallel int) ([]FreshRow, error) {
+	o.Fresh = &fo
+	var rows []FreshRow
+	for _, capacity := range capacities {
+		base, err := RunAll(ctx, c, o, []Scenario{
+			{Name: "index", Mode: policy.ModeEDF, Capacity: capacity},
+			{Name: "ready", Mode: policy.ModeLanes, Capacity: capacity},
+		}, parallel)
+		if err != nil {
+			return nil, err
+		}
+		ceiling := make([]float64, len(c.Mix.Classes))
+		for k, v := range base[1].Fresh.RouteP99 {
+			ceiling[k] = max(1, v)
+		}
+		learned, err := RunAll(ctx, c, o, []Scenario{
+			{Name: "freshness", Mode: policy.ModeLanes, Capacity: capacity, Score: ScoreFreshness, Ceiling: &ceiling},
+			{Name: "oracle", Mode: policy.ModeLanes, Capacity: capacity, Score: ScoreOracle, Ceiling: &ceiling},
+		}, parallel)
+		if err != nil {
+			return nil, err
+		}
+		for _, res := range append(base, learned...) {
+			rows = append(rows, freshRow(c, o, fo, res))
+		}
+	}
+	return rows, nil
+}
+
+func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
+	f := res.Fresh
+	byClass := func(v []float64) map[string]float64 {
+		if v == nil {
+			return nil
+		}
+		m := make(map[string]float64, len(v))
+		for k, x := range v {
+			m[c.Mix.Classes[k].Name] = x
+		}
+		return m
+	}
+	row := FreshRow{Mix: fo.Truth.Mix.Name, Capacity: res.Scenario.Capacity, Policy: res.Scenario.Name,
+		StaleShare: f.StaleShare, AgeOverCadence: res.Clean.Value(), RouteMax: byClass(f.RouteMax),
+		RouteP99: byClass(f.RouteP99), Ceiling: byClass(f.Ceiling), Renders: res.Renders, Idle: res.Idle,
+		GrantsReady: res.GrantsReady, GrantsIndex: res.GrantsIndex,
+		Keys: c.Len(), WarmupHours: o.Warmup.Hours(), WindowHours: o.Window.Hours()}
+	if !math.IsNaN(f.EstimateError) {
+		e := f.EstimateError
+		row.EstimateError = &e
+	}
+	return row
+}
+
+// FreshTable renders rows as a markdown table: per mix and capacity, each policy's stale share,
+// its change against ready's, its distance from the oracle's, age ÷ cadence, and per route the
+// largest interval between renders ÷ the route's interval.
+func FreshTable(rows []FreshRow) string {
+	var b strings.Builder
+	var classes []string
+	for _, r := range rows {
+		for k := range r.RouteMax {
+			if !slices.Contains(classes, k) {
+				classes = append(classes, k)
+			}
+		}
+	}
+	slices.Sort(classes)
+	b.WriteString("| mix | capacity | policy | requests served stale | vs ready | vs oracle | age ÷ cadence |")
+	for _, k := range classes {
+		fmt.Fprintf(&b, " %s: max (p99) interval ÷ route's |", k)
+	}
+	b.WriteString("\n|---|---|---|---|---|---|---|")
+	b.WriteString(strings.Repeat("---|", len(classes)))
+	b.WriteString("\n")
+	find := func(mix string, capacity float64, policy string) *FreshRow {
+		for i := range rows {
+			if rows[i].Mix == mix && rows[i].Capacity == capacity && rows[i].Policy == policy {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	rel := func(v float64, ref *FreshRow) string {
+		if ref == nil || ref.StaleShare == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%+.1f %%", 100*(v/ref.StaleShare-1))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %g %% | %s | %.1f %% | %s | %s | %.2f× |", r.Mix, 100*r.Capacity, r.Policy, 100*r.StaleShare,
+			rel(r.StaleShare, find(r.Mix, r.Capacity, "ready")), rel(r.StaleShare, find(r.Mix, r.Capacity, "oracle")), r.AgeOverCadence)
+		for _, k := range classes {
+			fmt.Fprintf(&b, " %.2f× (%.2f×) |", r.RouteMax[k], r.RouteP99[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,211 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/policy"
+)
+
+// smallFresh runs the freshness comparison on a small corpus at one capacity.
+func smallFresh(t testing.TB, keys int, capacity float64, truth func(uint64) TruthMix) []FreshRow {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
+	opts := Options{Config: cfg, Warmup: 240 * time.Hour, Window: 96 * time.Hour, ClaimEvery: 5 * time.Second,
+		CoarseSweepEvery: 4 * time.Hour, Settle: 48 * time.Hour}
+	c, err := Generate(DefaultMix(), keys, 1, 1_800_000_000_000, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTruth(c, truth(101))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := RunFreshness(context.Background(), c, opts, FreshOptions{Truth: tr, MinIntervalDivisor: 16,
+		RequestTau: 72 * time.Hour, PriorWeight: 1}, []float64{capacity}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func BenchmarkFreshness(b *testing.B) {
+	for range b.N {
+		smallFresh(b, 2000, 0.5, StandardTruth)
+	}
+}
+
+// TestTruthChangeProcesses: a Poisson page changes at its rate, a bursty page only inside its
+// daily burst and at its burst rate there, a page that never changes never does; and the
+// sequence is a pure function of the page and the change number (every policy meets the same
+// changes).
+func TestTruthChangeProcesses(t *testing.T) {
+	cfg := config.Default()
+	c, err := Generate(DefaultMix(), 3000, 1, 1_800_000_000_000, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := StandardTruth(7)
+	tr, err := NewTruth(c, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var poisson, bursty, never int
+	const horizonMs = 400 * dayMs
+	for i := range c.Len() {
+		at, n := c.Start, 0
+		for k := uint64(0); ; k++ {
+			next := tr.nextChange(i, at, k)
+			if next <= at {
+				t.Fatalf("page %d: change %d at %d is not after %d", i, k, next, at)
+			}
+			if again := tr.nextChange(i, at, k); again != next {
+				t.Fatalf("page %d: change %d drawn twice gives %d and %d", i, k, next, again)
+			}
+			if next >= c.Start+horizonMs {
+				break
+			}
+			if b := tr.burstAtMs[i]; b >= 0 {
+				if into := ((next-b)%dayMs + dayMs) % dayMs; into > int64(m.BurstHours*3_600_000) {
+					t.Fatalf("bursty page %d changed %d ms into its day's burst of %gh", i, into, m.BurstHours)
+				}
+			}
+			at, n = next, n+1
+		}
+		switch want := tr.Lambda[i] * horizonMs / 3_600_000; {
+		case tr.Lambda[i] == 0:
+			never++
+			if n != 0 {
+				t.Fatalf("page %d never changes but changed %d times", i, n)
+			}
+		case want >= 400: // enough changes to check the rate within ±15 % (≈ 3σ)
+			if math.Abs(float64(n)/want-1) > 0.15 {
+				t.Errorf("page %d (rate %g/h, bursty %v): %d changes in 400 days, want about %.0f", i, tr.Lambda[i], tr.burstAtMs[i] >= 0, n, want)
+			}
+			if tr.burstAtMs[i] >= 0 {
+				bursty++
+			} else {
+				poisson++
+			}
+		}
+	}
+	if poisson < 20 || bursty < 20 || never < 20 {
+		t.Fatalf("checked %d Poisson, %d bursty and %d never-changing pages: too few to mean anything", poisson, bursty, never)
+	}
+	// Requests: the mean rate is the mix's, and popularity does not follow change.
+	sum, hot, hotChanging := 0.0, 0, 0
+	for i, mu := range tr.Mu {
+		sum += mu
+		if mu > m.RequestsPerPageHour*5 {
+			hot++
+			if tr.Lambda[i] > 0 {
+				hotChanging++
+			}
+		}
+	}
+	if got := sum / float64(c.Len()); math.Abs(got/m.RequestsPerPageHour-1) > 1e-9 {
+		t.Errorf("mean request rate %g, want %g", got, m.RequestsPerPageHour)
+	}
+	if share := float64(hotChanging) / float64(hot); hot < 30 || math.Abs(share-(1-m.Never)) > 0.2 {
+		t.Errorf("%d of the %d most requested pages change (%.2f), want about %.2f: popularity must be independent of change", hotChanging, hot, share, 1-m.Never)
+	}
+}
+
+// TestFreshnessComparisonSmall runs the comparison at 50 % on a small corpus: every share is a
+// share, the freshness policy learning online serves clearly fewer stale requests than ready,
+// and the oracle does at least as well as ready.
+func TestFreshnessComparisonSmall(t *testing.T) {
+	rows := smallFresh(t, 600, 0.5, StandardTruth)
+	got := map[string]FreshRow{}
+	for _, r := range rows {
+		if !(r.StaleShare >= 0 && r.StaleShare <= 1) {
+			t.Fatalf("%s: stale share %v", r.Policy, r.StaleShare)
+		}
+		got[r.Policy] = r
+		t.Logf("%-9s stale %.4f age÷cadence %.2f max %v ceiling %v grants ready %d index %d", r.Policy, r.StaleShare, r.AgeOverCadence, r.RouteMax, r.Ceiling, r.GrantsReady, r.GrantsIndex)
+	}
+	if len(got) != len(FreshPolicies) {
+		t.Fatalf("policies %v, want %v", rows, FreshPolicies)
+	}
+	ready, fresh, oracle := got["ready"].StaleShare, got["freshness"].StaleShare, got["oracle"].StaleShare
+	if fresh > 0.8*ready {
+		t.Errorf("freshness served %.4f of requests stale, ready %.4f: want at least 20 %% fewer", fresh, ready)
+	}
+	if oracle > ready {
+		t.Errorf("the oracle served %.4f stale, more than ready's %.4f", oracle, ready)
+	}
+	if got["freshness"].EstimateError == nil || got["ready"].EstimateError != nil {
+		t.Errorf("the estimate error is freshness's alone: %+v", got)
+	}
+}
+
+// TestStaleShareMatchesTheModel checks the stale-serve accounting against the model it
+// measures: every page a product page rendered on time every 48 h (ample capacity, ready),
+// Poisson changes only, so each page serves μᵢ·freshness.StaleShare(λᵢ, 1/48h) of its requests
+// stale in expectation, and the run's share must be that, weighted by μ, within the noise of
+// one window's changes.
+func TestStaleShareMatchesTheModel(t *testing.T) {
+	mix := DefaultMix()
+	for _, cl := range mix.Classes {
+		if cl.Name == "product" {
+			cl.Share, cl.Discovered, cl.Visit = 1, 0, 0
+			mix.Classes = []Class{cl}
+		}
+	}
+	mix.Render.Transient, mix.Render.Gone, mix.Render.Noindex = 0, 0, 0
+	mix.Sites = 4
+	cfg := config.Default()
+	cfg.Queue.Ready.SweepInterval = config.Duration(5 * time.Minute)
+	c, err := Generate(mix, 1500, 3, 1_800_000_000_000, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := StandardTruth(9)
+	m.Bursty = 0
+	tr, err := NewTruth(c, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Config: cfg, Warmup: 96 * time.Hour, Window: 192 * time.Hour, ClaimEvery: 5 * time.Second,
+		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}
+	res, err := Run(context.Background(), c, opts, Scenario{Name: "ready", Mode: policy.ModeLanes, Capacity: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	num, den := 0.0, 0.0
+	for i := range c.Len() {
+		num += tr.Mu[i] * freshness.StaleShare(tr.Lambda[i], 1.0/48)
+		den += tr.Mu[i]
+	}
+	want := num / den
+	t.Logf("stale share %.4f, model %.4f; interval ratio p99 %.3f max %.3f", res.Fresh.StaleShare, want, res.Fresh.RouteP99[0], res.Fresh.RouteMax[0])
+	if math.Abs(res.Fresh.StaleShare/want-1) > 0.08 {
+		t.Errorf("stale share %.4f, the model says %.4f", res.Fresh.StaleShare, want)
+	}
+}
+
+// TestFreshTable: the table states each policy's stale share against ready's and the oracle's
+// at the same mix and capacity.
+func TestFreshTable(t *testing.T) {
+	rows := []FreshRow{
+		{Mix: "m", Capacity: 0.5, Policy: "ready", StaleShare: 0.4, RouteMax: map[string]float64{"p": 2}, RouteP99: map[string]float64{"p": 1.5}},
+		{Mix: "m", Capacity: 0.5, Policy: "freshness", StaleShare: 0.2, RouteMax: map[string]float64{"p": 2.5}, RouteP99: map[string]float64{"p": 1.5}},
+		{Mix: "m", Capacity: 0.5, Policy: "oracle", StaleShare: 0.16, RouteMax: map[string]float64{"p": 2}, RouteP99: map[string]float64{"p": 1.5}},
+	}
+	got := FreshTable(rows)
+	for _, want := range []string{
+		"| m | 50 % | ready | 40.0 % | +0.0 % | +150.0 % |",
+		"| m | 50 % | freshness | 20.0 % | -50.0 % | +25.0 % |",
+		" 2.50× (1.50×) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
