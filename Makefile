@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-cluster sim golden lint run clean check-deploy
+.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-serve bench-cluster sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -60,6 +60,11 @@ bench:
 # throwaway PostgreSQL; prints one table (scripts/bench-queue.sh).
 bench-queue:
 	./scripts/bench-queue.sh
+
+# The crawler listener against nginx serving the same pages from files, one table
+# (scripts/bench-serve.sh; PAGES, PAGE_BYTES, SECONDS_EACH, CONNS size it).
+bench-serve: build
+	./scripts/bench-serve.sh
 
 # The queue with 1, 2 and 3 nodes on one throwaway PostgreSQL, side by side in one run; writes
 # the table of scripts/bench/by-hand/cluster.md (scripts/bench-cluster.sh).

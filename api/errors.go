@@ -25,13 +25,14 @@ import (
 //	  *readError, errEmptyBody
 //	*intake.FencedError (all fenced)        409     results[i].lease lease not held: ... (+ the ApplyStats)
 //	intake.ErrLeaseNotHeld                  409     lease            no longer held...
-//	intake.ErrNotFound                      404     what named it    ...
+//	intake.ErrNotFound, ErrHostNotAllowed   404     what named it    ...
 //	errNotClustered (/v1/cluster on Badger) 404     store.backend    not in a cluster
 //	intake.ErrTooMany                       429     the bound's      ...
 //	intake.ErrBadStoredPage                 502     -                ...
 //	intake.ErrRenderFailed (render on miss) 502     -                the render's outcome
 //	intake.ErrWaitTimeout (render on miss)  504     -                not rendered within ...
 //	intake.ErrOverloaded, ErrStopping       503     -                ... (Retry-After: 1)
+//	intake.ErrRateLimited                   503     -                ... (Retry-After: its own)
 //	intake.ErrStore, intake.ErrClosed       503     -                ... (worth retrying)
 //	*intake.FieldError, *wire.FieldError    400     its field        its message
 //	anything else                           500     -                the error
@@ -81,7 +82,7 @@ func status(err error) (code int, field, msg string) {
 		return http.StatusConflict, fenced.Field, msg
 	case errors.Is(err, intake.ErrLeaseNotHeld):
 		return http.StatusConflict, field, msg
-	case errors.Is(err, intake.ErrNotFound):
+	case errors.Is(err, intake.ErrNotFound), errors.Is(err, intake.ErrHostNotAllowed):
 		return http.StatusNotFound, field, msg
 	case errors.Is(err, errNotClustered):
 		return http.StatusNotFound, "store.backend", msg
@@ -91,7 +92,7 @@ func status(err error) (code int, field, msg string) {
 		return http.StatusBadGateway, field, msg
 	case errors.Is(err, intake.ErrWaitTimeout):
 		return http.StatusGatewayTimeout, field, msg
-	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping):
+	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping), errors.Is(err, intake.ErrRateLimited):
 		return http.StatusServiceUnavailable, field, msg
 	case errors.Is(err, intake.ErrStore), errors.Is(err, intake.ErrClosed):
 		return http.StatusServiceUnavailable, field, msg
@@ -111,6 +112,9 @@ func fail(w http.ResponseWriter, err error) {
 	}
 	if errors.Is(err, intake.ErrOverloaded) || errors.Is(err, intake.ErrStopping) {
 		w.Header().Set("Retry-After", "1") // a render on miss frees its slot within seconds
+	}
+	if rl := (*intake.RateLimitedError)(nil); errors.As(err, &rl) {
+		w.Header().Set("Retry-After", strconv.Itoa(rl.RetryAfterSec))
 	}
 	var fenced *intake.FencedError
 	if errors.As(err, &fenced) {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -12,12 +14,14 @@ import (
 // maxOperateRequest bounds a discover or prioritize request.
 const maxOperateRequest = 1 << 20
 
-// Operate serves the operator actions: POST /v1/discover, POST /v1/prioritize and
-// GET /v1/pages. It writes through Targets (its Writer and Locks).
+// Operate serves the operator actions: POST /v1/discover, POST /v1/prioritize, GET /v1/pages
+// (a read, never a write: a page on another site can make an operator's browser send a GET)
+// and POST /v1/pages (render on miss), and POST /recache (the hosted prerender service's
+// recache call). It writes through Targets (its Writer and Locks).
 type Operate struct {
 	Targets *Targets
 	Seg     *shm.Segment   // whose leases a rush or wait revokes; nil: none (tests of other things)
-	Misses  *intake.Misses // render on miss (GET /v1/pages?wait=); nil: a wait is refused
+	Misses  *intake.Misses // render on miss (POST /v1/pages?wait=); nil: a wait is refused
 }
 
 // Register adds the endpoints to mux.
@@ -25,6 +29,8 @@ func (o *Operate) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/discover", o.discover)
 	mux.HandleFunc("POST /v1/prioritize", o.prioritize)
 	mux.HandleFunc("GET /v1/pages", o.page)
+	mux.HandleFunc("POST /v1/pages", o.page)
+	mux.HandleFunc("POST /recache", o.recache)
 }
 
 // discover turns a crawler hit on an unknown page into a discovered target, due now
@@ -85,8 +91,9 @@ const PageCSP = "default-src 'none'; img-src * data:; style-src * 'unsafe-inline
 // pages are served). X-Freshq-Stale says whether it is past its cadence. Every page carries
 // X-Content-Type-Options: nosniff and PageCSP, set after the page's own headers so that none
 // of those can loosen them. The answer's status is the page's own, which Page has checked is
-// one HTTP can send. With ?wait= a missing page is rendered on miss and waited for
-// (servedPage); a client that gives up meanwhile gets no answer, and none is an error.
+// one HTTP can send. POST with ?wait= renders a missing page on miss and waits for it
+// (servedPage); a client that gives up meanwhile gets no answer, and none is an error. A GET
+// with ?wait= is refused: it would write.
 func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 	key, err := keyOf(r, o.Targets.Policy())
 	if err != nil {
@@ -110,4 +117,68 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Freshq-Stale", strconv.FormatBool(pg.Stale))
 	w.WriteHeader(int(pg.Status))
 	w.Write(pg.Body)
+}
+
+// maxRecacheURLs bounds the URLs of one POST /recache, as the hosted service's own call does.
+const maxRecacheURLs = 1000
+
+// recacheRequest is the hosted prerender service's recache call: one url or a list of urls.
+// prerenderToken is the hosted service's account token; here the admin listener's bearer token
+// authorizes the call, so it is accepted and not otherwise read.
+type recacheRequest struct {
+	PrerenderToken string   `json:"prerenderToken"`
+	URL            string   `json:"url"`
+	URLs           []string `json:"urls"`
+	Device         string   `json:"device"`
+}
+
+// recache rushes the targets a POST /recache names (intake.Targets.Prioritize, mode rush), so
+// that tooling written for the hosted service works unchanged. A URL that is not stored is
+// filed first, as discover does. It answers how many were rushed, or the first refusal
+// naming the field (urls[i]); nothing is rushed unless every URL is valid.
+func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
+	var req recacheRequest
+	if err := decodeJSON(w, r, &req, maxOperateRequest); err != nil {
+		fail(w, err)
+		return
+	}
+	urls, field := req.URLs, "urls"
+	switch {
+	case req.URL != "" && len(req.URLs) > 0:
+		fail(w, &intake.FieldError{Field: "url", Err: errors.New("give url or urls, not both")})
+		return
+	case req.URL != "":
+		urls, field = []string{req.URL}, "url"
+	case len(urls) == 0:
+		fail(w, &intake.FieldError{Field: "url", Err: errors.New("give url or urls")})
+		return
+	case len(urls) > maxRecacheURLs:
+		fail(w, &intake.FieldError{Field: "urls", Err: fmt.Errorf("%d urls, at most %d", len(urls), maxRecacheURLs)})
+		return
+	}
+	svc := o.intake()
+	keying := intake.KeyingOf(o.Targets.Policy())
+	for i, u := range urls {
+		if _, err := intake.Key(u, req.Device, keying); err != nil {
+			if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" && field == "urls" {
+				fe.Field = "urls[" + strconv.Itoa(i) + "]"
+			}
+			fail(w, err)
+			return
+		}
+	}
+	rushed := 0
+	for _, u := range urls {
+		if _, _, err := svc.Discover(u, req.Device); err != nil {
+			fail(w, err)
+			return
+		}
+		n, err := svc.Prioritize(wire.PrioritizeRequest{Mode: "rush", URL: u, Device: req.Device})
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		rushed += n
+	}
+	ok(w, map[string]any{"rushed": rushed})
 }

@@ -13,11 +13,15 @@ import (
 // accepted wait needs more than a few.
 const maxWaitParam = 32
 
+// errWaitIsAWrite is a GET /v1/pages with ?wait=: render on miss files and rushes a target, and
+// a GET never writes on the admin listener (any page an operator has open can send one).
+var errWaitIsAWrite = errors.New("render on miss writes: send it as POST /v1/pages?url=...&wait=... (a GET never writes)")
+
 // errNoMisses is a ?wait= sent to a server that has no render on miss (a handler built
 // without intake.Misses).
 var errNoMisses = errors.New("render on miss is not available on this server")
 
-// waitOf reads ?wait= of GET /v1/pages: absent, it is 0 (serve what is stored, as always);
+// waitOf reads ?wait= of POST /v1/pages: absent, it is 0 (serve what is stored, as always);
 // otherwise a Go duration (10s, 1m) that must be positive and at most page.max_wait, or a
 // *intake.FieldError naming "wait".
 func waitOf(r *http.Request, maxWait time.Duration) (time.Duration, error) {
@@ -44,9 +48,12 @@ func waitOf(r *http.Request, maxWait time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// servedPage is the page GET /v1/pages answers with: the stored one, or with ?wait= the one
-// rendered on miss for it (intake.Misses.Wait).
+// servedPage is the page GET and POST /v1/pages answer with: the stored one, or with POST and
+// ?wait= the one rendered on miss for it (intake.Misses.Wait).
 func (o *Operate) servedPage(r *http.Request, key []byte) (intake.ServedPage, error) {
+	if r.Method == http.MethodGet && r.URL.Query().Has("wait") {
+		return intake.ServedPage{}, &intake.FieldError{Field: "wait", Err: errWaitIsAWrite}
+	}
 	wait, err := waitOf(r, o.Targets.Policy().Config().Page.MaxWait.D())
 	if err != nil {
 		return intake.ServedPage{}, err

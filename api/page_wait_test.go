@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ type missAPI struct {
 }
 
 func newMissAPI(t *testing.T, yaml string) *missAPI {
-	e := qtest.New(t, yaml, start, shm.Options{})
+	e := qtest.New(t, "render: {domains: [shop.test]}\n"+yaml, start, shm.Options{})
 	n := &missAPI{Env: e, timeout: make(chan time.Time)}
 	locks := &intake.KeyLocks{}
 	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}
@@ -50,8 +51,18 @@ type pageAnswer struct {
 	body   string
 }
 
+// get asks for the page of query: a POST when it waits (render on miss writes), else a GET.
 func (n *missAPI) get(query string) pageAnswer {
-	resp, err := http.Get(n.srv.URL + "/v1/pages?" + query)
+	method := http.MethodGet
+	if strings.Contains(query, "wait=") {
+		method = http.MethodPost
+	}
+	return n.send(method, query)
+}
+
+func (n *missAPI) send(method, query string) pageAnswer {
+	req, _ := http.NewRequest(method, n.srv.URL+"/v1/pages?"+query, nil)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return pageAnswer{code: -1, body: err.Error()}
 	}
@@ -194,7 +205,7 @@ func TestPageWaitRefusalsAre503WithRetryAfter(t *testing.T) {
 // A server built without render on miss refuses a wait with a 400 naming it.
 func TestPageWaitWithoutMissesIsRefused(t *testing.T) {
 	n := newOpNode(t)
-	resp, err := http.Get(n.srv.URL + "/v1/pages?url=" + url.QueryEscape(waitURL) + "&wait=1s")
+	resp, err := http.Post(n.srv.URL+"/v1/pages?url="+url.QueryEscape(waitURL)+"&wait=1s", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +221,7 @@ func TestPageWaitWithoutMissesIsRefused(t *testing.T) {
 func TestPageWaitClientThatLeavesIsDropped(t *testing.T) {
 	n := newMissAPI(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.srv.URL+"/v1/pages?"+waitQuery+"&wait=10s", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.srv.URL+"/v1/pages?"+waitQuery+"&wait=10s", nil)
 	done := make(chan error, 1)
 	go func() {
 		resp, err := http.DefaultClient.Do(req)
@@ -234,4 +245,39 @@ func TestPageWaitClientThatLeavesIsDropped(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// A GET never writes on the admin listener: with ?wait= it is refused naming wait, and nothing
+// is filed; render on miss is a POST, and only for a host render.domains names.
+func TestPageWaitGETNeverWrites(t *testing.T) {
+	n := newMissAPI(t, "")
+	a := n.send(http.MethodGet, waitQuery+"&wait=10s")
+	if e := errorOf(t, a); a.code != 400 || e.Field != "wait" || !strings.Contains(e.Error, "POST /v1/pages") {
+		t.Fatalf("GET with wait: %d %+v", a.code, e)
+	}
+	other := "url=" + url.QueryEscape("https://evil.test/p/1") + "&wait=10s"
+	a = n.send(http.MethodPost, other)
+	if e := errorOf(t, a); a.code != 404 || e.Field != "url" || !strings.Contains(e.Error, "render.domains") {
+		t.Fatalf("another host: %d %+v", a.code, e)
+	}
+	if rows := n.AllRows(); len(rows) != 0 {
+		t.Fatalf("refused requests filed %d rows", len(rows))
+	}
+}
+
+// New targets from renders on miss are rate-limited per host (serve.miss_rate, miss_burst):
+// past the burst a 503 with Retry-After, nothing filed.
+func TestPageWaitNewTargetsAreRateLimited(t *testing.T) {
+	n := newMissAPI(t, "serve: {miss_rate: 0.5, miss_burst: 1}\n")
+	ch := n.getAsync(waitQuery + "&wait=10s")
+	n.until(t, 1)
+	a := n.get("url=" + url.QueryEscape("https://shop.test/p/second") + "&wait=10s")
+	if e := errorOf(t, a); a.code != 503 || a.header.Get("Retry-After") != "2" || !strings.Contains(e.Error, "serve.miss_rate") {
+		t.Fatalf("past the burst: %d %v %+v", a.code, a.header, e)
+	}
+	if rows := n.AllRows(); len(rows) != 1 {
+		t.Fatalf("%d rows, want the first only", len(rows))
+	}
+	close(n.timeout)
+	<-ch
 }

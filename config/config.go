@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"github.com/goccy/go-yaml/token"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -64,6 +65,28 @@ type Config struct {
 	HTTP       HTTP       `yaml:"http"`       // the public listener
 	Node       Node       `yaml:"node"`       // this node's identity in a cluster
 	Cluster    Cluster    `yaml:"cluster"`    // shard leases, with store.backend postgres
+	Serve      Serve      `yaml:"serve"`      // the crawler-facing listener
+}
+
+// Serve configures the crawler-facing listener: the prerender protocol (GET /{absolute URL},
+// GET /render/{url}, GET /render?url=) that prerender middlewares speak, served from the stored
+// pages by worker 0 (package serve).
+type Serve struct {
+	// Listen is the listener's address (":3000"); empty, the default, serves no crawler.
+	Listen string `yaml:"listen"`
+	// Tokens are the X-Prerender-Token values accepted there: read-only, never the admin token.
+	// Required when Listen is beyond loopback.
+	Tokens []string `yaml:"tokens"`
+	// Wait is how long a request for a missing page waits for its render on miss
+	// (ServeWaitDefault, at most MaxWaitMax).
+	Wait Duration `yaml:"wait"`
+	// MissRate is how many new targets a second misses may create per host
+	// (ServeMissRateDefault), with a burst of MissBurst (ServeMissBurstDefault); past it, 503.
+	MissRate  float64 `yaml:"miss_rate"`
+	MissBurst int     `yaml:"miss_burst"`
+	// MobileAgents are substrings of a User-Agent (case-insensitive) that make a request's
+	// device mobile; any other is desktop (ServeMobileAgentsDefault).
+	MobileAgents []string `yaml:"mobile_agents"`
 }
 
 // Node names this node among the nodes that share one PostgreSQL database.
@@ -281,6 +304,9 @@ type Route struct {
 	// TrailingSlash is keep (the default), add or strip: what the keys of the route's URLs do
 	// with a trailing "/" ("/" itself is never touched).
 	TrailingSlash string `yaml:"trailing_slash"`
+	// ServeStale, false, has the crawler listener treat a page past its cadence plus swr as
+	// missing (rendered on miss) instead of serving it marked stale; absent is true.
+	ServeStale *bool `yaml:"serve_stale"`
 }
 
 // Keys configures cache-key normalisation (cachekey.Rules), which every URL taken from outside
@@ -407,6 +433,9 @@ func (c *Config) defaulted() []defaultedKey {
 		{"http.bulk_timeout", &c.HTTP.BulkTimeout, false},
 		{"cluster.lease_ttl", &c.Cluster.LeaseTTL, false},
 		{"http.idle_timeout", &c.HTTP.IdleTimeout, false},
+		{"serve.wait", &c.Serve.Wait, false},
+		{"serve.miss_rate", &c.Serve.MissRate, false},
+		{"serve.miss_burst", &c.Serve.MissBurst, false},
 	}
 }
 
@@ -774,6 +803,7 @@ func (c *Config) Validate() error {
 		bad("supervisor.backoff_min", "must not exceed backoff_max")
 	}
 	c.HTTP.validate(bad)
+	c.Serve.validate(c, bad)
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -871,6 +901,56 @@ func (h *Hosts) validate(bad func(path, format string, args ...any)) {
 	}
 }
 
+// validate checks the crawler listener's keys: a listener beyond loopback needs a token, a
+// token is never the admin one, and a miss waits a bounded time.
+func (sv *Serve) validate(c *Config, bad func(path, format string, args ...any)) {
+	if sv.Listen != "" {
+		if _, port, err := net.SplitHostPort(sv.Listen); err != nil || port == "" {
+			bad("serve.listen", "must be an address such as :3000 or 127.0.0.1:3000, got %q", sv.Listen)
+		} else if len(sv.Tokens) == 0 && !LoopbackAddr(sv.Listen) {
+			bad("serve.tokens", "required when serve.listen (%s) is beyond loopback: a crawler's middleware sends one as X-Prerender-Token", sv.Listen)
+		}
+		if sv.Listen == c.Listen {
+			bad("serve.listen", "must differ from listen (%s): the crawler listener serves pages only", c.Listen)
+		}
+	}
+	for i, tok := range sv.Tokens {
+		switch {
+		case !validHeaderValue(tok) || strings.TrimSpace(tok) != tok:
+			bad(fmt.Sprintf("serve.tokens[%d]", i), "must be a single-line header value without surrounding blanks")
+		case c.Token != "" && tok == c.Token:
+			bad(fmt.Sprintf("serve.tokens[%d]", i), "must not be the admin token: the crawler listener's tokens are read-only")
+		}
+	}
+	if sv.Wait <= 0 || sv.Wait > MaxWaitMax {
+		bad("serve.wait", "must be a positive duration at most %s, got %s", MaxWaitMax, sv.Wait)
+	}
+	if !(sv.MissRate > 0 && sv.MissRate <= float64(ServeMissBurstMax)) {
+		bad("serve.miss_rate", "must be a positive number of new targets a second, at most %d, got %v", ServeMissBurstMax, sv.MissRate)
+	}
+	if sv.MissBurst < 1 || sv.MissBurst > ServeMissBurstMax {
+		bad("serve.miss_burst", "must be 1..%d, got %d", ServeMissBurstMax, sv.MissBurst)
+	}
+	for i, a := range sv.MobileAgents {
+		if strings.TrimSpace(a) == "" {
+			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must not be blank")
+		}
+	}
+}
+
+// LoopbackAddr reports whether the listen address addr is on loopback only.
+func LoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
 // validHostPort reports whether s is a host as a normalised URL spells it: a lower-case name or
 // IPv4 address, or a bracketed IPv6 address, optionally followed by :port (1..65535).
 func validHostPort(s string) bool {
@@ -931,6 +1011,7 @@ func CheckReload(running, next *Config, data []byte) error {
 	}{
 		{"workers", running.Workers, next.Workers},
 		{"listen", running.Listen, next.Listen},
+		{"serve.listen", running.Serve.Listen, next.Serve.Listen},
 		{"data_dir", running.DataDir, next.DataDir},
 		{"shm.path", running.SHM.Path, next.SHM.Path},
 		{"queue.max_leases", running.Queue.MaxLeases, next.Queue.MaxLeases},
@@ -990,6 +1071,9 @@ func Load(path string) (*Config, error) {
 	}
 	if tok := os.Getenv("FRESHQ_TOKEN"); tok != "" {
 		c.Token = tok // a secret is better kept out of a file that gets copied around
+		if slices.Contains(c.Serve.Tokens, tok) {
+			return nil, fmt.Errorf("%s: serve.tokens: must not hold the admin token (FRESHQ_TOKEN): the crawler listener's tokens are read-only: %w", path, ErrInvalid)
+		}
 	}
 	if dsn := os.Getenv(PostgresDSNEnv); dsn != "" {
 		c.Store.Postgres.DSN = dsn // likewise: a DSN may hold a password

@@ -298,7 +298,29 @@ func (c *Config) EnsureDefaults() *Config {
 	h.WriteTimeout = cmp.Or(h.WriteTimeout, WriteTimeoutDefault)
 	h.BulkTimeout = cmp.Or(h.BulkTimeout, BulkTimeoutDefault)
 	h.IdleTimeout = cmp.Or(h.IdleTimeout, IdleTimeoutDefault)
+
+	sv := &c.Serve
+	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
+	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
+	sv.MissBurst = cmp.Or(sv.MissBurst, ServeMissBurstDefault)
+	if sv.MobileAgents == nil {
+		sv.MobileAgents = ServeMobileAgentsDefault()
+	}
 	return c
 }
+
+// The crawler listener's defaults (serve.*). serve.wait is the prerender server's own page
+// timeout: a middleware gives up about then.
+const (
+	ServeWaitDefault      = Duration(20 * time.Second)
+	ServeMissRateDefault  = 1.0 // new targets a second per host
+	ServeMissBurstDefault = 20
+	ServeMissBurstMax     = 100_000
+)
+
+// ServeMobileAgentsDefault is serve.mobile_agents' default: what the smartphone crawlers'
+// User-Agents carry (Googlebot smartphone and Bingbot mobile say "Mobile", and "Android" or
+// "iPhone").
+func ServeMobileAgentsDefault() []string { return []string{"Mobile", "Android", "iPhone"} }
 
 func ptr[T any](v T) *T { return &v }

@@ -45,8 +45,9 @@ import (
 //     POST /v1/targets may instead report its items ({"errors": [...]}, each with an error),
 //     as docs/API.md documents. Exempt: the mux's own answers for a path or method nothing is
 //     registered for (404, 405, and its path-cleaning redirects), which are net/http's text;
+//   - GET /v1/pages changes nothing, whatever it asks and answers (?wait= included);
 //   - a 4xx from a write endpoint changed nothing: no schedule row, lease, or the seeded keys'
-//     targets and pages moved. GET /v1/pages with ?wait= counts as one (it files and rushes a
+//     targets and pages moved. POST /v1/pages with ?wait= is one (it files and rushes a
 //     missing page); its waits end at once here, as no render runs. POST /v1/targets is exempt when its answer says some items
 //     landed before the body broke (accepted > 0), as documented.
 //
@@ -96,13 +97,17 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("GET", "/v1/pages", "", "url=", "")
 	// Render on miss: a served page, a miss (rushed, then the wait ends at once: 504), and
 	// every bad wait (400 naming wait, nothing filed).
-	add("GET", "/v1/pages", "", "url=https://a.test/c/0&wait=10s", "")
-	add("GET", "/v1/pages", "", "url=https://a.test/w/new&wait=1s&device=mobile", "")
+	add("POST", "/v1/pages", "", "url=https://a.test/c/0&wait=10s", "")
+	add("POST", "/v1/pages", "", "url=https://a.test/w/new&wait=1s&device=mobile", "")
+	add("POST", "/v1/pages", "", "url=https://other.test/w/new&wait=1s", "")
+	add("GET", "/v1/pages", "", "url=https://a.test/w/get&wait=1s", "")
+	add("POST", "/recache", "application/json", "", `{"prerenderToken": "t", "urls": ["https://a.test/r/1", "ftp://x"]}`)
+	add("POST", "/recache", "application/json", "", `{"url": "https://a.test/r/2"}`)
 	for _, wait := range []string{"", "abc", "0s", "-1s", "31s", "1h", "1e309s", "9223372036854775807ns", "10", "1s&wait=2s", "%zz"} {
-		add("GET", "/v1/pages", "", "url=https://a.test/w/bad&wait="+wait, "")
+		add("POST", "/v1/pages", "", "url=https://a.test/w/bad&wait="+wait, "")
 	}
-	add("GET", "/v1/pages", "", "url=https://a.test/w/dev&device=watch&wait=1s", "")
-	add("GET", "/v1/pages", "", "url=javascript:alert(1)&wait=1s", "")
+	add("POST", "/v1/pages", "", "url=https://a.test/w/dev&device=watch&wait=1s", "")
+	add("POST", "/v1/pages", "", "url=javascript:alert(1)&wait=1s", "")
 	add("GET", "/v1/queue", "", "", "")
 	add("GET", "/v1/keys/check", "", "", "")
 	add("POST", "/v1/keys/migrate", "application/json", "", `{"limit": 2}`)
@@ -483,9 +488,10 @@ func (w *fuzzWorker0) check(t *testing.T, req *http.Request) {
 		return
 	}
 	write := pattern != "" && req.Method != http.MethodGet && req.Method != http.MethodHead
-	// A wait for a page files and rushes its target on a miss: a write, refused whole on a 4xx.
-	write = write || (pattern == "GET /v1/pages" && req.URL.Query().Has("wait"))
-	compare := write && w.runsFinished(t)
+	// A GET of a page never writes, whatever it asks (a render on miss is a POST) and whatever
+	// its answer: a page on another site can make an operator's browser send one.
+	readOnly := pattern == "GET /v1/pages"
+	compare := (write || readOnly) && w.runsFinished(t)
 	var before string
 	if compare {
 		before = w.fingerprint(t)
@@ -515,6 +521,11 @@ func (w *fuzzWorker0) check(t *testing.T, req *http.Request) {
 	}
 	if code >= 400 {
 		checkErrorBody(t, desc, rec)
+	}
+	if compare && readOnly {
+		if after := w.fingerprint(t); after != before {
+			t.Fatalf("%s answered %d and wrote: now %s, was %s", desc, code, after, before)
+		}
 	}
 	if compare && code >= 400 && code < 500 && !landedBeforeBreaking(pattern, rec) {
 		if after := w.fingerprint(t); after != before {

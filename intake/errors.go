@@ -2,6 +2,7 @@ package intake
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/freshq/freshq/wire"
@@ -47,6 +48,15 @@ var (
 	// ErrWaitTimeout is returned when the render a request waited for did not land within the
 	// wait it asked for. The render goes on; a later request may find its page.
 	ErrWaitTimeout = errors.New("intake: wait timed out")
+
+	// ErrHostNotAllowed is returned by a render on miss of a page whose host render.domains does
+	// not name (an empty list names none for render on miss): nothing was filed.
+	ErrHostNotAllowed = errors.New("intake: host not allowed")
+
+	// ErrRateLimited is returned by a render on miss that would create a target of a host past
+	// its rate of new targets (serve.miss_rate): nothing was filed; retry after RetryAfterSec
+	// (a *RateLimitedError says when).
+	ErrRateLimited = errors.New("intake: too many new pages of this host")
 
 	// ErrRenderFailed is returned when the render a request waited for landed without a page
 	// that may be served (a failed fetch, a timeout, a page refused): the answer says its outcome.
@@ -112,3 +122,15 @@ func (e *StoreError) Error() string {
 }
 func (e *StoreError) Unwrap() error        { return e.Err }
 func (e *StoreError) Is(target error) bool { return target == ErrStore }
+
+// RateLimitedError is ErrRateLimited for one host, with when a token is back.
+type RateLimitedError struct {
+	Host          string
+	RetryAfterSec int
+}
+
+func (e *RateLimitedError) Error() string {
+	return "too many new pages of " + e.Host + " requested at once (serve.miss_rate); retry in " + strconv.Itoa(e.RetryAfterSec) + "s"
+}
+
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }

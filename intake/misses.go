@@ -8,11 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
-// Misses renders a missing page once for every request that waits for it (GET /v1/pages with
-// ?wait=): render on miss, with one flight per key.
+// Misses renders a missing page once for every request that waits for it (the crawler
+// listener's miss, POST /v1/pages with ?wait=): render on miss, with one flight per key.
 //
 // The first request for a key that has no servable page registers a flight, files the target
 // if it is unknown (as Discover does) and rushes it, unless a render of the key is in flight
@@ -36,6 +39,11 @@ import (
 //     only if no render of the key is in flight, so a render still running is not doubled.
 //   - A result applied between a request's page read and its flight is not missed: the first
 //     request reads the page again once its flight is registered, before it rushes.
+//   - Only pages of the hosts render.domains names are rendered on miss (an empty list names
+//     none here, though the renderer reads it as any host), and a flight that would create a
+//     target takes a token of its host's rate of new targets (serve.miss_rate, serve.miss_burst)
+//     first: a flood of unknown URLs can neither fill the store nor the urgent lane. A refusal
+//     files nothing.
 type Misses struct {
 	Targets *Targets
 	// After is time.After; a test fires its own channel to end a wait without sleeping.
@@ -43,6 +51,8 @@ type Misses struct {
 	// Report, if set, is told the flights and the waiters after every change, under the lock
 	// (so in order); worker 0 publishes them as gauges. It must not block.
 	Report func(flights, waiters int)
+
+	newTargets HostRate // new targets per host
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -167,6 +177,19 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 	t := m.Targets
 	if pg, err := t.Page(key); !errors.Is(err, ErrNotFound) {
 		return pg, err
+	}
+	cfg := t.Policy().Config()
+	host := string(cachekey.Host(key))
+	if len(cfg.Render.Domains) == 0 || !render.Allowed(cfg.Render.Domains, host) {
+		return ServedPage{}, fieldErr("url", &kindError{kind: ErrHostNotAllowed, msg: fmt.Sprintf(
+			"no page stored, and %s is not a host render.domains names: only those are rendered on miss", host)})
+	}
+	if _, err := t.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+		if ok, after := m.newTargets.Take(host, t.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
+			return ServedPage{}, &RateLimitedError{Host: host, RetryAfterSec: after}
+		}
+	} else if err != nil {
+		return ServedPage{}, &StoreError{err}
 	}
 	if _, _, err := t.Discover(url, device); err != nil {
 		return ServedPage{}, err

@@ -28,7 +28,7 @@ const missURL = "https://shop.test/p/new"
 var missKey = []byte("desktop|" + missURL)
 
 func newMissNode(t *testing.T, yaml string) *missNode {
-	e := qtest.New(t, yaml, start, shm.Options{})
+	e := qtest.New(t, "render: {domains: [shop.test]}\n"+yaml, start, shm.Options{})
 	locks := &KeyLocks{}
 	n := &missNode{Env: e, timeout: make(chan time.Time)}
 	n.misses = &Misses{Targets: &Targets{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
@@ -265,5 +265,37 @@ func TestMissTimeoutServesAPageAppliedElsewhere(t *testing.T) {
 	close(n.timeout)
 	if a := <-answers; a.err != nil || string(a.page.Body) != "elsewhere" {
 		t.Fatalf("%q %v", a.page.Body, a.err)
+	}
+}
+
+// Render on miss files nothing for a host render.domains does not name, nor with an empty
+// list; past its host's rate of new targets it refuses with the seconds to wait, filing nothing.
+func TestMissOnlyForAllowedHostsWithinTheirRate(t *testing.T) {
+	n := newMissNode(t, "serve: {miss_rate: 0.5, miss_burst: 1}\n")
+	other := "https://evil.test/p/1"
+	if _, err := n.misses.Wait(context.Background(), []byte("desktop|"+other), other, "", time.Second); !errors.Is(err, ErrHostNotAllowed) {
+		t.Fatalf("another host: %v", err)
+	}
+	answers := n.wait(context.Background(), missURL, 1)
+	n.until(t, "started", func(f, w int) bool { return f == 1 && w == 1 })
+	second := "https://shop.test/p/second"
+	_, err := n.misses.Wait(context.Background(), []byte("desktop|"+second), second, "", time.Second)
+	var rl *RateLimitedError
+	if !errors.As(err, &rl) || !errors.Is(err, ErrRateLimited) || rl.RetryAfterSec != 2 || rl.Host != "shop.test" {
+		t.Fatalf("past the burst: %v", err)
+	}
+	if rows := n.AllRows(); len(rows) != 1 || string(rows[0].Key) != string(missKey) {
+		t.Fatalf("rows %v, want the first miss's only", rows)
+	}
+	close(n.timeout)
+	<-answers
+
+	empty := newMissNode(t, "")
+	empty.Reload("render: {domains: []}\n")
+	if _, err := empty.misses.Wait(context.Background(), missKey, missURL, "", time.Second); !errors.Is(err, ErrHostNotAllowed) {
+		t.Fatalf("empty render.domains: %v", err)
+	}
+	if rows := empty.AllRows(); len(rows) != 0 {
+		t.Fatalf("a refused miss filed %d rows", len(rows))
 	}
 }

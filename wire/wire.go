@@ -27,6 +27,9 @@ const (
 	PathClaim   = "/internal/claim"
 	PathResults = "/internal/results"
 	PathStatus  = "/internal/status"
+	// PathServeMetrics is worker 0's crawler-listener series (package serve), in the Prometheus
+	// text format; the supervisor's /metrics gathers them with its own.
+	PathServeMetrics = "/internal/serve/metrics"
 )
 
 // MaxResultsBody is the largest results request body worker 0 accepts, JSON or binary, on

@@ -39,7 +39,13 @@ func (c *child) start() {
 	// operator's file: a bad edit or a refused reload cannot reach a restarted worker.
 	args := []string{"-index", strconv.Itoa(c.index), "-config", c.s.workerConfig, "-data-dir", cfg.DataDir,
 		"-shm", cfg.SHM.Path, "-socket", c.s.socket, "-log-format", c.s.logFormat}
+	if c.index == 0 && c.s.serveFile != nil {
+		args = append(args, "-serve-fd", "3") // ExtraFiles[0] is the child's descriptor 3
+	}
 	cmd := exec.Command(c.s.bin, args...)
+	if c.index == 0 && c.s.serveFile != nil {
+		cmd.ExtraFiles = []*os.File{c.s.serveFile}
+	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// Workers die with the supervisor. Pdeathsig fires when the thread that forked exits, so the
 	// fork happens on a locked thread that this goroutine never releases while the child lives.

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// waitAnswer is one GET /v1/pages?wait= answer, with how long it took.
+// waitAnswer is one POST /v1/pages?wait= answer, with how long it took.
 type waitAnswer struct {
 	code       int
 	retryAfter string
@@ -22,10 +22,10 @@ type waitAnswer struct {
 	took       time.Duration
 }
 
-// getWaiting sends GET /v1/pages?url=u&wait=wait to the node.
+// getWaiting sends POST /v1/pages?url=u&wait=wait to the node (render on miss writes: a POST).
 func (n *node) getWaiting(client *http.Client, u, wait string) waitAnswer {
 	start := time.Now()
-	resp, err := client.Get("http://" + n.addr + "/v1/pages?url=" + url.QueryEscape(u) + "&wait=" + wait)
+	resp, err := client.Post("http://"+n.addr+"/v1/pages?url="+url.QueryEscape(u)+"&wait="+wait, "", nil)
 	if err != nil {
 		return waitAnswer{code: -1, body: err.Error(), took: time.Since(start)}
 	}

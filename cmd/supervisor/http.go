@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,6 +19,9 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/config"
@@ -56,7 +60,7 @@ func (s *supervisor) handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&collector{s: s})
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, s.serveGatherer()}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"ok": true})
@@ -489,12 +493,46 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectHosts(now.UnixMilli(), sum, counter, gauge)
 }
 
-// Render on miss (GET /v1/pages?wait=), from worker 0's block.
+// Render on miss (POST /v1/pages?wait=, the crawler listener's misses), from worker 0's block.
 var (
 	descMissFlights  = prometheus.NewDesc("freshq_render_on_miss_flights", "Renders on miss in flight: one per page that requests wait for.", nil, nil)
 	descMissWaiters  = prometheus.NewDesc("freshq_render_on_miss_waiters", "Requests waiting for a render on miss (at most page.max_waiters).", nil, nil)
 	missDescriptions = []*prometheus.Desc{descMissFlights, descMissWaiters}
 )
+
+// serveGatherer gathers worker 0's crawler-listener series (package serve) at a scrape, over
+// the control socket. A worker 0 that does not answer leaves them out of that scrape (a
+// missing series is honest, a stale one is not); they restart from zero with worker 0, as
+// counters may.
+func (s *supervisor) serveGatherer() prometheus.Gatherer {
+	client := &http.Client{Timeout: capacityScrapeTimeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", s.socket)
+		},
+		MaxIdleConnsPerHost: 1,
+	}}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		resp, err := client.Get("http://worker0" + wire.PathServeMetrics)
+		if err != nil {
+			return nil, nil
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, nil
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 4<<20))
+		if err != nil {
+			return nil, fmt.Errorf("worker 0's serve metrics: %w", err)
+		}
+		out := make([]*dto.MetricFamily, 0, len(fams))
+		for _, f := range fams {
+			out = append(out, f)
+		}
+		return out, nil
+	})
+}
 
 // clusterScrapeTimeout bounds the read of worker 0's cluster view at a scrape: a database that
 // does not answer leaves the shard series out of this scrape, not /metrics hanging.
@@ -564,7 +602,7 @@ func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...str
 	gauge(descCapacity, v.Capacity.PerSecond)
 }
 
-// pageWaits gives a request that waits for a render on miss (GET /v1/pages?wait=) the time
+// pageWaits gives a request that waits for a render on miss (POST /v1/pages?wait=) the time
 // it may wait: its connection's read and write deadlines move to http.read_timeout and
 // http.write_timeout, whichever is longer, plus page.max_wait from now (worker 0 refuses a
 // longer wait). And it ends the wait when the pool stops (waitStop): the render workers stop
@@ -572,7 +610,7 @@ func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...str
 // handler instead of holding the listener's shutdown up until its wait runs out.
 func (s *supervisor) pageWaits(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/v1/pages" || !r.URL.Query().Has("wait") {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/pages" || !r.URL.Query().Has("wait") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -256,6 +256,7 @@ type supervisor struct {
 	closing      atomic.Bool // worker 0 was told to stop: it is not restarted either
 	waits        waitStop    // closed when the stop begins: requests waiting for a render on miss end
 	fatal        chan error  // a restart storm
+	serveFile    *os.File    // the crawler listener's socket (serve.listen), handed to worker 0; nil: off
 }
 
 // run starts everything and blocks until a signal or a restart storm ends it.
@@ -267,6 +268,22 @@ func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-cha
 	if err != nil {
 		s.log.Error().Err(err).Str("listen", cfg.Listen).Msg("listen")
 		return 1
+	}
+	// The crawler listener is bound here, once, and served by worker 0 (package serve): the
+	// socket outlives a restart of worker 0, whose connections wait in the accept queue.
+	if cfg.Serve.Listen != "" {
+		sln, err := net.Listen("tcp", cfg.Serve.Listen)
+		if err != nil {
+			s.log.Error().Err(err).Str("serve.listen", cfg.Serve.Listen).Msg("listen")
+			return 1
+		}
+		s.serveFile, err = sln.(*net.TCPListener).File()
+		sln.Close() // the file holds the socket
+		if err != nil {
+			s.log.Error().Err(err).Msg("serve.listen")
+			return 1
+		}
+		s.log.Info().Str("serve", sln.Addr().String()).Msg("crawler listener bound; worker 0 serves it")
 	}
 	srv, ln := s.publicServer(ln) // timeouts and http.max_conns (http.go)
 	go func() {

@@ -57,7 +57,7 @@ func TestPageWaitOutlastsTheConnectionTimeouts(t *testing.T) {
 	s := &supervisor{socket: slowWorker0(t, 3*bound, nil)}
 	s.cfg.Store(cfg)
 	base := publicListener(t, s)
-	resp, err := http.Get(base + "/v1/pages?url=https://a.test/&wait=2s")
+	resp, err := http.Post(base+"/v1/pages?url=https://a.test/&wait=2s", "", nil)
 	if err != nil {
 		t.Fatalf("a wait past write_timeout was cut: %v", err)
 	}
@@ -82,7 +82,7 @@ func TestPageWaitEndsAtTheStop(t *testing.T) {
 	base := publicListener(t, s)
 	answer := make(chan *http.Response, 1)
 	go func() {
-		resp, err := http.Get(base + "/v1/pages?url=https://a.test/&wait=30s")
+		resp, err := http.Post(base+"/v1/pages?url=https://a.test/&wait=30s", "", nil)
 		if err != nil {
 			t.Error(err)
 		}

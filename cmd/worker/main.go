@@ -45,6 +45,7 @@ type env struct {
 	dataDir    string // override of data_dir; "" = the file's
 	shmPath    string // override of shm.path; "" = the file's
 	socketPath string
+	serveFD    int // the crawler listener's socket, inherited from the supervisor; 0: none
 	log        zerolog.Logger
 	pol        atomic.Pointer[policy.Policy]
 	seg        *shm.Segment
@@ -69,6 +70,7 @@ func run(args []string, term, hup <-chan os.Signal) int {
 	fs.StringVar(&e.dataDir, "data-dir", "", "override data_dir")
 	fs.StringVar(&e.shmPath, "shm", "", "override shm.path")
 	fs.StringVar(&e.socketPath, "socket", "", "worker 0's control socket (default: <data_dir>/worker0.sock)")
+	fs.IntVar(&e.serveFD, "serve-fd", 0, "worker 0: the crawler listener's socket (serve.listen), inherited from the supervisor")
 	logFormat := fs.String("log-format", "json", "json or console")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/api"
@@ -69,6 +71,7 @@ type worker0 struct {
 	status   *sweepCounts
 	capacity *capacity.Service // nil until built
 	misses   *intake.Misses    // render on miss; stopped before the socket drains
+	crawlers *crawlerListener  // serve.listen; nil when off
 }
 
 // sweepCounts are the sweeps counted for the control socket's status.
@@ -184,6 +187,18 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Keys{Targets: targets, Seg: e.seg, Deleter: writer}).Register(mux)
 	(&api.Explain{Store: cst, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
 
+	// The crawler listener: worker 0 serves pages itself, one store read from the request, on
+	// the socket the supervisor listens on (so it outlives a restart of worker 0).
+	serveReg := prometheus.NewRegistry()
+	mux.Handle("GET "+wire.PathServeMetrics, promhttp.HandlerFor(serveReg, promhttp.HandlerOpts{}))
+	if e.serveFD > 0 {
+		w.crawlers = &crawlerListener{e: e, reg: serveReg,
+			targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}, misses: w.misses}
+		if err := w.crawlers.Start(ctx); err != nil {
+			return wrap("crawler listener", err)
+		}
+	}
+
 	ln, err := listenUnix(e.socketPath)
 	if err != nil {
 		return wrap("control socket", err)
@@ -219,6 +234,9 @@ func (w *worker0) Stop() {
 	closeStore := true // false when a writer may still run: see workerStop
 	if w.misses != nil {
 		w.misses.Stop() // its waiters are answered 503 now, not at the end of the drain
+	}
+	if w.crawlers != nil {
+		w.crawlers.Stop() // before the store closes: it reads pages
 	}
 	if w.srv != nil {
 		stop := &workerStop{srv: w.srv, inflight: w.inflight, sitemaps: w.sitemaps, log: w.e.log, after: time.After,

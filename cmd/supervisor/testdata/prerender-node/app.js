@@ -1,0 +1,24 @@
+// An Express site behind the unmodified prerender-node middleware, pointed at freshq's crawler
+// listener. FRESHQ_SERVE is the listener's URL, FRESHQ_SERVE_TOKEN the token the middleware
+// sends, PORT the site's port. GET /__hits?path=P says how often the site itself served P.
+const express = require('express');
+const prerender = require('prerender-node');
+
+const hits = {};
+const app = express();
+app.get('/__hits', (req, res) => res.json({ hits: hits[req.query.path] || 0 }));
+app.use(prerender.set('prerenderServiceUrl', process.env.FRESHQ_SERVE).set('prerenderToken', process.env.FRESHQ_SERVE_TOKEN));
+app.use((req, res) => {
+  hits[req.path] = (hits[req.path] || 0) + 1;
+  res.type('html');
+  if (req.path === '/gone') {
+    return res.send('<!doctype html><meta name="prerender-status-code" content="404"><p>gone</p>');
+  }
+  if (req.path === '/moved') {
+    return res.send('<!doctype html><meta name="prerender-status-code" content="301">' +
+      '<meta name="prerender-header" content="Location: https://elsewhere.example/new"><p>moved</p>');
+  }
+  res.send('<!doctype html><title>' + req.path + '</title><p>site page ' + req.path + ' for ' + (req.get('user-agent') || '') + '</p>');
+});
+const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => console.log('listening'));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
+
+	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/serve"
+)
+
+// crawlerListener is worker 0's crawler listener (serve.listen) as a service: package serve's
+// handler on the socket the supervisor listens on and hands down as -serve-fd. Worker 0 serves
+// it itself because Badger is open here alone: a hit is two reads of the store from the
+// request, with no proxy hop and no queue behind worker 0's writes (reads are snapshots).
+type crawlerListener struct {
+	e       *env
+	reg     *prometheus.Registry
+	targets *intake.Targets
+	misses  *intake.Misses
+
+	h   *serve.Handler
+	srv *http.Server
+}
+
+// demandHalfLife and demandKeys bound the crawler request counts worker 0 keeps (serve.Demand).
+const (
+	demandHalfLife = time.Hour
+	demandKeys     = 1 << 20
+)
+
+// Start serves the inherited socket until Stop.
+func (c *crawlerListener) Start(ctx context.Context) error {
+	f := os.NewFile(uintptr(c.e.serveFD), "serve.listen")
+	ln, err := net.FileListener(f)
+	f.Close() // FileListener holds its own copy
+	if err != nil {
+		return err
+	}
+	cfg := c.e.pol.Load().Config()
+	c.h = &serve.Handler{Targets: c.targets, Misses: c.misses, Policy: c.e.pol.Load, Now: nowMs, Log: c.e.log,
+		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxKeys: demandKeys},
+		AdminToken: cfg.Token}
+	c.h.Start(ctx)
+	h := cfg.HTTP
+	c.srv = &http.Server{
+		Handler:           c.h,
+		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
+		ReadTimeout:       h.ReadTimeout.D(),
+		// A miss is answered within serve.wait: the answer may take that long to start.
+		WriteTimeout:   max(h.WriteTimeout.D(), cfg.Serve.Wait.D()+h.WriteTimeout.D()),
+		IdleTimeout:    h.IdleTimeout.D(),
+		MaxHeaderBytes: 64 << 10,
+	}
+	lim := netutil.LimitListener(ln, h.MaxConns)
+	go func() {
+		if err := c.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.e.log.Error().Err(err).Msg("crawler listener stopped")
+		}
+	}()
+	c.e.log.Info().Str("serve", ln.Addr().String()).Msg("crawler listener serving")
+	return nil
+}
+
+// Stop stops serving: requests in flight get a few seconds (their waits for a render on miss
+// were ended by the Misses' stop), then their connections are closed.
+func (c *crawlerListener) Stop() {
+	if c.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.srv.Shutdown(ctx); err != nil {
+		c.srv.Close()
+	}
+	c.h.Stop()
+}

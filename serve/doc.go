@@ -1,0 +1,19 @@
+// Package serve is the crawler listener (serve.listen): the prerender protocol that every
+// prerender middleware speaks (prerender-node, the nginx and Apache recipes, Cloudflare
+// workers), GET or HEAD of /{absolute URL}, /render/{url} and /render?url=, answered from the
+// stored pages. Worker 0 serves it itself, on a socket the supervisor listens on and hands it,
+// so that a page is one store read away and no proxy hop (docs/ARCHITECTURE.md, Serving).
+//
+// Invariants:
+//   - Pages only. Nothing else of the API is reachable here, and the only state a request
+//     changes is bounded: a render on miss (one flight per key, intake.Misses, for hosts
+//     render.domains names, new targets at most serve.miss_rate a second per host) and the
+//     rush of an expired page's row (queued, one per key at a time, at most serve.miss_rate a
+//     second per host). A hit never waits on a write: the rush is done off the request.
+//   - Every refusal (method, token, URL, device, host, rate) is a JSON error naming the field
+//     and writes nothing.
+//   - The URL goes through the same keying as every other entry point (intake.Key), so a page
+//     a crawler asks for is the page a sitemap filed.
+//   - A stale page is served, marked (X-Freshq-Cache: stale, X-Freshq-Stale: true), never
+//     refused, unless its route says serve_stale: false.
+package serve

@@ -1,0 +1,446 @@
+package serve
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/wire"
+)
+
+// Headers of the protocol.
+const (
+	HeaderToken  = "X-Prerender-Token" // the middleware's token, checked against serve.tokens
+	HeaderDevice = "X-Freshq-Device"   // an explicit device, instead of the User-Agent's
+	HeaderCache  = "X-Freshq-Cache"    // hit | stale | miss: what the request got
+	HeaderStale  = "X-Freshq-Stale"    // true when the page is past its cadence
+)
+
+// rushQueue bounds the expired pages' rows waiting to be moved up; past it a rush is dropped
+// (counted): the row is due already and the sweep finds it anyway, only later.
+const rushQueue = 256
+
+// gzipMin is the smallest body worth compressing.
+const gzipMin = 1024
+
+// Handler serves the crawler listener. Its fields are set before the first request:
+// Targets reads pages and moves rows up, Misses renders on miss, Policy and Now are worker 0's.
+// Start runs the goroutine that moves expired pages' rows up; Stop ends it.
+type Handler struct {
+	Targets *intake.Targets
+	Misses  *intake.Misses
+	Policy  func() *policy.Policy
+	Now     func() int64
+	Log     zerolog.Logger
+	Metrics *Metrics // nil: not counted
+	Demand  *Demand  // nil: not counted
+	// AdminToken is the admin listener's token in force (FRESHQ_TOKEN included), refused here
+	// even if serve.tokens were edited to hold it.
+	AdminToken string
+	// Rushed, if set, is told of every expired page's row the mover handled, after the fact
+	// (a test waits on it instead of on time).
+	Rushed func(key []byte, rushed bool, err error)
+
+	rushes  intake.HostRate // expired pages' rows moved up, per host
+	keying  atomic.Pointer[keying]
+	queue   chan []byte
+	pending sync.Map // keys queued or being rushed: one rush at a time per key
+	once    sync.Once
+	done    chan struct{}
+}
+
+// keying is what a request's key is built from under one policy: built once per policy (a
+// reload makes a new one), not per request.
+type keying struct {
+	pol     *policy.Policy
+	keying  intake.Keying
+	devices map[string]bool
+}
+
+func (h *Handler) keyingOf(pol *policy.Policy) *keying {
+	if k := h.keying.Load(); k != nil && k.pol == pol {
+		return k
+	}
+	k := &keying{pol: pol, keying: intake.KeyingOf(pol), devices: pol.Config().Render.DeviceNames()}
+	h.keying.Store(k)
+	return k
+}
+
+func (h *Handler) init() {
+	h.once.Do(func() {
+		h.queue = make(chan []byte, rushQueue)
+		h.done = make(chan struct{})
+	})
+}
+
+// Start moves the rows of expired pages up, one at a time, until ctx ends or Stop.
+func (h *Handler) Start(ctx context.Context) {
+	h.init()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.done:
+				return
+			case key := <-h.queue:
+				rushed, err := h.Targets.RushStale(key)
+				h.pending.Delete(string(key))
+				switch {
+				case err != nil:
+					h.Metrics.rush("failed")
+					h.Log.Warn().Err(err).Str("key", string(key)).Msg("moving an expired page's row up")
+				case rushed:
+					h.Metrics.rush("rushed")
+				default:
+					h.Metrics.rush("already")
+				}
+				if h.Rushed != nil {
+					h.Rushed(key, rushed, err)
+				}
+			}
+		}
+	}()
+}
+
+// Stop ends Start's goroutine. Safe twice.
+func (h *Handler) Stop() {
+	h.init()
+	select {
+	case <-h.done:
+	default:
+		close(h.done)
+	}
+}
+
+// answer is what a request ended with, for the metrics.
+type answer struct {
+	result string
+	code   int
+}
+
+// ServeHTTP answers one crawler request: GET or HEAD of /{url}, /render/{url} or
+// /render?url=. In order: the method, the token, the URL, the device, the key, the host; then
+// the stored page (hit or stale) or a render on miss.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.init()
+	start := time.Now()
+	a := h.serve(w, r)
+	h.Metrics.observe(a.result, a.code, time.Since(start).Seconds())
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
+	pol := h.Policy()
+	cfg := pol.Config()
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		return refuse(w, http.StatusMethodNotAllowed, "", "the crawler listener serves pages only: GET or HEAD /{absolute URL}")
+	}
+	if code, msg := h.authorize(r, cfg); code != 0 {
+		return refuse(w, code, HeaderToken, msg)
+	}
+	target, err := TargetURL(r.RequestURI)
+	if err != nil {
+		return refuse(w, http.StatusBadRequest, "url", err.Error())
+	}
+	kg := h.keyingOf(pol)
+	device, field, err := deviceOf(r, cfg, kg.devices)
+	if err != nil {
+		return refuse(w, http.StatusBadRequest, field, err.Error())
+	}
+	key, err := intake.Key(target, device, kg.keying)
+	if err != nil {
+		return refuse(w, http.StatusBadRequest, fieldOf(err, "url"), err.Error())
+	}
+	host := string(cachekey.Host(key))
+	domains := cfg.Render.Domains
+	if len(domains) > 0 && !render.Allowed(domains, host) {
+		return refuse(w, http.StatusNotFound, "url", "host "+host+" is not one render.domains allows")
+	}
+	if h.Demand != nil {
+		h.Demand.Note(key, h.Now())
+	}
+	pg, err := h.Targets.Stored(key)
+	switch {
+	case err == nil && (!pg.Expired || pg.ServeStale):
+		if pg.Expired && !pg.Urgent {
+			h.moveUp(key, host, cfg)
+		}
+		result := ResultHit
+		if pg.Stale {
+			result = ResultStale
+		}
+		return answer{result, writePage(w, r, pg.ServedPage, result)}
+	case err == nil, errors.Is(err, intake.ErrNotFound):
+		return h.miss(w, r, key, target, device, host, cfg)
+	default:
+		return h.fail(w, ResultError, err)
+	}
+}
+
+// miss renders key on miss and serves the page, within serve.wait. Only for a host
+// render.domains names (an empty list renders nothing on miss here), and a new target only
+// within its host's serve.miss_rate (both checked again by intake.Misses, the one place that
+// creates targets on miss, for every listener). A target whose last render ended with a client error
+// (a page that declares 404) is answered that status without rendering again within its cadence.
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *config.Config) answer {
+	if len(cfg.Render.Domains) == 0 {
+		return refuse(w, http.StatusNotFound, "url", "no page stored, and render on miss needs render.domains to name the host ("+host+")")
+	}
+	known, lastStatus, lastAt, err := h.Targets.Known(key)
+	if err != nil {
+		return h.fail(w, ResultMiss, err)
+	}
+	now := h.Now()
+	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.Targets.CadenceOf(key) {
+		return h.declared(w, lastStatus)
+	}
+	pg, err := h.Misses.Wait(r.Context(), key, target, device, cfg.Serve.Wait.D())
+	if err != nil && r.Context().Err() != nil {
+		return answer{ResultMiss, 499} // the client is gone: nobody reads an answer
+	}
+	if errors.Is(err, intake.ErrRenderFailed) {
+		if _, st, _, kerr := h.Targets.Known(key); kerr == nil && st >= 400 && st <= 499 {
+			return h.declared(w, st)
+		}
+	}
+	if err != nil {
+		return h.fail(w, ResultMiss, err)
+	}
+	return answer{ResultMiss, writePage(w, r, pg, ResultMiss)}
+}
+
+// declared answers a page whose render ended with a client error (404, 410) with that status.
+func (h *Handler) declared(w http.ResponseWriter, status int) answer {
+	w.Header().Set(HeaderCache, ResultHit)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write([]byte("<!doctype html><title>" + strconv.Itoa(status) + "</title><h1>" + http.StatusText(status) + "</h1>\n"))
+	return answer{ResultHit, status}
+}
+
+// moveUp queues key's row to be moved up, unless it is queued already, the queue is full or
+// its host is over its rate.
+func (h *Handler) moveUp(key []byte, host string, cfg *config.Config) {
+	if _, queued := h.pending.LoadOrStore(string(key), true); queued {
+		return
+	}
+	if ok, _ := h.rushes.Take(host, h.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
+		h.pending.Delete(string(key))
+		h.Metrics.rush("over_rate")
+		return
+	}
+	select {
+	case h.queue <- bytes.Clone(key):
+	default:
+		h.pending.Delete(string(key))
+		h.Metrics.rush("queue_full")
+	}
+}
+
+// authorize checks X-Prerender-Token against serve.tokens: 0 when it passes, else the status and
+// why. With no tokens configured (a loopback listener: the configuration requires tokens beyond
+// it) only a loopback peer passes.
+func (h *Handler) authorize(r *http.Request, cfg *config.Config) (int, string) {
+	got := r.Header.Get(HeaderToken)
+	if len(cfg.Serve.Tokens) == 0 {
+		if !loopbackPeer(r.RemoteAddr) {
+			return http.StatusUnauthorized, "serve.tokens is empty: only loopback clients are served"
+		}
+		return 0, ""
+	}
+	if got == "" {
+		return http.StatusUnauthorized, "missing X-Prerender-Token (one of serve.tokens)"
+	}
+	if h.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) == 1 {
+		return http.StatusForbidden, "the admin token is not accepted on the crawler listener; use one of serve.tokens"
+	}
+	for _, tok := range cfg.Serve.Tokens {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			return 0, ""
+		}
+	}
+	return http.StatusForbidden, "wrong X-Prerender-Token"
+}
+
+func loopbackPeer(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// deviceOf is the request's device: X-Freshq-Device when given (a device the configuration
+// knows), else mobile when the User-Agent carries one of serve.mobile_agents and mobile is a
+// device, else desktop. On a refusal it names the header.
+func deviceOf(r *http.Request, cfg *config.Config, names map[string]bool) (device, field string, err error) {
+	if d := r.Header.Get(HeaderDevice); d != "" {
+		if !names[d] {
+			return "", HeaderDevice, errors.New("unknown device " + strconv.Quote(d))
+		}
+		return d, "", nil
+	}
+	ua := strings.ToLower(r.UserAgent())
+	for _, p := range cfg.Serve.MobileAgents {
+		if strings.Contains(ua, strings.ToLower(p)) && names["mobile"] {
+			return "mobile", "", nil
+		}
+	}
+	return config.DefaultDevice, "", nil
+}
+
+// fieldOf is the field an intake error names, or def.
+func fieldOf(err error, def string) string {
+	var fe *intake.FieldError
+	if errors.As(err, &fe) && fe.Field != "" {
+		return fe.Field
+	}
+	return def
+}
+
+// fail answers an error of a page read or a render on miss.
+func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
+	var limited *intake.RateLimitedError
+	switch {
+	case errors.Is(err, intake.ErrNotFound), errors.Is(err, intake.ErrHostNotAllowed):
+		return answer{result, writeError(w, http.StatusNotFound, fieldOf(err, "url"), err.Error())}
+	case errors.As(err, &limited):
+		w.Header().Set("Retry-After", strconv.Itoa(limited.RetryAfterSec))
+		return answer{result, writeError(w, http.StatusServiceUnavailable, "url", err.Error())}
+	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping),
+		errors.Is(err, intake.ErrWaitTimeout), errors.Is(err, intake.ErrStore):
+		// A crawler takes a 503 with Retry-After as "come back", and keeps the page it has.
+		w.Header().Set("Retry-After", "5")
+		return answer{result, writeError(w, http.StatusServiceUnavailable, "", err.Error())}
+	case errors.Is(err, intake.ErrRenderFailed), errors.Is(err, intake.ErrBadStoredPage):
+		return answer{result, writeError(w, http.StatusBadGateway, "", err.Error())}
+	}
+	var fe *intake.FieldError
+	if errors.As(err, &fe) {
+		return answer{result, writeError(w, http.StatusBadRequest, fe.Field, err.Error())}
+	}
+	h.Log.Error().Err(err).Msg("serving a page")
+	return answer{result, writeError(w, http.StatusInternalServerError, "", err.Error())}
+}
+
+func refuse(w http.ResponseWriter, code int, field, msg string) answer {
+	return answer{ResultError, writeError(w, code, field, msg)}
+}
+
+func writeError(w http.ResponseWriter, code int, field, msg string) int {
+	wire.WriteError(w, code, field, msg)
+	return code
+}
+
+// dropped are the stored headers a page is not served with: the body is served as stored
+// (compressed here or not at all), and its validators are freshq's own.
+var dropped = map[string]bool{"content-length": true, "content-encoding": true, "transfer-encoding": true,
+	"connection": true, "etag": true, "last-modified": true, "age": true}
+
+// writePage answers the page as the site would serve it: its status, its declared headers
+// (Location on a 3xx), Content-Type, and freshq's Age, Last-Modified, ETag (304 when
+// If-None-Match holds it), gzip when accepted, and what the request got (X-Freshq-Cache,
+// X-Freshq-Stale). No CSP or sandbox: that belongs to the admin listener, where an operator's
+// browser opens pages. It returns the status sent.
+func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, result string) int {
+	hd := w.Header()
+	for _, x := range pg.Headers {
+		if !dropped[strings.ToLower(x.Name)] {
+			hd.Set(x.Name, x.Value)
+		}
+	}
+	if hd.Get("Content-Type") == "" {
+		hd.Set("Content-Type", "text/html; charset=utf-8")
+	}
+	etag := etagOf(pg.Body)
+	hd.Set("ETag", etag)
+	hd.Set("Last-Modified", time.UnixMilli(pg.RenderedAtMs).UTC().Format(http.TimeFormat))
+	hd.Set("Age", strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10))
+	hd.Set(HeaderCache, result)
+	hd.Set(HeaderStale, strconv.FormatBool(pg.Stale))
+	hd.Add("Vary", "Accept-Encoding")
+	status := int(pg.Status)
+	if status == http.StatusOK && etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return http.StatusNotModified
+	}
+	if len(pg.Body) >= gzipMin && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		hd.Set("Content-Encoding", "gzip")
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			gz := gzipPool.Get().(*gzip.Writer)
+			gz.Reset(w)
+			gz.Write(pg.Body)
+			gz.Close()
+			gzipPool.Put(gz)
+		}
+		return status
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(pg.Body)))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(pg.Body)
+	}
+	return status
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return gz
+}}
+
+// etagOf is a strong validator of the body as stored.
+func etagOf(body []byte) string {
+	var b [8]byte
+	h := xxhash.Sum64(body)
+	for i := range b {
+		b[i] = byte(h >> (56 - 8*i))
+	}
+	return `"` + hex.EncodeToString(b[:]) + `"`
+}
+
+// etagMatch reports whether an If-None-Match value holds etag (or is *); a weak form of it
+// matches too, as the weak comparison If-None-Match uses allows.
+func etagMatch(header, etag string) bool {
+	for v := range strings.SplitSeq(header, ",") {
+		v = strings.TrimSpace(v)
+		if v == "*" || strings.TrimPrefix(v, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGzip reports whether an Accept-Encoding value accepts gzip (not with q=0).
+func acceptsGzip(header string) bool {
+	for v := range strings.SplitSeq(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(v), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(name) != "*" {
+			continue
+		}
+		q := strings.ReplaceAll(params, " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
+}
