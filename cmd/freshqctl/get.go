@@ -11,7 +11,8 @@ import (
 // runGet prints the stored page of one target (GET /v1/pages): its body on stdout as it was
 // rendered, or with --json an object with its status, age, staleness, content type and body.
 // With --wait D a missing page is rendered on miss and waited for, up to D (the server's
-// page.max_wait bounds it). The request is not retried: a 503 says render on miss is at its
+// page.max_wait bounds it): that is POST /v1/pages, since a render on miss writes and a GET on
+// the admin listener never does. The request is not retried: a 503 says render on miss is at its
 // cap or the server is stopping, and the user decides whether to ask again.
 func runGet(a *app, args []string) error {
 	fs := a.newFlags("get")
@@ -28,7 +29,9 @@ func runGet(a *app, args []string) error {
 	if *device != "" {
 		q.Set("device", *device)
 	}
+	method := http.MethodGet
 	if *wait > 0 {
+		method = http.MethodPost
 		q.Set("wait", wait.String())
 		// The answer may take the whole wait: the client's bound must outlast it.
 		c := *a.client
@@ -36,7 +39,7 @@ func runGet(a *app, args []string) error {
 		a.client = &c
 	}
 	u := a.server + "/v1/pages?" + q.Encode()
-	req, err := http.NewRequestWithContext(a.ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(a.ctx, method, u, nil)
 	if err != nil {
 		return err
 	}
@@ -56,7 +59,7 @@ func runGet(a *app, args []string) error {
 	// A page carries X-Freshq-Stale whatever its own status (a stored 404 is a page); an API
 	// error does not.
 	if resp.Header.Get("X-Freshq-Stale") == "" {
-		return a.statusError(request{method: http.MethodGet, path: "/v1/pages"}, resp.StatusCode, body)
+		return a.statusError(request{method: method, path: "/v1/pages"}, resp.StatusCode, body)
 	}
 	if a.json {
 		return a.encodeJSON(map[string]any{
