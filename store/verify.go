@@ -99,16 +99,11 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 				note(item.Key())
 				continue
 			}
-			row, err := txn.Get(scheduleKey(ck))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				rep.EntriesWithoutRow++
-				note(item.Key())
-				continue
-			} else if err != nil {
+			ok, err := rowHasEntry(txn, ck, due, p)
+			if err != nil {
 				return err
 			}
-			var r Row
-			if err := row.Value(r.UnmarshalBinary); err != nil || r.DueAtMs != due || r.Projection != p {
+			if !ok {
 				rep.EntriesWithoutRow++
 				note(item.Key())
 			}
@@ -139,19 +134,31 @@ func verifyClassEntries(txn *badger.Txn, c Classifier, rep *IndexReport, note fu
 			note(item.Key())
 			continue
 		}
-		row, err := txn.Get(scheduleKey(ck))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			rep.ClassEntriesWithoutRow++
-			note(item.Key())
-			continue
-		} else if err != nil {
+		ok, err := rowHasEntry(txn, ck, due, p)
+		if err != nil {
 			return err
 		}
-		var r Row
-		if err := row.Value(r.UnmarshalBinary); err != nil || r.DueAtMs != due || r.Projection != p || c.Class(ck, p) != class {
+		if !ok || c.Class(ck, p) != class {
 			rep.ClassEntriesWithoutRow++
 			note(item.Key())
 		}
 	}
 	return nil
+}
+
+// rowHasEntry reports whether the schedule row of ck exists, decodes, and is due at due with
+// projection p: what an index entry (d/ or c/) says of it. An error is a read that failed, not
+// a row that is missing or differs.
+func rowHasEntry(txn *badger.Txn, ck []byte, due int64, p Projection) (bool, error) {
+	row, err := txn.Get(scheduleKey(ck))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	var r Row
+	if err := row.Value(r.UnmarshalBinary); err != nil {
+		return false, nil
+	}
+	return r.DueAtMs == due && r.Projection == p, nil
 }
