@@ -7,11 +7,16 @@ import (
 	"testing"
 )
 
-// get prints the page's body as it is, sends --wait as the server reads it, reads a JSON API
-// error as a one-line error (exit 1), and a stored page with a status of its own as a page.
+// get prints the page's body as it is, sends --wait as the server reads it (a POST, since a
+// render on miss writes and a GET never does), reads a JSON API error as a one-line error (exit
+// 1), and a stored page with a status of its own as a page.
 func TestGet(t *testing.T) {
-	f := newFake(t, map[string]http.HandlerFunc{"GET /v1/pages": func(w http.ResponseWriter, r *http.Request) {
+	pages := func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if q.Has("wait") != (r.Method == http.MethodPost) {
+			reply(400, `{"error":"a wait is sent with POST, a read with GET","field":"wait"}`)(w, r)
+			return
+		}
 		switch q.Get("url") {
 		case "https://shop.test/busy":
 			w.Header().Set("Retry-After", "1")
@@ -28,7 +33,8 @@ func TestGet(t *testing.T) {
 			w.Header().Set("X-Freshq-Stale", "false")
 			io.WriteString(w, "<p>"+q.Get("device")+" "+q.Get("wait")+"</p>")
 		}
-	}})
+	}
+	f := newFake(t, map[string]http.HandlerFunc{"GET /v1/pages": pages, "POST /v1/pages": pages})
 	r := at(t, f.srv, "get", "https://shop.test/p/1", "--wait", "10s")
 	wantExit(t, r, 0, "")
 	if r.stdout != "<p> 10s</p>" {
@@ -55,7 +61,8 @@ func TestGet(t *testing.T) {
 	}
 	wantExit(t, at(t, f.srv, "get"), 2, "missing argument")
 	wantExit(t, at(t, f.srv, "get", "https://shop.test/p/1", "--wait", "-1s"), 2, "--wait must not be negative")
-	if reqs := f.requests(); len(reqs) != 5 || reqs[0].query != "url=https%3A%2F%2Fshop.test%2Fp%2F1&wait=10s" {
+	if reqs := f.requests(); len(reqs) != 5 || reqs[0].method != http.MethodPost || reqs[0].query != "url=https%3A%2F%2Fshop.test%2Fp%2F1&wait=10s" ||
+		reqs[1].method != http.MethodGet {
 		t.Fatalf("requests %+v", reqs)
 	}
 }
