@@ -199,7 +199,7 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 			return ServedPage{}, ErrNotFound // rendering now: wait for that render
 		}
 	}
-	if _, err := t.prioritize([][]byte{key}, "rush"); err != nil {
+	if _, err := t.prioritize([][]byte{key}, "rush", keepInFlight); err != nil {
 		return ServedPage{}, &StoreError{err}
 	}
 	return ServedPage{}, ErrNotFound

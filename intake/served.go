@@ -109,7 +109,7 @@ func (t *Targets) RushStale(key []byte) (bool, error) {
 	if row.Lanes.Urgent {
 		return false, nil
 	}
-	n, err := t.prioritize([][]byte{key}, "rush")
+	n, err := t.prioritize([][]byte{key}, "rush", keepInFlight)
 	if err != nil {
 		return false, &StoreError{err}
 	}

@@ -246,7 +246,7 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	}
 	matched := 0
 	for start := 0; start < len(keys); start += ChunkItems {
-		n, err := t.prioritize(keys[start:min(start+ChunkItems, len(keys))], req.Mode)
+		n, err := t.prioritize(keys[start:min(start+ChunkItems, len(keys))], req.Mode, revokeInFlight)
 		matched += n
 		if err != nil {
 			return matched, fmt.Errorf("%w (%d targets done before it)", &StoreError{err}, matched)
@@ -258,13 +258,28 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	return matched, nil
 }
 
+// inFlight says what a rush or wait does to a render of the key already in flight.
+type inFlight bool
+
+const (
+	// revokeInFlight: an operator's rush or wait wins over the render in flight, whose result
+	// is fenced.
+	revokeInFlight inFlight = true
+	// keepInFlight: a rush a reader asked for (a page missing or stale) leaves a render in
+	// flight alone, since that render brings the page the reader wants: revoking it would
+	// render the page twice. A render claimed between the caller's look at the lease and this
+	// write is kept too, and its result is applied as usual.
+	keepInFlight inFlight = false
+)
+
 // prioritize rushes or waits a chunk of keys under their locks. After the commit, still under
 // the locks, it revokes the lease of every key whose render is in flight: that render was
 // granted before the rush or wait and would undo it (clear the urgent mark, file the next due
 // time from now, store the page a wait dropped), so its result is fenced. The key is held for
 // queue.release_grace, as after any render, and is then granted again, rushed. A key with no
 // lease gets no hold: whatever is granted from now on renders the row as the rush left it.
-func (t *Targets) prioritize(keys [][]byte, mode string) (int, error) {
+// With keepInFlight nothing is revoked.
+func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int, error) {
 	defer t.lock(keys)()
 	now := t.Now()
 	writes := make([]store.Write, 0, len(keys))
@@ -292,7 +307,7 @@ func (t *Targets) prioritize(keys [][]byte, mode string) (int, error) {
 	if err := t.writer().WriteSchedules(writes); err != nil {
 		return 0, err
 	}
-	if t.Seg != nil {
+	if t.Seg != nil && inflight == revokeInFlight {
 		leases, hold := t.Seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
 		for _, w := range writes {
 			if li, ok := leases.Lookup(shm.KeyHash(w.Schedule.Key()), now); ok && !li.Released {

@@ -1,0 +1,53 @@
+package intake
+
+import (
+	"testing"
+
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// A rush a reader asked for (a page missing or stale: render on miss, the crawler listener)
+// leaves a render of the key already in flight alone: that render brings the page, and its
+// result is applied. An operator's rush of the same key wins over the render, whose result is
+// fenced. (A render claimed just before the reader's rush is written is what this keeps from
+// being rendered twice.)
+func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inflight  inFlight
+		wantFence bool
+	}{
+		{"reader", keepInFlight, false},
+		{"operator", revokeInFlight, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := qtest.New(t, "", start, shm.Options{})
+			key := []byte("desktop|https://a.test/c/1")
+			e.Put(string(key), start-hour, false, 0, store.Lanes{})
+			l := grant(t, e, key) // the render in flight
+			tg := &Targets{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+			if n, err := tg.prioritize([][]byte{key}, "rush", tc.inflight); err != nil || n != 1 {
+				t.Fatalf("rush: %d, %v", n, err)
+			}
+			row, err := e.Store.GetSchedule(key)
+			if err != nil || !row.Lanes.Urgent {
+				t.Fatalf("the rushed row: %+v, %v", row, err)
+			}
+			li, held := e.Seg.Leases().Lookup(shm.KeyHash(key), e.Now())
+			if live := held && !li.Released; live == tc.wantFence {
+				t.Fatalf("the render's lease live after the rush: %v, want %v", live, !tc.wantFence)
+			}
+			a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+			rep, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: l}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fenced := rep.Fenced == 1; fenced != tc.wantFence {
+				t.Fatalf("the render's result: %+v, fenced %v, want %v", rep, fenced, tc.wantFence)
+			}
+		})
+	}
+}
