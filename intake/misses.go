@@ -19,8 +19,9 @@ import (
 //
 // The first request for a key that has no servable page registers a flight, files the target
 // if it is unknown (as Discover does) and rushes it, unless a render of the key is in flight
-// already (its lease is held): that render is the one waited for, since a rush would revoke it
-// and render twice. Every request for the key that arrives before the result is applied joins
+// already (its lease is held): that render is the one waited for. The rush itself never
+// revokes a render in flight (keepInFlight), so a render claimed between that look and the
+// rush's write is waited for too, not fenced and rendered twice. Every request for the key that arrives before the result is applied joins
 // the flight instead of rushing again. The Applier wakes the flight (Applied) once a result of
 // the key is committed; each waiter then reads the page as GET /v1/pages does.
 //
