@@ -246,7 +246,9 @@ func (s *SitemapRuns) execute(ctx context.Context, gate *Gate, run *sitemapRun, 
 	cfg := pol.Config()
 	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, cfg: cfg, keying: KeyingOf(pol), device: req.Device}
 	in.batch = batch{in: in, chunk: make([]Item, 0, ChunkItems), keys: make(map[string]bool, ChunkItems)}
-	f := &sitemap.Fetcher{Client: s.Client, Config: cfg}
+	f := &sitemap.Fetcher{Client: s.Client, Options: sitemap.Options{
+		Domains: cfg.Render.Domains, Timeout: cfg.Render.Timeout.D(), UserAgent: cfg.Render.UserAgent,
+		MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)}}
 	if body != nil {
 		defer discard(body)
 		if _, err := body.Seek(0, io.SeekStart); err != nil {

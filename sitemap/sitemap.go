@@ -47,7 +47,6 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 )
@@ -86,14 +85,24 @@ type Sink interface {
 type Fetcher struct {
 	// Client fetches; nil: a client with render.timeout dialing under render's address policy.
 	// Either way a redirect outside render.domains is refused (see NewFetcher).
-	Client *http.Client
-	Config *config.Config // render.domains, render.timeout, render.user_agent, sitemap.*
+	Client  *http.Client
+	Options Options
+}
+
+// Options are what a walk needs of the configuration, narrowed from it where the node is
+// assembled, so that this package reads no configuration of its own.
+type Options struct {
+	Domains         []string      // render.domains: the hosts a sitemap, a redirect or a listed URL may name
+	Timeout         time.Duration // render.timeout: the longest fetch of one file
+	UserAgent       string        // render.user_agent
+	MaxDepth        int           // sitemap.max_depth: levels of index files
+	MaxDecompressed int64         // sitemap.max_decompressed: bytes of one file, gzip expanded
 }
 
 // walk is the state of one walk.
 type walk struct {
 	ctx     context.Context
-	cfg     *config.Config
+	opts    Options
 	sink    Sink
 	client  *http.Client
 	visited map[string]bool // files already read in this walk
@@ -101,7 +110,7 @@ type walk struct {
 }
 
 func (f *Fetcher) walk(ctx context.Context, sink Sink) *walk {
-	return &walk{ctx: ctx, cfg: f.Config, sink: sink, client: f.client(), visited: map[string]bool{}}
+	return &walk{ctx: ctx, opts: f.Options, sink: sink, client: f.client(), visited: map[string]bool{}}
 }
 
 // WalkURL fetches the sitemap at u, a normalised URL under render.domains, and everything an
@@ -138,13 +147,12 @@ func discard(f *os.File) {
 // An injected client without a Transport gets the same guard; one with its own Transport is
 // used as given.
 func (f *Fetcher) client() *http.Client {
-	cfg := f.Config
-	c := &http.Client{Timeout: cfg.Render.Timeout.D()}
+	c := &http.Client{Timeout: f.Options.Timeout}
 	if f.Client != nil {
 		cp := *f.Client
 		c = &cp
 	}
-	domains := cfg.Render.Domains
+	domains := f.Options.Domains
 	if c.Transport == nil {
 		t := render.NewTransport(domains)
 		t.IdleConnTimeout = 30 * time.Second // a transport per walk: its idle connections end soon after it
@@ -220,7 +228,7 @@ func (w *walk) spool(src io.Reader) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit := int64(w.cfg.Sitemap.MaxDecompressed)
+	limit := w.opts.MaxDecompressed
 	if _, err := io.Copy(f, &boundedReader{r: ctxReader{w.ctx, r}, n: limit}); err != nil {
 		discard(f)
 		if errors.Is(err, errTooLarge) {
@@ -238,13 +246,13 @@ func (w *walk) fetchFile(u string, level int) error {
 	if w.files > MaxFiles {
 		return fmt.Errorf("the walk already read %d files", MaxFiles)
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Render.Timeout.D())
+	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("User-Agent", w.cfg.Render.UserAgent)
+	req.Header.Set("User-Agent", w.opts.UserAgent)
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("fetching: %v", err)
@@ -275,8 +283,8 @@ func (w *walk) file(f *os.File, level int) error {
 	if err != nil {
 		return fmt.Errorf("sitemap: %v (nothing of this file was stored)", err)
 	}
-	if kind == Index && level > w.cfg.Sitemap.MaxDepth {
-		return fmt.Errorf("an index file nested deeper than sitemap.max_depth (%d levels of index files)", w.cfg.Sitemap.MaxDepth)
+	if kind == Index && level > w.opts.MaxDepth {
+		return fmt.Errorf("an index file nested deeper than sitemap.max_depth (%d levels of index files)", w.opts.MaxDepth)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -315,7 +323,7 @@ func (w *walk) child(e Entry, level int) {
 		return
 	}
 	pu, _ := url.Parse(u)
-	if !render.Allowed(w.cfg.Render.Domains, pu.Host) {
+	if !render.Allowed(w.opts.Domains, pu.Host) {
 		w.sink.Filtered(u)
 		return
 	}

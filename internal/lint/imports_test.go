@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	"sim":                 {"cachekey", "capacity", "claim", "config", "freshness", "outcome", "policy", "shm", "store", "sweep"},
 	"sim/freshreport":     {"config", "sim"},
 	"sim/simreport":       {"config", "sim"},
-	"sitemap":             {"cachekey", "config", "policy", "render"},
+	"sitemap":             {"cachekey", "policy", "render"},
 	"store":               {"internal/invariants"},
 	"store/pgstore":       {"cluster", "store"},
 	"store/storetest":     {"internal/invariants", "store"},
