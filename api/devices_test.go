@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,13 +32,13 @@ const devicesYAML = `render:
 func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	e := qtest.New(t, devicesYAML, start, shm.Options{})
 	locks := &intake.KeyLocks{}
-	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
 	applier := &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now}
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 	mux := http.NewServeMux()
 	targets.Register(mux)
-	(&Operate{Targets: targets}).Register(mux)
-	(&Explain{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now}).Register(mux)
+	(&Operate{Targets: targets.Targets}).Register(mux)
+	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
 	newSitemaps(t, targets, nil).Register(mux)
 	(&Remote{Applier: applier, Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index,
 		Policy: e.Policy, Now: e.Now, Holder: 0xffff})}).Register(mux)

@@ -5,20 +5,11 @@ import (
 
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/store"
 )
 
 // Explain serves GET /v1/targets (what the queue makes of a target) and DELETE /v1/targets.
 type Explain struct {
-	Store  store.Store
-	Seg    *shm.Segment
-	Policy func() *policy.Policy
-	Now    func() int64
-	// Deleter deletes; nil means Store. Worker 0 passes sweep.Changes' wrapper, so that a sweep
-	// in progress does not publish the deleted row.
-	Deleter Deleter
-	Locks   *intake.KeyLocks // worker 0's, shared with every other writer; nil: none
+	Targets *intake.Targets // worker 0's one targets service (intake.NewTargets)
 }
 
 // Deleter is the store's delete.
@@ -35,14 +26,11 @@ func keyOf(r *http.Request, pol *policy.Policy) ([]byte, error) {
 	return intake.Key(r.URL.Query().Get("url"), r.URL.Query().Get("device"), intake.KeyingOf(pol))
 }
 
-// targets is the service over x's store, segment, policy and locks.
-func (x *Explain) targets() *intake.Targets {
-	return &intake.Targets{Store: x.Store, Deleter: x.Deleter, Locks: x.Locks, Seg: x.Seg, Policy: x.Policy, Now: x.Now}
-}
+func (x *Explain) targets() *intake.Targets { return x.Targets }
 
 // get explains a target (intake.Targets.Explain).
 func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
-	key, err := keyOf(r, x.Policy())
+	key, err := keyOf(r, x.Targets.Policy())
 	if err != nil {
 		fail(w, err)
 		return
@@ -58,7 +46,7 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 // delete removes the target, its schedule row, its index entry and its page
 // (intake.Targets.Delete, which says why a 200 is never undone by a render in flight).
 func (x *Explain) delete(w http.ResponseWriter, r *http.Request) {
-	key, err := keyOf(r, x.Policy())
+	key, err := keyOf(r, x.Targets.Policy())
 	if err != nil {
 		fail(w, err)
 		return

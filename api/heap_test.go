@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,7 +47,7 @@ sitemap:
 `, start, shm.Options{})
 	heavy := NewLimiter(DefaultHeavyBytes, 0)
 	applier := &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
-	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Policy: e.Policy, Now: e.Now, Limit: heavy}
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}), Limit: heavy}
 	sitemaps := newSitemaps(t, targets, heavy)
 	mux := http.NewServeMux()
 	targets.Register(mux)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -15,9 +14,7 @@ const maxKeysRequest = 4 << 10
 // rules in force would change, read-only; POST /v1/keys/migrate moves up to limit of them
 // (intake.Targets.MigrateKeys), deleting the old keys as DELETE /v1/targets does.
 type Keys struct {
-	Targets *Targets
-	Seg     *shm.Segment   // whose leases a moved key's revoke; nil: none
-	Deleter intake.Deleter // worker 0's delete through the sweep's wrapper; nil: the store's
+	Targets *intake.Targets // worker 0's one targets service (intake.NewTargets)
 }
 
 // Register adds the endpoints to mux.
@@ -27,9 +24,7 @@ func (k *Keys) Register(mux *http.ServeMux) {
 }
 
 func (k *Keys) intake() *intake.Targets {
-	svc := k.Targets.intake()
-	svc.Seg, svc.Deleter = k.Seg, k.Deleter
-	return svc
+	return k.Targets
 }
 
 func (k *Keys) check(w http.ResponseWriter, r *http.Request) {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -19,9 +18,8 @@ const maxOperateRequest = 1 << 20
 // and POST /v1/pages (render on miss), and POST /recache (the hosted prerender service's
 // recache call). It writes through Targets (its Writer and Locks).
 type Operate struct {
-	Targets *Targets
-	Seg     *shm.Segment   // whose leases a rush or wait revokes; nil: none (tests of other things)
-	Misses  *intake.Misses // render on miss (POST /v1/pages?wait=); nil: a wait is refused
+	Targets *intake.Targets // worker 0's one targets service (intake.NewTargets)
+	Misses  *intake.Misses  // render on miss (POST /v1/pages?wait=); nil: a wait is refused
 }
 
 // Register adds the endpoints to mux.
@@ -70,12 +68,7 @@ func (o *Operate) prioritize(w http.ResponseWriter, r *http.Request) {
 	ok(w, map[string]any{"mode": req.Mode, "matched": matched})
 }
 
-// intake is the write side, sharing the store, writer and locks of o.Targets.
-func (o *Operate) intake() *intake.Targets {
-	svc := o.Targets.intake()
-	svc.Seg = o.Seg
-	return svc
-}
+func (o *Operate) intake() *intake.Targets { return o.Targets }
 
 // PageCSP is the Content-Security-Policy of every stored page GET /v1/pages serves. A stored
 // page is someone else's HTML served from the API's own origin, so it must not run there: no

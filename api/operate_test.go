@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,13 +36,13 @@ func newOpNode(t *testing.T) *opNode {
 	e := qtest.New(t, "routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h, swr: 6h}\n", start, shm.Options{})
 	n := &opNode{Env: e}
 	locks := &intake.KeyLocks{}
-	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
 	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now}
 	n.index = &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
 	mux := http.NewServeMux()
 	targets.Register(mux)
-	(&Operate{Targets: targets}).Register(mux)
+	(&Operate{Targets: targets.Targets}).Register(mux)
 	(&Remote{Applier: n.applier, Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: n.index,
 		Policy: e.Policy, Now: e.Now, Holder: 0xffff})}).Register(mux)
 	n.srv = httptest.NewServer(mux)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,12 +34,12 @@ func newMissAPI(t *testing.T, yaml string) *missAPI {
 	e := qtest.New(t, "render: {domains: [shop.test]}\n"+yaml, start, shm.Options{})
 	n := &missAPI{Env: e, timeout: make(chan time.Time)}
 	locks := &intake.KeyLocks{}
-	targets := &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}
-	n.misses = &intake.Misses{Targets: &intake.Targets{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
+	n.misses = &intake.Misses{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}),
 		After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now, Misses: n.misses}
 	mux := http.NewServeMux()
-	(&Operate{Targets: targets, Seg: e.Seg, Misses: n.misses}).Register(mux)
+	(&Operate{Targets: targets.Targets, Misses: n.misses}).Register(mux)
 	n.srv = httptest.NewServer(mux)
 	t.Cleanup(n.srv.Close)
 	t.Cleanup(n.misses.Stop) // runs first: a failed test leaves no request waiting on Close

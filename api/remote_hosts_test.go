@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"github.com/freshq/freshq/internal/intaketest"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -80,8 +81,8 @@ func TestRevokedRemoteLeaseGivesBackItsHostSlot(t *testing.T) {
 			(&Remote{Seg: e.Seg, Policy: e.Policy, Now: e.Now,
 				Applier: &intake.Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
 				Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}).Register(mux)
-			(&Explain{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Locks: locks}).Register(mux)
-			(&Operate{Targets: &Targets{Store: e.Store, Writer: e.Store, Locks: locks, Policy: e.Policy, Now: e.Now}, Seg: e.Seg}).Register(mux)
+			(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+			(&Operate{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
 			srv := httptest.NewServer(mux)
 			defer srv.Close()
 			host := shm.HostHash([]byte("shop.test"))

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -20,12 +18,8 @@ const (
 
 // Targets serves /v1/targets.
 type Targets struct {
-	Store  store.Store
-	Writer intake.Writer    // every write of worker 0 goes through sweep.Changes' wrapper
-	Locks  *intake.KeyLocks // shared with the Applier
-	Policy func() *policy.Policy
-	Now    func() int64
-	Limit  *Limiter // heavy requests of worker 0; nil: none
+	Targets *intake.Targets // worker 0's one targets service (intake.NewTargets)
+	Limit   *Limiter        // heavy requests of worker 0; nil: none
 }
 
 // Register adds the endpoints to mux.
@@ -33,10 +27,7 @@ func (t *Targets) Register(mux *http.ServeMux) {
 	mux.Handle("POST /v1/targets", t.Limit.Wrap(targetsHeld, http.HandlerFunc(t.post)))
 }
 
-// intake is the write side the handlers call, sharing t's store, writer and locks.
-func (t *Targets) intake() *intake.Targets {
-	return &intake.Targets{Store: t.Store, Writer: t.Writer, Locks: t.Locks, Policy: t.Policy, Now: t.Now}
-}
+func (t *Targets) intake() *intake.Targets { return t.Targets }
 
 // post upserts targets from a JSON array, NDJSON, or any whitespace-separated JSON objects (so
 // one pretty-printed object is one item), handing each decoded item to an intake.Upload, which

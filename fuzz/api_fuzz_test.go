@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/internal/intaketest"
 	"hash/fnv"
 	"io"
 	"mime"
@@ -267,7 +268,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	index := &claim.IndexSource{Scanner: st, Segment: seg, Policy: polFn, Now: now}
 	// Render on miss as worker 0 has it, except that a wait ends at once (no render runs here).
-	misses := &intake.Misses{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now},
+	misses := &intake.Misses{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now}),
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
@@ -278,20 +279,20 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	}
 	mux := http.NewServeMux()
 	control.Register(mux)
-	targets := &api.Targets{Store: st, Writer: writer, Locks: locks, Policy: polFn, Now: now, Limit: heavy}
+	targets := &api.Targets{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now}), Limit: heavy}
 	targets.Register(mux)
-	runs := &intake.SitemapRuns{Targets: &intake.Targets{Store: st, Writer: writer, Locks: locks, Policy: polFn, Now: now},
+	runs := &intake.SitemapRuns{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now}),
 		Client: &http.Client{Transport: refuseTransport{}}}
 	if err := runs.Start(context.Background()); err != nil {
 		f.Fatal(err)
 	}
 	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
-	(&api.Operate{Targets: targets, Seg: seg, Misses: misses}).Register(mux)
+	(&api.Operate{Targets: targets.Targets, Misses: misses}).Register(mux)
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: seg, Policy: polFn, Now: now, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
 		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
-	(&api.Explain{Store: st, Seg: seg, Policy: polFn, Now: now, Deleter: writer, Locks: locks}).Register(mux)
-	(&api.Keys{Targets: targets, Seg: seg, Deleter: writer}).Register(mux)
+	(&api.Explain{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: st, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now})}).Register(mux)
+	(&api.Keys{Targets: targets.Targets}).Register(mux)
 	(&api.Plan{Compute: func(next *config.Config) (wire.Plan, error) {
 		return capacity.Plan(st, pol, policy.New(next), capacity.Capacity{PerSecond: 1}, 0)
 	}}).Register(mux)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/internal/intaketest"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -81,10 +82,10 @@ func newFenceNode(t testing.TB) *fenceNode {
 		Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
 	(&api.Control{Applier: &intake.Applier{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)},
 		Status: func() wire.Status { return wire.Status{} }}).Register(n.mux)
-	targets := &api.Targets{Store: e.Store, Writer: writer, Locks: locks, Policy: e.Policy, Now: e.Now}
+	targets := &api.Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
 	targets.Register(n.mux)
-	(&api.Operate{Targets: targets, Seg: e.Seg}).Register(n.mux)
-	(&api.Explain{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Deleter: writer, Locks: locks}).Register(n.mux)
+	(&api.Operate{Targets: targets.Targets}).Register(n.mux)
+	(&api.Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: writer, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(n.mux)
 	return n
 }
 

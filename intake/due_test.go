@@ -46,7 +46,7 @@ func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 	}
 	t.Cleanup(func() { st.Close() })
 	locks := &KeyLocks{}
-	return e, st, &Targets{Store: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+	return e, st, mustTargets(t, TargetsDeps{Store: st, Writer: st, Deleter: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}),
 		&Applier{Store: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
 }
 

@@ -30,7 +30,7 @@ func newFenceNode(t *testing.T, yaml string) *fenceNode {
 	n.locks = &KeyLocks{Test: n.signals}
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := sweep.NewChanges().Wrap(e.Store)
-	n.targets = &Targets{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	n.targets = mustTargets(t, TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
 	n.applier = &Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Test: n.signals}
 	return n
 }

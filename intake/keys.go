@@ -60,7 +60,7 @@ func rekey(rules *cachekey.Rules, key []byte) ([]byte, bool) {
 func (t *Targets) CheckKeys(ctx context.Context) (wire.KeysCheck, error) {
 	rules := t.Policy().Keys()
 	out := wire.KeysCheck{Examples: []wire.KeyMove{}}
-	err := t.Store.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
+	err := t.store.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
 		if out.Scanned%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -96,7 +96,7 @@ func (t *Targets) MigrateKeys(ctx context.Context, limit int) (wire.KeysMigrate,
 	}
 	rules := t.Policy().Keys()
 	var moves [][2][]byte
-	err := t.Store.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
+	err := t.store.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
 		if nk, ok := rekey(rules, key); ok && !bytes.Equal(nk, key) {
 			if len(moves) == limit {
 				return errEnough
@@ -125,13 +125,13 @@ func (t *Targets) MigrateKeys(ctx context.Context, limit int) (wire.KeysMigrate,
 // moveKey moves one key, old → new, and counts it in out.
 func (t *Targets) moveKey(old, new []byte, out *wire.KeysMigrate) error {
 	defer t.lock([][]byte{old, new})()
-	row, err := t.Store.GetSchedule(old)
+	row, err := t.store.GetSchedule(old)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted meanwhile: nothing to move
 	} else if err != nil {
 		return &StoreError{err}
 	}
-	tgt, err := t.Store.GetTarget(old)
+	tgt, err := t.store.GetTarget(old)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return &StoreError{err}
 	}
@@ -140,7 +140,7 @@ func (t *Targets) moveKey(old, new []byte, out *wire.KeysMigrate) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.Store.GetSchedule(new)
+	_, err = t.store.GetSchedule(new)
 	taken := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return &StoreError{err}
@@ -183,7 +183,7 @@ func (t *Targets) moveKey(old, new []byte, out *wire.KeysMigrate) error {
 
 // pageAt is key's page and when it was rendered; -1 and nil when it has none.
 func (t *Targets) pageAt(key []byte) (int64, *store.Page, error) {
-	pg, err := t.Store.GetPage(key)
+	pg, err := t.store.GetPage(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return -1, nil, nil
 	} else if err != nil {

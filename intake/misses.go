@@ -185,7 +185,7 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 		return ServedPage{}, fieldErr("url", &kindError{kind: ErrHostNotAllowed, msg: fmt.Sprintf(
 			"no page stored, and %s is not a host render.domains names: only those are rendered on miss", host)})
 	}
-	if _, err := t.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+	if _, err := t.store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
 		if ok, after := m.newTargets.Take(host, t.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
 			return ServedPage{}, &RateLimitedError{Host: host, RetryAfterSec: after}
 		}
@@ -195,10 +195,8 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 	if _, _, err := t.Discover(url, device); err != nil {
 		return ServedPage{}, err
 	}
-	if t.Seg != nil {
-		if li, ok := t.Seg.Leases().Lookup(shm.KeyHash(key), t.Now()); ok && !li.Released {
-			return ServedPage{}, ErrNotFound // rendering now: wait for that render
-		}
+	if li, ok := t.seg.Leases().Lookup(shm.KeyHash(key), t.Now()); ok && !li.Released {
+		return ServedPage{}, ErrNotFound // rendering now: wait for that render
 	}
 	if _, err := t.prioritize([][]byte{key}, "rush", keepInFlight); err != nil {
 		return ServedPage{}, &StoreError{err}

@@ -31,7 +31,7 @@ func newMissNode(t *testing.T, yaml string) *missNode {
 	e := qtest.New(t, "render: {domains: [shop.test]}\n"+yaml, start, shm.Options{})
 	locks := &KeyLocks{}
 	n := &missNode{Env: e, timeout: make(chan time.Time)}
-	n.misses = &Misses{Targets: &Targets{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+	n.misses = &Misses{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}),
 		After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = &Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Misses: n.misses}
 	t.Cleanup(n.misses.Stop) // a failed test leaves no goroutine waiting

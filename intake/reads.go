@@ -24,14 +24,14 @@ func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
 // target is stored, and a *StoreError when the store fails.
 func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 	pol := t.Policy()
-	row, err := t.Store.GetSchedule(key)
+	row, err := t.store.GetSchedule(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return wire.Explanation{}, fieldErr("url", ErrNotFound)
 	}
 	if err != nil {
 		return wire.Explanation{}, &StoreError{err}
 	}
-	tgt, err := t.Store.GetTarget(key)
+	tgt, err := t.store.GetTarget(key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return wire.Explanation{}, &StoreError{err}
 	}
@@ -50,10 +50,8 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 	if origin == policy.OriginRow && tgt.StoredIntervalMs == 0 && tgt.DemandRung > 0 {
 		ex.Cadence.Origin = "rung"
 	}
-	if t.Seg != nil {
-		if li, ok := t.Seg.Leases().Lookup(shm.KeyHash(key), now); ok {
-			ex.Lease = &wire.LeaseInfo{Holder: li.Holder, HolderName: HolderName(li.Holder), AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
-		}
+	if li, ok := t.seg.Leases().Lookup(shm.KeyHash(key), now); ok {
+		ex.Lease = &wire.LeaseInfo{Holder: li.Holder, HolderName: HolderName(li.Holder), AcquiredAt: ms(li.AcquiredAtMs), ExpiresAt: ms(li.ExpiresAtMs), Released: li.Released}
 	}
 	if f := tgt.Failures; f.Count > 0 {
 		ex.Failures = &wire.Failures{Count: f.Count, Class: f.LastClass, FirstAt: ms(f.FirstMs), LastAt: ms(f.LastMs)}
@@ -64,7 +62,7 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 	if lr := tgt.LastRender; lr.AtMs > 0 {
 		ex.LastRender = &wire.RenderInfo{Status: int(lr.Status), At: ms(lr.AtMs), DurationMs: lr.DurationMs, Bytes: lr.Bytes}
 	}
-	if page, err := t.Store.GetPage(key); err == nil {
+	if page, err := t.store.GetPage(key); err == nil {
 		age := now - page.RenderedAtMs
 		ex.Page = &wire.PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
 			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
@@ -86,14 +84,14 @@ type ServedPage struct {
 // version or a faulty renderer is refused until it is rendered again), or a *StoreError.
 func (t *Targets) Page(key []byte) (ServedPage, error) {
 	pol := t.Policy()
-	pg, err := t.Store.GetPage(key)
+	pg, err := t.store.GetPage(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return ServedPage{}, fieldErr("url", &kindError{kind: ErrNotFound, msg: "no rendered page"})
 	}
 	if err != nil {
 		return ServedPage{}, &StoreError{err}
 	}
-	row, err := t.Store.GetSchedule(key)
+	row, err := t.store.GetSchedule(key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return ServedPage{}, &StoreError{err}
 	}

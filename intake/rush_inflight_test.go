@@ -28,7 +28,7 @@ func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
 			key := []byte("desktop|https://a.test/c/1")
 			e.Put(string(key), start-hour, false, 0, store.Lanes{})
 			l := grant(t, e, key) // the render in flight
-			tg := &Targets{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+			tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
 			if n, err := tg.prioritize([][]byte{key}, "rush", tc.inflight); err != nil || n != 1 {
 				t.Fatalf("rush: %d, %v", n, err)
 			}

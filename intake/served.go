@@ -27,7 +27,7 @@ type StoredPage struct {
 // *StoreError. It takes no lock and writes nothing: two reads of committed state.
 func (t *Targets) Stored(key []byte) (StoredPage, error) {
 	pol := t.Policy()
-	pg, err := t.Store.GetPage(key)
+	pg, err := t.store.GetPage(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return StoredPage{}, fieldErr("url", &kindError{kind: ErrNotFound, msg: "no rendered page"})
 	}
@@ -38,7 +38,7 @@ func (t *Targets) Stored(key []byte) (StoredPage, error) {
 		return StoredPage{}, &kindError{kind: ErrBadStoredPage, msg: fmt.Sprintf(
 			"the stored page has status %d, which is not a final HTTP status (200-599); it is not served until the page is rendered again", pg.Status)}
 	}
-	row, err := t.Store.GetSchedule(key)
+	row, err := t.store.GetSchedule(key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return StoredPage{}, &StoreError{err}
 	}
@@ -67,12 +67,12 @@ func (t *Targets) Stored(key []byte) (StoredPage, error) {
 // render (0 if none): a page that rendered as a 404 stores no page, and the crawler listener
 // answers its status rather than rendering it again on every request.
 func (t *Targets) Known(key []byte) (known bool, lastStatus int, lastAtMs int64, err error) {
-	if _, err := t.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+	if _, err := t.store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
 		return false, 0, 0, nil
 	} else if err != nil {
 		return false, 0, 0, &StoreError{err}
 	}
-	tgt, err := t.Store.GetTarget(key)
+	tgt, err := t.store.GetTarget(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return true, 0, 0, nil
 	}
@@ -84,7 +84,7 @@ func (t *Targets) Known(key []byte) (known bool, lastStatus int, lastAtMs int64,
 
 // CadenceOf is the cadence (ms) in force for key's row, for how long a remembered answer holds.
 func (t *Targets) CadenceOf(key []byte) int64 {
-	row, _ := t.Store.GetSchedule(key)
+	row, _ := t.store.GetSchedule(key)
 	pr := rows.Policy(key, row)
 	c, _ := t.Policy().Cadence(&pr)
 	return c
@@ -94,12 +94,10 @@ func (t *Targets) CadenceOf(key []byte) int64 {
 // already or a render of it is in flight: the crawler listener calls it for an expired page it
 // served. It returns whether it rushed. The caller bounds how often (package serve).
 func (t *Targets) RushStale(key []byte) (bool, error) {
-	if t.Seg != nil {
-		if li, ok := t.Seg.Leases().Lookup(shm.KeyHash(key), t.Now()); ok && !li.Released {
-			return false, nil
-		}
+	if li, ok := t.seg.Leases().Lookup(shm.KeyHash(key), t.Now()); ok && !li.Released {
+		return false, nil
 	}
-	row, err := t.Store.GetSchedule(key)
+	row, err := t.store.GetSchedule(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -29,30 +29,66 @@ type Deleter interface {
 // Targets changes the stored targets for the operator: upserts (POST /v1/targets, a sitemap
 // run's chunks), discovery, rush and wait, and delete. Each is a read-decide-write under the
 // locks of its keys (KeyLocks, shared with the Applier) from its first read to its commit,
-// written through Writer (worker 0 passes sweep.Changes' wrapper).
+// written through the writer worker 0 passes (sweep.Changes' wrapper). Worker 0 builds one,
+// with NewTargets, and every entry point that writes targets shares it.
 type Targets struct {
-	Store   store.Store
-	Writer  Writer       // nil means Store
-	Deleter Deleter      // nil means Store
-	Locks   *KeyLocks    // shared with the Applier; nil: none
-	Seg     *shm.Segment // whose leases a rush, wait or delete revokes; nil: none
+	store store.Store
+	w     Writer
+	del   Deleter
+	locks *KeyLocks
+	seg   *shm.Segment
+	pol   func() *policy.Policy
+	clock func() int64
+}
+
+// TargetsDeps are what Targets needs. Every one is required, because each carries a
+// guarantee that would silently go if it were left out:
+//   - Writer and Deleter: every write and delete passes the sweep's wrapper, so that a sweep
+//     never publishes a row written after its snapshot;
+//   - Locks: the key locks shared with the Applier, so that no result lands between a
+//     decision and its commit;
+//   - Seg: the lease table whose leases an operator's rush, a wait or a delete revokes, so
+//     that an operator's action wins over a render in flight.
+type TargetsDeps struct {
+	Store   store.Store // reads
+	Writer  Writer
+	Deleter Deleter
+	Locks   *KeyLocks
+	Seg     *shm.Segment
 	Policy  func() *policy.Policy
 	Now     func() int64
 }
 
-func (t *Targets) writer() Writer {
-	if t.Writer != nil {
-		return t.Writer
+// ErrMissingDependency is returned by a constructor left without one of its required
+// dependencies.
+var ErrMissingDependency = errors.New("intake: a required dependency is missing")
+
+// NewTargets returns the targets service over d, or ErrMissingDependency naming the first of
+// d's fields left nil.
+func NewTargets(d TargetsDeps) (*Targets, error) {
+	for _, dep := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Store", d.Store == nil}, {"Writer", d.Writer == nil}, {"Deleter", d.Deleter == nil}, {"Locks", d.Locks == nil},
+		{"Seg", d.Seg == nil}, {"Policy", d.Policy == nil}, {"Now", d.Now == nil},
+	} {
+		if dep.nil {
+			return nil, fmt.Errorf("%w: Targets needs %s", ErrMissingDependency, dep.name)
+		}
 	}
-	return t.Store
+	return &Targets{store: d.Store, w: d.Writer, del: d.Deleter, locks: d.Locks, seg: d.Seg, pol: d.Policy, clock: d.Now}, nil
 }
 
-func (t *Targets) lock(keys [][]byte) func() {
-	if t.Locks == nil {
-		return func() {}
-	}
-	return t.Locks.Lock(keys)
-}
+// Policy is the policy in force.
+func (t *Targets) Policy() *policy.Policy { return t.pol() }
+
+// Now is the time, in Unix milliseconds, of the clock t was given.
+func (t *Targets) Now() int64 { return t.clock() }
+
+func (t *Targets) writer() Writer { return t.w }
+
+func (t *Targets) lock(keys [][]byte) func() { return t.locks.Lock(keys) }
 
 // Devices a target may name under cfg: config.Render.DeviceNames, the one definition.
 func Devices(cfg *config.Config) map[string]bool { return cfg.Render.DeviceNames() }
@@ -142,7 +178,7 @@ func (t *Targets) UpsertChunk(ctx context.Context, gate *Gate, chunk []Item) ([]
 	out := make([]Landed, len(chunk))
 	for i := range chunk {
 		chunk[i].Index = i
-		_, err := t.Store.GetSchedule(chunk[i].Key)
+		_, err := t.store.GetSchedule(chunk[i].Key)
 		out[i].Existed = err == nil
 	}
 	leave, err := gate.Enter(ctx)
@@ -184,7 +220,7 @@ func (t *Targets) Discover(url, device string) (key []byte, created bool, err er
 	if err != nil {
 		return nil, false, err
 	}
-	if _, err := t.Store.GetSchedule(p.Key); err == nil {
+	if _, err := t.store.GetSchedule(p.Key); err == nil {
 		return p.Key, false, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, &StoreError{err}
@@ -237,7 +273,7 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	keys := [][]byte{key}
 	if req.Prefix != "" {
 		keys = nil
-		if err := t.Store.ForEachSchedule(key, func(k []byte, _ store.Row) error {
+		if err := t.store.ForEachSchedule(key, func(k []byte, _ store.Row) error {
 			keys = append(keys, bytes.Clone(k))
 			return nil
 		}); err != nil {
@@ -284,7 +320,7 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 	now := t.Now()
 	writes := make([]store.Write, 0, len(keys))
 	for _, k := range keys {
-		row, err := t.Store.GetSchedule(k)
+		row, err := t.store.GetSchedule(k)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // deleted since the prefix scan
 		}
@@ -307,11 +343,11 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 	if err := t.writer().WriteSchedules(writes); err != nil {
 		return 0, err
 	}
-	if t.Seg != nil && inflight == revokeInFlight {
-		leases, hold := t.Seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
+	if inflight == revokeInFlight {
+		leases, hold := t.seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
 		for _, w := range writes {
 			if li, ok := leases.Lookup(shm.KeyHash(w.Schedule.Key()), now); ok && !li.Released {
-				revokeLease(t.Seg, &t.Policy().Config().Render.Hosts, w.Schedule.Key(), now, hold)
+				revokeLease(t.seg, &t.Policy().Config().Render.Hosts, w.Schedule.Key(), now, hold)
 			}
 		}
 	}
@@ -334,7 +370,7 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 //     result is skipped.
 func (t *Targets) Delete(key []byte) error {
 	defer t.lock([][]byte{key})()
-	if _, err := t.Store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+	if _, err := t.store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
 		return fieldErr("url", ErrNotFound)
 	}
 	return t.deleteLocked(key)
@@ -342,15 +378,11 @@ func (t *Targets) Delete(key []byte) error {
 
 // deleteLocked deletes key's records and revokes its lease; the caller holds key's lock.
 func (t *Targets) deleteLocked(key []byte) error {
-	var d Deleter = t.Store
-	if t.Deleter != nil {
-		d = t.Deleter
-	}
-	if err := d.DeleteTarget(key); err != nil {
+	if err := t.del.DeleteTarget(key); err != nil {
 		return &StoreError{err}
 	}
 	hold := 2 * t.Policy().Config().Queue.Ready.SweepInterval.Ms()
-	revokeLease(t.Seg, &t.Policy().Config().Render.Hosts, key, t.Now(), hold)
+	revokeLease(t.seg, &t.Policy().Config().Render.Hosts, key, t.Now(), hold)
 	return nil
 }
 
@@ -491,12 +523,12 @@ func storedDue(stored, now int64) int64 {
 // the item leaves out keeps its stored value (due, cadence, source), so a re-import never resets
 // a due time, erases a cadence or turns a sitemap target into an API one.
 func (t *Targets) merge(p *Item, now int64) (store.Write, error) {
-	row, err := t.Store.GetSchedule(p.Key)
+	row, err := t.store.GetSchedule(p.Key)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Write{}, fmt.Errorf("reading the stored row: %v", err)
 	}
-	tgt, err := t.Store.GetTarget(p.Key)
+	tgt, err := t.store.GetTarget(p.Key)
 	hasTarget := err == nil
 	if errors.Is(err, store.ErrNotFound) {
 		tgt = store.Target{}

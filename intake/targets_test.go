@@ -13,7 +13,7 @@ import (
 
 func newTargets(t *testing.T) (*qtest.Env, *Targets) {
 	e := qtest.New(t, "", start, shm.Options{})
-	return e, &Targets{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	return e, mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
 }
 
 // What names nothing stored is ErrNotFound, in a FieldError naming the field that named it.
@@ -59,7 +59,7 @@ func TestPrioritizeBadValuesNameTheirField(t *testing.T) {
 // nothing of the chunk landed.
 func TestUpsertStoreFailureIsErrStore(t *testing.T) {
 	e, svc := newTargets(t)
-	svc.Writer = writerFunc(func([]store.Write) error { return errors.New("store: commit: disk full") })
+	svc.w = writerFunc(func([]store.Write) error { return errors.New("store: commit: disk full") })
 	p, err := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1"}, KeyingOf(e.Policy()))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestUploadMergesRepeatsAndRejectsByField(t *testing.T) {
 // FailedAt names its first item.
 func TestUploadStoreFailureTakesBackTheChunk(t *testing.T) {
 	_, svc := newTargets(t)
-	svc.Writer = writerFunc(func([]store.Write) error { return errors.New("disk full") })
+	svc.w = writerFunc(func([]store.Write) error { return errors.New("disk full") })
 	up := svc.NewUpload()
 	for i, u := range []string{"https://shop.test/a", "https://shop.test/a"} {
 		up.Add(i+3, &wire.TargetItem{URL: u})

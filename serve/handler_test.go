@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, timeout: make(chan time.Time), rushed: make(chan string, 16), reg: prometheus.NewRegistry()}
 	locks := &intake.KeyLocks{}
-	targets := &intake.Targets{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now, Misses: n.misses}
 	n.h = &Handler{Targets: targets, Misses: n.misses, Policy: e.Policy, Now: e.Now, AdminToken: "admin-token",

@@ -146,8 +146,14 @@ func (w *worker0) Start(ctx context.Context) error {
 		ready: e.seg.Ready(), kick: kick}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
-	// Render on miss: GET /v1/pages?wait= waits on a flight the Applier wakes.
-	w.misses = &intake.Misses{Targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs},
+	// One targets service for every entry point that writes targets: the admin API, sitemap
+	// runs, render on miss and the crawler listener.
+	targetsSvc, err := intake.NewTargets(intake.TargetsDeps{Store: cst, Writer: writer, Deleter: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs})
+	if err != nil {
+		return wrap("targets", err)
+	}
+	// Render on miss: POST /v1/pages?wait= and the crawler listener wait on a flight the Applier wakes.
+	w.misses = &intake.Misses{Targets: targetsSvc,
 		Report: func(flights, waiters int) {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
@@ -166,15 +172,14 @@ func (w *worker0) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	w.inflight = &handlers{}
 	control.Register(mux)
-	targets := &api.Targets{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Limit: heavy}
-	targets.Register(mux)
-	runs := &intake.SitemapRuns{Targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
+	(&api.Targets{Targets: targetsSvc, Limit: heavy}).Register(mux)
+	runs := &intake.SitemapRuns{Targets: targetsSvc}
 	w.sitemaps = runs
 	if err := runs.Start(ctx); err != nil {
 		return wrap("sitemap runs", err)
 	}
 	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
-	(&api.Operate{Targets: targets, Seg: e.seg, Misses: w.misses}).Register(mux)
+	(&api.Operate{Targets: targetsSvc, Misses: w.misses}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
@@ -184,8 +189,8 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
-	(&api.Keys{Targets: targets, Seg: e.seg, Deleter: writer}).Register(mux)
-	(&api.Explain{Store: cst, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Deleter: writer, Locks: locks}).Register(mux)
+	(&api.Keys{Targets: targetsSvc}).Register(mux)
+	(&api.Explain{Targets: targetsSvc}).Register(mux)
 
 	// The crawler listener: worker 0 serves pages itself, one store read from the request, on
 	// the socket the supervisor listens on (so it outlives a restart of worker 0).
@@ -193,7 +198,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	mux.Handle("GET "+wire.PathServeMetrics, promhttp.HandlerFor(serveReg, promhttp.HandlerOpts{}))
 	if e.serveFD > 0 {
 		w.crawlers = &crawlerListener{e: e, reg: serveReg,
-			targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}, misses: w.misses}
+			targets: targetsSvc, misses: w.misses}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}

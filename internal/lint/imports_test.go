@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"intake":              {"cachekey", "claim", "config", "hosts", "internal/rows", "internal/startstop", "outcome", "policy", "render", "shm", "sitemap", "store", "wire"},
 	"internal/clock":      {},
 	"internal/grantlog":   {},
+	"internal/intaketest": {"intake"},
 	"internal/invariants": {},
 	"internal/lint":       {},
 	"internal/logging":    {},

@@ -1,0 +1,43 @@
+package intake
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+)
+
+// mustTargets is NewTargets(d), failing tb if d lacks a dependency.
+func mustTargets(tb testing.TB, d TargetsDeps) *Targets {
+	tb.Helper()
+	t, err := NewTargets(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
+// Every dependency of Targets carries a guarantee (its doc says which), so a service built
+// without one is refused, naming it, rather than running without the guarantee.
+func TestNewTargetsRefusesAMissingDependency(t *testing.T) {
+	e := qtest.New(t, "", 1_000_000, shm.Options{})
+	full := TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	if _, err := NewTargets(full); err != nil {
+		t.Fatalf("every dependency given: %v", err)
+	}
+	for name, drop := range map[string]func(*TargetsDeps){
+		"Store": func(d *TargetsDeps) { d.Store = nil }, "Writer": func(d *TargetsDeps) { d.Writer = nil },
+		"Deleter": func(d *TargetsDeps) { d.Deleter = nil }, "Locks": func(d *TargetsDeps) { d.Locks = nil },
+		"Seg": func(d *TargetsDeps) { d.Seg = nil }, "Policy": func(d *TargetsDeps) { d.Policy = nil },
+		"Now": func(d *TargetsDeps) { d.Now = nil },
+	} {
+		d := full
+		drop(&d)
+		got, err := NewTargets(d)
+		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
+		}
+	}
+}
