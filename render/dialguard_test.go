@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/net/http/httpproxy"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -214,8 +213,8 @@ func TestProxyAddressIsNoBypass(t *testing.T) {
 			t.Errorf("%s with an empty render.domains: %q, %v; want the address policy", u, body, err)
 		}
 	}
-	rc := config.Default().Render
-	rc.Timeout = config.Duration(5 * time.Second)
+	rc := testConfig("http")
+	rc.Timeout = 5 * time.Second
 	h, err := NewHTTP(rc)
 	if err != nil {
 		t.Fatal(err)

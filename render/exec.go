@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -56,7 +55,7 @@ import (
 // what GET /v1/pages serves, and a stored page must carry a status HTTP can send. Every other
 // outcome has Status 0: a process has no HTTP status, so exec never reports not_found or gone.
 type Exec struct {
-	cfg   config.Render
+	cfg   Options
 	argv  []string
 	allow *allowlist
 }
@@ -66,17 +65,17 @@ const execStderrKeep = 4 << 10
 
 // NewExec builds the exec renderer. The command's program must be found now (in PATH or as a
 // path), so that a missing browser fails at start, not on every render.
-func NewExec(cfg config.Render) (*Exec, error) {
+func NewExec(cfg Options) (*Exec, error) {
 	if err := checkCommon(cfg); err != nil {
 		return nil, err
 	}
-	if len(cfg.Exec.Command) == 0 || cfg.Exec.Command[0] == "" {
+	if len(cfg.ExecCommand) == 0 || cfg.ExecCommand[0] == "" {
 		return nil, errors.New("render: the exec renderer needs render.exec.command")
 	}
-	if _, err := exec.LookPath(cfg.Exec.Command[0]); err != nil {
+	if _, err := exec.LookPath(cfg.ExecCommand[0]); err != nil {
 		return nil, fmt.Errorf("render: exec command: %w", err)
 	}
-	argv := append([]string(nil), cfg.Exec.Command...)
+	argv := append([]string(nil), cfg.ExecCommand...)
 	return &Exec{cfg: cfg, argv: argv, allow: newAllowlist(cfg.Domains)}, nil
 }
 
@@ -97,7 +96,7 @@ func (e *Exec) Render(ctx context.Context, req Request) (res Result) {
 		return failed(res, outcome.Blocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
 	}
 
-	timeout := e.cfg.Timeout.D()
+	timeout := e.cfg.Timeout
 	rctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
 

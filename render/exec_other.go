@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -15,7 +14,7 @@ import (
 type Exec struct{}
 
 // NewExec fails: the exec renderer is Linux-only.
-func NewExec(config.Render) (*Exec, error) {
+func NewExec(Options) (*Exec, error) {
 	return nil, errors.New("render: the exec renderer needs linux")
 }
 

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -43,8 +42,8 @@ func helper(mode string, args []string) {
 func newExec(t *testing.T, timeout time.Duration, command ...string) *Exec {
 	t.Helper()
 	cfg := testConfig("exec")
-	cfg.Timeout = config.Duration(timeout)
-	cfg.Exec.Command = command
+	cfg.Timeout = timeout
+	cfg.ExecCommand = command
 	cfg.UserAgents = map[string]string{"mobile": "freshq-mobile/1"}
 	e, err := NewExec(cfg)
 	if err != nil {
@@ -164,9 +163,9 @@ func TestExecKillsWhatItLeavesBehind(t *testing.T) {
 
 func TestExecOutputOverTheLimitIsKilled(t *testing.T) {
 	cfg := testConfig("exec")
-	cfg.Timeout = config.Duration(30 * time.Second)
+	cfg.Timeout = 30 * time.Second
 	cfg.MaxBody = 4096
-	cfg.Exec.Command = []string{"yes"} // prints the URL forever
+	cfg.ExecCommand = []string{"yes"} // prints the URL forever
 	e, err := NewExec(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +176,7 @@ func TestExecOutputOverTheLimitIsKilled(t *testing.T) {
 		t.Fatalf("took %s: the overflow did not kill it", res.Duration)
 	}
 
-	cfg.Exec.Command = []string{"/bin/sh", "-c", `head -c 4096 /dev/zero | tr '\0' a`}
+	cfg.ExecCommand = []string{"/bin/sh", "-c", `head -c 4096 /dev/zero | tr '\0' a`}
 	e, _ = NewExec(cfg)
 	res = e.Render(context.Background(), Request{URL: "http://example.com/"})
 	expect(t, res, outcome.OK, StageBody, 200) // exactly max_body is fine

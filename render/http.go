@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -47,13 +46,13 @@ import (
 // A noindex header is evidence on its own: such a page is outcome.Noindex even when its body is
 // too large or cut short, with Body nil.
 type HTTP struct {
-	cfg       config.Render
+	cfg       Options
 	allow     *allowlist
 	transport *http.Transport
 }
 
 // NewHTTP builds the http renderer.
-func NewHTTP(cfg config.Render) (*HTTP, error) {
+func NewHTTP(cfg Options) (*HTTP, error) {
 	if err := checkCommon(cfg); err != nil {
 		return nil, err
 	}
@@ -127,7 +126,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		return failed(res, outcome.Blocked, StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
 	}
 
-	rctx, cancel := withTimeout(ctx, h.cfg.Timeout.D())
+	rctx, cancel := withTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	var ph phase
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
@@ -165,7 +164,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 			}
 			return failed(res, outcome.Blocked, StagePolicy, errText(err))
 		case rctx.Err() != nil:
-			return failed(res, outcome.Timeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout.D(), ph.stage()))
+			return failed(res, outcome.Timeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout, ph.stage()))
 		default:
 			var ue *url.Error
 			if errors.As(err, &ue) && ue.URL != "" {
@@ -194,7 +193,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	}
 
 	noindexHeader := headerNoindex(resp.Header.Values("X-Robots-Tag"))
-	limit := int64(h.cfg.MaxBody)
+	limit := h.cfg.MaxBody
 	var body []byte
 	if resp.ContentLength > limit {
 		err = errTooLarge
@@ -211,7 +210,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	case errors.Is(err, errTooLarge):
 		return failed(res, outcome.TooLarge, StageBody, fmt.Sprintf("body over render.max_body (%d bytes)", limit))
 	case err != nil && rctx.Err() != nil:
-		return failed(res, outcome.Timeout, StageBody, ctxErr(rctx, h.cfg.Timeout.D(), StageBody))
+		return failed(res, outcome.Timeout, StageBody, ctxErr(rctx, h.cfg.Timeout, StageBody))
 	case err != nil:
 		o, msg := classifyErr(err)
 		return failed(res, o, StageBody, "reading body: "+msg)

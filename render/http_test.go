@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/testdns"
 	"github.com/freshq/freshq/outcome"
 )
@@ -46,10 +45,10 @@ func newOrigin(t *testing.T) *origin {
 	return o
 }
 
-func newHTTP(t *testing.T, mutate func(*config.Render)) *HTTP {
+func newHTTP(t *testing.T, mutate func(*Options)) *HTTP {
 	t.Helper()
 	cfg := testConfig("http")
-	cfg.Timeout = config.Duration(10 * time.Second)
+	cfg.Timeout = 10 * time.Second
 	cfg.Domains = []string{"127.0.0.1"} // the origins are httptest servers on loopback
 	if mutate != nil {
 		mutate(&cfg)
@@ -99,7 +98,7 @@ func TestHTTPPageWithHeaders(t *testing.T) {
 	o.mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/page?d=desktop#frag", http.StatusMovedPermanently)
 	})
-	h := newHTTP(t, func(c *config.Render) { c.UserAgents = map[string]string{"mobile": "freshq-mobile/1"} })
+	h := newHTTP(t, func(c *Options) { c.UserAgents = map[string]string{"mobile": "freshq-mobile/1"} })
 
 	res := render(h, o.URL+"/moved")
 	expect(t, res, outcome.OK, StageBody, 200)
@@ -191,7 +190,7 @@ func TestHTTPEmptyBodyFails(t *testing.T) {
 func TestHTTPTimeoutWaitingForHeaders(t *testing.T) {
 	o := newOrigin(t)
 	o.mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	h := newHTTP(t, func(c *config.Render) { c.Timeout = config.Duration(50 * time.Millisecond) })
+	h := newHTTP(t, func(c *Options) { c.Timeout = 50 * time.Millisecond })
 	res := render(h, o.URL+"/hang")
 	expect(t, res, outcome.Timeout, StageHeaders, 0)
 	if !strings.Contains(res.Err, "render.timeout 50ms") {
@@ -209,7 +208,7 @@ func TestHTTPTimeoutCoversTheBody(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // the rest never comes
 	})
-	h := newHTTP(t, func(c *config.Render) { c.Timeout = config.Duration(50 * time.Millisecond) })
+	h := newHTTP(t, func(c *Options) { c.Timeout = 50 * time.Millisecond })
 	expect(t, render(h, o.URL+"/slow-body"), outcome.Timeout, StageBody, 200)
 }
 
@@ -260,7 +259,7 @@ func TestHTTPTooManyRedirects(t *testing.T) {
 		http.Redirect(w, r, fmt.Sprintf("/endless/%d", n+1), http.StatusFound)
 	})
 
-	h := newHTTP(t, func(c *config.Render) { c.MaxRedirects = 3 })
+	h := newHTTP(t, func(c *Options) { c.MaxRedirects = 3 })
 	res := render(h, o.URL+"/r/0") // exactly max_redirects hops: fine
 	expect(t, res, outcome.OK, StageBody, 200)
 	if res.FinalURL != o.URL+"/r/3" {
@@ -273,7 +272,7 @@ func TestHTTPTooManyRedirects(t *testing.T) {
 		t.Errorf("after %d requests: %+v", o.hits.Load(), res)
 	}
 
-	none := newHTTP(t, func(c *config.Render) { c.MaxRedirects = 0 })
+	none := newHTTP(t, func(c *Options) { c.MaxRedirects = 0 })
 	expect(t, render(none, o.URL+"/r/2"), outcome.RedirectLoop, StageHeaders, 307)
 }
 
@@ -289,7 +288,7 @@ func TestHTTPRedirectOutsideTheAllowlistIsBlocked(t *testing.T) {
 		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
 	})
 	o.mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, page) })
-	h := newHTTP(t, func(c *config.Render) { c.Domains = []string{"127.0.0.1"} })
+	h := newHTTP(t, func(c *Options) { c.Domains = []string{"127.0.0.1"} })
 
 	expect(t, render(h, o.URL+"/ok"), outcome.OK, StageBody, 200)
 	res := render(h, o.URL+"/out")
@@ -322,7 +321,7 @@ func TestHTTPRedirectWithinTheAllowlistByName(t *testing.T) {
 		}
 	})
 	o.mux.HandleFunc("/home", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host+page) })
-	h := newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} })
+	h := newHTTP(t, func(c *Options) { c.Domains = []string{"example.test"} })
 	var dialled sync.Map
 	var d net.Dialer
 	h.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -373,7 +372,7 @@ func TestHTTPOversizedBody(t *testing.T) {
 		w.Header().Set("X-Robots-Tag", "noindex")
 		w.Write(bytes.Repeat([]byte("a"), 4*limit))
 	})
-	h := newHTTP(t, func(c *config.Render) { c.MaxBody = limit })
+	h := newHTTP(t, func(c *Options) { c.MaxBody = limit })
 
 	res := render(h, fmt.Sprintf("%s/len/%d", o.URL, limit))
 	expect(t, res, outcome.OK, StageBody, 200)
@@ -565,7 +564,7 @@ func TestHTTPInternalAddressesOnlyWhenListed(t *testing.T) {
 		{nil, "http://rebind.test:" + port + "/"},                           // passes every URL check, resolves inside
 		{[]string{"example.test"}, "http://www.example.test:" + port + "/"}, // a subdomain of a listed name
 	} {
-		h := newHTTP(t, func(c *config.Render) { c.Domains = tc.domains })
+		h := newHTTP(t, func(c *Options) { c.Domains = tc.domains })
 		res := render(h, tc.url)
 		expect(t, res, outcome.Blocked, StagePolicy, 0)
 		if !strings.Contains(res.Err, "address policy (render.domains)") || strings.Contains(res.Err, port) ||
@@ -578,13 +577,13 @@ func TestHTTPInternalAddressesOnlyWhenListed(t *testing.T) {
 	}
 
 	// Listed: the address, or the name itself.
-	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test", "127.0.0.1"} }), "http://www.example.test:"+port+"/"), outcome.OK, StageBody, 200)
-	expect(t, render(newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} }), "http://example.test:"+port+"/"), outcome.OK, StageBody, 200)
+	expect(t, render(newHTTP(t, func(c *Options) { c.Domains = []string{"example.test", "127.0.0.1"} }), "http://www.example.test:"+port+"/"), outcome.OK, StageBody, 200)
+	expect(t, render(newHTTP(t, func(c *Options) { c.Domains = []string{"example.test"} }), "http://example.test:"+port+"/"), outcome.OK, StageBody, 200)
 
 	// A redirect from a listed name to a subdomain that resolves inside: the URL passes the
 	// allowlist, the dial does not.
 	o.hits.Store(0)
-	h := newHTTP(t, func(c *config.Render) { c.Domains = []string{"example.test"} })
+	h := newHTTP(t, func(c *Options) { c.Domains = []string{"example.test"} })
 	res := render(h, "http://example.test:"+port+"/hop")
 	expect(t, res, outcome.Blocked, StagePolicy, 0) // the refused hop has no response
 	if res.FinalURL != "http://www.example.test:"+port+"/" || o.hits.Load() != 1 {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -79,7 +78,7 @@ func WithStream(stream uint64) Option { return func(o *options) { o.stream = str
 //
 // A renderer holds no goroutines. The http one keeps idle connections: after a reload replaces
 // it, call its CloseIdleConnections.
-func New(cfg config.Render, opts ...Option) (Renderer, error) {
+func New(cfg Options, opts ...Option) (Renderer, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -100,7 +99,7 @@ func New(cfg config.Render, opts ...Option) (Renderer, error) {
 }
 
 // checkCommon validates what every renderer relies on.
-func checkCommon(cfg config.Render) error {
+func checkCommon(cfg Options) error {
 	switch {
 	case cfg.Timeout <= 0:
 		return errors.New("render: timeout must be positive")
@@ -111,7 +110,7 @@ func checkCommon(cfg config.Render) error {
 }
 
 // userAgent is the User-Agent for a device: render.user_agents[device], else render.user_agent.
-func userAgent(cfg *config.Render, device string) string {
+func userAgent(cfg *Options, device string) string {
 	if ua, ok := cfg.UserAgents[device]; ok && ua != "" {
 		return ua
 	}
@@ -200,7 +199,7 @@ func TimeoutText(ctx context.Context, timeout time.Duration, stage string) strin
 }
 
 // UserAgent is the User-Agent for a device: render.user_agents[device], else render.user_agent.
-func UserAgent(cfg *config.Render, device string) string { return userAgent(cfg, device) }
+func UserAgent(cfg *Options, device string) string { return userAgent(cfg, device) }
 
 // Recovered turns a panic inside a renderer outside this package into outcome.Failed, keeping
 // the promise that Render never panics. Use as: defer render.Recovered(&res, start).

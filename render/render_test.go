@@ -15,17 +15,18 @@ import (
 	"github.com/freshq/freshq/outcome"
 )
 
-// testConfig is the default render configuration with the given renderer.
-func testConfig(renderer string) config.Render {
-	c := config.Default()
-	c.Render.Renderer = renderer
-	return c.Render
+// testConfig is the renderers' options with the default configuration's values and the given
+// renderer.
+func testConfig(renderer string) Options {
+	d := config.Default().Render
+	return Options{Renderer: renderer, Concurrency: d.Concurrency, Timeout: d.Timeout.D(), Domains: d.Domains,
+		UserAgent: d.UserAgent, UserAgents: d.UserAgents, MaxBody: int64(d.MaxBody), MaxRedirects: d.MaxRedirects}
 }
 
 func TestNewPicksTheRenderer(t *testing.T) {
 	for name, want := range map[string]any{"": &HTTP{}, "http": &HTTP{}, "sim": &Sim{}, "exec": &Exec{}} {
 		cfg := testConfig(name)
-		cfg.Exec.Command = []string{"true"}
+		cfg.ExecCommand = []string{"true"}
 		r, err := New(cfg, WithStream(3))
 		if err != nil {
 			t.Fatalf("%q: %v", name, err)
@@ -34,15 +35,15 @@ func TestNewPicksTheRenderer(t *testing.T) {
 			t.Errorf("%q: got %s, want %s", name, got, want)
 		}
 	}
-	bad := map[string]func(*config.Render){
-		"unknown renderer":   func(c *config.Render) { c.Renderer = "chrome" },
-		"exec, no command":   func(c *config.Render) { c.Renderer, c.Exec.Command = "exec", nil },
-		"exec, no program":   func(c *config.Render) { c.Renderer, c.Exec.Command = "exec", []string{"/nonexistent/freshq-browser"} },
-		"zero timeout":       func(c *config.Render) { c.Timeout = 0 },
-		"zero max_body":      func(c *config.Render) { c.MaxBody = 0 },
-		"negative redirects": func(c *config.Render) { c.MaxRedirects = -1 },
-		"sim rates over 1":   func(c *config.Render) { c.Renderer, c.Sim.GoneRate, c.Sim.NoindexRate = "sim", 0.6, 0.6 },
-		"sim rate negative":  func(c *config.Render) { c.Renderer, c.Sim.TransientRate = "sim", -0.1 },
+	bad := map[string]func(*Options){
+		"unknown renderer":   func(c *Options) { c.Renderer = "chrome" },
+		"exec, no command":   func(c *Options) { c.Renderer, c.ExecCommand = "exec", nil },
+		"exec, no program":   func(c *Options) { c.Renderer, c.ExecCommand = "exec", []string{"/nonexistent/freshq-browser"} },
+		"zero timeout":       func(c *Options) { c.Timeout = 0 },
+		"zero max_body":      func(c *Options) { c.MaxBody = 0 },
+		"negative redirects": func(c *Options) { c.MaxRedirects = -1 },
+		"sim rates over 1":   func(c *Options) { c.Renderer, c.Sim.GoneRate, c.Sim.NoindexRate = "sim", 0.6, 0.6 },
+		"sim rate negative":  func(c *Options) { c.Renderer, c.Sim.TransientRate = "sim", -0.1 },
 	}
 	for name, mutate := range bad {
 		cfg := testConfig("http")

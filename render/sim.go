@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
@@ -32,7 +31,7 @@ import (
 // should pass their index as the stream (WithStream) so that they do not all draw alike. Sim
 // does not apply render.domains: it fetches nothing.
 type Sim struct {
-	cfg      config.Render
+	cfg      Options
 	urlKey   uint64 // per seed: which URLs are gone or noindex
 	drawKey  uint64 // per seed and stream: transient failures and latencies
 	n        atomic.Uint64
@@ -47,7 +46,7 @@ type Sim struct {
 const simSigma = 0.5
 
 // NewSim builds the sim renderer with its own random stream (see WithStream).
-func NewSim(cfg config.Render, stream uint64) (*Sim, error) {
+func NewSim(cfg Options, stream uint64) (*Sim, error) {
 	if err := checkCommon(cfg); err != nil {
 		return nil, err
 	}
@@ -67,8 +66,8 @@ func NewSim(cfg config.Render, stream uint64) (*Sim, error) {
 		cfg:       cfg,
 		urlKey:    mix64(uint64(sc.Seed) ^ 0x5851f42d4c957f2d),
 		drawKey:   mix64(uint64(sc.Seed) + mix64(stream+0x9e3779b97f4a7c15)),
-		medianNs:  float64(sc.LatencyMedian.D()),
-		timeout:   cfg.Timeout.D(),
+		medianNs:  float64(sc.LatencyMedian),
+		timeout:   cfg.Timeout,
 		transient: sc.TransientRate,
 	}
 	// Gone and noindex are drawn only for renders that were not transient, so scale them to keep

@@ -10,11 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 )
 
-func mustSim(t *testing.T, cfg config.Render, stream uint64) *Sim {
+func mustSim(t *testing.T, cfg Options, stream uint64) *Sim {
 	t.Helper()
 	s, err := NewSim(cfg, stream)
 	if err != nil {
@@ -23,9 +22,9 @@ func mustSim(t *testing.T, cfg config.Render, stream uint64) *Sim {
 	return s
 }
 
-func simConfig(seed int64, transient, gone, noindex float64, median time.Duration) config.Render {
+func simConfig(seed int64, transient, gone, noindex float64, median time.Duration) Options {
 	cfg := testConfig("sim")
-	cfg.Sim = config.Sim{Seed: seed, TransientRate: transient, GoneRate: gone, NoindexRate: noindex, LatencyMedian: config.Duration(median)}
+	cfg.Sim = SimOptions{Seed: seed, TransientRate: transient, GoneRate: gone, NoindexRate: noindex, LatencyMedian: median}
 	return cfg
 }
 
@@ -161,7 +160,7 @@ func TestSimLatencyIsLogNormalAroundTheMedian(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const median = 200 * time.Millisecond
 		cfg := simConfig(5, 0, 0, 0, median)
-		cfg.Timeout = config.Duration(time.Hour)
+		cfg.Timeout = time.Hour
 		s := mustSim(t, cfg, 0)
 		var ds []time.Duration
 		for i := range 2001 {
@@ -185,7 +184,7 @@ func TestSimLatencyIsLogNormalAroundTheMedian(t *testing.T) {
 func TestSimTimeoutAndCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := simConfig(5, 0, 0, 0, time.Second)
-		cfg.Timeout = config.Duration(time.Second) // half the draws exceed it
+		cfg.Timeout = time.Second // half the draws exceed it
 		s := mustSim(t, cfg, 0)
 		var timeouts int
 		for i := range 400 {

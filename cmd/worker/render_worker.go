@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/freshq/freshq/assemble"
 	"io"
 	"reflect"
 	"slices"
@@ -235,9 +236,9 @@ type renderers struct {
 func newRenderers(e *env) (*renderers, error) {
 	r := &renderers{e: e, build: func(c config.Render) (render.Renderer, error) {
 		if c.Renderer == "chrome" {
-			return chrome.New(c, chromeHooks(e))
+			return chrome.New(assemble.ChromeOptions(c), chromeHooks(e))
 		}
-		return render.New(c, render.WithStream(uint64(e.index)))
+		return render.New(assemble.RenderOptions(c), render.WithStream(uint64(e.index)))
 	}}
 	r.pol = e.pol.Load()
 	rdr, err := r.build(r.pol.Config().Render)

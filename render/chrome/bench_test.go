@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 )
@@ -40,10 +39,9 @@ func benchOrigin(b *testing.B) *httptest.Server {
 	return s
 }
 
-func benchCfg() config.Render {
-	c := config.Default().Render
-	c.Renderer = "chrome"
-	c.Timeout = config.Duration(30 * time.Second)
+func benchCfg() Options {
+	c := defaultOptions()
+	c.Timeout = 30 * time.Second
 	c.Domains = []string{"127.0.0.1"}
 	return c // render.chrome.idle as by default: the page declares itself ready
 }
@@ -94,7 +92,7 @@ func BenchmarkRenderChrome4Tabs(b *testing.B) {
 		s := newSite(b)
 		s.cacheableSPA("/spa", 300*time.Millisecond)
 		cfg := benchCfg()
-		cfg.Timeout = config.Duration(10 * time.Second)
+		cfg.Timeout = 10 * time.Second
 		r, err := New(cfg, Hooks{})
 		if err != nil {
 			b.Fatal(err)
@@ -162,9 +160,9 @@ func BenchmarkRenderExecDumpDOM4(b *testing.B) {
 	cfg.Renderer = "exec"
 	// The exec renderer runs the command as the worker's own user: as root, Chromium needs
 	// --no-sandbox (the chrome renderer drops to render.chrome.user instead).
-	cfg.Exec.Command = []string{path, "--headless", "--disable-gpu", "--no-sandbox", "--disable-quic", "--no-first-run",
+	cfg.ExecCommand = []string{path, "--headless", "--disable-gpu", "--no-sandbox", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--dump-dom"}
-	r, err := render.NewExec(cfg)
+	r, err := render.NewExec(cfg.Options)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -189,7 +187,7 @@ func BenchmarkRSSAfter1000(b *testing.B) {
 	}{{"norecycle", 1 << 30}, {"recycle150", 150}} {
 		b.Run(c.name, func(b *testing.B) {
 			cfg := benchCfg()
-			cfg.Chrome.RecycleAfter = c.recycle
+			cfg.RecycleAfter = c.recycle
 			for range b.N {
 				r, err := New(cfg, Hooks{})
 				if err != nil {

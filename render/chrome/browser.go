@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/freshq/freshq/config"
 )
 
 var discardLog = log.New(io.Discard, "", 0)
@@ -110,7 +108,7 @@ type browser struct {
 // startBrowser starts Chromium as cfg says, its every request through the proxy eg, with
 // credentials of its own there. The caller closes the browser. Its profile directory is new,
 // owned by the account the browser runs as, and removed by close.
-func startBrowser(ctx context.Context, cfg *config.Chrome, eg *egress) (*browser, error) {
+func startBrowser(ctx context.Context, cfg *Options, eg *egress) (*browser, error) {
 	cred, err := account(cfg.User)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 )
@@ -32,7 +31,7 @@ type Hooks struct {
 
 // Renderer is the chrome renderer. See the package doc.
 type Renderer struct {
-	cfg        config.Render
+	cfg        Options
 	blockTypes map[network.ResourceType]bool
 	block      []pattern
 	egress     *egress
@@ -59,28 +58,28 @@ const startTimeout = 30 * time.Second
 
 // New starts the chrome renderer for cfg: the egress proxy and the browser, so that a browser
 // that cannot start fails the worker at start, not every render.
-func New(cfg config.Render, hooks Hooks) (*Renderer, error) {
+func New(cfg Options, hooks Hooks) (*Renderer, error) {
 	switch {
 	case cfg.Timeout <= 0:
 		return nil, errors.New("chrome: render.timeout must be positive")
 	case cfg.MaxBody <= 0:
 		return nil, errors.New("chrome: render.max_body must be positive")
-	case cfg.Chrome.Idle <= 0:
+	case cfg.Idle <= 0:
 		return nil, errors.New("chrome: render.chrome.idle must be positive")
-	case cfg.Chrome.RecycleAfter < 1:
+	case cfg.RecycleAfter < 1:
 		return nil, errors.New("chrome: render.chrome.recycle_after must be at least 1")
 	}
-	if _, err := exec.LookPath(cfg.Chrome.Path); err != nil {
+	if _, err := exec.LookPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("chrome: render.chrome.path: %w (install Chromium: apt-get install chromium)", err)
 	}
-	if _, err := account(cfg.Chrome.User); err != nil {
+	if _, err := account(cfg.User); err != nil {
 		return nil, err
 	}
 	r := &Renderer{cfg: cfg, hooks: hooks, blockTypes: map[network.ResourceType]bool{}, startLimit: startTimeout}
-	for _, t := range cfg.Chrome.BlockTypes {
+	for _, t := range cfg.BlockTypes {
 		r.blockTypes[resourceType(t)] = true
 	}
-	for _, p := range cfg.Chrome.Block {
+	for _, p := range cfg.Block {
 		r.block = append(r.block, compilePattern(p))
 	}
 	removeStaleProfiles()
@@ -92,7 +91,7 @@ func New(cfg config.Render, hooks Hooks) (*Renderer, error) {
 	r.egress = eg
 	ctx, cancel := context.WithTimeout(context.Background(), r.startLimit)
 	defer cancel()
-	b, err := startBrowser(ctx, &r.cfg.Chrome, eg)
+	b, err := startBrowser(ctx, &r.cfg, eg)
 	if err != nil {
 		eg.close()
 		return nil, err
@@ -181,7 +180,7 @@ func (r *Renderer) acquire(ctx context.Context) (*browser, error) {
 	}
 	if r.cur == nil {
 		sctx, cancel := context.WithTimeout(ctx, r.startLimit)
-		b, err := startBrowser(sctx, &r.cfg.Chrome, r.egress)
+		b, err := startBrowser(sctx, &r.cfg, r.egress)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -192,7 +191,7 @@ func (r *Renderer) acquire(ctx context.Context) (*browser, error) {
 	b.renders++
 	b.inflight++
 	r.renders.Add(1)
-	if b.renders >= r.cfg.Chrome.RecycleAfter {
+	if b.renders >= r.cfg.RecycleAfter {
 		r.retireLocked(b, "recycle")
 	}
 	return b, nil
@@ -241,7 +240,7 @@ func (r *Renderer) release(b *browser) {
 	r.renders.Add(1) // Close waits for the look, as for a render
 	go func() {
 		defer r.renders.Done()
-		if rss := b.rss(); rss > int64(r.cfg.Chrome.MaxRSS) {
+		if rss := b.rss(); rss > r.cfg.MaxRSS {
 			r.mu.Lock()
 			r.retireLocked(b, "rss")
 			r.mu.Unlock()
@@ -265,7 +264,7 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 	case !render.Allowed(r.cfg.Domains, u.Host):
 		return failed(res, outcome.Blocked, render.StagePolicy, fmt.Sprintf("host %q is not in render.domains", u.Hostname()))
 	}
-	timeout := r.cfg.Timeout.D()
+	timeout := r.cfg.Timeout
 	rctx, cancel := render.WithTimeout(ctx, timeout)
 	defer cancel()
 	b, err := r.acquire(rctx)
@@ -280,8 +279,8 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 	return t.render(rctx, res)
 }
 
-// device is the emulation of a device name (config.Render.Emulation).
-func (r *Renderer) device(name string) config.Device { return r.cfg.Emulation(name) }
+// device is the emulation of a device name (Options.Devices).
+func (r *Renderer) device(name string) Device { return r.cfg.device(name) }
 
 func failed(res render.Result, o outcome.Outcome, stage, msg string) render.Result {
 	res.Outcome, res.Stage, res.Err, res.Body = o, stage, msg, nil

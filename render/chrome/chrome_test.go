@@ -79,18 +79,33 @@ func (s *site) count(path string) int {
 	return s.hits[path]
 }
 
-func testCfg() config.Render {
-	c := config.Default().Render
-	c.Renderer = "chrome"
-	c.Timeout = config.Duration(10 * time.Second)
+// defaultOptions are the chrome renderer's options with the default configuration's values.
+func defaultOptions() Options {
+	d := config.Default().Render
+	devices := map[string]Device{}
+	for name := range d.DeviceNames() {
+		devices[name] = Device(d.Emulation(name))
+	}
+	return Options{
+		Options: render.Options{Renderer: "chrome", Concurrency: d.Concurrency, Timeout: d.Timeout.D(), Domains: d.Domains,
+			UserAgent: d.UserAgent, UserAgents: d.UserAgents, MaxBody: int64(d.MaxBody), MaxRedirects: d.MaxRedirects},
+		Path: d.Chrome.Path, Idle: d.Chrome.Idle.D(), LongRequest: d.Chrome.LongRequest.D(), BlockTypes: d.Chrome.BlockTypes,
+		Block: d.Chrome.Block, KeepScripts: d.Chrome.KeepScripts, RecycleAfter: d.Chrome.RecycleAfter, MaxRSS: int64(d.Chrome.MaxRSS),
+		User: d.Chrome.User, NoSandbox: d.Chrome.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
+	}
+}
+
+func testCfg() Options {
+	c := defaultOptions()
+	c.Timeout = 10 * time.Second
 	c.Domains = []string{"site.test"}
-	c.Chrome.Idle = config.Duration(200 * time.Millisecond)
+	c.Idle = 200 * time.Millisecond
 	return c
 }
 
 // newRenderer starts a renderer for the test (site.test resolving to loopback) and closes it
 // at the end.
-func newRenderer(t testing.TB, mutate func(*config.Render)) *Renderer {
+func newRenderer(t testing.TB, mutate func(*Options)) *Renderer {
 	t.Helper()
 	needChromium(t)
 	testdns.Use(t, map[string][]netip.Addr{"site.test": {netip.MustParseAddr("127.0.0.1")}})
@@ -118,7 +133,7 @@ func TestReadiness(t *testing.T) {
 	s.page("/timer", `<!doctype html><html><body><p>a</p><script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", "<p id=late>late</p>"), 300)</script></body></html>`)
 	s.page("/flag", `<!doctype html><html><body><script>window.prerenderReady = false;
 setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>flagged</p>"); window.prerenderReady = true; }, 1500)</script></body></html>`)
-	r := newRenderer(t, func(c *config.Render) { c.Chrome.Idle = config.Duration(500 * time.Millisecond) })
+	r := newRenderer(t, func(c *Options) { c.Idle = 500 * time.Millisecond })
 
 	res := render1(t, r, render.Request{URL: s.url("/timer")})
 	if res.Outcome != outcome.OK || !strings.Contains(string(res.Body), `<p id="late">late</p>`) {
@@ -161,7 +176,7 @@ func TestBlocking(t *testing.T) {
 	s.page("/app.js", `document.body.insertAdjacentHTML("beforeend", "<p id=app>app</p>")`)
 	var mu sync.Mutex
 	reasons := map[string]int{}
-	r := newRenderer(t, func(c *config.Render) { c.Chrome.Block = []string{"*/analytics/*"} })
+	r := newRenderer(t, func(c *Options) { c.Block = []string{"*/analytics/*"} })
 	r.hooks.Blocked = func(reason string) { mu.Lock(); reasons[reason]++; mu.Unlock() }
 	res := render1(t, r, render.Request{URL: s.url("/")})
 	if res.Outcome != outcome.OK || !strings.Contains(string(res.Body), `id="app"`) {
@@ -220,13 +235,13 @@ func TestNeverSettlesTimesOut(t *testing.T) {
 	// The browser is started, and a tab opened, by a first render with a generous timeout, so
 	// that the timeout under test is spent where the test looks: a cold start and navigation on
 	// a machine busy with the race build of every package can take most of a short timeout.
-	r := newRenderer(t, func(c *config.Render) { c.Timeout = config.Duration(20 * time.Second) })
+	r := newRenderer(t, func(c *Options) { c.Timeout = 20 * time.Second })
 	s.page("/warm", `<!doctype html><p>warm</p>`)
 	if res := render1(t, r, render.Request{URL: s.url("/warm")}); res.Outcome != outcome.OK {
 		t.Fatalf("the first render: %v %s", res.Outcome, res.Err)
 	}
 	const timeout = 4 * time.Second
-	r.cfg.Timeout = config.Duration(timeout) // no render is in flight
+	r.cfg.Timeout = timeout // no render is in flight
 	start := time.Now()
 	res := render1(t, r, render.Request{URL: s.url("/")})
 	if res.Outcome != outcome.Timeout || res.Body != nil || res.Stage != render.StageReady {
@@ -239,7 +254,7 @@ func TestNeverSettlesTimesOut(t *testing.T) {
 	// own: what is checked is that the browser survived the timeout, and the page's network-idle
 	// wait alone can take most of 1.5 s on a machine busy with the race build of every package.
 	// (No render is in flight here, so the renderer's configuration can change.)
-	r.cfg.Timeout = config.Duration(20 * time.Second)
+	r.cfg.Timeout = 20 * time.Second
 	s.page("/ok", `<!doctype html><p>ok</p>`)
 	if res := render1(t, r, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
 		t.Errorf("after a timeout: %v %s", res.Outcome, res.Err)
@@ -413,7 +428,7 @@ func TestRecycling(t *testing.T) {
 		defer mu.Unlock()
 		return reasons[reason]
 	}
-	r := newRenderer(t, func(c *config.Render) { c.Chrome.RecycleAfter = 2 })
+	r := newRenderer(t, func(c *Options) { c.RecycleAfter = 2 })
 	r.hooks.Restarted = restarted
 	var dirs []string
 	for i := range 4 {
@@ -431,7 +446,7 @@ func TestRecycling(t *testing.T) {
 	}
 	waitFor(t, func() bool { _, err := os.Stat(dirs[0]); return os.IsNotExist(err) })
 
-	big := newRenderer(t, func(c *config.Render) { c.Chrome.MaxRSS = 1 })
+	big := newRenderer(t, func(c *Options) { c.MaxRSS = 1 })
 	big.hooks.Restarted = restarted
 	if res := render1(t, big, render.Request{URL: s.url("/ok")}); res.Outcome != outcome.OK {
 		t.Fatalf("%v %s", res.Outcome, res.Err)

@@ -11,7 +11,7 @@
 //   - Vets the URL: http or https, its host in render.domains (else outcome.Blocked at "policy").
 //   - Takes a tab: one the browser kept from an earlier render, else a new one (tabs.go: opening
 //     a tab costs more than rendering a trivial page). It emulates the request's device
-//     (config.Render.Emulation: render.devices, or the built-in desktop and mobile: viewport,
+//     (Options.Devices, resolved by package assemble from render.devices, or the built-in desktop and mobile: viewport,
 //     device scale, mobile emulation with touch, user agent), set anew where it differs from
 //     what the tab had.
 //   - Vets every request before it is sent (the Fetch domain): a document, its redirects and its

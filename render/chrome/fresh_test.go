@@ -22,10 +22,10 @@ func TestCachedScriptsDoNotHoldIdleness(t *testing.T) {
 	s.cacheableSPA("/spa", 300*time.Millisecond)
 	// A request left in flight holds its page until render.timeout, however long: the timeout
 	// is generous, so that only that, not a machine busy with other tests, times a render out.
-	r := newRenderer(t, func(c *config.Render) {
+	r := newRenderer(t, func(c *Options) {
 		c.Concurrency = 4
-		c.Timeout = config.Duration(30 * time.Second)
-		c.Chrome.Idle = config.ChromeIdleDefault
+		c.Timeout = 30 * time.Second
+		c.Idle = config.ChromeIdleDefault.D()
 	})
 	// The browser's first render fills its cache (and its tabs open): then every render takes
 	// the scripts from the cache.
@@ -158,10 +158,10 @@ fetch("/data").then(`+show+`;</script></body></html>`)
 new EventSource("/events"); fetch("/poll");
 setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>flagged</p>"); window.prerenderReady = true; }, 3000);</script></body></html>`)
 
-	r := newRenderer(t, func(c *config.Render) {
-		c.Timeout = config.Duration(30 * time.Second)
-		c.Chrome.Idle = config.ChromeIdleDefault
-		c.Chrome.LongRequest = config.ChromeLongRequestDefault
+	r := newRenderer(t, func(c *Options) {
+		c.Timeout = 30 * time.Second
+		c.Idle = config.ChromeIdleDefault.D()
+		c.LongRequest = config.ChromeLongRequestDefault.D()
 	})
 	idle, long := config.ChromeIdleDefault.D(), config.ChromeLongRequestDefault.D()
 	for _, c := range []struct {
@@ -175,7 +175,7 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 		{"/es", `<p id="data">fetched content</p>`, 15 * time.Second, idle, 6 * time.Second},
 		{"/longpoll", `<p id="data">fetched content</p>`, long, long - 300*time.Millisecond, long + idle + 3*time.Second},
 	} {
-		r.cfg.Chrome.LongRequest = config.Duration(c.longRequest) // no render is in flight
+		r.cfg.LongRequest = c.longRequest // no render is in flight
 		res := render1(t, r, render.Request{URL: s.url(c.path)})
 		if res.Outcome != outcome.OK || !strings.Contains(string(res.Body), c.want) {
 			t.Errorf("%s: %v at %s (%s): %.300s", c.path, res.Outcome, res.Stage, res.Err, res.Body)
@@ -185,7 +185,7 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 			t.Errorf("%s: ready %s after the load event, want between %s and %s", c.path, wait, c.min, c.max)
 		}
 	}
-	r.cfg.Chrome.LongRequest = config.Duration(long)
+	r.cfg.LongRequest = long
 	res := render1(t, r, render.Request{URL: s.url("/flagged")})
 	if res.Outcome != outcome.OK || !strings.Contains(string(res.Body), `<p id="flagged">flagged</p>`) || res.Timings.Ready < 3*time.Second {
 		t.Errorf("prerenderReady page: %v (%s), ready at %s: %.300s", res.Outcome, res.Err, res.Timings.Ready, res.Body)

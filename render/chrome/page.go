@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 )
@@ -50,7 +49,7 @@ type tab struct {
 	r     *Renderer
 	b     *browser
 	req   render.Request
-	dev   config.Device
+	dev   Device
 	start time.Time
 
 	mainFrame cdp.FrameID
@@ -108,7 +107,7 @@ func (t *tab) tabFor(ctx context.Context) (*tabConn, error) {
 
 // classifyErr names a failure of the tab itself (it could not open, or the browser went away).
 func (t *tab) classifyErr(ctx context.Context, res render.Result, err error) render.Result {
-	timeout := t.r.cfg.Timeout.D()
+	timeout := t.r.cfg.Timeout
 	switch {
 	case ctx.Err() != nil:
 		return failed(res, outcome.Timeout, render.StageBrowser, render.TimeoutText(ctx, timeout, render.StageBrowser))
@@ -203,7 +202,7 @@ func (t *tab) navigateAndCapture(ctx, rctx context.Context, target *chromedp.Tar
 	if r, ok := t.waitReady(ctx, rctx, target, res); !ok {
 		return t.finish(rctx, r)
 	}
-	body, err := chromedp.Evaluate[string](fmt.Sprintf(captureScript, t.r.cfg.Chrome.KeepScripts))(ctx, target)
+	body, err := chromedp.Evaluate[string](fmt.Sprintf(captureScript, t.r.cfg.KeepScripts))(ctx, target)
 	if err != nil {
 		return t.finish(rctx, t.fail(rctx, res, render.StageBody, err))
 	}
@@ -409,7 +408,7 @@ func header(h network.Headers, name string) string {
 // render.chrome.idle without a request in flight after the load event. ok is false when the
 // render ended instead, with its result.
 func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res render.Result) (render.Result, bool) {
-	idle, longRequest := t.r.cfg.Chrome.Idle.D(), t.r.cfg.Chrome.LongRequest.D()
+	idle, longRequest := t.r.cfg.Idle, t.r.cfg.LongRequest
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	now := make(chan time.Time, 1)
@@ -473,7 +472,7 @@ func (t *tab) fail(rctx context.Context, res render.Result, stage string, err er
 	}
 	switch {
 	case rctx.Err() != nil:
-		return failed(res, outcome.Timeout, stage, render.TimeoutText(rctx, t.r.cfg.Timeout.D(), stage))
+		return failed(res, outcome.Timeout, stage, render.TimeoutText(rctx, t.r.cfg.Timeout, stage))
 	case !t.b.alive():
 		return failed(res, outcome.Failed, render.StageBrowser, "the browser exited")
 	}
@@ -548,7 +547,7 @@ func (t *tab) judge(res render.Result, body string) render.Result {
 	case "dial":
 		return failed(res, outcome.Network, render.StageNavigate, "the document could not be fetched")
 	}
-	if int64(len(body)) > int64(t.r.cfg.MaxBody) {
+	if int64(len(body)) > t.r.cfg.MaxBody {
 		res.Status = status
 		return failed(res, outcome.TooLarge, render.StageBody, fmt.Sprintf("page over render.max_body (%d bytes)", t.r.cfg.MaxBody))
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-
-	"github.com/freshq/freshq/config"
 )
 
 // tabConn is a tab kept open between renders. Opening one costs more than a trivial render
@@ -31,7 +29,7 @@ type tabConn struct {
 	dead   atomic.Bool // it crashed or was detached, perhaps while it waited
 
 	// The emulation the tab has (tab.emulate), used by one render at a time.
-	dev    config.Device
+	dev    Device
 	devSet bool
 }
 

@@ -1,0 +1,35 @@
+package assemble
+
+import (
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/render/chrome"
+)
+
+// RenderOptions narrows render.* to what the http, exec and sim renderers use.
+func RenderOptions(c config.Render) render.Options {
+	return render.Options{
+		Renderer: c.Renderer, Concurrency: c.Concurrency, Timeout: c.Timeout.D(), Domains: c.Domains,
+		UserAgent: c.UserAgent, UserAgents: c.UserAgents, MaxBody: int64(c.MaxBody), MaxRedirects: c.MaxRedirects,
+		ExecCommand: c.Exec.Command,
+		Sim: render.SimOptions{Seed: c.Sim.Seed, LatencyMedian: c.Sim.LatencyMedian.D(), TransientRate: c.Sim.TransientRate,
+			GoneRate: c.Sim.GoneRate, NoindexRate: c.Sim.NoindexRate},
+	}
+}
+
+// ChromeOptions narrows render.* and render.chrome.* to what the chrome renderer uses, with
+// every device a cache key may name resolved to its emulation (config.Render.Emulation).
+func ChromeOptions(c config.Render) chrome.Options {
+	devices := make(map[string]chrome.Device)
+	for name := range c.DeviceNames() {
+		devices[name] = chrome.Device(c.Emulation(name))
+	}
+	devices[config.DefaultDevice] = chrome.Device(c.Emulation(config.DefaultDevice))
+	ch := c.Chrome
+	return chrome.Options{
+		Options: RenderOptions(c),
+		Path:    ch.Path, Idle: ch.Idle.D(), LongRequest: ch.LongRequest.D(), BlockTypes: ch.BlockTypes, Block: ch.Block,
+		KeepScripts: ch.KeepScripts, RecycleAfter: ch.RecycleAfter, MaxRSS: int64(ch.MaxRSS), User: ch.User,
+		NoSandbox: ch.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
+	}
+}
