@@ -39,8 +39,8 @@ race:
 # the concurrent fencing history many times over, and the end-to-end stop, fencing and restart
 # tests repeated against the real binaries, where a rare interleaving or a tight bound would show.
 # Like test, on one throwaway PostgreSQL unless FRESHQ_TEST_PG_DSN names one.
-STRESS_FUZZTIME ?= 30s
-STRESS_COUNT    ?= 5
+STRESS_FUZZTIME ?= 20s
+STRESS_COUNT    ?= 3
 stress:
 	./scripts/pg-test.sh run $(MAKE) --no-print-directory stress-steps
 
