@@ -5,8 +5,6 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -17,10 +15,7 @@ import (
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
 	Applier *intake.Applier
-	Limit   *Limiter              // admits results requests by their bytes; nil: none
-	Seg     *shm.Segment          // nil: the Applier's
-	Policy  func() *policy.Policy // nil: the Applier's
-	Now     func() int64          // nil: the Applier's
+	Limit   *Limiter // admits results requests by their bytes; nil: none
 
 	leases *intake.Remote
 }
@@ -30,16 +25,8 @@ const maxRemoteRequest = 1 << 20 // a claim or lease request
 // Register adds the endpoints to mux.
 func (x *Remote) Register(mux *http.ServeMux) {
 	a := x.Applier
-	x.leases = &intake.Remote{Claimer: x.Claimer, Locks: a.Locks, Seg: x.Seg, Policy: x.Policy, Now: x.Now}
-	if x.leases.Seg == nil {
-		x.leases.Seg = a.Seg
-	}
-	if x.leases.Policy == nil {
-		x.leases.Policy = a.Policy
-	}
-	if x.leases.Now == nil {
-		x.leases.Now = a.Now
-	}
+	// The remote leases are the Applier's: its lease table, locks, policy and clock.
+	x.leases = &intake.Remote{Claimer: x.Claimer, Locks: a.Locks, Seg: a.Seg, Policy: a.Policy, Now: a.Now}
 	mux.HandleFunc("POST /v1/claim", x.claim)
 	mux.HandleFunc("POST /v1/results", resultsHandler(a, x.Limit, false))
 	mux.HandleFunc("POST /v1/leases/extend", x.extend)

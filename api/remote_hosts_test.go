@@ -78,7 +78,7 @@ func TestRevokedRemoteLeaseGivesBackItsHostSlot(t *testing.T) {
 			locks := &intake.KeyLocks{}
 			index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
 			mux := http.NewServeMux()
-			(&Remote{Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+			(&Remote{
 				Applier: &intake.Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
 				Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}).Register(mux)
 			(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)

@@ -26,7 +26,7 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 		e.Put(fmt.Sprintf("desktop|https://shop.test/c/%02d", i), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	}
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
-	x := &Remote{Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+	x := &Remote{
 		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
 		Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}
 	mux := http.NewServeMux()

@@ -182,7 +182,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Operate{Targets: targetsSvc, Misses: w.misses}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
-	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
+	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
 	view := clusterView(st, cfg)
 	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load}).Register(mux)
