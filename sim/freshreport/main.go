@@ -10,10 +10,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -56,6 +59,8 @@ func run() error {
 		sites      = flag.Int("sites", 48, "the corpus's sites at least (hosts): production's full corpus has 48; the mix alone gives one below 33,000 keys, and then the sweep's per-host cap and spread, not the score, decide the order of the set")
 		md         = flag.String("md", "", "also write the rows as the markdown table docs/SIMULATION.md quotes (empty: no)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run to this file (empty: no)")
+		report     = flag.String("report", "", "the report (docs/SIMULATION.md) whose freshness section to write, replacing the one it has or appended (empty: none)")
+		charts     = flag.String("charts", "", "with -report, the directory for the chart's PNG (empty: no chart)")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -136,9 +141,46 @@ func run() error {
 			return err
 		}
 	}
+	if *report != "" {
+		if err := writeReport(*report, *charts, rows); err != nil {
+			return err
+		}
+	}
 	if *out == "-" {
 		_, err = os.Stdout.Write(b)
 		return err
 	}
 	return os.WriteFile(*out, b, 0o644)
+}
+
+// writeReport writes the freshness section of the report at path, and its chart into charts.
+// The command it records leaves out -out, -md, -report, -charts, -cpuprofile and -parallel,
+// which change nothing in the rows.
+func writeReport(path, charts string, rows []sim.FreshRow) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var chart *sim.Chart
+	if charts != "" {
+		link, err := filepath.Rel(filepath.Dir(path), charts)
+		if err != nil {
+			return err
+		}
+		c, err := sim.WriteFreshChart(charts, filepath.ToSlash(link), rows)
+		if err != nil {
+			return err
+		}
+		chart = &c
+	}
+	args := []string{"go run ./sim/freshreport"}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "out", "md", "report", "charts", "cpuprofile", "parallel":
+		default:
+			args = append(args, "-"+f.Name+" "+f.Value.String())
+		}
+	})
+	section := sim.FreshSection(rows, strings.Join(args, " "), chart)
+	return os.WriteFile(path, []byte(sim.SpliceFreshSection(string(old), section)), 0o644)
 }
