@@ -57,6 +57,9 @@ type FreshResult struct {
 	// failure's retry waits for a grant like any row, so it can stretch an interval past
 	// what the scoring kept to).
 	RouteMax, RouteP99, RouteMaxClean []float64
+	// RouteP99Clean is RouteP99 over the renders that did not follow a failed attempt: what
+	// the comparison sets the scored runs' ceilings from.
+	RouteP99Clean []float64
 	// Ceiling is, per route class, the ceiling the scoring kept to (÷ the route's interval); nil
 	// for production's scoring.
 	Ceiling []float64
@@ -96,7 +99,7 @@ type truthRun struct {
 
 	staleMuMs, muSum float64
 	gaps             [][]float64 // per class, in the window
-	cleanMax         []float64   // per class, in the window: the largest gap not after a failure
+	cleanGaps        [][]float64 // per class, in the window: the gaps not after a failure
 }
 
 func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
@@ -106,7 +109,7 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 	tr := &truthRun{r: r, t: fo.Truth, fo: fo, scoring: r.sc.Score,
 		minMs: make([]int64, nc), maxMs: make([]int64, nc), intervalMs: make([]int64, nc),
 		lastRender: slices.Clone(c.LastOKMs), nextChange: make([]int64, n), changeN: make([]uint64, n),
-		gaps: make([][]float64, nc), cleanMax: make([]float64, nc), routeHist: make([]freshness.History, nc),
+		gaps: make([][]float64, nc), cleanGaps: make([][]float64, nc), routeHist: make([]freshness.History, nc),
 		priors: make([]freshness.Prior, nc), priorSet: make([]bool, nc), uniqueHash: len(r.byHash) == n,
 		leadMs: r.cfg.Queue.Ready.SweepInterval.Ms()}
 	if len(fo.Truth.Mu) != n {
@@ -242,7 +245,7 @@ func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs int64) int6
 			gap := float64(nowMs-last) / float64(tr.intervalMs[k])
 			tr.gaps[k] = append(tr.gaps[k], gap)
 			if tr.r.failCount[i] == 0 { // the count before this attempt: failures since the last success
-				tr.cleanMax[k] = max(tr.cleanMax[k], gap)
+				tr.cleanGaps[k] = append(tr.cleanGaps[k], gap)
 			}
 		}
 		o := freshness.Observation{Changed: change <= nowMs, IntervalMs: nowMs - last}
@@ -305,7 +308,12 @@ func (tr *truthRun) finish() *FreshResult {
 			mx, p99 = g[len(g)-1], percentile(g, 0.99)
 		}
 		fr.RouteMax, fr.RouteP99 = append(fr.RouteMax, mx), append(fr.RouteP99, p99)
-		fr.RouteMaxClean = append(fr.RouteMaxClean, tr.cleanMax[k])
+		cmx, cp99 := 0.0, 0.0
+		if cg := tr.cleanGaps[k]; len(cg) > 0 {
+			slices.Sort(cg)
+			cmx, cp99 = cg[len(cg)-1], percentile(cg, 0.99)
+		}
+		fr.RouteMaxClean, fr.RouteP99Clean = append(fr.RouteMaxClean, cmx), append(fr.RouteP99Clean, cp99)
 		if tr.scoring != ScoreProduction {
 			fr.Ceiling = append(fr.Ceiling, float64(tr.maxMs[k])/float64(tr.intervalMs[k]))
 		}
@@ -363,7 +371,9 @@ var FreshPolicies = []string{"index", "ready", "freshness", "oracle"}
 // order and ready (production's lanes), then freshness and the oracle with each route's
 // ceiling set to the 99th percentile of the interval ready itself left between renders at that
 // capacity (at least the route's interval), so that neither may stretch a route beyond what
-// ready does.
+// ready does. The percentile is over the renders that did not follow a failed attempt: a
+// failure's retry stretches an interval whatever the policy, and a route of a few pages (the
+// home page) would otherwise take ready's failure as its ceiling and add its own on top.
 func RunFreshness(ctx context.Context, c *Corpus, o Options, fo FreshOptions, capacities []float64, parallel int) ([]FreshRow, error) {
 	return RunFreshnessMixes(ctx, []FreshMix{{Corpus: c, Fresh: fo}}, o, capacities, parallel)
 }
@@ -441,7 +451,7 @@ func RunFreshnessMixes(ctx context.Context, mixes []FreshMix, o Options, capacit
 				return
 			}
 			ceiling := make([]float64, len(c.mix.Corpus.Mix.Classes))
-			for k, v := range c.res[1].Fresh.RouteP99 {
+			for k, v := range c.res[1].Fresh.RouteP99Clean {
 				ceiling[k] = max(1, v)
 			}
 			wg.Go(func() {

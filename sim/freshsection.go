@@ -34,7 +34,7 @@ A request is served stale when the page changed since its last successful render
 
 The scored runs read the whole due set at every sweep: the sweep's class merge bounds what a class can still give by relative lateness, which orders a class as its due times do, and a freshness score does not.
 
-**Bounds.** The floor (` + "`min_interval`" + `) is each route's interval ÷ 16. The ceiling is each route's 99th percentile of the time ` + "`ready`" + ` itself left between two renders of a page at the same capacity (at least the route's interval): each capacity runs ready first, then freshness and the oracle with that ceiling. A row ranks above every row inside its bounds from one sweep interval before its ceiling (` + "`freshness.Bounds.LeadMs`" + `), so that it is published by the last sweep before the ceiling, not the first after it.
+**Bounds.** The floor (` + "`min_interval`" + `) is each route's interval ÷ 16. The ceiling is each route's 99th percentile of the time ` + "`ready`" + ` itself left between two renders of a page at the same capacity, over the renders that did not follow a failed attempt (at least the route's interval): each capacity runs ready first, then freshness and the oracle with that ceiling. A row ranks above every row inside its bounds from one sweep interval before its ceiling (` + "`freshness.Bounds.LeadMs`" + `), so that it is published by the last sweep before the ceiling, not the first after it.
 
 `)
 	b.WriteString(FreshTable(rows))
