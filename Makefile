@@ -72,21 +72,27 @@ bench-cluster:
 	./scripts/bench-cluster.sh
 
 # The scheduling-quality report: every policy at 100, 75 and 50 % of demand on a
-# 200,000-key corpus, deterministic for the seed. Rewrites docs/SIMULATION.md and docs/sim/.
+# 200,000-key corpus, deterministic for the seed. Rewrites docs/SIMULATION.md and docs/sim/;
+# then the freshness comparison at full size (20,000 keys, as make sim-freshness) writes its
+# section at the report's end, its chart and its rows (docs/sim/freshness.json). The tables
+# before that section are simreport's alone.
 SIMFLAGS ?= -keys 200000 -seed 1 -sweep-interval 5m -warmup 144h -window 96h -warmup-sweep-interval 15m -settle 48h
+FRESHFLAGS ?= -keys 20000
 sim:
 	$(GO) run ./sim/simreport -out docs/SIMULATION.md -charts docs/sim $(SIMFLAGS)
+	$(GO) run ./sim/freshreport -report docs/SIMULATION.md -charts docs/sim -out docs/sim/freshness.json $(FRESHFLAGS)
 
 # The freshness comparison: index order, ready, freshness (learning online) and the oracle on
 # a corpus with ground truth (hidden change and request processes), at 25, 50 and 100 %
 # capacity, on the standard and a held-out truth; writes a JSON list of rows (sim.FreshRow) to
-# OUT (- for stdout), and with MD=FILE its markdown table. docs/SIMULATION.md quotes a
-# KEYS=20000 run.
+# OUT (- for stdout), with MD=FILE its markdown table, and with REPORT=FILE its section of
+# docs/SIMULATION.md into FILE (the chart into docs/sim). make sim writes a KEYS=20000 run
+# into docs/SIMULATION.md.
 KEYS ?= 20000
 OUT  ?= -
 .PHONY: sim-freshness
 sim-freshness:
-	$(GO) run ./sim/freshreport -keys $(KEYS) -out $(OUT) $(if $(MD),-md $(MD))
+	$(GO) run ./sim/freshreport -keys $(KEYS) -out $(OUT) $(if $(MD),-md $(MD)) $(if $(REPORT),-report $(REPORT) -charts docs/sim)
 
 # The golden tests compare the deterministic core with files under each package's testdata/
 # (policy decisions, the selector, the simulator's table, the shm layout). After a deliberate

@@ -24,6 +24,6 @@
 //   - History and Counter are a few numbers kept with a row and updated in O(1); the exact
 //     estimator over a whole history (Exact) exists to measure the compact one against.
 //   - Score is 0 before the floor (Bounds.MinIntervalMs), ranks every row at or past its ceiling
-//     (Bounds.MaxIntervalMs) above every row inside it, and between them is increasing in the
-//     time since the last render.
+//     (Bounds.MaxIntervalMs, less the lead Bounds.LeadMs) above every row inside it, and between
+//     them is increasing in the time since the last render.
 package freshness

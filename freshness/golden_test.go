@@ -97,11 +97,11 @@ func runEstimate(t *testing.T, d *datadriven.TestData) string {
 		h.Changed, h.ChangedHours, h.UnchangedHours, r, interval(r), m, interval(m))
 }
 
-// score lambda=L mu=M min=D max=D
+// score lambda=L mu=M min=D max=D lead=D
 // one elapsed time per line
 func runScore(t *testing.T, d *datadriven.TestData) string {
 	l, m := argNum(t, d, "lambda"), argNum(t, d, "mu")
-	b := Bounds{MinIntervalMs: argDur(t, d, "min"), MaxIntervalMs: argDur(t, d, "max")}
+	b := Bounds{MinIntervalMs: argDur(t, d, "min"), MaxIntervalMs: argDur(t, d, "max"), LeadMs: argDur(t, d, "lead")}
 	var out strings.Builder
 	fmt.Fprintf(&out, "%-8s %-12s %-12s %s\n", "since", "stale", "marginal", "score")
 	for _, line := range strings.Fields(d.Input) {

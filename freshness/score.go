@@ -41,9 +41,16 @@ func Marginal(lambda, mu float64, sinceMs int64) float64 {
 // Bounds are the operator's limits on a row's renders: never again before MinIntervalMs after
 // the last (the floor, min_interval), and never later than MaxIntervalMs after it (the route's
 // interval, the guarantee operators have with the age policy). 0 means no such bound.
+//
+// LeadMs is how long before its ceiling a row already ranks as past it: the time between two
+// publishes of the ready set (the sweep interval). A sweep publishes the rows it ranks now, so
+// a row that reaches its ceiling just after a sweep would otherwise wait for the next one and
+// be rendered up to a sweep interval past its ceiling; with the lead it is published at the
+// last sweep before it, and the ceiling holds as the route's maximum time between renders.
 type Bounds struct {
 	MinIntervalMs int64
 	MaxIntervalMs int64
+	LeadMs        int64
 }
 
 // OverdueBase is the score at which a row reaches its ceiling: every row at or past
@@ -53,16 +60,22 @@ type Bounds struct {
 const OverdueBase = 1e12
 
 // Score is the freshness policy's rank for a row last rendered sinceMs ago: 0 before the
-// floor; OverdueBase + since/ceiling at or past the ceiling; between them the marginal value of
-// rendering now (Marginal), capped below OverdueBase.
+// floor; OverdueBase + (since + lead)/ceiling once since + lead reaches the ceiling (Overdue);
+// between them the marginal value of rendering now (Marginal), capped below OverdueBase.
 func Score(lambda, mu float64, sinceMs int64, b Bounds) float64 {
 	if b.MinIntervalMs > 0 && sinceMs < b.MinIntervalMs {
 		return 0
 	}
-	if b.MaxIntervalMs > 0 && sinceMs >= b.MaxIntervalMs {
-		return OverdueBase + float64(sinceMs)/float64(b.MaxIntervalMs)
+	if b.Overdue(sinceMs) {
+		return OverdueBase + float64(sinceMs+max(b.LeadMs, 0))/float64(b.MaxIntervalMs)
 	}
 	return math.Min(Marginal(lambda, mu, sinceMs), OverdueBase/2)
+}
+
+// Overdue reports whether a row last rendered sinceMs ago ranks as past its ceiling: since +
+// lead reaches MaxIntervalMs (never without a ceiling).
+func (b Bounds) Overdue(sinceMs int64) bool {
+	return b.MaxIntervalMs > 0 && sinceMs+max(b.LeadMs, 0) >= b.MaxIntervalMs
 }
 
 // StaleShare is the long-run share of a page's requests served stale when it is rendered at

@@ -70,8 +70,13 @@
 // replaces policy.Score through policy.Policy.WithScorer, on the same sweep and selection:
 // ScoreFreshness ranks by freshness.Score from what the run learned online from its own renders
 // and the simulated requests, ScoreOracle by lateness against freshness.Optimal's rates for the
-// true ones. RunFreshness is the comparison `make sim-freshness` writes (sim/freshreport); the
-// scheduling report's table (TestTableGolden) runs without ground truth and is unchanged by it.
+// true ones, each ranking a row as past its ceiling from one sweep interval before it
+// (freshness.Bounds.LeadMs). The scored runs read the whole due set at every sweep: the class
+// merge bounds a class by relative lateness, which does not bound a freshness score.
+// RunFreshness and RunFreshnessMixes are the comparison `make sim-freshness` writes
+// (sim/freshreport), its runs sharing one pool of workers; FreshSection is its section of
+// docs/SIMULATION.md, which `make sim` writes after the scheduling report. That report's
+// tables (TestTableGolden) run without ground truth and are unchanged by it.
 //
 // # Invariants
 //

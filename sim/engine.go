@@ -419,7 +419,13 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	r.ds.Classifier = sweep.NewClassifier(pol) // the sweep reads by class, as on worker 0's Badger
+	if sc.Score == ScoreProduction {
+		// The sweep reads by class, as on worker 0's Badger. The class merge bounds a class by
+		// relative lateness, which orders a class's rows as their due times do; a freshness
+		// score does not, so the scored runs read the whole due set, as the sweep does on a
+		// store without the class index.
+		r.ds.Classifier = sweep.NewClassifier(pol)
+	}
 	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Now: now,
 		Log: zerolog.Nop(), Mode: sc.Mode})
 	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Policy: polFn, Now: now, Holder: 1,

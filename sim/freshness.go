@@ -1,15 +1,18 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/shm"
 )
 
 // Scoring is what ranks the due rows of a scenario: production's score (relative lateness, or
@@ -42,13 +45,21 @@ type FreshOptions struct {
 
 // FreshResult is what a run with ground truth measured in its window.
 type FreshResult struct {
+	// Mix is the truth's name (TruthMix.Name).
+	Mix string
 	// StaleShare is the share of requests served stale: Σ μᵢ·(time page i's rendered copy
 	// differed from the site) ÷ Σ μᵢ·window, over the pages that can render. The expectation
 	// over request arrivals, given the run's actual changes and renders.
 	StaleShare float64
 	// RouteMax and RouteP99 are, per route class, the largest and the 99th percentile time
-	// between two successful renders of a page, ÷ the route's interval, over the window.
-	RouteMax, RouteP99 []float64
+	// between two successful renders of a page, ÷ the route's interval, over the window;
+	// RouteMaxClean the largest over the renders that did not follow a failed attempt (a
+	// failure's retry waits for a grant like any row, so it can stretch an interval past
+	// what the scoring kept to).
+	RouteMax, RouteP99, RouteMaxClean []float64
+	// RouteP99Clean is RouteP99 over the renders that did not follow a failed attempt: what
+	// the comparison sets the scored runs' ceilings from.
+	RouteP99Clean []float64
 	// Ceiling is, per route class, the ceiling the scoring kept to (÷ the route's interval); nil
 	// for production's scoring.
 	Ceiling []float64
@@ -67,6 +78,9 @@ type truthRun struct {
 	scoring      Scoring
 	minMs, maxMs []int64 // per class: the bounds the freshness scorings keep to
 	intervalMs   []int64 // per class: the route's interval
+	// leadMs is the sweep interval: a row ranks as past its ceiling from one sweep before it
+	// (freshness.Bounds.LeadMs), so that the ceiling holds between two publishes.
+	leadMs int64
 
 	lastRender []int64 // the last successful render; -1: never
 	nextChange []int64 // the first change after lastRender (or after the start)
@@ -74,12 +88,18 @@ type truthRun struct {
 
 	hist      []freshness.History
 	routeHist []freshness.History
-	counters  []freshness.Counter
-	optimal   []float64 // per page per hour (ScoreOracle)
-	tick      uint64
+	priors    []freshness.Prior // per class: prior(k), recomputed when routeHist[k] changes
+	priorSet  []bool
+	// uniqueHash: no two corpus keys share an shm.KeyHash, so the scorer finds a row's page
+	// by its hash alone (the sweep hands it rows of the due set only) instead of by its key.
+	uniqueHash bool
+	counters   []freshness.Counter
+	optimal    []float64 // per page per hour (ScoreOracle)
+	tick       uint64
 
 	staleMuMs, muSum float64
 	gaps             [][]float64 // per class, in the window
+	cleanGaps        [][]float64 // per class, in the window: the gaps not after a failure
 }
 
 func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
@@ -89,7 +109,9 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 	tr := &truthRun{r: r, t: fo.Truth, fo: fo, scoring: r.sc.Score,
 		minMs: make([]int64, nc), maxMs: make([]int64, nc), intervalMs: make([]int64, nc),
 		lastRender: slices.Clone(c.LastOKMs), nextChange: make([]int64, n), changeN: make([]uint64, n),
-		gaps: make([][]float64, nc), routeHist: make([]freshness.History, nc)}
+		gaps: make([][]float64, nc), cleanGaps: make([][]float64, nc), routeHist: make([]freshness.History, nc),
+		priors: make([]freshness.Prior, nc), priorSet: make([]bool, nc), uniqueHash: len(r.byHash) == n,
+		leadMs: r.cfg.Queue.Ready.SweepInterval.Ms()}
 	if len(fo.Truth.Mu) != n {
 		return nil, fmt.Errorf("truth drawn for %d pages, corpus has %d", len(fo.Truth.Mu), n)
 	}
@@ -149,26 +171,44 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 
 // score ranks a due row for the freshness scorings (policy.Scorer).
 func (tr *truthRun) score(row *policy.Row, _ int64, nowMs int64) float64 {
-	id, ok := tr.r.ds.ID(row.Key)
+	i, ok := tr.page(row.Key)
 	if !ok {
 		return 0
 	}
-	i := int(id)
 	k := tr.r.c.Class[i]
-	b := freshness.Bounds{MinIntervalMs: tr.minMs[k], MaxIntervalMs: tr.maxMs[k]}
+	b := freshness.Bounds{MinIntervalMs: tr.minMs[k], MaxIntervalMs: tr.maxMs[k], LeadMs: tr.leadMs}
 	if tr.lastRender[i] < 0 {
 		return freshness.Score(0, 0, b.MaxIntervalMs, b) // never rendered: as late as a row gets
 	}
 	since := nowMs - tr.lastRender[i]
 	if tr.scoring == ScoreOracle {
-		if since >= b.MaxIntervalMs || since < b.MinIntervalMs {
+		if b.Overdue(since) || since < b.MinIntervalMs {
 			return freshness.Score(0, 0, since, b)
 		}
 		return float64(since) / 3_600_000 * tr.optimal[i]
 	}
-	lambda := tr.hist[i].Rate(tr.prior(k))
+	lambda := tr.hist[i].Rate(tr.classPrior(k))
 	mu := tr.counters[i].PerHour(nowMs, tr.fo.RequestTau.Milliseconds())
 	return freshness.Score(lambda, mu, since, b)
+}
+
+// page returns the corpus page of key. The scorer runs once per due row and sweep: the hash
+// map is a fraction of the key map's cost.
+func (tr *truthRun) page(key []byte) (int, bool) {
+	if tr.uniqueHash {
+		id, ok := tr.r.byHash[shm.KeyHash(key)]
+		return int(id), ok
+	}
+	id, ok := tr.r.ds.ID(key)
+	return int(id), ok
+}
+
+// classPrior is prior(k), kept until a render of class k changes its pooled history.
+func (tr *truthRun) classPrior(k uint8) freshness.Prior {
+	if !tr.priorSet[k] {
+		tr.priors[k], tr.priorSet[k] = tr.prior(k), true
+	}
+	return tr.priors[k]
 }
 
 // prior is route class k's change-rate prior: its pages' pooled estimate so far (1/interval
@@ -202,10 +242,15 @@ func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs int64) int6
 	}
 	if last >= 0 {
 		if nowMs >= ws {
-			tr.gaps[k] = append(tr.gaps[k], float64(nowMs-last)/float64(tr.intervalMs[k]))
+			gap := float64(nowMs-last) / float64(tr.intervalMs[k])
+			tr.gaps[k] = append(tr.gaps[k], gap)
+			if tr.r.failCount[i] == 0 { // the count before this attempt: failures since the last success
+				tr.cleanGaps[k] = append(tr.cleanGaps[k], gap)
+			}
 		}
 		o := freshness.Observation{Changed: change <= nowMs, IntervalMs: nowMs - last}
 		tr.routeHist[k].Observe(o)
+		tr.priorSet[k] = false
 		if tr.hist != nil {
 			tr.hist[i].Observe(o)
 		}
@@ -252,7 +297,7 @@ func (tr *truthRun) finish() *FreshResult {
 			tr.staleMuMs += tr.t.Mu[i] * float64(end-a)
 		}
 	}
-	fr := &FreshResult{EstimateError: math.NaN()}
+	fr := &FreshResult{Mix: tr.t.Mix.Name, EstimateError: math.NaN()}
 	if tr.muSum > 0 {
 		fr.StaleShare = tr.staleMuMs / (tr.muSum * float64(end-ws))
 	}
@@ -263,6 +308,12 @@ func (tr *truthRun) finish() *FreshResult {
 			mx, p99 = g[len(g)-1], percentile(g, 0.99)
 		}
 		fr.RouteMax, fr.RouteP99 = append(fr.RouteMax, mx), append(fr.RouteP99, p99)
+		cmx, cp99 := 0.0, 0.0
+		if cg := tr.cleanGaps[k]; len(cg) > 0 {
+			slices.Sort(cg)
+			cmx, cp99 = cg[len(cg)-1], percentile(cg, 0.99)
+		}
+		fr.RouteMaxClean, fr.RouteP99Clean = append(fr.RouteMaxClean, cmx), append(fr.RouteP99Clean, cp99)
 		if tr.scoring != ScoreProduction {
 			fr.Ceiling = append(fr.Ceiling, float64(tr.maxMs[k])/float64(tr.intervalMs[k]))
 		}
@@ -297,9 +348,11 @@ type FreshRow struct {
 	// a page ÷ the route's interval; and the ceiling the freshness scorings kept to.
 	RouteMax map[string]float64 `json:"route_max_interval_ratio"`
 	RouteP99 map[string]float64 `json:"route_p99_interval_ratio"`
-	Ceiling  map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
-	Renders  int                `json:"renders"`
-	Idle     int                `json:"idle_slots"`
+	// RouteMaxClean is RouteMax over the renders that did not follow a failed attempt.
+	RouteMaxClean map[string]float64 `json:"route_max_clean_interval_ratio"`
+	Ceiling       map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
+	Renders       int                `json:"renders"`
+	Idle          int                `json:"idle_slots"`
 	// GrantsReady and GrantsIndex count the run's grants from the published set and from the
 	// index scan the claims fall back to (which takes rows in due order, whatever their score).
 	GrantsReady int `json:"grants_ready"`
@@ -318,31 +371,106 @@ var FreshPolicies = []string{"index", "ready", "freshness", "oracle"}
 // order and ready (production's lanes), then freshness and the oracle with each route's
 // ceiling set to the 99th percentile of the interval ready itself left between renders at that
 // capacity (at least the route's interval), so that neither may stretch a route beyond what
-// ready does.
+// ready does. The percentile is over the renders that did not follow a failed attempt: a
+// failure's retry stretches an interval whatever the policy, and a route of a few pages (the
+// home page) would otherwise take ready's failure as its ceiling and add its own on top.
 func RunFreshness(ctx context.Context, c *Corpus, o Options, fo FreshOptions, capacities []float64, parallel int) ([]FreshRow, error) {
-	o.Fresh = &fo
+	return RunFreshnessMixes(ctx, []FreshMix{{Corpus: c, Fresh: fo}}, o, capacities, parallel)
+}
+
+// FreshMix is one corpus with its ground truth, for RunFreshnessMixes.
+type FreshMix struct {
+	Corpus *Corpus
+	Fresh  FreshOptions
+}
+
+// RunFreshnessMixes runs RunFreshness's comparison on every mix and returns the rows mix by
+// mix, capacity by capacity, in FreshPolicies order. Its runs share parallel workers: index
+// and ready of every (mix, capacity) cell start at once, and a cell's freshness and oracle runs
+// as soon as its ready run has set their ceilings, so no stage waits for another cell's. Every
+// run has its own state, so the rows do not depend on parallel or on the order runs finish.
+func RunFreshnessMixes(ctx context.Context, mixes []FreshMix, o Options, capacities []float64, parallel int) ([]FreshRow, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan struct{}, max(1, parallel))
+	type cell struct {
+		mix      FreshMix
+		opts     Options
+		capacity float64
+		res      [4]*Result // FreshPolicies order
+	}
+	var (
+		cells    []*cell
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+	}
+	// run runs one scenario of a cell in a worker slot and files its result.
+	run := func(c *cell, k int, sc Scenario) bool {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			fail(ctx.Err())
+			return false
+		}
+		res, err := Run(ctx, c.mix.Corpus, c.opts, sc)
+		<-slots
+		if err != nil {
+			fail(err)
+			return false
+		}
+		if c.opts.OnDone != nil {
+			c.opts.OnDone(res)
+		}
+		c.res[k] = res
+		return true
+	}
+	for _, m := range mixes {
+		for _, capacity := range capacities {
+			c := &cell{mix: m, opts: o, capacity: capacity}
+			fo := m.Fresh
+			c.opts.Fresh = &fo
+			cells = append(cells, c)
+		}
+	}
+	// The lowest capacities first: the lower the capacity, the more rows are due, and the
+	// longer a run takes; starting them first leaves no long run alone at the end.
+	order := slices.Clone(cells)
+	slices.SortStableFunc(order, func(a, b *cell) int { return cmp.Compare(a.capacity, b.capacity) })
+	for _, c := range order {
+		wg.Go(func() {
+			if !run(c, 1, Scenario{Name: "ready", Mode: policy.ModeLanes, Capacity: c.capacity}) {
+				return
+			}
+			ceiling := make([]float64, len(c.mix.Corpus.Mix.Classes))
+			for k, v := range c.res[1].Fresh.RouteP99Clean {
+				ceiling[k] = max(1, v)
+			}
+			wg.Go(func() {
+				run(c, 2, Scenario{Name: "freshness", Mode: policy.ModeLanes, Capacity: c.capacity, Score: ScoreFreshness, Ceiling: &ceiling})
+			})
+			run(c, 3, Scenario{Name: "oracle", Mode: policy.ModeLanes, Capacity: c.capacity, Score: ScoreOracle, Ceiling: &ceiling})
+		})
+	}
+	for _, c := range order {
+		wg.Go(func() { run(c, 0, Scenario{Name: "index", Mode: policy.ModeEDF, Capacity: c.capacity}) })
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
 	var rows []FreshRow
-	for _, capacity := range capacities {
-		base, err := RunAll(ctx, c, o, []Scenario{
-			{Name: "index", Mode: policy.ModeEDF, Capacity: capacity},
-			{Name: "ready", Mode: policy.ModeLanes, Capacity: capacity},
-		}, parallel)
-		if err != nil {
-			return nil, err
-		}
-		ceiling := make([]float64, len(c.Mix.Classes))
-		for k, v := range base[1].Fresh.RouteP99 {
-			ceiling[k] = max(1, v)
-		}
-		learned, err := RunAll(ctx, c, o, []Scenario{
-			{Name: "freshness", Mode: policy.ModeLanes, Capacity: capacity, Score: ScoreFreshness, Ceiling: &ceiling},
-			{Name: "oracle", Mode: policy.ModeLanes, Capacity: capacity, Score: ScoreOracle, Ceiling: &ceiling},
-		}, parallel)
-		if err != nil {
-			return nil, err
-		}
-		for _, res := range append(base, learned...) {
-			rows = append(rows, freshRow(c, o, fo, res))
+	for _, c := range cells {
+		for _, res := range c.res {
+			rows = append(rows, freshRow(c.mix.Corpus, c.opts, c.mix.Fresh, res))
 		}
 	}
 	return rows, nil
@@ -362,7 +490,7 @@ func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
 	}
 	row := FreshRow{Mix: fo.Truth.Mix.Name, Capacity: res.Scenario.Capacity, Policy: res.Scenario.Name,
 		StaleShare: f.StaleShare, AgeOverCadence: res.Clean.Value(), RouteMax: byClass(f.RouteMax),
-		RouteP99: byClass(f.RouteP99), Ceiling: byClass(f.Ceiling), Renders: res.Renders, Idle: res.Idle,
+		RouteP99: byClass(f.RouteP99), RouteMaxClean: byClass(f.RouteMaxClean), Ceiling: byClass(f.Ceiling), Renders: res.Renders, Idle: res.Idle,
 		GrantsReady: res.GrantsReady, GrantsIndex: res.GrantsIndex,
 		Keys: c.Len(), WarmupHours: o.Warmup.Hours(), WindowHours: o.Window.Hours()}
 	if !math.IsNaN(f.EstimateError) {
@@ -374,7 +502,8 @@ func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
 
 // FreshTable renders rows as a markdown table: per mix and capacity, each policy's stale share,
 // its change against ready's, its distance from the oracle's, age ÷ cadence, and per route the
-// largest interval between renders ÷ the route's interval.
+// largest interval between renders ÷ the route's interval, the largest of those that did not
+// follow a failure, and the 99th percentile.
 func FreshTable(rows []FreshRow) string {
 	var b strings.Builder
 	var classes []string
@@ -388,7 +517,7 @@ func FreshTable(rows []FreshRow) string {
 	slices.Sort(classes)
 	b.WriteString("| mix | capacity | policy | requests served stale | vs ready | vs oracle | age ÷ cadence |")
 	for _, k := range classes {
-		fmt.Fprintf(&b, " %s: max (p99) interval ÷ route's |", k)
+		fmt.Fprintf(&b, " %s: max / clean max (p99) interval ÷ route's |", k)
 	}
 	b.WriteString("\n|---|---|---|---|---|---|---|")
 	b.WriteString(strings.Repeat("---|", len(classes)))
@@ -411,7 +540,7 @@ func FreshTable(rows []FreshRow) string {
 		fmt.Fprintf(&b, "| %s | %g %% | %s | %.1f %% | %s | %s | %.2f× |", r.Mix, 100*r.Capacity, r.Policy, 100*r.StaleShare,
 			rel(r.StaleShare, find(r.Mix, r.Capacity, "ready")), rel(r.StaleShare, find(r.Mix, r.Capacity, "oracle")), r.AgeOverCadence)
 		for _, k := range classes {
-			fmt.Fprintf(&b, " %.2f× (%.2f×) |", r.RouteMax[k], r.RouteP99[k])
+			fmt.Fprintf(&b, " %.2f× / %.2f× (%.2f×) |", r.RouteMax[k], r.RouteMaxClean[k], r.RouteP99[k])
 		}
 		b.WriteString("\n")
 	}

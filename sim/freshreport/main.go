@@ -10,11 +10,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +29,11 @@ import (
 )
 
 func main() {
+	// As simreport: the runs allocate steadily over a small live heap, and collecting less
+	// often saves a tenth of the run; the limit keeps the heap within what a shared machine
+	// can spare.
+	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(1 << 30)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "freshreport:", err)
 		os.Exit(1)
@@ -48,6 +58,9 @@ func run() error {
 		parallel   = flag.Int("parallel", runtime.NumCPU(), "runs at once (results do not depend on it)")
 		sites      = flag.Int("sites", 48, "the corpus's sites at least (hosts): production's full corpus has 48; the mix alone gives one below 33,000 keys, and then the sweep's per-host cap and spread, not the score, decide the order of the set")
 		md         = flag.String("md", "", "also write the rows as the markdown table docs/SIMULATION.md quotes (empty: no)")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run to this file (empty: no)")
+		report     = flag.String("report", "", "the report (docs/SIMULATION.md) whose freshness section to write, replacing the one it has or appended (empty: none)")
+		charts     = flag.String("charts", "", "with -report, the directory for the chart's PNG (empty: no chart)")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -68,9 +81,20 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	began := time.Now()
 	opts.OnDone = func(r *sim.Result) {
-		fmt.Fprintf(os.Stderr, "freshreport: %-9s at %3.0f %% done after %s\n", r.Scenario.Name, 100*r.Scenario.Capacity,
+		fmt.Fprintf(os.Stderr, "freshreport: %-8s %-9s at %3.0f %% done after %s\n", r.Fresh.Mix, r.Scenario.Name, 100*r.Scenario.Capacity,
 			time.Since(began).Round(time.Second))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -83,7 +107,7 @@ func run() error {
 		{*seed, sim.StandardTruth(*seed + 100)},
 		{*seed + 1, sim.HeldOutTruth(*seed + 200)},
 	}
-	rows := []sim.FreshRow{}
+	var runs []sim.FreshMix
 	for _, m := range mixes {
 		mix := sim.DefaultMix()
 		mix.Sites = *sites
@@ -95,16 +119,16 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		fo := sim.FreshOptions{Truth: truth, MinIntervalDivisor: *minDiv, RequestTau: *tau, PriorWeight: *prior}
-		got, err := sim.RunFreshness(ctx, corpus, opts, fo, caps, *parallel)
-		if err != nil {
-			return err
-		}
-		for _, r := range got {
-			fmt.Fprintf(os.Stderr, "freshreport: %-8s %4.0f %% %-9s stale %.4f  age÷cadence %.2f\n",
-				r.Mix, 100*r.Capacity, r.Policy, r.StaleShare, r.AgeOverCadence)
-		}
-		rows = append(rows, got...)
+		runs = append(runs, sim.FreshMix{Corpus: corpus,
+			Fresh: sim.FreshOptions{Truth: truth, MinIntervalDivisor: *minDiv, RequestTau: *tau, PriorWeight: *prior}})
+	}
+	rows, err := sim.RunFreshnessMixes(ctx, runs, opts, caps, *parallel)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		fmt.Fprintf(os.Stderr, "freshreport: %-8s %4.0f %% %-9s stale %.4f  age÷cadence %.2f\n",
+			r.Mix, 100*r.Capacity, r.Policy, r.StaleShare, r.AgeOverCadence)
 	}
 	b, err := json.MarshalIndent(rows, "", "  ")
 	if err != nil {
@@ -117,9 +141,46 @@ func run() error {
 			return err
 		}
 	}
+	if *report != "" {
+		if err := writeReport(*report, *charts, rows); err != nil {
+			return err
+		}
+	}
 	if *out == "-" {
 		_, err = os.Stdout.Write(b)
 		return err
 	}
 	return os.WriteFile(*out, b, 0o644)
+}
+
+// writeReport writes the freshness section of the report at path, and its chart into charts.
+// The command it records leaves out -out, -md, -report, -charts, -cpuprofile and -parallel,
+// which change nothing in the rows.
+func writeReport(path, charts string, rows []sim.FreshRow) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var chart *sim.Chart
+	if charts != "" {
+		link, err := filepath.Rel(filepath.Dir(path), charts)
+		if err != nil {
+			return err
+		}
+		c, err := sim.WriteFreshChart(charts, filepath.ToSlash(link), rows)
+		if err != nil {
+			return err
+		}
+		chart = &c
+	}
+	args := []string{"go run ./sim/freshreport"}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "out", "md", "report", "charts", "cpuprofile", "parallel":
+		default:
+			args = append(args, "-"+f.Name+" "+f.Value.String())
+		}
+	})
+	section := sim.FreshSection(rows, strings.Join(args, " "), chart)
+	return os.WriteFile(path, []byte(sim.SpliceFreshSection(string(old), section)), 0o644)
 }

@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// FreshHeading opens the freshness section of docs/SIMULATION.md. SpliceFreshSection replaces
+// everything from it to the end of the report.
+const FreshHeading = "## Freshness of content: requests served stale"
+
+// FreshSection is the freshness comparison's section of docs/SIMULATION.md: how it was run
+// (command), the table of rows, the chart, and each mix's figures against the targets, read
+// from the rows. It is a deterministic function of its arguments.
+func FreshSection(rows []FreshRow, command string, chart *Chart) string {
+	var b strings.Builder
+	b.WriteString(FreshHeading + "\n\n")
+	b.WriteString("Age ÷ cadence is a proxy; what a crawler gets is a page whose content matches the site or does not. This section measures that share, for index order, `ready`, the `freshness` policy learning online and an oracle, on a corpus with ground truth. `make sim` writes it after the tables above, from\n\n")
+	fmt.Fprintf(&b, "```\n%s\n```\n\n", command)
+	b.WriteString("(`sim/freshreport`, deterministic for its seeds; `make sim-freshness OUT=FILE KEYS=N` runs the same comparison alone and writes its rows as JSON, `sim.FreshRow`).\n\n")
+	b.WriteString(`**Ground truth** (` + "`sim/truth.go`" + `). The corpus is the default mix on production's 48 sites. Every page has a hidden change process and a request rate, drawn independently of each other (so popularity says nothing about change):
+
+- *standard*: 40 % of pages never change; 10 % change only in a daily one-hour burst (4 changes an hour in it, at a time of day drawn per page); the rest are Poisson, their mean interval log-normal with a median of 4 days and σ 1.8, clamped to 1 h – 180 days. Requests: Zipf (exponent 1) over a random ranking of the pages, 1 per page-hour on average.
+- *held-out*: another corpus seed and another truth seed, its distributions fixed before any result was seen: 25 % never change, 15 % change in daily 3 h bursts at 1 an hour, the rest with a median interval of 36 h (σ 1.2, 30 m – 60 days); Zipf 0.7, 0.2 requests per page-hour.
+
+A request is served stale when the page changed since its last successful render. The share is Σ μᵢ·(time page i was stale) ÷ Σ μᵢ·window over the pages that can render: the expectation over request arrivals, given the run's own changes and renders (` + "`TestStaleShareMatchesTheModel`" + ` checks it against the closed form).
+
+**Policies**, all through the production sweep, selector (lanes mode), ready buffer and claim path:
+
+- *index*: due order (` + "`policy.ModeEDF`" + `). *ready*: production's (` + "`ready+lanes`" + `).
+- *freshness*: the same lanes selection, ranked (` + "`policy.Policy.WithScorer`" + `) by ` + "`freshness.Score`" + `: the stale serves a render now would prevent, from the page's change rate estimated from the run's own renders (changed or not since the previous one; ` + "`freshness.History`" + ` with a per-route prior) and its request rate (` + "`freshness.Counter`" + `, τ 72 h, fed hourly with the simulated requests). After a success the row is filed due at its floor, so every row past its floor is a candidate and the score decides.
+- *oracle*: ranks by lateness against its optimal interval 1/fᵢ, fᵢ from ` + "`freshness.Optimal`" + ` on the true λᵢ and μᵢ (water-filling the Lagrangian) for the renders that reach the corpus, within the same bounds.
+
+The scored runs read the whole due set at every sweep: the sweep's class merge bounds what a class can still give by relative lateness, which orders a class as its due times do, and a freshness score does not.
+
+**Bounds.** The floor (` + "`min_interval`" + `) is each route's interval ÷ 16. The ceiling is each route's 99th percentile of the time ` + "`ready`" + ` itself left between two renders of a page at the same capacity, over the renders that did not follow a failed attempt (at least the route's interval): each capacity runs ready first, then freshness and the oracle with that ceiling. A row ranks above every row inside its bounds from one sweep interval before its ceiling (` + "`freshness.Bounds.LeadMs`" + `), so that it is published by the last sweep before the ceiling, not the first after it.
+
+`)
+	b.WriteString(FreshTable(rows))
+	b.WriteString("\n\"vs ready\" and \"vs oracle\" compare the stale share with theirs at the same mix and capacity. The route columns give the longest time between two successful renders of a page, the longest of those that did not follow a failed attempt (a retry waits for a grant like any row), and the 99th percentile, each ÷ the route's interval (home is one page on two devices).\n\n")
+	if chart != nil {
+		fmt.Fprintf(&b, "![%s](%s)\n\n", chart.Title, chart.Link)
+	}
+	b.WriteString("**Against the targets**, read from the rows above:\n\n")
+	for _, mix := range freshMixes(rows) {
+		for _, capacity := range freshCapacities(rows, mix) {
+			get := func(policy string) *FreshRow { return findFresh(rows, mix, capacity, policy) }
+			ready, fresh, oracle := get("ready"), get("freshness"), get("oracle")
+			if ready == nil || fresh == nil || oracle == nil || ready.StaleShare == 0 || oracle.StaleShare == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "- *%s, %s*: freshness serves %s stale requests than ready (the oracle %s), %s the oracle.",
+				mix, pct(capacity), fewer(fresh.StaleShare, ready.StaleShare), fewer(oracle.StaleShare, ready.StaleShare),
+				against(fresh.StaleShare, oracle.StaleShare))
+			var over []string
+			for _, k := range sortedKeys(fresh.RouteMax) {
+				if fresh.RouteMax[k] > ready.RouteMax[k]+0.005 {
+					over = append(over, fmt.Sprintf("%s %.2f× against ready's %.2f× (%.2f× without a failure)", k, fresh.RouteMax[k], ready.RouteMax[k], fresh.RouteMaxClean[k]))
+				}
+			}
+			if len(over) == 0 {
+				b.WriteString(" No route's longest interval is past ready's.\n")
+			} else {
+				fmt.Fprintf(&b, " Longest interval past ready's: %s.\n", strings.Join(over, "; "))
+			}
+		}
+	}
+	b.WriteString("\nLane floors: the scored runs select through the same `policy.Selector` in lanes mode, so every prefix of the published set keeps the floors (`policy` tests).\n")
+	return b.String()
+}
+
+// SpliceFreshSection returns report with its freshness section (from FreshHeading to the end)
+// replaced by section, or section appended when it has none.
+func SpliceFreshSection(report, section string) string {
+	if i := strings.Index(report, "\n"+FreshHeading+"\n"); i >= 0 {
+		report = report[:i+1]
+	}
+	if report = strings.TrimRight(report, "\n"); report != "" {
+		report += "\n\n"
+	}
+	return report + section
+}
+
+func fewer(v, ref float64) string {
+	d := 100 * (1 - v/ref)
+	if d >= 0 {
+		return fmt.Sprintf("%.1f %% fewer", d)
+	}
+	return fmt.Sprintf("%.1f %% more", -d)
+}
+
+func against(v, oracle float64) string {
+	d := 100 * (v/oracle - 1)
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%.1f %% above", d)
+	case d < 0:
+		return fmt.Sprintf("%.1f %% below", -d)
+	}
+	return "level with"
+}
+
+func findFresh(rows []FreshRow, mix string, capacity float64, policy string) *FreshRow {
+	for i := range rows {
+		if rows[i].Mix == mix && rows[i].Capacity == capacity && rows[i].Policy == policy {
+			return &rows[i]
+		}
+	}
+	return nil
+}
+
+func freshMixes(rows []FreshRow) []string {
+	var out []string
+	for _, r := range rows {
+		if !slices.Contains(out, r.Mix) {
+			out = append(out, r.Mix)
+		}
+	}
+	return out
+}
+
+func freshCapacities(rows []FreshRow, mix string) []float64 {
+	var out []float64
+	for _, r := range rows {
+		if r.Mix == mix && !slices.Contains(out, r.Capacity) {
+			out = append(out, r.Capacity)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
