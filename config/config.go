@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,15 @@ type Config struct {
 	Node       Node       `yaml:"node"`       // this node's identity in a cluster
 	Cluster    Cluster    `yaml:"cluster"`    // shard leases, with store.backend postgres
 	Serve      Serve      `yaml:"serve"`      // the crawler-facing listener
+	Freshness  Freshness  `yaml:"freshness"`  // freshness of content: change and demand observed
+}
+
+// Freshness configures freshness of content: how a render's content is told changed or not
+// from the previous render's (package pagedigest), and how crawler demand is kept.
+type Freshness struct {
+	// Normalize, true by default, strips what changes on every load (nonces, CSRF tokens,
+	// date-times, asset cache-busters) before a page is digested; routes[].strip adds to it.
+	Normalize *bool `yaml:"normalize"`
 }
 
 // Serve configures the crawler-facing listener: the prerender protocol (GET /{absolute URL},
@@ -307,6 +317,9 @@ type Route struct {
 	// ServeStale, false, has the crawler listener treat a page past its cadence plus swr as
 	// missing (rendered on miss) instead of serving it marked stale; absent is true.
 	ServeStale *bool `yaml:"serve_stale"`
+	// Strip are regular expressions whose matches are removed from the route's rendered pages
+	// before they are digested to tell a change of content (after freshness.normalize's).
+	Strip []string `yaml:"strip"`
 }
 
 // Keys configures cache-key normalisation (cachekey.Rules), which every URL taken from outside
@@ -785,6 +798,11 @@ func (c *Config) Validate() error {
 		case "", cachekey.SlashKeep, cachekey.SlashAdd, cachekey.SlashStrip:
 		default:
 			bad(path+".trailing_slash", "must be keep, add or strip, got %q", rt.TrailingSlash)
+		}
+		for j, p := range rt.Strip {
+			if _, err := regexp.Compile(p); err != nil || p == "" {
+				bad(fmt.Sprintf("%s.strip[%d]", path, j), "must be a non-empty regular expression: %v", err)
+			}
 		}
 		names[rt.Name] = true
 	}

@@ -299,6 +299,8 @@ func (c *Config) EnsureDefaults() *Config {
 	h.BulkTimeout = cmp.Or(h.BulkTimeout, BulkTimeoutDefault)
 	h.IdleTimeout = cmp.Or(h.IdleTimeout, IdleTimeoutDefault)
 
+	c.Freshness.Normalize = cmp.Or(c.Freshness.Normalize, ptr(FreshnessNormalizeDefault))
+
 	sv := &c.Serve
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
@@ -322,5 +324,8 @@ const (
 // User-Agents carry (Googlebot smartphone and Bingbot mobile say "Mobile", and "Android" or
 // "iPhone").
 func ServeMobileAgentsDefault() []string { return []string{"Mobile", "Android", "iPhone"} }
+
+// FreshnessNormalizeDefault: pages are normalised before they are digested.
+const FreshnessNormalizeDefault = true
 
 func ptr[T any](v T) *T { return &v }

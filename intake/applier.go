@@ -121,6 +121,8 @@ type Applier struct {
 
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
+
+	digesters digesterCache
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -138,6 +140,8 @@ const applyCommitBound = time.Minute
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
+	pol := a.Policy()
+	digests := a.digests(pol, results)
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
 		for i := range results {
@@ -145,7 +149,6 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		defer a.Locks.Lock(keys)()
 	}
-	pol := a.Policy()
 	now := a.Now()
 	leases := a.Seg.Leases()
 	var st wire.ApplyStats
@@ -186,7 +189,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, r, cur, now)
+				return decide(pol, r, cur, digests[i], now)
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -314,7 +317,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (store.Write, bool, error) {
+func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, now int64) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -347,9 +350,32 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (s
 	w := store.Write{Schedule: sch, Target: &t}
 	if d.StorePage {
 		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: body, RenderedAtMs: now}
+		if o == outcome.OK && digest != 0 {
+			observeContent(&t.Fresh, digest, r.Headers, now)
+		}
 	}
 	return w, true, nil
 }
+
+// digests computes the content digest of every result that may store a page (an ok outcome
+// with a body the store can hold), before the batch takes its keys' locks; 0 for the others.
+func (a *Applier) digests(pol *policy.Policy, results []wire.Result) []uint64 {
+	out := make([]uint64, len(results))
+	var d *digesters
+	for i := range results {
+		r := &results[i]
+		if r.Outcome != okName || len(r.Body) > store.MaxPageBody {
+			continue
+		}
+		if d == nil {
+			d = a.digesters.of(pol)
+		}
+		out[i] = d.digest(r.Key, r.Body)
+	}
+	return out
+}
+
+var okName = outcome.OK.String()
 
 // storable is the outcome and body a result is applied with. A page the store cannot hold
 // (over store.MaxPageBody) is applied as too_large, without it, so that one oversized page
