@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"github.com/goccy/go-yaml/token"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -76,6 +77,15 @@ type Freshness struct {
 	// Normalize, true by default, strips what changes on every load (nonces, CSRF tokens,
 	// date-times, asset cache-busters) before a page is digested; routes[].strip adds to it.
 	Normalize *bool `yaml:"normalize"`
+	// RequestTau is the time constant over which crawler request counts decay
+	// (FreshnessRequestTauDefault): a page's request rate is its count ÷ RequestTau.
+	RequestTau Duration `yaml:"request_tau"`
+	// DemandFlush is how often worker 0 writes the requests counted since into the targets,
+	// in one batch (FreshnessDemandFlushDefault).
+	DemandFlush Duration `yaml:"demand_flush"`
+	// Requests is the request rate, per hour, a page never requested is taken to have
+	// (FreshnessRequestsDefault), unless its route says (routes[].requests).
+	Requests float64 `yaml:"requests"`
 }
 
 // Serve configures the crawler-facing listener: the prerender protocol (GET /{absolute URL},
@@ -320,6 +330,9 @@ type Route struct {
 	// Strip are regular expressions whose matches are removed from the route's rendered pages
 	// before they are digested to tell a change of content (after freshness.normalize's).
 	Strip []string `yaml:"strip"`
+	// Requests is the request rate, per hour, the route's pages are taken to have before any
+	// is counted; 0 = freshness.requests.
+	Requests float64 `yaml:"requests"`
 }
 
 // Keys configures cache-key normalisation (cachekey.Rules), which every URL taken from outside
@@ -799,6 +812,9 @@ func (c *Config) Validate() error {
 		default:
 			bad(path+".trailing_slash", "must be keep, add or strip, got %q", rt.TrailingSlash)
 		}
+		if !(rt.Requests >= 0) || math.IsInf(rt.Requests, 0) {
+			bad(path+".requests", "must be a finite rate ≥ 0, got %v", rt.Requests)
+		}
 		for j, p := range rt.Strip {
 			if _, err := regexp.Compile(p); err != nil || p == "" {
 				bad(fmt.Sprintf("%s.strip[%d]", path, j), "must be a non-empty regular expression: %v", err)
@@ -822,6 +838,7 @@ func (c *Config) Validate() error {
 	}
 	c.HTTP.validate(bad)
 	c.Serve.validate(c, bad)
+	c.Freshness.validate(bad)
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -1356,4 +1373,16 @@ func (c *Config) KeyRules() (*cachekey.Rules, error) {
 		routes[i] = cachekey.RouteRule{Match: rt.Match, Path: rt.Path, KeepParams: rt.KeepParams, TrailingSlash: rt.TrailingSlash}
 	}
 	return cachekey.NewRules(c.Keys.DropParams, routes)
+}
+
+func (f *Freshness) validate(bad func(path, format string, args ...any)) {
+	if f.RequestTau < Duration(time.Minute) {
+		bad("freshness.request_tau", "must be at least 1m, got %s", f.RequestTau)
+	}
+	if f.DemandFlush < Duration(time.Second) || f.DemandFlush > f.RequestTau {
+		bad("freshness.demand_flush", "must be 1s..freshness.request_tau, got %s", f.DemandFlush)
+	}
+	if !(f.Requests >= 0) || math.IsInf(f.Requests, 0) {
+		bad("freshness.requests", "must be a finite rate ≥ 0, got %v", f.Requests)
+	}
 }

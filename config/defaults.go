@@ -299,7 +299,11 @@ func (c *Config) EnsureDefaults() *Config {
 	h.BulkTimeout = cmp.Or(h.BulkTimeout, BulkTimeoutDefault)
 	h.IdleTimeout = cmp.Or(h.IdleTimeout, IdleTimeoutDefault)
 
-	c.Freshness.Normalize = cmp.Or(c.Freshness.Normalize, ptr(FreshnessNormalizeDefault))
+	fr := &c.Freshness
+	fr.Normalize = cmp.Or(fr.Normalize, ptr(FreshnessNormalizeDefault))
+	fr.RequestTau = cmp.Or(fr.RequestTau, FreshnessRequestTauDefault)
+	fr.DemandFlush = cmp.Or(fr.DemandFlush, FreshnessDemandFlushDefault)
+	fr.Requests = cmp.Or(fr.Requests, FreshnessRequestsDefault)
 
 	sv := &c.Serve
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
@@ -325,7 +329,12 @@ const (
 // "iPhone").
 func ServeMobileAgentsDefault() []string { return []string{"Mobile", "Android", "iPhone"} }
 
-// FreshnessNormalizeDefault: pages are normalised before they are digested.
-const FreshnessNormalizeDefault = true
+// Freshness of content (freshness.*).
+const (
+	FreshnessNormalizeDefault   = true                     // pages are normalised before they are digested
+	FreshnessRequestTauDefault  = Duration(24 * time.Hour) // request counts decay over a day
+	FreshnessDemandFlushDefault = Duration(time.Minute)    // counted requests reach the targets every minute
+	FreshnessRequestsDefault    = 0.1                      // requests an hour of a page never requested
+)
 
 func ptr[T any](v T) *T { return &v }

@@ -193,7 +193,8 @@ func (w *worker0) Start(ctx context.Context) error {
 	mux.Handle("GET "+wire.PathServeMetrics, promhttp.HandlerFor(serveReg, promhttp.HandlerOpts{}))
 	if e.serveFD > 0 {
 		w.crawlers = &crawlerListener{e: e, reg: serveReg,
-			targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}, misses: w.misses}
+			targets: &intake.Targets{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs}, misses: w.misses,
+			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}
