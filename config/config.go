@@ -86,6 +86,13 @@ type Freshness struct {
 	// Requests is the request rate, per hour, a page never requested is taken to have
 	// (FreshnessRequestsDefault), unless its route says (routes[].requests).
 	Requests float64 `yaml:"requests"`
+	// Threshold is, under queue.policy freshness, how many stale serves a render must
+	// prevent (its marginal value) for the page to be due before its interval
+	// (FreshnessThresholdDefault).
+	Threshold float64 `yaml:"threshold"`
+	// PriorWeight is how many renders the route's change_interval counts as
+	// (FreshnessPriorWeightDefault): a page's own renders outweigh it after about as many.
+	PriorWeight float64 `yaml:"prior_weight"`
 }
 
 // Serve configures the crawler-facing listener: the prerender protocol (GET /{absolute URL},
@@ -173,7 +180,17 @@ type Queue struct {
 	// MaxRemoteLeases caps the live leases of one remote renderer (POST /v1/claim), so that
 	// no remote can fill the table and starve the local render workers.
 	MaxRemoteLeases int `yaml:"max_remote_leases"` // max_leases / MaxRemoteLeasesDivisor
+	// Policy is when a rendered page is due again: ready (PolicyReady, the default: one
+	// cadence after its render) or freshness (PolicyFreshness: once a render would prevent
+	// freshness.threshold stale serves, within the route's min_interval and interval).
+	Policy string `yaml:"policy"`
 }
+
+// The values of queue.policy.
+const (
+	PolicyReady     = "ready"
+	PolicyFreshness = "freshness"
+)
 
 // ClaimFloor configures the floor: how far it stays behind the first due row, and when the
 // row pinning it is filed forward (store's package doc; docs/ARCHITECTURE.md, Invariants).
@@ -333,7 +350,17 @@ type Route struct {
 	// Requests is the request rate, per hour, the route's pages are taken to have before any
 	// is counted; 0 = freshness.requests.
 	Requests float64 `yaml:"requests"`
+	// MinInterval is the least time between two renders of a page of the route under
+	// queue.policy freshness; 0 = its cadence ÷ MinIntervalDivisor.
+	MinInterval Duration `yaml:"min_interval"`
+	// ChangeInterval is how often the route's pages are taken to change before their own
+	// renders tell (the estimator's prior); 0 = the cadence.
+	ChangeInterval Duration `yaml:"change_interval"`
 }
+
+// MinIntervalDivisor: a route without min_interval is rendered at most every cadence ÷ 16
+// under queue.policy freshness.
+const MinIntervalDivisor = 16
 
 // Keys configures cache-key normalisation (cachekey.Rules), which every URL taken from outside
 // goes through. Changing it changes the keys of stored targets: freshqctl keys check counts
@@ -812,6 +839,12 @@ func (c *Config) Validate() error {
 		default:
 			bad(path+".trailing_slash", "must be keep, add or strip, got %q", rt.TrailingSlash)
 		}
+		if rt.MinInterval < 0 || (rt.Interval > 0 && rt.MinInterval > rt.Interval) {
+			bad(path+".min_interval", "must be 0..interval, got %s", rt.MinInterval)
+		}
+		if rt.ChangeInterval < 0 {
+			bad(path+".change_interval", "must not be negative")
+		}
 		if !(rt.Requests >= 0) || math.IsInf(rt.Requests, 0) {
 			bad(path+".requests", "must be a finite rate ≥ 0, got %v", rt.Requests)
 		}
@@ -839,6 +872,9 @@ func (c *Config) Validate() error {
 	c.HTTP.validate(bad)
 	c.Serve.validate(c, bad)
 	c.Freshness.validate(bad)
+	if q := c.Queue.Policy; q != PolicyReady && q != PolicyFreshness {
+		bad("queue.policy", "must be %s or %s, got %q", PolicyReady, PolicyFreshness, q)
+	}
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -1384,5 +1420,11 @@ func (f *Freshness) validate(bad func(path, format string, args ...any)) {
 	}
 	if !(f.Requests >= 0) || math.IsInf(f.Requests, 0) {
 		bad("freshness.requests", "must be a finite rate ≥ 0, got %v", f.Requests)
+	}
+	if !(f.Threshold > 0) || math.IsInf(f.Threshold, 0) {
+		bad("freshness.threshold", "must be a finite number > 0, got %v", f.Threshold)
+	}
+	if !(f.PriorWeight >= 0) || f.PriorWeight > 1e6 {
+		bad("freshness.prior_weight", "must be 0..1000000, got %v", f.PriorWeight)
 	}
 }

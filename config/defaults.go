@@ -304,6 +304,9 @@ func (c *Config) EnsureDefaults() *Config {
 	fr.RequestTau = cmp.Or(fr.RequestTau, FreshnessRequestTauDefault)
 	fr.DemandFlush = cmp.Or(fr.DemandFlush, FreshnessDemandFlushDefault)
 	fr.Requests = cmp.Or(fr.Requests, FreshnessRequestsDefault)
+	fr.Threshold = cmp.Or(fr.Threshold, FreshnessThresholdDefault)
+	fr.PriorWeight = cmp.Or(fr.PriorWeight, FreshnessPriorWeightDefault)
+	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyReady)
 
 	sv := &c.Serve
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
@@ -335,6 +338,8 @@ const (
 	FreshnessRequestTauDefault  = Duration(24 * time.Hour) // request counts decay over a day
 	FreshnessDemandFlushDefault = Duration(time.Minute)    // counted requests reach the targets every minute
 	FreshnessRequestsDefault    = 0.1                      // requests an hour of a page never requested
+	FreshnessThresholdDefault   = 1.0                      // a render that prevents one stale serve is due
+	FreshnessPriorWeightDefault = 2.0                      // the route's change_interval counts as two renders
 )
 
 func ptr[T any](v T) *T { return &v }

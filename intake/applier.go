@@ -337,6 +337,13 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
 	}, o, now)
+	if d.StorePage && o == outcome.OK && digest != 0 {
+		observeContent(&t.Fresh, digest, r.Headers, now)
+	}
+	if d.Class == policy.ClassSuccess && freshnessOn(pol.Config()) {
+		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
+		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+	}
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
@@ -350,9 +357,6 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 	w := store.Write{Schedule: sch, Target: &t}
 	if d.StorePage {
 		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: body, RenderedAtMs: now}
-		if o == outcome.OK && digest != 0 {
-			observeContent(&t.Fresh, digest, r.Headers, now)
-		}
 	}
 	return w, true, nil
 }

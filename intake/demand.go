@@ -79,14 +79,14 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 			if !cur.HasRow || !cur.HasTarget || cur.NotOwner || cur.Row.DueAtMs < min(head, now) {
 				return store.Write{}, false, nil
 			}
-			sch, err := store.NewSchedule(k, cur.Row.DueAtMs, cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
-			if err != nil {
-				return store.Write{}, false, err
-			}
 			t := cur.Target
 			c := requestCounter(&t.Fresh, requestPrior(pol, k), now, tau)
 			c.Add(now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
+			sch, err := store.NewSchedule(k, demandDue(pol, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
+			if err != nil {
+				return store.Write{}, false, err
+			}
 			return store.Write{Schedule: sch, Target: &t}, true, nil
 		}}
 	}
@@ -137,4 +137,18 @@ func requestPrior(pol *policy.Policy, key []byte) float64 {
 		}
 	}
 	return cfg.Freshness.Requests
+}
+
+// demandDue is the due time of a row whose request rate just changed: under queue.policy
+// freshness, a page now asked for more is due sooner (its last observation plus the interval
+// its new rate gives, and at once when that has passed), never later than it was; a row
+// rushed, failing, never rendered or never observed keeps its due time, as under ready.
+func demandDue(pol *policy.Policy, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
+	if !freshnessOn(pol.Config()) || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
+		return row.DueAtMs
+	}
+	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs, Submitted: row.Submitted}
+	cadence, _ := pol.Cadence(&pr)
+	due := max(f.DigestAtMs+freshPartsOf(pol, key, cadence, f, now).IntervalMs, now)
+	return min(due, row.DueAtMs)
 }
