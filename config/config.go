@@ -93,6 +93,15 @@ type Freshness struct {
 	// PriorWeight is how many renders the route's change_interval counts as
 	// (FreshnessPriorWeightDefault): a page's own renders outweigh it after about as many.
 	PriorWeight float64 `yaml:"prior_weight"`
+	// ConditionalEvery bounds conditional checks: before rendering a page whose origin sent
+	// validators (ETag, Last-Modified), a render worker asks the origin with If-None-Match /
+	// If-Modified-Since, and a 304 counts as unchanged without a render; at least every
+	// ConditionalEvery-th time the page is rendered in full (FreshnessConditionalEveryDefault;
+	// 1 = never check, always render).
+	ConditionalEvery int `yaml:"conditional_every"`
+	// ConditionalMaxAge: a page last rendered in full longer ago is rendered in full, whatever
+	// its origin answers (FreshnessConditionalMaxAgeDefault).
+	ConditionalMaxAge Duration `yaml:"conditional_max_age"`
 }
 
 // Serve configures the crawler-facing listener: the prerender protocol (GET /{absolute URL},
@@ -1423,6 +1432,12 @@ func (f *Freshness) validate(bad func(path, format string, args ...any)) {
 	}
 	if !(f.Threshold > 0) || math.IsInf(f.Threshold, 0) {
 		bad("freshness.threshold", "must be a finite number > 0, got %v", f.Threshold)
+	}
+	if f.ConditionalEvery < 1 {
+		bad("freshness.conditional_every", "must be at least 1 (1: never check, always render), got %d", f.ConditionalEvery)
+	}
+	if f.ConditionalMaxAge < 0 {
+		bad("freshness.conditional_max_age", "must not be negative")
 	}
 	if !(f.PriorWeight >= 0) || f.PriorWeight > 1e6 {
 		bad("freshness.prior_weight", "must be 0..1000000, got %v", f.PriorWeight)

@@ -306,6 +306,8 @@ func (c *Config) EnsureDefaults() *Config {
 	fr.Requests = cmp.Or(fr.Requests, FreshnessRequestsDefault)
 	fr.Threshold = cmp.Or(fr.Threshold, FreshnessThresholdDefault)
 	fr.PriorWeight = cmp.Or(fr.PriorWeight, FreshnessPriorWeightDefault)
+	fr.ConditionalEvery = cmp.Or(fr.ConditionalEvery, FreshnessConditionalEveryDefault)
+	fr.ConditionalMaxAge = cmp.Or(fr.ConditionalMaxAge, FreshnessConditionalMaxAgeDefault)
 	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyReady)
 
 	sv := &c.Serve
@@ -340,6 +342,9 @@ const (
 	FreshnessRequestsDefault    = 0.1                      // requests an hour of a page never requested
 	FreshnessThresholdDefault   = 1.0                      // a render that prevents one stale serve is due
 	FreshnessPriorWeightDefault = 2.0                      // the route's change_interval counts as two renders
+	// a page is rendered in full at least every 10th time, and at least weekly
+	FreshnessConditionalEveryDefault  = 10
+	FreshnessConditionalMaxAgeDefault = Duration(7 * 24 * time.Hour)
 )
 
 func ptr[T any](v T) *T { return &v }

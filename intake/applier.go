@@ -122,6 +122,10 @@ type Applier struct {
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
 
+	// Conditional is told of every 304 result committed (conditional.go): applied as
+	// "unchanged, verified now" (true), or refused and applied as a failure (false). nil: not told.
+	Conditional func(applied bool)
+
 	digesters digesterCache
 }
 
@@ -160,6 +164,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
 	holders := make([]uint64, 0, len(results)) // the holder of each change's lease
+	var conditional []condResult               // the 304 results among the changes
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
@@ -183,13 +188,18 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		holders = append(holders, info.Holder)
 		j := len(changes)
+		var verified *store.Page // the stored page a 304 may refresh; nil: not one, or refused
+		if notModified(r) {
+			verified = a.verifiable(pol, r.Key, now)
+			conditional = append(conditional, condResult{change: j, applied: verified != nil})
+		}
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
 			Decide: func(cur store.Current) (store.Write, bool, error) {
 				if cur.NotOwner {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, r, cur, digests[i], now)
+				return decide(pol, r, cur, digests[i], verified, now)
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -214,6 +224,13 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	done := a.Now()
+	if a.Conditional != nil {
+		for _, c := range conditional {
+			if filed[c.change] {
+				a.Conditional(c.applied)
+			}
+		}
+	}
 	observed := make([]int, 0, len(refused)+len(index))
 	for _, rf := range refused {
 		observed = append(observed, rf.result)
@@ -245,6 +262,28 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// condResult is a 304 result of a batch: its change, and whether it is applied as one.
+type condResult struct {
+	change  int
+	applied bool
+}
+
+// verifiable returns the stored page a 304 for key refreshes, or nil when the key may not be
+// verified by a conditional check now (conditionalAllowed) and the 304 is applied as a
+// failure. It reads under the key's lock, which every writer of the key takes, so the funnel
+// reads the same target in the commit.
+func (a *Applier) verifiable(pol *policy.Policy, key []byte, now int64) *store.Page {
+	t, err := a.Store.GetTarget(key)
+	if err != nil || !conditionalAllowed(pol.Config(), &t, now) {
+		return nil
+	}
+	pg, err := a.Store.GetPage(key)
+	if err != nil {
+		return nil
+	}
+	return &pg
 }
 
 // heldResult is a result whose lease checked: the lease, the result's index in its batch, and
@@ -317,7 +356,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, now int64) (store.Write, bool, error) {
+func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -326,6 +365,16 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 		t = targetFromKey(r.Key, row.Submitted)
 	}
 	o, body := storable(r)
+	if notModified(r) {
+		if verified == nil || !cur.HasTarget {
+			// A 304 this page may not answer now: not a render, and not the page's failure
+			// either, but a failed attempt all the same, so that it is retried (in full:
+			// Validators refuses the check) after a fast retry.
+			o, body = outcome.Failed, nil
+		} else {
+			return decideNotModified(pol, r, row, t, verified, now)
+		}
+	}
 	d := pol.Apply(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
@@ -359,6 +408,30 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: body, RenderedAtMs: now}
 	}
 	return w, true, nil
+}
+
+// decideNotModified applies a 304 to a conditional check: the page is unchanged, verified now.
+// It is scheduled as a success (its cadence, or its freshness crossing), its target gets one
+// unchanged observation and the check counted (applyNotModified), and the stored page is
+// written again with now as its time, so that it is served as fresh as a render would be; the
+// last render (LastRender) is not a 304's, so the bound on checks is counted from it.
+func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64) (store.Write, bool, error) {
+	d := pol.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
+		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
+	applyNotModified(&t, r.Headers, now)
+	if freshnessOn(pol.Config()) {
+		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+	}
+	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
+	if err != nil {
+		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
+	}
+	t.DemandRung = d.DemandRung
+	t.Failures = store.Failures{}
+	t.Terminal, t.TerminalRecheckMs = store.TerminalNone, 0
+	page := *pg
+	page.RenderedAtMs = now
+	return store.Write{Schedule: sch, Target: &t, Page: &page}, true, nil
 }
 
 // digests computes the content digest of every result that may store a page (an ok outcome
@@ -473,6 +546,8 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 			return f("status"), fmt.Errorf("%d: must be 200..599, or 0 when there was no response", r.Status)
 		case r.DurationMs < 0:
 			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
+		case r.Status == 304 && (r.Outcome != okName || len(r.Body) > 0):
+			return f("status"), errors.New("304: only an ok result without a body, the answer to a conditional check (not_modified)")
 		}
 		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err

@@ -154,9 +154,24 @@ func (w *worker0) Start(ctx context.Context) error {
 		}}
 	// Worker 0 is the host table's one writer: every result, local or remote, passes its Applier.
 	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
+	// Worker 0's own series (the crawler listener's and the conditional checks'), which the
+	// supervisor's /metrics merges from wire.PathServeMetrics.
+	serveReg := prometheus.NewRegistry()
+	conditional := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freshq_render_conditional_total",
+		Help: "Answers 304 to a conditional check, by whether worker 0 applied it as unchanged (not_modified) or refused it (refused: a page past its bounds, applied as a failure)."},
+		[]string{"result"})
+	serveReg.MustRegister(conditional)
 	control := &api.Control{
-		Index:   index,
-		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness},
+		Index: index,
+		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
+			Conditional: func(applied bool) {
+				if applied {
+					conditional.WithLabelValues("not_modified").Inc()
+				} else {
+					conditional.WithLabelValues("refused").Inc()
+				}
+			}},
+		Targets: &intake.Targets{Store: cst, Locks: locks, Policy: e.pol.Load, Now: nowMs},
 		Limit:   heavy,
 		Status: func() wire.Status {
 			return wire.Status{Serving: true, Sweeps: sweeps.ok.Load(), SweepFails: sweeps.failed.Load()}
@@ -189,7 +204,6 @@ func (w *worker0) Start(ctx context.Context) error {
 
 	// The crawler listener: worker 0 serves pages itself, one store read from the request, on
 	// the socket the supervisor listens on (so it outlives a restart of worker 0).
-	serveReg := prometheus.NewRegistry()
 	mux.Handle("GET "+wire.PathServeMetrics, promhttp.HandlerFor(serveReg, promhttp.HandlerOpts{}))
 	if e.serveFD > 0 {
 		w.crawlers = &crawlerListener{e: e, reg: serveReg,
