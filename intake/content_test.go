@@ -76,3 +76,35 @@ func TestApplyFailureKeepsContentState(t *testing.T) {
 		t.Fatalf("a timeout changed the content state: %+v → %+v", before.Fresh, after.Fresh)
 	}
 }
+
+// GET /v1/targets explains what was observed and the parts of the freshness decision.
+func TestExplainFreshness(t *testing.T) {
+	e := qtest.New(t, `
+queue: {policy: freshness}
+routes: [{name: p, match: prefix, path: /p/, interval: 24h, change_interval: 2h, requests: 6}]
+`, start, shm.Options{})
+	key := []byte("desktop|https://a.test/p/1")
+	e.Put(string(key), start-hour, false, 0, store.Lanes{})
+	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	for _, body := range []string{"a", "b", "b"} {
+		if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key),
+			Headers: map[string]string{"etag": `"x"`}}}); err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(hour)
+	}
+	ex, err := (&Targets{Store: e.Store, Policy: e.Policy, Now: e.Now}).Explain(key)
+	if err != nil || ex.Freshness == nil {
+		t.Fatalf("explain: %+v %v", ex, err)
+	}
+	f := ex.Freshness
+	if f.Policy != "freshness" || f.Changed != 1 || f.ChangedHours != 1 || f.UnchangedHours != 1 || f.ETag != `"x"` {
+		t.Fatalf("observed: %+v", f)
+	}
+	if f.ChangesPerHour <= 0 || math.Abs(f.ChangeIntervalSec*f.ChangesPerHour-3600) > 1e-6 || f.RequestsPerHour != 6 || !f.RequestsPrior {
+		t.Fatalf("estimates: %+v", f)
+	}
+	if f.SinceSec != 3600 || f.ExpectedStale <= 0 || f.Marginal <= 0 || f.Threshold != 1 || f.IntervalSec <= 0 || f.IntervalSec > 24*3600 {
+		t.Fatalf("score parts: %+v", f)
+	}
+}

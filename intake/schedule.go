@@ -5,6 +5,7 @@ import (
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
 )
 
 // Scheduling for freshness (queue.policy: freshness). A rendered page is due again once
@@ -102,6 +103,27 @@ func crossing(lambda, mu, nu float64, maxMs int64) int64 {
 		}
 	}
 	return hi
+}
+
+// explainFreshness is the freshness part of GET /v1/targets' explanation.
+func explainFreshness(pol *policy.Policy, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
+	p := freshPartsOf(pol, key, cadenceMs, f, now)
+	ex := &wire.Freshness{Policy: pol.Config().Queue.Policy,
+		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
+		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,
+		Threshold: p.Threshold, MinIntervalSec: float64(p.MinIntervalMs) / 1000, CrossingSec: float64(p.CrossMs) / 1000,
+		IntervalSec: float64(p.IntervalMs) / 1000, ETag: f.ETag, LastModified: f.LastModified}
+	if p.ChangesPerHour > 0 {
+		ex.ChangeIntervalSec = 3600 / p.ChangesPerHour
+	}
+	if f.DigestAtMs > 0 {
+		since := max(now-f.DigestAtMs, 0)
+		ex.ObservedAt = ms(f.DigestAtMs)
+		ex.SinceSec = float64(since) / 1000
+		ex.ExpectedStale = p.stalePart(since)
+		ex.Marginal = p.marginalAt(since)
+	}
+	return ex
 }
 
 // stalePart is the expected number of requests served stale since the last observation
