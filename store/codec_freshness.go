@@ -18,10 +18,11 @@ type Freshness struct {
 	UnchangedHours float64 // Σ intervals of the renders (and 304s) that found it unchanged, hours
 	Requests       float64 // crawler requests, decayed, as of RequestsAtMs
 	RequestsAtMs   int64
-	Digest         uint64 // of the last full render's normalised body; 0 = none yet
-	DigestAtMs     int64  // when the content was last observed (a render or a 304); 0 = never
-	Conditional    uint32 // 304s answered since the last full render
-	ETag           string // the origin document's validators, as it sent them; "" = none
+	Digest         uint64  // of the last full render's normalised body; 0 = none yet
+	DigestAtMs     int64   // when the content was last observed (a render or a 304); 0 = never
+	Served         float64 // crawler requests served since that observation (not decayed)
+	Conditional    uint32  // 304s answered since the last full render
+	ETag           string  // the origin document's validators, as it sent them; "" = none
 	LastModified   string
 }
 
@@ -33,7 +34,7 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && !mat
 
 func (f Freshness) validate() error {
 	switch {
-	case !finite(f.Changed) || !finite(f.ChangedHours) || !finite(f.UnchangedHours) || !finite(f.Requests):
+	case !finite(f.Changed) || !finite(f.ChangedHours) || !finite(f.UnchangedHours) || !finite(f.Requests) || !finite(f.Served):
 		return fmt.Errorf("%w: freshness: a count or a sum is negative or not finite", ErrInvalidTarget)
 	case f.RequestsAtMs < 0 || f.DigestAtMs < 0:
 		return fmt.Errorf("%w: freshness: a negative time", ErrInvalidTarget)
@@ -50,15 +51,15 @@ func (f Freshness) validate() error {
 //	+----------+---------------+-----------------+-----------+----------------+
 //	| changed  | changedHours  | unchangedHours  | requests  | requestsAtMs   |
 //	+----------+---------------+-----------------+-----------+----------------+
-//	40         48              56              60
-//	+----------+---------------+---------------+------+--------------+
-//	| digest   | digestAtMs    | conditional u32 | etag | lastModified |
-//	+----------+---------------+---------------+------+--------------+
+//	40         48              56         64                68
+//	+----------+---------------+----------+-----------------+------+--------------+
+//	| digest   | digestAtMs    | served   | conditional u32 | etag | lastModified |
+//	+----------+---------------+----------+-----------------+------+--------------+
 //	                                             each: uvarint length ≤ 1024, bytes
 //
 // A section whose every field is zero is refused: that target is version 1's to write, so
 // every value has one encoding.
-const freshnessFixedLen = 60
+const freshnessFixedLen = 68
 
 func (f Freshness) append(b []byte) []byte {
 	for _, v := range []float64{f.Changed, f.ChangedHours, f.UnchangedHours, f.Requests} {
@@ -67,6 +68,7 @@ func (f Freshness) append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(f.RequestsAtMs))
 	b = binary.BigEndian.AppendUint64(b, f.Digest)
 	b = binary.BigEndian.AppendUint64(b, uint64(f.DigestAtMs))
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(f.Served))
 	b = binary.BigEndian.AppendUint32(b, f.Conditional)
 	b = appendString(b, f.ETag)
 	return appendString(b, f.LastModified)
@@ -89,6 +91,7 @@ func (f *Freshness) decode(d *decoder) {
 	q.RequestsAtMs = d.nonNeg("requestsAtMs")
 	q.Digest = d.u64()
 	q.DigestAtMs = d.nonNeg("digestAtMs")
+	q.Served = d.f64("served")
 	q.Conditional = d.u32()
 	q.ETag = d.str("etag", maxShortLen)
 	q.LastModified = d.str("lastModified", maxShortLen)

@@ -10,7 +10,7 @@ func sampleFreshness() Freshness {
 	return Freshness{
 		Changed: 3, ChangedHours: 2.5, UnchangedHours: 40.25,
 		Requests: 17.5, RequestsAtMs: 1_700_000_000_000,
-		Digest: 0x0123456789abcdef, DigestAtMs: 1_700_000_100_000,
+		Digest: 0x0123456789abcdef, DigestAtMs: 1_700_000_100_000, Served: 12,
 		ETag: `W/"abc"`, LastModified: "Wed, 21 Oct 2015 07:28:00 GMT", Conditional: 4,
 	}
 }

@@ -19,7 +19,7 @@ func testTargetKeepsFreshness(t *testing.T, open Opener) {
 	}
 
 	fresh := store.Freshness{Changed: 2, ChangedHours: 1.5, UnchangedHours: 30, Requests: 4.25,
-		RequestsAtMs: 5_000, Digest: 0xfeedface, DigestAtMs: 4_000, Conditional: 3,
+		RequestsAtMs: 5_000, Digest: 0xfeedface, DigestAtMs: 4_000, Served: 7, Conditional: 3,
 		ETag: `"v1"`, LastModified: "Tue, 01 Dec 2026 10:00:00 GMT"}
 	w := targetWrite(t, "k", 1_000, 0)
 	w.Target.Fresh = fresh
