@@ -126,6 +126,11 @@ type Applier struct {
 	// "unchanged, verified now" (true), or refused and applied as a failure (false). nil: not told.
 	Conditional func(applied bool)
 
+	// Stale is told, for every result committed that observed its page's content again, the
+	// crawler requests served since the previous observation and how many of them were
+	// served stale (staleServed). nil: not measured.
+	Stale *StaleMeter
+
 	digesters digesterCache
 }
 
@@ -163,8 +168,9 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	// notOwner[j]: the funnel found change j's shard held by another node (store.Current).
 	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
-	holders := make([]uint64, 0, len(results)) // the holder of each change's lease
-	var conditional []condResult               // the 304 results among the changes
+	holders := make([]uint64, 0, len(results))  // the holder of each change's lease
+	var conditional []condResult                // the 304 results among the changes
+	served := make([]servedStale, len(results)) // what each change observed of its requests
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
@@ -199,7 +205,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, r, cur, digests[i], verified, now)
+				return decide(pol, r, cur, digests[i], verified, now, &served[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -224,6 +230,13 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	done := a.Now()
+	if a.Stale != nil {
+		for j, s := range served {
+			if j < len(filed) && filed[j] && s.served > 0 {
+				a.Stale.Add(s.served, s.stale)
+			}
+		}
+	}
 	if a.Conditional != nil {
 		for _, c := range conditional {
 			if filed[c.change] {
@@ -356,7 +369,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64) (store.Write, bool, error) {
+func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -372,7 +385,7 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 			// Validators refuses the check) after a fast retry.
 			o, body = outcome.Failed, nil
 		} else {
-			return decideNotModified(pol, r, row, t, verified, now)
+			return decideNotModified(pol, r, row, t, verified, now, sv)
 		}
 	}
 	d := pol.Apply(policy.State{
@@ -387,7 +400,9 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 		NeverRendered:    row.NeverRendered,
 	}, o, now)
 	if d.StorePage && o == outcome.OK && digest != 0 {
-		observeContent(&t.Fresh, digest, r.Headers, now)
+		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
+			*sv = servedStaleOf(pol, r.Key, d.CadenceMs, &t.Fresh, ob, now)
+		}
 	}
 	if d.Class == policy.ClassSuccess && freshnessOn(pol.Config()) {
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
@@ -415,10 +430,12 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 // unchanged observation and the check counted (applyNotModified), and the stored page is
 // written again with now as its time, so that it is served as fresh as a render would be; the
 // last render (LastRender) is not a 304's, so the bound on checks is counted from it.
-func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64) (store.Write, bool, error) {
+func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	d := pol.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
 		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
-	applyNotModified(&t, r.Headers, now)
+	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
+		*sv = servedStale{served: ob.served}
+	}
 	if freshnessOn(pol.Config()) {
 		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}

@@ -56,13 +56,14 @@ func notModified(r *wire.Result) bool {
 // applyNotModified files a 304 on the target t at now: one unchanged observation since the
 // last, the check counted, the new validators if the origin sent some. The caller refreshes
 // the stored page's time.
-func applyNotModified(t *store.Target, headers map[string]string, now int64) {
+func applyNotModified(t *store.Target, headers map[string]string, now int64) (o observed, ok bool) {
 	f := &t.Fresh
 	if now > f.DigestAtMs {
+		o, ok = observed{intervalMs: now - f.DigestAtMs, served: f.Served}, true
 		h := historyOf(f)
-		h.Observe(freshness.Observation{Changed: false, IntervalMs: now - f.DigestAtMs})
+		h.Observe(freshness.Observation{Changed: false, IntervalMs: o.intervalMs})
 		setHistory(f, h)
-		f.DigestAtMs = now
+		f.DigestAtMs, f.Served = now, 0
 	}
 	f.Conditional++
 	if v := validator(headers["etag"]); v != "" {
@@ -71,4 +72,5 @@ func applyNotModified(t *store.Target, headers map[string]string, now int64) {
 	if v := validator(headers["last-modified"]); v != "" {
 		f.LastModified = v
 	}
+	return o, ok
 }

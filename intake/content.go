@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/freshq/freshq/freshness"
@@ -76,17 +77,45 @@ func setHistory(f *store.Freshness, h freshness.History) {
 
 // observeContent records a full render's content at now: one observation (changed or not,
 // since the last) when there was a previous one, then the new digest and the origin's
-// validators. It returns whether the content changed (false for a first observation).
-func observeContent(f *store.Freshness, digest uint64, headers map[string]string, now int64) (changed bool) {
+// validators. It returns the observation it made (ok false for a first one).
+func observeContent(f *store.Freshness, digest uint64, headers map[string]string, now int64) (o observed, ok bool) {
 	if f.Digest != 0 && f.DigestAtMs > 0 && now > f.DigestAtMs {
-		changed = digest != f.Digest
+		o = observed{changed: digest != f.Digest, intervalMs: now - f.DigestAtMs, served: f.Served}
+		ok = true
 		h := historyOf(f)
-		h.Observe(freshness.Observation{Changed: changed, IntervalMs: now - f.DigestAtMs})
+		h.Observe(freshness.Observation{Changed: o.changed, IntervalMs: o.intervalMs})
 		setHistory(f, h)
 	}
-	f.Digest, f.DigestAtMs, f.Conditional = digest, now, 0
+	f.Digest, f.DigestAtMs, f.Conditional, f.Served = digest, now, 0, 0
 	f.ETag, f.LastModified = validator(headers["etag"]), validator(headers["last-modified"])
-	return changed
+	return o, ok
+}
+
+// observed is one observation of a page's content: whether it changed over the interval since
+// the previous one, and the crawler requests served meanwhile.
+type observed struct {
+	changed    bool
+	intervalMs int64
+	served     float64
+}
+
+// staleServed is the expected number of the requests served over an observation that were
+// served stale, for a page changing at lambda (per hour): none when the content did not
+// change; when it did, the share of the interval it was changed for, given at least one change
+// under Poisson changes, 1 − (1−e^{−x})/x over 1−e^{−x} with x = λτ (one half as x → 0, 1 as
+// x grows), times the requests. Measured from the serving path (the requests) and the change
+// observations (changed or not); only when a change happened within is the estimator's λ used,
+// to place it.
+func staleServed(o observed, lambda float64) float64 {
+	if !o.changed || !(o.served > 0) {
+		return 0
+	}
+	x := lambda * float64(o.intervalMs) / 3_600_000
+	q := 0.5
+	if x > 1e-6 {
+		q = freshness.StaleShare(lambda, 3_600_000/float64(o.intervalMs)) / -math.Expm1(-x)
+	}
+	return o.served * min(max(q, 0), 1)
 }
 
 // validator is an origin's validator header as a target may keep it: printable ASCII of at

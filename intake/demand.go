@@ -83,6 +83,7 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 			c := requestCounter(&t.Fresh, requestPrior(pol, k), now, tau)
 			c.Add(now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
+			t.Fresh.Served += n
 			sch, err := store.NewSchedule(k, demandDue(pol, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
 			if err != nil {
 				return store.Write{}, false, err

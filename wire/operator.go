@@ -149,6 +149,9 @@ type QueueView struct {
 	Cluster *QueueCluster `json:"cluster,omitempty"`
 	// Capacity is whether the farm keeps up: demand, capacity and the projection.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Freshness is the share of crawler requests served stale, measured (QueueFreshness); nil
+	// when worker 0 does not measure it.
+	Freshness *QueueFreshness `json:"freshness,omitempty"`
 	// Hosts are the hosts the host table holds, the most held back first (package hostview);
 	// HostsTracked counts them, HostEvictions counts the hosts a full table dropped (their
 	// state lost: they went back to their defaults early).
@@ -329,4 +332,15 @@ type KeysMigrate struct {
 	Kept     int  `json:"kept"`
 	Replaced int  `json:"replaced"`
 	Done     bool `json:"done"`
+}
+
+// QueueFreshness is the share of crawler requests served stale since worker 0 started: of the
+// requests served between two observations of their page's content (a render or a 304), those
+// served after it had changed (expected: when the content changed over the interval, the part
+// after the change). A request is counted once the observation after it is applied.
+type QueueFreshness struct {
+	Policy         string  `json:"policy"` // queue.policy in force
+	ServedRequests float64 `json:"served_requests"`
+	StaleRequests  float64 `json:"stale_requests"`
+	StaleShare     float64 `json:"stale_share"` // stale ÷ served; 0 with none counted
 }

@@ -161,9 +161,18 @@ func (w *worker0) Start(ctx context.Context) error {
 		Help: "Answers 304 to a conditional check, by whether worker 0 applied it as unchanged (not_modified) or refused it (refused: a page past its bounds, applied as a failure)."},
 		[]string{"result"})
 	serveReg.MustRegister(conditional)
+	stale := &intake.StaleMeter{}
+	serveReg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
+			Help: "Crawler requests served between two observations of their page's content, counted at the second."},
+			func() float64 { served, _ := stale.Totals(); return served }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_stale_requests_total",
+			Help: "Of freshq_serve_observed_requests_total, those served after the content had changed (expected)."},
+			func() float64 { _, st := stale.Totals(); return st }))
 	control := &api.Control{
 		Index: index,
 		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
+			Stale: stale,
 			Conditional: func(applied bool) {
 				if applied {
 					conditional.WithLabelValues("not_modified").Inc()
@@ -195,7 +204,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
 	view := clusterView(st, cfg)
-	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load}).Register(mux)
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load, Stale: stale}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
