@@ -43,6 +43,9 @@ import (
 // maxClaimBody bounds an internal claim request: a few numbers of JSON.
 const maxClaimBody = 1 << 10
 
+// maxValidatorsBody bounds a validators request: one key (store.MaxKeyLen bytes, base64).
+const maxValidatorsBody = 4 << 10
+
 // IndexFallback is a render worker's claim.Fallback: worker 0's floored index scan, asked for
 // over the control socket.
 type IndexFallback struct {
@@ -73,6 +76,9 @@ type Control struct {
 	Limit   *Limiter // admits results requests by their bytes; nil: none
 	Status  func() wire.Status
 	Log     zerolog.Logger
+	// Targets answers a render worker's question before a render (wire.PathValidators);
+	// nil: never check, always render.
+	Targets *intake.Targets
 }
 
 // Register adds the internal endpoints to mux.
@@ -80,6 +86,7 @@ func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathClaim, c.claim)
 	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(c.Applier, c.Limit, true))
 	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { ok(w, c.Status()) })
+	mux.HandleFunc("POST "+wire.PathValidators, c.validators)
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):
 	// curl --unix-socket <runtime dir>/freshq-<hash>.sock http://w0/internal/debug/pprof/profile?seconds=10
 	// (docs/OPERATING.md: Files)
@@ -89,6 +96,26 @@ func (c *Control) Register(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("/internal/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/internal/debug/pprof/trace", pprof.Trace)
+}
+
+// validators tells a render worker whether it may check a page with a conditional GET
+// (intake.Targets.Validators).
+func (c *Control) validators(w http.ResponseWriter, r *http.Request) {
+	var req wire.ValidatorsRequest
+	if err := decodeJSON(w, r, &req, maxValidatorsBody); err != nil {
+		fail(w, err)
+		return
+	}
+	if c.Targets == nil {
+		ok(w, wire.Validators{})
+		return
+	}
+	v, err := c.Targets.Validators(req.Key)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ok(w, v)
 }
 
 // claim hands out up to N jobs from worker 0's floored index scan (intake.ClaimIndex).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hostview"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -24,6 +25,9 @@ type Queue struct {
 	// Policy gives the hosts section each host's configured maximum (render.hosts); nil: the
 	// default maximum for every host.
 	Policy func() *policy.Policy
+	// Stale is worker 0's measure of requests served stale (intake.StaleMeter), for the
+	// freshness section; nil leaves it out.
+	Stale *intake.StaleMeter
 }
 
 // Register adds the endpoint to mux.
@@ -35,8 +39,25 @@ func (q *Queue) Register(mux *http.ServeMux) {
 			c := q.Capacity()
 			v.Capacity = &c
 		}
+		v.Freshness = q.freshness()
 		ok(w, v)
 	})
+}
+
+// freshness is the freshness section: the requests served stale, measured.
+func (q *Queue) freshness() *wire.QueueFreshness {
+	if q.Stale == nil {
+		return nil
+	}
+	served, stale := q.Stale.Totals()
+	f := &wire.QueueFreshness{ServedRequests: served, StaleRequests: stale}
+	if q.Policy != nil {
+		f.Policy = q.Policy().Config().Queue.Policy
+	}
+	if served > 0 {
+		f.StaleShare = stale / served
+	}
+	return f
 }
 
 // queueClusterTimeout bounds the read of the cluster section: the rest of /v1/queue is read

@@ -65,6 +65,40 @@ type Config struct {
 	Node       Node       `yaml:"node"`       // this node's identity in a cluster
 	Cluster    Cluster    `yaml:"cluster"`    // shard leases, with store.backend postgres
 	Serve      Serve      `yaml:"serve"`      // the crawler-facing listener
+	Freshness  Freshness  `yaml:"freshness"`  // freshness of content: change and demand observed
+}
+
+// Freshness configures freshness of content: how a render's content is told changed or not
+// from the previous render's (package pagedigest), and how crawler demand is kept.
+type Freshness struct {
+	// Normalize, true by default, strips what changes on every load (nonces, CSRF tokens,
+	// date-times, asset cache-busters) before a page is digested; routes[].strip adds to it.
+	Normalize *bool `yaml:"normalize"`
+	// RequestTau is the time constant over which crawler request counts decay
+	// (FreshnessRequestTauDefault): a page's request rate is its count ÷ RequestTau.
+	RequestTau Duration `yaml:"request_tau"`
+	// DemandFlush is how often worker 0 writes the requests counted since into the targets,
+	// in one batch (FreshnessDemandFlushDefault).
+	DemandFlush Duration `yaml:"demand_flush"`
+	// Requests is the request rate, per hour, a page never requested is taken to have
+	// (FreshnessRequestsDefault), unless its route says (routes[].requests).
+	Requests float64 `yaml:"requests"`
+	// Threshold is, under queue.policy freshness, how many stale serves a render must
+	// prevent (its marginal value) for the page to be due before its interval
+	// (FreshnessThresholdDefault).
+	Threshold float64 `yaml:"threshold"`
+	// PriorWeight is how many renders the route's change_interval counts as
+	// (FreshnessPriorWeightDefault): a page's own renders outweigh it after about as many.
+	PriorWeight float64 `yaml:"prior_weight"`
+	// ConditionalEvery bounds conditional checks: before rendering a page whose origin sent
+	// validators (ETag, Last-Modified), a render worker asks the origin with If-None-Match /
+	// If-Modified-Since, and a 304 counts as unchanged without a render; at least every
+	// ConditionalEvery-th time the page is rendered in full (FreshnessConditionalEveryDefault;
+	// 1 = never check, always render).
+	ConditionalEvery int `yaml:"conditional_every"`
+	// ConditionalMaxAge: a page last rendered in full longer ago is rendered in full, whatever
+	// its origin answers (FreshnessConditionalMaxAgeDefault).
+	ConditionalMaxAge Duration `yaml:"conditional_max_age"`
 }
 
 // Serve configures the crawler-facing listener: the prerender protocol (GET /{absolute URL},
@@ -152,7 +186,17 @@ type Queue struct {
 	// MaxRemoteLeases caps the live leases of one remote renderer (POST /v1/claim), so that
 	// no remote can fill the table and starve the local render workers.
 	MaxRemoteLeases int `yaml:"max_remote_leases"` // max_leases / MaxRemoteLeasesDivisor
+	// Policy is when a rendered page is due again: ready (PolicyReady, the default: one
+	// cadence after its render) or freshness (PolicyFreshness: once a render would prevent
+	// freshness.threshold stale serves, within the route's min_interval and interval).
+	Policy string `yaml:"policy"`
 }
+
+// The values of queue.policy.
+const (
+	PolicyReady     = "ready"
+	PolicyFreshness = "freshness"
+)
 
 // ClaimFloor configures the floor: how far it stays behind the first due row, and when the
 // row pinning it is filed forward (store's package doc; docs/ARCHITECTURE.md, Invariants).
@@ -306,7 +350,23 @@ type Route struct {
 	// ServeStale, false, has the crawler listener treat a page past its cadence plus swr as
 	// missing (rendered on miss) instead of serving it marked stale; absent is true.
 	ServeStale *bool `yaml:"serve_stale"`
+	// Strip are regular expressions whose matches are removed from the route's rendered pages
+	// before they are digested to tell a change of content (after freshness.normalize's).
+	Strip []string `yaml:"strip"`
+	// Requests is the request rate, per hour, the route's pages are taken to have before any
+	// is counted; 0 = freshness.requests.
+	Requests float64 `yaml:"requests"`
+	// MinInterval is the least time between two renders of a page of the route under
+	// queue.policy freshness; 0 = its cadence ÷ MinIntervalDivisor.
+	MinInterval Duration `yaml:"min_interval"`
+	// ChangeInterval is how often the route's pages are taken to change before their own
+	// renders tell (the estimator's prior); 0 = the cadence.
+	ChangeInterval Duration `yaml:"change_interval"`
 }
+
+// MinIntervalDivisor: a route without min_interval is rendered at most every cadence ÷ 16
+// under queue.policy freshness.
+const MinIntervalDivisor = 16
 
 // Keys configures cache-key normalisation (cachekey.Rules), which every URL taken from outside
 // goes through. Changing it changes the keys of stored targets: freshqctl keys check counts

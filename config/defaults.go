@@ -299,6 +299,17 @@ func (c *Config) EnsureDefaults() *Config {
 	h.BulkTimeout = cmp.Or(h.BulkTimeout, BulkTimeoutDefault)
 	h.IdleTimeout = cmp.Or(h.IdleTimeout, IdleTimeoutDefault)
 
+	fr := &c.Freshness
+	fr.Normalize = cmp.Or(fr.Normalize, ptr(FreshnessNormalizeDefault))
+	fr.RequestTau = cmp.Or(fr.RequestTau, FreshnessRequestTauDefault)
+	fr.DemandFlush = cmp.Or(fr.DemandFlush, FreshnessDemandFlushDefault)
+	fr.Requests = cmp.Or(fr.Requests, FreshnessRequestsDefault)
+	fr.Threshold = cmp.Or(fr.Threshold, FreshnessThresholdDefault)
+	fr.PriorWeight = cmp.Or(fr.PriorWeight, FreshnessPriorWeightDefault)
+	fr.ConditionalEvery = cmp.Or(fr.ConditionalEvery, FreshnessConditionalEveryDefault)
+	fr.ConditionalMaxAge = cmp.Or(fr.ConditionalMaxAge, FreshnessConditionalMaxAgeDefault)
+	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyReady)
+
 	sv := &c.Serve
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
@@ -322,5 +333,18 @@ const (
 // User-Agents carry (Googlebot smartphone and Bingbot mobile say "Mobile", and "Android" or
 // "iPhone").
 func ServeMobileAgentsDefault() []string { return []string{"Mobile", "Android", "iPhone"} }
+
+// Freshness of content (freshness.*).
+const (
+	FreshnessNormalizeDefault   = true                     // pages are normalised before they are digested
+	FreshnessRequestTauDefault  = Duration(24 * time.Hour) // request counts decay over a day
+	FreshnessDemandFlushDefault = Duration(time.Minute)    // counted requests reach the targets every minute
+	FreshnessRequestsDefault    = 0.1                      // requests an hour of a page never requested
+	FreshnessThresholdDefault   = 1.0                      // a render that prevents one stale serve is due
+	FreshnessPriorWeightDefault = 2.0                      // the route's change_interval counts as two renders
+	// a page is rendered in full at least every 10th time, and at least weekly
+	FreshnessConditionalEveryDefault  = 10
+	FreshnessConditionalMaxAgeDefault = Duration(7 * 24 * time.Hour)
+)
 
 func ptr[T any](v T) *T { return &v }

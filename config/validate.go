@@ -3,10 +3,13 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/freshq/freshq/cachekey"
 )
@@ -41,6 +44,7 @@ func (c *Config) Validate() error {
 	c.Cluster.validate(bad)
 	c.Serve.validate(c, bad)
 	c.Log.validate(bad)
+	c.Freshness.validate(bad)
 	c.validateAcross(bad)
 	if len(errs) == 0 {
 		return nil // not a nil FieldErrors, which would be a non-nil error
@@ -115,6 +119,9 @@ func (q *Queue) validate(bad badFunc) {
 	}
 	if q.Lanes.UrgentMaxShare+*q.Lanes.MinShare.Discovered+*q.Lanes.MinShare.Cold > 1 {
 		bad("queue.lanes", "urgent_max_share + min_share.discovered + min_share.cold exceeds 1")
+	}
+	if q.Policy != PolicyReady && q.Policy != PolicyFreshness {
+		bad("queue.policy", "must be %s or %s, got %q", PolicyReady, PolicyFreshness, q.Policy)
 	}
 	if q.ClaimFloor.Guard >= q.ClaimFloor.UnpinAfter {
 		bad("queue.claim_floor.guard", "%s must be below unpin_after %s", q.ClaimFloor.Guard, q.ClaimFloor.UnpinAfter)
@@ -224,6 +231,20 @@ func validateRoutes(routes []Route, bad badFunc) {
 		}
 		if rt.SWR < 0 {
 			bad(path+".swr", "must not be negative")
+		}
+		if rt.MinInterval < 0 || (rt.Interval > 0 && rt.MinInterval > rt.Interval) {
+			bad(path+".min_interval", "must be 0..interval, got %s", rt.MinInterval)
+		}
+		if rt.ChangeInterval < 0 {
+			bad(path+".change_interval", "must not be negative")
+		}
+		if !(rt.Requests >= 0) || math.IsInf(rt.Requests, 0) {
+			bad(path+".requests", "must be a finite rate ≥ 0, got %v", rt.Requests)
+		}
+		for j, p := range rt.Strip {
+			if _, err := regexp.Compile(p); err != nil || p == "" {
+				bad(fmt.Sprintf("%s.strip[%d]", path, j), "must be a non-empty regular expression: %v", err)
+			}
 		}
 		for j, g := range rt.KeepParams {
 			if g == "" {
@@ -431,5 +452,29 @@ func (h *HTTP) validate(bad badFunc) {
 		if !validDomain(d) {
 			bad(fmt.Sprintf("http.hosts[%d]", i), "must be a host name such as freshq.internal or an IP address (no scheme, port, path or wildcard), got %q", d)
 		}
+	}
+}
+
+func (f *Freshness) validate(bad badFunc) {
+	if f.RequestTau < Duration(time.Minute) {
+		bad("freshness.request_tau", "must be at least 1m, got %s", f.RequestTau)
+	}
+	if f.DemandFlush < Duration(time.Second) || f.DemandFlush > f.RequestTau {
+		bad("freshness.demand_flush", "must be 1s..freshness.request_tau, got %s", f.DemandFlush)
+	}
+	if !(f.Requests >= 0) || math.IsInf(f.Requests, 0) {
+		bad("freshness.requests", "must be a finite rate ≥ 0, got %v", f.Requests)
+	}
+	if !(f.Threshold > 0) || math.IsInf(f.Threshold, 0) {
+		bad("freshness.threshold", "must be a finite number > 0, got %v", f.Threshold)
+	}
+	if f.ConditionalEvery < 1 {
+		bad("freshness.conditional_every", "must be at least 1 (1: never check, always render), got %d", f.ConditionalEvery)
+	}
+	if f.ConditionalMaxAge < 0 {
+		bad("freshness.conditional_max_age", "must not be negative")
+	}
+	if !(f.PriorWeight >= 0) || f.PriorWeight > 1e6 {
+		bad("freshness.prior_weight", "must be 0..1000000, got %v", f.PriorWeight)
 	}
 }

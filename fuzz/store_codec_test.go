@@ -85,6 +85,9 @@ func FuzzStoreTarget(f *testing.F) {
 		LastRender: store.RenderSummary{Status: 404, AtMs: 5, DurationMs: 900, Bytes: 12_345},
 	}))
 	seedTruncations(f, mustMarshal(f, store.Target{Source: store.SourceDiscovered}))
+	seedTruncations(f, mustMarshal(f, store.Target{URL: "https://shop.example/", Source: store.SourceAPI,
+		Fresh: store.Freshness{Changed: 1, ChangedHours: 0.5, UnchangedHours: 12, Requests: 3, RequestsAtMs: 9,
+			Digest: 42, DigestAtMs: 8, Conditional: 2, ETag: `"e"`, LastModified: "Tue, 01 Dec 2026 10:00:00 GMT"}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var v store.Target
 		err := v.UnmarshalBinary(b)

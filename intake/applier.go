@@ -121,6 +121,17 @@ type Applier struct {
 
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
+
+	// Conditional is told of every 304 result committed (conditional.go): applied as
+	// "unchanged, verified now" (true), or refused and applied as a failure (false). nil: not told.
+	Conditional func(applied bool)
+
+	// Stale is told, for every result committed that observed its page's content again, the
+	// crawler requests served since the previous observation and how many of them were
+	// served stale (staleServed). nil: not measured.
+	Stale *StaleMeter
+
+	digesters digesterCache
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -138,6 +149,8 @@ const applyCommitBound = time.Minute
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
+	pol := a.Policy()
+	digests := a.digests(pol, results)
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
 		for i := range results {
@@ -145,7 +158,6 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		defer a.Locks.Lock(keys)()
 	}
-	pol := a.Policy()
 	now := a.Now()
 	leases := a.Seg.Leases()
 	var st wire.ApplyStats
@@ -156,7 +168,9 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	// notOwner[j]: the funnel found change j's shard held by another node (store.Current).
 	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
-	holders := make([]uint64, 0, len(results)) // the holder of each change's lease
+	holders := make([]uint64, 0, len(results))  // the holder of each change's lease
+	var conditional []condResult                // the 304 results among the changes
+	served := make([]servedStale, len(results)) // what each change observed of its requests
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
@@ -180,13 +194,18 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		holders = append(holders, info.Holder)
 		j := len(changes)
+		var verified *store.Page // the stored page a 304 may refresh; nil: not one, or refused
+		if notModified(r) {
+			verified = a.verifiable(pol, r.Key, now)
+			conditional = append(conditional, condResult{change: j, applied: verified != nil})
+		}
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
 			Decide: func(cur store.Current) (store.Write, bool, error) {
 				if cur.NotOwner {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, r, cur, now)
+				return decide(pol, r, cur, digests[i], verified, now, &served[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -211,6 +230,20 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	done := a.Now()
+	if a.Stale != nil {
+		for j, s := range served {
+			if j < len(filed) && filed[j] && s.served > 0 {
+				a.Stale.Add(s.served, s.stale)
+			}
+		}
+	}
+	if a.Conditional != nil {
+		for _, c := range conditional {
+			if filed[c.change] {
+				a.Conditional(c.applied)
+			}
+		}
+	}
 	observed := make([]int, 0, len(refused)+len(index))
 	for _, rf := range refused {
 		observed = append(observed, rf.result)
@@ -242,6 +275,28 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// condResult is a 304 result of a batch: its change, and whether it is applied as one.
+type condResult struct {
+	change  int
+	applied bool
+}
+
+// verifiable returns the stored page a 304 for key refreshes, or nil when the key may not be
+// verified by a conditional check now (conditionalAllowed) and the 304 is applied as a
+// failure. It reads under the key's lock, which every writer of the key takes, so the funnel
+// reads the same target in the commit.
+func (a *Applier) verifiable(pol *policy.Policy, key []byte, now int64) *store.Page {
+	t, err := a.Store.GetTarget(key)
+	if err != nil || !conditionalAllowed(pol.Config(), &t, now) {
+		return nil
+	}
+	pg, err := a.Store.GetPage(key)
+	if err != nil {
+		return nil
+	}
+	return &pg
 }
 
 // heldResult is a result whose lease checked: the lease, the result's index in its batch, and
@@ -314,7 +369,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (store.Write, bool, error) {
+func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -323,6 +378,16 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (s
 		t = targetFromKey(r.Key, row.Submitted)
 	}
 	o, body := storable(r)
+	if notModified(r) {
+		if verified == nil || !cur.HasTarget {
+			// A 304 this page may not answer now: not a render, and not the page's failure
+			// either, but a failed attempt all the same, so that it is retried (in full:
+			// Validators refuses the check) after a fast retry.
+			o, body = outcome.Failed, nil
+		} else {
+			return decideNotModified(pol, r, row, t, verified, now, sv)
+		}
+	}
 	d := pol.Apply(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
@@ -334,6 +399,15 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (s
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
 	}, o, now)
+	if d.StorePage && o == outcome.OK && digest != 0 {
+		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
+			*sv = servedStaleOf(pol, r.Key, d.CadenceMs, &t.Fresh, ob, now)
+		}
+	}
+	if d.Class == policy.ClassSuccess && freshnessOn(pol.Config()) {
+		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
+		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+	}
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
@@ -350,6 +424,52 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, now int64) (s
 	}
 	return w, true, nil
 }
+
+// decideNotModified applies a 304 to a conditional check: the page is unchanged, verified now.
+// It is scheduled as a success (its cadence, or its freshness crossing), its target gets one
+// unchanged observation and the check counted (applyNotModified), and the stored page is
+// written again with now as its time, so that it is served as fresh as a render would be; the
+// last render (LastRender) is not a 304's, so the bound on checks is counted from it.
+func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+	d := pol.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
+		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
+	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
+		*sv = servedStale{served: ob.served}
+	}
+	if freshnessOn(pol.Config()) {
+		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+	}
+	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
+	if err != nil {
+		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
+	}
+	t.DemandRung = d.DemandRung
+	t.Failures = store.Failures{}
+	t.Terminal, t.TerminalRecheckMs = store.TerminalNone, 0
+	page := *pg
+	page.RenderedAtMs = now
+	return store.Write{Schedule: sch, Target: &t, Page: &page}, true, nil
+}
+
+// digests computes the content digest of every result that may store a page (an ok outcome
+// with a body the store can hold), before the batch takes its keys' locks; 0 for the others.
+func (a *Applier) digests(pol *policy.Policy, results []wire.Result) []uint64 {
+	out := make([]uint64, len(results))
+	var d *digesters
+	for i := range results {
+		r := &results[i]
+		if r.Outcome != okName || len(r.Body) > store.MaxPageBody {
+			continue
+		}
+		if d == nil {
+			d = a.digesters.of(pol)
+		}
+		out[i] = d.digest(r.Key, r.Body)
+	}
+	return out
+}
+
+var okName = outcome.OK.String()
 
 // storable is the outcome and body a result is applied with. A page the store cannot hold
 // (over store.MaxPageBody) is applied as too_large, without it, so that one oversized page
@@ -443,6 +563,8 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 			return f("status"), fmt.Errorf("%d: must be 200..599, or 0 when there was no response", r.Status)
 		case r.DurationMs < 0:
 			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
+		case r.Status == 304 && (r.Outcome != okName || len(r.Body) > 0):
+			return f("status"), errors.New("304: only an ok result without a body, the answer to a conditional check (not_modified)")
 		}
 		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err

@@ -12,6 +12,10 @@ import "sync"
 // and a restart loses at most two half-lives of counts. A generation holds at most maxKeys keys;
 // a request for a key beyond that is counted in Untracked only, so memory stays bounded
 // whatever crawlers ask for.
+//
+// Besides, it keeps the requests counted since the last Take (at most MaxKeys keys too), which
+// worker 0 writes into the targets' decayed request counters in one batch a flush
+// (freshness.demand_flush): the rows learn their demand without a write per request.
 type Demand struct {
 	HalfLifeMs int64
 	MaxKeys    int
@@ -20,6 +24,38 @@ type Demand struct {
 	cur, prev map[string]uint32
 	startMs   int64
 	untracked uint64
+	pending   map[string]uint32
+}
+
+// Take returns the requests counted per key since the previous Take, and starts counting
+// anew. The map is the caller's.
+func (d *Demand) Take() map[string]uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.pending
+	d.pending = nil
+	return p
+}
+
+// Return gives back counts a flush could not write, to be written with the next one (within
+// MaxKeys; the rest are dropped).
+func (d *Demand) Return(counts map[string]uint32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, n := range counts {
+		d.addPending(k, n)
+	}
+}
+
+// addPending counts n requests of key for the next Take, unless MaxKeys other keys are
+// pending (Untracked counts the generations' misses, not these); d.mu is held.
+func (d *Demand) addPending(key string, n uint32) {
+	if d.pending == nil {
+		d.pending = map[string]uint32{}
+	}
+	if c, ok := d.pending[key]; ok || len(d.pending) < d.MaxKeys {
+		d.pending[key] = c + n
+	}
 }
 
 // Note counts one request for key at nowMs.
@@ -27,6 +63,7 @@ func (d *Demand) Note(key []byte, nowMs int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.rotate(nowMs)
+	d.addPending(string(key), 1)
 	if n, ok := d.cur[string(key)]; ok || len(d.cur) < d.MaxKeys {
 		d.cur[string(key)] = n + 1
 		return

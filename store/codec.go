@@ -14,6 +14,7 @@ const (
 	tagProjectionV1 = 0x11 // codec_projection.go
 	tagRowV1        = 0x21 // codec_row.go
 	tagTargetV1     = 0x31 // codec_target.go
+	tagTargetV2     = 0x32 // codec_target.go, with the freshness section of codec_freshness.go
 	tagPageV1       = 0x41 // codec_page.go
 )
 

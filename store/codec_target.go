@@ -89,6 +89,9 @@ type Target struct {
 	// TerminalRecheckMs is when a sealed state is checked again; 0 when Terminal is none.
 	TerminalRecheckMs int64
 	LastRender        RenderSummary
+	// Fresh is the freshness-of-content state (codec_freshness.go); zero until a render or a
+	// crawler request is observed.
+	Fresh Freshness
 }
 
 // Limits on a Target's strings.
@@ -111,7 +114,7 @@ func (t *Target) Validate() error {
 	case len(t.Device) > maxShortLen, len(t.Route) > maxShortLen, len(t.Failures.LastClass) > maxShortLen:
 		return fmt.Errorf("%w: device, route or failure class longer than %d bytes", ErrInvalidTarget, maxShortLen)
 	}
-	return nil
+	return t.Fresh.validate()
 }
 
 // Target format, version 1 (tag 0x31). A fixed part, then four length-prefixed strings.
@@ -135,14 +138,24 @@ func (t *Target) Validate() error {
 //	termnl  0 none, 1 gone, 2 suppressed, 3 beyond_horizon
 //	rung    demand ladder rung, opaque to the store
 //	storedIntervalMs ≥ 0; string lengths within the Target limits; no trailing bytes
+//
+// Version 2 (tag 0x32) is version 1's bytes under its own tag, followed by the freshness
+// section (codec_freshness.go). A target whose Fresh is zero is always written as version 1,
+// so a store keeps decoding for a binary of before the freshness state until a render or a
+// request gives a target some, and every value has one encoding.
 const targetFixedLen = 66
 
-// AppendBinary appends the version-1 encoding to b. It implements encoding.BinaryAppender.
+// AppendBinary appends the encoding to b: version 1 when Fresh is zero, else version 2. It
+// implements encoding.BinaryAppender.
 func (t Target) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return b, err
 	}
-	b = append(b, tagTargetV1, byte(t.Source), byte(t.Terminal), t.DemandRung)
+	tag := byte(tagTargetV1)
+	if !t.Fresh.IsZero() {
+		tag = tagTargetV2
+	}
+	b = append(b, tag, byte(t.Source), byte(t.Terminal), t.DemandRung)
 	b = binary.BigEndian.AppendUint64(b, uint64(t.StoredIntervalMs))
 	b = binary.BigEndian.AppendUint32(b, t.Failures.Count)
 	b = binary.BigEndian.AppendUint64(b, uint64(t.Failures.FirstMs))
@@ -155,7 +168,11 @@ func (t Target) AppendBinary(b []byte) ([]byte, error) {
 	b = appendString(b, t.URL)
 	b = appendString(b, t.Device)
 	b = appendString(b, t.Route)
-	return appendString(b, t.Failures.LastClass), nil
+	b = appendString(b, t.Failures.LastClass)
+	if tag == tagTargetV2 {
+		b = t.Fresh.append(b)
+	}
+	return b, nil
 }
 
 // MarshalBinary implements encoding.BinaryMarshaler.
@@ -167,7 +184,10 @@ func (t Target) MarshalBinary() ([]byte, error) {
 // wrapping ErrCorruption and leaves t unchanged. t does not retain b.
 func (t *Target) UnmarshalBinary(b []byte) error {
 	d := decoder{what: "target", b: b}
-	d.tag(tagTargetV1)
+	version := d.u8()
+	if d.err == nil && version != tagTargetV1 && version != tagTargetV2 {
+		d.fail("unknown tag 0x%02x (want 0x%02x or 0x%02x)", version, tagTargetV1, tagTargetV2)
+	}
 	var q Target
 	q.Source = Source(d.u8())
 	q.Terminal = Terminal(d.u8())
@@ -185,6 +205,9 @@ func (t *Target) UnmarshalBinary(b []byte) error {
 	q.Device = d.str("device", maxShortLen)
 	q.Route = d.str("route", maxShortLen)
 	q.Failures.LastClass = d.str("failure class", maxShortLen)
+	if version == tagTargetV2 {
+		q.Fresh.decode(&d)
+	}
 	if err := d.done(); err != nil {
 		return err
 	}

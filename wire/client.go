@@ -119,3 +119,12 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	}
 	return st, nil
 }
+
+// Validators asks worker 0 whether key may be checked with a conditional GET, and with what.
+func (c *Client) Validators(ctx context.Context, key []byte) (Validators, error) {
+	var v Validators
+	if err := c.post(ctx, PathValidators, ValidatorsRequest{Key: key}, &v); err != nil {
+		return Validators{}, err
+	}
+	return v, nil
+}

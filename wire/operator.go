@@ -36,6 +36,40 @@ type Explanation struct {
 	Terminal   *Terminal      `json:"terminal,omitempty"`
 	LastRender *RenderInfo    `json:"last_render,omitempty"`
 	Page       *PageFreshness `json:"page,omitempty"`
+	Freshness  *Freshness     `json:"freshness,omitempty"`
+}
+
+// Freshness explains a page's freshness of content: what was observed of its changes and its
+// requests, the estimates, and the parts of the freshness policy's decision (which decides its
+// due time only under queue.policy freshness, Policy).
+type Freshness struct {
+	Policy string `json:"policy"` // queue.policy in force: ready or freshness
+	// Observed: renders that found the content changed, and the hours those and the unchanged
+	// ones (renders and 304s) covered; the 304s since the last full render.
+	Changed        float64 `json:"changed"`
+	ChangedHours   float64 `json:"changed_hours"`
+	UnchangedHours float64 `json:"unchanged_hours"`
+	Conditional    uint32  `json:"conditional_checks"`
+	// The estimates: change interval (1/λ̂, under the route's prior), request rate (μ̂: the
+	// decayed count, or the route's prior when never requested).
+	ChangeIntervalSec float64 `json:"change_interval_seconds"` // 0: no change expected
+	ChangesPerHour    float64 `json:"changes_per_hour"`
+	RequestsPerHour   float64 `json:"requests_per_hour"`
+	RequestsPrior     bool    `json:"requests_prior,omitempty"` // never requested: the route's prior
+	// The score's parts, since the last observation: the requests expected served stale, the
+	// marginal value of a render now (stale serves it would prevent, freshness.Marginal)
+	// against the threshold, and the interval from a render to the next due these give
+	// (the crossing within min_interval and the cadence).
+	SinceSec       float64   `json:"since_seconds"`
+	ExpectedStale  float64   `json:"expected_stale_serves"`
+	Marginal       float64   `json:"marginal"`
+	Threshold      float64   `json:"threshold"`
+	MinIntervalSec float64   `json:"min_interval_seconds"`
+	CrossingSec    float64   `json:"crossing_seconds"` // 0: not within the cadence
+	IntervalSec    float64   `json:"interval_seconds"`
+	ObservedAt     time.Time `json:"observed_at,omitzero"`
+	ETag           string    `json:"etag,omitempty"`
+	LastModified   string    `json:"last_modified,omitempty"`
 }
 
 // Cadence is a row's cadence and where it came from: rung (the demand ladder), row (carried:
@@ -115,6 +149,9 @@ type QueueView struct {
 	Cluster *QueueCluster `json:"cluster,omitempty"`
 	// Capacity is whether the farm keeps up: demand, capacity and the projection.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Freshness is the share of crawler requests served stale, measured (QueueFreshness); nil
+	// when worker 0 does not measure it.
+	Freshness *QueueFreshness `json:"freshness,omitempty"`
 	// Hosts are the hosts the host table holds, the most held back first (package hostview);
 	// HostsTracked counts them, HostEvictions counts the hosts a full table dropped (their
 	// state lost: they went back to their defaults early).
@@ -295,4 +332,15 @@ type KeysMigrate struct {
 	Kept     int  `json:"kept"`
 	Replaced int  `json:"replaced"`
 	Done     bool `json:"done"`
+}
+
+// QueueFreshness is the share of crawler requests served stale since worker 0 started: of the
+// requests served between two observations of their page's content (a render or a 304), those
+// served after it had changed (expected: when the content changed over the interval, the part
+// after the change). A request is counted once the observation after it is applied.
+type QueueFreshness struct {
+	Policy         string  `json:"policy"` // queue.policy in force
+	ServedRequests float64 `json:"served_requests"`
+	StaleRequests  float64 `json:"stale_requests"`
+	StaleShare     float64 `json:"stale_share"` // stale ÷ served; 0 with none counted
 }

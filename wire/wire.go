@@ -27,6 +27,9 @@ const (
 	PathClaim   = "/internal/claim"
 	PathResults = "/internal/results"
 	PathStatus  = "/internal/status"
+	// PathValidators is a render worker's question before a render: may it check the page
+	// with a conditional GET, and with which validators (Validators).
+	PathValidators = "/internal/validators"
 	// PathServeMetrics is worker 0's crawler-listener series (package serve), in the Prometheus
 	// text format; the supervisor's /metrics gathers them with its own.
 	PathServeMetrics = "/internal/serve/metrics"
@@ -162,4 +165,19 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 // so that every refusal a client meets has the same shape.
 func WriteError(w http.ResponseWriter, code int, field, msg string) {
 	WriteJSON(w, code, ErrorBody{Error: msg, Field: field})
+}
+
+// ValidatorsRequest asks worker 0 for the validators of a page about to be rendered.
+type ValidatorsRequest struct {
+	Key []byte `json:"key"`
+}
+
+// Validators is worker 0's answer: Check says whether the render worker may first ask the
+// origin with a conditional GET (the origin sent validators, and the page was rendered in full
+// recently enough: freshness.conditional_every, freshness.conditional_max_age); a 304 is then
+// reported as an ok result with status 304 and no body.
+type Validators struct {
+	Check        bool   `json:"check"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
 }

@@ -263,6 +263,8 @@ type frame struct {
 	// Capacity is worker 0's capacity view (the capacity section of /v1/queue); nil when it
 	// could not be read.
 	Capacity *wire.Capacity `json:"capacity,omitempty"`
+	// Freshness is the share of crawler requests served stale (/v1/queue's freshness section).
+	Freshness *wire.QueueFreshness `json:"freshness,omitempty"`
 	// Hosts are the first topHosts hosts held back (paused, or limited below their maximum) of
 	// /v1/queue's hosts, the most held back first; HostsHeld counts them all.
 	Hosts     []wire.QueueHost `json:"hosts,omitempty"`
@@ -366,6 +368,9 @@ func (a *app) printFrame(w io.Writer, f frame, every time.Duration, live bool) {
 		fmt.Fprintln(w, truncate(strings.Join(warn, "  "), 79))
 	}
 	for _, l := range capacityLines(f.Capacity) {
+		fmt.Fprintln(w, truncate(l, 79))
+	}
+	if l := freshnessLine(f.Freshness); l != "" {
 		fmt.Fprintln(w, truncate(l, 79))
 	}
 	fmt.Fprintln(w)
@@ -481,7 +486,7 @@ func runTop(a *app, args []string) error {
 		default:
 			f := makeFrame(cur, prev)
 			if q := a.readQueue(); q != nil {
-				f.Capacity = q.Capacity
+				f.Capacity, f.Freshness = q.Capacity, q.Freshness
 				f.Hosts, f.HostsHeld = heldBack(q.Hosts)
 			}
 			prev = cur
@@ -522,6 +527,15 @@ func (a *app) readQueue() *wire.QueueView {
 		return nil
 	}
 	return &v
+}
+
+// freshnessLine is top's measure of requests served stale, beside the projected age ÷ cadence
+// of capacityLines: empty until a request was counted.
+func freshnessLine(f *wire.QueueFreshness) string {
+	if f == nil || f.ServedRequests <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("served stale %.1f%% of %.0f crawler requests (policy %s)", 100*f.StaleShare, f.ServedRequests, f.Policy)
 }
 
 // capacityLines are top's capacity header: capacity against demand, the verdict, and the

@@ -208,3 +208,16 @@ func TestTopShowsCapacity(t *testing.T) {
 		t.Fatalf("--json %q: %v", r.stdout, err)
 	}
 }
+
+// top shows the measured share of requests served stale once some were counted.
+func TestTopFreshnessLine(t *testing.T) {
+	if l := freshnessLine(nil); l != "" {
+		t.Fatalf("no section: %q", l)
+	}
+	if l := freshnessLine(&wire.QueueFreshness{Policy: "ready"}); l != "" {
+		t.Fatalf("nothing counted: %q", l)
+	}
+	if l := freshnessLine(&wire.QueueFreshness{Policy: "freshness", ServedRequests: 200, StaleRequests: 25, StaleShare: 0.125}); l != "served stale 12.5% of 200 crawler requests (policy freshness)" {
+		t.Fatalf("line %q", l)
+	}
+}

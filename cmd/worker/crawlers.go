@@ -24,9 +24,12 @@ type crawlerListener struct {
 	reg     *prometheus.Registry
 	targets *intake.Targets
 	misses  *intake.Misses
+	demand  *intake.Demand // writes the counted requests into the targets
 
-	h   *serve.Handler
-	srv *http.Server
+	h       *serve.Handler
+	srv     *http.Server
+	flushes chan struct{} // closed to stop the demand flushes
+	flushed chan struct{} // closed when they have stopped
 }
 
 // demandHalfLife and demandKeys bound the crawler request counts worker 0 keeps (serve.Demand).
@@ -48,6 +51,8 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxKeys: demandKeys},
 		AdminToken: cfg.Token}
 	c.h.Start(ctx)
+	c.flushes, c.flushed = make(chan struct{}), make(chan struct{})
+	go c.flushDemand(cfg.Freshness.DemandFlush.D())
 	h := cfg.HTTP
 	c.srv = &http.Server{
 		Handler:           c.h,
@@ -80,4 +85,35 @@ func (c *crawlerListener) Stop() {
 		c.srv.Close()
 	}
 	c.h.Stop()
+	close(c.flushes)
+	<-c.flushed
+}
+
+// flushDemand writes the crawler requests counted since the last flush into their targets
+// every period (freshness.demand_flush, as configured at start), and once more when the
+// listener stops, so that a stop loses none; what the store refused is given back to the next.
+func (c *crawlerListener) flushDemand(period time.Duration) {
+	defer close(c.flushed)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	flush := func() {
+		counts := c.h.Demand.Take()
+		if len(counts) == 0 || c.demand == nil {
+			return
+		}
+		n, left, err := c.demand.Write(counts)
+		if err != nil {
+			c.h.Demand.Return(left)
+			c.e.log.Warn().Err(err).Int("written", n).Msg("crawler requests not written; retried with the next flush")
+		}
+	}
+	for {
+		select {
+		case <-t.C:
+			flush()
+		case <-c.flushes:
+			flush()
+			return
+		}
+	}
 }

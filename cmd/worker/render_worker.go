@@ -93,7 +93,8 @@ func runRenderWorker(ctx context.Context, e *env) error {
 	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
 	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder(),
 		Granted: grantHook(openGrantLog(e, e.pol.Load().Config()))})
-	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After}
+	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After,
+		check: &conditionalCheck{client: client, checker: render.NewChecker(assemble.RenderOptions(e.pol.Load().Config().Render))}}
 	p.run(ctx)
 	return nil
 }
@@ -128,7 +129,8 @@ type renderPool struct {
 	// after is time.After: the stop's two bounds are timers made with it, so that a test can
 	// fire them itself.
 	after    func(time.Duration) <-chan time.Time
-	released atomic.Int64 // leases given back unrendered
+	released atomic.Int64      // leases given back unrendered
+	check    *conditionalCheck // nil: always render
 }
 
 // run renders until ctx ends, then stops within two bounds, both timed from the stop:
@@ -342,7 +344,10 @@ func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- 
 				p.giveBack(j.Lease)
 				continue
 			}
-			res, ok := renderJob(renderCtx, e, p.rdrs.get(), j)
+			res, ok := p.check.try(renderCtx, e, j)
+			if !ok {
+				res, ok = renderJob(renderCtx, e, p.rdrs.get(), j)
+			}
 			// The host's slot is free once its render ends: the result's delivery and commit
 			// are not the host's load.
 			j.ReleaseHost(e.seg.Leases(), nowMs())
@@ -400,6 +405,45 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (w
 	return wire.Result{
 		Key: j.Key, Outcome: res.Outcome.String(), Status: res.Status, Stage: res.Stage,
 		DurationMs: res.Duration.Milliseconds(), Headers: res.Headers, Body: res.Body, Err: res.Err,
+		Lease: wire.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
+	}, true
+}
+
+// conditionalCheck is a render worker's cheaper check: before rendering a page, ask worker 0
+// whether it may be checked instead (wire.Validators: its origin sent validators, and its
+// bounds allow a check), and if so send the origin a conditional GET; a 304 is the result,
+// an ok with status 304 and no body, which worker 0 applies as "unchanged, verified now". Any
+// other answer, or a failure to ask, renders the page in full.
+type conditionalCheck struct {
+	client  *wire.Client
+	checker *render.Checker // render.* as the worker started with
+}
+
+// validatorsTimeout bounds the question to worker 0 before a render.
+const validatorsTimeout = 2 * time.Second
+
+// try returns the result of a conditional check of j's page when the origin answered 304, and
+// false when the page is to be rendered in full.
+func (c *conditionalCheck) try(ctx context.Context, e *env, j claim.Job) (wire.Result, bool) {
+	if c == nil {
+		return wire.Result{}, false
+	}
+	start := time.Now()
+	vctx, cancel := context.WithTimeout(ctx, validatorsTimeout)
+	v, err := c.client.Validators(vctx, j.Key)
+	cancel()
+	if err != nil || !v.Check {
+		return wire.Result{}, false
+	}
+	device, url, _ := cachekey.Split(j.Key)
+	cr, err := c.checker.NotModified(ctx, url, device, v.ETag, v.LastModified)
+	if err != nil || !cr.NotModified {
+		e.log.Debug().Str("url", url).Int("status", cr.Status).AnErr("error", err).Msg("conditional check: render in full")
+		return wire.Result{}, false
+	}
+	return wire.Result{
+		Key: j.Key, Outcome: outcome.OK.String(), Status: 304, Stage: render.StageHeaders,
+		DurationMs: time.Since(start).Milliseconds(), Headers: cr.Headers,
 		Lease: wire.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
 	}, true
 }

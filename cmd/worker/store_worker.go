@@ -160,9 +160,33 @@ func (w *worker0) Start(ctx context.Context) error {
 		}}
 	// Worker 0 is the host table's one writer: every result, local or remote, passes its Applier.
 	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
+	// Worker 0's own series (the crawler listener's and the conditional checks'), which the
+	// supervisor's /metrics merges from wire.PathServeMetrics.
+	serveReg := prometheus.NewRegistry()
+	conditional := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freshq_render_conditional_total",
+		Help: "Answers 304 to a conditional check, by whether worker 0 applied it as unchanged (not_modified) or refused it (refused: a page past its bounds, applied as a failure)."},
+		[]string{"result"})
+	serveReg.MustRegister(conditional)
+	stale := &intake.StaleMeter{}
+	serveReg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
+			Help: "Crawler requests served between two observations of their page's content, counted at the second."},
+			func() float64 { served, _ := stale.Totals(); return served }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_stale_requests_total",
+			Help: "Of freshq_serve_observed_requests_total, those served after the content had changed (expected)."},
+			func() float64 { _, st := stale.Totals(); return st }))
 	control := &api.Control{
-		Index:   index,
-		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness},
+		Index: index,
+		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
+			Stale: stale,
+			Conditional: func(applied bool) {
+				if applied {
+					conditional.WithLabelValues("not_modified").Inc()
+				} else {
+					conditional.WithLabelValues("refused").Inc()
+				}
+			}},
+		Targets: targetsSvc,
 		Limit:   heavy,
 		Status: func() wire.Status {
 			return wire.Status{Serving: true, Sweeps: sweeps.ok.Load(), SweepFails: sweeps.failed.Load()}
@@ -185,7 +209,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
 	view := clusterView(st, cfg)
-	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load}).Register(mux)
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load, Stale: stale}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
@@ -194,11 +218,11 @@ func (w *worker0) Start(ctx context.Context) error {
 
 	// The crawler listener: worker 0 serves pages itself, one store read from the request, on
 	// the socket the supervisor listens on (so it outlives a restart of worker 0).
-	serveReg := prometheus.NewRegistry()
 	mux.Handle("GET "+wire.PathServeMetrics, promhttp.HandlerFor(serveReg, promhttp.HandlerOpts{}))
 	if e.serveFD > 0 {
 		w.crawlers = &crawlerListener{e: e, reg: serveReg,
-			targets: targetsSvc, misses: w.misses}
+			targets: targetsSvc, misses: w.misses,
+			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}

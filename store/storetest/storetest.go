@@ -57,6 +57,7 @@ var tests = []test{
 	{"RefileIfUnchanged", testRefileIfUnchanged},
 	{"DropPageInTheSameWrite", testDropPageInTheSameWrite},
 	{"ForEachSchedulePrefix", testForEachSchedulePrefix},
+	{"TargetKeepsFreshness", testTargetKeepsFreshness},
 	// Modify.
 	{"ModifyDecidesOnCurrentRowAndTarget", testModifyDecidesOnCurrent},
 	{"ModifyNotOKWritesNothing", testModifyNotOKWritesNothing},

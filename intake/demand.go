@@ -1,0 +1,155 @@
+package intake
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
+)
+
+// Demand writes crawler requests into their targets' decayed request counters
+// (store.Freshness.Requests, a freshness.Counter with time constant freshness.request_tau).
+// The crawler listener counts requests per key in memory (serve.Demand); every
+// freshness.demand_flush worker 0 hands what it counted since to Write, which files it as one
+// funnel batch (Modify, a chunk at a time), so demand reaches the rows without a write per
+// request, and a hit never waits on a write. Each key is changed under its lock, like every
+// read-decide-write of worker 0, and only its target's request counter changes: its row is
+// filed again as it was.
+type Demand struct {
+	Store  store.Store
+	Writer Writer // nil: Store
+	Locks  *KeyLocks
+	Policy func() *policy.Policy
+	Now    func() int64
+}
+
+// demandChunk bounds one Modify of a flush: the keys locked and written at once.
+const demandChunk = 1000
+
+// Write adds counts (requests per cache key since the previous flush) to the targets at now.
+// A key with no row or no target is not a target yet (a miss not filed, a host not rendered):
+// its requests are dropped. It returns how many targets it wrote, and the counts it could not
+// write because the store failed, for the caller to give back to the next flush.
+func (d *Demand) Write(counts map[string]uint32) (written int, left map[string]uint32, err error) {
+	keys := make([]string, 0, len(counts))
+	for k, n := range counts {
+		if n > 0 && len(k) > 0 && len(k) <= store.MaxKeyLen {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var w Writer = d.Store
+	if d.Writer != nil {
+		w = d.Writer
+	}
+	for len(keys) > 0 {
+		chunk := keys[:min(demandChunk, len(keys))]
+		keys = keys[len(chunk):]
+		n, err := d.writeChunk(w, chunk, counts)
+		written += n
+		if err != nil {
+			left = make(map[string]uint32, len(chunk)+len(keys))
+			for _, k := range append(chunk, keys...) {
+				left[k] = counts[k]
+			}
+			return written, left, fmt.Errorf("intake: writing crawler requests of %d keys: %w", len(left), err)
+		}
+	}
+	return written, nil, nil
+}
+
+func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (int, error) {
+	bkeys := make([][]byte, len(keys))
+	for i, k := range keys {
+		bkeys[i] = []byte(k)
+	}
+	if d.Locks != nil {
+		defer d.Locks.Lock(bkeys)()
+	}
+	pol := d.Policy()
+	tau := pol.Config().Freshness.RequestTau.Ms()
+	now := d.Now()
+	head := d.Store.HeadMs()
+	changes := make([]store.Change, len(keys))
+	for i, k := range bkeys {
+		n := float64(counts[keys[i]])
+		changes[i] = store.Change{Key: k, MinDueMs: min(head, now), Decide: func(cur store.Current) (store.Write, bool, error) {
+			if !cur.HasRow || !cur.HasTarget || cur.NotOwner || cur.Row.DueAtMs < min(head, now) {
+				return store.Write{}, false, nil
+			}
+			t := cur.Target
+			c := requestCounter(&t.Fresh, requestPrior(pol, k), now, tau)
+			c.Add(now, n, tau)
+			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
+			t.Fresh.Served += n
+			sch, err := store.NewSchedule(k, demandDue(pol, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
+			if err != nil {
+				return store.Write{}, false, err
+			}
+			return store.Write{Schedule: sch, Target: &t}, true, nil
+		}}
+	}
+	applied, err := w.Modify(changes)
+	if err != nil {
+		// Of a chunk the funnel committed in part (store.PartialWriteError), the retry adds
+		// the committed keys' requests again: a few requests counted twice at worst.
+		return 0, err
+	}
+	n := 0
+	for _, ok := range applied {
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// requestCounter is a target's request counter; one never counted starts at its route's prior
+// rate (freshness.NewCounter), so that a new page counts as its route's typical page until its
+// own requests replace that.
+func requestCounter(f *store.Freshness, priorPerHour float64, now, tauMs int64) freshness.Counter {
+	if f.RequestsAtMs == 0 {
+		return freshness.NewCounter(now, priorPerHour, tauMs)
+	}
+	return freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}
+}
+
+// RequestRate is a target's request rate per hour at now under pol: its counter's, or its
+// route's prior when it was never counted.
+func RequestRate(pol *policy.Policy, key []byte, f *store.Freshness, now int64) float64 {
+	tau := pol.Config().Freshness.RequestTau.Ms()
+	if f.RequestsAtMs == 0 {
+		return requestPrior(pol, key)
+	}
+	return freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}.PerHour(now, tau)
+}
+
+// requestPrior is the request rate of a page of key's route never requested.
+func requestPrior(pol *policy.Policy, key []byte) float64 {
+	name, _ := pol.RouteOf(key)
+	cfg := pol.Config()
+	if name != "" {
+		for i := range cfg.Routes {
+			if cfg.Routes[i].Name == name && cfg.Routes[i].Requests > 0 {
+				return cfg.Routes[i].Requests
+			}
+		}
+	}
+	return cfg.Freshness.Requests
+}
+
+// demandDue is the due time of a row whose request rate just changed: under queue.policy
+// freshness, a page now asked for more is due sooner (its last observation plus the interval
+// its new rate gives, and at once when that has passed), never later than it was; a row
+// rushed, failing, never rendered or never observed keeps its due time, as under ready.
+func demandDue(pol *policy.Policy, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
+	if !freshnessOn(pol.Config()) || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
+		return row.DueAtMs
+	}
+	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs, Submitted: row.Submitted}
+	cadence, _ := pol.Cadence(&pr)
+	due := max(f.DigestAtMs+freshPartsOf(pol, key, cadence, f, now).IntervalMs, now)
+	return min(due, row.DueAtMs)
+}

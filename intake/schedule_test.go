@@ -1,0 +1,120 @@
+package intake
+
+import (
+	"testing"
+
+	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/wire"
+)
+
+// crossing finds the first millisecond at which the marginal value reaches the threshold.
+func TestCrossing(t *testing.T) {
+	for _, c := range []struct{ lambda, mu, nu float64 }{{1, 10, 1}, {0.1, 2, 0.5}, {24, 100, 3}, {0.01, 0.5, 0.2}} {
+		max := int64(48 * hour)
+		tau := crossing(c.lambda, c.mu, c.nu, max)
+		if tau == 0 {
+			t.Fatalf("%+v: no crossing within 48 h", c)
+		}
+		if h := freshness.Marginal(c.lambda, c.mu, tau); h < c.nu {
+			t.Fatalf("%+v: h(%d) = %v below ν", c, tau, h)
+		}
+		if h := freshness.Marginal(c.lambda, c.mu, tau-1); h >= c.nu {
+			t.Fatalf("%+v: h(%d) = %v already at ν", c, tau-1, h)
+		}
+	}
+	// μ/λ below ν: never worth a render before the ceiling.
+	if tau := crossing(1, 0.5, 1, 48*hour); tau != 0 {
+		t.Fatalf("μ/λ < ν crossed at %d", tau)
+	}
+}
+
+const freshYAML = `
+queue: {policy: freshness}
+freshness: {threshold: 1, prior_weight: 2}
+routes:
+  - {name: news, match: prefix, path: /news/, interval: 24h, min_interval: 30m, change_interval: 1h, requests: 60}
+  - {name: archive, match: prefix, path: /archive/, interval: 24h, change_interval: 720h, requests: 0.01}
+`
+
+// Under queue.policy freshness a rendered page is due once a render would prevent
+// freshness.threshold stale serves, within its route's bounds: a page that changes hourly and
+// is asked for every minute is due at its min_interval, a page asked for once in days is due at
+// its interval (the ceiling), as under ready.
+func TestApplyFreshnessDue(t *testing.T) {
+	for _, c := range []struct {
+		yaml, key string
+		want      int64
+	}{
+		{freshYAML, "desktop|https://a.test/news/1", 30 * 60_000},
+		{freshYAML, "desktop|https://a.test/archive/1", 24 * hour},
+		{"routes: [{name: news, match: prefix, path: /news/, interval: 24h, requests: 60}]", "desktop|https://a.test/news/1", 24 * hour},
+	} {
+		e := qtest.New(t, c.yaml, start, shm.Options{})
+		key := []byte(c.key)
+		e.Put(c.key, start-hour, false, 0, store.Lanes{})
+		a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
+			t.Fatalf("apply: %+v %v", st, err)
+		}
+		row, err := e.Store.GetSchedule(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := row.DueAtMs - start; got != c.want {
+			t.Errorf("%s under %q: due %d ms after the render, want %d", c.key, c.yaml[:20], got, c.want)
+		}
+		if row.EffectiveIntervalMs != 24*hour {
+			t.Errorf("%s: the row's cadence became %d: the class would change", c.key, row.EffectiveIntervalMs)
+		}
+	}
+}
+
+// Between the bounds the due time is the crossing itself, and a page newly asked for more is
+// brought forward by the demand flush, never pushed back.
+func TestFreshnessDueFollowsDemand(t *testing.T) {
+	e := qtest.New(t, `
+queue: {policy: freshness}
+routes:
+  - {name: p, match: prefix, path: /p/, interval: 48h, change_interval: 6h, requests: 0.2}
+`, start, shm.Options{})
+	key := []byte("desktop|https://a.test/p/1")
+	e.Put(string(key), start-hour, false, 0, store.Lanes{})
+	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil {
+		t.Fatal(err)
+	}
+	row, _ := e.Store.GetSchedule(key)
+	lambda := 1.0 / 6
+	want := crossing(lambda, 0.2, 1, 48*hour)
+	if got := row.DueAtMs - start; want == 0 || abs64(got-want) > 60_000 {
+		t.Fatalf("due %d after the render, want the crossing %d (λ %v, μ 0.2)", got, want, lambda)
+	}
+	e.Advance(hour)
+	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}
+	if _, _, err := d.Write(map[string]uint32{string(key): 500}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := e.Store.GetSchedule(key)
+	if after.DueAtMs >= row.DueAtMs {
+		t.Fatalf("500 requests did not bring the page forward: due %d, was %d", after.DueAtMs, row.DueAtMs)
+	}
+	if after.DueAtMs < e.Now() {
+		t.Fatalf("due %d before now %d", after.DueAtMs, e.Now())
+	}
+	if _, _, err := d.Write(map[string]uint32{string(key): 0}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := e.Store.GetSchedule(key); again.DueAtMs > after.DueAtMs {
+		t.Fatalf("a flush pushed the due time back: %d → %d", after.DueAtMs, again.DueAtMs)
+	}
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
