@@ -18,6 +18,7 @@ FRESHQ_BENCH_PAGES=${PAGES:-20000} FRESHQ_BENCH_PAGE_BYTES=${PAGE_BYTES:-30000} 
   FRESHQ_BENCH_SECONDS=${SECONDS_EACH:-10} FRESHQ_BENCH_CONNS=${CONNS:-"1 64"} \
   go test -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -timeout 120m ./cmd/supervisor/ >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+grep -o 'seeded .*' "$out" >&2 || true
 echo "| server | conns | requests/s | p50 ms | p99 ms | errors | renders meanwhile |"
 echo "|---|---|---|---|---|---|---|"
 grep -o '| [a-z]* | [0-9]* | .*|$' "$out"
