@@ -29,7 +29,9 @@ import (
 // pages of PAGE_BYTES each (FRESHQ_BENCH_PAGES, default 20000; FRESHQ_BENCH_PAGE_BYTES, default
 // 30000), requests spread over them by a Zipf law (s = 1.1), on 1 and 64 keep-alive connections
 // (FRESHQ_BENCH_CONNS) for FRESHQ_BENCH_SECONDS each (default 10), while the queue renders (half
-// the pages are due; the sim renderer at 20 ms, 8 in flight, replaces them as it goes). It
+// the pages are due; the sim renderer at 20 ms, 8 in flight, replaces them as it goes). Pages
+// are stored gzipped, as worker 0 stores a render's, and nginx serves the same gzip bytes from
+// .gz files (gzip_static); the requests accept gzip, as a prerender middleware's do. It
 // reports requests/s and the p50/p99 latency of each, and logs one table row per run
 // ("| server | conns | ..."). The load generator runs in this process, on the same cores as
 // both servers.
