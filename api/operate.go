@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/wire"
@@ -101,15 +102,22 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	body, err := intake.PlainBody(&pg.Page)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	for _, h := range pg.Headers {
-		w.Header().Set(h.Name, h.Value)
+		if !strings.EqualFold(h.Name, "content-encoding") { // the body is sent decoded
+			w.Header().Set(h.Name, h.Value)
+		}
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", PageCSP)
 	w.Header().Set("Age", strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10))
 	w.Header().Set("X-Freshq-Stale", strconv.FormatBool(pg.Stale))
 	w.WriteHeader(int(pg.Status))
-	w.Write(pg.Body)
+	w.Write(body)
 }
 
 // maxRecacheURLs bounds the URLs of one POST /recache, as the hosted service's own call does.

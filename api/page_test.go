@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/store"
 )
 
@@ -99,5 +100,31 @@ func TestPagesWithAnInvalidStoredStatus(t *testing.T) {
 		if code, _, _ := n.getPage(u); code != int(status) {
 			t.Errorf("stored status %d served as %d", status, code)
 		}
+	}
+}
+
+// A page stored gzipped is answered decoded, without its content-encoding: the admin listener
+// is read by an operator's browser and freshqctl, whatever they accept. One that does not
+// decompress is a 502, not a body sent as if it were the page.
+func TestPagesStoredGzippedAreAnsweredDecoded(t *testing.T) {
+	n := newOpNode(t)
+	const u, bad = "https://shop.test/c/gz", "https://shop.test/c/bad"
+	html := []byte("<html>" + strings.Repeat("<p>a product</p>", 200) + "</html>")
+	body, headers := intake.CompressPage(html, []store.Header{{Name: "content-type", Value: "text/html"}})
+	n.storePage(u, store.Page{Status: 200, RenderedAtMs: n.Now(), Body: body, Headers: headers})
+	req, _ := http.NewRequest(http.MethodGet, n.srv.URL+"/v1/pages?url="+url.QueryEscape(u), nil)
+	req.Header.Set("Accept-Encoding", "gzip") // even so: the transport then leaves the body as sent
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != string(html) || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("%d, Content-Encoding %q, %d bytes: want the page decoded", resp.StatusCode, resp.Header.Get("Content-Encoding"), len(got))
+	}
+	n.storePage(bad, store.Page{Status: 200, RenderedAtMs: n.Now(), Body: []byte("not gzip"), Headers: headers})
+	if code, _, b := n.getPage(bad); code != http.StatusBadGateway {
+		t.Fatalf("a gzipped body that does not decompress: %d %q, want 502", code, b)
 	}
 }

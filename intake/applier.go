@@ -420,7 +420,8 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 	t.LastRender = store.RenderSummary{Status: uint16(max(0, r.Status)), AtMs: now, DurationMs: max(0, r.DurationMs), Bytes: uint64(len(r.Body))}
 	w := store.Write{Schedule: sch, Target: &t}
 	if d.StorePage {
-		w.Page = &store.Page{Status: uint16(r.Status), Headers: pageHeaders(r.Headers), Body: body, RenderedAtMs: now}
+		body, headers := CompressPage(body, pageHeaders(r.Headers))
+		w.Page = &store.Page{Status: uint16(r.Status), Headers: headers, Body: body, RenderedAtMs: now}
 	}
 	return w, true, nil
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The crawler listener against nginx serving the same pages from files, in one run on this
-# machine (BenchmarkServe in cmd/supervisor): stored pages, Zipf requests on 1 and 64 keep-alive
-# connections, the queue rendering meanwhile. Prints one table.
+# machine (BenchmarkServe in cmd/supervisor): stored pages (gzipped, as worker 0 stores them;
+# nginx serves the same .gz files with gzip_static), Zipf requests accepting gzip on 1 and 64
+# keep-alive connections, the queue rendering meanwhile. Prints one table.
 #
 #   scripts/bench-serve.sh                       (or: make bench-serve)
-#   PAGES=1000000 SECONDS_EACH=30 scripts/bench-serve.sh   (the full size: ~30 GB for each copy)
+#   PAGES=1000000 SECONDS_EACH=30 scripts/bench-serve.sh   (the full size: ~6.3 GB for each copy, ~30 min to load here)
 #
 # PAGES (default 20000) pages of PAGE_BYTES (default 30000); SECONDS_EACH (default 10) per run;
 # CONNS (default "1 64"). The machine is shared: the load average is printed with the table, and
@@ -18,6 +19,7 @@ FRESHQ_BENCH_PAGES=${PAGES:-20000} FRESHQ_BENCH_PAGE_BYTES=${PAGE_BYTES:-30000} 
   FRESHQ_BENCH_SECONDS=${SECONDS_EACH:-10} FRESHQ_BENCH_CONNS=${CONNS:-"1 64"} \
   go test -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -timeout 120m ./cmd/supervisor/ >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+grep -o 'seeded .*' "$out" >&2 || true
 echo "| server | conns | requests/s | p50 ms | p99 ms | errors | renders meanwhile |"
 echo "|---|---|---|---|---|---|---|"
 grep -o '| [a-z]* | [0-9]* | .*|$' "$out"

@@ -362,8 +362,28 @@ var dropped = map[string]bool{"content-length": true, "content-encoding": true, 
 // (Location on a 3xx), Content-Type, and freshq's Age, Last-Modified, ETag (304 when
 // If-None-Match holds it), gzip when accepted, and what the request got (X-Freshq-Cache,
 // X-Freshq-Stale). No CSP or sandbox: that belongs to the admin listener, where an operator's
-// browser opens pages. It returns the status sent.
+// browser opens pages. A page stored gzipped (intake.CompressPage) is written as stored to a
+// client that accepts gzip, and decompressed for one that does not. It returns the status sent.
 func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, result string) int {
+	body := pg.Body
+	stored := intake.Gzipped(&pg.Page)
+	accepts := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	if stored && !accepts {
+		// Rare (every prerender middleware accepts gzip): decoded whole, for its length.
+		buf := plainPool.Get().(*bytes.Buffer)
+		defer plainPool.Put(buf)
+		buf.Reset()
+		zr := gunzipPool.Get().(*gzip.Reader)
+		err := zr.Reset(bytes.NewReader(pg.Body))
+		if err == nil {
+			_, err = buf.ReadFrom(zr)
+		}
+		gunzipPool.Put(zr)
+		if err != nil {
+			return writeError(w, http.StatusBadGateway, "", "the stored page's gzipped body does not decompress: "+err.Error())
+		}
+		body, stored = buf.Bytes(), false
+	}
 	hd := w.Header()
 	for _, x := range pg.Headers {
 		if !dropped[strings.ToLower(x.Name)] {
@@ -385,25 +405,40 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
-	if len(pg.Body) >= gzipMin && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	switch {
+	case stored: // and accepted: as stored
+		hd.Set("Content-Encoding", "gzip")
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			w.Write(body)
+		}
+	case len(body) >= gzipMin && accepts:
 		hd.Set("Content-Encoding", "gzip")
 		w.WriteHeader(status)
 		if r.Method != http.MethodHead {
 			gz := gzipPool.Get().(*gzip.Writer)
 			gz.Reset(w)
-			gz.Write(pg.Body)
+			gz.Write(body)
 			gz.Close()
 			gzipPool.Put(gz)
 		}
-		return status
-	}
-	hd.Set("Content-Length", strconv.Itoa(len(pg.Body)))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		w.Write(pg.Body)
+	default:
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			w.Write(body)
+		}
 	}
 	return status
 }
+
+// gunzipPool and plainPool hold the readers and buffers that decompress stored pages for
+// clients without gzip.
+var (
+	gunzipPool = sync.Pool{New: func() any { return new(gzip.Reader) }}
+	plainPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
 
 var gzipPool = sync.Pool{New: func() any {
 	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,13 @@ func TestServesTheStoredPageInEveryForm(t *testing.T) {
 	}
 	if plain, _ := io.ReadAll(zr); string(plain) != body {
 		t.Fatal("gzip body differs")
+	}
+	// The page is stored gzipped, and a client that accepts gzip gets the stored bytes: a hit
+	// compresses nothing.
+	stored, err := n.Store.GetPage([]byte("desktop|" + page + "?a=1&b=2"))
+	if err != nil || !intake.Gzipped(&stored) || a.body != string(stored.Body) || a.header.Get("Content-Length") != strconv.Itoa(len(stored.Body)) {
+		t.Fatalf("gzip: %d bytes (Content-Length %s), stored %d gzipped=%v: want the stored bytes as they are",
+			len(a.body), a.header.Get("Content-Length"), len(stored.Body), intake.Gzipped(&stored))
 	}
 	etag := a.header.Get("ETag")
 	if b := n.get("/"+page+"?a=1&b=2", "If-None-Match", etag); b.code != 304 || b.body != "" || b.header.Get("ETag") != etag {

@@ -33,6 +33,14 @@
 // SyncWrites true, each batch is fsynced before it is acknowledged, and an acknowledged write
 // survives those too. docs/store.md has the measured cost of each.
 //
+// Reads never wait on a commit (readview.go). A Badger read transaction waits for every
+// commit already given a timestamp to be written, so a read that opened its own would queue
+// behind a render's result being applied, and behind a write stalled on a memtable flush. The
+// Get methods read one shared read-only transaction, the view, which the funnel renews when
+// each of its transactions completes, before any caller is acknowledged: a caller reads its
+// own writes back, and a read that starts after a pass or scan opened sees at least what it
+// saw. While a value-log GC runs, reads open their own transactions again.
+//
 // Reads a write can skip (K1). Every funnel write reads the row it replaces, to find the
 // index entry to delete. A Bloom filter of the keys that have a row, built by Open from every
 // s/ key and extended by the committer before it stages a row, lets a write of a key new to

@@ -612,6 +612,12 @@ func (s *Badger) submitSegment(b *batch, refs []opRef) {
 		b.mu.Unlock()
 		s.pl.prev = done
 		txn.CommitWith(func(err error) {
+			// A fresh read view before the committer may submit the next transaction
+			// (opening it then waits on nothing) and before anyone is acknowledged (a caller
+			// reads its own writes back). readview.go says why reads never open their own.
+			if err == nil {
+				s.publishView()
+			}
 			// Signal the committer before acknowledging, so a caller that has its
 			// acknowledgement knows the committer can see the transaction complete.
 			done <- err

@@ -61,6 +61,7 @@ func rawSet(t testing.TB, st *Badger, k, v []byte) {
 	if cacheKey, ok := bytes.CutPrefix(k, []byte(prefixSchedule)); ok {
 		st.keys.add(cacheKey)
 	}
+	st.publishView() // as a funnel commit does, so the Get methods read it
 }
 
 func rawDelete(t testing.TB, st *Badger, keys ...[]byte) {
@@ -76,6 +77,7 @@ func rawDelete(t testing.TB, st *Badger, keys ...[]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.publishView()
 }
 
 func urlKey(i int) string {

@@ -59,6 +59,14 @@ func (s *Badger) RunGC() (rewrites int, err error) {
 		return 0, ErrClosed
 	}
 	start := time.Now()
+	// A rewrite deletes a value-log file once its values are moved, and the read view, taken
+	// before the move, points into it: while GC runs, reads open their own transactions, and
+	// a fresh view is published after it (readview.go).
+	s.gcRunning.Add(1)
+	defer func() {
+		s.publishView()
+		s.gcRunning.Add(-1)
+	}()
 	for rewrites < maxRewritesPerGC {
 		if err = s.db.RunValueLogGC(s.opts.GCDiscardRatio); err != nil {
 			break
@@ -116,6 +124,7 @@ func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
 
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
+	s.catchUpView(txn.ReadTs())
 	tit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixTarget)})
 	defer tit.Close()
 	sit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})

@@ -241,13 +241,16 @@ func (o *Options) badgerOptions(dir string) badger.Options {
 		WithDetectConflicts(false).
 		// Prometheus-style expvar metrics are not ours; they cost a map update per read.
 		WithMetricsEnabled(false).
-		WithLogger(badgerLogger{o.Logger})
+		WithLogger(badgerLogger{l: o.Logger, inWrite: o.TestSignals.InBadgerWrite})
 }
 
 // badgerLogger forwards Badger's messages to zerolog. Badger logs routine compaction and
 // flush lines at INFO; they go to debug so that an operator's info stream stays one line per
 // freshq event.
-type badgerLogger struct{ l zerolog.Logger }
+type badgerLogger struct {
+	l       zerolog.Logger
+	inWrite func() // TestSignals.InBadgerWrite
+}
 
 func (b badgerLogger) Errorf(f string, a ...any) {
 	b.l.Error().Str("component", "badger").Msgf(trimNL(f), a...)
@@ -259,8 +262,15 @@ func (b badgerLogger) Infof(f string, a ...any) {
 	b.l.Debug().Str("component", "badger").Msgf(trimNL(f), a...)
 }
 func (b badgerLogger) Debugf(f string, a ...any) {
+	if b.inWrite != nil && f == badgerWritingMemtable {
+		b.inWrite()
+	}
 	b.l.Trace().Str("component", "badger").Msgf(trimNL(f), a...)
 }
+
+// badgerWritingMemtable is the debug line Badger's writer logs between a transaction's
+// value-log write and its memtable write (DB.writeRequests).
+const badgerWritingMemtable = "Writing to memtable"
 
 func trimNL(s string) string {
 	for len(s) > 0 && s[len(s)-1] == '\n' {
@@ -278,6 +288,11 @@ type TestSignals struct {
 	BeforeCommit func()
 	// AfterGC runs after each value-log GC run with its result.
 	AfterGC func(rewrites int, err error)
+	// InBadgerWrite runs inside Badger's write of a transaction, after its commit timestamp
+	// is taken and its values are in the value log, before its memtable write: a test holds a
+	// commit open there, as a write stalled behind a memtable flush would be. (Badger has no
+	// hook; its debug line at that point is the signal.)
+	InBadgerWrite func()
 	// NaiveAdvance makes a pass advance the floor the way the floor protocol forbids: to
 	// min(first due row observed, now) − guard, from whatever the floor holds, counting no
 	// write in flight. The test that shows this strands rows uses it, so that test can fail.

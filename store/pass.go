@@ -62,6 +62,7 @@ func (s *Badger) BeginPass(nowMs int64) (Pass, error) {
 	p := &badgerPass{s: s}
 	p.stats.NowMs = nowMs
 	s.registerPass(p)
+	s.catchUpView(p.txn.ReadTs())
 	return p, nil
 }
 

@@ -130,6 +130,7 @@ func (s *Badger) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResul
 	}
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
+	s.catchUpView(txn.ReadTs())
 	var arena []byte
 	st, err := walkDueFrom(txn, seek, fromMs, nowMs, limit, func(key []byte, r *Row) error {
 		if len(arena)+len(key) > cap(arena) {
@@ -159,6 +160,7 @@ func (s *Badger) ForEachSchedule(prefix []byte, fn func(key []byte, row Row) err
 	}
 	p := scheduleKey(prefix)
 	return s.db.View(func(txn *badger.Txn) error {
+		s.catchUpView(txn.ReadTs())
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
 		defer it.Close()
 		var row Row

@@ -39,6 +39,12 @@ type Badger struct {
 	passes   map[*badgerPass]struct{}
 	head     MemFloor // the floor without its guard: where a scan may start (HeadMs)
 
+	// The read view (readview.go): what the Get methods read, never waiting on a commit.
+	view       atomic.Pointer[readView]
+	viewMu     sync.Mutex // publishers only
+	viewClosed bool
+	gcRunning  atomic.Int32 // value-log GC runs in progress: reads do not use the view
+
 	// Maintenance (maintenance.go).
 	gcMu   sync.Mutex
 	gcStop chan struct{}
@@ -81,6 +87,7 @@ func Open(dir string, opts *Options) (*Badger, error) {
 		return nil, errors.Join(err, db.Close())
 	}
 	s.keys = keys
+	s.publishView()
 	go s.commitLoop()
 	lsm, vlog := db.Size()
 	s.log.Info().Str("dir", dir).Bool("sync_writes", o.SyncWrites).
@@ -112,6 +119,7 @@ func (s *Badger) Close() error {
 	for _, p := range open {
 		p.Close()
 	}
+	s.closeView()
 
 	start := time.Now()
 	err := s.db.Close()
@@ -159,13 +167,22 @@ func (s *Badger) get(k, cacheKey []byte, what string, decode func([]byte) error)
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	read := func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
 		if err != nil {
 			return err
 		}
 		return item.Value(decode)
-	})
+	}
+	var err error
+	if s.gcRunning.Load() > 0 {
+		err = s.db.View(read)
+	} else if v := s.acquireView(); v == nil {
+		return ErrClosed
+	} else {
+		err = read(v.txn)
+		v.release()
+	}
 	switch {
 	case err == nil:
 		return nil

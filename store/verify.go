@@ -48,6 +48,7 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 		}
 	}
 	err := s.db.View(func(txn *badger.Txn) error {
+		s.catchUpView(txn.ReadTs())
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,13 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/store"
 )
@@ -25,7 +29,9 @@ import (
 // pages of PAGE_BYTES each (FRESHQ_BENCH_PAGES, default 20000; FRESHQ_BENCH_PAGE_BYTES, default
 // 30000), requests spread over them by a Zipf law (s = 1.1), on 1 and 64 keep-alive connections
 // (FRESHQ_BENCH_CONNS) for FRESHQ_BENCH_SECONDS each (default 10), while the queue renders (half
-// the pages are due; the sim renderer at 20 ms, 8 in flight, replaces them as it goes). It
+// the pages are due; the sim renderer at 20 ms, 8 in flight, replaces them as it goes). Pages
+// are stored gzipped, as worker 0 stores a render's, and nginx serves the same gzip bytes from
+// .gz files (gzip_static); the requests accept gzip, as a prerender middleware's do. It
 // reports requests/s and the p50/p99 latency of each, and logs one table row per run
 // ("| server | conns | ..."). The load generator runs in this process, on the same cores as
 // both servers.
@@ -40,7 +46,7 @@ func BenchmarkServe(b *testing.B) {
 	if _, err := os.Stat(nginx); err != nil {
 		b.Skip("no nginx here")
 	}
-	pages, bytes := envInt("FRESHQ_BENCH_PAGES", 20000), envInt("FRESHQ_BENCH_PAGE_BYTES", 30000)
+	pages, size := envInt("FRESHQ_BENCH_PAGES", 20000), envInt("FRESHQ_BENCH_PAGE_BYTES", 30000)
 	seconds := envInt("FRESHQ_BENCH_SECONDS", 10)
 	conns := []int{1, 64}
 	if v := os.Getenv("FRESHQ_BENCH_CONNS"); v != "" {
@@ -52,7 +58,7 @@ func BenchmarkServe(b *testing.B) {
 	}
 	dir := b.TempDir()
 	site := filepath.Join(dir, "site")
-	paths := seedServePages(b, dir, site, pages, bytes)
+	paths := seedServePages(b, dir, site, pages, size)
 
 	serveAddr := freePort(b)
 	n := startNode(b, dir, 3, fmt.Sprintf(`queue: {ready: {sweep_interval: 1s}}
@@ -64,8 +70,9 @@ render:
 serve:
   listen: %s
 `, serveAddr), "")
-	waitFor(b, "readiness", 300*time.Second, n.ready)
+	waitFor(b, "readiness", 30*time.Minute, n.ready) // a million rows: the class index is rebuilt first
 	nginxAddr := benchNginx(b, nginx, dir, site)
+	sameBytes(b, "http://"+serveAddr+"/https://shop.test"+paths[0], "http://"+nginxAddr+paths[0]) // page 0 is not due: never rendered again
 
 	b.ResetTimer()
 	for _, c := range conns {
@@ -91,51 +98,134 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// seedServePages stores n pages of about size bytes in dir's Badger store, half of them due, and
-// writes the same bodies as files under site for nginx; it returns their paths.
+// seedServePages stores n pages of about size bytes in dir's Badger store, half of them due,
+// and writes the same stored bytes as files under site for nginx; it returns their paths. Each
+// page is a product listing of its own (benchPage), stored as a render's result is: compressed
+// by intake.CompressPage, through the store's funnel (WriteSchedules, in batches), and its
+// nginx file is the same gzip bytes (path + ".gz", served by gzip_static). Pages are built and
+// compressed on every core, the store written by one goroutine, so a million pages load in
+// minutes.
 func seedServePages(b *testing.B, dir, site string, n, size int) []string {
 	st := badgerIn(dir).open(b)
 	defer st.Close()
 	now := clock.NowMs()
-	filler := strings.Repeat(`<div class="product"><a href="/c/item">A product with a name</a><span>19.99</span></div>`+"\n", size/80+1)
 	paths := make([]string, n)
-	ws := make([]store.Write, 0, 2000)
-	flush := func() {
-		if err := st.WriteSchedules(ws); err != nil {
-			b.Fatal(err)
-		}
-		ws = ws[:0]
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/c/%04d/item-%07d", i/1000, i)
 	}
-	for i := range n {
-		paths[i] = fmt.Sprintf("/c/item-%07d", i)
-		body := []byte(fmt.Sprintf("<!doctype html><title>item %d</title>\n%s", i, filler[:size]))
-		url := "https://shop.test" + paths[i]
-		key := "desktop|" + url
-		due := now + 3_600_000
-		if i%2 == 1 {
-			due = now - int64(i)
-		}
-		sch, err := store.NewSchedule([]byte(key), due, true, 3_600_000, store.Lanes{})
-		if err != nil {
+	for d := 0; d*1000 < n; d++ {
+		if err := os.MkdirAll(filepath.Join(site, fmt.Sprintf("c/%04d", d)), 0o755); err != nil {
 			b.Fatal(err)
-		}
-		ws = append(ws, store.Write{Schedule: sch, Target: &store.Target{URL: url, Device: "desktop", Source: store.SourceSitemap},
-			Page: &store.Page{Status: 200, Headers: []store.Header{{Name: "content-type", Value: "text/html; charset=utf-8"}}, Body: body, RenderedAtMs: now}})
-		f := filepath.Join(site, paths[i])
-		os.MkdirAll(filepath.Dir(f), 0o755)
-		if err := os.WriteFile(f, body, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		if len(ws) == cap(ws) {
-			flush()
 		}
 	}
-	flush()
+	const batch = 1000
+	type built struct {
+		from int
+		ws   []store.Write
+	}
+	batches := make(chan built, 4)
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			var html []byte
+			for {
+				from := int(next.Add(batch)) - batch
+				if from >= n || failed.Load() != nil {
+					return
+				}
+				ws := make([]store.Write, 0, batch)
+				for i := from; i < min(n, from+batch); i++ {
+					html = benchPage(html[:0], i, size)
+					body, headers := intake.CompressPage(html, []store.Header{{Name: "content-type", Value: "text/html; charset=utf-8"}})
+					url := "https://shop.test" + paths[i]
+					due := now + 3_600_000
+					if i%2 == 1 {
+						due = now - int64(i)
+					}
+					sch, err := store.NewSchedule([]byte("desktop|"+url), due, true, 3_600_000, store.Lanes{})
+					if err == nil {
+						err = os.WriteFile(filepath.Join(site, paths[i])+".gz", body, 0o644)
+					}
+					if err != nil {
+						failed.CompareAndSwap(nil, &err)
+						return
+					}
+					ws = append(ws, store.Write{Schedule: sch, Target: &store.Target{URL: url, Device: "desktop", Source: store.SourceSitemap},
+						Page: &store.Page{Status: 200, Headers: headers, Body: body, RenderedAtMs: now}})
+				}
+				batches <- built{from, ws}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(batches) }()
+	var stored, storedBytes int
+	for bt := range batches {
+		if failed.Load() != nil {
+			continue
+		}
+		if err := st.WriteSchedules(bt.ws); err != nil {
+			failed.CompareAndSwap(nil, &err)
+			continue
+		}
+		stored += len(bt.ws)
+		for _, w := range bt.ws {
+			storedBytes += len(w.Page.Body)
+		}
+	}
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	if stored != n {
+		b.Fatalf("stored %d pages of %d", stored, n)
+	}
+	b.Logf("seeded %d pages of %d bytes, %d bytes gzipped on average", n, size, storedBytes/n)
 	return paths
 }
 
+// benchWords are what a shop's listing pages are made of.
+var benchWords = strings.Fields(`leather canvas suede running trail walking hiking boot sneaker sandal loafer
+	oxford derby chelsea waterproof breathable lightweight cushioned classic vintage premium organic
+	cotton wool merino linen denim black white navy olive sand grey burgundy tan cognac charcoal ivory
+	men women kids unisex wide narrow regular slim relaxed tapered high low mid top sole heel toe lace
+	zip buckle strap insole outsole rubber foam recycled vegan handmade italian portuguese spring summer
+	autumn winter collection edition limited new sale bestseller gift free shipping returns size fit
+	true small large medium comfort support grip durable stitched padded collar tongue eyelet welt`)
+
+// benchPage appends to buf a shop's product listing page of about size bytes: one head and
+// navigation every page shares, then products whose names, prices, ratings, stock and
+// descriptions a generator seeded with i draws, so that the bytes differ on every page and in
+// every product, as a real catalogue's do.
+func benchPage(buf []byte, i, size int) []byte {
+	r := rand.New(rand.NewPCG(uint64(i), 0x5eed))
+	word := func() string { return benchWords[r.IntN(len(benchWords))] }
+	buf = fmt.Appendf(buf, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>%s %s shoes, page %d | Shop</title>
+<meta name="viewport" content="width=device-width,initial-scale=1"><link rel="canonical" href="https://shop.test/c/%04d/item-%07d">
+<link rel="stylesheet" href="/static/app.3f9a1c.css"><script defer src="/static/app.8b2e7d.js"></script></head>
+<body class="listing"><header class="site-header"><a class="logo" href="/">Shop</a><nav><ul class="menu">
+<li><a href="/c/men">Men</a></li><li><a href="/c/women">Women</a></li><li><a href="/c/kids">Kids</a></li><li><a href="/c/sale">Sale</a></li>
+</ul></nav><form class="search" action="/search"><input name="q" placeholder="Search"></form></header>
+<main><h1>%s %s</h1><ol class="products">
+`, word(), word(), i%50+1, i/1000, i, word(), word())
+	for len(buf) < size-400 {
+		id := r.IntN(10_000_000)
+		buf = fmt.Appendf(buf, `<li class="product" data-sku="SKU-%07d"><a href="/p/%07d-%s-%s"><img src="/img/%07d-%d.webp" alt="%s %s %s" loading="lazy" width="320" height="320">
+<h2 class="name">%s %s %s %s</h2></a><p class="price"><span class="now">%d.%02d</span> <s class="was">%d.%02d</s></p>
+<p class="rating" aria-label="%d.%d out of 5">%d reviews</p><p class="desc">%s %s %s %s %s %s %s %s %s %s.</p><p class="stock">%s</p></li>
+`, id, id, word(), word(), id, r.IntN(9), word(), word(), word(), word(), word(), word(), word(),
+			10+r.IntN(290), r.IntN(100), 20+r.IntN(400), r.IntN(100), 1+r.IntN(4), r.IntN(10), r.IntN(5000),
+			word(), word(), word(), word(), word(), word(), word(), word(), word(), word(),
+			[]string{"In stock", "Only a few left", "Ships in 2 days", "Back soon"}[r.IntN(4)])
+	}
+	return fmt.Appendf(buf, `</ol><nav class="pager"><a href="?page=%d">Next</a></nav></main>
+<footer><p>&copy; Shop. Free returns within 30 days.</p></footer></body></html>
+`, i%50+2)
+}
+
 // benchNginx serves site's files with nginx (two worker processes, as the machine's cores,
-// sendfile, keep-alive) and returns its address.
+// sendfile, keep-alive, gzip_static: each page is its .gz file, sent as it is to a client that
+// accepts gzip) and returns its address.
 func benchNginx(b *testing.B, nginx, dir, site string) string {
 	addr := freePort(b)
 	for p := site; p != "/" && p != "."; p = filepath.Dir(p) {
@@ -156,6 +246,8 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
+    gzip_static on;
+    gzip_vary on;
     server { listen %[2]s; root %[3]s; }
 }
 `, dir, addr, site)
@@ -175,6 +267,37 @@ http {
 		return err == nil
 	})
 	return addr
+}
+
+// gzipGet is a crawler's request as a prerender middleware sends it: accepting gzip (the
+// client's transport leaves the body compressed).
+func gzipGet(url string) *http.Request {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	return req
+}
+
+// sameBytes checks that freshq and nginx answer a page with the same gzip bytes: the
+// comparison is of the same work.
+func sameBytes(b *testing.B, urls ...string) {
+	var bodies [][]byte
+	for _, u := range urls {
+		resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(gzipGet(u))
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "gzip" {
+			b.Fatalf("%s: %d, Content-Encoding %q", u, resp.StatusCode, resp.Header.Get("Content-Encoding"))
+		}
+		bodies = append(bodies, body)
+	}
+	for i := 1; i < len(bodies); i++ {
+		if !bytes.Equal(bodies[0], bodies[i]) {
+			b.Fatalf("%s and %s answer different bytes (%d, %d)", urls[0], urls[i], len(bodies[0]), len(bodies[i]))
+		}
+	}
 }
 
 type loadResult struct {
@@ -201,7 +324,7 @@ func loadZipf(b *testing.B, base, prefix string, paths []string, conns int, d ti
 			bad := 0
 			for time.Now().Before(deadline) {
 				start := time.Now()
-				resp, err := client.Get(base + prefix + paths[z.Uint64()])
+				resp, err := client.Do(gzipGet(base + prefix + paths[z.Uint64()]))
 				if err != nil {
 					bad++
 					continue
