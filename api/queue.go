@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/hostview"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -84,7 +84,7 @@ func (q *Queue) View() wire.QueueView {
 		v.Claims["index"] += w.Load(shm.CounterClaimIndex)
 	}
 	v.Leases = wire.LeaseStats(q.Seg.Leases().Stats(q.Now()))
-	v.Hosts = hostview.Rows(q.Seg, q.hostMax(), q.Now())
+	v.Hosts = hosts.Rows(q.Seg, q.hostMax(), q.Now())
 	v.HostsTracked, v.HostEvictions = len(v.Hosts), q.Seg.Hosts().Stats().Evictions
 	return v
 }

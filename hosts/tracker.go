@@ -101,8 +101,9 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	if !keep {
 		next = shm.HostState{Host: next.Host}
 	}
-	was, _ := cur.Allowance(maxInFlight, now)
-	limit, paused := next.Allowance(maxInFlight, now)
+	was := Allow(cur, true, maxInFlight, now).Limit
+	a := Allow(next, true, maxInFlight, now)
+	limit, paused := a.Limit, a.Paused
 	var msg string
 	switch {
 	case paused && next.PausedUntilMs != cur.PausedUntilMs:

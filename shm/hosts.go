@@ -96,16 +96,6 @@ type HostState struct {
 	Status        uint16 // the HTTP status that last changed the state; 0 for a timeout
 }
 
-// Allowance is what a take may do with the host now: limit renders in flight (at most max, the
-// configured maximum), and none while paused.
-func (st *HostState) Allowance(max int, nowMs int64) (limit int, paused bool) {
-	limit = max
-	if st.Limit > 0 && int(st.Limit) < max {
-		limit = int(st.Limit)
-	}
-	return limit, nowMs < st.PausedUntilMs
-}
-
 // HostHash is the 64-bit hash of a host name, never 0 (0 marks a free slot).
 func HostHash(host []byte) uint64 {
 	h := xxhash.Sum64(host)

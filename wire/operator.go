@@ -115,7 +115,7 @@ type QueueView struct {
 	Cluster *QueueCluster `json:"cluster,omitempty"`
 	// Capacity is whether the farm keeps up: demand, capacity and the projection.
 	Capacity *Capacity `json:"capacity,omitempty"`
-	// Hosts are the hosts the host table holds, the most held back first (package hostview);
+	// Hosts are the hosts the host table holds, the most held back first (package hosts);
 	// HostsTracked counts them, HostEvictions counts the hosts a full table dropped (their
 	// state lost: they went back to their defaults early).
 	Hosts         []QueueHost `json:"hosts"`
