@@ -13,29 +13,38 @@ type Allowance struct {
 	// Max is the host's configured maximum of renders in flight (render.hosts.max_concurrency
 	// or its override), bounded by Clamp: the range of host tokens its renders may hold.
 	Max int
-	// Limit is how many renders of the host may be in flight on this node now: Max, lowered
-	// by the host's errors (Step). At least 1.
+	// Share is the node's part of Max in its farm (farm.go): Max on a node alone.
+	Share int
+	// Limit is how many renders of the host may be in flight on this node now: its Share,
+	// lowered by the host's errors (Step). 0 only when its Share is.
 	Limit int
-	// Paused is true while a refusal's pause lasts (until PausedUntilMs): no render at all.
+	// Paused is true while no render of the host may start on this node, until PausedUntilMs:
+	// a refusal's pause, or (HeldByFarm) a share of 0 until it may grow.
 	Paused        bool
 	PausedUntilMs int64
+	HeldByFarm    bool
 }
 
-// Allow is the host's allowance at nowMs: the host table's state of it (st; found false: the
-// host is at its defaults) under its configured maximum maxInFlight. It is the one place
-// where a host's limit is computed: every other answer (Of, Admit, EntryCap, Rows) derives
-// from it.
-func Allow(st shm.HostState, found bool, maxInFlight int, nowMs int64) Allowance {
+// Allow is the allowance at nowMs of the host whose hash is hash: the host table's state of it
+// (st; found false: the host is at its defaults) under its configured maximum maxInFlight,
+// divided by the node's farm membership (farm; the zero HostFarm: a node alone). It is the one
+// place where a host's limit is computed: every other answer (Of, Admit, EntryCap, Rows)
+// derives from it.
+func Allow(hash uint64, st shm.HostState, found bool, maxInFlight int, farm shm.HostFarm, nowMs int64) Allowance {
 	a := Allowance{Max: Clamp(maxInFlight)}
-	a.Limit = a.Max
-	if !found {
-		return a
+	var growsAt int64
+	a.Share, growsAt = farmShare(farm, a.Max, hash, nowMs)
+	a.Limit = a.Share
+	if found {
+		if st.Limit > 0 && int(st.Limit) < a.Limit {
+			a.Limit = int(st.Limit)
+		}
+		if nowMs < st.PausedUntilMs {
+			a.Paused, a.PausedUntilMs = true, st.PausedUntilMs
+		}
 	}
-	if st.Limit > 0 && int(st.Limit) < a.Limit {
-		a.Limit = int(st.Limit)
-	}
-	if nowMs < st.PausedUntilMs {
-		a.Paused, a.PausedUntilMs = true, st.PausedUntilMs
+	if a.Share == 0 && !a.Paused {
+		a.Paused, a.PausedUntilMs, a.HeldByFarm = true, growsAt, true
 	}
 	return a
 }
@@ -43,8 +52,9 @@ func Allow(st shm.HostState, found bool, maxInFlight int, nowMs int64) Allowance
 // Of reads host's allowance from the segment's host table at nowMs under cfg (render.hosts).
 // Any process may call it; it never blocks.
 func Of(seg *shm.Segment, cfg *config.Hosts, host []byte, nowMs int64) Allowance {
-	st, found := seg.Hosts().Load(shm.HostHash(host))
-	return Allow(st, found, cfg.Max(host), nowMs)
+	hash := shm.HostHash(host)
+	st, found := seg.Hosts().Load(hash)
+	return Allow(hash, st, found, cfg.Max(host), seg.Hosts().Farm(), nowMs)
 }
 
 // Admit takes a render slot of the host of key for holder, for ttlMs: none while the host is

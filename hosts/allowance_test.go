@@ -18,16 +18,16 @@ func TestAllow(t *testing.T) {
 		max   int
 		want  Allowance
 	}{
-		{"absent", shm.HostState{Limit: 1, PausedUntilMs: now + 5}, false, 4, Allowance{Max: 4, Limit: 4}},
-		{"at defaults", shm.HostState{}, true, 4, Allowance{Max: 4, Limit: 4}},
-		{"lowered", shm.HostState{Limit: 2}, true, 4, Allowance{Max: 4, Limit: 2}},
-		{"max lowered below the limit", shm.HostState{Limit: 3}, true, 2, Allowance{Max: 2, Limit: 2}},
-		{"paused", shm.HostState{Limit: 1, PausedUntilMs: now + 1}, true, 4, Allowance{Max: 4, Limit: 1, Paused: true, PausedUntilMs: now + 1}},
-		{"pause ends at its time", shm.HostState{PausedUntilMs: now}, true, 4, Allowance{Max: 4, Limit: 4}},
-		{"max above the lease table's", shm.HostState{}, true, shm.MaxHostTokens + 5, Allowance{Max: shm.MaxHostTokens, Limit: shm.MaxHostTokens}},
-		{"max below one", shm.HostState{}, false, 0, Allowance{Max: 1, Limit: 1}},
+		{"absent", shm.HostState{Limit: 1, PausedUntilMs: now + 5}, false, 4, Allowance{Max: 4, Share: 4, Limit: 4}},
+		{"at defaults", shm.HostState{}, true, 4, Allowance{Max: 4, Share: 4, Limit: 4}},
+		{"lowered", shm.HostState{Limit: 2}, true, 4, Allowance{Max: 4, Share: 4, Limit: 2}},
+		{"max lowered below the limit", shm.HostState{Limit: 3}, true, 2, Allowance{Max: 2, Share: 2, Limit: 2}},
+		{"paused", shm.HostState{Limit: 1, PausedUntilMs: now + 1}, true, 4, Allowance{Max: 4, Share: 4, Limit: 1, Paused: true, PausedUntilMs: now + 1}},
+		{"pause ends at its time", shm.HostState{PausedUntilMs: now}, true, 4, Allowance{Max: 4, Share: 4, Limit: 4}},
+		{"max above the lease table's", shm.HostState{}, true, shm.MaxHostTokens + 5, Allowance{Max: shm.MaxHostTokens, Share: shm.MaxHostTokens, Limit: shm.MaxHostTokens}},
+		{"max below one", shm.HostState{}, false, 0, Allowance{Max: 1, Share: 1, Limit: 1}},
 	} {
-		if got := Allow(c.st, c.found, c.max, now); got != c.want {
+		if got := Allow(1, c.st, c.found, c.max, shm.HostFarm{}, now); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}
@@ -44,7 +44,7 @@ func TestEntryCap(t *testing.T) {
 		{8, 1000, 16, 0}, // its share is the whole set
 		{4, 100, 0, 0},   // no render slots counted: one slot
 	} {
-		if got := (Allowance{Limit: c.limit, Max: c.limit}).EntryCap(c.k, c.slots); got != c.want {
+		if got := (Allowance{Limit: c.limit, Max: c.limit, Share: c.limit}).EntryCap(c.k, c.slots); got != c.want {
 			t.Errorf("limit %d, K %d, S %d: cap %d, want %d", c.limit, c.k, c.slots, got, c.want)
 		}
 	}

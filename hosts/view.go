@@ -21,17 +21,17 @@ import (
 // maxOf(host), its configured maximum), whether it is paused now and its renders in flight
 // (its host tokens held), sorted by Compare.
 func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.QueueHost {
-	states := seg.Hosts().Snapshot()
+	states, farm := seg.Hosts().Snapshot(), seg.Hosts().Farm()
 	out := make([]wire.QueueHost, 0, len(states))
 	for i := range states {
-		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), nowMs))
+		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), farm, nowMs))
 	}
 	slices.SortFunc(out, Compare)
 	return out
 }
 
-func row(seg *shm.Segment, st *shm.HostState, hostMax int, nowMs int64) wire.QueueHost {
-	a := Allow(*st, true, hostMax, nowMs)
+func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm shm.HostFarm, nowMs int64) wire.QueueHost {
+	a := Allow(st.Hash, *st, true, hostMax, farm, nowMs)
 	r := wire.QueueHost{
 		Host: st.Host, Paused: a.Paused, Limit: a.Limit, Max: a.Max,
 		InFlight: seg.Leases().HostInFlight(st.Hash, a.Max, nowMs),

@@ -19,6 +19,7 @@ import (
 //
 //	0   stores     uint64  slots written since the segment was created
 //	8   evictions  uint64  hosts dropped from a full window to make room (their state is lost)
+//	16  farm       the node's membership in its cluster (HostFarm, farm.go), six words
 //
 // Then HostCapacity slots of 320 bytes, each read under its own sequence lock:
 //
@@ -44,6 +45,7 @@ import (
 // lease table (Leases.AdmitHost), which lapse with their lease when a holder dies.
 type Hosts struct {
 	stores, evictions *uint64
+	control           unsafe.Pointer // the control line: the counters, then the farm words (farm.go)
 	slots             unsafe.Pointer
 	capacity          uint64
 
@@ -109,6 +111,7 @@ func (t *Hosts) init(s *Segment) {
 	base := s.layout.hosts.off
 	t.stores = s.word(base)
 	t.evictions = s.word(base + 8)
+	t.control = unsafe.Pointer(&s.mem[base])
 	t.capacity = uint64(s.layout.HostCapacity)
 	t.slots = unsafe.Pointer(&s.mem[base+lineSize])
 }

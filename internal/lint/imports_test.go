@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"config":              {"cachekey"},
 	"freshness":           {},
 	"fuzz":                {},
-	"hosts":               {"cachekey", "config", "outcome", "policy", "shm", "wire"},
+	"hosts":               {"cachekey", "config", "internal/startstop", "outcome", "policy", "shm", "wire"},
 	"intake":              {"cachekey", "claim", "config", "hosts", "internal/rows", "internal/startstop", "outcome", "policy", "render", "shm", "sitemap", "store", "wire"},
 	"internal/clock":      {},
 	"internal/grantlog":   {},
