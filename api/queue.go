@@ -31,6 +31,9 @@ func (q *Queue) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) {
 		v := q.View()
 		v.Cluster = q.clusterSection(r.Context())
+		if v.Cluster != nil {
+			v.Cluster.Farm = hosts.FarmView(q.Seg)
+		}
 		if q.Capacity != nil {
 			c := q.Capacity()
 			v.Capacity = &c

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/wire"
 )
 
 // A cluster's nodes are one farm to a site: a host's limit (render.hosts.max_concurrency or
@@ -91,4 +92,18 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// FarmView is the node's farm membership for /v1/queue's cluster section; nil when the node is
+// in no farm (a node alone on Badger).
+func FarmView(seg *shm.Segment) *wire.QueueFarm {
+	f := seg.Hosts().Farm()
+	if f.Nodes == 0 {
+		return nil
+	}
+	v := &wire.QueueFarm{Index: int(f.Index), Nodes: int(f.Nodes), SinceMs: f.SinceMs, GraceMs: f.GraceMs, RoundMs: f.RoundMs}
+	if f.Nodes == shm.FarmNone {
+		v.Index, v.Nodes = 0, 0
+	}
+	return v
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/shm"
@@ -33,8 +34,9 @@ func grantHook(gl *grantlog.Log) func([]byte, int64) {
 }
 
 // newMember builds worker 0's part in the cluster when the store is PostgreSQL: nil on Badger,
-// whose node alone owns everything (and grants with no fence: grantUntil 0).
-func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log) *cluster.Member {
+// whose node alone owns everything (and grants with no fence: grantUntil 0). farm, when not
+// nil, is told of the membership at every tick.
+func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log, farm *hosts.Farm) *cluster.Member {
 	pg, ok := st.(*pgstore.Store)
 	if !ok {
 		e.seg.Fence().SetGrantUntil(0)
@@ -59,7 +61,42 @@ func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log) *cl
 	if gl != nil {
 		opts.Event = gl.Event
 	}
+	if farm != nil {
+		opts.Members = farm.Members
+	}
 	return cluster.NewMember(opts)
+}
+
+// newFarm builds the hosts' farm of a node on PostgreSQL: each host's limit divided among the
+// live nodes, and the refusals' pauses shared through the database. nil on Badger, whose node
+// holds every host's whole limit. The Tracker tells it of the pauses it sets.
+func newFarm(e *env, cfg *config.Config, st store.Store, tracker *hosts.Tracker) *hosts.Farm {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return nil
+	}
+	tick := cfg.Cluster.LeaseTTL.D() / 4
+	grace := hosts.FarmGrace(cfg.Render.Timeout.D(), tick)
+	farm := hosts.NewFarm(hosts.FarmOptions{Seg: e.seg, Tracker: tracker, Board: pg, Grace: grace,
+		Round: hosts.FarmRound(grace), Tick: tick, Now: clock.Now, Log: e.log})
+	tracker.OnPause = farm.Paused
+	return farm
+}
+
+// farmService adapts a possibly nil *hosts.Farm to Start/Stop.
+type farmService struct{ f *hosts.Farm }
+
+func (s farmService) Start(ctx context.Context) error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Start(ctx)
+}
+
+func (s farmService) Stop() {
+	if s.f != nil {
+		s.f.Stop()
+	}
 }
 
 // pgFenced counts what a cluster's fence refused in worker 0's counters.

@@ -62,6 +62,7 @@ type worker0 struct {
 
 	st       store.Store   // nil until opened
 	member   memberService // the cluster's membership; a no-op on Badger
+	farm     farmService   // the hosts' limits and pauses across the cluster; a no-op on Badger
 	gc       gcService
 	sweep    *sweepService // nil until built
 	srv      *http.Server  // nil until the socket listens
@@ -105,10 +106,19 @@ func (w *worker0) Start(ctx context.Context) error {
 	}
 	w.st = st
 	grants := openGrantLog(e, cfg)
-	// In a cluster the node takes its shards before anything reads or grants them.
-	w.member = memberService{newMember(e, cfg, st, grants)}
+	// Worker 0 is the host table's one writer: every result, local or remote, passes its
+	// Applier's Tracker; in a cluster, the farm adopts the other nodes' pauses through it too.
+	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
+	farm := newFarm(e, cfg, st, politeness)
+	// In a cluster the node takes its shards before anything reads or grants them, and learns
+	// its share of each host's limit at the same tick.
+	w.member = memberService{newMember(e, cfg, st, grants, farm)}
 	if err := w.member.Start(ctx); err != nil {
 		return wrap("cluster", err)
+	}
+	w.farm = farmService{farm}
+	if err := w.farm.Start(ctx); err != nil {
+		return wrap("hosts' farm", err)
 	}
 	if restored, err := st.Reconcile(nowMs()); err != nil {
 		e.log.Error().Err(err).Msg("reconcile failed")
@@ -152,8 +162,6 @@ func (w *worker0) Start(ctx context.Context) error {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
 		}}
-	// Worker 0 is the host table's one writer: every result, local or remote, passes its Applier.
-	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
 	control := &api.Control{
 		Index:   index,
 		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness},
@@ -230,6 +238,7 @@ func (w *worker0) Stop() {
 	}
 	// A stopping node hands its shards over at once: the other nodes need not wait for a TTL,
 	// and the results still in flight here are fenced from now on (at-least-once).
+	w.farm.Stop()
 	w.member.Stop()
 	closeStore := true // false when a writer may still run: see workerStop
 	if w.misses != nil {
