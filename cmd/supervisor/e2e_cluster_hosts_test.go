@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,4 +201,84 @@ func TestClusterRetryAfterPausesEveryNode(t *testing.T) {
 		t.Fatalf("the origin served %d at once; its limit is 3", m)
 	}
 	t.Logf("%d requests in the second before the 429; none from T+%v to T+3s", before, bound)
+}
+
+// 50 requests with wait for one unknown URL, spread over the three nodes, while the URL's
+// shard is owned by node-c: each node files and rushes it once (its own flight), node-c renders
+// it once (one hit at the origin), and every waiter — on node-a and node-b too, whose Applier
+// never sees the result — is answered with the page within a second of the page's commit
+// (read from the database), not at the end of its wait (60 s).
+//
+// It fails if a waiter is woken only by its own node's Applier: node-a's and node-b's wait
+// their 60 s out.
+func TestClusterWaitersWokenAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	origin := newSlowOrigin(t)
+	// A node renders a host only a grace after it joined the others (render.timeout + a tick +
+	// 1 s): the waits outlast it, and the render lands whenever it may.
+	yaml := strings.Replace(missYAML, "timeout: 20s", "timeout: 5s", 1)
+	yaml = strings.Replace(yaml, "max_wait: 30s", "max_wait: 60s", 1)
+	c := newCluster(t, clusterOptions{nodes: 3, workers: 2, leaseTTL: farmTTL, yaml: yaml})
+	c.settle(clusterIDs...)
+	owner := c.owners()
+	var page, key string
+	for i := 0; page == ""; i++ {
+		u := fmt.Sprintf("%s/p/unknown-%d", origin.URL, i)
+		k, shard := targetKey(t, u)
+		if owner[shard] == "node-c" {
+			page, key = u, k
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	type answered struct {
+		waitAnswer
+		node string
+		at   time.Time
+	}
+	answers := make(chan answered, 50)
+	for i := range 50 {
+		n := c.nodes[i%3]
+		go func() {
+			a := n.getWaiting(client, page, "60s")
+			answers <- answered{a, n.id, time.Now()}
+		}()
+	}
+	waitFor(t, "50 waiters over the three nodes", 30*time.Second, func() bool {
+		total := 0.0
+		for _, n := range c.nodes {
+			total += n.waiters()
+		}
+		return total == 50
+	})
+	waitFor(t, "the render at the origin", 30*time.Second, func() bool { return origin.hits.Load() == 1 })
+	origin.letGo()
+	var committed time.Time
+	waitFor(t, "the page's commit", 30*time.Second, func() bool {
+		var n int
+		c.db.QueryRow(t.Context(), "SELECT count(*) FROM freshq_page WHERE cache_key = $1", []byte(key)).Scan(&n)
+		if n == 1 {
+			committed = time.Now() // polled every 50 ms: at most that after the commit
+			return true
+		}
+		return false
+	})
+	want := fmt.Sprintf("<!doctype html><p>%s, hit 1</p>", strings.TrimPrefix(page, origin.URL))
+	var late []string
+	for range 50 {
+		a := <-answers
+		if a.code != http.StatusOK || a.body != want {
+			t.Fatalf("a waiter on %s: %d %q, want 200 %q", a.node, a.code, a.body, want)
+		}
+		if d := a.at.Sub(committed); d > time.Second {
+			late = append(late, fmt.Sprintf("%s +%v", a.node, d.Round(time.Millisecond)))
+		}
+	}
+	if len(late) > 0 {
+		t.Fatalf("%d waiters answered more than 1 s after the commit: %v", len(late), late)
+	}
+	if h := origin.hits.Load(); h != 1 {
+		t.Fatalf("%d hits at the origin, want exactly 1", h)
+	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/grantlog"
+	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
@@ -125,4 +128,40 @@ func (s memberService) Stop() {
 	if s.m != nil {
 		s.m.Stop()
 	}
+}
+
+// missWatchPeriod is how often a node of a cluster asks the database whether a page its
+// waiters wait for was committed by another node: a waiter is answered within it of the
+// commit (plus the read).
+const missWatchPeriod = 250 * time.Millisecond
+
+// missWatch wakes the node's render-on-miss waiters when another node of the cluster commits
+// their page (intake.Misses.Watch); a no-op on Badger, whose worker 0 applies every result.
+type missWatch struct {
+	startstop.BaseStartStop
+	misses  *intake.Misses
+	present func(ctx context.Context, keys [][]byte) ([][]byte, error) // nil on Badger
+}
+
+func newMissWatch(st store.Store, misses *intake.Misses) *missWatch {
+	w := &missWatch{misses: misses}
+	if pg, ok := st.(*pgstore.Store); ok {
+		w.present = pg.PagesPresent
+	}
+	return w
+}
+
+func (w *missWatch) Start(ctx context.Context) error {
+	if w.present == nil {
+		return nil
+	}
+	ctx, start, done := w.StartInit(ctx)
+	if !start {
+		return nil
+	}
+	go func() {
+		defer done()
+		w.misses.Watch(ctx, missWatchPeriod, w.present)
+	}()
+	return nil
 }

@@ -72,6 +72,7 @@ type worker0 struct {
 	status   *sweepCounts
 	capacity *capacity.Service // nil until built
 	misses   *intake.Misses    // render on miss; stopped before the socket drains
+	watch    *missWatch        // wakes the misses' waiters on another node's commit; nil until built
 	crawlers *crawlerListener  // serve.listen; nil when off
 }
 
@@ -162,6 +163,11 @@ func (w *worker0) Start(ctx context.Context) error {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
 		}}
+	// In a cluster another node may render a miss waited for here: its commit wakes the waiter.
+	w.watch = newMissWatch(st, w.misses)
+	if err := w.watch.Start(ctx); err != nil {
+		return wrap("miss watch", err)
+	}
 	control := &api.Control{
 		Index:   index,
 		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness},
@@ -241,6 +247,9 @@ func (w *worker0) Stop() {
 	w.farm.Stop()
 	w.member.Stop()
 	closeStore := true // false when a writer may still run: see workerStop
+	if w.watch != nil {
+		w.watch.Stop()
+	}
 	if w.misses != nil {
 		w.misses.Stop() // its waiters are answered 503 now, not at the end of the drain
 	}
