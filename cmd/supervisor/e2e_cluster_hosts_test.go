@@ -39,7 +39,7 @@ render:
 }
 
 // farm reads the node's farm membership from /v1/queue's cluster section.
-func (n *clusterNode) farm() (wire.QueueFarm, bool) {
+func (n *node) farm() (wire.QueueFarm, bool) {
 	resp, err := http.Get("http://" + n.addr + "/v1/queue")
 	if err != nil {
 		return wire.QueueFarm{}, false
