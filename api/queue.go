@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/hostview"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -35,6 +35,9 @@ func (q *Queue) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/queue", func(w http.ResponseWriter, r *http.Request) {
 		v := q.View()
 		v.Cluster = q.clusterSection(r.Context())
+		if v.Cluster != nil {
+			v.Cluster.Farm = hosts.FarmView(q.Seg)
+		}
 		if q.Capacity != nil {
 			c := q.Capacity()
 			v.Capacity = &c
@@ -105,7 +108,7 @@ func (q *Queue) View() wire.QueueView {
 		v.Claims["index"] += w.Load(shm.CounterClaimIndex)
 	}
 	v.Leases = wire.LeaseStats(q.Seg.Leases().Stats(q.Now()))
-	v.Hosts = hostview.Rows(q.Seg, q.hostMax(), q.Now())
+	v.Hosts = hosts.Rows(q.Seg, q.hostMax(), q.Now())
 	v.HostsTracked, v.HostEvictions = len(v.Hosts), q.Seg.Hosts().Stats().Evictions
 	return v
 }

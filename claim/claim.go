@@ -16,7 +16,8 @@
 //   - A lease's TTL lies in [MinLeaseTTL, queue.lease_ttl] whatever path grants it.
 //   - A job is granted only with a slot of its host (politeness, render.hosts): never while the
 //     host is paused, and never past its limit of renders in flight, across every process of
-//     the node, since each slot is a host token of the lease table (shm.Leases.AdmitHost). A
+//     the node, since each slot is a host token of the lease table (package hosts owns the answer:
+//     hosts.Admit). A
 //     take refused for its host leaves the row as it was, unleased and due; it is counted
 //     (shm.CounterRenderRefusedHost), never a failure of the page.
 //
@@ -31,8 +32,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
@@ -66,7 +66,7 @@ type Job struct {
 	Score     float64
 	Source    Source
 	Lease     shm.Lease
-	// HostToken is the job's slot of its host (AdmitHost). Its holder gives it back with
+	// HostToken is the job's slot of its host (hosts.Admit). Its holder gives it back with
 	// ReleaseHost as soon as the render ends, before the result is delivered: the host's
 	// renders in flight are the renders running, not the results queued.
 	HostToken shm.Lease
@@ -79,23 +79,6 @@ func (j *Job) ReleaseHost(leases *shm.Leases, nowMs int64) {
 		leases.Release(j.HostToken, nowMs, 0)
 		j.HostToken = shm.Lease{}
 	}
-}
-
-// AdmitHost takes a slot of the host of key for holder, for ttlMs: none while the host is
-// paused (the host table, shm.Hosts), and none past its limit of renders in flight, which is
-// its configured maximum (render.hosts) or the lower limit its errors set. ok is false when the
-// host refuses; nothing is then held.
-func AdmitHost(seg *shm.Segment, hosts *config.Hosts, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
-	host := cachekey.Host(key)
-	hash := shm.HostHash(host)
-	limit := hosts.Max(host)
-	if st, found := seg.Hosts().Load(hash); found {
-		var paused bool
-		if limit, paused = st.Allowance(limit, nowMs); paused {
-			return shm.Lease{}, false
-		}
-	}
-	return seg.Leases().AdmitHost(hash, limit, shm.KeyHash(key), nowMs, ttlMs, holder)
 }
 
 // Fallback grants up to req.N jobs from the floored index scan, leased for req.Holder for
@@ -218,7 +201,7 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 // consumes its entry (at most once per generation), whether or not the lease is granted: a
 // refused entry is leased by someone else, who is rendering it.
 //
-// An entry whose host refuses (AdmitHost) is consumed too, and its row stays due for the next
+// An entry whose host refuses (hosts.Admit) is consumed too, and its row stays due for the next
 // set. A claim stops after maxHostRefusals of them and reports hostBound: it must not eat the
 // set while a host is full (the rows behind are most likely the same host's, whose slots
 // free as its renders end), and it goes to no fallback, since the set still serves.
@@ -230,7 +213,7 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) (_ []Job, hostBound bool) {
 	seg := c.opts.Segment
 	ready, leases, fence := seg.Ready(), seg.Leases(), seg.Fence()
-	hosts := &c.opts.Policy().Config().Render.Hosts
+	hostsCfg := &c.opts.Policy().Config().Render.Hosts
 	var e shm.Entry
 	granted, refused, fenced, hostRefused := 0, 0, 0, 0
 	for len(jobs) < n {
@@ -240,7 +223,7 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) (_
 		// The host first: a throttled host's entry costs one lookup and no row lease. The
 		// entry is consumed either way; the row stays due, and the sweep caps how many entries
 		// one host has in a set, so a throttled host cannot eat the set (sweep).
-		token, ok := AdmitHost(seg, hosts, e.Key, now, ttl, holder)
+		token, ok := hosts.Admit(seg, hostsCfg, e.Key, now, ttl, holder)
 		if !ok {
 			if hostRefused++; hostRefused == maxHostRefusals {
 				hostBound = true

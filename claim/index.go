@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -47,7 +48,7 @@ type IndexSource struct {
 // how many leases are live. A scan that fails after the first page returns the jobs it had
 // leased with the error, never leases without a job.
 //
-// Each job also holds a slot of its host (AdmitHost), taken before its lease: a row whose host
+// Each job also holds a slot of its host (hosts.Admit), taken before its lease: a row whose host
 // is paused or at its limit is passed over, unleased. A scan that found nothing but such rows
 // returns no job and no error, so that the claimer backs off as from an empty queue instead of
 // rescanning at once: a host stays paused or full for longer than a claim's retry.
@@ -68,7 +69,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 	// the tombstones of every row rescheduled out of it, and the head is past them.
 	res, err := s.Scanner.ScanDue(s.Scanner.HeadMs(), now, page)
 	jobs := make([]Job, 0, n)
-	hosts := &pol.Config().Render.Hosts
+	hostsCfg := &pol.Config().Render.Hosts
 	leased, hostRefused := 0, 0
 	defer func() {
 		if s.Worker != nil && hostRefused > 0 {
@@ -85,7 +86,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			}
 			r := &res.Rows[i]
 			h := shm.KeyHash(r.Key)
-			token, ok := AdmitHost(s.Segment, hosts, r.Key, now, ttl, req.Holder)
+			token, ok := hosts.Admit(s.Segment, hostsCfg, r.Key, now, ttl, req.Holder)
 			if !ok {
 				hostRefused++
 				continue

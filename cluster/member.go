@@ -28,6 +28,10 @@ type Options struct {
 	Worker *shm.Worker      // worker 0's block: the shard counters
 	Now    func() time.Time // the local clock
 	Log    zerolog.Logger
+	// Members, when set, is told at every tick that read the cluster of the live nodes' ids
+	// (this node's among them unless it is stopping) and the database's clock then: the hosts'
+	// farm divides each host's limit among them (hosts.Farm.Members).
+	Members func(me string, live []string, clusterNow time.Time)
 	// Event, when set, is told of every acquire, release (before it commits) and loss: the
 	// cluster's grant log, a test switch. nil in production.
 	Event func(kind string, shard int32, epoch int64)
@@ -267,6 +271,9 @@ func (m *Member) tickLocked(ctx context.Context) {
 	if err != nil {
 		o.Log.Warn().Err(err).Msg("cluster: reading the cluster failed")
 		return
+	}
+	if o.Members != nil {
+		o.Members(o.ID, view.LiveIDs(o.TTL), view.Now)
 	}
 	plan := PlanFor(&view, o.ID, o.TTL)
 

@@ -1,5 +1,10 @@
-// Package hosts is politeness towards the sites being rendered: how a host's answers change how
-// many of its renders may be in flight on the node, and when it may be rendered again.
+// Package hosts is politeness towards the sites being rendered, and its one owner: how a host's
+// answers change how many of its renders may be in flight on the node, and when it may be
+// rendered again. It answers the two questions every other package asks of a host: may it take
+// one more render now (Admit, for claim's takes), and how many entries may it hold in the ready
+// set (Allowance.EntryCap, for the sweep). Both derive from Allow, the one function that
+// computes a host's allowance; the views for people (Rows: /v1/queue, freshqctl top, the host
+// metrics) read it too.
 //
 // Step is the state machine, a pure function of (a host's state, one result, the
 // configuration, now). Tracker runs it in worker 0 for every result whose lease held (local
@@ -23,6 +28,8 @@
 //     below 1); render.hosts.grow_after consecutive successes raise it by one; it never exceeds
 //     the configured maximum, and at the maximum the host leaves the table.
 //   - A refusal is not a failure of the page: package intake leaves its row exactly as it was.
+//   - A host's limit is computed in Allow alone; no other package reads the host table's limit
+//     or pause to decide anything.
 //
 // What it does not promise: the table has a bounded number of slots (shm.Hosts); when one is
 // full, a host's state may be evicted, which returns that host to its defaults early. A paused

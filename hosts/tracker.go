@@ -26,6 +26,10 @@ type Tracker struct {
 	Seg    *shm.Segment
 	Policy func() *policy.Policy // render.hosts is read at each Observe, so a reload applies at once
 	Log    zerolog.Logger
+	// OnPause, when set, is told of every pause a refusal set or lengthened here (the host, the
+	// pause's end in ms, the status): the Farm publishes it to the cluster's other nodes. It
+	// must not block. nil on a node alone.
+	OnPause func(host string, untilMs int64, status int)
 
 	mu      sync.Mutex
 	streaks map[uint64]shm.HostState // hosts at their defaults but for an error streak
@@ -78,7 +82,48 @@ func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map
 		delete(t.streaks, h)
 	}
 	t.logChange(cur, found, next, keep, maxInFlight, now)
+	if refused && t.OnPause != nil && next.PausedUntilMs > cur.PausedUntilMs {
+		t.OnPause(next.Host, next.PausedUntilMs, int(next.Status))
+	}
 	return refused
+}
+
+// Adopt takes a pause another node of the farm saw: the host is paused until untilMs (this
+// node's clock) after a refusal answered with status, unless it is paused later already. It
+// changes nothing else of the host's state, and is logged as "host paused" with source
+// "farm". A pause that has ended changes nothing.
+func (t *Tracker) Adopt(host string, untilMs int64, status int, now int64) {
+	if untilMs <= now || host == "" {
+		return
+	}
+	table := t.Seg.Hosts()
+	h := shm.HostHash([]byte(host))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur, found := table.Load(h)
+	if !found {
+		cur, found = t.streaks[h]
+	}
+	if found && cur.PausedUntilMs >= untilMs {
+		return
+	}
+	next := cur
+	if !found {
+		next = shm.HostState{}
+	}
+	next.Host, next.Hash = host, h
+	if next.PausedUntilMs <= now && next.Limit == 0 {
+		next.SinceMs = now
+	}
+	next.PausedUntilMs, next.Cause, next.Status = untilMs, shm.HostCauseRetryAfter, uint16(status)
+	if !table.Store(next) {
+		t.Log.Warn().Str("host", host).Int64("paused_until_ms", untilMs).
+			Msg("host table full of paused hosts; the farm's pause of this host is not kept")
+		return
+	}
+	delete(t.streaks, h)
+	t.Log.Info().Str("host", host).Str("cause", next.Cause.String()).Int("status", status).Str("source", "farm").
+		Str("paused_until", time.UnixMilli(untilMs).UTC().Format(pausedUntilFormat)).Msg("host paused")
 }
 
 // remember keeps st, a host at its defaults but for an error streak, in the Tracker's memory.
@@ -101,8 +146,11 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	if !keep {
 		next = shm.HostState{Host: next.Host}
 	}
-	was, _ := cur.Allowance(maxInFlight, now)
-	limit, paused := next.Allowance(maxInFlight, now)
+	// The host's own state, as a node alone would have it: the farm's division is no news of
+	// the host's.
+	was := Allow(cur.Hash, cur, true, maxInFlight, shm.HostFarm{}, now).Limit
+	a := Allow(next.Hash, next, true, maxInFlight, shm.HostFarm{}, now)
+	limit, paused := a.Limit, a.Paused
 	var msg string
 	switch {
 	case paused && next.PausedUntilMs != cur.PausedUntilMs:

@@ -87,10 +87,10 @@ func TestTrackerPausesThrottlesAndRestores(t *testing.T) {
 		t.Fatal("a 429 is not a refusal")
 	}
 	st, ok := table.Load(h)
-	if limit, paused := st.Allowance(4, t0+1999); !ok || !paused || limit != 4 || st.Host != "shop.test" {
+	if limit, paused := allowance(st, 4, t0+1999); !ok || !paused || limit != 4 || st.Host != "shop.test" {
 		t.Fatalf("after a 429 with Retry-After 2: %+v %v", st, ok)
 	}
-	if _, paused := st.Allowance(4, t0+2000); paused {
+	if _, paused := allowance(st, 4, t0+2000); paused {
 		t.Fatal("still paused when Retry-After has passed")
 	}
 	wantLog(t, buf, "host paused", map[string]any{"host": "shop.test", "cause": "retry_after", "status": 429.0, "limit": 4.0,
@@ -112,7 +112,7 @@ func TestTrackerPausesThrottlesAndRestores(t *testing.T) {
 		}
 	}
 	st, _ = table.Load(h)
-	if limit, paused := st.Allowance(4, t0+3003); paused || limit != 2 {
+	if limit, paused := allowance(st, 4, t0+3003); paused || limit != 2 {
 		t.Fatalf("after three 500s: %+v", st)
 	}
 	wantLog(t, buf, "host throttled", map[string]any{"host": "shop.test", "cause": "errors", "status": 500.0, "limit": 2.0})
@@ -140,7 +140,7 @@ func TestTrackerCountsByHostAndItsOverride(t *testing.T) {
 		tr.Observe([]byte("mobile|http://shop.test:8080/a"), outcome.Timeout, 0, nil, t0+int64(i))
 	}
 	st, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("shop.test:8080")))
-	if limit, _ := st.Allowance(2, t0); !ok || limit != 1 || st.Host != "shop.test:8080" {
+	if limit, _ := allowance(st, 2, t0); !ok || limit != 1 || st.Host != "shop.test:8080" {
 		t.Fatalf("override 2 halved: %+v %v", st, ok)
 	}
 	wantLog(t, buf, "host throttled", map[string]any{"host": "shop.test:8080", "limit": 1.0, "status": 0.0})
@@ -241,4 +241,10 @@ func TestTrackerObserveLosesNoConcurrentResult(t *testing.T) {
 	if got := tr.streaks[shm.HostHash([]byte("a.test"))].ErrStreak; got != goroutines*each {
 		t.Fatalf("error streak %d after %d errors", got, goroutines*each)
 	}
+}
+
+// allowance is Allow's limit and pause for a state the table holds.
+func allowance(st shm.HostState, maxInFlight int, nowMs int64) (limit int, paused bool) {
+	a := Allow(st.Hash, st, true, maxInFlight, shm.HostFarm{}, nowMs)
+	return a.Limit, a.Paused
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -218,12 +219,12 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 // tokens (a renderer elsewhere must not be trusted to give them back), so worker 0 finds one
 // by holder. A local holder releases its own token; it is left alone here. A slot not found
 // (the configuration lowered the host's maximum since) lapses with its lease.
-func releaseRemoteHostSlot(seg *shm.Segment, hosts *config.Hosts, key []byte, holder uint64, nowMs int64) {
+func releaseRemoteHostSlot(seg *shm.Segment, cfg *config.Hosts, key []byte, holder uint64, nowMs int64) {
 	if !IsRemoteHolder(holder) {
 		return
 	}
 	host := cachekey.Host(key)
-	seg.Leases().ReleaseHostTokenOf(shm.HostHash(host), hosts.Max(host), holder, nowMs)
+	seg.Leases().ReleaseHostTokenOf(shm.HostHash(host), hosts.Tokens(cfg, host), holder, nowMs)
 }
 
 // reserve counts the live leases of holder and of every remote, and reserves up to want of
@@ -322,9 +323,9 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 		return wire.LeaseResponse{}, fieldErr("lease", ErrLeaseNotHeld)
 	}
 	if IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
-		hosts := &x.Policy().Config().Render.Hosts
 		host := cachekey.Host(req.Key)
-		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), hosts.Max(host), info.Holder, now, now+ttl)
+		tokens := hosts.Tokens(&x.Policy().Config().Render.Hosts, host)
+		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), tokens, info.Holder, now, now+ttl)
 	}
 	return wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
 }

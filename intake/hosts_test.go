@@ -115,7 +115,7 @@ func TestApplyServerErrorStrikesAndThrottlesTheHost(t *testing.T) {
 		applyOne(t, e, a, wire.Result{Key: key, Outcome: "server_error", Status: 500})
 	}
 	hs, ok := hostState(e, "b.test")
-	if limit, paused := hs.Allowance(4, e.Now()); !ok || limit != 2 || paused || hs.Cause != shm.HostCauseErrors {
+	if limit, paused := allowance(hs, 4, e.Now()); !ok || limit != 2 || paused || hs.Cause != shm.HostCauseErrors {
 		t.Fatalf("host after three 500s: %+v %v, want its limit halved to 2", hs, ok)
 	}
 }
@@ -196,4 +196,10 @@ func TestApplyWithoutHostsAppliesARefusal(t *testing.T) {
 	if _, ok := hostState(e, "d.test"); ok {
 		t.Fatal("the host table changed without a Tracker")
 	}
+}
+
+// allowance is hosts.Allow's limit and pause for a state the table holds.
+func allowance(st shm.HostState, maxInFlight int, nowMs int64) (limit int, paused bool) {
+	a := hosts.Allow(st.Hash, st, true, maxInFlight, shm.HostFarm{}, nowMs)
+	return a.Limit, a.Paused
 }

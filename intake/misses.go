@@ -23,7 +23,9 @@ import (
 // revokes a render in flight (keepInFlight), so a render claimed between that look and the
 // rush's write is waited for too, not fenced and rendered twice. Every request for the key that arrives before the result is applied joins
 // the flight instead of rushing again. The Applier wakes the flight (Applied) once a result of
-// the key is committed; each waiter then reads the page as GET /v1/pages does.
+// the key is committed; each waiter then reads the page as GET /v1/pages does. In a cluster the
+// key's owner may be another node, whose Applier this one never hears: Watch wakes the flight
+// when it finds the page committed.
 //
 // Invariants:
 //   - One rush per flight, and one flight per key at a time: flights is the only registry, and
@@ -281,3 +283,48 @@ func (m *Misses) Waiting() (started, waiters int) {
 }
 
 var errStopping = &kindError{kind: ErrStopping, msg: "worker 0 is stopping; retry shortly"}
+
+// Watch wakes, until ctx ends, every flight whose page another process committed: each period
+// it asks present which of the flights' keys have a page row (one question for all of them),
+// and wakes the flights of those whose page is servable now. It is how a waiter on one node of
+// a cluster is answered when the key's owner, another node, renders it: that node's Applier
+// wakes no flight here. A page is therefore answered within period (plus the read) of its
+// commit. Only flights whose first request has filed and rushed are asked about, at most the
+// flight cap of them.
+func (m *Misses) Watch(ctx context.Context, period time.Duration, present func(ctx context.Context, keys [][]byte) ([][]byte, error)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		keys := make([][]byte, 0, len(m.flights))
+		for k, f := range m.flights {
+			if f.started {
+				keys = append(keys, []byte(k))
+			}
+		}
+		m.mu.Unlock()
+		if len(keys) == 0 {
+			continue
+		}
+		found, err := present(ctx, keys)
+		if err != nil {
+			continue // the next period asks again; a waiter's own end reads the page once more
+		}
+		for _, k := range found {
+			if _, err := m.Targets.Page(k); err != nil {
+				continue // not servable (yet): its own result, or the wait's end, answers it
+			}
+			m.mu.Lock()
+			f := m.flights[string(k)]
+			m.mu.Unlock()
+			if f != nil {
+				m.finish(string(k), f, nil, "ok")
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 //
 //	0   stores     uint64  slots written since the segment was created
 //	8   evictions  uint64  hosts dropped from a full window to make room (their state is lost)
+//	16  farm       the node's membership in its cluster (HostFarm, farm.go), six words
 //
 // Then HostCapacity slots of 320 bytes, each read under its own sequence lock:
 //
@@ -44,6 +45,7 @@ import (
 // lease table (Leases.AdmitHost), which lapse with their lease when a holder dies.
 type Hosts struct {
 	stores, evictions *uint64
+	control           unsafe.Pointer // the control line: the counters, then the farm words (farm.go)
 	slots             unsafe.Pointer
 	capacity          uint64
 
@@ -96,16 +98,6 @@ type HostState struct {
 	Status        uint16 // the HTTP status that last changed the state; 0 for a timeout
 }
 
-// Allowance is what a take may do with the host now: limit renders in flight (at most max, the
-// configured maximum), and none while paused.
-func (st *HostState) Allowance(max int, nowMs int64) (limit int, paused bool) {
-	limit = max
-	if st.Limit > 0 && int(st.Limit) < max {
-		limit = int(st.Limit)
-	}
-	return limit, nowMs < st.PausedUntilMs
-}
-
 // HostHash is the 64-bit hash of a host name, never 0 (0 marks a free slot).
 func HostHash(host []byte) uint64 {
 	h := xxhash.Sum64(host)
@@ -119,6 +111,7 @@ func (t *Hosts) init(s *Segment) {
 	base := s.layout.hosts.off
 	t.stores = s.word(base)
 	t.evictions = s.word(base + 8)
+	t.control = unsafe.Pointer(&s.mem[base])
 	t.capacity = uint64(s.layout.HostCapacity)
 	t.slots = unsafe.Pointer(&s.mem[base+lineSize])
 }

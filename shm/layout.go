@@ -25,8 +25,9 @@ import (
 //	+-----------------+ segmentSize
 const (
 	// LayoutVersion is bumped whenever any byte of the layout changes meaning. Attaching to a
-	// segment of another version fails with a *VersionError (R5). Version 3 added the host table.
-	LayoutVersion uint32 = 3
+	// segment of another version fails with a *VersionError (R5). Version 3 added the host table,
+	// version 4 its farm words.
+	LayoutVersion uint32 = 4
 
 	pageSize   = 4096
 	headerSize = pageSize

@@ -6,12 +6,15 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
 
-// The sweep's half of politeness. A take refuses a row whose host is paused or at its limit of
-// renders in flight (claim.AdmitHost), but the take has consumed the entry: a set full of one
+// The sweep's half of politeness. Package hosts answers for each host how many renders it may
+// have in flight and how many entries it may hold in the set (hosts.Allowance); this file
+// applies those answers to a pass. A take refuses a row whose host is paused or at its limit of
+// renders in flight (hosts.Admit), but the take has consumed the entry: a set full of one
 // throttled host's rows would be eaten by refusals, and every other host starved until the
 // next sweep. So the sweep shapes the set:
 //
@@ -39,9 +42,6 @@ import (
 // that every prefix of the set holds at most its limit plus its share of the prefix: the other
 // hosts are served from the first take, and the host finds entries all through the set's life.
 
-// hostShareSlack is the multiple of its fair share of the set a host may hold.
-const hostShareSlack = 2
-
 // hostPlan is what the sweep decided for one host in this pass.
 type hostPlan struct {
 	pausedUntil int64   // > now: the host is paused; its rows are left out
@@ -58,7 +58,7 @@ type hostPlan struct {
 // once per row.
 type hostPlans struct {
 	seg   *shm.Segment
-	hosts *config.Hosts
+	hosts *config.Hosts // render.hosts
 	now   int64
 	k     int // the set's capacity
 	slots int // the node's render slots
@@ -77,17 +77,9 @@ func (h *hostPlans) of(key []byte) (uint64, *hostPlan) {
 	if p, ok := h.plans[hash]; ok {
 		return hash, p
 	}
-	limit := h.hosts.Max(host)
-	p := &hostPlan{}
-	if st, ok := h.seg.Hosts().Load(hash); ok {
-		var paused bool
-		if limit, paused = st.Allowance(limit, h.now); paused {
-			p.pausedUntil = st.PausedUntilMs
-		}
-	}
-	p.limit = limit
-	if c := (hostShareSlack*h.k*limit + h.slots - 1) / h.slots; c < h.k {
-		p.cap = max(c, limit)
+	a := hosts.Of(h.seg, h.hosts, host, h.now)
+	p := &hostPlan{limit: a.Limit, pausedUntil: a.PausedUntilMs}
+	if p.cap = a.EntryCap(h.k, h.slots); p.cap > 0 {
 		p.share = float64(p.cap) / float64(h.k)
 	}
 	h.plans[hash] = p

@@ -60,6 +60,21 @@ type QueueCluster struct {
 	RowsBelowFloor int          `json:"rows_below_floor"`
 	Shards         []OwnedShard `json:"shards"`
 	Error          string       `json:"error,omitempty"`
+	// Farm is how the node divides the hosts' limits with the other live nodes.
+	Farm *QueueFarm `json:"farm,omitempty"`
+}
+
+// QueueFarm is a node's membership as the division of every host's limit reads it: the node
+// is Index of Nodes live nodes (sorted by id) since SinceMs (the node's clock); Nodes 0 before
+// its first tick, or when it is not among the live nodes: it then holds no share of any host.
+// A share that grows waits GraceMs after the change (a node that joined others holds none
+// until then); a remainder rotates every RoundMs.
+type QueueFarm struct {
+	Index   int   `json:"index"`
+	Nodes   int   `json:"nodes"`
+	SinceMs int64 `json:"since_ms"`
+	GraceMs int64 `json:"grace_ms"`
+	RoundMs int64 `json:"round_ms"`
 }
 
 // OwnedShard is one shard a node holds, in its QueueCluster.

@@ -152,7 +152,7 @@ type QueueView struct {
 	// Freshness is the share of crawler requests served stale, measured (QueueFreshness); nil
 	// when worker 0 does not measure it.
 	Freshness *QueueFreshness `json:"freshness,omitempty"`
-	// Hosts are the hosts the host table holds, the most held back first (package hostview);
+	// Hosts are the hosts the host table holds, the most held back first (package hosts);
 	// HostsTracked counts them, HostEvictions counts the hosts a full table dropped (their
 	// state lost: they went back to their defaults early).
 	Hosts         []QueueHost `json:"hosts"`

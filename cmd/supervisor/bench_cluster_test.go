@@ -56,6 +56,18 @@ func benchCluster(b *testing.B, k int) {
 		waitFor(b, "readiness", 120*time.Second, n.ready)
 	}
 	waitSettled(b, nodes, 2*time.Second)
+	// Steady state: a node that joined others holds no share of a host's limit for a grace
+	// (render.timeout + a tick + 1 s, docs/CLUSTER.md); the run starts once every node holds its
+	// share, as the shards' division is waited for above.
+	waitFor(b, "every node's share of the hosts' limits", 5*time.Minute, func() bool {
+		for _, n := range nodes {
+			f, ok := n.farm()
+			if !ok || f.Nodes != k || time.Now().UnixMilli() < f.SinceMs+f.GraceMs {
+				return false
+			}
+		}
+		return true
+	})
 	var pids []int
 	for _, n := range nodes {
 		seg := n.segment()

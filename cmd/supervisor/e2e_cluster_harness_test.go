@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -303,6 +304,20 @@ func (c *testCluster) settle(ids ...string) {
 			return false
 		}
 		return time.Since(since) > c.opts.leaseTTL/4+100*time.Millisecond
+	})
+	// Every node counts the others and holds its share of the hosts' limits: a node that joined
+	// the others renders a host only a grace after (docs/CLUSTER.md).
+	waitFor(c.t, "every node's share of the hosts' limits", 5*time.Minute, func() bool {
+		for _, n := range c.nodes {
+			if !slices.Contains(ids, n.id) {
+				continue
+			}
+			f, ok := n.farm()
+			if !ok || f.Nodes != len(ids) || time.Now().UnixMilli() < f.SinceMs+f.GraceMs {
+				return false
+			}
+		}
+		return true
 	})
 }
 

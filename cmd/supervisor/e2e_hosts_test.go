@@ -24,9 +24,10 @@ import (
 
 // originHit is one request the origin served.
 type originHit struct {
-	path    string
-	arrived time.Time
-	code    int
+	path     string
+	arrived  time.Time
+	code     int
+	inFlight int // the requests the origin was serving once this one arrived, itself included
 }
 
 // hostOrigin is a local origin that holds each request for hold, answers it as decide says,
@@ -52,7 +53,7 @@ func newHostOrigin(t *testing.T, hold time.Duration, decide func(o *hostOrigin, 
 		o.inFlight++
 		o.maxInFlight = max(o.maxInFlight, o.inFlight)
 		code, ra := o.decide(o, arrived)
-		o.hits = append(o.hits, originHit{path: r.URL.Path, arrived: arrived, code: code})
+		o.hits = append(o.hits, originHit{path: r.URL.Path, arrived: arrived, code: code, inFlight: o.inFlight})
 		o.mu.Unlock()
 
 		time.Sleep(o.hold) // the origin's latency, while the request counts as in flight

@@ -5,12 +5,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/freshq/freshq/hostview"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
-// The politeness series, read from shared memory at the scrape (package hostview): the host
+// The politeness series, read from shared memory at the scrape (package hosts): the host
 // table and the host tokens in the lease table, there while worker 0 restarts. A host label
 // would be unbounded — a farm renders for as many hosts as its targets name — so the per-host
 // series cover only hosts the table holds, and at most hostSeriesMax of them each.
@@ -29,7 +29,7 @@ const hostSeriesMax = 20
 // collectHosts exports the politeness series at nowMs.
 func (c *collector) collectHosts(nowMs int64, sum func(shm.Counter) float64, counter, gauge func(*prometheus.Desc, float64, ...string)) {
 	counter(descRenderRefuse, sum(shm.CounterRenderRefusedHost), "host")
-	rows := hostview.Rows(c.s.seg, c.s.cfg.Load().Render.Hosts.Max, nowMs)
+	rows := hosts.Rows(c.s.seg, c.s.cfg.Load().Render.Hosts.Max, nowMs)
 	gauge(descHostsTracked, float64(len(rows)))
 	for _, r := range topPaused(rows) {
 		gauge(descHostPaused, 1, r.Host)
@@ -39,7 +39,7 @@ func (c *collector) collectHosts(nowMs int64, sum func(shm.Counter) float64, cou
 	}
 }
 
-// topPaused is the paused hosts of rows (sorted by hostview.Compare: the paused first, the
+// topPaused is the paused hosts of rows (sorted by hosts.Compare: the paused first, the
 // longest pause first), at most hostSeriesMax.
 func topPaused(rows []wire.QueueHost) []wire.QueueHost {
 	n := 0

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
+	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
@@ -33,8 +37,9 @@ func grantHook(gl *grantlog.Log) func([]byte, int64) {
 }
 
 // newMember builds worker 0's part in the cluster when the store is PostgreSQL: nil on Badger,
-// whose node alone owns everything (and grants with no fence: grantUntil 0).
-func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log) *cluster.Member {
+// whose node alone owns everything (and grants with no fence: grantUntil 0). farm, when not
+// nil, is told of the membership at every tick.
+func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log, farm *hosts.Farm) *cluster.Member {
 	pg, ok := st.(*pgstore.Store)
 	if !ok {
 		e.seg.Fence().SetGrantUntil(0)
@@ -59,7 +64,42 @@ func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log) *cl
 	if gl != nil {
 		opts.Event = gl.Event
 	}
+	if farm != nil {
+		opts.Members = farm.Members
+	}
 	return cluster.NewMember(opts)
+}
+
+// newFarm builds the hosts' farm of a node on PostgreSQL: each host's limit divided among the
+// live nodes, and the refusals' pauses shared through the database. nil on Badger, whose node
+// holds every host's whole limit. The Tracker tells it of the pauses it sets.
+func newFarm(e *env, cfg *config.Config, st store.Store, tracker *hosts.Tracker) *hosts.Farm {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return nil
+	}
+	tick := cfg.Cluster.LeaseTTL.D() / 4
+	grace := hosts.FarmGrace(cfg.Render.Timeout.D(), tick)
+	farm := hosts.NewFarm(hosts.FarmOptions{Seg: e.seg, Tracker: tracker, Board: pg, Grace: grace,
+		Round: hosts.FarmRound(grace), Tick: tick, Now: clock.Now, Log: e.log})
+	tracker.OnPause = farm.Paused
+	return farm
+}
+
+// farmService adapts a possibly nil *hosts.Farm to Start/Stop.
+type farmService struct{ f *hosts.Farm }
+
+func (s farmService) Start(ctx context.Context) error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Start(ctx)
+}
+
+func (s farmService) Stop() {
+	if s.f != nil {
+		s.f.Stop()
+	}
 }
 
 // pgFenced counts what a cluster's fence refused in worker 0's counters.
@@ -88,4 +128,40 @@ func (s memberService) Stop() {
 	if s.m != nil {
 		s.m.Stop()
 	}
+}
+
+// missWatchPeriod is how often a node of a cluster asks the database whether a page its
+// waiters wait for was committed by another node: a waiter is answered within it of the
+// commit (plus the read).
+const missWatchPeriod = 250 * time.Millisecond
+
+// missWatch wakes the node's render-on-miss waiters when another node of the cluster commits
+// their page (intake.Misses.Watch); a no-op on Badger, whose worker 0 applies every result.
+type missWatch struct {
+	startstop.BaseStartStop
+	misses  *intake.Misses
+	present func(ctx context.Context, keys [][]byte) ([][]byte, error) // nil on Badger
+}
+
+func newMissWatch(st store.Store, misses *intake.Misses) *missWatch {
+	w := &missWatch{misses: misses}
+	if pg, ok := st.(*pgstore.Store); ok {
+		w.present = pg.PagesPresent
+	}
+	return w
+}
+
+func (w *missWatch) Start(ctx context.Context) error {
+	if w.present == nil {
+		return nil
+	}
+	ctx, start, done := w.StartInit(ctx)
+	if !start {
+		return nil
+	}
+	go func() {
+		defer done()
+		w.misses.Watch(ctx, missWatchPeriod, w.present)
+	}()
+	return nil
 }

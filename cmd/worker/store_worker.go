@@ -62,6 +62,7 @@ type worker0 struct {
 
 	st       store.Store   // nil until opened
 	member   memberService // the cluster's membership; a no-op on Badger
+	farm     farmService   // the hosts' limits and pauses across the cluster; a no-op on Badger
 	gc       gcService
 	sweep    *sweepService // nil until built
 	srv      *http.Server  // nil until the socket listens
@@ -71,6 +72,7 @@ type worker0 struct {
 	status   *sweepCounts
 	capacity *capacity.Service // nil until built
 	misses   *intake.Misses    // render on miss; stopped before the socket drains
+	watch    *missWatch        // wakes the misses' waiters on another node's commit; nil until built
 	crawlers *crawlerListener  // serve.listen; nil when off
 }
 
@@ -105,10 +107,19 @@ func (w *worker0) Start(ctx context.Context) error {
 	}
 	w.st = st
 	grants := openGrantLog(e, cfg)
-	// In a cluster the node takes its shards before anything reads or grants them.
-	w.member = memberService{newMember(e, cfg, st, grants)}
+	// Worker 0 is the host table's one writer: every result, local or remote, passes its
+	// Applier's Tracker; in a cluster, the farm adopts the other nodes' pauses through it too.
+	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
+	farm := newFarm(e, cfg, st, politeness)
+	// In a cluster the node takes its shards before anything reads or grants them, and learns
+	// its share of each host's limit at the same tick.
+	w.member = memberService{newMember(e, cfg, st, grants, farm)}
 	if err := w.member.Start(ctx); err != nil {
 		return wrap("cluster", err)
+	}
+	w.farm = farmService{farm}
+	if err := w.farm.Start(ctx); err != nil {
+		return wrap("hosts' farm", err)
 	}
 	if restored, err := st.Reconcile(nowMs()); err != nil {
 		e.log.Error().Err(err).Msg("reconcile failed")
@@ -158,8 +169,6 @@ func (w *worker0) Start(ctx context.Context) error {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
 		}}
-	// Worker 0 is the host table's one writer: every result, local or remote, passes its Applier.
-	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
 	// Worker 0's own series (the crawler listener's and the conditional checks'), which the
 	// supervisor's /metrics merges from wire.PathServeMetrics.
 	serveReg := prometheus.NewRegistry()
@@ -175,6 +184,11 @@ func (w *worker0) Start(ctx context.Context) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_stale_requests_total",
 			Help: "Of freshq_serve_observed_requests_total, those served after the content had changed (expected)."},
 			func() float64 { _, st := stale.Totals(); return st }))
+	// In a cluster another node may render a miss waited for here: its commit wakes the waiter.
+	w.watch = newMissWatch(st, w.misses)
+	if err := w.watch.Start(ctx); err != nil {
+		return wrap("miss watch", err)
+	}
 	control := &api.Control{
 		Index: index,
 		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
@@ -259,8 +273,12 @@ func (w *worker0) Stop() {
 	}
 	// A stopping node hands its shards over at once: the other nodes need not wait for a TTL,
 	// and the results still in flight here are fenced from now on (at-least-once).
+	w.farm.Stop()
 	w.member.Stop()
 	closeStore := true // false when a writer may still run: see workerStop
+	if w.watch != nil {
+		w.watch.Stop()
+	}
 	if w.misses != nil {
 		w.misses.Stop() // its waiters are answered 503 now, not at the end of the drain
 	}

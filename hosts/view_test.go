@@ -1,4 +1,4 @@
-package hostview
+package hosts
 
 import (
 	"math/rand/v2"

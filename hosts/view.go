@@ -1,13 +1,4 @@
-// Package hostview reads the node's politeness state for people: the hosts the shared
-// segment's host table holds (paused by a Retry-After, or limited below their maximum by their
-// errors), each with the renders of it in flight, in one order — the most held back first. It
-// is what /v1/queue's hosts section, freshqctl top's hosts block and the freshq_host_* metrics
-// show, so the three agree.
-//
-// It only reads shared memory, from any process, and never blocks: a host slot being rewritten
-// while it reads is left out of that read (the table's sequence lock), and a host that is not in
-// the table is at its defaults and is not listed. The list is bounded by the table's capacity.
-package hostview
+package hosts
 
 import (
 	"slices"
@@ -18,24 +9,32 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// Rows reads the host table at nowMs: every host it holds, with its effective limit (its
-// allowance under maxOf(host), its configured maximum), whether it is paused now and its
-// renders in flight (its host tokens held), sorted by Less.
+// The people's view of politeness: the hosts the shared segment's host table holds (paused by
+// a Retry-After, or limited below their maximum by their errors), each with the renders of it
+// in flight, in one order — the most held back first. It is what /v1/queue's hosts section,
+// freshqctl top's hosts block and the freshq_host_* metrics show, so the three agree. It only
+// reads shared memory, from any process, and never blocks: a host slot being rewritten while
+// it reads is left out of that read (the table's sequence lock), and a host that is not in the
+// table is at its defaults and is not listed. The list is bounded by the table's capacity.
+
+// Rows reads the host table at nowMs: every host it holds, with its allowance (Allow, under
+// maxOf(host), its configured maximum), whether it is paused now and its renders in flight
+// (its host tokens held), sorted by Compare.
 func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.QueueHost {
-	states := seg.Hosts().Snapshot()
+	states, farm := seg.Hosts().Snapshot(), seg.Hosts().Farm()
 	out := make([]wire.QueueHost, 0, len(states))
 	for i := range states {
-		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), nowMs))
+		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), farm, nowMs))
 	}
 	slices.SortFunc(out, Compare)
 	return out
 }
 
-func row(seg *shm.Segment, st *shm.HostState, hostMax int, nowMs int64) wire.QueueHost {
-	limit, paused := st.Allowance(hostMax, nowMs)
+func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm shm.HostFarm, nowMs int64) wire.QueueHost {
+	a := Allow(st.Hash, *st, true, hostMax, farm, nowMs)
 	r := wire.QueueHost{
-		Host: st.Host, Paused: paused, Limit: limit, Max: hostMax,
-		InFlight: seg.Leases().HostInFlight(st.Hash, hostMax, nowMs),
+		Host: st.Host, Paused: a.Paused, Limit: a.Limit, Max: a.Max,
+		InFlight: seg.Leases().HostInFlight(st.Hash, a.Max, nowMs),
 		Cause:    st.Cause.String(), Status: int(st.Status), SinceMs: st.SinceMs,
 	}
 	if since, ok := jsonTime(st.SinceMs); ok {

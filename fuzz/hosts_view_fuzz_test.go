@@ -6,17 +6,17 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/freshq/freshq/hostview"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
 // FuzzHostView stores arbitrary host states in a host table — any name, times far outside the
 // clock's, any limit, cause and status, as a corrupt or future writer could leave them — and
-// reads them as /v1/queue's hosts section and the host metrics do (hostview.Rows): never a
+// reads them as /v1/queue's hosts section and the host metrics do (hosts.Rows): never a
 // panic; the view encodes as JSON (a time JSON cannot carry is left out, not the answer);
 // every row's limit is between 1 and its maximum, paused exactly while the pause has not
-// ended; and the rows are in hostview.Compare's order.
+// ended; and the rows are in hosts.Compare's order.
 func FuzzHostView(f *testing.F) {
 	seg, err := shm.Create(filepath.Join(f.TempDir(), "seg"), shm.Options{Workers: 2, HostCapacity: 16})
 	if err != nil {
@@ -43,7 +43,7 @@ func FuzzHostView(f *testing.F) {
 			}
 		}()
 		maxOf := func(h []byte) int { return 1 + (int(maxRaw)+len(h))%shm.MaxHostTokens }
-		rows := hostview.Rows(seg, maxOf, nowMs)
+		rows := hosts.Rows(seg, maxOf, nowMs)
 		if _, err := json.Marshal(wire.QueueView{Hosts: rows, HostsTracked: len(rows)}); err != nil {
 			t.Fatalf("the hosts section does not encode: %v", err)
 		}
@@ -54,7 +54,7 @@ func FuzzHostView(f *testing.F) {
 			if r.Paused != (nowMs < r.PausedUntilMs) {
 				t.Fatalf("%q: paused %v, until %d, now %d", r.Host, r.Paused, r.PausedUntilMs, nowMs)
 			}
-			if i > 0 && hostview.Compare(rows[i-1], r) > 0 {
+			if i > 0 && hosts.Compare(rows[i-1], r) > 0 {
 				t.Fatalf("out of order: %+v before %+v", rows[i-1], r)
 			}
 		}
