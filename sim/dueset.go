@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -316,12 +317,12 @@ func (d *DueSet) walk(fromMs, nowMs int64, maxRows, chunk int, visit func([]stor
 		d.sortBucket(bk)
 		rows := bk.rows
 		if bi == first {
-			i, _ := slices.BinarySearchFunc(rows, fromMs, func(r store.DueRow, t int64) int { return cmpInt(r.DueAtMs, t) })
+			i, _ := slices.BinarySearchFunc(rows, fromMs, func(r store.DueRow, t int64) int { return cmp.Compare(r.DueAtMs, t) })
 			rows = rows[i:]
 		}
 		end := len(rows)
 		if (d.base+bi+1)*bucketMs-1 > nowMs {
-			end, _ = slices.BinarySearchFunc(rows, nowMs+1, func(r store.DueRow, t int64) int { return cmpInt(r.DueAtMs, t) })
+			end, _ = slices.BinarySearchFunc(rows, nowMs+1, func(r store.DueRow, t int64) int { return cmp.Compare(r.DueAtMs, t) })
 		}
 		for len(rows) > 0 {
 			n := min(end, chunk)
@@ -369,16 +370,6 @@ func warm(rows []store.DueRow) byte {
 		}
 	}
 	return x
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 type walkStats struct {
@@ -594,7 +585,7 @@ func (p *Pass) ClassHeads() ([]store.ClassHead, error) {
 	for class, rows := range p.classes {
 		heads = append(heads, store.ClassHead{Class: class, DueRow: rows[0]})
 	}
-	slices.SortFunc(heads, func(a, b store.ClassHead) int { return cmpInt(int64(a.Class), int64(b.Class)) })
+	slices.SortFunc(heads, func(a, b store.ClassHead) int { return cmp.Compare(a.Class, b.Class) })
 	return heads, nil
 }
 

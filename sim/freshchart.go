@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func WriteFreshChart(dir, linkDir string, rows []FreshRow) (Chart, error) {
 			if len(pts) == 0 {
 				continue
 			}
-			slices.SortFunc(pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+			slices.SortFunc(pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 			l, s, err := plotter.NewLinePoints(pts)
 			if err != nil {
 				return Chart{}, fmt.Errorf("sim: freshness chart: %w", err)
@@ -85,16 +86,6 @@ func WriteFreshChart(dir, linkDir string, rows []FreshRow) (Chart, error) {
 		return Chart{}, fmt.Errorf("sim: freshness chart: %w", err)
 	}
 	return Chart{Title: "requests served stale against capacity, per policy", Path: path, Link: linkDir + "/" + file}, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // percentTicks labels a linear axis of shares in percent, every 10 % (every 25 % past 100 %).
