@@ -269,6 +269,9 @@ type frame struct {
 	// /v1/queue's hosts, the most held back first; HostsHeld counts them all.
 	Hosts     []wire.QueueHost `json:"hosts,omitempty"`
 	HostsHeld int              `json:"hosts_held_back,omitempty"`
+	// Farm is how this node divides every host's limit with the cluster's other live nodes
+	// (/v1/queue's cluster.farm); nil on a node alone.
+	Farm *wire.QueueFarm `json:"farm,omitempty"`
 }
 
 // topHosts is how many held-back hosts a frame lists.
@@ -371,6 +374,9 @@ func (a *app) printFrame(w io.Writer, f frame, every time.Duration, live bool) {
 		fmt.Fprintln(w, truncate(l, 79))
 	}
 	if l := freshnessLine(f.Freshness); l != "" {
+		fmt.Fprintln(w, truncate(l, 79))
+	}
+	if l := farmLine(f.Farm); l != "" {
 		fmt.Fprintln(w, truncate(l, 79))
 	}
 	fmt.Fprintln(w)
@@ -488,6 +494,9 @@ func runTop(a *app, args []string) error {
 			if q := a.readQueue(); q != nil {
 				f.Capacity, f.Freshness = q.Capacity, q.Freshness
 				f.Hosts, f.HostsHeld = heldBack(q.Hosts)
+				if q.Cluster != nil {
+					f.Farm = q.Cluster.Farm
+				}
 			}
 			prev = cur
 			switch {
@@ -536,6 +545,18 @@ func freshnessLine(f *wire.QueueFreshness) string {
 		return ""
 	}
 	return fmt.Sprintf("served stale %.1f%% of %.0f crawler requests (policy %s)", 100*f.StaleShare, f.ServedRequests, f.Policy)
+}
+
+// farmLine says how this node shares the hosts' limits with the cluster's live nodes: empty on
+// a node alone.
+func farmLine(f *wire.QueueFarm) string {
+	switch {
+	case f == nil:
+		return ""
+	case f.Nodes == 0:
+		return "farm: this node holds no share of any host's limit (not among the live nodes yet)"
+	}
+	return fmt.Sprintf("farm: node %d of %d live nodes, each host's limit divided among them", f.Index+1, f.Nodes)
 }
 
 // capacityLines are top's capacity header: capacity against demand, the verdict, and the

@@ -209,6 +209,29 @@ func TestTopShowsCapacity(t *testing.T) {
 	}
 }
 
+// In a cluster, top says which share of every host's limit the node holds; alone, nothing.
+func TestTopShowsTheFarm(t *testing.T) {
+	var v wire.QueueView
+	v.Cluster = &wire.QueueCluster{Node: "node-b", Farm: &wire.QueueFarm{Index: 1, Nodes: 3}}
+	body, _ := json.Marshal(v)
+	f := newFake(t, map[string]http.HandlerFunc{
+		"GET /metrics":  func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, metricsText(1000, 100)) },
+		"GET /v1/queue": func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
+	})
+	r := at(t, f.srv, "top", "--once")
+	wantExit(t, r, 0, "")
+	if want := "farm: node 2 of 3 live nodes, each host's limit divided among them\n"; !strings.Contains(r.stdout, want) {
+		t.Fatalf("top --once lacks %q:\n%s", want, r.stdout)
+	}
+	fits(t, r.stdout)
+	if l := farmLine(&wire.QueueFarm{}); !strings.Contains(l, "no share") {
+		t.Fatalf("a node not among the live ones: %q", l)
+	}
+	if l := farmLine(nil); l != "" {
+		t.Fatalf("a node alone: %q", l)
+	}
+}
+
 // top shows the measured share of requests served stale once some were counted.
 func TestTopFreshnessLine(t *testing.T) {
 	if l := freshnessLine(nil); l != "" {
