@@ -171,7 +171,7 @@ func (n *node) explain(u string) (wire.Explanation, int) {
 	return e, resp.StatusCode
 }
 
-// Issue 18's first "done" case. 200 targets of one local origin, 2 render workers of 8 renders
+// The politeness scenario, first case. 200 targets of one local origin, 2 render workers of 8 renders
 // each (the host's default limit, 4, binds). The origin answers its first 30 requests 200, then
 // 429 with Retry-After: 2 to every request arriving within a second of its first 429 (at T),
 // then 200 again. Once /v1/queue shows the host paused (at K, polled every 5 ms), no render
@@ -303,7 +303,7 @@ func TestEndToEndHostRetryAfterPause(t *testing.T) {
 		early, tolerance, h.InFlight, resumed.Sub(T).Round(time.Millisecond), checked, m[`freshq_render_refused_total{cause="host"}`])
 }
 
-// Issue 18's second "done" case: 3 render workers of 8 renders each, render.hosts.max_concurrency
+// The politeness scenario, second case: 3 render workers of 8 renders each, render.hosts.max_concurrency
 // 2, and 100 targets on one origin that holds each request 50 ms: the origin never serves more
 // than 2 requests at once, does serve 2 at once (so the test can fail), and every page renders.
 func TestEndToEndHostMaxConcurrency(t *testing.T) {

@@ -87,7 +87,7 @@ func (n *node) waiters() float64 {
 	return -1
 }
 
-// Issue 19's "done" case: 100 concurrent requests with wait for one unknown URL, against an
+// Render on miss under a crowd: 100 concurrent requests with wait for one unknown URL, against an
 // origin that takes at least a second, are answered with one page from one render: exactly one
 // hit at the origin. A request past page.max_waiters, sent while they wait, gets 503 with
 // Retry-After at once.
