@@ -127,6 +127,8 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("POST", "/v1/prioritize", "application/json", "", `{"prefix": "https://a.test/c/", "mode": "wait"}`)
 	add("POST", "/v1/prioritize", "application/json", "", `{"url": "https://a.test/c/1", "prefix": "https://a.test/", "mode": "rush"}`)
 	addJSON("/v1/claim", `{"limit": 2, "lease": "2m", "renderer": "farm-eu"}`)
+	addJSON(wire.PathValidators, `{"key": $KEY}`)
+	add("POST", wire.PathValidators, "application/json", "", `{"key": "ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzA="}`)
 	add("POST", "/v1/claim", "application/json", "", `{"limit": 0, "lease": "1s", "renderer": "FARM!"}`)
 	addJSON("/v1/leases/extend", `{"key": $KEY, "lease": $LEASE, "ttl": "5m"}`)
 	add("POST", "/v1/leases/extend", "application/json", "", `{"key": "ZGVza3RvcHxodHRwczovL2EudGVzdC9jLzE=", "lease": {"slot": 4294967295, "state": 1, "key_hash": 2}}`)
@@ -195,7 +197,7 @@ var (
 	apiPaths = []string{"/v1/targets", "/v1/discover", "/v1/prioritize", "/v1/pages", "/v1/claim", "/v1/results",
 		"/v1/leases/extend", "/v1/leases/release", "/v1/sitemaps", "/v1/sitemaps/{run}", "/v1/queue",
 		wire.PathClaim, wire.PathResults, wire.PathStatus, "/", "/v1/", "/v1/targets/", "/v1/leases",
-		"/v1/keys/check", "/v1/keys/migrate", wire.PathPlan}
+		"/v1/keys/check", "/v1/keys/migrate", wire.PathPlan, wire.PathValidators}
 	apiContentTypes = []string{"application/json", "text/plain", wire.ResultsContentType, "application/xml", "text/xml",
 		"application/gzip", "", "application/json; charset=utf-8", "multipart/form-data; boundary=x"}
 	// apiSeededKeys are the targets the set-up files; the store comparison reads their target
@@ -268,7 +270,9 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	index := &claim.IndexSource{Scanner: st, Segment: seg, Policy: polFn, Now: now}
 	// Render on miss as worker 0 has it, except that a wait ends at once (no render runs here).
-	misses := &intake.Misses{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now}),
+	// One targets service for every entry point, as in worker 0.
+	targetsSvc := intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now})
+	misses := &intake.Misses{Targets: targetsSvc,
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
@@ -276,12 +280,13 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),
+		Targets: targetsSvc,
 	}
 	mux := http.NewServeMux()
 	control.Register(mux)
-	targets := &api.Targets{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now}), Limit: heavy}
+	targets := &api.Targets{Targets: targetsSvc, Limit: heavy}
 	targets.Register(mux)
-	runs := &intake.SitemapRuns{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now}),
+	runs := &intake.SitemapRuns{Targets: targetsSvc,
 		Client: &http.Client{Transport: refuseTransport{}}}
 	if err := runs.Start(context.Background()); err != nil {
 		f.Fatal(err)
@@ -291,7 +296,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
 		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
-	(&api.Explain{Targets: intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: st, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now})}).Register(mux)
+	(&api.Explain{Targets: targetsSvc}).Register(mux)
 	(&api.Keys{Targets: targets.Targets}).Register(mux)
 	(&api.Plan{Compute: func(next *config.Config) (wire.Plan, error) {
 		return capacity.Plan(st, pol, policy.New(next), capacity.Capacity{PerSecond: 1}, 0)
