@@ -179,6 +179,19 @@ func TestTopRedrawsOnATerminal(t *testing.T) {
 // TestTopShowsCapacity: top's header carries worker 0's capacity view from /v1/queue — the
 // capacity, the demand, the verdict and the projected lateness of the lanes with demand — and
 // a server without it still gets its frame.
+// queueFake is a server whose /metrics shows 1,000 renders and whose /v1/queue answers v.
+func queueFake(t *testing.T, v wire.QueueView) *fake {
+	t.Helper()
+	body, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFake(t, map[string]http.HandlerFunc{
+		"GET /metrics":  func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, metricsText(1000, 100)) },
+		"GET /v1/queue": func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
+	})
+}
+
 func TestTopShowsCapacity(t *testing.T) {
 	var v wire.QueueView
 	c := &wire.Capacity{}
@@ -188,11 +201,7 @@ func TestTopShowsCapacity(t *testing.T) {
 	c.Projection.ByLane = map[string]float64{"submitted": 1.21, "discovered": 1.42, "urgent": 1, "cold": 1}
 	c.Projection.Verdict, c.Projection.DrainSeconds = "falling behind by 216 renders/h", -1
 	v.Capacity = c
-	body, _ := json.Marshal(v)
-	f := newFake(t, map[string]http.HandlerFunc{
-		"GET /metrics":  func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, metricsText(1000, 100)) },
-		"GET /v1/queue": func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
-	})
+	f := queueFake(t, v)
 	r := at(t, f.srv, "top", "--once")
 	wantExit(t, r, 0, "")
 	for _, want := range []string{"capacity 0.2/s (5% retries/rechecks)  demand 0.25/s\nfalling behind by 216 renders/h\n",
@@ -213,11 +222,7 @@ func TestTopShowsCapacity(t *testing.T) {
 func TestTopShowsTheFarm(t *testing.T) {
 	var v wire.QueueView
 	v.Cluster = &wire.QueueCluster{Node: "node-b", Farm: &wire.QueueFarm{Index: 1, Nodes: 3}}
-	body, _ := json.Marshal(v)
-	f := newFake(t, map[string]http.HandlerFunc{
-		"GET /metrics":  func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, metricsText(1000, 100)) },
-		"GET /v1/queue": func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
-	})
+	f := queueFake(t, v)
 	r := at(t, f.srv, "top", "--once")
 	wantExit(t, r, 0, "")
 	if want := "farm: node 2 of 3 live nodes, each host's limit divided among them\n"; !strings.Contains(r.stdout, want) {
