@@ -78,31 +78,8 @@ func freshPartsOf(pol *policy.Policy, key []byte, cadenceMs int64, f *store.Fres
 	}
 	p.ChangesPerHour = historyOf(f).Rate(changePrior(pol, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(pol, key, f, now)
-	p.CrossMs = crossing(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, cadenceMs)
-	p.IntervalMs = cadenceMs
-	if p.CrossMs > 0 {
-		p.IntervalMs = min(max(p.CrossMs, p.MinIntervalMs), cadenceMs)
-	}
+	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, cadenceMs)
 	return p
-}
-
-// crossing is the time τ ≤ maxMs at which freshness.Marginal(λ, μ, τ) first reaches nu, or 0
-// when it does not by maxMs. h grows from 0 towards μ/λ, monotonically, so a bisection finds
-// it to the millisecond.
-func crossing(lambda, mu, nu float64, maxMs int64) int64 {
-	if maxMs <= 0 || freshness.Marginal(lambda, mu, maxMs) < nu {
-		return 0
-	}
-	lo, hi := int64(0), maxMs
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if freshness.Marginal(lambda, mu, mid) >= nu {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
 }
 
 // explainFreshness is the freshness part of GET /v1/targets' explanation.

@@ -14,7 +14,7 @@ import (
 func TestCrossing(t *testing.T) {
 	for _, c := range []struct{ lambda, mu, nu float64 }{{1, 10, 1}, {0.1, 2, 0.5}, {24, 100, 3}, {0.01, 0.5, 0.2}} {
 		max := int64(48 * hour)
-		tau := crossing(c.lambda, c.mu, c.nu, max)
+		tau := freshness.Crossing(c.lambda, c.mu, c.nu, max)
 		if tau == 0 {
 			t.Fatalf("%+v: no crossing within 48 h", c)
 		}
@@ -26,7 +26,7 @@ func TestCrossing(t *testing.T) {
 		}
 	}
 	// μ/λ below ν: never worth a render before the ceiling.
-	if tau := crossing(1, 0.5, 1, 48*hour); tau != 0 {
+	if tau := freshness.Crossing(1, 0.5, 1, 48*hour); tau != 0 {
 		t.Fatalf("μ/λ < ν crossed at %d", tau)
 	}
 }
@@ -88,7 +88,7 @@ routes:
 	}
 	row, _ := e.Store.GetSchedule(key)
 	lambda := 1.0 / 6
-	want := crossing(lambda, 0.2, 1, 48*hour)
+	want := freshness.Crossing(lambda, 0.2, 1, 48*hour)
 	if got := row.DueAtMs - start; want == 0 || abs64(got-want) > 60_000 {
 		t.Fatalf("due %d after the render, want the crossing %d (λ %v, μ 0.2)", got, want, lambda)
 	}

@@ -419,7 +419,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	if sc.Score == ScoreProduction {
+	if sc.Score == ScoreProduction || sc.Score == DueFreshness {
 		// The sweep reads by class, as on worker 0's Badger. The class merge bounds a class by
 		// relative lateness, which orders a class's rows as their due times do; a freshness
 		// score does not, so the scored runs read the whole due set, as the sweep does on a
@@ -460,7 +460,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		if r.tr, err = newTruthRun(r, *opts.Fresh); err != nil {
 			return nil, err
 		}
-		if sc.Score != ScoreProduction {
+		if r.tr.scored() {
 			pol = pol.WithScorer(r.tr.score) // polFn returns it from now on
 		}
 	} else if sc.Score != ScoreProduction {
@@ -548,7 +548,9 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if t == nextSample {
 			if r.tr != nil {
-				r.tr.sample(t)
+				if err := r.tr.sample(t); err != nil {
+					return err
+				}
 			}
 			r.sample()
 			nextSample += sampleEvery
@@ -688,7 +690,7 @@ func (r *run) complete(j job) error {
 	d := r.pol.Apply(st, j.outcome, now)
 	due := d.DueAtMs
 	if r.tr != nil {
-		due = r.tr.rendered(i, now, d.Class == policy.ClassSuccess, due)
+		due = r.tr.rendered(i, now, d.Class == policy.ClassSuccess, due, d.CadenceMs)
 	}
 	sch, err := store.NewSchedule(r.c.Keys[i], due, r.c.Submitted[i], d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})

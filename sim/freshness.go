@@ -29,6 +29,16 @@ const (
 	// ScoreOracle: lateness against the optimal interval, 1/fᵢ from freshness.Optimal on every
 	// page's true λᵢ and μᵢ under the run's render budget, within the same bounds.
 	ScoreOracle
+	// DueFreshness is production's queue.policy freshness: no scorer at all. After a success
+	// the row is filed due when its marginal value reaches the threshold ν, within the floor
+	// and the ceiling (freshness.DueAfter, as the Applier files it), from the page's estimator
+	// and request counter as production feeds them (the configuration's prior weight and
+	// request_tau, the route's interval as the change prior); a rise of a page's request rate
+	// brings its due time forward (the demand flush). The sweep ranks the due rows by lateness
+	// ÷ cadence and reads by class, as ready does. ν and the ceilings are fixed (the
+	// configuration's freshness.threshold, the route's interval) unless the scenario follows
+	// capacity (Scenario.Follow).
+	DueFreshness
 )
 
 // FreshOptions configure the freshness measurements of a run with ground truth.
@@ -96,6 +106,7 @@ type truthRun struct {
 	counters   []freshness.Counter
 	optimal    []float64 // per page per hour (ScoreOracle)
 	tick       uint64
+	due        *dueState // DueFreshness
 
 	staleMuMs, muSum float64
 	gaps             [][]float64 // per class, in the window
@@ -115,13 +126,13 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 	if len(fo.Truth.Mu) != n {
 		return nil, fmt.Errorf("truth drawn for %d pages, corpus has %d", len(fo.Truth.Mu), n)
 	}
-	if tr.scoring != ScoreProduction && (r.sc.Ceiling == nil || len(*r.sc.Ceiling) != nc) {
+	if tr.scored() && (r.sc.Ceiling == nil || len(*r.sc.Ceiling) != nc) {
 		return nil, fmt.Errorf("scenario %q: a freshness scoring needs a ceiling per route class", r.sc.Name)
 	}
 	for k, cl := range c.Mix.Classes {
 		tr.intervalMs[k] = cl.Route.Interval.Ms()
 		tr.minMs[k] = max(policy.MinCadence.Milliseconds(), int64(float64(tr.intervalMs[k])/max(fo.MinIntervalDivisor, 1)))
-		if tr.scoring != ScoreProduction {
+		if tr.scored() {
 			tr.maxMs[k] = int64(float64(tr.intervalMs[k]) * max(1, (*r.sc.Ceiling)[k]))
 		}
 	}
@@ -137,6 +148,9 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 		}
 	}
 	switch tr.scoring {
+	case DueFreshness:
+		tr.initDue()
+		fallthrough
 	case ScoreFreshness:
 		tr.hist = make([]freshness.History, n)
 		tr.counters = make([]freshness.Counter, n)
@@ -149,7 +163,7 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 		}
 		for i := range n {
 			k := c.Class[i]
-			tr.counters[i] = freshness.NewCounter(c.Start, sum[k]/cnt[k], fo.RequestTau.Milliseconds())
+			tr.counters[i] = freshness.NewCounter(c.Start, sum[k]/cnt[k], tr.tauMs())
 		}
 	case ScoreOracle:
 		pages := make([]freshness.Page, n)
@@ -188,7 +202,7 @@ func (tr *truthRun) score(row *policy.Row, _ int64, nowMs int64) float64 {
 		return float64(since) / 3_600_000 * tr.optimal[i]
 	}
 	lambda := tr.hist[i].Rate(tr.classPrior(k))
-	mu := tr.counters[i].PerHour(nowMs, tr.fo.RequestTau.Milliseconds())
+	mu := tr.counters[i].PerHour(nowMs, tr.tauMs())
 	return freshness.Score(lambda, mu, since, b)
 }
 
@@ -221,10 +235,26 @@ func (tr *truthRun) prior(k uint8) freshness.Prior {
 	return freshness.Prior{RatePerHour: rate, Weight: tr.fo.PriorWeight, IntervalMs: tr.minMs[k]}
 }
 
+// scored reports whether a scorer ranks the due rows (the scorer's freshness and the oracle),
+// which then keep to the scenario's ceilings.
+func (tr *truthRun) scored() bool {
+	return tr.scoring == ScoreFreshness || tr.scoring == ScoreOracle
+}
+
+// tauMs is the request counters' time constant: the configuration's request_tau for
+// production's mode, FreshOptions.RequestTau for the scorer.
+func (tr *truthRun) tauMs() int64 {
+	if tr.scoring == DueFreshness {
+		return tr.r.cfg.Freshness.RequestTau.Ms()
+	}
+	return tr.fo.RequestTau.Milliseconds()
+}
+
 // rendered records a completed attempt of page i at nowMs and returns the due time to file:
-// the policy's, or for the freshness scorings after a success, the floor from now (every row
-// past its floor is a candidate; the score decides).
-func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs int64) int64 {
+// the policy's; for the freshness scorings after a success, the floor from now (every row past
+// its floor is a candidate; the score decides); for production's freshness after a success,
+// the crossing within the bounds (dueAfter).
+func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs, cadenceMs int64) int64 {
 	if !success || tr.r.c.Fate[i] != FateOK {
 		return dueMs
 	}
@@ -260,25 +290,33 @@ func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs int64) int6
 		tr.changeN[i]++
 	}
 	tr.lastRender[i] = nowMs
-	if tr.scoring == ScoreProduction {
+	switch tr.scoring {
+	case ScoreProduction:
 		return dueMs
+	case DueFreshness:
+		return nowMs + tr.dueAfter(i, cadenceMs, nowMs)
 	}
 	return nowMs + tr.minMs[k]
 }
 
-// sample counts the requests of the sample period that ends at nowMs into the counters.
-func (tr *truthRun) sample(nowMs int64) {
+// sample counts the requests of the sample period that ends at nowMs into the counters (and,
+// for production's freshness, flushes them as the demand flush does).
+func (tr *truthRun) sample(nowMs int64) error {
 	if tr.counters == nil {
-		return
+		return nil
 	}
 	h := tr.r.opts.SampleEvery.Hours()
-	tau := tr.fo.RequestTau.Milliseconds()
+	tau := tr.tauMs()
 	for i := range tr.counters {
 		if n := tr.t.requests(i, tr.tick, h); n > 0 {
 			tr.counters[i].Add(nowMs, n, tau)
 		}
 	}
 	tr.tick++
+	if tr.scoring == DueFreshness {
+		return tr.demandFlush(nowMs)
+	}
+	return nil
 }
 
 // finish closes the window: every page stale at its end counts to the end.
@@ -314,7 +352,7 @@ func (tr *truthRun) finish() *FreshResult {
 			cmx, cp99 = cg[len(cg)-1], percentile(cg, 0.99)
 		}
 		fr.RouteMaxClean, fr.RouteP99Clean = append(fr.RouteMaxClean, cmx), append(fr.RouteP99Clean, cp99)
-		if tr.scoring != ScoreProduction {
+		if tr.scored() {
 			fr.Ceiling = append(fr.Ceiling, float64(tr.maxMs[k])/float64(tr.intervalMs[k]))
 		}
 	}
@@ -365,7 +403,7 @@ type FreshRow struct {
 }
 
 // FreshPolicies are the freshness comparison's policies, in report order.
-var FreshPolicies = []string{"index", "ready", "freshness", "oracle"}
+var FreshPolicies = []string{"index", "ready", "freshness", "freshness-scorer", "oracle"}
 
 // RunFreshness runs the freshness comparison on corpus c with truth: at each capacity, index
 // order and ready (production's lanes), then freshness and the oracle with each route's
@@ -397,7 +435,7 @@ func RunFreshnessMixes(ctx context.Context, mixes []FreshMix, o Options, capacit
 		mix      FreshMix
 		opts     Options
 		capacity float64
-		res      [4]*Result // FreshPolicies order
+		res      [5]*Result // FreshPolicies order
 	}
 	var (
 		cells    []*cell
@@ -455,9 +493,14 @@ func RunFreshnessMixes(ctx context.Context, mixes []FreshMix, o Options, capacit
 				ceiling[k] = max(1, v)
 			}
 			wg.Go(func() {
-				run(c, 2, Scenario{Name: "freshness", Mode: policy.ModeLanes, Capacity: c.capacity, Score: ScoreFreshness, Ceiling: &ceiling})
+				run(c, 3, Scenario{Name: "freshness-scorer", Mode: policy.ModeLanes, Capacity: c.capacity, Score: ScoreFreshness, Ceiling: &ceiling})
 			})
-			run(c, 3, Scenario{Name: "oracle", Mode: policy.ModeLanes, Capacity: c.capacity, Score: ScoreOracle, Ceiling: &ceiling})
+			run(c, 4, Scenario{Name: "oracle", Mode: policy.ModeLanes, Capacity: c.capacity, Score: ScoreOracle, Ceiling: &ceiling})
+		})
+	}
+	for _, c := range order {
+		wg.Go(func() {
+			run(c, 2, Scenario{Name: "freshness", Mode: policy.ModeLanes, Capacity: c.capacity, Score: DueFreshness})
 		})
 	}
 	for _, c := range order {
