@@ -18,6 +18,10 @@ type Projection struct {
 	// route is rendered (1 = on time; 2 = a cadence late), the mean over its renders.
 	ByLane  map[string]float64
 	ByRoute map[string]float64
+	// LongestByRoute is, per route, the largest age ÷ cadence of its classes (lane and
+	// submitted fact): the longest a page of the route waits under relative lateness, the
+	// ceiling a capacity-following freshness keeps to (TuneFreshness).
+	LongestByRoute map[string]float64
 	// SurplusPerHour is renders per hour to spare (negative: falling behind by that many).
 	SurplusPerHour float64
 	// DrainSeconds is the time to render today's backlog at the surplus; -1 when it never drains.
@@ -40,7 +44,7 @@ func Project(d Demand, c Capacity, boost float64, backlog uint64) Projection {
 	if boost < 1 {
 		boost = 1
 	}
-	p := Projection{ByLane: map[string]float64{}, ByRoute: map[string]float64{}}
+	p := Projection{ByLane: map[string]float64{}, ByRoute: map[string]float64{}, LongestByRoute: map[string]float64{}}
 	outside := min(max(c.RetryShare+c.RecheckShare, 0), 1)
 	p.CadenceCapacity = c.PerSecond * (1 - outside)
 	switch {
@@ -74,6 +78,9 @@ func Project(d Demand, c Capacity, boost float64, backlog uint64) Projection {
 		routeD[cl.Route] += cl.PerSecond
 		routeR[cl.Route] += renders
 		p.ByRoute[cl.Route] = 1
+		if cl.PerSecond > 0 {
+			p.LongestByRoute[cl.Route] = max(p.LongestByRoute[cl.Route], 1+lateness(cl))
+		}
 	}
 	for name, r := range laneR {
 		if r > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -30,6 +31,9 @@ type Service struct {
 	Log     zerolog.Logger
 	// Every is the recount period; 0 is RecountEvery. Tests set a short one.
 	Every time.Duration
+	// Freshness, if set, tunes queue.policy freshness at every recount (FreshTuner); nil: the
+	// configuration's threshold and the routes' intervals stay.
+	Freshness *FreshTuner
 
 	mu            sync.Mutex
 	recountedAtMs int64
@@ -73,14 +77,50 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Recount() { s.recount(s.Store) }
 
 func (s *Service) recount(src Source) {
+	pol := s.Policy()
+	tune := s.Freshness != nil && pol.Config().Queue.Policy == config.PolicyFreshness
+	var pages []FreshPage
+	if tune {
+		now := s.Now()
+		src = &pageTap{Source: src, fn: func(key []byte, row store.Row, t *store.Target) {
+			if pg, ok := s.Freshness.Page(pol, key, row, t, now); ok {
+				pages = append(pages, pg)
+			}
+		}}
+	}
 	d, err := s.Ledger.Recount(src, s.Log)
 	if err != nil {
 		s.Log.Error().Err(err).Msg("capacity recount failed; keeping the incremental demand")
 		return
 	}
+	if tune {
+		s.tune(pol, pages)
+	}
 	s.mu.Lock()
 	s.recountedAtMs, s.drift = s.Now(), math.Abs(d.RecountTotal-d.IncrementalTotal)
 	s.mu.Unlock()
+}
+
+// tune computes and publishes the freshness tuning from the recount's pages (TuneFreshness),
+// logging it (info "freshness tuned" with nu, capacity_per_second, saturated, pages).
+func (s *Service) tune(pol *policy.Policy, pages []FreshPage) {
+	now := s.Now()
+	var backlog uint64
+	if s.Backlog != nil {
+		backlog = s.Backlog()
+	}
+	f := s.Freshness
+	s.mu.Lock() // Recount may be called beside the periodic one
+	defer s.mu.Unlock()
+	t, ok := TuneFreshness(FreshInput{Demand: s.Ledger.Demand(), Measured: s.Meter.Rate(now), Boost: pol.Boost(),
+		Backlog: backlog, SweepMs: pol.Config().Queue.Ready.SweepInterval.Ms(), PrevPerSecond: f.perSecond, Pages: pages})
+	if !ok {
+		return
+	}
+	f.perSecond = t.PerSecond
+	f.Cell.Store(&freshness.Tuning{Nu: t.Nu, Stretch: t.Stretch})
+	s.Log.Info().Float64("nu", t.Nu).Float64("capacity_per_second", t.PerSecond).Bool("saturated", t.Saturated).
+		Int("pages", len(pages)).Msg("freshness tuned")
 }
 
 // View is the capacity view as of now.

@@ -27,6 +27,8 @@ func TestGolden(t *testing.T) {
 				return runOracle(t, d)
 			case "counter":
 				return runCounter(t, d)
+			case "threshold":
+				return runThreshold(t, d)
 			}
 			d.Fatalf(t, "unknown directive %q", d.Cmd)
 			return ""
@@ -163,5 +165,40 @@ func runCounter(t *testing.T, d *datadriven.TestData) string {
 			d.Fatalf(t, "line %q: want +<duration> add N | +<duration> rate", line)
 		}
 	}
+	return out.String()
+}
+
+// threshold budget=F
+// <lambda> <mu> <min-per-hour> <max-per-hour>   (one page a line)
+//
+// The multiplier ν that spends the budget (Threshold), and each page's due interval under it
+// as production files it (DueAfter, floor 1/max-per-hour, ceiling 1/min-per-hour).
+func runThreshold(t *testing.T, d *datadriven.TestData) string {
+	budget := argNum(t, d, "budget")
+	var pages []Page
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			d.Fatalf(t, "line %q: want lambda mu min-per-hour max-per-hour", line)
+		}
+		pages = append(pages, Page{Lambda: num(t, d, f[0]), Mu: num(t, d, f[1]), MinPerHour: num(t, d, f[2]), MaxPerHour: num(t, d, f[3])})
+	}
+	nu := Threshold(pages, budget)
+	var out strings.Builder
+	fmt.Fprintf(&out, "nu %.4g\n", nu)
+	sum := 0.0
+	for i, p := range pages {
+		minMs, maxMs := int64(0), int64(0)
+		if p.MaxPerHour > 0 {
+			minMs = int64(msPerHour / p.MaxPerHour)
+		}
+		if p.MinPerHour > 0 {
+			maxMs = int64(msPerHour / p.MinPerHour)
+		}
+		cross, iv := DueAfter(p.Lambda, p.Mu, nu, minMs, maxMs)
+		sum += msPerHour / float64(iv)
+		fmt.Fprintf(&out, "page %d: due every %s (crossing %s)\n", i, time.Duration(iv)*time.Millisecond, time.Duration(cross)*time.Millisecond)
+	}
+	fmt.Fprintf(&out, "asked %.4f/h of %.4f/h\n", sum, budget)
 	return out.String()
 }

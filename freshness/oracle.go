@@ -97,8 +97,12 @@ func rateAt(p Page, nu float64) float64 {
 	return f
 }
 
-// solveX returns the x > 0 with 1 − e^{−x}(1+x) = y, for 0 < y < 1, by bisection (the left
-// side rises monotonically from 0 to 1). Near 0 it is x²/2, near 1 it needs x of a few tens.
+// solveX returns the x > 0 with 1 − e^{−x}(1+x) = y, for 0 < y < 1: Newton's method (the
+// derivative is x·e^{−x}) kept inside a bracket that bisection narrows whenever a step would
+// leave it, since the left side rises monotonically from 0 to 1 but is convex below x = 1 and
+// concave above. Near 0 it is x²/2, near 1 it needs x of a few tens. A few steps suffice where
+// bisection alone took fifty: Threshold runs it for every row of a corpus at every step of its
+// own bisection.
 func solveX(y float64) float64 {
 	if y <= 0 {
 		return 0
@@ -113,16 +117,22 @@ func solveX(y float64) float64 {
 	for g(hi) < y && hi < 1e6 {
 		lo, hi = hi, hi*2
 	}
-	for range 100 {
-		mid := (lo + hi) / 2
-		if g(mid) < y {
-			lo = mid
+	x := math.Max(math.Min(math.Sqrt(2*y), hi), lo)
+	for range 200 {
+		gx := g(x) - y
+		if gx < 0 {
+			lo = x
 		} else {
-			hi = mid
+			hi = x
 		}
-		if hi-lo <= 1e-12*hi {
-			break
+		next := x - gx/(x*math.Exp(-x))
+		if !(next > lo && next < hi) {
+			next = (lo + hi) / 2
 		}
+		if math.Abs(next-x) <= 1e-12*next || hi-lo <= 1e-12*hi {
+			return next
+		}
+		x = next
 	}
-	return (lo + hi) / 2
+	return x
 }

@@ -52,6 +52,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
@@ -119,6 +120,11 @@ type Applier struct {
 	// would grant it again at once.
 	Hosts *hosts.Tracker
 
+	// Tuning is worker 0's capacity-following threshold and ceilings for queue.policy
+	// freshness (capacity.Service.Freshness); nil, or empty until the first tuning: the
+	// configuration's freshness.threshold and the routes' intervals.
+	Tuning *freshness.TuningCell
+
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
 
@@ -149,7 +155,7 @@ const applyCommitBound = time.Minute
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
-	pol := a.Policy()
+	pol, tu := a.Policy(), a.Tuning.Load()
 	digests := a.digests(pol, results)
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
@@ -205,7 +211,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, r, cur, digests[i], verified, now, &served[j])
+				return decide(pol, tu, r, cur, digests[i], verified, now, &served[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -369,7 +375,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+func decide(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -385,7 +391,7 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 			// Validators refuses the check) after a fast retry.
 			o, body = outcome.Failed, nil
 		} else {
-			return decideNotModified(pol, r, row, t, verified, now, sv)
+			return decideNotModified(pol, tu, r, row, t, verified, now, sv)
 		}
 	}
 	d := pol.Apply(policy.State{
@@ -406,7 +412,7 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 	}
 	if d.Class == policy.ClassSuccess && freshnessOn(pol.Config()) {
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
-		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+		d.DueAtMs = now + freshPartsOf(pol, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
@@ -431,14 +437,14 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 // unchanged observation and the check counted (applyNotModified), and the stored page is
 // written again with now as its time, so that it is served as fresh as a render would be; the
 // last render (LastRender) is not a 304's, so the bound on checks is counted from it.
-func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+func decideNotModified(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	d := pol.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
 		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
 	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
 		*sv = servedStale{served: ob.served}
 	}
 	if freshnessOn(pol.Config()) {
-		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+		d.DueAtMs = now + freshPartsOf(pol, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
 	if err != nil {

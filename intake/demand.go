@@ -23,6 +23,9 @@ type Demand struct {
 	Locks  *KeyLocks
 	Policy func() *policy.Policy
 	Now    func() int64
+	// Tuning is the Applier's (Applier.Tuning): a due time brought forward is the one the
+	// Applier would file.
+	Tuning *freshness.TuningCell
 }
 
 // demandChunk bounds one Modify of a flush: the keys locked and written at once.
@@ -68,7 +71,7 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 	if d.Locks != nil {
 		defer d.Locks.Lock(bkeys)()
 	}
-	pol := d.Policy()
+	pol, tu := d.Policy(), d.Tuning.Load()
 	tau := pol.Config().Freshness.RequestTau.Ms()
 	now := d.Now()
 	head := d.Store.HeadMs()
@@ -84,7 +87,7 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 			c.Add(now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
 			t.Fresh.Served += n
-			sch, err := store.NewSchedule(k, demandDue(pol, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
+			sch, err := store.NewSchedule(k, demandDue(pol, tu, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
 			if err != nil {
 				return store.Write{}, false, err
 			}
@@ -144,12 +147,12 @@ func requestPrior(pol *policy.Policy, key []byte) float64 {
 // freshness, a page now asked for more is due sooner (its last observation plus the interval
 // its new rate gives, and at once when that has passed), never later than it was; a row
 // rushed, failing, never rendered or never observed keeps its due time, as under ready.
-func demandDue(pol *policy.Policy, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
+func demandDue(pol *policy.Policy, tu *freshness.Tuning, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
 	if !freshnessOn(pol.Config()) || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
 		return row.DueAtMs
 	}
 	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs, Submitted: row.Submitted}
 	cadence, _ := pol.Cadence(&pr)
-	due := max(f.DigestAtMs+freshPartsOf(pol, key, cadence, f, now).IntervalMs, now)
+	due := max(f.DigestAtMs+freshPartsOf(pol, tu, key, cadence, f, now).IntervalMs, now)
 	return min(due, row.DueAtMs)
 }

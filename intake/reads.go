@@ -67,7 +67,7 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 		ex.Page = &wire.PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
 			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
 	}
-	ex.Freshness = explainFreshness(pol, key, cadence, &tgt.Fresh, now)
+	ex.Freshness = explainFreshness(pol, t.tuning.Load(), key, cadence, &tgt.Fresh, now)
 	return ex, nil
 }
 

@@ -68,23 +68,48 @@ func changePrior(pol *policy.Policy, key []byte, cadenceMs int64) freshness.Prio
 		Weight: pol.Config().Freshness.PriorWeight, IntervalMs: min(changeMs, cadenceMs)}
 }
 
-// freshPartsOf decides when a page of key last observed with f is due again, at now.
-func freshPartsOf(pol *policy.Policy, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
+// freshPartsOf decides when a page of key last observed with f is due again, at now. With a
+// tuning (worker 0's, following capacity: capacity.TuneFreshness) its threshold replaces
+// freshness.threshold and the ceiling is the cadence times its route's stretch; without one
+// (nil: none computed yet) the configuration's threshold and the cadence apply.
+func freshPartsOf(pol *policy.Policy, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
 	cfg := pol.Config()
 	p := FreshParts{Threshold: cfg.Freshness.Threshold, MaxIntervalMs: cadenceMs,
 		MinIntervalMs: cadenceMs / config.MinIntervalDivisor}
 	if rt := routeOf(pol, key); rt != nil && rt.MinInterval > 0 {
 		p.MinIntervalMs = min(rt.MinInterval.Ms(), cadenceMs)
 	}
+	if tu != nil {
+		route, _ := pol.RouteOf(key)
+		p.Threshold = tu.Nu
+		p.MaxIntervalMs = min(int64(float64(cadenceMs)*tu.StretchFor(route)), policy.MaxCadence.Milliseconds())
+	}
 	p.ChangesPerHour = historyOf(f).Rate(changePrior(pol, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(pol, key, f, now)
-	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, cadenceMs)
+	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs)
 	return p
 }
 
+// FreshPlan is what worker 0's tuning reads of a row under queue.policy freshness: its route,
+// its cadence and its decision's parts (its estimated rates and its floor), at now. ok is
+// false for a row the tuning leaves out: sealed, failing or never rendered (their due times
+// are ready's), or without a cadence.
+func FreshPlan(pol *policy.Policy, key []byte, row store.Row, t *store.Target, now int64) (route string, cadenceMs int64, p FreshParts, ok bool) {
+	if t == nil || t.Terminal != store.TerminalNone || row.Failing || row.NeverRendered {
+		return "", 0, FreshParts{}, false
+	}
+	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: t.StoredIntervalMs, Submitted: row.Submitted}
+	cadenceMs, _ = pol.Cadence(&pr)
+	if cadenceMs <= 0 {
+		return "", 0, FreshParts{}, false
+	}
+	route, _ = pol.RouteOf(key)
+	return route, cadenceMs, freshPartsOf(pol, nil, key, cadenceMs, &t.Fresh, now), true
+}
+
 // explainFreshness is the freshness part of GET /v1/targets' explanation.
-func explainFreshness(pol *policy.Policy, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
-	p := freshPartsOf(pol, key, cadenceMs, f, now)
+func explainFreshness(pol *policy.Policy, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
+	p := freshPartsOf(pol, tu, key, cadenceMs, f, now)
 	ex := &wire.Freshness{Policy: pol.Config().Queue.Policy,
 		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,

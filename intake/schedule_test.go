@@ -118,3 +118,49 @@ func abs64(v int64) int64 {
 	}
 	return v
 }
+
+// With worker 0's tuning (capacity-following: capacity.TuneFreshness) the Applier files with
+// the tuned threshold and the route's stretched ceiling instead of freshness.threshold and the
+// interval: a page not worth its render waits for the stretched ceiling (the archive, at 3× its
+// interval), a page worth it is due at the tuned threshold's crossing; a route the tuning
+// does not name keeps its interval. The row's cadence is unchanged either way (its class
+// too).
+func TestApplyFreshnessDueTuned(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		tu   freshness.Tuning
+		want func() int64
+	}{
+		{"desktop|https://a.test/archive/1", freshness.Tuning{Nu: 1, Stretch: map[string]float64{"archive": 3}},
+			func() int64 { return 72 * hour }},
+		{"desktop|https://a.test/archive/1", freshness.Tuning{Nu: 1, Stretch: map[string]float64{"news": 3}},
+			func() int64 { return 24 * hour }},
+		{"desktop|https://a.test/news/1", freshness.Tuning{Nu: 40, Stretch: map[string]float64{"news": 2}},
+			func() int64 {
+				// λ from the prior (change_interval 1h, two pseudo-renders), μ the route's 60/h.
+				lambda := freshness.History{}.Rate(freshness.Prior{RatePerHour: 1, Weight: 2, IntervalMs: hour})
+				return freshness.Crossing(lambda, 60, 40, 48*hour)
+			}},
+	} {
+		e := qtest.New(t, freshYAML, start, shm.Options{})
+		key := []byte(c.key)
+		e.Put(c.key, start-hour, false, 0, store.Lanes{})
+		cell := &freshness.TuningCell{}
+		cell.Store(&c.tu)
+		a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Tuning: cell}
+		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
+			t.Fatalf("apply: %+v %v", st, err)
+		}
+		row, err := e.Store.GetSchedule(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.want()
+		if got := row.DueAtMs - start; want <= 30*60_000 || got != want {
+			t.Errorf("%s with %+v: due %d ms after the render, want %d", c.key, c.tu, got, want)
+		}
+		if row.EffectiveIntervalMs != 24*hour {
+			t.Errorf("%s: the row's cadence became %d: the class would change", c.key, row.EffectiveIntervalMs)
+		}
+	}
+}

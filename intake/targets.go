@@ -12,6 +12,7 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -39,6 +40,8 @@ type Targets struct {
 	seg   *shm.Segment
 	pol   func() *policy.Policy
 	clock func() int64
+	// tuning is the Applier's (TargetsDeps.Tuning), for the explanation's threshold.
+	tuning *freshness.TuningCell
 }
 
 // TargetsDeps are what Targets needs. Every one is required, because each carries a
@@ -57,6 +60,10 @@ type TargetsDeps struct {
 	Seg     *shm.Segment
 	Policy  func() *policy.Policy
 	Now     func() int64
+	// Tuning, optional, is the Applier's (Applier.Tuning), so that GET /v1/targets explains a
+	// freshness due time with the threshold and ceiling it was filed with; nil explains with
+	// the configuration's.
+	Tuning *freshness.TuningCell
 }
 
 // ErrMissingDependency is returned by a constructor left without one of its required
@@ -77,7 +84,7 @@ func NewTargets(d TargetsDeps) (*Targets, error) {
 			return nil, fmt.Errorf("%w: Targets needs %s", ErrMissingDependency, dep.name)
 		}
 	}
-	return &Targets{store: d.Store, w: d.Writer, del: d.Deleter, locks: d.Locks, seg: d.Seg, pol: d.Policy, clock: d.Now}, nil
+	return &Targets{store: d.Store, w: d.Writer, del: d.Deleter, locks: d.Locks, seg: d.Seg, pol: d.Policy, clock: d.Now, tuning: d.Tuning}, nil
 }
 
 // Policy is the policy in force.

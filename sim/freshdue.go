@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/store"
@@ -17,13 +19,90 @@ type dueState struct {
 	stretch []float64
 	// priorWeight is freshness.prior_weight.
 	priorWeight float64
+
+	// The tuning (capacity.TuneFreshness): the meter the completions feed, the corpus's demand
+	// as the ledger holds it, the capacity the last tuning planned with, when it ran, and how
+	// many tunings found the meter's window complete.
+	meter     capacity.Meter
+	demand    capacity.Demand
+	perSecond float64
+	tunedAtMs int64
+	tunings   int
+	pages     []capacity.FreshPage
+	pageOf    []int // pages[j] is corpus page pageOf[j]
 }
+
+// FreshTuneEvery is how often a run retunes production's freshness (capacity.TuneFreshness).
+// Production tunes at every capacity recount (capacity.RecountEvery, 10 minutes); the
+// simulator every four hours, since a tuning reads every page and the runs are many. The
+// threshold moves with the estimates and the measured capacity, both slow next to that.
+const FreshTuneEvery = 4 * time.Hour
 
 func (tr *truthRun) initDue() {
 	tr.due = &dueState{nu: tr.r.cfg.Freshness.Threshold, stretch: make([]float64, len(tr.intervalMs)),
 		priorWeight: tr.r.cfg.Freshness.PriorWeight}
 	for k := range tr.due.stretch {
 		tr.due.stretch[k] = 1
+	}
+	tr.due.demand = CorpusDemand(tr.r.c)
+	tr.due.tunedAtMs = tr.r.c.Start
+	for i := range tr.r.c.Len() {
+		if tr.r.c.Fate[i] == FateOK {
+			tr.due.pages = append(tr.due.pages, capacity.FreshPage{Route: tr.r.c.Mix.Classes[tr.r.c.Class[i]].Name})
+			tr.due.pageOf = append(tr.due.pageOf, i)
+		}
+	}
+}
+
+// meter counts a completed attempt of page i at nowMs, as the write path feeds worker 0's
+// meter: a retry when the page was failing.
+func (tr *truthRun) meter(i int, nowMs int64) {
+	if tr.due == nil {
+		return
+	}
+	k := capacity.KindCadence
+	if tr.r.failCount[i] > 0 {
+		k = capacity.KindRetry
+	}
+	tr.due.meter.Record(nowMs, k)
+}
+
+// tune is worker 0's tuning at a recount (capacity.TuneFreshness), every FreshTuneEvery: the
+// threshold and the ceilings from the meter's capacity, the ledger's demand, the due rows now
+// and every page's estimates; until the meter has a whole window, the configuration's
+// threshold and the routes' intervals stay.
+func (tr *truthRun) tune(nowMs int64) {
+	d := tr.due
+	if nowMs-d.tunedAtMs < FreshTuneEvery.Milliseconds() {
+		return
+	}
+	d.tunedAtMs = nowMs
+	r := tr.r
+	var backlog uint64
+	for i := range r.ds.Len() {
+		if due := r.ds.DueAt(int32(i)); due >= 0 && due <= nowMs {
+			backlog++
+		}
+	}
+	for j, i := range d.pageOf {
+		cad := r.lastCad[i]
+		if cad <= 0 {
+			cad = tr.intervalMs[r.c.Class[i]]
+		}
+		pg := &d.pages[j]
+		pg.Lambda, pg.Mu = tr.estimates(i, cad, nowMs)
+		pg.CadenceMs, pg.MinIntervalMs = cad, cad/config.MinIntervalDivisor
+	}
+	t, ok := capacity.TuneFreshness(capacity.FreshInput{Demand: d.demand, Measured: d.meter.Rate(nowMs),
+		Boost: r.cfg.Queue.Ready.SubmittedBoost, Backlog: backlog, SweepMs: r.cfg.Queue.Ready.SweepInterval.Ms(),
+		PrevPerSecond: d.perSecond, Pages: d.pages})
+	if !ok {
+		return
+	}
+	d.tunings++
+	d.nu, d.perSecond = t.Nu, t.PerSecond
+	for k, cl := range r.c.Mix.Classes {
+		d.stretch[k] = t.StretchFor(cl.Name)
 	}
 }
 

@@ -255,6 +255,7 @@ func (tr *truthRun) tauMs() int64 {
 // its floor is a candidate; the score decides); for production's freshness after a success,
 // the crossing within the bounds (dueAfter).
 func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs, cadenceMs int64) int64 {
+	tr.meter(i, nowMs)
 	if !success || tr.r.c.Fate[i] != FateOK {
 		return dueMs
 	}
@@ -314,6 +315,7 @@ func (tr *truthRun) sample(nowMs int64) error {
 	}
 	tr.tick++
 	if tr.scoring == DueFreshness {
+		tr.tune(nowMs)
 		return tr.demandFlush(nowMs)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
@@ -133,6 +134,10 @@ func (w *worker0) Start(ctx context.Context) error {
 	// (renders completed): cst is the store with its writes reported; st stays the backend
 	// for what must know which one it is.
 	w.capacity = capacity.NewService(st, e.pol.Load, nowMs, backlogOf(e.worker), e.log)
+	// Under queue.policy freshness the recount also tunes the threshold and the ceilings to the
+	// measured capacity; the Applier, the demand flush and the explanation read the tuning.
+	tuning := &freshness.TuningCell{}
+	w.capacity.Freshness = &capacity.FreshTuner{Page: freshPage, Cell: tuning}
 	cst := capacity.WrapStore(st, w.capacity.Ledger, w.capacity.Meter)
 	// Every write of worker 0 goes through changes, so that a sweep never publishes a row
 	// written after its snapshot (see sweep.Changes).
@@ -159,7 +164,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	// One targets service for every entry point that writes targets: the admin API, sitemap
 	// runs, render on miss and the crawler listener.
-	targetsSvc, err := intake.NewTargets(intake.TargetsDeps{Store: cst, Writer: writer, Deleter: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs})
+	targetsSvc, err := intake.NewTargets(intake.TargetsDeps{Store: cst, Writer: writer, Deleter: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Tuning: tuning})
 	if err != nil {
 		return wrap("targets", err)
 	}
@@ -192,7 +197,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	control := &api.Control{
 		Index: index,
 		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
-			Stale: stale,
+			Stale: stale, Tuning: tuning,
 			Conditional: func(applied bool) {
 				if applied {
 					conditional.WithLabelValues("not_modified").Inc()
@@ -236,7 +241,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	if e.serveFD > 0 {
 		w.crawlers = &crawlerListener{e: e, reg: serveReg,
 			targets: targetsSvc, misses: w.misses,
-			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs}}
+			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Tuning: tuning}}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}
@@ -516,4 +521,11 @@ func backlogOf(w *shm.Worker) func() uint64 {
 		}
 		return n
 	}
+}
+
+// freshPage is a row's page as the freshness tuning reads it (intake.FreshPlan).
+func freshPage(pol *policy.Policy, key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
+	route, cadenceMs, p, ok := intake.FreshPlan(pol, key, row, t, now)
+	return capacity.FreshPage{Route: route, Lambda: p.ChangesPerHour, Mu: p.RequestsPerHour, CadenceMs: cadenceMs,
+		MinIntervalMs: p.MinIntervalMs}, ok
 }

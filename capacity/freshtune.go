@@ -1,0 +1,145 @@
+package capacity
+
+import (
+	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
+)
+
+// Capacity-following freshness (queue.policy freshness). Production files a rendered page due
+// when its marginal value reaches a threshold ν, within a floor and a ceiling (package
+// freshness, DueAfter). A fixed ν renders what the operator guessed, not what the farm can:
+// under scarcity the due rows queue and the sweep ranks them by lateness, as ready does. The
+// threshold that spends exactly the capacity is the water-filling's multiplier
+// (freshness.Threshold) over the corpus's estimated λ and μ; and a ceiling at the route's
+// interval makes every row due at it once capacity is short, so the ceiling follows capacity
+// too: what ready itself would stretch the route to (Project's age ÷ cadence), never more.
+// Worker 0 computes both at the capacity recount (TuneFreshness), never per render.
+
+// FreshProbe is the factor by which a node that is not saturated raises the capacity it plans
+// freshness with at each tuning. The meter measures the renders done, not the renders
+// possible: a node asking for fewer renders than it could do would otherwise plan with what it
+// asked for, raise ν, ask for still fewer and spiral down. Raised until the due rows outgrow a
+// sweep, the plan meets the farm's real capacity and the meter's measure takes over again.
+const FreshProbe = 1.25
+
+// FreshPage is one row as the threshold sees it: its route, its estimated change and request
+// rates (per hour), its cadence and its floor.
+type FreshPage struct {
+	Route         string
+	Lambda, Mu    float64
+	CadenceMs     int64
+	MinIntervalMs int64
+}
+
+// FreshInput is what a tuning reads: the ledger's demand, the meter's capacity, the
+// submitted boost, the due rows now (Backlog) and the sweep interval, the capacity the
+// previous tuning planned with (0: none), and every row's page.
+type FreshInput struct {
+	Demand        Demand
+	Measured      Capacity
+	Boost         float64
+	Backlog       uint64
+	SweepMs       int64
+	PrevPerSecond float64
+	Pages         []FreshPage
+}
+
+// FreshTuning is what the Applier files due times with under queue.policy freshness.
+type FreshTuning struct {
+	// Tuning is the threshold (Nu: a page is due when its marginal value reaches it) and per
+	// route the ceiling ÷ a row's cadence (Stretch: 1 while capacity suffices, the longest age ÷
+	// cadence ready is projected to leave the route's pages under scarcity).
+	freshness.Tuning
+	// PerSecond is the capacity planned with (renders per second); Saturated whether the due
+	// rows outgrew what the node renders in a sweep interval, so that the meter's measure is
+	// its capacity rather than its demand.
+	PerSecond float64
+	Saturated bool
+}
+
+// StretchOf is the ceiling's multiple of the cadence for rows of route when the route's age ÷
+// cadence under ready is projected at ageOverCadence: that, at least 1. A route's interval
+// stays the maximum time between two renders whenever ready would keep it, and otherwise no
+// row waits longer than under ready.
+func StretchOf(ageOverCadence float64) float64 {
+	if !(ageOverCadence > 1) { // NaN too
+		return 1
+	}
+	return min(ageOverCadence, MaxStretch)
+}
+
+// MaxStretch bounds the ceiling at this many cadences. A projection beyond it reads a meter
+// that measured next to nothing (a farm stopped, a node just started): ready would then
+// render nothing at all, and a due time that far out would outlast the farm's return.
+const MaxStretch = 16
+
+// TuneFreshness computes the threshold and the ceilings for the capacity in. ok is false when
+// the meter has not yet measured a whole window (MeterWindow, to its resolution) or measured no render: the caller
+// keeps what it had, the configuration's freshness.threshold at the start.
+func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
+	c := in.Measured
+	if c.WindowMs < MeterWindow-meterBucketMs || c.Renders == 0 {
+		return FreshTuning{}, false
+	}
+	perSweep := c.PerSecond * float64(max(in.SweepMs, 0)) / 1000
+	t.Saturated = float64(in.Backlog) >= max(perSweep, 1)
+	if !t.Saturated && in.PrevPerSecond > 0 {
+		c.PerSecond = max(c.PerSecond, in.PrevPerSecond*FreshProbe)
+	}
+	t.PerSecond = c.PerSecond
+	p := Project(in.Demand, c, in.Boost, in.Backlog)
+	t.Stretch = make(map[string]float64, len(p.LongestByRoute))
+	for route, age := range p.LongestByRoute {
+		t.Stretch[route] = StretchOf(age)
+	}
+	pages := make([]freshness.Page, len(in.Pages))
+	for i, pg := range in.Pages {
+		ceil := float64(pg.CadenceMs) * t.StretchFor(pg.Route)
+		pages[i] = freshness.Page{Lambda: pg.Lambda, Mu: pg.Mu}
+		if ceil > 0 {
+			pages[i].MinPerHour = 3_600_000 / ceil
+		}
+		if pg.MinIntervalMs > 0 {
+			pages[i].MaxPerHour = 3_600_000 / float64(pg.MinIntervalMs)
+		}
+	}
+	t.Nu = freshness.Threshold(pages, p.CadenceCapacity*3600)
+	return t, true
+}
+
+// FreshTuner tunes queue.policy freshness at every recount of a Service (Service.Freshness):
+// the recount's read of every row and target also collects each row's page (Page), and the
+// tuning (TuneFreshness) is published to Cell, which the Applier files due times with.
+type FreshTuner struct {
+	// Page reads a row's page for the threshold at now; ok false leaves the row out (sealed,
+	// failing, never rendered).
+	Page func(pol *policy.Policy, key []byte, row store.Row, t *store.Target, now int64) (FreshPage, bool)
+	// Cell receives every tuning.
+	Cell *freshness.TuningCell
+
+	perSecond float64 // what the last tuning planned with; under the Service's mu
+}
+
+// pageTap is a recount's source that hands every row with its target to fn as the ledger's
+// read passes them (it reads a row's target inside the row's callback, in order).
+type pageTap struct {
+	Source
+	fn  func(key []byte, row store.Row, t *store.Target)
+	row store.Row
+}
+
+func (p *pageTap) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row) error) error {
+	return p.Source.ForEachSchedule(prefix, func(key []byte, row store.Row) error {
+		p.row = row
+		return fn(key, row)
+	})
+}
+
+func (p *pageTap) GetTarget(key []byte) (store.Target, error) {
+	t, err := p.Source.GetTarget(key)
+	if err == nil {
+		p.fn(key, p.row, &t)
+	}
+	return t, err
+}

@@ -1,0 +1,37 @@
+package freshness
+
+import "sync/atomic"
+
+// Tuning is what production files due times with under queue.policy freshness when the
+// threshold follows capacity: the threshold Nu, and per route ("" for rows no route matches)
+// the ceiling as a multiple of a row's cadence (Stretch; 1 for a route it does not name).
+// Worker 0 computes it at the capacity recount (capacity.TuneFreshness) and the Applier reads
+// it for every success; a Tuning is never changed once published.
+type Tuning struct {
+	Nu      float64
+	Stretch map[string]float64
+}
+
+// StretchFor is route's ceiling ÷ cadence: at least 1.
+func (t *Tuning) StretchFor(route string) float64 {
+	if s, ok := t.Stretch[route]; ok && s > 1 {
+		return s
+	}
+	return 1
+}
+
+// TuningCell holds the current Tuning for concurrent readers: the one place worker 0's tuning
+// and its write path meet. The zero value holds none.
+type TuningCell struct{ p atomic.Pointer[Tuning] }
+
+// Load returns the current tuning, or nil when none was stored (or c is nil): then the
+// configuration's threshold and the routes' intervals apply.
+func (c *TuningCell) Load() *Tuning {
+	if c == nil {
+		return nil
+	}
+	return c.p.Load()
+}
+
+// Store publishes t; t must not be changed afterwards.
+func (c *TuningCell) Store(t *Tuning) { c.p.Store(t) }
