@@ -1,0 +1,62 @@
+package capacity
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
+)
+
+// TestServiceTunesFreshness: under queue.policy freshness a recount hands every row with its
+// target to the tuner's Page and publishes the tuning once the meter has a whole window;
+// before that, and under ready, the cell stays empty (the configuration's threshold applies).
+func TestServiceTunesFreshness(t *testing.T) {
+	for _, policyName := range []string{config.PolicyFreshness, "ready"} {
+		cfg, err := config.Parse([]byte("queue: {policy: " + policyName + "}\nroutes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := policy.New(cfg)
+		raw := openStore(t)
+		now := int64(1_700_000_000_000)
+		keys := []string{"desktop|https://example.test/c/1", "desktop|https://example.test/c/2"}
+		for _, k := range keys {
+			sch, _ := store.NewSchedule([]byte(k), now, false, 0, store.Lanes{})
+			if err := raw.WriteSchedules([]store.Write{{Schedule: sch, Target: &store.Target{URL: "https://example.test/c", Device: "desktop", Source: store.SourceDiscovered}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[string]bool{}
+		cell := &freshness.TuningCell{}
+		s := NewService(raw, func() *policy.Policy { return pol }, func() int64 { return now }, func() uint64 { return 100 }, zerolog.Nop())
+		s.Freshness = &FreshTuner{Cell: cell, Page: func(_ *policy.Policy, key []byte, _ store.Row, _ *store.Target, _ int64) (FreshPage, bool) {
+			seen[string(key)] = true
+			return FreshPage{Route: "catalog", Lambda: 0.1, Mu: 1, CadenceMs: 24 * hourMs, MinIntervalMs: 90 * 60_000}, true
+		}}
+		s.Recount()
+		if cell.Load() != nil {
+			t.Fatalf("%s: tuned before the meter had a window: %+v", policyName, cell.Load())
+		}
+		for i := range 100 {
+			s.Meter.Record(now-MeterWindow+int64(i)*9_000, KindCadence)
+		}
+		s.Recount()
+		tu := cell.Load()
+		if policyName != config.PolicyFreshness {
+			if tu != nil || len(seen) > 0 {
+				t.Fatalf("ready: tuned %+v, pages read %v", tu, seen)
+			}
+			continue
+		}
+		if tu == nil || len(seen) != len(keys) {
+			t.Fatalf("freshness: tuning %+v after a full window, pages read %v", tu, seen)
+		}
+		if !(tu.Nu >= 0) || tu.StretchFor("catalog") != 1 {
+			t.Fatalf("freshness: ν %v and catalog's ceiling %v× with capacity to spare", tu.Nu, tu.StretchFor("catalog"))
+		}
+	}
+}
