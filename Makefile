@@ -82,17 +82,18 @@ sim:
 	$(GO) run ./sim/simreport -out docs/SIMULATION.md -charts docs/sim $(SIMFLAGS)
 	$(GO) run ./sim/freshreport -report docs/SIMULATION.md -charts docs/sim -out docs/sim/freshness.json $(FRESHFLAGS)
 
-# The freshness comparison: index order, ready, freshness (learning online) and the oracle on
-# a corpus with ground truth (hidden change and request processes), at 25, 50 and 100 %
+# The freshness comparison: index order, ready, production's freshness, the freshness scorer
+# and the oracle on a corpus with ground truth (hidden change and request processes), at 25, 50 and 100 %
 # capacity, on the standard and a held-out truth; writes a JSON list of rows (sim.FreshRow) to
 # OUT (- for stdout), with MD=FILE its markdown table, and with REPORT=FILE its section of
-# docs/SIMULATION.md into FILE (the chart into docs/sim). make sim writes a KEYS=20000 run
+# docs/SIMULATION.md into FILE (the chart into docs/sim); with ROWS=FILE it runs nothing and
+# writes MD and REPORT from the rows of an earlier run's OUT. make sim writes a KEYS=20000 run
 # into docs/SIMULATION.md.
 KEYS ?= 20000
 OUT  ?= -
 .PHONY: sim-freshness
 sim-freshness:
-	$(GO) run ./sim/freshreport -keys $(KEYS) -out $(OUT) $(if $(MD),-md $(MD)) $(if $(REPORT),-report $(REPORT) -charts docs/sim)
+	$(GO) run ./sim/freshreport -keys $(KEYS) -out $(OUT) $(if $(MD),-md $(MD)) $(if $(REPORT),-report $(REPORT) -charts docs/sim) $(if $(ROWS),-rows $(ROWS))
 
 # The golden tests compare the deterministic core with files under each package's testdata/
 # (policy decisions, the selector, the simulator's table, the shm layout). After a deliberate

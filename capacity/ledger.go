@@ -24,6 +24,10 @@
 //   - Project turns demand, capacity and the backlog into the steady-state age ÷ cadence each
 //     lane and route settles at, the time to drain the backlog, and "keeping up" or "falling
 //     behind by N renders/h".
+//   - Under queue.policy freshness the recount also tunes the threshold and the ceilings
+//     production files due times with (TuneFreshness, Service.Freshness): ν from the meter's
+//     capacity and every row's estimates, the ceilings from Project; the tuning is published
+//     whole (freshness.TuningCell) and never computed on a render's path.
 //
 // Invariants: after Recount returns, the counts equal a recount of the store as of the end of
 // the recount, except for keys written concurrently, which hold their latest written state.

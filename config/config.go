@@ -83,9 +83,10 @@ type Freshness struct {
 	// Requests is the request rate, per hour, a page never requested is taken to have
 	// (FreshnessRequestsDefault), unless its route says (routes[].requests).
 	Requests float64 `yaml:"requests"`
-	// Threshold is, under queue.policy freshness, how many stale serves a render must
-	// prevent (its marginal value) for the page to be due before its interval
-	// (FreshnessThresholdDefault).
+	// Threshold is, under queue.policy freshness, the starting threshold: how many stale
+	// serves a render must prevent (its marginal value) for the page to be due before its
+	// ceiling, until worker 0 has measured its capacity and tunes the threshold to it
+	// (capacity.TuneFreshness) (FreshnessThresholdDefault).
 	Threshold float64 `yaml:"threshold"`
 	// PriorWeight is how many renders the route's change_interval counts as
 	// (FreshnessPriorWeightDefault): a page's own renders outweigh it after about as many.

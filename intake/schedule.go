@@ -11,17 +11,20 @@ import (
 // Scheduling for freshness (queue.policy: freshness). A rendered page is due again once
 // rendering it would prevent freshness.threshold stale serves: the time τ* at which its
 // marginal value h(τ) (freshness.Marginal, of its estimated change rate λ and request rate μ)
-// reaches the threshold ν, within its route's bounds (min_interval, and its cadence as the
-// maximum). That is Azar et al.'s optimal rule with ν as the multiplier: a page is rendered
-// when its h crosses ν.
+// reaches the threshold ν, within its route's bounds (min_interval, and a ceiling). That is
+// Azar et al.'s optimal rule with ν as the multiplier: a page is rendered when its h crosses ν.
+// ν and the ceiling are worker 0's tuning when it has one (Applier.Tuning: the water-filling
+// multiplier at the measured capacity, and ready's projected longest interval of the route,
+// capacity.TuneFreshness); else freshness.threshold and the cadence.
 //
 // The decision is expressed as a due time, and only as one: the row keeps its cadence, its
 // lanes and its class, and the sweep, the class index, the selector, politeness and the floor
 // are the same as under ready. So rows of one class still order by due time (the property the
 // class merge relies on), the number of classes is ready's (the lane flags × the cadence
 // buckets; nothing of λ or μ enters a class), and among the rows due the sweep ranks by
-// lateness ÷ cadence as under ready. A page is never less urgent than under ready: its due time
-// is at most one cadence after its render, so its lateness is at least ready's. Putting
+// lateness ÷ cadence as under ready. A page's due time is at most its ceiling after its
+// render: one cadence while capacity suffices, what ready is projected to stretch its route
+// to under scarcity. Putting
 // quantised λ and μ in the class instead would have ranked the due rows by h itself, at the
 // price of classes multiplied by the buckets of two rates.
 
@@ -29,9 +32,9 @@ import (
 type FreshParts struct {
 	ChangesPerHour  float64 // λ̂: the estimated change rate (the estimator under the route's prior)
 	RequestsPerHour float64 // μ̂: the decayed request rate, or the route's prior
-	Threshold       float64 // ν: freshness.threshold
+	Threshold       float64 // ν: the tuning's, else freshness.threshold
 	MinIntervalMs   int64   // the route's min_interval (or cadence ÷ 16)
-	MaxIntervalMs   int64   // the cadence: the most time between two renders
+	MaxIntervalMs   int64   // the ceiling: the cadence, or the tuning's stretch of it
 	CrossMs         int64   // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
 	IntervalMs      int64   // the time from a render to the next due: τ* within the bounds
 }

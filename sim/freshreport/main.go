@@ -61,6 +61,7 @@ func run() error {
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run to this file (empty: no)")
 		report     = flag.String("report", "", "the report (docs/SIMULATION.md) whose freshness section to write, replacing the one it has or appended (empty: none)")
 		charts     = flag.String("charts", "", "with -report, the directory for the chart's PNG (empty: no chart)")
+		fromRows   = flag.String("rows", "", "run nothing: take the rows from this JSON file of an earlier run (its -out) and write -md and -report from them; give the run's own flags, which the report records")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -73,6 +74,17 @@ func run() error {
 			return fmt.Errorf("-capacities: %q is not a positive number", f)
 		}
 		caps = append(caps, v)
+	}
+	if *fromRows != "" {
+		b, err := os.ReadFile(*fromRows)
+		if err != nil {
+			return err
+		}
+		var rows []sim.FreshRow
+		if err := json.Unmarshal(b, &rows); err != nil {
+			return fmt.Errorf("-rows %s: %w", *fromRows, err)
+		}
+		return write(rows, *md, *report, *charts)
 	}
 	cfg := config.Default()
 	cfg.Queue.Ready.SweepInterval = config.Duration(*sweepEvery)
@@ -136,15 +148,8 @@ func run() error {
 	}
 	b = append(b, '\n')
 	fmt.Fprintf(os.Stderr, "freshreport: %d keys, %d rows in %s\n", *keys, len(rows), time.Since(began).Round(time.Second))
-	if *md != "" {
-		if err := os.WriteFile(*md, []byte(sim.FreshTable(rows)), 0o644); err != nil {
-			return err
-		}
-	}
-	if *report != "" {
-		if err := writeReport(*report, *charts, rows); err != nil {
-			return err
-		}
+	if err := write(rows, *md, *report, *charts); err != nil {
+		return err
 	}
 	if *out == "-" {
 		_, err = os.Stdout.Write(b)
@@ -153,9 +158,23 @@ func run() error {
 	return os.WriteFile(*out, b, 0o644)
 }
 
+// write writes the rows' markdown table to md and their section of the report (with its chart
+// into charts), each unless empty.
+func write(rows []sim.FreshRow, md, report, charts string) error {
+	if md != "" {
+		if err := os.WriteFile(md, []byte(sim.FreshTable(rows)), 0o644); err != nil {
+			return err
+		}
+	}
+	if report != "" {
+		return writeReport(report, charts, rows)
+	}
+	return nil
+}
+
 // writeReport writes the freshness section of the report at path, and its chart into charts.
-// The command it records leaves out -out, -md, -report, -charts, -cpuprofile and -parallel,
-// which change nothing in the rows.
+// The command it records leaves out -out, -md, -report, -charts, -cpuprofile, -parallel and
+// -rows, which change nothing in the rows.
 func writeReport(path, charts string, rows []sim.FreshRow) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -176,7 +195,7 @@ func writeReport(path, charts string, rows []sim.FreshRow) error {
 	args := []string{"go run ./sim/freshreport"}
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "out", "md", "report", "charts", "cpuprofile", "parallel":
+		case "out", "md", "report", "charts", "cpuprofile", "parallel", "rows":
 		default:
 			args = append(args, "-"+f.Name+" "+f.Value.String())
 		}
