@@ -73,6 +73,10 @@
 // true ones, each ranking a row as past its ceiling from one sweep interval before it
 // (freshness.Bounds.LeadMs). The scored runs read the whole due set at every sweep: the class
 // merge bounds a class by relative lateness, which does not bound a freshness score.
+// DueFreshness is production's queue.policy freshness instead, with no scorer (freshdue.go):
+// due times filed as the Applier files them (freshness.DueAfter), the threshold and ceilings
+// tuned as worker 0 tunes them (capacity.TuneFreshness, from a capacity.Meter the run's
+// completions feed), ready's ranking and class merge.
 // RunFreshness and RunFreshnessMixes are the comparison `make sim-freshness` writes
 // (sim/freshreport), its runs sharing one pool of workers; FreshSection is its section of
 // docs/SIMULATION.md, which `make sim` writes after the scheduling report. That report's

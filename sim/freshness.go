@@ -73,7 +73,8 @@ type FreshResult struct {
 	// Ceiling is, per route class, the ceiling the scoring kept to (÷ the route's interval); nil
 	// for production's scoring.
 	Ceiling []float64
-	// EstimateError is, for ScoreFreshness, the median |ln(λ̂/λ)| at the window's end over the
+	// EstimateError is, for ScoreFreshness and DueFreshness (under the scorer's pooled route
+	// prior for both), the median |ln(λ̂/λ)| at the window's end over the
 	// pages that change; NaN otherwise.
 	EstimateError float64
 }
@@ -397,7 +398,9 @@ type FreshRow struct {
 	// index scan the claims fall back to (which takes rows in due order, whatever their score).
 	GrantsReady int `json:"grants_ready"`
 	GrantsIndex int `json:"grants_index"`
-	// EstimateError is, for freshness, the median |ln(λ̂/λ)| at the window's end.
+	// EstimateError is, for the learning policies, the median |ln(λ̂/λ)| at the window's end
+	// (production's freshness included, its histories read under the scorer's pooled route
+	// prior rather than production's: a measure of what the renders observed).
 	EstimateError *float64 `json:"estimate_error,omitempty"`
 	Keys          int      `json:"keys"`
 	WarmupHours   float64  `json:"warmup_hours"`
@@ -408,7 +411,8 @@ type FreshRow struct {
 var FreshPolicies = []string{"index", "ready", "freshness", "freshness-scorer", "oracle"}
 
 // RunFreshness runs the freshness comparison on corpus c with truth: at each capacity, index
-// order and ready (production's lanes), then freshness and the oracle with each route's
+// order, ready (production's lanes) and production's freshness (DueFreshness, its own
+// capacity-following ceilings), then the freshness scorer and the oracle with each route's
 // ceiling set to the 99th percentile of the interval ready itself left between renders at that
 // capacity (at least the route's interval), so that neither may stretch a route beyond what
 // ready does. The percentile is over the renders that did not follow a failed attempt: a
@@ -425,9 +429,9 @@ type FreshMix struct {
 }
 
 // RunFreshnessMixes runs RunFreshness's comparison on every mix and returns the rows mix by
-// mix, capacity by capacity, in FreshPolicies order. Its runs share parallel workers: index
-// and ready of every (mix, capacity) cell start at once, and a cell's freshness and oracle runs
-// as soon as its ready run has set their ceilings, so no stage waits for another cell's. Every
+// mix, capacity by capacity, in FreshPolicies order. Its runs share parallel workers: index,
+// ready and production's freshness of every (mix, capacity) cell start at once, and a cell's
+// scorer and oracle runs as soon as its ready run has set their ceilings, so no stage waits for another cell's. Every
 // run has its own state, so the rows do not depend on parallel or on the order runs finish.
 func RunFreshnessMixes(ctx context.Context, mixes []FreshMix, o Options, capacities []float64, parallel int) ([]FreshRow, error) {
 	ctx, cancel := context.WithCancel(ctx)
