@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func TestClusterCapacityIsTheFarms(t *testing.T) {
 	}
 	c := newCluster(t, clusterOptions{nodes: 3, workers: 2, leaseTTL: 2 * time.Second, yaml: clusterYAML("5ms")})
 	c.settle(clusterIDs...)
+	before := c.leases()
 	w := startLoad(c, "farm", 50, 3, 0) // through node-b, node-c, node-a in turn
 	keys := w.finish()
 	c.waitRendered(keys, 30*time.Second)
@@ -71,13 +73,18 @@ func TestClusterCapacityIsTheFarms(t *testing.T) {
 			measured += own[i].Capacity.Capacity.Renders
 		}
 		for i := range c.nodes {
-			if f := farms[i].Farm; f.Reporting != 3 || f.Capacity.Capacity.Renders != measured {
+			if f := farms[i].Farm; f.Reporting != 3 || f.Capacity.Capacity.Renders != measured || f.Demand.Rows != int64(len(keys)) {
 				return false
 			}
 		}
 		return measured >= int64(len(keys))
 	}
-	waitFor(t, "every node's /v1/cluster to carry every node's last renders", 10*time.Second, read)
+	// The bound: a heartbeat (lease_ttl/4) carries the last figures; a shard's rows are counted
+	// by its owner at their render, so the demand needs no recount here.
+	waitFor(t, "every node's /v1/cluster to carry every node's last renders and rows", 10*time.Second, read)
+	if after := c.leases(); !slices.Equal(before, after) {
+		t.Fatalf("ownership moved during the test (a result fenced is rendered but not applied): %v → %v", before, after)
+	}
 
 	var measured int64
 	var counted, measuredRate float64
