@@ -30,11 +30,17 @@
 // Between recounts, the counts equal the sum of every row's contribution as the writes reported
 // them, in the order the ledger saw them.
 //
-// Known limits: on a cluster of nodes on PostgreSQL each node's ledger counts the writes it
-// executes and its recount reads the rows it owns, so capacity and demand are per node; the
-// recount costs one target read per row (on PostgreSQL, one query per row); the ledger holds
-// one packed entry per row, about 30 bytes with the map's own (TestLedgerMemoryPerRow); the lane floors
-// (queue.lanes.min_share) and the urgent cap are not modelled by the projection.
+// On a cluster of nodes on PostgreSQL (SetShards) each node's ledger knows every row's shard
+// and its Demand counts only the shards the node holds, so the nodes' demands add up to the
+// farm's with every shard counted once; its recount reads only those shards (ShardedSource),
+// one statement a shard with the targets joined. Farm sums the figures the nodes publish with
+// their heartbeats (Service.Figures) and projects the sum.
+//
+// Known limits: a row written through another node is counted by its shard's owner when the
+// owner renders it or at its next recount; the plan reads every row and a target per row (on
+// PostgreSQL, one query per row); the ledger holds one packed entry per row, about 35 bytes
+// with the map's own (TestLedgerMemoryPerRow); the lane floors (queue.lanes.min_share) and the
+// urgent cap are not modelled by the projection.
 package capacity
 
 import (
