@@ -153,12 +153,11 @@ func TestShardedDemandAddsUp(t *testing.T) {
 // shardedSource is a ShardedSource over a Badger store: it reads the rows of the shards held,
 // counting its calls, and never reads a target by itself (GetTarget fails the test).
 type shardedSource struct {
-	t      *testing.T
-	st     *store.Badger
-	shard  func([]byte) int32
-	held   []int32
-	calls  int
-	unused bool
+	t     *testing.T
+	st    *store.Badger
+	shard func([]byte) int32
+	held  []int32
+	calls int
 }
 
 func (s *shardedSource) ForEachSchedule(prefix []byte, fn func([]byte, store.Row) error) error {
