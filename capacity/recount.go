@@ -35,16 +35,21 @@ type ShardedSource interface {
 
 // Drift compares the incremental demand with the recount that replaced it.
 type Drift struct {
-	Rows             int64   // rows the recount found with demand
-	RowsDiffering    int64   // keys whose contribution differed (or that only one side had)
+	Rows          int64 // rows the recount found with demand
+	RowsDiffering int64 // keys whose contribution differed (or that only one side had)
+	// RowsUnseen is those of them that only the recount had, in a recount of a node's shards
+	// (ShardedSource): rows of its shards written through another node of the cluster and not
+	// rendered here since, which the node could not have counted. They are no drift of its own.
+	RowsUnseen       int64
 	IncrementalTotal float64 // renders per second before the recount
 	RecountTotal     float64 // renders per second after it
 }
 
 // Recount reads every row of src, rebuilds the ledger's counts exactly, logs the drift from the
 // incremental counts on log (one info line "capacity recount" with rows, rows_differing,
-// demand_incremental, demand_recount, drift_renders_per_second and first; a warning when any
-// key differed, but for the first recount, whose counts before it held only the writes since
+// rows_unseen, demand_incremental, demand_recount, drift_renders_per_second and first; a
+// warning when any key differed, other than the unseen rows of a node's shards, but for the
+// first recount, whose counts before it held only the writes since
 // the start; the Service's logger adds component=capacity), and returns it. A key written
 // while the recount reads keeps what its write said. On error the ledger is left as it was.
 //
@@ -84,7 +89,11 @@ func (l *Ledger) RecountContext(ctx context.Context, src Source, log zerolog.Log
 	}
 	d := Drift{IncrementalTotal: l.counts.demand(read).Total}
 	for h, e := range fresh {
-		if old, ok := l.rows[h]; !ok || old != e {
+		old, ok := l.rows[h]
+		if !ok && read != nil {
+			d.RowsUnseen++
+		}
+		if !ok || old != e {
 			d.RowsDiffering++
 		}
 	}
@@ -103,10 +112,10 @@ func (l *Ledger) RecountContext(ctx context.Context, src Source, log zerolog.Log
 	dem := c.demand(read)
 	d.Rows, d.RecountTotal = dem.Rows, dem.Total
 	ev := log.Info()
-	if d.RowsDiffering > 0 && !first {
+	if d.RowsDiffering > d.RowsUnseen && !first {
 		ev = log.Warn()
 	}
-	ev.Bool("first", first).Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).
+	ev.Bool("first", first).Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).Int64("rows_unseen", d.RowsUnseen).
 		Float64("demand_incremental", d.IncrementalTotal).Float64("demand_recount", d.RecountTotal).
 		Float64("drift_renders_per_second", math.Abs(d.RecountTotal-d.IncrementalTotal)).Msg("capacity recount")
 	return d, nil
