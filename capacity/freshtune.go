@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"context"
+
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -121,6 +123,17 @@ type FreshTuner struct {
 	perSecond float64 // what the last tuning planned with; under the Service's mu
 }
 
+// tapPages returns src with every row it hands the recount's read, and the row's target, also
+// handed to fn (a row without a target is not). A sharded source stays sharded: the read walks
+// the node's own shards either way.
+func tapPages(src Source, fn func(key []byte, row store.Row, t *store.Target)) Source {
+	tap := &pageTap{Source: src, fn: fn}
+	if ss, ok := src.(ShardedSource); ok {
+		return shardedPageTap{pageTap: tap, ss: ss}
+	}
+	return tap
+}
+
 // pageTap is a recount's source that hands every row with its target to fn as the ledger's
 // read passes them (it reads a row's target inside the row's callback, in order).
 type pageTap struct {
@@ -142,4 +155,19 @@ func (p *pageTap) GetTarget(key []byte) (store.Target, error) {
 		p.fn(key, p.row, &t)
 	}
 	return t, err
+}
+
+// shardedPageTap is pageTap over a ShardedSource.
+type shardedPageTap struct {
+	*pageTap
+	ss ShardedSource
+}
+
+func (p shardedPageTap) ForEachOwnedRow(ctx context.Context, fn func(key []byte, row store.Row, tgt *store.Target) error) ([]int32, error) {
+	return p.ss.ForEachOwnedRow(ctx, func(key []byte, row store.Row, tgt *store.Target) error {
+		if tgt != nil {
+			p.fn(key, row, tgt)
+		}
+		return fn(key, row, tgt)
+	})
 }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -58,5 +59,52 @@ func TestServiceTunesFreshness(t *testing.T) {
 		if !(tu.Nu >= 0) || tu.StretchFor("catalog") != 1 {
 			t.Fatalf("freshness: ν %v and catalog's ceiling %v× with capacity to spare", tu.Nu, tu.StretchFor("catalog"))
 		}
+	}
+}
+
+// TestTapPagesKeepsShardedSource: in a cluster the recount reads only the node's shards
+// (ShardedSource); tapping it for the freshness tuning keeps it sharded and hands the tuner
+// the rows of those shards with their targets.
+func TestTapPagesKeepsShardedSource(t *testing.T) {
+	raw := openStore(t)
+	now := int64(1_700_000_000_000)
+	var keys []string
+	for i := range 8 {
+		k := "desktop|https://example.test/c/" + string(rune('a'+i))
+		keys = append(keys, k)
+		sch, _ := store.NewSchedule([]byte(k), now, false, 0, store.Lanes{})
+		tgt := &store.Target{URL: "https://example.test/c", Device: "desktop", Source: store.SourceDiscovered}
+		if err := raw.WriteSchedules([]store.Write{{Schedule: sch, Target: tgt}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shard := shardOf(4)
+	src := &shardedSource{t: t, st: raw, shard: shard, held: []int32{shard([]byte(keys[0]))}}
+	seen := map[string]bool{}
+	tapped := tapPages(src, func(key []byte, _ store.Row, tgt *store.Target) {
+		if tgt == nil {
+			t.Errorf("%s handed without its target", key)
+		}
+		seen[string(key)] = true
+	})
+	if _, ok := tapped.(ShardedSource); !ok {
+		t.Fatal("tapping a sharded source hid its shards: the recount would read every row")
+	}
+	l := NewLedger(func() *policy.Policy { return testPolicy(t) })
+	l.SetShards(shard, func() []int32 { return src.held })
+	if _, err := l.RecountContext(context.Background(), tapped, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, k := range keys {
+		if shard([]byte(k)) == src.held[0] {
+			want++
+			if !seen[k] {
+				t.Errorf("%s of a held shard not handed to the tuner", k)
+			}
+		}
+	}
+	if len(seen) != want || want == 0 {
+		t.Errorf("handed %d rows, want the %d of the held shard", len(seen), want)
 	}
 }
