@@ -41,8 +41,8 @@ func serveSocket(t *testing.T, e *qtest.Env) string {
 		t.Fatal(err)
 	}
 	c := &Control{
-		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
-		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
+		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now},
+		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now},
 		Status:  func() wire.Status { return wire.Status{Serving: true, Sweeps: 7} },
 	}
 	mux := http.NewServeMux()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -123,12 +122,12 @@ func (c ctxSource) ForEachSchedule(prefix []byte, fn func(key []byte, row store.
 	})
 }
 
-// Plan is Plan over the service's store at its current capacity, for the proposed
-// configuration next (which has passed config's validation).
-func (s *Service) Plan(next *config.Config) (wire.Plan, error) {
+// Plan is Plan over the service's store at its current capacity, for the policy of a proposed
+// configuration (which has passed its validation).
+func (s *Service) Plan(next *policy.Policy) (wire.Plan, error) {
 	var backlog uint64
 	if s.Backlog != nil {
 		backlog = s.Backlog()
 	}
-	return Plan(s.Store, s.Policy(), policy.New(next), s.Meter.Rate(s.Now()), backlog)
+	return Plan(s.Store, s.Policy(), next, s.Meter.Rate(s.Now()), backlog)
 }

@@ -98,13 +98,13 @@ type Writer interface {
 // notion of what changed; a fenced page is at most one render stale, and the row renders again
 // on its schedule.
 type Applier struct {
-	Store  store.Store // reads
-	Writer Writer      // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
-	Locks  *KeyLocks   // shared with every other read-decide-write of worker 0; nil: none
-	Seg    *shm.Segment
-	Policy func() *policy.Policy
-	Now    func() int64
-	Log    zerolog.Logger
+	Store    store.Store // reads
+	Writer   Writer      // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
+	Locks    *KeyLocks   // shared with every other read-decide-write of worker 0; nil: none
+	Seg      *shm.Segment
+	Settings func() *Settings // read once per batch: its policy decides, its settings bound
+	Now      func() int64
+	Log      zerolog.Logger
 
 	// Misses is woken (Misses.Applied) for each result committed; nil: no render on miss.
 	Misses *Misses
@@ -149,8 +149,8 @@ const applyCommitBound = time.Minute
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
-	pol := a.Policy()
-	digests := a.digests(pol, results)
+	set := a.Settings()
+	digests := a.digests(set, results)
 	if a.Locks != nil {
 		keys := make([][]byte, len(results))
 		for i := range results {
@@ -196,7 +196,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		j := len(changes)
 		var verified *store.Page // the stored page a 304 may refresh; nil: not one, or refused
 		if notModified(r) {
-			verified = a.verifiable(pol, r.Key, now)
+			verified = a.verifiable(set, r.Key, now)
 			conditional = append(conditional, condResult{change: j, applied: verified != nil})
 		}
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
@@ -205,7 +205,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, r, cur, digests[i], verified, now, &served[j])
+				return decide(set, r, cur, digests[i], verified, now, &served[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -217,10 +217,10 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	if a.Writer != nil {
 		w = a.Writer
 	}
-	grace := pol.Config().Queue.ReleaseGrace.Ms()
+	grace := set.ReleaseGrace.Milliseconds()
 	// A remote renderer's host slot is worker 0's to give back, with the lease (claims.go).
 	releaseHost := func(result int, holder uint64, done int64) {
-		releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[result].Key, holder, done)
+		releaseRemoteHostSlot(a.Seg, &set.Hosts, results[result].Key, holder, done)
 	}
 	var filed []bool
 	if len(changes) > 0 {
@@ -287,9 +287,9 @@ type condResult struct {
 // verified by a conditional check now (conditionalAllowed) and the 304 is applied as a
 // failure. It reads under the key's lock, which every writer of the key takes, so the funnel
 // reads the same target in the commit.
-func (a *Applier) verifiable(pol *policy.Policy, key []byte, now int64) *store.Page {
+func (a *Applier) verifiable(set *Settings, key []byte, now int64) *store.Page {
 	t, err := a.Store.GetTarget(key)
-	if err != nil || !conditionalAllowed(pol.Config(), &t, now) {
+	if err != nil || !conditionalAllowed(set, &t, now) {
 		return nil
 	}
 	pg, err := a.Store.GetPage(key)
@@ -369,7 +369,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+func decide(set *Settings, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -385,10 +385,10 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 			// Validators refuses the check) after a fast retry.
 			o, body = outcome.Failed, nil
 		} else {
-			return decideNotModified(pol, r, row, t, verified, now, sv)
+			return decideNotModified(set, r, row, t, verified, now, sv)
 		}
 	}
-	d := pol.Apply(policy.State{
+	d := set.Policy.Apply(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
 		CarriedMs:        row.EffectiveIntervalMs,
@@ -401,12 +401,12 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 	}, o, now)
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
-			*sv = servedStaleOf(pol, r.Key, d.CadenceMs, &t.Fresh, ob, now)
+			*sv = servedStaleOf(set, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
-	if d.Class == policy.ClassSuccess && freshnessOn(pol.Config()) {
+	if d.Class == policy.ClassSuccess && set.Freshness.On {
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
-		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+		d.DueAtMs = now + freshPartsOf(set, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
@@ -431,14 +431,14 @@ func decide(pol *policy.Policy, r *wire.Result, cur store.Current, digest uint64
 // unchanged observation and the check counted (applyNotModified), and the stored page is
 // written again with now as its time, so that it is served as fresh as a render would be; the
 // last render (LastRender) is not a 304's, so the bound on checks is counted from it.
-func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
-	d := pol.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
+func decideNotModified(set *Settings, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+	d := set.Policy.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
 		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
 	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
 		*sv = servedStale{served: ob.served}
 	}
-	if freshnessOn(pol.Config()) {
-		d.DueAtMs = now + freshPartsOf(pol, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+	if set.Freshness.On {
+		d.DueAtMs = now + freshPartsOf(set, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
 	if err != nil {
@@ -454,7 +454,7 @@ func decideNotModified(pol *policy.Policy, r *wire.Result, row store.Row, t stor
 
 // digests computes the content digest of every result that may store a page (an ok outcome
 // with a body the store can hold), before the batch takes its keys' locks; 0 for the others.
-func (a *Applier) digests(pol *policy.Policy, results []wire.Result) []uint64 {
+func (a *Applier) digests(set *Settings, results []wire.Result) []uint64 {
 	out := make([]uint64, len(results))
 	var d *digesters
 	for i := range results {
@@ -463,7 +463,7 @@ func (a *Applier) digests(pol *policy.Policy, results []wire.Result) []uint64 {
 			continue
 		}
 		if d == nil {
-			d = a.digesters.of(pol)
+			d = a.digesters.of(set)
 		}
 		out[i] = d.digest(r.Key, r.Body)
 	}

@@ -23,14 +23,14 @@ func mustTargets(tb testing.TB, d TargetsDeps) *Targets {
 // without one is refused, naming it, rather than running without the guarantee.
 func TestNewTargetsRefusesAMissingDependency(t *testing.T) {
 	e := qtest.New(t, "", 1_000_000, shm.Options{})
-	full := TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	full := TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
 	if _, err := NewTargets(full); err != nil {
 		t.Fatalf("every dependency given: %v", err)
 	}
 	for name, drop := range map[string]func(*TargetsDeps){
 		"Store": func(d *TargetsDeps) { d.Store = nil }, "Writer": func(d *TargetsDeps) { d.Writer = nil },
 		"Deleter": func(d *TargetsDeps) { d.Deleter = nil }, "Locks": func(d *TargetsDeps) { d.Locks = nil },
-		"Seg": func(d *TargetsDeps) { d.Seg = nil }, "Policy": func(d *TargetsDeps) { d.Policy = nil },
+		"Seg": func(d *TargetsDeps) { d.Seg = nil }, "Settings": func(d *TargetsDeps) { d.Settings = nil },
 		"Now": func(d *TargetsDeps) { d.Now = nil },
 	} {
 		d := full

@@ -19,8 +19,8 @@ const politeHosts = "render:\n  hosts: {max_concurrency: 4}\n"
 
 // politeApplier is an Applier whose results feed the host table, as worker 0's does.
 func politeApplier(e *qtest.Env) *Applier {
-	return &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Hosts: &hosts.Tracker{Seg: e.Seg, Policy: e.Policy, Log: zerolog.Nop()}}
+	return &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
+		Hosts: &hosts.Tracker{Seg: e.Seg, Limits: func() *hosts.Limits { return &qtest.Settings(e, IntakeSettingsOf)().Hosts }, Log: zerolog.Nop()}}
 }
 
 // stored is everything the store holds of a key: its row, target and page.

@@ -1,9 +1,7 @@
 package intake
 
 import (
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
@@ -36,48 +34,29 @@ type FreshParts struct {
 	IntervalMs      int64   // the time from a render to the next due: τ* within the bounds
 }
 
-// freshnessOn reports whether cfg schedules for freshness.
-func freshnessOn(cfg *config.Config) bool { return cfg.Queue.Policy == config.PolicyFreshness }
-
-// routeOf returns the configuration of key's route, or nil.
-func routeOf(pol *policy.Policy, key []byte) *config.Route {
-	name, _ := pol.RouteOf(key)
-	if name == "" {
-		return nil
-	}
-	cfg := pol.Config()
-	for i := range cfg.Routes {
-		if cfg.Routes[i].Name == name {
-			return &cfg.Routes[i]
-		}
-	}
-	return nil
-}
-
 // changePrior is the estimator's prior for key: its route's change_interval (else its
 // cadence) as freshness.prior_weight pseudo-renders that far apart (at most a cadence), the
 // spacing at which a few renders can tell that rate (renders a cadence apart could not tell a
 // page changing hourly from one changing every few hours: both changed at every render).
-func changePrior(pol *policy.Policy, key []byte, cadenceMs int64) freshness.Prior {
+func changePrior(set *Settings, key []byte, cadenceMs int64) freshness.Prior {
 	changeMs := cadenceMs
-	if rt := routeOf(pol, key); rt != nil && rt.ChangeInterval > 0 {
-		changeMs = rt.ChangeInterval.Ms()
+	if rt, ok := set.route(key); ok && rt.ChangeInterval > 0 {
+		changeMs = rt.ChangeInterval.Milliseconds()
 	}
 	changeMs = max(changeMs, 1)
 	return freshness.Prior{RatePerHour: 3_600_000 / float64(changeMs),
-		Weight: pol.Config().Freshness.PriorWeight, IntervalMs: min(changeMs, cadenceMs)}
+		Weight: set.Freshness.PriorWeight, IntervalMs: min(changeMs, cadenceMs)}
 }
 
 // freshPartsOf decides when a page of key last observed with f is due again, at now.
-func freshPartsOf(pol *policy.Policy, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
-	cfg := pol.Config()
-	p := FreshParts{Threshold: cfg.Freshness.Threshold, MaxIntervalMs: cadenceMs,
-		MinIntervalMs: cadenceMs / config.MinIntervalDivisor}
-	if rt := routeOf(pol, key); rt != nil && rt.MinInterval > 0 {
-		p.MinIntervalMs = min(rt.MinInterval.Ms(), cadenceMs)
+func freshPartsOf(set *Settings, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
+	p := FreshParts{Threshold: set.Freshness.Threshold, MaxIntervalMs: cadenceMs,
+		MinIntervalMs: cadenceMs / set.Freshness.MinIntervalDiv}
+	if rt, ok := set.route(key); ok && rt.MinInterval > 0 {
+		p.MinIntervalMs = min(rt.MinInterval.Milliseconds(), cadenceMs)
 	}
-	p.ChangesPerHour = historyOf(f).Rate(changePrior(pol, key, cadenceMs))
-	p.RequestsPerHour = RequestRate(pol, key, f, now)
+	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, key, cadenceMs))
+	p.RequestsPerHour = RequestRate(set, key, f, now)
 	p.CrossMs = crossing(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, cadenceMs)
 	p.IntervalMs = cadenceMs
 	if p.CrossMs > 0 {
@@ -106,9 +85,9 @@ func crossing(lambda, mu, nu float64, maxMs int64) int64 {
 }
 
 // explainFreshness is the freshness part of GET /v1/targets' explanation.
-func explainFreshness(pol *policy.Policy, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
-	p := freshPartsOf(pol, key, cadenceMs, f, now)
-	ex := &wire.Freshness{Policy: pol.Config().Queue.Policy,
+func explainFreshness(set *Settings, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
+	p := freshPartsOf(set, key, cadenceMs, f, now)
+	ex := &wire.Freshness{Policy: set.Freshness.Policy,
 		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,
 		Threshold: p.Threshold, MinIntervalSec: float64(p.MinIntervalMs) / 1000, CrossingSec: float64(p.CrossMs) / 1000,
