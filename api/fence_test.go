@@ -34,7 +34,7 @@ func newFenceNode(t *testing.T) *fenceNode {
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := n.changes.Wrap(e.Store)
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
-	n.applier = &intake.Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals}
+	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)

@@ -37,7 +37,7 @@ func newMissAPI(t *testing.T, yaml string) *missAPI {
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
 	n.misses = &intake.Misses{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses}
+	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	mux := http.NewServeMux()
 	(&Operate{Targets: targets.Targets, Misses: n.misses}).Register(mux)
 	n.srv = httptest.NewServer(mux)

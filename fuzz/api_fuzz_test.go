@@ -283,7 +283,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
-		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses},
+		Applier: intaketest.Applier(f, intake.ApplierDeps{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses}),
 		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),

@@ -45,6 +45,7 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/claim"
 	"net/url"
 	"strings"
 	"time"
@@ -98,40 +99,100 @@ type Writer interface {
 // notion of what changed; a fenced page is at most one render stale, and the row renders again
 // on its schedule.
 type Applier struct {
+	d         ApplierDeps
+	digesters digesterCache
+}
+
+// ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional and
+// Stale, which only observe; each required one carries a guarantee that would silently go if
+// it were left out:
+//   - Writer: every write passes the sweep's wrapper (sweep.Changes), so that a sweep never
+//     publishes a row written after its snapshot;
+//   - Locks: the key locks shared with every other read-decide-write of worker 0, so that no
+//     write lands between a result's decision and its commit;
+//   - Seg: the lease table a result is fenced by;
+//   - Misses: the flights a committed result wakes (render on miss); NoMisses where the node
+//     renders nothing on miss;
+//   - Hosts: told every result whose lease held, so that a refusal pauses its host and leaves
+//     its row as it was; NoPoliteness where refusals are to be applied as failures (a node
+//     that renders nothing of a real host, a test).
+type ApplierDeps struct {
 	Store    store.Store // reads
-	Writer   Writer      // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
-	Locks    *KeyLocks   // shared with every other read-decide-write of worker 0; nil: none
+	Writer   Writer
+	Locks    *KeyLocks
 	Seg      *shm.Segment
 	Settings func() *Settings // read once per batch: its policy decides, its settings bound
 	Now      func() int64
 	Log      zerolog.Logger
-
-	// Misses is woken (Misses.Applied) for each result committed; nil: no render on miss.
-	Misses *Misses
-
-	// Hosts is told every result of a batch whose lease held, after the batch commits; a fenced
-	// result is not told (anyone can post one, naming any host; only a held lease shows the
-	// answer came from a render this node granted). nil: no politeness. With it, a refusal
-	// (hosts.Refusal: a 429, or a 503 with Retry-After) is not applied: the host is paused,
-	// and the row, its target and its page stay exactly as they were (no strike, no backoff,
-	// its due time kept), so the row is granted again once the host allows. Without it a
-	// refusal is a failure like any other: leaving the row due with nothing to pause its host
-	// would grant it again at once.
-	Hosts *hosts.Tracker
+	Misses   MissWaker
+	Hosts    HostObserver
 
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
-
 	// Conditional is told of every 304 result committed (conditional.go): applied as
 	// "unchanged, verified now" (true), or refused and applied as a failure (false). nil: not told.
 	Conditional func(applied bool)
-
 	// Stale is told, for every result committed that observed its page's content again, the
 	// crawler requests served since the previous observation and how many of them were
 	// served stale (staleServed). nil: not measured.
 	Stale *StaleMeter
+}
 
-	digesters digesterCache
+// MissWaker is woken (Applied) for each result committed, after the commit and under the
+// key's lock: *Misses, or NoMisses.
+type MissWaker interface {
+	Applied(key []byte, outcome string)
+}
+
+// HostObserver is told each result whose lease held, after its batch commits, and says
+// whether it was its host refusing the render (a 429, or a 503 with Retry-After): the
+// *hosts.Tracker of worker 0, or NoPoliteness. A fenced result is not told (anyone can post
+// one, naming any host; only a held lease shows the answer came from a render this node
+// granted). With a Tracker, a refusal is not applied: the host is paused, and the row, its
+// target and its page stay exactly as they were (no strike, no backoff, its due time kept), so
+// the row is granted again once the host allows.
+type HostObserver interface {
+	Observe(key []byte, o outcome.Outcome, status int, headers map[string]string, now int64) (refused bool)
+}
+
+type noMisses struct{}
+
+func (noMisses) Applied([]byte, string) {}
+
+// NoMisses is the MissWaker of a node without render on miss: it wakes nobody.
+var NoMisses MissWaker = noMisses{}
+
+type noPoliteness struct{}
+
+func (noPoliteness) Observe([]byte, outcome.Outcome, int, map[string]string, int64) bool {
+	return false
+}
+
+// NoPoliteness is the HostObserver that keeps no politeness: a refusal is applied as a failure
+// like any other (its row backs off), since nothing would pause its host.
+var NoPoliteness HostObserver = noPoliteness{}
+
+// NewApplier returns the Applier over d, or ErrMissingDependency naming the first required
+// field left nil.
+func NewApplier(d ApplierDeps) (*Applier, error) {
+	for _, dep := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Store", d.Store == nil}, {"Writer", d.Writer == nil}, {"Locks", d.Locks == nil}, {"Seg", d.Seg == nil},
+		{"Settings", d.Settings == nil}, {"Now", d.Now == nil}, {"Misses", d.Misses == nil}, {"Hosts", d.Hosts == nil},
+	} {
+		if dep.nil {
+			return nil, fmt.Errorf("%w: Applier needs %s", ErrMissingDependency, dep.name)
+		}
+	}
+	return &Applier{d: d}, nil
+}
+
+// NewRemote returns the remote renderers' service that shares a's key locks, lease table,
+// settings and clock, claiming with c.
+func (a *Applier) NewRemote(c *claim.Claimer) *Remote {
+	return &Remote{Claimer: c, Locks: a.d.Locks, Seg: a.d.Seg, Settings: a.d.Settings, Now: a.d.Now}
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -149,17 +210,15 @@ const applyCommitBound = time.Minute
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
-	set := a.Settings()
+	set := a.d.Settings()
 	digests := a.digests(set, results)
-	if a.Locks != nil {
-		keys := make([][]byte, len(results))
-		for i := range results {
-			keys[i] = results[i].Key
-		}
-		defer a.Locks.Lock(keys)()
+	keys := make([][]byte, len(results))
+	for i := range results {
+		keys[i] = results[i].Key
 	}
-	now := a.Now()
-	leases := a.Seg.Leases()
+	defer a.d.Locks.Lock(keys)()
+	now := a.d.Now()
+	leases := a.d.Seg.Leases()
 	var st wire.ApplyStats
 	var refused []heldResult // refusals: their leases released, nothing written
 	changes := make([]store.Change, 0, len(results))
@@ -188,7 +247,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		heldKey[h] = true
 		info, _ := leases.Lookup(h, now)
-		if a.Hosts != nil && refusal(r) {
+		if a.d.Hosts != NoPoliteness && refusal(r) {
 			refused = append(refused, heldResult{lease: lease, result: i, holder: info.Holder})
 			continue
 		}
@@ -210,17 +269,14 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		held = append(held, lease)
 		index = append(index, i)
 	}
-	if a.Test != nil && a.Test.AfterDecide != nil {
-		a.Test.AfterDecide()
+	if a.d.Test != nil && a.d.Test.AfterDecide != nil {
+		a.d.Test.AfterDecide()
 	}
-	var w Writer = a.Store
-	if a.Writer != nil {
-		w = a.Writer
-	}
+	w := a.d.Writer
 	grace := set.ReleaseGrace.Milliseconds()
 	// A remote renderer's host slot is worker 0's to give back, with the lease (claims.go).
 	releaseHost := func(result int, holder uint64, done int64) {
-		releaseRemoteHostSlot(a.Seg, &set.Hosts, results[result].Key, holder, done)
+		releaseRemoteHostSlot(a.d.Seg, &set.Hosts, results[result].Key, holder, done)
 	}
 	var filed []bool
 	if len(changes) > 0 {
@@ -229,18 +285,18 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			return wire.ApplyStats{}, a.failed(err, held, grace, func(j int, done int64) { releaseHost(index[j], holders[j], done) })
 		}
 	}
-	done := a.Now()
-	if a.Stale != nil {
+	done := a.d.Now()
+	if a.d.Stale != nil {
 		for j, s := range served {
 			if j < len(filed) && filed[j] && s.served > 0 {
-				a.Stale.Add(s.served, s.stale)
+				a.d.Stale.Add(s.served, s.stale)
 			}
 		}
 	}
-	if a.Conditional != nil {
+	if a.d.Conditional != nil {
 		for _, c := range conditional {
 			if filed[c.change] {
-				a.Conditional(c.applied)
+				a.d.Conditional(c.applied)
 			}
 		}
 	}
@@ -267,7 +323,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			st.Applied++
 			// After the commit and before the key's lock is let go: a waiter woken now reads
 			// the page this result stored.
-			a.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
+			a.d.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
 		case notOwner[j]:
 			fence(&st, index[j], ErrShardNotOwned)
 		default:
@@ -288,11 +344,11 @@ type condResult struct {
 // failure. It reads under the key's lock, which every writer of the key takes, so the funnel
 // reads the same target in the commit.
 func (a *Applier) verifiable(set *Settings, key []byte, now int64) *store.Page {
-	t, err := a.Store.GetTarget(key)
+	t, err := a.d.Store.GetTarget(key)
 	if err != nil || !conditionalAllowed(set, &t, now) {
 		return nil
 	}
-	pg, err := a.Store.GetPage(key)
+	pg, err := a.d.Store.GetPage(key)
 	if err != nil {
 		return nil
 	}
@@ -313,7 +369,7 @@ type heldResult struct {
 // lease is released: the retry does both, once.
 func (a *Applier) failed(err error, held []shm.Lease, grace int64, releaseHost func(j int, done int64)) error {
 	if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
-		done, leases := a.Now(), a.Seg.Leases()
+		done, leases := a.d.Now(), a.d.Seg.Leases()
 		for i, ok := range pe.Committed {
 			if ok && i < len(held) {
 				leases.Release(held[i], done, grace)
@@ -327,13 +383,10 @@ func (a *Applier) failed(err error, held []shm.Lease, grace int64, releaseHost f
 // observe tells a.Hosts the results of the batch whose lease held (their indexes), before any
 // lease is released: a refused row's host is paused before the row can be granted again.
 func (a *Applier) observe(results []wire.Result, held []int, now int64) {
-	if a.Hosts == nil {
-		return
-	}
 	for _, i := range held {
 		r := &results[i]
 		o, _ := outcome.Parse(r.Outcome)
-		a.Hosts.Observe(r.Key, o, r.Status, r.Headers, now)
+		a.d.Hosts.Observe(r.Key, o, r.Status, r.Headers, now)
 	}
 }
 
@@ -545,7 +598,7 @@ var outcomeList = func() string {
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
 func (a *Applier) Validate(results []wire.Result) (field string, err error) {
-	leases := a.Seg.Leases()
+	leases := a.d.Seg.Leases()
 	for i := range results {
 		r := &results[i]
 		f := func(name string) string { return fmt.Sprintf("results[%d].%s", i, name) }
@@ -610,11 +663,11 @@ func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
 	}
 	st, err := a.Apply(results)
 	if err != nil {
-		a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
+		a.d.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
 		return wire.ApplyStats{}, &kindError{kind: ErrStore, msg: "results not applied; retry", cause: err}
 	}
 	if st.Fenced > 0 {
-		a.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
+		a.d.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
 			Msg("results fenced: their lease is not held")
 	}
 	if st.Fenced > 0 && st.Fenced == len(results) {
@@ -622,4 +675,23 @@ func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
 		return st, &FencedError{Field: first.Field, Msg: first.Error, Stats: st}
 	}
 	return st, nil
+}
+
+// WithTestDefaults fills what a test of the Applier leaves out with the explicit values a
+// test means by leaving it out: Writer is Store, Locks are new ones, Misses is NoMisses and
+// Hosts NoPoliteness. Production builds its deps in full (NewApplier refuses a nil).
+func WithTestDefaults(d ApplierDeps) ApplierDeps {
+	if d.Writer == nil && d.Store != nil {
+		d.Writer = d.Store
+	}
+	if d.Locks == nil {
+		d.Locks = &KeyLocks{}
+	}
+	if d.Misses == nil {
+		d.Misses = NoMisses
+	}
+	if d.Hosts == nil {
+		d.Hosts = NoPoliteness
+	}
+	return d
 }

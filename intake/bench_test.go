@@ -33,7 +33,7 @@ func BenchmarkApply(b *testing.B) {
 	if err := e.Store.WriteSchedules(ws); err != nil {
 		b.Fatal(err)
 	}
-	a := &Applier{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+	a := newApplier(b, ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	body := make([]byte, 2048)
 	batch := make([]wire.Result, 256)
 	grace := e.Config().Queue.ReleaseGrace.Ms()

@@ -47,7 +47,7 @@ func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 	t.Cleanup(func() { st.Close() })
 	locks := &KeyLocks{}
 	return e, st, mustTargets(t, TargetsDeps{Store: st, Writer: st, Deleter: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
-		&Applier{Store: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+		newApplier(t, ApplierDeps{Store: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 }
 
 // A row an older version stored with a due time out of range does not break a write that

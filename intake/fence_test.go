@@ -31,7 +31,7 @@ func newFenceNode(t *testing.T, yaml string) *fenceNode {
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := sweep.NewChanges().Wrap(e.Store)
 	n.targets = mustTargets(t, TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
-	n.applier = &Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals}
+	n.applier = newApplier(t, ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
 	return n
 }
 

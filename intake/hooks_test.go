@@ -5,6 +5,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/sweep"
+	"testing"
 )
 
 // A node's narrowings of the configuration (assemble/node), which these tests pass to
@@ -16,3 +17,13 @@ var (
 	ClaimSettingsOf  func(*config.Config, *policy.Policy) claim.Settings
 	SweepSettingsOf  func(*config.Config, *policy.Policy) sweep.Settings
 )
+
+// newApplier is NewApplier(WithTestDefaults(d)), failing tb if d lacks anything else.
+func newApplier(tb testing.TB, d ApplierDeps) *Applier {
+	tb.Helper()
+	a, err := NewApplier(WithTestDefaults(d))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}

@@ -40,7 +40,7 @@ func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
 			if live := held && !li.Released; live == tc.wantFence {
 				t.Fatalf("the render's lease live after the rush: %v, want %v", live, !tc.wantFence)
 			}
-			a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+			a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 			rep, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: l}})
 			if err != nil {
 				t.Fatal(err)

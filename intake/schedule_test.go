@@ -55,7 +55,7 @@ func TestApplyFreshnessDue(t *testing.T) {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		key := []byte(c.key)
 		e.Put(c.key, start-hour, false, 0, store.Lanes{})
-		a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
 			t.Fatalf("apply: %+v %v", st, err)
 		}
@@ -82,7 +82,7 @@ routes:
 `, start, shm.Options{})
 	key := []byte("desktop|https://a.test/p/1")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestApplierMeasuresStaleServes(t *testing.T) {
 	key := []byte("desktop|https://a.test/p")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	meter := &StaleMeter{}
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Stale: meter}
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Stale: meter})
 	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
 	render := func(body string) {
 		t.Helper()

@@ -57,7 +57,7 @@ func newNode(t *testing.T, yaml string) *node {
 	locks := &intake.KeyLocks{}
 	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses}
+	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: "admin-token",
 		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxKeys: 100},
 		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }})
@@ -401,5 +401,27 @@ func TestStalePageIsServedAndMovedUp(t *testing.T) {
 	n.render(t, "desktop|"+strict, "ok", 200, "<p>new</p>", nil)
 	if a := <-ch; a.code != 200 || a.body != "<p>new</p>" || a.header.Get(HeaderCache) != "miss" {
 		t.Fatalf("serve_stale false: %d %v %q", a.code, a.header, a.body)
+	}
+}
+
+// NewHandler refuses deps without any required dependency, naming it: a listener without
+// metrics or demand counting would look idle and starve the freshness policy's counters.
+func TestNewHandlerRefusesAMissingDependency(t *testing.T) {
+	n := newNode(t, "")
+	full := n.h.d
+	if _, err := NewHandler(full); err != nil {
+		t.Fatalf("every dependency given: %v", err)
+	}
+	for name, drop := range map[string]func(*HandlerDeps){
+		"Targets": func(d *HandlerDeps) { d.Targets = nil }, "Misses": func(d *HandlerDeps) { d.Misses = nil },
+		"Settings": func(d *HandlerDeps) { d.Settings = nil }, "Now": func(d *HandlerDeps) { d.Now = nil },
+		"Metrics": func(d *HandlerDeps) { d.Metrics = nil }, "Demand": func(d *HandlerDeps) { d.Demand = nil },
+	} {
+		d := full
+		drop(&d)
+		got, err := NewHandler(d)
+		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
+		}
 	}
 }

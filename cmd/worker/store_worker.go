@@ -190,17 +190,21 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.watch.Start(ctx); err != nil {
 		return wrap("miss watch", err)
 	}
+	applier, err := intake.NewApplier(intake.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
+		Settings: e.intakeSettings, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness, Stale: stale,
+		Conditional: func(applied bool) {
+			if applied {
+				conditional.WithLabelValues("not_modified").Inc()
+			} else {
+				conditional.WithLabelValues("refused").Inc()
+			}
+		}})
+	if err != nil {
+		return wrap("applier", err)
+	}
 	control := &api.Control{
-		Index: index,
-		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Settings: e.intakeSettings, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
-			Stale: stale,
-			Conditional: func(applied bool) {
-				if applied {
-					conditional.WithLabelValues("not_modified").Inc()
-				} else {
-					conditional.WithLabelValues("refused").Inc()
-				}
-			}},
+		Index:   index,
+		Applier: applier,
 		Targets: targetsSvc,
 		Limit:   heavy,
 		Status: func() wire.Status {
