@@ -227,7 +227,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 	var jobs []claim.Job
 	c := &Control{Index: fallbackFunc(func(context.Context, claim.IndexClaim) ([]claim.Job, error) {
 		return jobs, errors.New("claim: scan: disk gone")
-	}), Applier: intaketest.Applier(t, intake.ApplierDeps{}), Log: qtest.Log(nil)}
+	}), Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Log: qtest.Log(nil)}
 	mux := http.NewServeMux()
 	c.Register(mux)
 	post := func() (int, wire.ClaimResponse) {
