@@ -47,7 +47,7 @@ func TestRemoteReleaseWaitsForTheResultsCommit(t *testing.T) {
 		if code != http.StatusConflict {
 			t.Fatalf("%s during the apply: %d, want 409 after it", path, code)
 		}
-		grace := n.Policy().Config().Queue.ReleaseGrace.Ms()
+		grace := n.Config().Queue.ReleaseGrace.Ms()
 		if info, ok := n.Seg.Leases().Lookup(shm.KeyHash(shoesKey), n.Now()); !ok || !info.Released || info.ExpiresAtMs != n.Now()+grace {
 			t.Fatalf("%s: the key after the apply: %+v %v, want its release grace", path, info, ok)
 		}

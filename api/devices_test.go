@@ -32,16 +32,16 @@ const devicesYAML = `render:
 func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	e := qtest.New(t, devicesYAML, start, shm.Options{})
 	locks := &intake.KeyLocks{}
-	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
-	applier := &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now}
-	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
+	applier := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)
-	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	newSitemaps(t, targets, nil).Register(mux)
 	(&Remote{Applier: applier, Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index,
-		Policy: e.Policy, Now: e.Now, Holder: 0xffff})}).Register(mux)
+		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
@@ -104,7 +104,7 @@ func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	}
 
 	// A remote renderer is told the device of the job it claims, and its result is applied.
-	sweeper := sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
+	sweeper := sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
 	sweeper.Sweep(context.Background())
 	code, out, raw := call("POST", "/v1/claim", "application/json", `{"limit": 10, "lease": "5m", "renderer": "farm"}`)
 	if code != 200 {

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/policy"
 )
 
 // Explain serves GET /v1/targets (what the queue makes of a target) and DELETE /v1/targets.
@@ -22,15 +21,15 @@ func (x *Explain) Register(mux *http.ServeMux) {
 }
 
 // keyOf reads ?url=&device= into a cache key (intake.Key).
-func keyOf(r *http.Request, pol *policy.Policy) ([]byte, error) {
-	return intake.Key(r.URL.Query().Get("url"), r.URL.Query().Get("device"), intake.KeyingOf(pol))
+func keyOf(r *http.Request, set *intake.Settings) ([]byte, error) {
+	return intake.Key(r.URL.Query().Get("url"), r.URL.Query().Get("device"), intake.KeyingOf(set))
 }
 
 func (x *Explain) targets() *intake.Targets { return x.Targets }
 
 // get explains a target (intake.Targets.Explain).
 func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
-	key, err := keyOf(r, x.Targets.Policy())
+	key, err := keyOf(r, x.Targets.Settings())
 	if err != nil {
 		fail(w, err)
 		return
@@ -46,7 +45,7 @@ func (x *Explain) get(w http.ResponseWriter, r *http.Request) {
 // delete removes the target, its schedule row, its index entry and its page
 // (intake.Targets.Delete, which says why a 200 is never undone by a render in flight).
 func (x *Explain) delete(w http.ResponseWriter, r *http.Request) {
-	key, err := keyOf(r, x.Targets.Policy())
+	key, err := keyOf(r, x.Targets.Settings())
 	if err != nil {
 		fail(w, err)
 		return

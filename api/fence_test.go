@@ -33,12 +33,12 @@ func newFenceNode(t *testing.T) *fenceNode {
 	n.locks = &intake.KeyLocks{Test: n.signals}
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := n.changes.Wrap(e.Store)
-	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
-	n.applier = &intake.Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Test: n.signals}
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
+	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)
-	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	n.srv = httptest.NewServer(mux)
 	t.Cleanup(n.srv.Close)
 	return n

@@ -46,14 +46,14 @@ sitemap:
   max_decompressed: 256MiB
 `, start, shm.Options{})
 	heavy := NewLimiter(DefaultHeavyBytes, 0)
-	applier := &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
-	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}), Limit: heavy}
+	applier := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Limit: heavy}
 	sitemaps := newSitemaps(t, targets, heavy)
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	sitemaps.Register(mux)
-	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
-	(&Remote{Applier: applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
+	(&Remote{Applier: applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -120,9 +120,9 @@ sitemap:
 	key := []byte("desktop|https://shop.test/accepted")
 	e.Put(string(key), e.Now()-hour, false, 0, store.Lanes{NeverRendered: true})
 	kept := &keepingWriter{st: e.Store}
-	decodeOnly := &intake.Applier{Store: e.Store, Writer: kept, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	decodeOnly := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: kept, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	accept := http.NewServeMux()
-	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Policy: e.Policy, Now: e.Now})}).Register(accept)
+	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: claim.New(claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now})}).Register(accept)
 	acceptSrv := httptest.NewServer(accept)
 	defer acceptSrv.Close()
 	body := jsonResults(t, wire.Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},

@@ -89,7 +89,7 @@ const PageCSP = "default-src 'none'; img-src * data:; style-src * 'unsafe-inline
 // (servedPage); a client that gives up meanwhile gets no answer, and none is an error. A GET
 // with ?wait= is refused: it would write.
 func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
-	key, err := keyOf(r, o.Targets.Policy())
+	key, err := keyOf(r, o.Targets.Settings())
 	if err != nil {
 		fail(w, err)
 		return
@@ -158,7 +158,7 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	svc := o.intake()
-	keying := intake.KeyingOf(o.Targets.Policy())
+	keying := intake.KeyingOf(o.Targets.Settings())
 	for i, u := range urls {
 		if _, err := intake.Key(u, req.Device, keying); err != nil {
 			if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" && field == "urls" {

@@ -54,7 +54,7 @@ func (o *Operate) servedPage(r *http.Request, key []byte) (intake.ServedPage, er
 	if r.Method == http.MethodGet && r.URL.Query().Has("wait") {
 		return intake.ServedPage{}, &intake.FieldError{Field: "wait", Err: errWaitIsAWrite}
 	}
-	wait, err := waitOf(r, o.Targets.Policy().Config().Page.MaxWait.D())
+	wait, err := waitOf(r, o.Targets.Settings().Misses.MaxWait)
 	if err != nil {
 		return intake.ServedPage{}, err
 	}

@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"github.com/freshq/freshq/policy"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/wire"
 )
@@ -20,9 +21,13 @@ import (
 // while one runs (503 with Retry-After); a good file reaches Compute with its routes.
 func TestPlanRefusals(t *testing.T) {
 	release, entered := make(chan struct{}), make(chan struct{}, 1)
-	var got *config.Config
+	var got *policy.Policy
 	mux := http.NewServeMux()
-	(&Plan{Compute: func(next *config.Config) (wire.Plan, error) {
+	(&Plan{Compute: func(ctx context.Context, file []byte) (wire.Plan, error) {
+		next, err := ParsePlanOf(ctx, file)
+		if err != nil {
+			return wire.Plan{}, err
+		}
 		got = next
 		entered <- struct{}{}
 		<-release
@@ -58,7 +63,7 @@ func TestPlanRefusals(t *testing.T) {
 		t.Fatalf("a second plan meanwhile: %d %s", rec.Code, rec.Body)
 	}
 	close(release)
-	if rec := <-done; rec.Code != http.StatusOK || len(got.Routes) != 1 || got.Routes[0].Interval.D().Hours() != 6 {
+	if rec := <-done; rec.Code != http.StatusOK || len(got.Options().Routes) != 1 || got.Options().Routes[0].Interval.Hours() != 6 {
 		t.Fatalf("good file: %d %s, compute saw %+v", rec.Code, rec.Body, got)
 	}
 }
@@ -71,7 +76,10 @@ func TestPlanRefusals(t *testing.T) {
 func TestPlanAliasBomb(t *testing.T) {
 	release, entered := make(chan struct{}), make(chan struct{}, 1)
 	mux := http.NewServeMux()
-	(&Plan{Compute: func(next *config.Config) (wire.Plan, error) {
+	(&Plan{Compute: func(ctx context.Context, file []byte) (wire.Plan, error) {
+		if _, err := ParsePlanOf(ctx, file); err != nil {
+			return wire.Plan{}, err
+		}
 		entered <- struct{}{}
 		<-release
 		return wire.Plan{Lines: []string{"total: …"}}, nil

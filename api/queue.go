@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
@@ -22,9 +21,9 @@ type Queue struct {
 	Cluster ClusterViewFunc
 	// Capacity is worker 0's capacity view, for the capacity section; nil leaves it out.
 	Capacity CapacityViewFunc
-	// Policy gives the hosts section each host's configured maximum (render.hosts); nil: the
-	// default maximum for every host.
-	Policy func() *policy.Policy
+	// Settings gives the hosts section each host's configured maximum (render.hosts) and the
+	// freshness section the policy's name; nil: neither (every host's maximum shows as 0).
+	Settings func() *intake.Settings
 	// Stale is worker 0's measure of requests served stale (intake.StaleMeter), for the
 	// freshness section; nil leaves it out.
 	Stale *intake.StaleMeter
@@ -54,8 +53,8 @@ func (q *Queue) freshness() *wire.QueueFreshness {
 	}
 	served, stale := q.Stale.Totals()
 	f := &wire.QueueFreshness{ServedRequests: served, StaleRequests: stale}
-	if q.Policy != nil {
-		f.Policy = q.Policy().Config().Queue.Policy
+	if q.Settings != nil {
+		f.Policy = q.Settings().Freshness.Policy
 	}
 	if served > 0 {
 		f.StaleShare = stale / served
@@ -115,8 +114,8 @@ func (q *Queue) View() wire.QueueView {
 
 // hostMax is each host's configured maximum of renders in flight, at the policy in force.
 func (q *Queue) hostMax() func(host []byte) int {
-	if q.Policy == nil {
-		return func([]byte) int { return config.HostsMaxConcurrencyDefault }
+	if q.Settings == nil {
+		return func([]byte) int { return 0 }
 	}
-	return q.Policy().Config().Render.Hosts.Max
+	return q.Settings().Hosts.Max
 }

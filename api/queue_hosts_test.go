@@ -33,7 +33,7 @@ func TestQueueHosts(t *testing.T) {
 		}
 	}
 	mux := http.NewServeMux()
-	(&Queue{Seg: e.Seg, Now: e.Now, Policy: e.Policy}).Register(mux)
+	(&Queue{Seg: e.Seg, Now: e.Now, Settings: qtest.Settings(e, IntakeSettingsOf)}).Register(mux)
 	var q wire.QueueView
 	if code := getJSON(t, mux, "/v1/queue", &q); code != http.StatusOK {
 		t.Fatal(code)

@@ -25,8 +25,8 @@ const maxRemoteRequest = 1 << 20 // a claim or lease request
 // Register adds the endpoints to mux.
 func (x *Remote) Register(mux *http.ServeMux) {
 	a := x.Applier
-	// The remote leases are the Applier's: its lease table, locks, policy and clock.
-	x.leases = &intake.Remote{Claimer: x.Claimer, Locks: a.Locks, Seg: a.Seg, Policy: a.Policy, Now: a.Now}
+	// The remote leases are the Applier's: its lease table, locks, settings and clock.
+	x.leases = a.NewRemote(x.Claimer)
 	mux.HandleFunc("POST /v1/claim", x.claim)
 	mux.HandleFunc("POST /v1/results", resultsHandler(a, x.Limit, false))
 	mux.HandleFunc("POST /v1/leases/extend", x.extend)

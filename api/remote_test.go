@@ -25,13 +25,13 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	for i := range 20 {
 		e.Put(fmt.Sprintf("desktop|https://shop.test/c/%02d", i), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	}
-	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
+	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	x := &Remote{
-		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now},
-		Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Policy: e.Policy, Now: e.Now, Holder: 0xffff})}
+		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff})}
 	mux := http.NewServeMux()
 	x.Register(mux)
-	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return e, srv
@@ -186,8 +186,8 @@ func TestRemoteLeaseExtendAndRelease(t *testing.T) {
 func TestInternalClaimCarriesTTL(t *testing.T) {
 	e, _ := remoteServer(t, "")
 	mux := http.NewServeMux()
-	(&Control{Index: &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Now: e.Now},
-		Applier: &intake.Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}}).Register(mux)
+	(&Control{Index: &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now},
+		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	var resp wire.ClaimResponse

@@ -43,7 +43,7 @@ func sitemapServer(t *testing.T) (*qtest.Env, *httptest.Server) {
 func sitemapServerYAML(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	mux := http.NewServeMux()
-	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
+	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
 	newSitemaps(t, targets, nil).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -498,7 +498,7 @@ func TestSitemap50kURLsFlatMemory(t *testing.T) {
 // A run submitted once the runs are stopped is refused with 503.
 func TestSitemapPostAfterStopIs503(t *testing.T) {
 	e := qtest.New(t, sitemapYAML, start, shm.Options{})
-	s := newSitemaps(t, &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}, nil)
+	s := newSitemaps(t, &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}, nil)
 	mux := http.NewServeMux()
 	s.Register(mux)
 	srv := httptest.NewServer(mux)

@@ -28,7 +28,7 @@ func TestPostTargetsStoreFailureReportsWhatLanded(t *testing.T) {
 		return e.Store.WriteSchedules(ws)
 	})
 	mux := http.NewServeMux()
-	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: w, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: w, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	// 2,500 items: item 1 repeats item 0's key (merged into the first chunk), item 1500 repeats

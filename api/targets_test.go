@@ -22,9 +22,9 @@ import (
 func targetsServer(t *testing.T) (*qtest.Env, *httptest.Server) {
 	e := qtest.New(t, "render: {user_agents: {tablet: \"freshq-tablet/1\"}}\n", start, shm.Options{})
 	mux := http.NewServeMux()
-	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	(&Queue{Seg: e.Seg, Now: e.Now}).Register(mux)
-	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).Register(mux)
+	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return e, srv
@@ -234,7 +234,7 @@ func TestPostTargetsItemBoundedByBytes(t *testing.T) {
 		if ndjson {
 			body = io.MultiReader(strings.NewReader(`{"url": "https://shop.test/`), qtest.Repeat('x', 32<<20), strings.NewReader(`"}`))
 		}
-		h := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
+		h := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
 		req := httptest.NewRequest("POST", "/v1/targets", body)
 		rec := httptest.NewRecorder()
 		var before, after runtime.MemStats
@@ -256,7 +256,7 @@ func TestPostTargetsOverBodyLimitReportsWhatLanded(t *testing.T) {
 	body := io.MultiReader(strings.NewReader(`[{"url": "https://shop.test/a"}, `), qtest.Repeat(' ', wire.MaxTargetsBody), strings.NewReader(`{"url": "https://shop.test/b"}]`))
 	req := httptest.NewRequest("POST", "/v1/targets", body)
 	rec := httptest.NewRecorder()
-	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}).post(rec, req)
+	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).post(rec, req)
 	var out wire.TargetsResponse
 	json.Unmarshal(rec.Body.Bytes(), &out)
 	if rec.Code != http.StatusRequestEntityTooLarge || out.Accepted != 1 || out.Error == "" || out.StoppedAt == nil || *out.StoppedAt != 1 {

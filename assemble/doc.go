@@ -1,9 +1,13 @@
 // Package assemble builds a node's parts from its configuration: it is where the configuration
-// is read and narrowed into each package's own options, so that the packages that do the work
-// (render, render/chrome, sitemap, ...) import no configuration and a test of one of them states
-// every value it runs with.
+// is read and narrowed into each package's own options (policy.Options, hosts.Limits,
+// render.Options, chrome.Options), so that the packages that do the work import no
+// configuration and a test of one of them states every value it runs with. The services'
+// settings (claim, sweep, intake, serve) are narrowed by its sibling assemble/node, kept apart
+// so that the test helper internal/qtest, which compiles a test's policy here, does not import
+// the services whose tests use it.
 //
 // Invariant: a value reaches a domain package only through the options built here (or by the
-// binaries in cmd/), never by that package reading the configuration itself; internal/lint's
-// table of allowed imports holds every domain package to it as it is narrowed.
+// binaries in cmd/), never by that package reading the configuration itself; internal/lint
+// holds every domain package to it (TestOnlyAssemblersDependOnConfig: none depends on config,
+// directly or transitively).
 package assemble

@@ -93,3 +93,6 @@ func ValidDevice(name string) error {
 // and no fragment, "/" for an empty path, the query sorted; no parameter dropped and no route.
 // Code that takes a URL from outside normalises it with the Rules in force instead.
 func NormalizeURL(raw string) (string, error) { return (*Rules)(nil).Normalize(raw) }
+
+// DefaultDevice is the device of a target that names none.
+const DefaultDevice = "desktop"

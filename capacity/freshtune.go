@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/freshq/freshq/freshness"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 )
 
@@ -110,13 +109,21 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 	return t, true
 }
 
+// FreshSettings are what the tuning reads of the configuration.
+type FreshSettings struct {
+	On      bool  // queue.policy is freshness: without it nothing is tuned
+	SweepMs int64 // queue.ready.sweep_interval
+}
+
 // FreshTuner tunes queue.policy freshness at every recount of a Service (Service.Freshness):
 // the recount's read of every row and target also collects each row's page (Page), and the
 // tuning (TuneFreshness) is published to Cell, which the Applier files due times with.
 type FreshTuner struct {
+	// Settings are read at every recount, so that a reload applies at the next one.
+	Settings func() FreshSettings
 	// Page reads a row's page for the threshold at now; ok false leaves the row out (sealed,
 	// failing, never rendered).
-	Page func(pol *policy.Policy, key []byte, row store.Row, t *store.Target, now int64) (FreshPage, bool)
+	Page func(key []byte, row store.Row, t *store.Target, now int64) (FreshPage, bool)
 	// Cell receives every tuning.
 	Cell *freshness.TuningCell
 

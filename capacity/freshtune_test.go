@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"github.com/freshq/freshq/assemble"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -21,7 +22,10 @@ func TestServiceTunesFreshness(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol := policy.New(cfg)
+		pol, err := assemble.Policy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		raw := openStore(t)
 		now := int64(1_700_000_000_000)
 		keys := []string{"desktop|https://example.test/c/1", "desktop|https://example.test/c/2"}
@@ -34,7 +38,10 @@ func TestServiceTunesFreshness(t *testing.T) {
 		seen := map[string]bool{}
 		cell := &freshness.TuningCell{}
 		s := NewService(raw, func() *policy.Policy { return pol }, func() int64 { return now }, func() uint64 { return 100 }, zerolog.Nop())
-		s.Freshness = &FreshTuner{Cell: cell, Page: func(_ *policy.Policy, key []byte, _ store.Row, _ *store.Target, _ int64) (FreshPage, bool) {
+		on := policyName == config.PolicyFreshness
+		s.Freshness = &FreshTuner{Cell: cell, Settings: func() FreshSettings {
+			return FreshSettings{On: on, SweepMs: cfg.Queue.Ready.SweepInterval.Ms()}
+		}, Page: func(key []byte, _ store.Row, _ *store.Target, _ int64) (FreshPage, bool) {
 			seen[string(key)] = true
 			return FreshPage{Route: "catalog", Lambda: 0.1, Mu: 1, CadenceMs: 24 * hourMs, MinIntervalMs: 90 * 60_000}, true
 		}}

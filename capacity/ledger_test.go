@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"github.com/freshq/freshq/assemble"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -24,7 +25,11 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return policy.New(cfg)
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }
 
 func openStore(t testing.TB) *store.Badger {

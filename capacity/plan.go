@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -23,7 +22,7 @@ import (
 // cadence it carries; routes and defaults resolve or clamp it as the proposal says.
 func Plan(src Source, cur, next *policy.Policy, c Capacity, backlog uint64) (wire.Plan, error) {
 	before, after := counts{}, counts{}
-	nextLadder := next.Config().Render.Demand.Ladder
+	nextLadder := next.Options().Ladder
 	err := src.ForEachSchedule(nil, func(key []byte, row store.Row) error {
 		storedMs, sealed, rung := row.StoredIntervalMs, false, uint8(0)
 		t, err := src.GetTarget(key)
@@ -35,7 +34,7 @@ func Plan(src Source, cur, next *policy.Policy, c Capacity, backlog uint64) (wir
 		}
 		before.add(contribution(cur, key, 0, row, storedMs, sealed), 1)
 		if rung > 0 && storedMs == 0 && len(nextLadder) > 0 {
-			row.EffectiveIntervalMs = nextLadder[min(int(rung), len(nextLadder))-1].Ms()
+			row.EffectiveIntervalMs = nextLadder[min(int(rung), len(nextLadder))-1].Milliseconds()
 		}
 		after.add(contribution(next, key, 0, row, storedMs, sealed), 1)
 		return nil
@@ -46,7 +45,7 @@ func Plan(src Source, cur, next *policy.Policy, c Capacity, backlog uint64) (wir
 	db, da := before.demand(nil), after.demand(nil)
 	pb, pa := Project(db, c, cur.Boost(), backlog), Project(da, c, next.Boost(), backlog)
 	out := wire.Plan{CapacityPerSecond: c.PerSecond, Current: side(db, pb), Proposed: side(da, pa)}
-	out.Lines = planLines(cur.Config(), next.Config(), db, da, pb, pa, c)
+	out.Lines = planLines(cur.Options(), next.Options(), db, da, pb, pa, c)
 	return out, nil
 }
 
@@ -57,9 +56,9 @@ func side(d Demand, p Projection) wire.PlanSide {
 
 // planLines says what changed, one line each: every route whose interval changed, was added or
 // removed, the ladder, the default interval and the boost, then the total.
-func planLines(cur, next *config.Config, db, da Demand, pb, pa Projection, c Capacity) []string {
+func planLines(cur, next policy.Options, db, da Demand, pb, pa Projection, c Capacity) []string {
 	var lines []string
-	was := map[string]config.Route{}
+	was := map[string]policy.Route{}
 	for _, r := range cur.Routes {
 		was[r.Name] = r
 	}
@@ -88,13 +87,13 @@ func planLines(cur, next *config.Config, db, da Demand, pb, pa Projection, c Cap
 			lines = append(lines, fmt.Sprintf("routes: %s (%s) removed: its rows resolve elsewhere", was[n].Path, n))
 		}
 	}
-	if a, b := ladderText(cur.Render.Demand.Ladder), ladderText(next.Render.Demand.Ladder); a != b {
+	if a, b := ladderText(cur.Ladder), ladderText(next.Ladder); a != b {
 		lines = append(lines, fmt.Sprintf("render.demand.ladder: %s → %s", a, b))
 	}
-	if a, b := cur.Render.DefaultInterval, next.Render.DefaultInterval; a != b {
+	if a, b := cur.DefaultInterval, next.DefaultInterval; a != b {
 		lines = append(lines, fmt.Sprintf("render.default_interval: %s → %s: demand of unrouted rows %s", dur(a), dur(b), change(db.ByRoute[""], da.ByRoute[""])))
 	}
-	if a, b := cur.Queue.Ready.SubmittedBoost, next.Queue.Ready.SubmittedBoost; a != b {
+	if a, b := cur.SubmittedBoost, next.SubmittedBoost; a != b {
 		lines = append(lines, fmt.Sprintf("queue.ready.submitted_boost: %g → %g", a, b))
 	}
 	lines = append(lines, fmt.Sprintf("total: demand %.3f/s → %.3f/s (%s) at capacity %.3f/s: %s → %s",
@@ -130,18 +129,17 @@ func change(a, b float64) string {
 	return fmt.Sprintf("%+.0f %%", 100*(b-a)/a)
 }
 
-func dur(d config.Duration) string {
-	if d == 0 {
+func dur(t time.Duration) string {
+	if t == 0 {
 		return "none"
 	}
-	t := d.D()
 	if t%(time.Hour) == 0 {
 		return fmt.Sprintf("%dh", t/time.Hour)
 	}
 	return t.String()
 }
 
-func ladderText(l []config.Duration) string {
+func ladderText(l []time.Duration) string {
 	if len(l) == 0 {
 		return "none"
 	}

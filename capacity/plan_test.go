@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"github.com/freshq/freshq/assemble"
 	"strings"
 	"testing"
 
@@ -25,7 +26,10 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := policy.New(nextCfg)
+	next, err := assemble.Policy(nextCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	raw := openStore(t)
 	now := int64(1_700_000_000_000)
 	put := func(key string, effMs int64, tgt *store.Target) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
@@ -103,13 +102,17 @@ func (s *Service) Recount() { s.recount(context.Background()) }
 
 func (s *Service) recount(ctx context.Context) {
 	pol := s.Policy()
-	tune := s.Freshness != nil && pol.Config().Queue.Policy == config.PolicyFreshness
+	var fs FreshSettings
+	if s.Freshness != nil {
+		fs = s.Freshness.Settings()
+	}
+	tune := fs.On
 	var pages []FreshPage
 	src := s.Store
 	if tune {
 		now := s.Now()
 		src = tapPages(src, func(key []byte, row store.Row, t *store.Target) {
-			if pg, ok := s.Freshness.Page(pol, key, row, t, now); ok {
+			if pg, ok := s.Freshness.Page(key, row, t, now); ok {
 				pages = append(pages, pg)
 			}
 		})
@@ -120,7 +123,7 @@ func (s *Service) recount(ctx context.Context) {
 		return
 	}
 	if tune {
-		s.tune(pol, pages)
+		s.tune(pol, fs, pages)
 	}
 	s.mu.Lock()
 	s.recountedAtMs, s.drift = s.Now(), math.Abs(d.RecountTotal-d.IncrementalTotal)
@@ -129,7 +132,7 @@ func (s *Service) recount(ctx context.Context) {
 
 // tune computes and publishes the freshness tuning from the recount's pages (TuneFreshness),
 // logging it (info "freshness tuned" with nu, capacity_per_second, saturated, pages).
-func (s *Service) tune(pol *policy.Policy, pages []FreshPage) {
+func (s *Service) tune(pol *policy.Policy, fs FreshSettings, pages []FreshPage) {
 	now := s.Now()
 	var backlog uint64
 	if s.Backlog != nil {
@@ -139,7 +142,7 @@ func (s *Service) tune(pol *policy.Policy, pages []FreshPage) {
 	s.mu.Lock() // Recount may be called beside the periodic one
 	defer s.mu.Unlock()
 	t, ok := TuneFreshness(FreshInput{Demand: s.Ledger.Demand(), Measured: s.Meter.Rate(now), Boost: pol.Boost(),
-		Backlog: backlog, SweepMs: pol.Config().Queue.Ready.SweepInterval.Ms(), PrevPerSecond: f.perSecond, Pages: pages})
+		Backlog: backlog, SweepMs: fs.SweepMs, PrevPerSecond: f.perSecond, Pages: pages})
 	if !ok {
 		return
 	}
@@ -180,8 +183,8 @@ func viewOf(d Demand, c Capacity, boost float64, backlog uint64) wire.Capacity {
 	return v
 }
 
-// Plan is Plan over the service's store at its current capacity, for the proposed
-// configuration next (which has passed config's validation).
-func (s *Service) Plan(next *config.Config) (wire.Plan, error) {
-	return Plan(s.Store, s.Policy(), policy.New(next), s.Meter.Rate(s.Now()), s.backlog())
+// Plan is Plan over the service's store at its current capacity, for the policy of a proposed
+// configuration (which has passed its validation).
+func (s *Service) Plan(next *policy.Policy) (wire.Plan, error) {
+	return Plan(s.Store, s.Policy(), next, s.Meter.Rate(s.Now()), s.backlog())
 }

@@ -117,7 +117,7 @@ type Options struct {
 	Segment  *shm.Segment
 	Worker   *shm.Worker // the claiming worker's block, for grant counters
 	Fallback Fallback
-	Policy   func() *policy.Policy // the policy in force, with its config
+	Settings func() *Settings // the settings in force, read once per claim (a reload applies to the next)
 	Now      func() int64
 	Holder   uint64 // pid<<16 | worker index
 	// Granted, when set, is told of every job granted from the ready set, with the wall-clock
@@ -126,12 +126,22 @@ type Options struct {
 	Granted func(key []byte, atNs int64)
 }
 
+// Settings is what a claim reads of the configuration: the lease a grant takes, whether the
+// ready set serves, and the hosts' limits a grant's host slot is taken under. It is narrowed
+// where the node is assembled and read whole once per claim.
+type Settings struct {
+	LeaseTTL     time.Duration // queue.lease_ttl: a grant's lease, and the longest a claim may ask for
+	ReadyEnabled bool          // queue.ready.enabled: false sends every claim to the fallback
+	Hosts        hosts.Limits  // render.hosts
+}
+
 // Claimer grants jobs to one worker. It is safe for concurrent use.
 type Claimer struct {
 	opts Options
 }
 
-// New returns a Claimer.
+// New returns a Claimer. Segment, Settings and Now are required; Worker, Fallback and Granted
+// are optional (a claimer without a fallback serves from the ready set alone).
 func New(opts Options) *Claimer { return &Claimer{opts: opts} }
 
 // Claim grants up to n jobs: from the ready set while it serves, then from the fallback for the
@@ -153,13 +163,13 @@ func (c *Claimer) ClaimTTL(ctx context.Context, n int, ttlMs int64) ([]Job, erro
 // each remote renderer under that renderer's holder id, so that its leases are counted and
 // explained as its own.
 func (c *Claimer) ClaimFor(ctx context.Context, n int, ttlMs int64, holder uint64) ([]Job, error) {
-	cfg := c.opts.Policy().Config()
+	set := c.opts.Settings()
 	now := c.opts.Now()
-	ttl := LeaseTTL(cfg.Queue.LeaseTTL.Ms(), ttlMs)
+	ttl := LeaseTTL(set.LeaseTTL.Milliseconds(), ttlMs)
 	jobs := make([]Job, 0, n)
 	hostBound := false
-	if cfg.ReadyEnabled() {
-		jobs, hostBound = c.takeReady(jobs, n, now, ttl, holder)
+	if set.ReadyEnabled {
+		jobs, hostBound = c.takeReady(jobs, n, now, ttl, holder, &set.Hosts)
 		c.observeLateness(jobs, now)
 	}
 	// A set that serves but whose next rows' hosts are all full is no reason to scan the
@@ -210,10 +220,9 @@ func (c *Claimer) observeLateness(jobs []Job, now int64) {
 // than the grant: an entry of a shard the node has given up since the set was published, or
 // taken when the node's shard leases may have lapsed, gives its lease back at once and is not
 // handed out. The row is still due; its owner grants it.
-func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64) (_ []Job, hostBound bool) {
+func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64, hostsCfg *hosts.Limits) (_ []Job, hostBound bool) {
 	seg := c.opts.Segment
 	ready, leases, fence := seg.Ready(), seg.Leases(), seg.Fence()
-	hostsCfg := &c.opts.Policy().Config().Render.Hosts
 	var e shm.Entry
 	granted, refused, fenced, hostRefused := 0, 0, 0, 0
 	for len(jobs) < n {

@@ -56,8 +56,8 @@ type node struct {
 func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, scanner: &countingScanner{Scanner: e.Store}}
-	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)})
-	n.index = &IndexSource{Scanner: n.scanner, Segment: e.Seg, Policy: e.Policy, Now: e.Now}
+	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	n.index = &IndexSource{Scanner: n.scanner, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	return n
 }
 
@@ -66,7 +66,7 @@ func (n *node) claimer(worker int) *Claimer {
 	if err != nil {
 		n.T.Fatal(err)
 	}
-	return New(Options{Segment: n.Seg, Worker: w, Fallback: n.index, Policy: n.Policy, Now: n.Now, Holder: uint64(worker)})
+	return New(Options{Segment: n.Seg, Worker: w, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: uint64(worker)})
 }
 
 func (n *node) sweep() sweep.Result {

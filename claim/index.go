@@ -27,10 +27,11 @@ type Scanner interface {
 // order freshq replaces, which is what every failure of the ready path degrades to), leased in
 // shared memory like any other grant.
 type IndexSource struct {
-	Scanner Scanner
-	Segment *shm.Segment
-	Policy  func() *policy.Policy
-	Now     func() int64
+	Scanner  Scanner
+	Segment  *shm.Segment
+	Policy   func() *policy.Policy // the policy in force: a job's cadence, lane and score
+	Settings func() *Settings      // the lease and the hosts' limits, read once per scan
+	Now      func() int64
 	// Granted is Options.Granted for the grants of the index (the cluster's grant log).
 	Granted func(key []byte, atNs int64)
 	// Worker, if set, counts the rows the scan passed over for their host
@@ -57,19 +58,19 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 	if n <= 0 {
 		return nil, nil
 	}
-	pol := s.Policy()
+	pol, set := s.Policy(), s.Settings()
 	now := s.Now()
 	leases, fence := s.Segment.Leases(), s.Segment.Fence()
 	// The fence version before the scan: a shard given up after it fails every grant of the
 	// scan's rows (see Claimer.takeReady), as a published entry of it would.
 	fenceVersion := fence.Version()
-	ttl := LeaseTTL(pol.Config().Queue.LeaseTTL.Ms(), req.TTLMs)
+	ttl := LeaseTTL(set.LeaseTTL.Milliseconds(), req.TTLMs)
 	page := max(4*n, 64)
 	// From the head rather than the floor: the guard window behind the first due row holds
 	// the tombstones of every row rescheduled out of it, and the head is past them.
 	res, err := s.Scanner.ScanDue(s.Scanner.HeadMs(), now, page)
 	jobs := make([]Job, 0, n)
-	hostsCfg := &pol.Config().Render.Hosts
+	hostsCfg := &set.Hosts
 	leased, hostRefused := 0, 0
 	defer func() {
 		if s.Worker != nil && hostRefused > 0 {

@@ -34,6 +34,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/wire"
 )
 
 // ErrInvalid wraps every load and validation failure.
@@ -860,30 +861,11 @@ func (d Duration) Ms() int64 { return time.Duration(d).Milliseconds() }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// ParseDuration parses Go duration syntax with an added "d" unit for days.
+// ParseDuration parses Go duration syntax with an added "d" unit for days (wire.ParseDuration,
+// the one parser of the durations clients send and the file holds).
 func ParseDuration(s string) (Duration, error) {
-	s = strings.TrimSpace(s)
-	text := s
-	var days int64
-	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		n, err := strconv.ParseInt(s[:i], 10, 64)
-		if err != nil || n < 0 || n > 100_000 {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		days, s = n, s[i+1:]
-		if s == "" {
-			return Duration(time.Duration(days) * day), nil
-		}
-		// What follows the days adds to them: "1d-23h" would silently mean 1h.
-		if s[0] < '0' || s[0] > '9' {
-			return 0, fmt.Errorf("invalid duration %q: only digits may follow the days", text)
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q", text)
-	}
-	return Duration(time.Duration(days)*day + d), nil
+	d, err := wire.ParseDuration(s)
+	return Duration(d), err
 }
 
 // UnmarshalYAML accepts "90s", "1h30m", "7d", "1d12h". It takes the AST node rather than the

@@ -3,6 +3,8 @@ package config
 import (
 	"cmp"
 	"time"
+
+	"github.com/freshq/freshq/cachekey"
 )
 
 // Every default and every bound that is a choice lives here, once: EnsureDefaults fills a key
@@ -128,7 +130,7 @@ const (
 	DeviceScaleMax            = 10.0
 
 	// DefaultDevice is the device of a target that names none.
-	DefaultDevice = "desktop"
+	DefaultDevice = cachekey.DefaultDevice
 
 	// The built-in devices (render.devices may replace them by name).
 	DesktopWidth, DesktopHeight = 1366, 768

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/assemble/node"
 	"github.com/freshq/freshq/internal/intaketest"
 	"hash/fnv"
 	"io"
@@ -249,8 +250,14 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	if err != nil {
 		f.Fatal(err)
 	}
-	pol := policy.New(cfg)
+	nd, err := node.New(cfg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pol := nd.Policy
 	polFn := func() *policy.Policy { return pol }
+	intakeSet := func() *intake.Settings { return &nd.Intake }
+	claimSet := func() *claim.Settings { return &nd.Claim }
 	w := &fuzzWorker0{}
 	w.clock.Store(apiStartMs)
 	now := w.clock.Load
@@ -268,15 +275,15 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	writer := sweep.NewChanges().Wrap(st)
 	locks := &intake.KeyLocks{}
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
-	index := &claim.IndexSource{Scanner: st, Segment: seg, Policy: polFn, Now: now}
+	index := &claim.IndexSource{Scanner: st, Segment: seg, Policy: polFn, Settings: claimSet, Now: now}
 	// Render on miss as worker 0 has it, except that a wait ends at once (no render runs here).
 	// One targets service for every entry point, as in worker 0.
-	targetsSvc := intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now})
+	targetsSvc := intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now})
 	misses := &intake.Misses{Targets: targetsSvc,
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
-		Applier: &intake.Applier{Store: st, Writer: writer, Locks: locks, Seg: seg, Policy: polFn, Now: now, Log: qtest.Log(nil), Misses: misses},
+		Applier: intaketest.Applier(f, intake.ApplierDeps{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses}),
 		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),
@@ -294,12 +301,16 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
 	(&api.Operate{Targets: targets.Targets, Misses: misses}).Register(mux)
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: seg, Worker: w0,
-		Fallback: index, Policy: polFn, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
+		Fallback: index, Settings: claimSet, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
 	(&api.Explain{Targets: targetsSvc}).Register(mux)
 	(&api.Keys{Targets: targets.Targets}).Register(mux)
-	(&api.Plan{Compute: func(next *config.Config) (wire.Plan, error) {
-		return capacity.Plan(st, pol, policy.New(next), capacity.Capacity{PerSecond: 1}, 0)
+	(&api.Plan{Compute: func(ctx context.Context, file []byte) (wire.Plan, error) {
+		next, err := node.ParsePlan(ctx, file)
+		if err != nil {
+			return wire.Plan{}, err
+		}
+		return capacity.Plan(st, pol, next, capacity.Capacity{PerSecond: 1}, 0)
 	}}).Register(mux)
 	f.Cleanup(func() {
 		runs.Stop()

@@ -2,7 +2,10 @@ package fuzz
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/assemble/node"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -84,10 +87,14 @@ func FuzzPlanEndpoint(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	cur := policy.New(config.Default())
+	cur := mustPolicy(config.Default())
 	mux := http.NewServeMux()
-	(&api.Plan{Compute: func(next *config.Config) (wire.Plan, error) {
-		return capacity.Plan(st, cur, policy.New(next), capacity.Capacity{PerSecond: 0.01}, 3)
+	(&api.Plan{Compute: func(ctx context.Context, file []byte) (wire.Plan, error) {
+		next, err := node.ParsePlan(ctx, file)
+		if err != nil {
+			return wire.Plan{}, err
+		}
+		return capacity.Plan(st, cur, next, capacity.Capacity{PerSecond: 0.01}, 3)
 	}}).Register(mux)
 
 	good := "routes:\n  - {name: home, match: exact, path: /, interval: 1h}\n  - {name: catalog, match: prefix, path: /c/, interval: 6h}\nrender:\n  default_interval: 12h\n  demand: {ladder: [3h, 6h]}\n"
@@ -126,4 +133,13 @@ func FuzzPlanEndpoint(f *testing.F) {
 			}
 		}
 	})
+}
+
+// mustPolicy is the policy of a validated configuration, as a node compiles it.
+func mustPolicy(cfg *config.Config) *policy.Policy {
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		panic(err) // a validated configuration's policy always compiles
+	}
+	return pol
 }

@@ -2,7 +2,6 @@ package hosts
 
 import (
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -51,7 +50,7 @@ func Allow(hash uint64, st shm.HostState, found bool, maxInFlight int, farm shm.
 
 // Of reads host's allowance from the segment's host table at nowMs under cfg (render.hosts).
 // Any process may call it; it never blocks.
-func Of(seg *shm.Segment, cfg *config.Hosts, host []byte, nowMs int64) Allowance {
+func Of(seg *shm.Segment, cfg *Limits, host []byte, nowMs int64) Allowance {
 	hash := shm.HostHash(host)
 	st, found := seg.Hosts().Load(hash)
 	return Allow(hash, st, found, cfg.Max(host), seg.Hosts().Farm(), nowMs)
@@ -61,7 +60,7 @@ func Of(seg *shm.Segment, cfg *config.Hosts, host []byte, nowMs int64) Allowance
 // paused, none past its limit of renders in flight, across every process of the node, since
 // each slot is a host token of the lease table (shm.Leases.AdmitHost). ok is false when the
 // host refuses; nothing is then held.
-func Admit(seg *shm.Segment, cfg *config.Hosts, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
+func Admit(seg *shm.Segment, cfg *Limits, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
 	host := cachekey.Host(key)
 	a := Of(seg, cfg, host, nowMs)
 	if a.Paused {
@@ -73,7 +72,7 @@ func Admit(seg *shm.Segment, cfg *config.Hosts, key []byte, nowMs, ttlMs int64, 
 // Tokens is the range of host tokens (0..Tokens-1) a render of host may hold under cfg: its
 // configured maximum. A release or an extension of a holder's token looks there, whatever the
 // host's limit is now (a token taken before the limit was lowered is still below Max).
-func Tokens(cfg *config.Hosts, host []byte) int { return Clamp(cfg.Max(host)) }
+func Tokens(cfg *Limits, host []byte) int { return Clamp(cfg.Max(host)) }
 
 // EntrySlack is the multiple of its fair share of the ready set a host may hold (EntryCap).
 const EntrySlack = 2

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
 )
@@ -75,7 +74,7 @@ func TestFarmNeverOvercommitsAHost(t *testing.T) {
 	)
 	grace := FarmGrace(renderDur, tick)
 	round := FarmRound(grace)
-	cfg := config.Hosts{MaxConcurrency: 4, Overrides: map[string]int{}}
+	cfg := Limits{MaxConcurrency: 4, Overrides: map[string]int{}}
 	var hostNames []string
 	for l := 1; l <= 5; l++ {
 		h := fmt.Sprintf("l%d.test", l)
@@ -188,7 +187,7 @@ func TestFarmSharesPauses(t *testing.T) {
 		t.Fatalf("node b's table: %+v %v; want paused until %d on its clock", st, ok, now-200+3000)
 	}
 	wantLog(t, bLog, "host paused", map[string]any{"host": "shop.test", "source": "farm", "status": 429.0})
-	if a := Of(b.Seg, &config.Hosts{MaxConcurrency: 4}, []byte("shop.test"), now-200+2999); !a.Paused || a.HeldByFarm {
+	if a := Of(b.Seg, &Limits{MaxConcurrency: 4}, []byte("shop.test"), now-200+2999); !a.Paused || a.HeldByFarm {
 		t.Fatalf("node b's allowance before the pause ends: %+v", a)
 	}
 	select {

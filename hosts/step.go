@@ -3,14 +3,13 @@ package hosts
 import (
 	"time"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
 )
 
 // MinPause is the shortest pause a refusal causes: a 429 without Retry-After, or a Retry-After
 // of 0 or of a date already passed, still holds the host back for a second.
-const MinPause = time.Duration(config.HostsMinPause)
+const MinPause = time.Second
 
 // RetryAfterHeader is the key of the Retry-After header in a result's Headers (lower-case, as
 // render keeps it).
@@ -64,7 +63,7 @@ func Refusal(o outcome.Outcome, status int, headers map[string]string) bool {
 // The limit is kept below max or as 0 ("at max"); a stored limit at or above a max lowered by a
 // reload is max. Cause and Status say what last paused or lowered the host, SinceMs when it
 // left its defaults; all three are cleared once it is back at them.
-func Step(cur shm.HostState, found bool, obs Observation, cfg config.Hosts, maxInFlight int, now int64) (next shm.HostState, keep bool) {
+func Step(cur shm.HostState, found bool, obs Observation, cfg *Limits, maxInFlight int, now int64) (next shm.HostState, keep bool) {
 	ceiling := Clamp(maxInFlight)
 	s := shm.HostState{}
 	if found {
@@ -84,7 +83,7 @@ func Step(cur shm.HostState, found bool, obs Observation, cfg config.Hosts, maxI
 		if !ok {
 			limit = halve(limit) // "too many", not saying for how long: send fewer, too
 		}
-		d = min(max(d, MinPause), cfg.MaxPause.D())
+		d = min(max(d, MinPause), cfg.MaxPause)
 		s.PausedUntilMs = max(s.PausedUntilMs, now+d.Milliseconds())
 		s.ErrStreak, s.OKStreak = 0, 0
 		s.Cause, s.Status = shm.HostCauseRetryAfter, uint16(obs.Status)

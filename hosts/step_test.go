@@ -180,10 +180,11 @@ func TestStep(t *testing.T) {
 			want: shm.HostState{PausedUntilMs: t0 + 3000, SinceMs: t0, Cause: shm.HostCauseRetryAfter, Status: 429}, keep: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := hostsConfig()
+			h := hostsConfig()
 			if tc.cfg != nil {
-				tc.cfg(&cfg)
+				tc.cfg(&h)
 			}
+			cfg := LimitsOf(h)
 			max := cmpOr(tc.max, 4)
 			st, found := shm.HostState{Limit: 77, ErrStreak: 9, PausedUntilMs: t0 + 1e9}, false // ignored unless found
 			if tc.cur != nil {
@@ -191,7 +192,7 @@ func TestStep(t *testing.T) {
 			}
 			keep := false
 			for i, o := range tc.obs {
-				st, keep = Step(st, found, o, cfg, max, t0+int64(i))
+				st, keep = Step(st, found, o, &cfg, max, t0+int64(i))
 				found = keep
 				if !keep {
 					st = shm.HostState{Limit: 77, ErrStreak: 9, PausedUntilMs: t0 + 1e9} // deleted: what is left must not matter
@@ -220,7 +221,7 @@ func cmpOr(a, b int) int {
 // 1..maximum (0 meaning the maximum), a pause is never shortened nor longer than max_pause from
 // now, and keep is false exactly when the state is the host's defaults.
 func TestStepInvariants(t *testing.T) {
-	cfg := hostsConfig()
+	cfg := LimitsOf(hostsConfig())
 	obs := []Observation{ok200, noindex, e500, e503, timeout, network, nf404, r429, ra(429, "5"), ra(503, "99999"), ra(503, "x"),
 		{Outcome: outcome.Failed}, {Outcome: outcome.Blocked}, {Outcome: outcome.ClientError, Status: 403}}
 	for _, max := range []int{1, 2, 4, 7} {
@@ -232,14 +233,14 @@ func TestStepInvariants(t *testing.T) {
 					st, found := s0, true
 					for i, o := range []Observation{a, b} {
 						now := t0 + int64(i)*5
-						next, keep := Step(st, found, o, cfg, max, now)
+						next, keep := Step(st, found, o, &cfg, max, now)
 						if next.Limit != 0 && (next.Limit < 1 || int(next.Limit) >= max) {
 							t.Fatalf("max %d from %+v on %+v: limit %d", max, st, o, next.Limit)
 						}
 						if found && st.PausedUntilMs > now && next.PausedUntilMs < st.PausedUntilMs {
 							t.Fatalf("pause shortened: %+v on %+v -> %+v", st, o, next)
 						}
-						if next.PausedUntilMs > now+cfg.MaxPause.Ms() && next.PausedUntilMs != st.PausedUntilMs {
+						if next.PausedUntilMs > now+cfg.MaxPause.Milliseconds() && next.PausedUntilMs != st.PausedUntilMs {
 							t.Fatalf("pause past max_pause: %+v on %+v -> %+v", st, o, next)
 						}
 						atDefaults := (next.PausedUntilMs == 0 || next.PausedUntilMs <= now) && next.Limit == 0 && next.ErrStreak == 0

@@ -8,7 +8,6 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/outcome"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -24,7 +23,7 @@ import (
 // nor evict, the slot of a host the farm must hold back.
 type Tracker struct {
 	Seg    *shm.Segment
-	Policy func() *policy.Policy // render.hosts is read at each Observe, so a reload applies at once
+	Limits func() *Limits // render.hosts, read at each Observe, so a reload applies at once
 	Log    zerolog.Logger
 	// OnPause, when set, is told of every pause a refusal set or lengthened here (the host, the
 	// pause's end in ms, the status): the Farm publishes it to the cluster's other nodes. It
@@ -51,7 +50,7 @@ func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map
 	if len(host) == 0 {
 		return refused
 	}
-	cfg := t.Policy().Config().Render.Hosts
+	cfg := t.Limits()
 	maxInFlight := Clamp(cfg.Max(host))
 	table := t.Seg.Hosts()
 	h := shm.HostHash(host)

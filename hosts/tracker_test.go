@@ -12,7 +12,6 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -38,9 +37,9 @@ func newTracker(t *testing.T, yaml string) (*Tracker, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := policy.New(cfg)
+	lim := LimitsOf(cfg.Render.Hosts)
 	var buf bytes.Buffer
-	return &Tracker{Seg: memSegment(t), Policy: func() *policy.Policy { return pol }, Log: zerolog.New(&buf)}, &buf
+	return &Tracker{Seg: memSegment(t), Limits: func() *Limits { return &lim }, Log: zerolog.New(&buf)}, &buf
 }
 
 // logLines decodes the lines logged since the last call, and empties the buffer.

@@ -45,6 +45,7 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/claim"
 	"net/url"
 	"strings"
 	"time"
@@ -99,45 +100,105 @@ type Writer interface {
 // notion of what changed; a fenced page is at most one render stale, and the row renders again
 // on its schedule.
 type Applier struct {
-	Store  store.Store // reads
-	Writer Writer      // writes; nil means Store. Worker 0 passes sweep.Changes' wrapper
-	Locks  *KeyLocks   // shared with every other read-decide-write of worker 0; nil: none
-	Seg    *shm.Segment
-	Policy func() *policy.Policy
-	Now    func() int64
-	Log    zerolog.Logger
+	d         ApplierDeps
+	digesters digesterCache
+}
 
-	// Misses is woken (Misses.Applied) for each result committed; nil: no render on miss.
-	Misses *Misses
-
-	// Hosts is told every result of a batch whose lease held, after the batch commits; a fenced
-	// result is not told (anyone can post one, naming any host; only a held lease shows the
-	// answer came from a render this node granted). nil: no politeness. With it, a refusal
-	// (hosts.Refusal: a 429, or a 503 with Retry-After) is not applied: the host is paused,
-	// and the row, its target and its page stay exactly as they were (no strike, no backoff,
-	// its due time kept), so the row is granted again once the host allows. Without it a
-	// refusal is a failure like any other: leaving the row due with nothing to pause its host
-	// would grant it again at once.
-	Hosts *hosts.Tracker
+// ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional and
+// Stale, which only observe; each required one carries a guarantee that would silently go if
+// it were left out:
+//   - Writer: every write passes the sweep's wrapper (sweep.Changes), so that a sweep never
+//     publishes a row written after its snapshot;
+//   - Locks: the key locks shared with every other read-decide-write of worker 0, so that no
+//     write lands between a result's decision and its commit;
+//   - Seg: the lease table a result is fenced by;
+//   - Misses: the flights a committed result wakes (render on miss); NoMisses where the node
+//     renders nothing on miss;
+//   - Hosts: told every result whose lease held, so that a refusal pauses its host and leaves
+//     its row as it was; NoPoliteness where refusals are to be applied as failures (a node
+//     that renders nothing of a real host, a test).
+type ApplierDeps struct {
+	Store    store.Store // reads
+	Writer   Writer
+	Locks    *KeyLocks
+	Seg      *shm.Segment
+	Settings func() *Settings // read once per batch: its policy decides, its settings bound
+	Now      func() int64
+	Log      zerolog.Logger
+	Misses   MissWaker
+	Hosts    HostObserver
 
 	// Tuning is worker 0's capacity-following threshold and ceilings for queue.policy
-	// freshness (capacity.Service.Freshness); nil, or empty until the first tuning: the
-	// configuration's freshness.threshold and the routes' intervals.
+	// freshness (capacity.Service.Freshness). It only refines: nil, or empty until the first
+	// tuning, files with the configuration's freshness.threshold and the routes' intervals.
 	Tuning *freshness.TuningCell
 
 	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
 	Test *TestSignals
-
 	// Conditional is told of every 304 result committed (conditional.go): applied as
 	// "unchanged, verified now" (true), or refused and applied as a failure (false). nil: not told.
 	Conditional func(applied bool)
-
 	// Stale is told, for every result committed that observed its page's content again, the
 	// crawler requests served since the previous observation and how many of them were
 	// served stale (staleServed). nil: not measured.
 	Stale *StaleMeter
+}
 
-	digesters digesterCache
+// MissWaker is woken (Applied) for each result committed, after the commit and under the
+// key's lock: *Misses, or NoMisses.
+type MissWaker interface {
+	Applied(key []byte, outcome string)
+}
+
+// HostObserver is told each result whose lease held, after its batch commits, and says
+// whether it was its host refusing the render (a 429, or a 503 with Retry-After): the
+// *hosts.Tracker of worker 0, or NoPoliteness. A fenced result is not told (anyone can post
+// one, naming any host; only a held lease shows the answer came from a render this node
+// granted). With a Tracker, a refusal is not applied: the host is paused, and the row, its
+// target and its page stay exactly as they were (no strike, no backoff, its due time kept), so
+// the row is granted again once the host allows.
+type HostObserver interface {
+	Observe(key []byte, o outcome.Outcome, status int, headers map[string]string, now int64) (refused bool)
+}
+
+type noMisses struct{}
+
+func (noMisses) Applied([]byte, string) {}
+
+// NoMisses is the MissWaker of a node without render on miss: it wakes nobody.
+var NoMisses MissWaker = noMisses{}
+
+type noPoliteness struct{}
+
+func (noPoliteness) Observe([]byte, outcome.Outcome, int, map[string]string, int64) bool {
+	return false
+}
+
+// NoPoliteness is the HostObserver that keeps no politeness: a refusal is applied as a failure
+// like any other (its row backs off), since nothing would pause its host.
+var NoPoliteness HostObserver = noPoliteness{}
+
+// NewApplier returns the Applier over d, or ErrMissingDependency naming the first required
+// field left nil.
+func NewApplier(d ApplierDeps) (*Applier, error) {
+	for _, dep := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Store", d.Store == nil}, {"Writer", d.Writer == nil}, {"Locks", d.Locks == nil}, {"Seg", d.Seg == nil},
+		{"Settings", d.Settings == nil}, {"Now", d.Now == nil}, {"Misses", d.Misses == nil}, {"Hosts", d.Hosts == nil},
+	} {
+		if dep.nil {
+			return nil, fmt.Errorf("%w: Applier needs %s", ErrMissingDependency, dep.name)
+		}
+	}
+	return &Applier{d: d}, nil
+}
+
+// NewRemote returns the remote renderers' service that shares a's key locks, lease table,
+// settings and clock, claiming with c.
+func (a *Applier) NewRemote(c *claim.Claimer) *Remote {
+	return &Remote{Claimer: c, Locks: a.d.Locks, Seg: a.d.Seg, Settings: a.d.Settings, Now: a.d.Now}
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -155,17 +216,15 @@ const applyCommitBound = time.Minute
 // results that did commit are released, so the retry finds them fenced and applies only the
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
-	pol, tu := a.Policy(), a.Tuning.Load()
-	digests := a.digests(pol, results)
-	if a.Locks != nil {
-		keys := make([][]byte, len(results))
-		for i := range results {
-			keys[i] = results[i].Key
-		}
-		defer a.Locks.Lock(keys)()
+	set, tu := a.d.Settings(), a.d.Tuning.Load()
+	digests := a.digests(set, results)
+	keys := make([][]byte, len(results))
+	for i := range results {
+		keys[i] = results[i].Key
 	}
-	now := a.Now()
-	leases := a.Seg.Leases()
+	defer a.d.Locks.Lock(keys)()
+	now := a.d.Now()
+	leases := a.d.Seg.Leases()
 	var st wire.ApplyStats
 	var refused []heldResult // refusals: their leases released, nothing written
 	changes := make([]store.Change, 0, len(results))
@@ -194,7 +253,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 		heldKey[h] = true
 		info, _ := leases.Lookup(h, now)
-		if a.Hosts != nil && refusal(r) {
+		if a.d.Hosts != NoPoliteness && refusal(r) {
 			refused = append(refused, heldResult{lease: lease, result: i, holder: info.Holder})
 			continue
 		}
@@ -202,7 +261,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		j := len(changes)
 		var verified *store.Page // the stored page a 304 may refresh; nil: not one, or refused
 		if notModified(r) {
-			verified = a.verifiable(pol, r.Key, now)
+			verified = a.verifiable(set, r.Key, now)
 			conditional = append(conditional, condResult{change: j, applied: verified != nil})
 		}
 		changes = append(changes, store.Change{Key: r.Key, MinDueMs: now,
@@ -211,22 +270,19 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(pol, tu, r, cur, digests[i], verified, now, &served[j])
+				return decide(set, tu, r, cur, digests[i], verified, now, &served[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
 	}
-	if a.Test != nil && a.Test.AfterDecide != nil {
-		a.Test.AfterDecide()
+	if a.d.Test != nil && a.d.Test.AfterDecide != nil {
+		a.d.Test.AfterDecide()
 	}
-	var w Writer = a.Store
-	if a.Writer != nil {
-		w = a.Writer
-	}
-	grace := pol.Config().Queue.ReleaseGrace.Ms()
+	w := a.d.Writer
+	grace := set.ReleaseGrace.Milliseconds()
 	// A remote renderer's host slot is worker 0's to give back, with the lease (claims.go).
 	releaseHost := func(result int, holder uint64, done int64) {
-		releaseRemoteHostSlot(a.Seg, &pol.Config().Render.Hosts, results[result].Key, holder, done)
+		releaseRemoteHostSlot(a.d.Seg, &set.Hosts, results[result].Key, holder, done)
 	}
 	var filed []bool
 	if len(changes) > 0 {
@@ -235,18 +291,18 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			return wire.ApplyStats{}, a.failed(err, held, grace, func(j int, done int64) { releaseHost(index[j], holders[j], done) })
 		}
 	}
-	done := a.Now()
-	if a.Stale != nil {
+	done := a.d.Now()
+	if a.d.Stale != nil {
 		for j, s := range served {
 			if j < len(filed) && filed[j] && s.served > 0 {
-				a.Stale.Add(s.served, s.stale)
+				a.d.Stale.Add(s.served, s.stale)
 			}
 		}
 	}
-	if a.Conditional != nil {
+	if a.d.Conditional != nil {
 		for _, c := range conditional {
 			if filed[c.change] {
-				a.Conditional(c.applied)
+				a.d.Conditional(c.applied)
 			}
 		}
 	}
@@ -273,7 +329,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			st.Applied++
 			// After the commit and before the key's lock is let go: a waiter woken now reads
 			// the page this result stored.
-			a.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
+			a.d.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
 		case notOwner[j]:
 			fence(&st, index[j], ErrShardNotOwned)
 		default:
@@ -293,12 +349,12 @@ type condResult struct {
 // verified by a conditional check now (conditionalAllowed) and the 304 is applied as a
 // failure. It reads under the key's lock, which every writer of the key takes, so the funnel
 // reads the same target in the commit.
-func (a *Applier) verifiable(pol *policy.Policy, key []byte, now int64) *store.Page {
-	t, err := a.Store.GetTarget(key)
-	if err != nil || !conditionalAllowed(pol.Config(), &t, now) {
+func (a *Applier) verifiable(set *Settings, key []byte, now int64) *store.Page {
+	t, err := a.d.Store.GetTarget(key)
+	if err != nil || !conditionalAllowed(set, &t, now) {
 		return nil
 	}
-	pg, err := a.Store.GetPage(key)
+	pg, err := a.d.Store.GetPage(key)
 	if err != nil {
 		return nil
 	}
@@ -319,7 +375,7 @@ type heldResult struct {
 // lease is released: the retry does both, once.
 func (a *Applier) failed(err error, held []shm.Lease, grace int64, releaseHost func(j int, done int64)) error {
 	if pe := (*store.PartialWriteError)(nil); errors.As(err, &pe) {
-		done, leases := a.Now(), a.Seg.Leases()
+		done, leases := a.d.Now(), a.d.Seg.Leases()
 		for i, ok := range pe.Committed {
 			if ok && i < len(held) {
 				leases.Release(held[i], done, grace)
@@ -333,13 +389,10 @@ func (a *Applier) failed(err error, held []shm.Lease, grace int64, releaseHost f
 // observe tells a.Hosts the results of the batch whose lease held (their indexes), before any
 // lease is released: a refused row's host is paused before the row can be granted again.
 func (a *Applier) observe(results []wire.Result, held []int, now int64) {
-	if a.Hosts == nil {
-		return
-	}
 	for _, i := range held {
 		r := &results[i]
 		o, _ := outcome.Parse(r.Outcome)
-		a.Hosts.Observe(r.Key, o, r.Status, r.Headers, now)
+		a.d.Hosts.Observe(r.Key, o, r.Status, r.Headers, now)
 	}
 }
 
@@ -375,7 +428,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -391,10 +444,10 @@ func decide(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, cur store.
 			// Validators refuses the check) after a fast retry.
 			o, body = outcome.Failed, nil
 		} else {
-			return decideNotModified(pol, tu, r, row, t, verified, now, sv)
+			return decideNotModified(set, tu, r, row, t, verified, now, sv)
 		}
 	}
-	d := pol.Apply(policy.State{
+	d := set.Policy.Apply(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
 		CarriedMs:        row.EffectiveIntervalMs,
@@ -407,12 +460,12 @@ func decide(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, cur store.
 	}, o, now)
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
-			*sv = servedStaleOf(pol, r.Key, d.CadenceMs, &t.Fresh, ob, now)
+			*sv = servedStaleOf(set, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
-	if d.Class == policy.ClassSuccess && freshnessOn(pol.Config()) {
+	if d.Class == policy.ClassSuccess && set.Freshness.On {
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
-		d.DueAtMs = now + freshPartsOf(pol, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+		d.DueAtMs = now + freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}
 
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
@@ -437,14 +490,14 @@ func decide(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, cur store.
 // unchanged observation and the check counted (applyNotModified), and the stored page is
 // written again with now as its time, so that it is served as fresh as a render would be; the
 // last render (LastRender) is not a 304's, so the bound on checks is counted from it.
-func decideNotModified(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
-	d := pol.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
+func decideNotModified(set *Settings, tu *freshness.Tuning, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+	d := set.Policy.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
 		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
 	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
 		*sv = servedStale{served: ob.served}
 	}
-	if freshnessOn(pol.Config()) {
-		d.DueAtMs = now + freshPartsOf(pol, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+	if set.Freshness.On {
+		d.DueAtMs = now + freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
 	}
 	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
 	if err != nil {
@@ -460,7 +513,7 @@ func decideNotModified(pol *policy.Policy, tu *freshness.Tuning, r *wire.Result,
 
 // digests computes the content digest of every result that may store a page (an ok outcome
 // with a body the store can hold), before the batch takes its keys' locks; 0 for the others.
-func (a *Applier) digests(pol *policy.Policy, results []wire.Result) []uint64 {
+func (a *Applier) digests(set *Settings, results []wire.Result) []uint64 {
 	out := make([]uint64, len(results))
 	var d *digesters
 	for i := range results {
@@ -469,7 +522,7 @@ func (a *Applier) digests(pol *policy.Policy, results []wire.Result) []uint64 {
 			continue
 		}
 		if d == nil {
-			d = a.digesters.of(pol)
+			d = a.digesters.of(set)
 		}
 		out[i] = d.digest(r.Key, r.Body)
 	}
@@ -551,7 +604,7 @@ var outcomeList = func() string {
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
 func (a *Applier) Validate(results []wire.Result) (field string, err error) {
-	leases := a.Seg.Leases()
+	leases := a.d.Seg.Leases()
 	for i := range results {
 		r := &results[i]
 		f := func(name string) string { return fmt.Sprintf("results[%d].%s", i, name) }
@@ -616,11 +669,11 @@ func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
 	}
 	st, err := a.Apply(results)
 	if err != nil {
-		a.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
+		a.d.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
 		return wire.ApplyStats{}, &kindError{kind: ErrStore, msg: "results not applied; retry", cause: err}
 	}
 	if st.Fenced > 0 {
-		a.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
+		a.d.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
 			Msg("results fenced: their lease is not held")
 	}
 	if st.Fenced > 0 && st.Fenced == len(results) {
@@ -628,4 +681,23 @@ func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
 		return st, &FencedError{Field: first.Field, Msg: first.Error, Stats: st}
 	}
 	return st, nil
+}
+
+// WithTestDefaults fills what a test of the Applier leaves out with the explicit values a
+// test means by leaving it out: Writer is Store, Locks are new ones, Misses is NoMisses and
+// Hosts NoPoliteness. Production builds its deps in full (NewApplier refuses a nil).
+func WithTestDefaults(d ApplierDeps) ApplierDeps {
+	if d.Writer == nil && d.Store != nil {
+		d.Writer = d.Store
+	}
+	if d.Locks == nil {
+		d.Locks = &KeyLocks{}
+	}
+	if d.Misses == nil {
+		d.Misses = NoMisses
+	}
+	if d.Hosts == nil {
+		d.Hosts = NoPoliteness
+	}
+	return d
 }

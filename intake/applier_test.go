@@ -46,12 +46,12 @@ func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
 		t.Fatal(st)
 	}
 	var during shm.AcquireStatus
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			e.Advance(2000) // the commit outlasts the lease's TTL
 			_, during = e.Seg.Leases().Acquire(h, e.Now(), 600_000, 2)
 			return e.Store.Modify(cs)
-		})}
+		})})
 	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: WireLease(l)}})
 	if err != nil || res.Applied != 1 {
 		t.Fatalf("apply: %+v %v", res, err)
@@ -75,7 +75,7 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 		rs = append(rs, wire.Result{Key: key, Outcome: "ok", Status: 200, Lease: grant(t, e, key)})
 	}
 	fail := true
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			if !fail {
 				return e.Store.Modify(cs)
@@ -85,7 +85,7 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 				return nil, err
 			}
 			return nil, &store.PartialWriteError{Committed: []bool{true, false}, Err: fmt.Errorf("store: commit 1 writes: disk full")}
-		})}
+		})})
 	if _, err := a.Apply(rs); err == nil {
 		t.Fatal("a partly failed commit reported no error")
 	}
@@ -105,7 +105,7 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 // applies. Before, the store refused the whole batch, which was answered 503, retried, dropped.
 func TestAnOversizedPageFailsOnlyItsOwnResult(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	big, small := []byte("desktop|https://a.test/c/big"), []byte("desktop|https://a.test/c/small")
 	e.Put(string(big), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	e.Put(string(small), start-hour, true, 0, store.Lanes{NeverRendered: true})
@@ -139,7 +139,7 @@ func TestApplyFencesAResultOfAShardTheNodeLost(t *testing.T) {
 	for _, k := range [][]byte{kept, lost} {
 		e.Put(string(k), start-hour, false, 0, store.Lanes{})
 	}
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			applied := make([]bool, len(cs))
 			for i, c := range cs {
@@ -160,7 +160,7 @@ func TestApplyFencesAResultOfAShardTheNodeLost(t *testing.T) {
 				}
 			}
 			return applied, nil
-		})}
+		})})
 	res, err := a.Apply([]wire.Result{
 		{Key: lost, Outcome: "ok", Status: 200, Lease: grant(t, e, lost)},
 		{Key: kept, Outcome: "ok", Status: 200, Lease: grant(t, e, kept)},

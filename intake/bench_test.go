@@ -33,10 +33,10 @@ func BenchmarkApply(b *testing.B) {
 	if err := e.Store.WriteSchedules(ws); err != nil {
 		b.Fatal(err)
 	}
-	a := &Applier{Store: e.Store, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := newApplier(b, ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	body := make([]byte, 2048)
 	batch := make([]wire.Result, 256)
-	grace := e.Policy().Config().Queue.ReleaseGrace.Ms()
+	grace := e.Config().Queue.ReleaseGrace.Ms()
 	b.ResetTimer()
 	for done := 0; done < b.N; done += len(batch) {
 		b.StopTimer()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -93,11 +92,11 @@ func ClaimIndex(ctx context.Context, index claim.Fallback, req wire.ClaimRequest
 // stops returning its leases, or one that claims under ever new names with the one shared
 // token, must not starve them.
 type Remote struct {
-	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
-	Locks   *KeyLocks      // the Applier's; nil: none
-	Seg     *shm.Segment
-	Policy  func() *policy.Policy
-	Now     func() int64
+	Claimer  *claim.Claimer // worker 0's, counting grants in its shm block
+	Locks    *KeyLocks      // the Applier's; nil: none
+	Seg      *shm.Segment
+	Settings func() *Settings
+	Now      func() int64
 
 	// mu guards the reservations: a claim counts the live leases and reserves its room under
 	// mu, claims without it, and gives the reservation back. A claim in flight is counted
@@ -177,11 +176,11 @@ func HolderName(h uint64) string {
 // *FieldError naming "limit", "lease" or "renderer"; a remote at a cap gets ErrTooMany naming
 // "limit"; a claim that failed before it granted anything an error matching ErrStore.
 func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.RemoteClaimResponse, error) {
-	cfg := x.Policy().Config()
+	set := x.Settings()
 	if req.Limit < 1 || req.Limit > 1000 {
 		return wire.RemoteClaimResponse{}, fieldErr("limit", errors.New("must be 1..1000"))
 	}
-	ttl, err := leaseTTL(cfg, req.Lease)
+	ttl, err := leaseTTL(set, req.Lease)
 	if err != nil {
 		return wire.RemoteClaimResponse{}, err
 	}
@@ -192,7 +191,7 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 		return wire.RemoteClaimResponse{}, fieldErr("renderer", err)
 	}
 	holder := RemoteHolder(req.Renderer)
-	room, refusal := x.reserve(holder, req.Renderer, min(req.Limit, cfg.Queue.MaxRemoteLeases), cfg.Queue.MaxRemoteLeases)
+	room, refusal := x.reserve(holder, req.Renderer, min(req.Limit, set.MaxRemoteLeases), set.MaxRemoteLeases)
 	if room == 0 {
 		return wire.RemoteClaimResponse{}, fieldErr("limit", &kindError{kind: ErrTooMany, msg: refusal})
 	}
@@ -219,7 +218,7 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 // tokens (a renderer elsewhere must not be trusted to give them back), so worker 0 finds one
 // by holder. A local holder releases its own token; it is left alone here. A slot not found
 // (the configuration lowered the host's maximum since) lapses with its lease.
-func releaseRemoteHostSlot(seg *shm.Segment, cfg *config.Hosts, key []byte, holder uint64, nowMs int64) {
+func releaseRemoteHostSlot(seg *shm.Segment, cfg *hosts.Limits, key []byte, holder uint64, nowMs int64) {
 	if !IsRemoteHolder(holder) {
 		return
 	}
@@ -265,17 +264,17 @@ func (x *Remote) unreserve(holder uint64, room int) {
 
 // leaseTTL reads a TTL a remote asked for: "" is queue.lease_ttl, anything else must lie in
 // [claim.MinLeaseTTL, queue.lease_ttl], or it is a *FieldError naming "lease".
-func leaseTTL(cfg *config.Config, s string) (int64, error) {
-	maxMs := cfg.Queue.LeaseTTL.Ms()
+func leaseTTL(set *Settings, s string) (int64, error) {
+	maxMs := set.LeaseTTL.Milliseconds()
 	if s == "" {
 		return maxMs, nil
 	}
-	d, err := config.ParseDuration(s)
-	if err != nil || d.Ms() < claim.MinLeaseTTL.Milliseconds() || d.Ms() > maxMs {
+	d, err := wire.ParseDuration(s)
+	if err != nil || d.Milliseconds() < claim.MinLeaseTTL.Milliseconds() || d.Milliseconds() > maxMs {
 		return 0, fieldErr("lease", fmt.Errorf("must be a duration between %s and queue.lease_ttl (%s)",
-			claim.MinLeaseTTL, cfg.Queue.LeaseTTL))
+			claim.MinLeaseTTL, set.LeaseTTL))
 	}
-	return d.Ms(), nil
+	return d.Milliseconds(), nil
 }
 
 // heldLease checks req's lease under the key's lock (the Applier's) before anything touches
@@ -313,7 +312,8 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 		return wire.LeaseResponse{}, err
 	}
 	defer unlock()
-	ttl, err := leaseTTL(x.Policy().Config(), req.TTL)
+	set := x.Settings()
+	ttl, err := leaseTTL(set, req.TTL)
 	if err != nil {
 		return wire.LeaseResponse{}, err
 	}
@@ -324,7 +324,7 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 	}
 	if IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
 		host := cachekey.Host(req.Key)
-		tokens := hosts.Tokens(&x.Policy().Config().Render.Hosts, host)
+		tokens := hosts.Tokens(&set.Hosts, host)
 		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), tokens, info.Holder, now, now+ttl)
 	}
 	return wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
@@ -343,6 +343,6 @@ func (x *Remote) Release(req wire.LeaseRequest) error {
 	if !x.Seg.Leases().Release(l, now, 0) {
 		return fieldErr("lease", ErrLeaseNotHeld)
 	}
-	releaseRemoteHostSlot(x.Seg, &x.Policy().Config().Render.Hosts, req.Key, info.Holder, now)
+	releaseRemoteHostSlot(x.Seg, &x.Settings().Hosts, req.Key, info.Holder, now)
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -22,12 +21,12 @@ import (
 // rendered at now: its origin sent a validator, it has been rendered in full and digested,
 // fewer than freshness.conditional_every − 1 checks were answered 304 since, and its last
 // full render is younger than freshness.conditional_max_age.
-func conditionalAllowed(cfg *config.Config, t *store.Target, now int64) bool {
+func conditionalAllowed(set *Settings, t *store.Target, now int64) bool {
 	f := &t.Fresh
-	fr := &cfg.Freshness
+	fr := &set.Freshness
 	return (f.ETag != "" || f.LastModified != "") && f.Digest != 0 && f.DigestAtMs > 0 &&
 		int64(f.Conditional)+1 < int64(fr.ConditionalEvery) &&
-		t.LastRender.AtMs > 0 && now-t.LastRender.AtMs < fr.ConditionalMaxAge.Ms()
+		t.LastRender.AtMs > 0 && now-t.LastRender.AtMs < fr.ConditionalMaxAge.Milliseconds()
 }
 
 // Validators answers a render worker about to render key.
@@ -42,7 +41,7 @@ func (t *Targets) Validators(key []byte) (wire.Validators, error) {
 	case err != nil:
 		return wire.Validators{}, &kindError{kind: ErrStore, msg: "reading the target", cause: err}
 	}
-	if !conditionalAllowed(t.Policy().Config(), &tgt, t.Now()) {
+	if !conditionalAllowed(t.Settings(), &tgt, t.Now()) {
 		return wire.Validators{}, nil
 	}
 	return wire.Validators{Check: true, ETag: tgt.Fresh.ETag, LastModified: tgt.Fresh.LastModified}, nil

@@ -18,9 +18,9 @@ func TestConditionalCheck(t *testing.T) {
 	key := []byte("desktop|https://a.test/p")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	var told []bool
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Conditional: func(applied bool) { told = append(told, applied) }}
-	tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
+		Conditional: func(applied bool) { told = append(told, applied) }})
+	tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	apply := func(r wire.Result) {
 		t.Helper()
 		r.Key, r.Lease = key, grant(t, e, key)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/pagedigest"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 )
 
@@ -27,30 +26,29 @@ import (
 // digesters are the normalisers of one policy: one per route that has strip patterns, and
 // the route-less one.
 type digesters struct {
-	pol     *policy.Policy
+	set     *Settings
 	byRoute map[string]*pagedigest.Normalizer
 	plain   *pagedigest.Normalizer
 }
 
-// digesterCache holds the digesters of the last policy seen (a reload builds a new policy).
+// digesterCache holds the digesters of the last settings seen (a reload builds new ones).
 type digesterCache struct{ cur atomic.Pointer[digesters] }
 
-func (c *digesterCache) of(pol *policy.Policy) *digesters {
-	if d := c.cur.Load(); d != nil && d.pol == pol {
+func (c *digesterCache) of(set *Settings) *digesters {
+	if d := c.cur.Load(); d != nil && d.set == set {
 		return d
 	}
-	cfg := pol.Config()
-	normalize := cfg.Freshness.Normalize == nil || *cfg.Freshness.Normalize
-	d := &digesters{pol: pol, byRoute: map[string]*pagedigest.Normalizer{}}
+	normalize := set.Freshness.Normalize
+	d := &digesters{set: set, byRoute: map[string]*pagedigest.Normalizer{}}
 	d.plain, _ = pagedigest.New(normalize, nil)
-	for _, rt := range cfg.Routes {
+	for name, rt := range set.Routes {
 		if len(rt.Strip) == 0 {
 			continue
 		}
-		// config.Validate compiled every pattern; one that fails here falls back to the
-		// route-less normaliser rather than failing a result.
+		// The configuration's validation compiled every pattern; one that fails here falls
+		// back to the route-less normaliser rather than failing a result.
 		if n, err := pagedigest.New(normalize, rt.Strip); err == nil {
-			d.byRoute[rt.Name] = n
+			d.byRoute[name] = n
 		}
 	}
 	c.cur.Store(d)
@@ -59,7 +57,7 @@ func (c *digesterCache) of(pol *policy.Policy) *digesters {
 
 // digest is the content digest of a body stored under key.
 func (d *digesters) digest(key, body []byte) uint64 {
-	name, _ := d.pol.RouteOf(key)
+	name, _ := d.set.Policy.RouteOf(key)
 	if n, ok := d.byRoute[name]; ok && name != "" {
 		return n.Digest(body)
 	}

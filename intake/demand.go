@@ -18,12 +18,12 @@ import (
 // read-decide-write of worker 0, and only its target's request counter changes: its row is
 // filed again as it was.
 type Demand struct {
-	Store  store.Store
-	Writer Writer // nil: Store
-	Locks  *KeyLocks
-	Policy func() *policy.Policy
-	Now    func() int64
-	// Tuning is the Applier's (Applier.Tuning): a due time brought forward is the one the
+	Store    store.Store
+	Writer   Writer // nil: Store
+	Locks    *KeyLocks
+	Settings func() *Settings
+	Now      func() int64
+	// Tuning is the Applier's (ApplierDeps.Tuning): a due time brought forward is the one the
 	// Applier would file.
 	Tuning *freshness.TuningCell
 }
@@ -71,8 +71,8 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 	if d.Locks != nil {
 		defer d.Locks.Lock(bkeys)()
 	}
-	pol, tu := d.Policy(), d.Tuning.Load()
-	tau := pol.Config().Freshness.RequestTau.Ms()
+	set, tu := d.Settings(), d.Tuning.Load()
+	tau := set.Freshness.RequestTau.Milliseconds()
 	now := d.Now()
 	head := d.Store.HeadMs()
 	changes := make([]store.Change, len(keys))
@@ -83,11 +83,11 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 				return store.Write{}, false, nil
 			}
 			t := cur.Target
-			c := requestCounter(&t.Fresh, requestPrior(pol, k), now, tau)
+			c := requestCounter(&t.Fresh, requestPrior(set, k), now, tau)
 			c.Add(now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
 			t.Fresh.Served += n
-			sch, err := store.NewSchedule(k, demandDue(pol, tu, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
+			sch, err := store.NewSchedule(k, demandDue(set, tu, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
 			if err != nil {
 				return store.Write{}, false, err
 			}
@@ -119,40 +119,35 @@ func requestCounter(f *store.Freshness, priorPerHour float64, now, tauMs int64) 
 	return freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}
 }
 
-// RequestRate is a target's request rate per hour at now under pol: its counter's, or its
+// RequestRate is a target's request rate per hour at now under set: its counter's, or its
 // route's prior when it was never counted.
-func RequestRate(pol *policy.Policy, key []byte, f *store.Freshness, now int64) float64 {
-	tau := pol.Config().Freshness.RequestTau.Ms()
+func RequestRate(set *Settings, key []byte, f *store.Freshness, now int64) float64 {
+	tau := set.Freshness.RequestTau.Milliseconds()
 	if f.RequestsAtMs == 0 {
-		return requestPrior(pol, key)
+		return requestPrior(set, key)
 	}
 	return freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}.PerHour(now, tau)
 }
 
 // requestPrior is the request rate of a page of key's route never requested.
-func requestPrior(pol *policy.Policy, key []byte) float64 {
-	name, _ := pol.RouteOf(key)
-	cfg := pol.Config()
-	if name != "" {
-		for i := range cfg.Routes {
-			if cfg.Routes[i].Name == name && cfg.Routes[i].Requests > 0 {
-				return cfg.Routes[i].Requests
-			}
-		}
+func requestPrior(set *Settings, key []byte) float64 {
+	if rt, ok := set.route(key); ok && rt.Requests > 0 {
+		return rt.Requests
 	}
-	return cfg.Freshness.Requests
+	return set.Freshness.Requests
 }
 
 // demandDue is the due time of a row whose request rate just changed: under queue.policy
 // freshness, a page now asked for more is due sooner (its last observation plus the interval
 // its new rate gives, and at once when that has passed), never later than it was; a row
 // rushed, failing, never rendered or never observed keeps its due time, as under ready.
-func demandDue(pol *policy.Policy, tu *freshness.Tuning, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
-	if !freshnessOn(pol.Config()) || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
+func demandDue(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
+	pol := set.Policy
+	if !set.Freshness.On || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
 		return row.DueAtMs
 	}
 	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs, Submitted: row.Submitted}
 	cadence, _ := pol.Cadence(&pr)
-	due := max(f.DigestAtMs+freshPartsOf(pol, tu, key, cadence, f, now).IntervalMs, now)
+	due := max(f.DigestAtMs+freshPartsOf(set, tu, key, cadence, f, now).IntervalMs, now)
 	return min(due, row.DueAtMs)
 }

@@ -27,7 +27,7 @@ routes:
 		}
 	}
 	rowBefore, _ := e.Store.GetSchedule([]byte(home))
-	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}
+	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
 	n, left, err := d.Write(map[string]uint32{home: 10, prod: 2, "desktop|https://a.test/unknown": 5})
 	if err != nil || n != 2 || left != nil {
 		t.Fatalf("write: %d %v %v", n, left, err)
@@ -40,7 +40,7 @@ routes:
 		if tg.Fresh.RequestsAtMs != start {
 			t.Fatalf("%s: counted at %d, want %d", k, tg.Fresh.RequestsAtMs, start)
 		}
-		return RequestRate(e.Policy(), []byte(k), &tg.Fresh, e.Now())
+		return RequestRate(qtest.Settings(e, IntakeSettingsOf)(), []byte(k), &tg.Fresh, e.Now())
 	}
 	// The prior as 10 h of pseudo-requests, plus the counted ones, over 10 h.
 	if got, want := rate(home), (30*10+10)/10.0; math.Abs(got-want) > 1e-9 {
@@ -65,7 +65,7 @@ routes:
 		t.Fatalf("decayed count %v, want %v", tg.Fresh.Requests, want)
 	}
 	// A target never counted is its route's prior.
-	if got := RequestRate(e.Policy(), []byte(home), &store.Freshness{}, e.Now()); got != 30 {
+	if got := RequestRate(qtest.Settings(e, IntakeSettingsOf)(), []byte(home), &store.Freshness{}, e.Now()); got != 30 {
 		t.Fatalf("a never-counted home page's rate %v, want the route's 30", got)
 	}
 }

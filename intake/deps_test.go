@@ -23,19 +23,43 @@ func mustTargets(tb testing.TB, d TargetsDeps) *Targets {
 // without one is refused, naming it, rather than running without the guarantee.
 func TestNewTargetsRefusesAMissingDependency(t *testing.T) {
 	e := qtest.New(t, "", 1_000_000, shm.Options{})
-	full := TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	full := TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
 	if _, err := NewTargets(full); err != nil {
 		t.Fatalf("every dependency given: %v", err)
 	}
 	for name, drop := range map[string]func(*TargetsDeps){
 		"Store": func(d *TargetsDeps) { d.Store = nil }, "Writer": func(d *TargetsDeps) { d.Writer = nil },
 		"Deleter": func(d *TargetsDeps) { d.Deleter = nil }, "Locks": func(d *TargetsDeps) { d.Locks = nil },
-		"Seg": func(d *TargetsDeps) { d.Seg = nil }, "Policy": func(d *TargetsDeps) { d.Policy = nil },
+		"Seg": func(d *TargetsDeps) { d.Seg = nil }, "Settings": func(d *TargetsDeps) { d.Settings = nil },
 		"Now": func(d *TargetsDeps) { d.Now = nil },
 	} {
 		d := full
 		drop(&d)
 		got, err := NewTargets(d)
+		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
+		}
+	}
+}
+
+// NewApplier refuses deps without any of the dependencies that carry a guarantee, naming it;
+// "off" is a named value (NoMisses, NoPoliteness), never a nil.
+func TestNewApplierRefusesAMissingDependency(t *testing.T) {
+	e := qtest.New(t, "", 1_000_000, shm.Options{})
+	full := ApplierDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf),
+		Now: e.Now, Misses: NoMisses, Hosts: NoPoliteness}
+	if _, err := NewApplier(full); err != nil {
+		t.Fatalf("every dependency given: %v", err)
+	}
+	for name, drop := range map[string]func(*ApplierDeps){
+		"Store": func(d *ApplierDeps) { d.Store = nil }, "Writer": func(d *ApplierDeps) { d.Writer = nil },
+		"Locks": func(d *ApplierDeps) { d.Locks = nil }, "Seg": func(d *ApplierDeps) { d.Seg = nil },
+		"Settings": func(d *ApplierDeps) { d.Settings = nil }, "Now": func(d *ApplierDeps) { d.Now = nil },
+		"Misses": func(d *ApplierDeps) { d.Misses = nil }, "Hosts": func(d *ApplierDeps) { d.Hosts = nil },
+	} {
+		d := full
+		drop(&d)
+		got, err := NewApplier(d)
 		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
 			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
 		}

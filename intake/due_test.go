@@ -46,8 +46,8 @@ func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 	}
 	t.Cleanup(func() { st.Close() })
 	locks := &KeyLocks{}
-	return e, st, mustTargets(t, TargetsDeps{Store: st, Writer: st, Deleter: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}),
-		&Applier{Store: st, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	return e, st, mustTargets(t, TargetsDeps{Store: st, Writer: st, Deleter: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		newApplier(t, ApplierDeps{Store: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 }
 
 // A row an older version stored with a due time out of range does not break a write that
@@ -91,7 +91,7 @@ func TestStoredImplausibleDueIsBroughtIntoRange(t *testing.T) {
 		e, st, svc, _ := newLegacyDue(t)
 		var chunk []Item
 		for _, u := range []string{"https://shop.test/c/zero", "https://shop.test/c/far"} {
-			p, err := ParseItem(&wire.TargetItem{URL: u, Source: "sitemap"}, KeyingOf(e.Policy()))
+			p, err := ParseItem(&wire.TargetItem{URL: u, Source: "sitemap"}, KeyingOf(qtest.Settings(e, IntakeSettingsOf)()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,14 +30,14 @@ func newFenceNode(t *testing.T, yaml string) *fenceNode {
 	n.locks = &KeyLocks{Test: n.signals}
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := sweep.NewChanges().Wrap(e.Store)
-	n.targets = mustTargets(t, TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
-	n.applier = &Applier{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Test: n.signals}
+	n.targets = mustTargets(t, TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	n.applier = newApplier(t, ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
 	return n
 }
 
 // upsert files one item as POST /v1/targets does.
 func (n *fenceNode) upsert(it wire.TargetItem) error {
-	p, err := ParseItem(&it, KeyingOf(n.Policy()))
+	p, err := ParseItem(&it, KeyingOf(qtest.Settings(n, IntakeSettingsOf)()))
 	if err != nil {
 		return err
 	}

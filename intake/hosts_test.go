@@ -19,8 +19,13 @@ const politeHosts = "render:\n  hosts: {max_concurrency: 4}\n"
 
 // politeApplier is an Applier whose results feed the host table, as worker 0's does.
 func politeApplier(e *qtest.Env) *Applier {
-	return &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now,
-		Hosts: &hosts.Tracker{Seg: e.Seg, Policy: e.Policy, Log: zerolog.Nop()}}
+	return newApplier(e.T, politeDeps(e))
+}
+
+func politeDeps(e *qtest.Env) ApplierDeps {
+	set := qtest.Settings(e, IntakeSettingsOf)
+	return ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now,
+		Hosts: &hosts.Tracker{Seg: e.Seg, Limits: func() *hosts.Limits { return &set().Hosts }, Log: zerolog.Nop()}}
 }
 
 // stored is everything the store holds of a key: its row, target and page.
@@ -181,12 +186,13 @@ func TestValidateRefusesAKeyThatIsNotAURL(t *testing.T) {
 	}
 }
 
-// Without a Tracker nothing would pause the host, so a refusal is applied as the failure it
+// With NoPoliteness nothing would pause the host, so a refusal is applied as the failure it
 // was before politeness: leaving the row due would grant it again at once.
 func TestApplyWithoutHostsAppliesARefusal(t *testing.T) {
 	e := qtest.New(t, politeHosts, start, shm.Options{})
-	a := politeApplier(e)
-	a.Hosts = nil
+	d := politeDeps(e)
+	d.Hosts = NoPoliteness
+	a := newApplier(t, d)
 	key := []byte("desktop|https://d.test/x")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	st := applyOne(t, e, a, wire.Result{Key: key, Outcome: "server_error", Status: 429, Headers: map[string]string{"retry-after": "2"}})

@@ -30,12 +30,12 @@ func TestEntryPointsApplyTheKeyRules(t *testing.T) {
 	if n, err := svc.Prioritize(wire.PrioritizeRequest{URL: "https://a.test:443/c/1?a=1&fbclid=1&b=2", Mode: "rush"}); err != nil || n != 1 {
 		t.Fatalf("prioritize: %d %v", n, err)
 	}
-	k, err := Key("https://a.test/c/1?b=2&a=1&_ga=3", "", KeyingOf(e.Policy()))
+	k, err := Key("https://a.test/c/1?b=2&a=1&_ga=3", "", KeyingOf(svc.Settings()))
 	if err != nil || string(k) != want {
 		t.Fatalf("Key (delete, explain, pages): %q %v", k, err)
 	}
 	e.Reload("keys:\n  drop_params: []\n")
-	k, err = Key("https://a.test/c/1?b=2&a=1&_ga=3", "", KeyingOf(e.Policy()))
+	k, err = Key("https://a.test/c/1?b=2&a=1&_ga=3", "", KeyingOf(svc.Settings()))
 	if err != nil || string(k) != "desktop|https://a.test/c/1?_ga=3&a=1&b=2" {
 		t.Fatalf("Key after a reload to drop_params []: %q %v", k, err)
 	}

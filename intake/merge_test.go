@@ -13,7 +13,7 @@ func upsert(t *testing.T, svc *Targets, items ...wire.TargetItem) int {
 	t.Helper()
 	chunk := make([]Item, len(items))
 	for i := range items {
-		p, err := ParseItem(&items[i], KeyingOf(svc.Policy()))
+		p, err := ParseItem(&items[i], KeyingOf(svc.Settings()))
 		if err != nil {
 			t.Fatalf("item %d: %v", i, err)
 		}

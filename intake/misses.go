@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -81,9 +80,8 @@ func (m *Misses) after(d time.Duration) <-chan time.Time {
 
 // Limits are the caps in force under the current configuration: flights and waiters at once.
 func (m *Misses) Limits() (flights, waiters int) {
-	cfg := m.Targets.Policy().Config()
-	share := cfg.Queue.Lanes.UrgentMaxShare * float64(cfg.Queue.Ready.Capacity)
-	return int(math.Ceil(share - 1e-9)), cfg.Page.MaxWaiters
+	l := m.Targets.Settings().Misses
+	return l.Flights, l.Waiters
 }
 
 // Wait returns the servable page of key (on url and device, as the request named them), and
@@ -181,14 +179,14 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 	if pg, err := t.Page(key); !errors.Is(err, ErrNotFound) {
 		return pg, err
 	}
-	cfg := t.Policy().Config()
+	set := t.Settings()
 	host := string(cachekey.Host(key))
-	if len(cfg.Render.Domains) == 0 || !render.Allowed(cfg.Render.Domains, host) {
+	if len(set.Domains) == 0 || !render.Allowed(set.Domains, host) {
 		return ServedPage{}, fieldErr("url", &kindError{kind: ErrHostNotAllowed, msg: fmt.Sprintf(
 			"no page stored, and %s is not a host render.domains names: only those are rendered on miss", host)})
 	}
 	if _, err := t.store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
-		if ok, after := m.newTargets.Take(host, t.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
+		if ok, after := m.newTargets.Take(host, t.Now(), set.Misses.Rate, set.Misses.Burst); !ok {
 			return ServedPage{}, &RateLimitedError{Host: host, RetryAfterSec: after}
 		}
 	} else if err != nil {

@@ -31,9 +31,9 @@ func newMissNode(t *testing.T, yaml string) *missNode {
 	e := qtest.New(t, "render: {domains: [shop.test]}\n"+yaml, start, shm.Options{})
 	locks := &KeyLocks{}
 	n := &missNode{Env: e, timeout: make(chan time.Time)}
-	n.misses = &Misses{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now}),
+	n.misses = &Misses{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = &Applier{Store: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Misses: n.misses}
+	n.applier = newApplier(t, ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	t.Cleanup(n.misses.Stop) // a failed test leaves no goroutine waiting
 	return n
 }
@@ -258,7 +258,7 @@ func TestMissTimeoutServesAPageAppliedElsewhere(t *testing.T) {
 	n := newMissNode(t, "")
 	answers := n.wait(context.Background(), missURL, 1)
 	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 1 })
-	other := &Applier{Store: n.Store, Seg: n.Seg, Policy: n.Policy, Now: n.Now} // wakes nobody here
+	other := newApplier(t, ApplierDeps{Store: n.Store, Seg: n.Seg, Settings: qtest.Settings(n, IntakeSettingsOf), Now: n.Now}) // wakes nobody here
 	if st, err := other.Apply([]wire.Result{{Key: missKey, Outcome: "ok", Status: 200, Body: []byte("elsewhere"), Lease: grant(t, n.Env, missKey)}}); err != nil || st.Applied != 1 {
 		t.Fatalf("%+v %v", st, err)
 	}

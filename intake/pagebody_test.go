@@ -20,7 +20,7 @@ func TestPagesAreStoredCompressed(t *testing.T) {
 	e.Put(string(big), start-hour, false, 0, store.Lanes{})
 	e.Put(string(small), start-hour, false, 0, store.Lanes{})
 	html := []byte("<!doctype html><title>big</title>" + strings.Repeat("<p>a product, a price</p>\n", 200))
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	res, err := a.Apply([]wire.Result{
 		{Key: big, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"}, Body: html, Lease: grant(t, e, big)},
 		{Key: small, Outcome: "ok", Status: 200, Body: []byte("<p>small</p>"), Lease: grant(t, e, small)},

@@ -23,7 +23,8 @@ func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
 // its stored page. It returns a *FieldError naming "url" that matches ErrNotFound when no such
 // target is stored, and a *StoreError when the store fails.
 func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
-	pol := t.Policy()
+	set := t.Settings()
+	pol := set.Policy
 	row, err := t.store.GetSchedule(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return wire.Explanation{}, fieldErr("url", ErrNotFound)
@@ -67,7 +68,7 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 		ex.Page = &wire.PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
 			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
 	}
-	ex.Freshness = explainFreshness(pol, t.tuning.Load(), key, cadence, &tgt.Fresh, now)
+	ex.Freshness = explainFreshness(set, t.tuning.Load(), key, cadence, &tgt.Fresh, now)
 	return ex, nil
 }
 

@@ -28,7 +28,7 @@ func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
 			key := []byte("desktop|https://a.test/c/1")
 			e.Put(string(key), start-hour, false, 0, store.Lanes{})
 			l := grant(t, e, key) // the render in flight
-			tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
+			tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 			if n, err := tg.prioritize([][]byte{key}, "rush", tc.inflight); err != nil || n != 1 {
 				t.Fatalf("rush: %d, %v", n, err)
 			}
@@ -40,7 +40,7 @@ func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
 			if live := held && !li.Released; live == tc.wantFence {
 				t.Fatalf("the render's lease live after the rush: %v, want %v", live, !tc.wantFence)
 			}
-			a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+			a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 			rep, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: l}})
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -13,7 +12,7 @@ import (
 // marginal value h(τ) (freshness.Marginal, of its estimated change rate λ and request rate μ)
 // reaches the threshold ν, within its route's bounds (min_interval, and a ceiling). That is
 // Azar et al.'s optimal rule with ν as the multiplier: a page is rendered when its h crosses ν.
-// ν and the ceiling are worker 0's tuning when it has one (Applier.Tuning: the water-filling
+// ν and the ceiling are worker 0's tuning when it has one (ApplierDeps.Tuning: the water-filling
 // multiplier at the measured capacity, and ready's projected longest interval of the route,
 // capacity.TuneFreshness); else freshness.threshold and the cadence.
 //
@@ -39,56 +38,37 @@ type FreshParts struct {
 	IntervalMs      int64   // the time from a render to the next due: τ* within the bounds
 }
 
-// freshnessOn reports whether cfg schedules for freshness.
-func freshnessOn(cfg *config.Config) bool { return cfg.Queue.Policy == config.PolicyFreshness }
-
-// routeOf returns the configuration of key's route, or nil.
-func routeOf(pol *policy.Policy, key []byte) *config.Route {
-	name, _ := pol.RouteOf(key)
-	if name == "" {
-		return nil
-	}
-	cfg := pol.Config()
-	for i := range cfg.Routes {
-		if cfg.Routes[i].Name == name {
-			return &cfg.Routes[i]
-		}
-	}
-	return nil
-}
-
 // changePrior is the estimator's prior for key: its route's change_interval (else its
 // cadence) as freshness.prior_weight pseudo-renders that far apart (at most a cadence), the
 // spacing at which a few renders can tell that rate (renders a cadence apart could not tell a
 // page changing hourly from one changing every few hours: both changed at every render).
-func changePrior(pol *policy.Policy, key []byte, cadenceMs int64) freshness.Prior {
+func changePrior(set *Settings, key []byte, cadenceMs int64) freshness.Prior {
 	changeMs := cadenceMs
-	if rt := routeOf(pol, key); rt != nil && rt.ChangeInterval > 0 {
-		changeMs = rt.ChangeInterval.Ms()
+	if rt, ok := set.route(key); ok && rt.ChangeInterval > 0 {
+		changeMs = rt.ChangeInterval.Milliseconds()
 	}
 	changeMs = max(changeMs, 1)
 	return freshness.Prior{RatePerHour: 3_600_000 / float64(changeMs),
-		Weight: pol.Config().Freshness.PriorWeight, IntervalMs: min(changeMs, cadenceMs)}
+		Weight: set.Freshness.PriorWeight, IntervalMs: min(changeMs, cadenceMs)}
 }
 
 // freshPartsOf decides when a page of key last observed with f is due again, at now. With a
 // tuning (worker 0's, following capacity: capacity.TuneFreshness) its threshold replaces
 // freshness.threshold and the ceiling is the cadence times its route's stretch; without one
 // (nil: none computed yet) the configuration's threshold and the cadence apply.
-func freshPartsOf(pol *policy.Policy, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
-	cfg := pol.Config()
-	p := FreshParts{Threshold: cfg.Freshness.Threshold, MaxIntervalMs: cadenceMs,
-		MinIntervalMs: cadenceMs / config.MinIntervalDivisor}
-	if rt := routeOf(pol, key); rt != nil && rt.MinInterval > 0 {
-		p.MinIntervalMs = min(rt.MinInterval.Ms(), cadenceMs)
+func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
+	p := FreshParts{Threshold: set.Freshness.Threshold, MaxIntervalMs: cadenceMs,
+		MinIntervalMs: cadenceMs / set.Freshness.MinIntervalDiv}
+	if rt, ok := set.route(key); ok && rt.MinInterval > 0 {
+		p.MinIntervalMs = min(rt.MinInterval.Milliseconds(), cadenceMs)
 	}
 	if tu != nil {
-		route, _ := pol.RouteOf(key)
+		route, _ := set.Policy.RouteOf(key)
 		p.Threshold = tu.Nu
 		p.MaxIntervalMs = min(int64(float64(cadenceMs)*tu.StretchFor(route)), policy.MaxCadence.Milliseconds())
 	}
-	p.ChangesPerHour = historyOf(f).Rate(changePrior(pol, key, cadenceMs))
-	p.RequestsPerHour = RequestRate(pol, key, f, now)
+	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, key, cadenceMs))
+	p.RequestsPerHour = RequestRate(set, key, f, now)
 	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs)
 	return p
 }
@@ -97,23 +77,23 @@ func freshPartsOf(pol *policy.Policy, tu *freshness.Tuning, key []byte, cadenceM
 // its cadence and its decision's parts (its estimated rates and its floor), at now. ok is
 // false for a row the tuning leaves out: sealed, failing or never rendered (their due times
 // are ready's), or without a cadence.
-func FreshPlan(pol *policy.Policy, key []byte, row store.Row, t *store.Target, now int64) (route string, cadenceMs int64, p FreshParts, ok bool) {
+func FreshPlan(set *Settings, key []byte, row store.Row, t *store.Target, now int64) (route string, cadenceMs int64, p FreshParts, ok bool) {
 	if t == nil || t.Terminal != store.TerminalNone || row.Failing || row.NeverRendered {
 		return "", 0, FreshParts{}, false
 	}
 	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: t.StoredIntervalMs, Submitted: row.Submitted}
-	cadenceMs, _ = pol.Cadence(&pr)
+	cadenceMs, _ = set.Policy.Cadence(&pr)
 	if cadenceMs <= 0 {
 		return "", 0, FreshParts{}, false
 	}
-	route, _ = pol.RouteOf(key)
-	return route, cadenceMs, freshPartsOf(pol, nil, key, cadenceMs, &t.Fresh, now), true
+	route, _ = set.Policy.RouteOf(key)
+	return route, cadenceMs, freshPartsOf(set, nil, key, cadenceMs, &t.Fresh, now), true
 }
 
 // explainFreshness is the freshness part of GET /v1/targets' explanation.
-func explainFreshness(pol *policy.Policy, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
-	p := freshPartsOf(pol, tu, key, cadenceMs, f, now)
-	ex := &wire.Freshness{Policy: pol.Config().Queue.Policy,
+func explainFreshness(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
+	p := freshPartsOf(set, tu, key, cadenceMs, f, now)
+	ex := &wire.Freshness{Policy: set.Freshness.Policy,
 		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,
 		Threshold: p.Threshold, MinIntervalSec: float64(p.MinIntervalMs) / 1000, CrossingSec: float64(p.CrossMs) / 1000,

@@ -55,7 +55,7 @@ func TestApplyFreshnessDue(t *testing.T) {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		key := []byte(c.key)
 		e.Put(c.key, start-hour, false, 0, store.Lanes{})
-		a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
 			t.Fatalf("apply: %+v %v", st, err)
 		}
@@ -82,7 +82,7 @@ routes:
 `, start, shm.Options{})
 	key := []byte("desktop|https://a.test/p/1")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now}
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ routes:
 		t.Fatalf("due %d after the render, want the crossing %d (λ %v, μ 0.2)", got, want, lambda)
 	}
 	e.Advance(hour)
-	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}
+	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
 	if _, _, err := d.Write(map[string]uint32{string(key): 500}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 		e.Put(c.key, start-hour, false, 0, store.Lanes{})
 		cell := &freshness.TuningCell{}
 		cell.Store(&c.tu)
-		a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Tuning: cell}
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Tuning: cell})
 		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
 			t.Fatalf("apply: %+v %v", st, err)
 		}

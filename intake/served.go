@@ -26,7 +26,8 @@ type StoredPage struct {
 // matches ErrNotFound when there is none, ErrBadStoredPage for a status HTTP cannot send, or a
 // *StoreError. It takes no lock and writes nothing: two reads of committed state.
 func (t *Targets) Stored(key []byte) (StoredPage, error) {
-	pol := t.Policy()
+	set := t.Settings()
+	pol := set.Policy
 	pg, err := t.store.GetPage(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return StoredPage{}, fieldErr("url", &kindError{kind: ErrNotFound, msg: "no rendered page"})
@@ -52,13 +53,8 @@ func (t *Targets) Stored(key []byte) (StoredPage, error) {
 		ServeStale: true,
 		Urgent:     row.Lanes.Urgent,
 	}
-	if route != "" {
-		for _, r := range pol.Config().Routes {
-			if r.Name == route && r.ServeStale != nil {
-				out.ServeStale = *r.ServeStale
-				break
-			}
-		}
+	if rt, ok := set.Routes[route]; ok && route != "" {
+		out.ServeStale = rt.ServeStale
 	}
 	return out, nil
 }

@@ -30,7 +30,6 @@ import (
 	"sync"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/sitemap"
@@ -117,22 +116,22 @@ func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.Sit
 			discard(body)
 		}
 	}()
-	cfg := s.Targets.Policy().Config()
+	set := s.Targets.Settings()
 	if body == nil {
 		u, err := cachekey.NormalizeURL(req.URL)
 		if err != nil {
 			return wire.SitemapRun{}, fieldErr("url", err)
 		}
 		pu, _ := url.Parse(u)
-		if !render.Allowed(cfg.Render.Domains, pu.Host) {
+		if !render.Allowed(set.Domains, pu.Host) {
 			return wire.SitemapRun{}, fieldErr("url", fmt.Errorf("host %q is not under render.domains", pu.Host))
 		}
 		req.URL = u
 	}
 	if req.Device == "" {
-		req.Device = config.DefaultDevice
+		req.Device = cachekey.DefaultDevice
 	}
-	if !Devices(cfg)[req.Device] {
+	if !set.Devices[req.Device] {
 		return wire.SitemapRun{}, fieldErr("device", fmt.Errorf("unknown device %q", req.Device))
 	}
 	return s.start(req, body)
@@ -235,20 +234,17 @@ type ingest struct {
 	gate   *Gate
 	s      *SitemapRuns
 	run    *sitemapRun
-	cfg    *config.Config
+	set    *Settings
 	keying Keying
 	device string
 	batch  batch // of the urlset file being read
 }
 
 func (s *SitemapRuns) execute(ctx context.Context, gate *Gate, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
-	pol := s.Targets.Policy() // one policy for the run: its config and its keys agree
-	cfg := pol.Config()
-	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, cfg: cfg, keying: KeyingOf(pol), device: req.Device}
+	set := s.Targets.Settings() // one for the run: its settings and its keys agree
+	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, set: set, keying: KeyingOf(set), device: req.Device}
 	in.batch = batch{in: in, chunk: make([]Item, 0, ChunkItems), keys: make(map[string]bool, ChunkItems)}
-	f := &sitemap.Fetcher{Client: s.Client, Options: sitemap.Options{
-		Domains: cfg.Render.Domains, Timeout: cfg.Render.Timeout.D(), UserAgent: cfg.Render.UserAgent,
-		MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)}}
+	f := &sitemap.Fetcher{Client: s.Client, Options: set.Sitemap.Fetch}
 	if body != nil {
 		defer discard(body)
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
@@ -316,7 +312,7 @@ func (b *batch) entry(e sitemap.Entry) error {
 		return nil
 	}
 	item := wire.TargetItem{URL: e.Loc, Device: in.device, Source: "sitemap"}
-	if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.cfg.Sitemap.MinTTL.D()); ok {
+	if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.set.Sitemap.MinTTL); ok {
 		item.Interval = json.RawMessage(`"` + ms.String() + `"`)
 	}
 	p, err := ParseItem(&item, in.keying)
@@ -326,7 +322,7 @@ func (b *batch) entry(e sitemap.Entry) error {
 		return nil
 	}
 	pu, _ := url.Parse(p.URL)
-	if !render.Allowed(in.cfg.Render.Domains, pu.Host) {
+	if !render.Allowed(in.set.Domains, pu.Host) {
 		in.run.mu.Lock()
 		in.run.rep.Filtered.Add(p.URL)
 		in.run.rep.URLs++

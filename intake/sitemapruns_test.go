@@ -25,7 +25,7 @@ func newRuns(t *testing.T, w Writer) (*qtest.Env, *SitemapRuns) {
 	if w == nil {
 		w = e.Store
 	}
-	return e, &SitemapRuns{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: w, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})}
+	return e, &SitemapRuns{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: w, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
 }
 
 func urlset(prefix string, n int) string {

@@ -36,8 +36,8 @@ func TestApplierMeasuresStaleServes(t *testing.T) {
 	key := []byte("desktop|https://a.test/p")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	meter := &StaleMeter{}
-	a := &Applier{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now, Stale: meter}
-	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Policy: e.Policy, Now: e.Now}
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Stale: meter})
+	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
 	render := func(body string) {
 		t.Helper()
 		if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key)}}); err != nil {

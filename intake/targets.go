@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/hosts"
 	"sync"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -38,7 +38,7 @@ type Targets struct {
 	del   Deleter
 	locks *KeyLocks
 	seg   *shm.Segment
-	pol   func() *policy.Policy
+	set   func() *Settings
 	clock func() int64
 	// tuning is the Applier's (TargetsDeps.Tuning), for the explanation's threshold.
 	tuning *freshness.TuningCell
@@ -53,14 +53,14 @@ type Targets struct {
 //   - Seg: the lease table whose leases an operator's rush, a wait or a delete revokes, so
 //     that an operator's action wins over a render in flight.
 type TargetsDeps struct {
-	Store   store.Store // reads
-	Writer  Writer
-	Deleter Deleter
-	Locks   *KeyLocks
-	Seg     *shm.Segment
-	Policy  func() *policy.Policy
-	Now     func() int64
-	// Tuning, optional, is the Applier's (Applier.Tuning), so that GET /v1/targets explains a
+	Store    store.Store // reads
+	Writer   Writer
+	Deleter  Deleter
+	Locks    *KeyLocks
+	Seg      *shm.Segment
+	Settings func() *Settings // the settings in force, with their policy
+	Now      func() int64
+	// Tuning is the Applier's (ApplierDeps.Tuning), so that GET /v1/targets explains a
 	// freshness due time with the threshold and ceiling it was filed with; nil explains with
 	// the configuration's.
 	Tuning *freshness.TuningCell
@@ -78,17 +78,20 @@ func NewTargets(d TargetsDeps) (*Targets, error) {
 		nil  bool
 	}{
 		{"Store", d.Store == nil}, {"Writer", d.Writer == nil}, {"Deleter", d.Deleter == nil}, {"Locks", d.Locks == nil},
-		{"Seg", d.Seg == nil}, {"Policy", d.Policy == nil}, {"Now", d.Now == nil},
+		{"Seg", d.Seg == nil}, {"Settings", d.Settings == nil}, {"Now", d.Now == nil},
 	} {
 		if dep.nil {
 			return nil, fmt.Errorf("%w: Targets needs %s", ErrMissingDependency, dep.name)
 		}
 	}
-	return &Targets{store: d.Store, w: d.Writer, del: d.Deleter, locks: d.Locks, seg: d.Seg, pol: d.Policy, clock: d.Now, tuning: d.Tuning}, nil
+	return &Targets{store: d.Store, w: d.Writer, del: d.Deleter, locks: d.Locks, seg: d.Seg, set: d.Settings, clock: d.Now, tuning: d.Tuning}, nil
 }
 
+// Settings are the settings in force, with their policy.
+func (t *Targets) Settings() *Settings { return t.set() }
+
 // Policy is the policy in force.
-func (t *Targets) Policy() *policy.Policy { return t.pol() }
+func (t *Targets) Policy() *policy.Policy { return t.set().Policy }
 
 // Now is the time, in Unix milliseconds, of the clock t was given.
 func (t *Targets) Now() int64 { return t.clock() }
@@ -96,9 +99,6 @@ func (t *Targets) Now() int64 { return t.clock() }
 func (t *Targets) writer() Writer { return t.w }
 
 func (t *Targets) lock(keys [][]byte) func() { return t.locks.Lock(keys) }
-
-// Devices a target may name under cfg: config.Render.DeviceNames, the one definition.
-func Devices(cfg *config.Config) map[string]bool { return cfg.Render.DeviceNames() }
 
 // Keying is how a URL and a device taken from outside become a cache key under one
 // configuration: the devices a key may name and the key rules (cachekey.Rules). Every entry
@@ -111,9 +111,9 @@ type Keying struct {
 	Rules   *cachekey.Rules // nil: the zero rules (cachekey.NormalizeURL)
 }
 
-// KeyingOf is the keying of the configuration pol was compiled from.
-func KeyingOf(pol *policy.Policy) Keying {
-	return Keying{Devices: Devices(pol.Config()), Rules: pol.Keys()}
+// KeyingOf is the keying of set: its devices and its policy's key rules.
+func KeyingOf(set *Settings) Keying {
+	return Keying{Devices: set.Devices, Rules: set.Policy.Keys()}
 }
 
 // Key is the cache key of url on device ("" is desktop), or a *FieldError naming "url" or
@@ -124,7 +124,7 @@ func Key(url, device string, k Keying) ([]byte, error) {
 		return nil, fieldErr("url", err)
 	}
 	if device == "" {
-		device = config.DefaultDevice
+		device = cachekey.DefaultDevice
 	}
 	if !k.Devices[device] {
 		return nil, fieldErr("device", errors.New("unknown device "+device))
@@ -223,7 +223,7 @@ func (g *Gate) Shut() { g.mu.Lock() }
 // its key and whether it was created: a known target is left as it is (its source is never
 // downgraded to discovered).
 func (t *Targets) Discover(url, device string) (key []byte, created bool, err error) {
-	p, err := ParseItem(&wire.TargetItem{URL: url, Device: device, Source: "discovered"}, KeyingOf(t.Policy()))
+	p, err := ParseItem(&wire.TargetItem{URL: url, Device: device, Source: "discovered"}, KeyingOf(t.Settings()))
 	if err != nil {
 		return nil, false, err
 	}
@@ -259,14 +259,15 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	if req.Prefix != "" {
 		field, name = "prefix", req.Prefix
 	}
-	devs, device := Devices(t.Policy().Config()), cmp.Or(req.Device, config.DefaultDevice)
+	set := t.Settings()
+	devs, device := set.Devices, cmp.Or(req.Device, cachekey.DefaultDevice)
 	if !devs[device] { // checked before the url, as the answer has always named it first
 		return 0, fieldErr("device", errors.New("unknown device "+device))
 	}
 	// A url is a page: it goes through the key rules. A prefix is a string prefix of stored
 	// keys, which dropping parameters or a trailing slash would widen or break: it only gets
 	// the zero rules (case, default port).
-	keying := KeyingOf(t.Policy())
+	keying := KeyingOf(set)
 	if req.Prefix != "" {
 		keying.Rules = nil
 	}
@@ -351,10 +352,11 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 		return 0, err
 	}
 	if inflight == revokeInFlight {
-		leases, hold := t.seg.Leases(), t.Policy().Config().Queue.ReleaseGrace.Ms()
+		set := t.Settings()
+		leases, hold := t.seg.Leases(), set.ReleaseGrace.Milliseconds()
 		for _, w := range writes {
 			if li, ok := leases.Lookup(shm.KeyHash(w.Schedule.Key()), now); ok && !li.Released {
-				revokeLease(t.seg, &t.Policy().Config().Render.Hosts, w.Schedule.Key(), now, hold)
+				revokeLease(t.seg, &set.Hosts, w.Schedule.Key(), now, hold)
 			}
 		}
 	}
@@ -388,8 +390,9 @@ func (t *Targets) deleteLocked(key []byte) error {
 	if err := t.del.DeleteTarget(key); err != nil {
 		return &StoreError{err}
 	}
-	hold := 2 * t.Policy().Config().Queue.Ready.SweepInterval.Ms()
-	revokeLease(t.seg, &t.Policy().Config().Render.Hosts, key, t.Now(), hold)
+	set := t.Settings()
+	hold := 2 * set.SweepInterval.Milliseconds()
+	revokeLease(t.seg, &set.Hosts, key, t.Now(), hold)
 	return nil
 }
 
@@ -398,7 +401,7 @@ func (t *Targets) deleteLocked(key []byte) error {
 // too: the remote's result will be fenced and its release answered "no longer held", so
 // nothing else would give it back before the slot's own lease lapsed (up to queue.lease_ttl),
 // and a host limited to 1 would render nothing meanwhile. The caller holds key's lock.
-func revokeLease(seg *shm.Segment, hosts *config.Hosts, key []byte, now, hold int64) {
+func revokeLease(seg *shm.Segment, hosts *hosts.Limits, key []byte, now, hold int64) {
 	leases, h := seg.Leases(), shm.KeyHash(key)
 	li, live := leases.Lookup(h, now)
 	if ended, _ := leases.Revoke(h, now, hold); ended && live && !li.Released {
@@ -410,11 +413,11 @@ func revokeLease(seg *shm.Segment, hosts *config.Hosts, key []byte, now, hold in
 func parseInterval(raw json.RawMessage) (int64, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		d, err := config.ParseDuration(s)
+		d, err := wire.ParseDuration(s)
 		if err != nil {
 			return 0, errors.New("unparsable duration (use e.g. 6h, 7d, 90m)")
 		}
-		return d.Ms(), nil
+		return d.Milliseconds(), nil
 	}
 	var secs float64
 	if err := json.Unmarshal(raw, &secs); err != nil {
@@ -476,7 +479,7 @@ func ParseItem(it *wire.TargetItem, k Keying) (Item, error) {
 	}
 	p.URL, p.device = u, it.Device
 	if p.device == "" {
-		p.device = config.DefaultDevice
+		p.device = cachekey.DefaultDevice
 	}
 	if !k.Devices[p.device] {
 		return p, fieldErr("device", fmt.Errorf("unknown device %q", p.device))

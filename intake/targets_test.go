@@ -13,7 +13,7 @@ import (
 
 func newTargets(t *testing.T) (*qtest.Env, *Targets) {
 	e := qtest.New(t, "", start, shm.Options{})
-	return e, mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
+	return e, mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 }
 
 // What names nothing stored is ErrNotFound, in a FieldError naming the field that named it.
@@ -60,7 +60,7 @@ func TestPrioritizeBadValuesNameTheirField(t *testing.T) {
 func TestUpsertStoreFailureIsErrStore(t *testing.T) {
 	e, svc := newTargets(t)
 	svc.w = writerFunc(func([]store.Write) error { return errors.New("store: commit: disk full") })
-	p, err := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1"}, KeyingOf(e.Policy()))
+	p, err := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1"}, KeyingOf(svc.Settings()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func TestUpsertStoreFailureIsErrStore(t *testing.T) {
 
 // Once its gate is shut, a run's chunk is refused with ErrClosed and writes nothing.
 func TestUpsertChunkAfterShutIsErrClosed(t *testing.T) {
-	e, svc := newTargets(t)
+	_, svc := newTargets(t)
 	var gate Gate
-	p, _ := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1", Source: "sitemap"}, KeyingOf(e.Policy()))
+	p, _ := ParseItem(&wire.TargetItem{URL: "https://a.test/c/1", Source: "sitemap"}, KeyingOf(svc.Settings()))
 	landed, err := svc.UpsertChunk(context.Background(), &gate, []Item{p})
 	if err != nil || len(landed) != 1 || landed[0].Existed || landed[0].Failed != "" {
 		t.Fatalf("before shut: %+v %v", landed, err)

@@ -25,7 +25,7 @@ type Upload struct {
 
 // NewUpload starts an upload under the current configuration's devices and key rules.
 func (t *Targets) NewUpload() *Upload {
-	return &Upload{t: t, keying: KeyingOf(t.Policy()), chunk: make([]Item, 0, ChunkItems),
+	return &Upload{t: t, keying: KeyingOf(t.Settings()), chunk: make([]Item, 0, ChunkItems),
 		inChunk: make(map[string]int, ChunkItems), failedAt: -1}
 }
 

@@ -168,11 +168,11 @@ func dashDur(ms int64) string {
 
 // rungString prints a ladder rung as "3:24h", "-" off the ladder.
 func rungString(p *Policy, rung uint8) string {
-	ladder := p.Config().Render.Demand.Ladder
+	ladder := p.Options().Ladder
 	if rung == 0 || int(rung) > len(ladder) {
 		return "-"
 	}
-	return fmt.Sprintf("%d:%s", rung, fmtDur(ladder[rung-1].Ms()))
+	return fmt.Sprintf("%d:%s", rung, fmtDur(ladder[rung-1].Milliseconds()))
 }
 
 func failString(d Decision) string {
@@ -199,21 +199,20 @@ func pageString(d Decision) string {
 // describeApplyConfig prints every setting Apply reads, so a script's numbers can be checked
 // against it by hand and a changed default shows in the diff.
 func describeApplyConfig(p *Policy) string {
-	r := p.Config().Render
+	o := p.Options()
 	var b strings.Builder
-	fmt.Fprintf(&b, "default interval %s\n", fmtDur(r.DefaultInterval.Ms()))
+	fmt.Fprintf(&b, "default interval %s\n", fmtDur(o.DefaultInterval.Milliseconds()))
 	b.WriteString("ladder")
-	for _, d := range r.Demand.Ladder {
-		b.WriteString(" " + fmtDur(d.Ms()))
+	for _, d := range o.Ladder {
+		b.WriteString(" " + fmtDur(d.Milliseconds()))
 	}
-	fr := r.FailureRetry
+	fr := o.Retry
 	fmt.Fprintf(&b, "\nretry: %d fast at %s, then ×%g per failure, at most %s; non-sitemap ×%g\n",
-		*fr.FastRetries, fmtDur(fr.FastDelay.Ms()), fr.Factor, fmtDur(fr.MaxBackoff.Ms()), fr.NonSitemapPenalty)
-	s := r.Suppression
-	fmt.Fprintf(&b, "gone: %d strikes, recheck %s\n", s.Gone.Strikes, fmtDur(s.Gone.Recheck.Ms()))
-	fmt.Fprintf(&b, "noindex: %d strikes, recheck %s\n", s.Noindex.Strikes, fmtDur(s.Noindex.Recheck.Ms()))
-	for _, rt := range p.Config().Routes {
-		fmt.Fprintf(&b, "route %s: %s %s, interval %s\n", rt.Name, rt.Match, rt.Path, dashDur(rt.Interval.Ms()))
+		fr.FastRetries, fmtDur(fr.FastDelay.Milliseconds()), fr.Factor, fmtDur(fr.MaxBackoff.Milliseconds()), fr.NonSubmittedPenalty)
+	fmt.Fprintf(&b, "gone: %d strikes, recheck %s\n", o.Gone.Strikes, fmtDur(o.Gone.Recheck.Milliseconds()))
+	fmt.Fprintf(&b, "noindex: %d strikes, recheck %s\n", o.Noindex.Strikes, fmtDur(o.Noindex.Recheck.Milliseconds()))
+	for _, rt := range o.Routes {
+		fmt.Fprintf(&b, "route %s: %s %s, interval %s\n", rt.Name, rt.Match, rt.Path, dashDur(rt.Interval.Milliseconds()))
 	}
 	return b.String()
 }

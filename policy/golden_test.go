@@ -97,7 +97,7 @@ func scriptPolicy(t *testing.T, d *datadriven.TestData) *Policy {
 	if err != nil {
 		d.Fatalf(t, "config: %v", err)
 	}
-	return New(c)
+	return newFromConfig(t, c)
 }
 
 // durArg reads a duration argument (no sign) of a directive, or def when it is absent.

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 )
 
 // Bounds on what counts as a usable cadence and a finite due time.
@@ -17,7 +16,7 @@ const (
 // Policy is the compiled decision set for one configuration. It is immutable and safe for
 // concurrent use; a reload builds a new one.
 type Policy struct {
-	cfg               *config.Config
+	opts              Options
 	routes            []route
 	defaultIntervalMs int64
 	defaultSWRMs      int64
@@ -27,32 +26,27 @@ type Policy struct {
 	scorer            Scorer // nil: relative lateness (Score)
 }
 
-// New compiles cfg, which must have passed Validate.
-func New(cfg *config.Config) *Policy {
-	q := cfg.Queue
-	keys, err := cfg.KeyRules()
-	if err != nil {
-		// Validate refuses every value KeyRules does: a config that gets here unvalidated is a bug.
-		panic("policy: " + err.Error())
+// New compiles o. The options must be valid (the configuration they were narrowed from passed
+// its validation), and o.Keys must be set.
+func New(o Options) *Policy {
+	if o.Keys == nil {
+		// Every URL becomes a key through these rules: a policy without them is an assembly bug.
+		panic("policy: Options.Keys is nil")
 	}
 	return &Policy{
-		keys:              keys,
-		cfg:               cfg,
-		routes:            compileRoutes(cfg.Routes, cfg.Page.SWRTTL.Ms()),
-		defaultIntervalMs: clampCadence(cfg.Render.DefaultInterval.Ms()),
-		defaultSWRMs:      cfg.Page.SWRTTL.Ms(),
-		boost:             q.Ready.SubmittedBoost,
-		shares: Shares{
-			UrgentMax:     q.Lanes.UrgentMaxShare,
-			DiscoveredMin: *q.Lanes.MinShare.Discovered,
-			ColdMin:       *q.Lanes.MinShare.Cold,
-		},
+		opts:              o,
+		keys:              o.Keys,
+		routes:            compileRoutes(o.Routes, o.DefaultSWR.Milliseconds()),
+		defaultIntervalMs: clampCadence(o.DefaultInterval.Milliseconds()),
+		defaultSWRMs:      o.DefaultSWR.Milliseconds(),
+		boost:             o.SubmittedBoost,
+		shares:            o.Shares,
 	}
 }
 
-// Config returns the configuration the policy was compiled from. Callers read settings from
-// it rather than from a separately loaded Config, so the two can never disagree mid-reload.
-func (p *Policy) Config() *config.Config { return p.cfg }
+// Options returns the options the policy was compiled from. Its slices are the policy's own:
+// read them, never write them.
+func (p *Policy) Options() Options { return p.opts }
 
 // Keys returns the cache-key rules of the configuration (keys.drop_params, the routes'
 // keep_params and trailing_slash): every URL taken from outside becomes a key through them.

@@ -29,7 +29,7 @@ render:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(c)
+	return newFromConfig(t, c)
 }
 
 func TestURLPath(t *testing.T) {

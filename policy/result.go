@@ -107,13 +107,13 @@ type Decision struct {
 //
 // The cadence carried on the row is always the page's cadence, never the retry gap.
 func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
-	cfg := p.cfg.Render
+	opts := &p.opts
 	d := Decision{Class: Classify(o), DemandRung: st.DemandRung, NeverRendered: st.NeverRendered}
 	row := Row{Key: st.Key, EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, Submitted: st.Submitted}
 	if d.Class == ClassSuccess {
-		if st.StoredIntervalMs == 0 && len(cfg.Demand.Ladder) > 0 {
+		if st.StoredIntervalMs == 0 && len(opts.Ladder) > 0 {
 			d.DemandRung = p.nextRung(st)
-			row.EffectiveIntervalMs = cfg.Demand.Ladder[d.DemandRung-1].Ms()
+			row.EffectiveIntervalMs = opts.Ladder[d.DemandRung-1].Milliseconds()
 		} else if st.StoredIntervalMs > 0 {
 			row.EffectiveIntervalMs = st.StoredIntervalMs
 		}
@@ -131,14 +131,14 @@ func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
 	}
 	d.FailLastMs = nowMs
 	switch {
-	case d.Class == ClassGone && int(d.FailCount) >= cfg.Suppression.Gone.Strikes:
-		d.Terminal, d.RecheckAtMs = TerminalGone, nowMs+cfg.Suppression.Gone.Recheck.Ms()
+	case d.Class == ClassGone && int(d.FailCount) >= opts.Gone.Strikes:
+		d.Terminal, d.RecheckAtMs = TerminalGone, nowMs+opts.Gone.Recheck.Milliseconds()
 		d.DueAtMs = d.RecheckAtMs
-	case d.Class == ClassNoindex && int(d.FailCount) >= cfg.Suppression.Noindex.Strikes:
-		d.Terminal, d.RecheckAtMs = TerminalSuppressed, nowMs+cfg.Suppression.Noindex.Recheck.Ms()
+	case d.Class == ClassNoindex && int(d.FailCount) >= opts.Noindex.Strikes:
+		d.Terminal, d.RecheckAtMs = TerminalSuppressed, nowMs+opts.Noindex.Recheck.Milliseconds()
 		d.DueAtMs = d.RecheckAtMs
 	case d.Class == ClassBlocked:
-		d.DueAtMs = nowMs + cfg.FailureRetry.MaxBackoff.Ms()
+		d.DueAtMs = nowMs + opts.Retry.MaxBackoff.Milliseconds()
 	default:
 		d.DueAtMs = nowMs + p.Backoff(d.FailCount, st.Submitted)
 	}
@@ -147,14 +147,14 @@ func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
 
 // Backoff is the retry delay in ms after the n-th consecutive failure (n ≥ 1).
 func (p *Policy) Backoff(n uint32, submitted bool) int64 {
-	fr := p.cfg.Render.FailureRetry
-	maxMs := float64(fr.MaxBackoff.Ms())
-	delay := float64(fr.FastDelay.Ms())
-	if extra := int(n) - *fr.FastRetries; extra > 0 {
+	fr := &p.opts.Retry
+	maxMs := float64(fr.MaxBackoff.Milliseconds())
+	delay := float64(fr.FastDelay.Milliseconds())
+	if extra := int(n) - fr.FastRetries; extra > 0 {
 		delay *= math.Pow(fr.Factor, float64(extra))
 	}
 	if !submitted {
-		delay *= fr.NonSitemapPenalty
+		delay *= fr.NonSubmittedPenalty
 	}
 	return int64(math.Min(delay, maxMs))
 }
@@ -163,7 +163,7 @@ func (p *Policy) Backoff(n uint32, submitted bool) int64 {
 // visited, one slower otherwise. A row new to the ladder starts on the slowest rung that its
 // route's ceiling allows (the route still clamps at score time).
 func (p *Policy) nextRung(st State) uint8 {
-	ladder := p.cfg.Render.Demand.Ladder
+	ladder := p.opts.Ladder
 	if st.DemandRung == 0 {
 		ceiling := int64(math.MaxInt64)
 		if ri := p.matchRoute(st.Key); ri >= 0 && p.routes[ri].intervalMs > 0 {
@@ -171,7 +171,7 @@ func (p *Policy) nextRung(st State) uint8 {
 		}
 		start := 0
 		for i, r := range ladder {
-			if r.Ms() <= ceiling {
+			if r.Milliseconds() <= ceiling {
 				start = i
 			}
 		}

@@ -4,10 +4,9 @@ import (
 	"bytes"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 )
 
-// route is a compiled config.Route.
+// route is a compiled Route.
 type route struct {
 	name       string
 	match      matchKind
@@ -24,21 +23,21 @@ const (
 	matchContains
 )
 
-func compileRoutes(rs []config.Route, defaultSWRMs int64) []route {
+func compileRoutes(rs []Route, defaultSWRMs int64) []route {
 	out := make([]route, len(rs))
 	for i, r := range rs {
 		kind := matchExact
 		switch r.Match {
-		case "prefix":
+		case MatchPrefix:
 			kind = matchPrefix
-		case "contains":
+		case MatchContains:
 			kind = matchContains
 		}
-		swr := r.SWR.Ms()
+		swr := r.SWR.Milliseconds()
 		if swr == 0 {
 			swr = defaultSWRMs
 		}
-		out[i] = route{name: r.Name, match: kind, pattern: []byte(r.Path), intervalMs: r.Interval.Ms(), swrMs: swr}
+		out[i] = route{name: r.Name, match: kind, pattern: []byte(r.Path), intervalMs: r.Interval.Milliseconds(), swrMs: swr}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -20,9 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
@@ -42,23 +41,68 @@ const rushQueue = 256
 // gzipMin is the smallest body worth compressing.
 const gzipMin = 1024
 
-// Handler serves the crawler listener. Its fields are set before the first request:
-// Targets reads pages and moves rows up, Misses renders on miss, Policy and Now are worker 0's.
-// Start runs the goroutine that moves expired pages' rows up; Stop ends it.
-type Handler struct {
-	Targets *intake.Targets
-	Misses  *intake.Misses
-	Policy  func() *policy.Policy
-	Now     func() int64
-	Log     zerolog.Logger
-	Metrics *Metrics // nil: not counted
-	Demand  *Demand  // nil: not counted
+// Settings is what the crawler listener reads of the configuration: serve.tokens,
+// serve.mobile_agents and serve.wait, with the services' settings (devices, key rules,
+// render.domains, serve.miss_rate) of the same configuration, so that one read per request
+// gives values that agree. It is narrowed where the node is assembled (assemble/node).
+type Settings struct {
+	Intake       *intake.Settings
+	Tokens       []string      // serve.tokens: empty serves loopback clients only
+	MobileAgents []string      // serve.mobile_agents: User-Agent substrings that mean mobile
+	Wait         time.Duration // serve.wait: how long a miss waits for its render
+}
+
+// HandlerDeps are what a Handler needs. Every one is required but Log, AdminToken and Rushed:
+//   - Targets reads pages and moves expired rows up, Misses renders on miss;
+//   - Settings and Now are worker 0's, read once per request;
+//   - Metrics counts every answer (freshq_serve_*): a listener that counts nothing looks idle;
+//   - Demand counts every request per key, half of what the freshness policy schedules by: a
+//     listener without it would silently starve the requests counters.
+type HandlerDeps struct {
+	Targets  *intake.Targets
+	Misses   *intake.Misses
+	Settings func() *Settings
+	Now      func() int64
+	Log      zerolog.Logger
+	Metrics  *Metrics
+	Demand   *Demand
 	// AdminToken is the admin listener's token in force (FRESHQ_TOKEN included), refused here
-	// even if serve.tokens were edited to hold it.
+	// even if serve.tokens were edited to hold it; "" when there is none.
 	AdminToken string
 	// Rushed, if set, is told of every expired page's row the mover handled, after the fact
 	// (a test waits on it instead of on time).
 	Rushed func(key []byte, rushed bool, err error)
+}
+
+// ErrMissingDependency is returned by NewHandler left without a required dependency.
+var ErrMissingDependency = errors.New("serve: a required dependency is missing")
+
+// NewHandler returns the crawler listener's handler over d, or ErrMissingDependency naming the
+// first required field left nil. Start runs the goroutine that moves expired pages' rows up;
+// Stop ends it.
+func NewHandler(d HandlerDeps) (*Handler, error) {
+	for _, dep := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Targets", d.Targets == nil}, {"Misses", d.Misses == nil}, {"Settings", d.Settings == nil},
+		{"Now", d.Now == nil}, {"Metrics", d.Metrics == nil}, {"Demand", d.Demand == nil},
+	} {
+		if dep.nil {
+			return nil, fmt.Errorf("%w: Handler needs %s", ErrMissingDependency, dep.name)
+		}
+	}
+	h := &Handler{d: d}
+	h.init()
+	return h, nil
+}
+
+// Demand is the handler's count of requests per key, which worker 0 flushes to the targets.
+func (h *Handler) Demand() *Demand { return h.d.Demand }
+
+// Handler serves the crawler listener; NewHandler builds it.
+type Handler struct {
+	d HandlerDeps
 
 	rushes  intake.HostRate // expired pages' rows moved up, per host
 	keying  atomic.Pointer[keying]
@@ -68,19 +112,19 @@ type Handler struct {
 	done    chan struct{}
 }
 
-// keying is what a request's key is built from under one policy: built once per policy (a
-// reload makes a new one), not per request.
+// keying is what a request's key is built from under one set of settings: built once per
+// settings (a reload makes new ones), not per request.
 type keying struct {
-	pol     *policy.Policy
+	set     *intake.Settings
 	keying  intake.Keying
 	devices map[string]bool
 }
 
-func (h *Handler) keyingOf(pol *policy.Policy) *keying {
-	if k := h.keying.Load(); k != nil && k.pol == pol {
+func (h *Handler) keyingOf(set *intake.Settings) *keying {
+	if k := h.keying.Load(); k != nil && k.set == set {
 		return k
 	}
-	k := &keying{pol: pol, keying: intake.KeyingOf(pol), devices: pol.Config().Render.DeviceNames()}
+	k := &keying{set: set, keying: intake.KeyingOf(set), devices: set.Devices}
 	h.keying.Store(k)
 	return k
 }
@@ -103,19 +147,19 @@ func (h *Handler) Start(ctx context.Context) {
 			case <-h.done:
 				return
 			case key := <-h.queue:
-				rushed, err := h.Targets.RushStale(key)
+				rushed, err := h.d.Targets.RushStale(key)
 				h.pending.Delete(string(key))
 				switch {
 				case err != nil:
-					h.Metrics.rush("failed")
-					h.Log.Warn().Err(err).Str("key", string(key)).Msg("moving an expired page's row up")
+					h.d.Metrics.rush("failed")
+					h.d.Log.Warn().Err(err).Str("key", string(key)).Msg("moving an expired page's row up")
 				case rushed:
-					h.Metrics.rush("rushed")
+					h.d.Metrics.rush("rushed")
 				default:
-					h.Metrics.rush("already")
+					h.d.Metrics.rush("already")
 				}
-				if h.Rushed != nil {
-					h.Rushed(key, rushed, err)
+				if h.d.Rushed != nil {
+					h.d.Rushed(key, rushed, err)
 				}
 			}
 		}
@@ -145,12 +189,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.init()
 	start := time.Now()
 	a := h.serve(w, r)
-	h.Metrics.observe(a.result, a.code, time.Since(start).Seconds())
+	h.d.Metrics.observe(a.result, a.code, time.Since(start).Seconds())
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
-	pol := h.Policy()
-	cfg := pol.Config()
+	cfg := h.d.Settings()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		return refuse(w, http.StatusMethodNotAllowed, "", "the crawler listener serves pages only: GET or HEAD /{absolute URL}")
@@ -162,7 +205,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, "url", err.Error())
 	}
-	kg := h.keyingOf(pol)
+	kg := h.keyingOf(cfg.Intake)
 	device, field, err := deviceOf(r, cfg, kg.devices)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, field, err.Error())
@@ -172,14 +215,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		return refuse(w, http.StatusBadRequest, fieldOf(err, "url"), err.Error())
 	}
 	host := string(cachekey.Host(key))
-	domains := cfg.Render.Domains
+	domains := cfg.Intake.Domains
 	if len(domains) > 0 && !render.Allowed(domains, host) {
 		return refuse(w, http.StatusNotFound, "url", "host "+host+" is not one render.domains allows")
 	}
-	if h.Demand != nil {
-		h.Demand.Note(key, h.Now())
-	}
-	pg, err := h.Targets.Stored(key)
+	h.d.Demand.Note(key, h.d.Now())
+	pg, err := h.d.Targets.Stored(key)
 	switch {
 	case err == nil && (!pg.Expired || pg.ServeStale):
 		if pg.Expired && !pg.Urgent {
@@ -202,24 +243,24 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 // within its host's serve.miss_rate (both checked again by intake.Misses, the one place that
 // creates targets on miss, for every listener). A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
-func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *config.Config) answer {
-	if len(cfg.Render.Domains) == 0 {
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings) answer {
+	if len(cfg.Intake.Domains) == 0 {
 		return refuse(w, http.StatusNotFound, "url", "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
-	known, lastStatus, lastAt, err := h.Targets.Known(key)
+	known, lastStatus, lastAt, err := h.d.Targets.Known(key)
 	if err != nil {
 		return h.fail(w, ResultMiss, err)
 	}
-	now := h.Now()
-	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.Targets.CadenceOf(key) {
+	now := h.d.Now()
+	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.d.Targets.CadenceOf(key) {
 		return h.declared(w, lastStatus)
 	}
-	pg, err := h.Misses.Wait(r.Context(), key, target, device, cfg.Serve.Wait.D())
+	pg, err := h.d.Misses.Wait(r.Context(), key, target, device, cfg.Wait)
 	if err != nil && r.Context().Err() != nil {
 		return answer{ResultMiss, 499} // the client is gone: nobody reads an answer
 	}
 	if errors.Is(err, intake.ErrRenderFailed) {
-		if _, st, _, kerr := h.Targets.Known(key); kerr == nil && st >= 400 && st <= 499 {
+		if _, st, _, kerr := h.d.Targets.Known(key); kerr == nil && st >= 400 && st <= 499 {
 			return h.declared(w, st)
 		}
 	}
@@ -240,29 +281,29 @@ func (h *Handler) declared(w http.ResponseWriter, status int) answer {
 
 // moveUp queues key's row to be moved up, unless it is queued already, the queue is full or
 // its host is over its rate.
-func (h *Handler) moveUp(key []byte, host string, cfg *config.Config) {
+func (h *Handler) moveUp(key []byte, host string, cfg *Settings) {
 	if _, queued := h.pending.LoadOrStore(string(key), true); queued {
 		return
 	}
-	if ok, _ := h.rushes.Take(host, h.Now(), cfg.Serve.MissRate, cfg.Serve.MissBurst); !ok {
+	if ok, _ := h.rushes.Take(host, h.d.Now(), cfg.Intake.Misses.Rate, cfg.Intake.Misses.Burst); !ok {
 		h.pending.Delete(string(key))
-		h.Metrics.rush("over_rate")
+		h.d.Metrics.rush("over_rate")
 		return
 	}
 	select {
 	case h.queue <- bytes.Clone(key):
 	default:
 		h.pending.Delete(string(key))
-		h.Metrics.rush("queue_full")
+		h.d.Metrics.rush("queue_full")
 	}
 }
 
 // authorize checks X-Prerender-Token against serve.tokens: 0 when it passes, else the status and
 // why. With no tokens configured (a loopback listener: the configuration requires tokens beyond
 // it) only a loopback peer passes.
-func (h *Handler) authorize(r *http.Request, cfg *config.Config) (int, string) {
+func (h *Handler) authorize(r *http.Request, cfg *Settings) (int, string) {
 	got := r.Header.Get(HeaderToken)
-	if len(cfg.Serve.Tokens) == 0 {
+	if len(cfg.Tokens) == 0 {
 		if !loopbackPeer(r.RemoteAddr) {
 			return http.StatusUnauthorized, "serve.tokens is empty: only loopback clients are served"
 		}
@@ -271,10 +312,10 @@ func (h *Handler) authorize(r *http.Request, cfg *config.Config) (int, string) {
 	if got == "" {
 		return http.StatusUnauthorized, "missing X-Prerender-Token (one of serve.tokens)"
 	}
-	if h.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) == 1 {
+	if h.d.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.d.AdminToken)) == 1 {
 		return http.StatusForbidden, "the admin token is not accepted on the crawler listener; use one of serve.tokens"
 	}
-	for _, tok := range cfg.Serve.Tokens {
+	for _, tok := range cfg.Tokens {
 		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
 			return 0, ""
 		}
@@ -294,7 +335,7 @@ func loopbackPeer(remote string) bool {
 // deviceOf is the request's device: X-Freshq-Device when given (a device the configuration
 // knows), else mobile when the User-Agent carries one of serve.mobile_agents and mobile is a
 // device, else desktop. On a refusal it names the header.
-func deviceOf(r *http.Request, cfg *config.Config, names map[string]bool) (device, field string, err error) {
+func deviceOf(r *http.Request, cfg *Settings, names map[string]bool) (device, field string, err error) {
 	if d := r.Header.Get(HeaderDevice); d != "" {
 		if !names[d] {
 			return "", HeaderDevice, errors.New("unknown device " + strconv.Quote(d))
@@ -302,12 +343,12 @@ func deviceOf(r *http.Request, cfg *config.Config, names map[string]bool) (devic
 		return d, "", nil
 	}
 	ua := strings.ToLower(r.UserAgent())
-	for _, p := range cfg.Serve.MobileAgents {
+	for _, p := range cfg.MobileAgents {
 		if strings.Contains(ua, strings.ToLower(p)) && names["mobile"] {
 			return "mobile", "", nil
 		}
 	}
-	return config.DefaultDevice, "", nil
+	return cachekey.DefaultDevice, "", nil
 }
 
 // fieldOf is the field an intake error names, or def.
@@ -340,7 +381,7 @@ func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
 	if errors.As(err, &fe) {
 		return answer{result, writeError(w, http.StatusBadRequest, fe.Field, err.Error())}
 	}
-	h.Log.Error().Err(err).Msg("serving a page")
+	h.d.Log.Error().Err(err).Msg("serving a page")
 	return answer{result, writeError(w, http.StatusInternalServerError, "", err.Error())}
 }
 

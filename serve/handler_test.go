@@ -55,12 +55,16 @@ func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, timeout: make(chan time.Time), rushed: make(chan string, 16), reg: prometheus.NewRegistry()}
 	locks := &intake.KeyLocks{}
-	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Policy: e.Policy, Now: e.Now})
+	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = &intake.Applier{Store: e.Store, Seg: e.Seg, Locks: locks, Policy: e.Policy, Now: e.Now, Misses: n.misses}
-	n.h = &Handler{Targets: targets, Misses: n.misses, Policy: e.Policy, Now: e.Now, AdminToken: "admin-token",
+	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
+	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: "admin-token",
 		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxKeys: 100},
-		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }}
+		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.h = h
 	n.h.Start(t.Context())
 	n.srv = httptest.NewServer(n.h)
 	t.Cleanup(n.srv.Close)
@@ -124,7 +128,7 @@ func (n *node) render(t *testing.T, key, outcome string, status int, body string
 // file files key as a submitted target, so that render can land a page for it.
 func (n *node) file(t *testing.T, url string) {
 	t.Helper()
-	if _, _, err := n.h.Targets.Discover(url, ""); err != nil {
+	if _, _, err := n.h.d.Targets.Discover(url, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -217,10 +221,10 @@ func TestServesTheStoredPageInEveryForm(t *testing.T) {
 	if h := n.do(http.MethodHead, "/"+page+"?a=1&b=2"); h.code != 200 || h.body != "" || h.header.Get("Content-Length") != "2413" {
 		t.Fatalf("HEAD: %d %v %q", h.code, h.header, h.body)
 	}
-	if got := testutil.ToFloat64(n.h.Metrics.requests.WithLabelValues("hit", "200")); got < 9 {
+	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues("hit", "200")); got < 9 {
 		t.Fatalf("freshq_serve_requests_total{hit,200} = %v", got)
 	}
-	if c := n.h.Demand.Count([]byte("desktop|"+page+"?a=1&b=2"), n.Now()); c < 11 {
+	if c := n.h.Demand().Count([]byte("desktop|"+page+"?a=1&b=2"), n.Now()); c < 11 {
 		t.Fatalf("demand count %v", c)
 	}
 }
@@ -235,7 +239,7 @@ func TestRedirectAndDevice(t *testing.T) {
 	if a.code != 301 || a.header.Get("Location") != "https://shop.test/p/2" {
 		t.Fatalf("%d %v", a.code, a.header)
 	}
-	if _, _, err := n.h.Targets.Discover(page, "mobile"); err != nil {
+	if _, _, err := n.h.d.Targets.Discover(page, "mobile"); err != nil {
 		t.Fatal(err)
 	}
 	n.render(t, "mobile|"+page, "ok", 200, "<p>small</p>", nil)
@@ -282,7 +286,7 @@ func TestRefusalsNameTheirFieldAndWriteNothing(t *testing.T) {
 		}
 		n.nothingWritten(t, tc.name)
 	}
-	if got := testutil.ToFloat64(n.h.Metrics.requests.WithLabelValues("error", "401")); got != 1 {
+	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues("error", "401")); got != 1 {
 		t.Fatalf("freshq_serve_requests_total{error,401} = %v", got)
 	}
 }
@@ -397,5 +401,27 @@ func TestStalePageIsServedAndMovedUp(t *testing.T) {
 	n.render(t, "desktop|"+strict, "ok", 200, "<p>new</p>", nil)
 	if a := <-ch; a.code != 200 || a.body != "<p>new</p>" || a.header.Get(HeaderCache) != "miss" {
 		t.Fatalf("serve_stale false: %d %v %q", a.code, a.header, a.body)
+	}
+}
+
+// NewHandler refuses deps without any required dependency, naming it: a listener without
+// metrics or demand counting would look idle and starve the freshness policy's counters.
+func TestNewHandlerRefusesAMissingDependency(t *testing.T) {
+	n := newNode(t, "")
+	full := n.h.d
+	if _, err := NewHandler(full); err != nil {
+		t.Fatalf("every dependency given: %v", err)
+	}
+	for name, drop := range map[string]func(*HandlerDeps){
+		"Targets": func(d *HandlerDeps) { d.Targets = nil }, "Misses": func(d *HandlerDeps) { d.Misses = nil },
+		"Settings": func(d *HandlerDeps) { d.Settings = nil }, "Now": func(d *HandlerDeps) { d.Now = nil },
+		"Metrics": func(d *HandlerDeps) { d.Metrics = nil }, "Demand": func(d *HandlerDeps) { d.Demand = nil },
+	} {
+		d := full
+		drop(&d)
+		got, err := NewHandler(d)
+		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
+		}
 	}
 }

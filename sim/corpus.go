@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/freshq/freshq/assemble"
 	"maps"
 	"math"
 	"slices"
@@ -111,7 +112,7 @@ func Generate(mix *Mix, keys int, seed uint64, startMs int64, cfg *config.Config
 	if startMs < depthMs+1 {
 		return nil, fmt.Errorf("sim: generate: start %d leaves no room for a backlog of %s", startMs, mix.Backlog.Depth)
 	}
-	pol, err := policyFor(cfg, mix, 0)
+	pol, _, err := policyFor(cfg, mix, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -299,16 +300,21 @@ func classKey(mix *Mix, ci, j, sites int) []byte {
 	return k
 }
 
-// policyFor compiles cfg with the mix's routes and, when boost > 0, that sitemap boost. It
-// works on a copy: cfg is shared by every scenario.
-func policyFor(cfg *config.Config, mix *Mix, boost float64) (*policy.Policy, error) {
+// policyFor compiles cfg with the mix's routes and, when boost > 0, that sitemap boost, and
+// returns the policy with the configuration it was compiled from. It works on a copy: cfg is
+// shared by every scenario.
+func policyFor(cfg *config.Config, mix *Mix, boost float64) (*policy.Policy, *config.Config, error) {
 	c := *cfg
 	c.Routes = mix.Routes()
 	if boost > 0 {
 		c.Queue.Ready.SubmittedBoost = boost
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("sim: configuration: %w", err)
+		return nil, nil, fmt.Errorf("sim: configuration: %w", err)
 	}
-	return policy.New(&c), nil
+	pol, err := assemble.Policy(&c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sim: configuration: %w", err)
+	}
+	return pol, &c, nil
 }

@@ -89,7 +89,7 @@ func TestGenerateFollowsTheMix(t *testing.T) {
 		t.Fatalf("%d keys, want %d", c.Len(), n)
 	}
 	cfg := config.Default()
-	pol, err := policyFor(cfg, c.Mix, 0)
+	pol, _, err := policyFor(cfg, c.Mix, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/assemble/node"
 	"math"
 	"runtime"
 	"slices"
@@ -360,11 +361,10 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	if !(sc.Capacity > 0) && !(sc.PerHour > 0) {
 		return nil, fmt.Errorf("capacity must be positive, got %v", sc.Capacity)
 	}
-	pol, err := policyFor(opts.Config, c.Mix, sc.Boost)
+	pol, cfg, err := policyFor(opts.Config, c.Mix, sc.Boost)
 	if err != nil {
 		return nil, err
 	}
-	cfg := pol.Config()
 	segOpts := shm.Options{
 		ReadyCapacity: cfg.Queue.Ready.Capacity,
 		KeyCapacity:   cfg.Queue.Ready.KeyCapacity,
@@ -410,6 +410,9 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		return nil, fmt.Errorf("corpus has duplicate keys: %d rows for %d pages", r.ds.Len(), n)
 	}
 	polFn := func() *policy.Policy { return pol }
+	sweepSet, claimSet := node.SweepSettings(cfg), node.ClaimSettings(cfg)
+	sweepFn := func() *sweep.Settings { return &sweepSet }
+	claimFn := func() *claim.Settings { return &claimSet }
 	now := func() int64 { return r.nowMs }
 	w0, err := seg.Worker(0)
 	if err != nil {
@@ -426,10 +429,10 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		// store without the class index.
 		r.ds.Classifier = sweep.NewClassifier(pol)
 	}
-	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Now: now,
+	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Settings: sweepFn, Now: now,
 		Log: zerolog.Nop(), Mode: sc.Mode})
-	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Policy: polFn, Now: now, Holder: 1,
-		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Now: now, Worker: w1}})
+	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Settings: claimFn, Now: now, Holder: 1,
+		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Settings: claimFn, Now: now, Worker: w1}})
 	r.claimer = w1
 
 	r.windowStart = c.Start + opts.Warmup.Milliseconds()

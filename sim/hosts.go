@@ -208,7 +208,7 @@ func (c *Corpus) WithHost(cfg *config.Config, host string, ci, n int) (*Corpus, 
 	if n < 1 {
 		return nil, fmt.Errorf("sim: with host: %d pages", n)
 	}
-	pol, err := policyFor(cfg, c.Mix, 0)
+	pol, _, err := policyFor(cfg, c.Mix, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"github.com/freshq/freshq/assemble"
 	"os"
 	"path/filepath"
 	"sync"
@@ -109,7 +110,11 @@ routes:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return policy.New(cfg)
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pol
 }
 
 // bareIterationNs is the store's own iteration of the same due set: key and projection decoded,

@@ -152,7 +152,7 @@ const classLayout = 2
 // and interval: matching and the ceiling), the default interval, the cadence bounds and the
 // bucket width.
 func fingerprintOf(pol *policy.Policy) uint64 {
-	cfg := pol.Config()
+	o := pol.Options()
 	h := fnv.New64a()
 	var b [8]byte
 	num := func(v int64) {
@@ -167,12 +167,12 @@ func fingerprintOf(pol *policy.Policy) uint64 {
 	num(int64(math.Float64bits(cadenceStep)))
 	num(minCadenceMs)
 	num(maxCadenceMs)
-	num(cfg.Render.DefaultInterval.Ms())
-	num(int64(len(cfg.Routes)))
-	for _, r := range cfg.Routes {
-		str(r.Match)
+	num(o.DefaultInterval.Milliseconds())
+	num(int64(len(o.Routes)))
+	for _, r := range o.Routes {
+		str(r.Match.String())
 		str(r.Path)
-		num(r.Interval.Ms())
+		num(r.Interval.Milliseconds())
 	}
 	return h.Sum64()
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -58,16 +57,16 @@ type hostPlan struct {
 // once per row.
 type hostPlans struct {
 	seg   *shm.Segment
-	hosts *config.Hosts // render.hosts
+	hosts *hosts.Limits // render.hosts
 	now   int64
 	k     int // the set's capacity
 	slots int // the node's render slots
 	plans map[uint64]*hostPlan
 }
 
-func newHostPlans(seg *shm.Segment, cfg *config.Config, k int, now int64) *hostPlans {
-	slots := max(1, (cfg.Workers-1)*cfg.Render.Concurrency)
-	return &hostPlans{seg: seg, hosts: &cfg.Render.Hosts, now: now, k: k, slots: slots, plans: map[uint64]*hostPlan{}}
+func newHostPlans(seg *shm.Segment, set *Settings, k int, now int64) *hostPlans {
+	slots := max(1, set.RenderSlots)
+	return &hostPlans{seg: seg, hosts: &set.Hosts, now: now, k: k, slots: slots, plans: map[uint64]*hostPlan{}}
 }
 
 // of returns the host of key's hash and its plan.

@@ -53,6 +53,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -91,12 +92,13 @@ func (c changedStore) RefileIfUnchanged(s store.Schedule, was store.Row) (bool, 
 
 // Options wires a Sweeper.
 type Options struct {
-	Store   Store
-	Segment *shm.Segment
-	Worker  *shm.Worker           // worker 0's block: sweep counters
-	Policy  func() *policy.Policy // the policy in force, with its config; read once per sweep
-	Now     func() int64          // ms since the epoch
-	Log     zerolog.Logger
+	Store    Store
+	Segment  *shm.Segment
+	Worker   *shm.Worker           // worker 0's block: sweep counters
+	Policy   func() *policy.Policy // the policy in force: cadence, score, lanes; read once per sweep
+	Settings func() *Settings      // the sweep's settings in force; read once per sweep
+	Now      func() int64          // ms since the epoch
+	Log      zerolog.Logger
 	// Changes, if set, names the rows written after a pass's snapshot; they are left out of
 	// the set it publishes (see Changes). Worker 0 routes every write through Changes.Wrap.
 	Changes *Changes
@@ -106,6 +108,20 @@ type Options struct {
 	// AfterSweep, if set, is called with every sweep's outcome, after it is logged and
 	// counted (the worker feeds metrics from it; tests wait on it instead of on time).
 	AfterSweep func(Result, error)
+}
+
+// Settings is what a sweep reads of the configuration besides the policy: whether the ready
+// set serves, its size, the rows a pass may read, the floor's guard and unpin hatch, the
+// node's render slots and the hosts' limits that shape the set. It is narrowed where the node
+// is assembled and read whole once per sweep, so a reload applies to the next one.
+type Settings struct {
+	ReadyEnabled bool          // queue.ready.enabled: false disables the set (every claim scans the index)
+	Capacity     int           // queue.ready.capacity: entries per publish (at most the segment's slot)
+	SweepCap     int           // queue.ready.sweep_cap: rows one pass may read before it warns
+	FloorGuard   time.Duration // queue.claim_floor.guard
+	UnpinAfter   time.Duration // queue.claim_floor.unpin_after
+	RenderSlots  int           // the node's renders in flight at most: render workers × render.concurrency
+	Hosts        hosts.Limits  // render.hosts
 }
 
 // Sweeper runs sweeps. It is used by one goroutine (Run, or a test calling Sweep).
@@ -196,11 +212,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
 }
 
 func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
-	pol := s.opts.Policy()
-	cfg := pol.Config()
-	q := cfg.Queue
+	pol, set := s.opts.Policy(), s.opts.Settings()
 	now := s.opts.Now()
-	enabled := cfg.ReadyEnabled()
+	enabled := set.ReadyEnabled
 	s.opts.Segment.Ready().SetEnabled(enabled)
 
 	if s.opts.Changes != nil {
@@ -219,9 +233,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	layout := s.opts.Segment.Layout()
 	keyCap := layout.KeyCapacity
 	// The segment was sized when it was created; a reload cannot grow it.
-	k := min(q.Ready.Capacity, int(layout.ReadyCapacity))
+	k := min(set.Capacity, int(layout.ReadyCapacity))
 	sel := policy.NewSelector[value](k, s.opts.Mode, pol.Shares())
-	plans := newHostPlans(s.opts.Segment, cfg, k, now)
+	plans := newHostPlans(s.opts.Segment, set, k, now)
 	res := Result{Disabled: !enabled}
 	var head struct {
 		key     []byte
@@ -230,7 +244,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		cadence int64
 		ok      bool
 	}
-	maxRows := q.Ready.SweepCap
+	maxRows := set.SweepCap
 	if !enabled {
 		maxRows = 1 // only the floor's head is needed
 	}
@@ -316,7 +330,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("sweep: iterate: %w", err)
 	}
 	res.Rows, res.Capped = stats.Rows, stats.Capped && enabled
-	res.FloorMs, res.Advanced = pass.AdvanceFloor(q.ClaimFloor.Guard.Ms())
+	res.FloorMs, res.Advanced = pass.AdvanceFloor(set.FloorGuard.Milliseconds())
 	pass.Close() // the iterator and snapshot are released before anything below writes
 
 	floor := s.opts.Segment.Floor()
@@ -361,12 +375,12 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	}
 	floor.SetPin(shm.KeyHash(head.key), s.pin.sinceMs)
 	res.PinnedKey, res.PinnedForMs = head.key, now-s.pin.sinceMs
-	unpinAfter := q.ClaimFloor.UnpinAfter.Ms()
+	unpinAfter := set.UnpinAfter.Milliseconds()
 	if res.PinnedForMs >= unpinAfter/2 && !s.pin.warned {
 		s.pin.warned = true
 		s.opts.Log.Warn().Str("key", string(head.key)).Int64("due_ms", head.row.DueAtMs).
 			Dur("pinned_for", time.Duration(res.PinnedForMs)*time.Millisecond).
-			Dur("unpin_after", q.ClaimFloor.UnpinAfter.D()).
+			Dur("unpin_after", set.UnpinAfter).
 			Msg("a row has held the claim floor for half of unpin_after; it will be filed forward")
 	}
 	if res.PinnedForMs >= unpinAfter {

@@ -27,7 +27,7 @@ routes:
 `
 
 func newSweeper(e *qtest.Env, log *bytes.Buffer) *Sweeper {
-	opts := Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil)}
+	opts := Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}
 	if log != nil {
 		opts.Log = qtest.Log(log)
 	}
@@ -210,7 +210,7 @@ func TestFailedSweepIsRetriedNextTick(t *testing.T) {
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	fs := &failingStore{Store: FromStore(e.Store, nil), fail: true}
 	var log bytes.Buffer
-	s := New(Options{Store: fs, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(&log)})
+	s := New(Options{Store: fs, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(&log)})
 	if _, err := s.Sweep(context.Background()); err == nil {
 		t.Fatal("injected failure not reported")
 	}
@@ -275,7 +275,7 @@ func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
 	e := newEnv(t, routes, start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	swept := make(chan error)
-	s := New(Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now,
+	s := New(Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
 		Log: qtest.Log(nil), AfterSweep: func(_ Result, err error) { swept <- err }})
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := make(chan time.Time)
@@ -337,7 +337,7 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	s := New(Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Now: e.Now, Log: qtest.Log(nil), Changes: changes})
+	s := New(Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes})
 	res, err := s.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 	}
 	// The next sweep starts clean: nothing is left out any more.
 	e.Put(rendered, start-time.Hour.Milliseconds(), true, 0, store.Lanes{})
-	if res, _ := New(Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Policy: e.Policy, Now: e.Now,
+	if res, _ := New(Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
 		Log: qtest.Log(nil), Changes: changes}).Sweep(context.Background()); res.ExcludedChanged != 0 || res.Published != 2 {
 		t.Fatalf("next sweep %+v", res)
 	}

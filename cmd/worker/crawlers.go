@@ -46,10 +46,14 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := c.e.pol.Load().Config()
-	c.h = &serve.Handler{Targets: c.targets, Misses: c.misses, Policy: c.e.pol.Load, Now: nowMs, Log: c.e.log,
+	cfg := c.e.cur.Load().Config()
+	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxKeys: demandKeys},
-		AdminToken: cfg.Token}
+		AdminToken: cfg.Token})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	c.h.Start(ctx)
 	c.flushes, c.flushed = make(chan struct{}), make(chan struct{})
 	go c.flushDemand(cfg.Freshness.DemandFlush.D())
@@ -97,13 +101,13 @@ func (c *crawlerListener) flushDemand(period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	flush := func() {
-		counts := c.h.Demand.Take()
+		counts := c.h.Demand().Take()
 		if len(counts) == 0 || c.demand == nil {
 			return
 		}
 		n, left, err := c.demand.Write(counts)
 		if err != nil {
-			c.h.Demand.Return(left)
+			c.h.Demand().Return(left)
 			c.e.log.Warn().Err(err).Int("written", n).Msg("crawler requests not written; retried with the next flush")
 		}
 	}

@@ -34,7 +34,6 @@ import (
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/internal/testhold"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -47,7 +46,7 @@ type env struct {
 	socketPath string
 	serveFD    int // the crawler listener's socket, inherited from the supervisor; 0: none
 	log        zerolog.Logger
-	pol        atomic.Pointer[policy.Policy]
+	cur        atomic.Pointer[inForce]
 	seg        *shm.Segment
 	worker     *shm.Worker
 }
@@ -86,7 +85,10 @@ func run(args []string, term, hup <-chan os.Signal) int {
 		return 2
 	}
 	e.log = logging.WithLevel(e.log, cfg.Log.Level)
-	e.pol.Store(policy.New(cfg))
+	if err := e.setConfig(cfg); err != nil {
+		e.log.Error().Err(err).Msg("configuration")
+		return 2
+	}
 	if e.socketPath == "" {
 		e.socketPath = filepath.Join(cfg.DataDir, "worker0.sock")
 	}
@@ -149,8 +151,8 @@ func (e *env) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-// reloadOnHUP swaps in a new configuration on SIGHUP. The sweep and the claims read the policy
-// once per sweep or claim, so the switch is atomic for each of them.
+// reloadOnHUP swaps in a new configuration on SIGHUP. The sweep and the claims read their
+// settings (with the policy) once per sweep or claim, so the switch is atomic for each of them.
 func (e *env) reloadOnHUP(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
@@ -162,7 +164,10 @@ func (e *env) reloadOnHUP(ctx context.Context, hup <-chan os.Signal) {
 				e.log.Error().Err(err).Msg("reload refused; the previous configuration stays in force")
 				continue
 			}
-			e.pol.Store(policy.New(cfg))
+			if err := e.setConfig(cfg); err != nil {
+				e.log.Error().Err(err).Msg("reload refused; the previous configuration stays in force")
+				continue
+			}
 			e.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Msg("configuration reloaded")
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/freshq/freshq/assemble"
 	"os"
 	"path/filepath"
 
@@ -9,7 +10,6 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/sweep"
@@ -39,6 +39,10 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 			TestFloorOnWriter:    os.Getenv(floorOnWriterEnv) == "1",
 		})
 	}
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
 		SyncWrites:           cfg.Store.SyncWrites,
 		Floor:                floor,
@@ -47,7 +51,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 		RefuseImplausibleDue: true,
 		// The class index the sweep reads instead of the whole due set (package sweep); a
 		// reload that changes a row's class leaves the sweep on the full pass until restart.
-		Classifier: sweep.NewClassifier(policy.New(cfg)),
+		Classifier: sweep.NewClassifier(pol),
 	})
 }
 

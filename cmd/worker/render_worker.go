@@ -16,7 +16,6 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/render/chrome"
 	"github.com/freshq/freshq/shm"
@@ -91,10 +90,10 @@ func runRenderWorker(ctx context.Context, e *env) error {
 		return nil
 	}
 	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
-	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Policy: e.pol.Load, Now: nowMs, Holder: e.holder(),
-		Granted: grantHook(openGrantLog(e, e.pol.Load().Config()))})
+	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Settings: e.claimSettings, Now: nowMs, Holder: e.holder(),
+		Granted: grantHook(openGrantLog(e, e.cur.Load().Config()))})
 	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After,
-		check: &conditionalCheck{client: client, checker: render.NewChecker(assemble.RenderOptions(e.pol.Load().Config().Render))}}
+		check: &conditionalCheck{client: client, checker: render.NewChecker(assemble.RenderOptions(e.cur.Load().Config().Render))}}
 	p.run(ctx)
 	return nil
 }
@@ -159,7 +158,7 @@ func (p *renderPool) run(ctx context.Context) {
 	results := sender.in
 	delivered := make(chan struct{})
 
-	concurrency := e.pol.Load().Config().Render.Concurrency
+	concurrency := e.cur.Load().Config().Render.Concurrency
 	var wg sync.WaitGroup
 	for range concurrency {
 		wg.Add(1)
@@ -168,10 +167,10 @@ func (p *renderPool) run(ctx context.Context) {
 			p.renderLoop(ctx, renderCtx, results)
 		}()
 	}
-	e.log.Info().Int("concurrency", concurrency).Str("renderer", e.pol.Load().Config().Render.Renderer).Msg("render worker started")
+	e.log.Info().Int("concurrency", concurrency).Str("renderer", e.cur.Load().Config().Render.Renderer).Msg("render worker started")
 
 	<-ctx.Done()
-	drain := e.pol.Load().Config().Supervisor.ShutdownTimeout.D()
+	drain := e.cur.Load().Config().Supervisor.ShutdownTimeout.D()
 	drainBound, flushBound := p.after(drain), p.after(drain+renderFlushTimeout)
 	go func() {
 		select {
@@ -230,7 +229,7 @@ type renderers struct {
 	e     *env
 	build func(config.Render) (render.Renderer, error)
 	mu    sync.Mutex
-	pol   *policy.Policy
+	cur   *inForce
 	rdr   render.Renderer
 }
 
@@ -242,8 +241,8 @@ func newRenderers(e *env) (*renderers, error) {
 		}
 		return render.New(assemble.RenderOptions(c), render.WithStream(uint64(e.index)))
 	}}
-	r.pol = e.pol.Load()
-	rdr, err := r.build(r.pol.Config().Render)
+	r.cur = e.cur.Load()
+	rdr, err := r.build(r.cur.Config().Render)
 	if err != nil {
 		return nil, err
 	}
@@ -288,18 +287,18 @@ type idleCloser interface{ CloseIdleConnections() }
 // closes its idle connections (renders still running on it finish on theirs). A reload whose
 // renderer cannot be built keeps the previous one, and says so once.
 func (r *renderers) get() render.Renderer {
-	pol := r.e.pol.Load()
+	cur := r.e.cur.Load()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if pol == r.pol {
+	if cur == r.cur {
 		return r.rdr
 	}
-	changed := !reflect.DeepEqual(pol.Config().Render, r.pol.Config().Render)
-	r.pol = pol
+	changed := !reflect.DeepEqual(cur.Config().Render, r.cur.Config().Render)
+	r.cur = cur
 	if !changed {
 		return r.rdr
 	}
-	rdr, err := r.build(pol.Config().Render)
+	rdr, err := r.build(cur.Config().Render)
 	if err != nil {
 		r.e.log.Error().Err(err).Msg("the reloaded configuration's renderer; keeping the previous one")
 		return r.rdr

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 )
 
@@ -23,16 +22,18 @@ func (c *closingRenderer) CloseIdleConnections() { c.closed.Add(1) }
 func TestRenderersRebuildOnlyWhenRenderChanges(t *testing.T) {
 	e := poolEnv(t, 1)
 	var built []*closingRenderer
-	r := &renderers{e: e, pol: e.pol.Load(), build: func(config.Render) (render.Renderer, error) {
+	r := &renderers{e: e, cur: e.cur.Load(), build: func(config.Render) (render.Renderer, error) {
 		c := &closingRenderer{}
 		built = append(built, c)
 		return c, nil
 	}}
-	r.rdr, _ = r.build(r.pol.Config().Render)
+	r.rdr, _ = r.build(r.cur.Config().Render)
 	reload := func(change func(*config.Config)) {
-		cfg := *e.pol.Load().Config()
+		cfg := *e.cur.Load().Config()
 		change(&cfg)
-		e.pol.Store(policy.New(&cfg))
+		if err := e.setConfig(&cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	reload(func(c *config.Config) { c.Queue.Ready.SweepInterval = config.Duration(5 * time.Second) })

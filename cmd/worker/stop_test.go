@@ -12,7 +12,6 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/outcome"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -109,7 +108,9 @@ func poolEnv(t *testing.T, concurrency int) *env {
 	cfg := config.Default()
 	cfg.Render.Concurrency = concurrency
 	cfg.Supervisor.ShutdownTimeout = config.Duration(7 * time.Second)
-	e.pol.Store(policy.New(cfg))
+	if err := e.setConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -125,7 +126,7 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 	rdr := &instantRenderer{}
 	w0 := &stuckWorker0{first: make(chan int, 1)}
 	after, asked := testTimers()
-	p := &renderPool{e: e, claimer: claimer, rdrs: &renderers{e: e, pol: e.pol.Load(), rdr: rdr}, sender: w0, inFlight: 1, after: after}
+	p := &renderPool{e: e, claimer: claimer, rdrs: &renderers{e: e, cur: e.cur.Load(), rdr: rdr}, sender: w0, inFlight: 1, after: after}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	returned := make(chan struct{})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/freshq/freshq/assemble/node"
 	"net"
 	"net/http"
 	"os"
@@ -98,7 +99,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	}
 	w.started = true
 	e := w.e
-	cfg := e.pol.Load().Config()
+	cfg := e.cur.Load().Config()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return wrap("data dir", err)
 	}
@@ -110,16 +111,23 @@ func (w *worker0) Start(ctx context.Context) error {
 	grants := openGrantLog(e, cfg)
 	// Worker 0 is the host table's one writer: every result, local or remote, passes its
 	// Applier's Tracker; in a cluster, the farm adopts the other nodes' pauses through it too.
-	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
+	politeness := &hosts.Tracker{Seg: e.seg, Limits: e.hostLimits, Log: e.log}
 	farm := newFarm(e, cfg, st, politeness)
 	// The capacity accounting exists before the membership, whose heartbeats publish its
 	// figures; in a cluster its demand counts the shards the node holds.
-	w.capacity = capacity.NewService(st, e.pol.Load, nowMs, backlogOf(e.worker), e.log)
+	w.capacity = capacity.NewService(st, e.policy, nowMs, backlogOf(e.worker), e.log)
 	clusterCapacity(st, w.capacity)
 	// Under queue.policy freshness the recount also tunes the threshold and the ceilings to the
 	// measured capacity; the Applier, the demand flush and the explanation read the tuning.
 	tuning := &freshness.TuningCell{}
-	w.capacity.Freshness = &capacity.FreshTuner{Page: freshPage, Cell: tuning}
+	w.capacity.Freshness = &capacity.FreshTuner{Cell: tuning,
+		Settings: func() capacity.FreshSettings {
+			set := e.intakeSettings()
+			return capacity.FreshSettings{On: set.Freshness.On, SweepMs: set.SweepInterval.Milliseconds()}
+		},
+		Page: func(key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
+			return freshPage(e.intakeSettings(), key, row, t, now)
+		}}
 	// In a cluster the node takes its shards before anything reads or grants them, and learns
 	// its share of each host's limit at the same tick.
 	w.member = memberService{newMember(e, cfg, st, grants, farm, w.capacity)}
@@ -149,7 +157,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	sweeps := w.status
 	sweeper := sweep.New(sweep.Options{
-		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.pol.Load, Now: nowMs, Log: e.log,
+		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.policy, Settings: e.sweepSettings, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
 			if err != nil {
 				sweeps.failed.Add(1)
@@ -161,13 +169,13 @@ func (w *worker0) Start(ctx context.Context) error {
 	})
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
 	kick := make(chan struct{}, 1)
-	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.pol.Load, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
+	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.policy, Settings: e.claimSettings, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
 		ready: e.seg.Ready(), kick: kick}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	// One targets service for every entry point that writes targets: the admin API, sitemap
 	// runs, render on miss and the crawler listener.
-	targetsSvc, err := intake.NewTargets(intake.TargetsDeps{Store: cst, Writer: writer, Deleter: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Tuning: tuning})
+	targetsSvc, err := intake.NewTargets(intake.TargetsDeps{Store: cst, Writer: writer, Deleter: writer, Locks: locks, Seg: e.seg, Settings: e.intakeSettings, Now: nowMs, Tuning: tuning})
 	if err != nil {
 		return wrap("targets", err)
 	}
@@ -197,17 +205,21 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.watch.Start(ctx); err != nil {
 		return wrap("miss watch", err)
 	}
+	applier, err := intake.NewApplier(intake.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
+		Settings: e.intakeSettings, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness, Stale: stale, Tuning: tuning,
+		Conditional: func(applied bool) {
+			if applied {
+				conditional.WithLabelValues("not_modified").Inc()
+			} else {
+				conditional.WithLabelValues("refused").Inc()
+			}
+		}})
+	if err != nil {
+		return wrap("applier", err)
+	}
 	control := &api.Control{
-		Index: index,
-		Applier: &intake.Applier{Store: cst, Writer: writer, Locks: locks, Seg: e.seg, Policy: e.pol.Load, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness,
-			Stale: stale, Tuning: tuning,
-			Conditional: func(applied bool) {
-				if applied {
-					conditional.WithLabelValues("not_modified").Inc()
-				} else {
-					conditional.WithLabelValues("refused").Inc()
-				}
-			}},
+		Index:   index,
+		Applier: applier,
 		Targets: targetsSvc,
 		Limit:   heavy,
 		Status: func() wire.Status {
@@ -229,11 +241,11 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
-		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
-	view := clusterView(st, cfg, func() float64 { return e.pol.Load().Boost() })
-	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load, Stale: stale}).Register(mux)
+		Fallback: index, Settings: e.claimSettings, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
+	view := clusterView(st, cfg, func() float64 { return e.policy().Boost() })
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Settings: e.intakeSettings, Stale: stale}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
-	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)
+	(&api.Plan{Compute: node.PlanFunc(w.capacity)}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
 	(&api.Keys{Targets: targetsSvc}).Register(mux)
 	(&api.Explain{Targets: targetsSvc}).Register(mux)
@@ -244,7 +256,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	if e.serveFD > 0 {
 		w.crawlers = &crawlerListener{e: e, reg: serveReg,
 			targets: targetsSvc, misses: w.misses,
-			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Policy: e.pol.Load, Now: nowMs, Tuning: tuning}}
+			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Settings: e.intakeSettings, Now: nowMs, Tuning: tuning}}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}
@@ -295,7 +307,7 @@ func (w *worker0) Stop() {
 	}
 	if w.srv != nil {
 		stop := &workerStop{srv: w.srv, inflight: w.inflight, sitemaps: w.sitemaps, log: w.e.log, after: time.After,
-			drain: w.e.pol.Load().Config().Supervisor.ShutdownTimeout.D()}
+			drain: w.e.cur.Load().Config().Supervisor.ShutdownTimeout.D()}
 		closeStore = stop.run()
 		os.Remove(w.e.socketPath)
 	}
@@ -445,7 +457,7 @@ func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct
 		start := time.Now()
 		res, _ := s.Sweep(ctx)
 		took := time.Since(start)
-		interval := e.pol.Load().Config().Queue.Ready.SweepInterval.D()
+		interval := e.cur.Load().node.SweepInterval
 		wait := interval
 		if res.HostResumeMs > 0 {
 			wait = min(wait, max(time.Duration(res.HostResumeMs-nowMs())*time.Millisecond, minResumeWait))
@@ -527,8 +539,8 @@ func backlogOf(w *shm.Worker) func() uint64 {
 }
 
 // freshPage is a row's page as the freshness tuning reads it (intake.FreshPlan).
-func freshPage(pol *policy.Policy, key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
-	route, cadenceMs, p, ok := intake.FreshPlan(pol, key, row, t, now)
+func freshPage(set *intake.Settings, key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
+	route, cadenceMs, p, ok := intake.FreshPlan(set, key, row, t, now)
 	return capacity.FreshPage{Route: route, Lambda: p.ChangesPerHour, Mu: p.RequestsPerHour, CadenceMs: cadenceMs,
 		MinIntervalMs: p.MinIntervalMs}, ok
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -41,7 +40,9 @@ func worker0Env(t *testing.T) *env {
 	cfg := config.Default()
 	cfg.DataDir = filepath.Join(dir, "data")
 	e := &env{index: 0, log: zerolog.Nop(), seg: seg, worker: w, socketPath: filepath.Join(dir, "w0.sock")}
-	e.pol.Store(policy.New(cfg))
+	if err := e.setConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -87,7 +88,7 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 		t.Fatalf("the control socket outlives the stop: %v", err)
 	}
 	// The store was closed: its directory's lock is free.
-	reopened, err := store.Open(filepath.Join(e.pol.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
+	reopened, err := store.Open(filepath.Join(e.cur.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
 	if err != nil {
 		t.Fatalf("the store was left open by the stop: %v", err)
 	}
@@ -101,7 +102,7 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 func TestWorker0StopWithoutStart(t *testing.T) {
 	e := worker0Env(t)
 	newWorker0(e).Stop()
-	if _, err := os.Stat(e.pol.Load().Config().DataDir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(e.cur.Load().Config().DataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a stop without a start made the data directory: %v", err)
 	}
 
@@ -115,7 +116,7 @@ func TestWorker0StopWithoutStart(t *testing.T) {
 		t.Fatal("Start succeeded without its control socket")
 	}
 	w.Stop()
-	reopened, err := store.Open(filepath.Join(e.pol.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
+	reopened, err := store.Open(filepath.Join(e.cur.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
 	if err != nil {
 		t.Fatalf("a failed start's stop left the store open: %v", err)
 	}

@@ -17,3 +17,16 @@ func Targets(tb testing.TB, d intake.TargetsDeps) *intake.Targets {
 	}
 	return t
 }
+
+// Applier is intake.NewApplier(d) for a test that does not name every dependency: a Writer
+// left nil is the Store (no sweep to hide writes from), Locks left nil are the test's own,
+// Misses left nil is intake.NoMisses and Hosts left nil intake.NoPoliteness (a refusal is a
+// failure). It fails tb if d lacks anything else.
+func Applier(tb testing.TB, d intake.ApplierDeps) *intake.Applier {
+	tb.Helper()
+	a, err := intake.NewApplier(intake.WithTestDefaults(d))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}

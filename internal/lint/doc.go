@@ -8,7 +8,10 @@
 //   - shm, outcome and cachekey import nothing of freshq; store only its build switch; wire only
 //     outcome, so that freshqctl links no store;
 //   - no production package imports a test helper (internal/qtest, internal/pgtest, testdns,
-//     storetest, clustertest).
+//     storetest, clustertest);
+//   - only config, the assembly packages (assemble, assemble/node), the binaries, the
+//     simulator and its reports, and internal/qtest depend on config, even transitively
+//     (config_test.go): every other package takes its settings as options.
 //
 // A new import is a decision about the architecture: it changes the table, and the generated
 // list in docs/ARCHITECTURE.md with it (go test ./internal/lint/ -rewrite).

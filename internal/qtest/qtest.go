@@ -9,9 +9,11 @@
 package qtest
 
 import (
+	"github.com/freshq/freshq/assemble"
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -34,6 +36,7 @@ type Env struct {
 	Worker0 *shm.Worker
 	clock   atomic.Int64
 	pol     atomic.Pointer[policy.Policy]
+	cfg     atomic.Pointer[config.Config]
 }
 
 // New builds an Env configured by yaml (on top of the defaults), with the clock at startMs.
@@ -66,7 +69,7 @@ func NewClassified(t testing.TB, yaml string, startMs int64, segOpts shm.Options
 	}
 	opts := &store.Options{Floor: seg.Floor()}
 	if classify != nil {
-		opts.Classifier = classify(policy.New(cfg))
+		opts.Classifier = classify(compile(t, cfg))
 	}
 	st, err := store.Open(filepath.Join(dir, "db"), opts)
 	if err != nil {
@@ -75,7 +78,8 @@ func NewClassified(t testing.TB, yaml string, startMs int64, segOpts shm.Options
 	w0, _ := seg.Worker(0)
 	e := &Env{T: t, Store: st, Seg: seg, Worker0: w0}
 	e.clock.Store(startMs)
-	e.pol.Store(policy.New(cfg))
+	e.cfg.Store(cfg)
+	e.pol.Store(compile(t, cfg))
 	t.Cleanup(func() {
 		st.Close()
 		seg.Close()
@@ -92,10 +96,26 @@ func (e *Env) Advance(ms int64) { e.clock.Add(ms) }
 // Policy is the policy in force.
 func (e *Env) Policy() *policy.Policy { return e.pol.Load() }
 
+// Config is the configuration in force: a test narrows it to a service's settings as a node
+// does (assemble/node), through its package's test hook.
+func (e *Env) Config() *config.Config { return e.cfg.Load() }
+
 // Reload swaps in the configuration yaml, as SIGHUP does.
 func (e *Env) Reload(yaml string) {
 	e.T.Helper()
-	e.pol.Store(policy.New(parse(e.T, yaml)))
+	cfg := parse(e.T, yaml)
+	e.cfg.Store(cfg)
+	e.pol.Store(compile(e.T, cfg))
+}
+
+// compile is the policy of cfg, as a node compiles it (assemble.Policy).
+func compile(t testing.TB, cfg *config.Config) *policy.Policy {
+	t.Helper()
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }
 
 // parse reads a test's configuration; see the package doc for render.hosts.
@@ -179,4 +199,32 @@ func InWindow(signal *func(), waiting <-chan struct{}, op func()) (done chan str
 		}
 	}
 	return done
+}
+
+// Source is what holds a configuration in force and its policy: an *Env, or a test's node
+// that embeds one.
+type Source interface {
+	Config() *config.Config
+	Policy() *policy.Policy
+}
+
+// Settings returns the settings in force of a service, narrowed by of (a node's narrowing,
+// assemble/node, which each package's tests receive through a hook) from src's configuration
+// and policy: read again after a Reload, and the same pointer until then, as a worker's are.
+func Settings[T any](src Source, of func(*config.Config, *policy.Policy) T) func() *T {
+	var (
+		mu   sync.Mutex
+		last *config.Config
+		cur  *T
+	)
+	return func() *T {
+		cfg, pol := src.Config(), src.Policy()
+		mu.Lock()
+		defer mu.Unlock()
+		if cur == nil || cfg != last {
+			v := of(cfg, pol)
+			cur, last = &v, cfg
+		}
+		return cur
+	}
 }

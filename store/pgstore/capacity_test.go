@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/freshq/freshq/assemble"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -103,7 +104,11 @@ func capacityPolicy(t *testing.T) *policy.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return policy.New(cfg)
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }
 
 // TestCapacityRecountReadsEachShardOnce: three nodes of a cluster, each holding a third of the

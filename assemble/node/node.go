@@ -1,0 +1,164 @@
+// Package node narrows one configuration into the settings of a node's services: the claim
+// path (claim.Settings), the sweep (sweep.Settings), worker 0's services (intake.Settings) and
+// the crawler listener (serve.Settings), each with only what its package reads. It is the
+// sibling of package assemble (which narrows the configuration for the packages below the
+// services: policy, hosts, render, chrome), kept apart so that the test helpers those services'
+// tests share (internal/qtest) can build a policy through assemble without importing the
+// services themselves.
+//
+// A Node is one configuration's settings, all of them: a worker builds one at start and one at
+// every reload, and hands each service a function that reads the Node in force, so that a
+// reload applies to each service's next request, sweep or claim, and a service's policy and
+// settings always come from the same file.
+//
+// Invariant: a value of the configuration reaches a service only through what is built here;
+// each function is tested to carry every value (node_test.go).
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/capacity"
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/serve"
+	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/wire"
+)
+
+// Node is the settings of every service of a node under one configuration. It is immutable.
+type Node struct {
+	Policy *policy.Policy
+	Claim  claim.Settings
+	Sweep  sweep.Settings
+	Intake intake.Settings
+	Serve  serve.Settings
+	// SweepInterval is queue.ready.sweep_interval, for worker 0's sweep loop.
+	SweepInterval time.Duration
+}
+
+// New narrows cfg, which must have passed validation (config.Load and config.Parse validate),
+// into a Node.
+func New(cfg *config.Config) (*Node, error) {
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Policy: pol, Claim: ClaimSettings(cfg), Sweep: SweepSettings(cfg), Intake: IntakeSettings(cfg, pol),
+		SweepInterval: cfg.Queue.Ready.SweepInterval.D()}
+	n.Serve = ServeSettings(cfg, &n.Intake)
+	return n, nil
+}
+
+// ClaimSettings narrows cfg to what a claim reads.
+func ClaimSettings(cfg *config.Config) claim.Settings {
+	return claim.Settings{LeaseTTL: cfg.Queue.LeaseTTL.D(), ReadyEnabled: cfg.ReadyEnabled(),
+		Hosts: assemble.HostsLimits(cfg.Render.Hosts)}
+}
+
+// SweepSettings narrows cfg to what a sweep reads besides the policy.
+func SweepSettings(cfg *config.Config) sweep.Settings {
+	q := cfg.Queue
+	return sweep.Settings{
+		ReadyEnabled: cfg.ReadyEnabled(), Capacity: q.Ready.Capacity, SweepCap: q.Ready.SweepCap,
+		FloorGuard: q.ClaimFloor.Guard.D(), UnpinAfter: q.ClaimFloor.UnpinAfter.D(),
+		RenderSlots: (cfg.Workers - 1) * cfg.Render.Concurrency,
+		Hosts:       assemble.HostsLimits(cfg.Render.Hosts),
+	}
+}
+
+// IntakeSettings narrows cfg to what worker 0's services read, with pol, the policy compiled
+// from cfg (assemble.Policy), so that one read of them gives both.
+func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
+	q, r, fr := cfg.Queue, cfg.Render, cfg.Freshness
+	routes := make(map[string]intake.RouteSettings, len(cfg.Routes))
+	for _, rt := range cfg.Routes {
+		routes[rt.Name] = intake.RouteSettings{ServeStale: rt.ServeStale == nil || *rt.ServeStale, Strip: rt.Strip,
+			Requests: rt.Requests, MinInterval: rt.MinInterval.D(), ChangeInterval: rt.ChangeInterval.D()}
+	}
+	return intake.Settings{
+		Policy:          pol,
+		Devices:         r.DeviceNames(),
+		Domains:         r.Domains,
+		LeaseTTL:        q.LeaseTTL.D(),
+		MaxRemoteLeases: q.MaxRemoteLeases,
+		ReleaseGrace:    q.ReleaseGrace.D(),
+		SweepInterval:   q.Ready.SweepInterval.D(),
+		Hosts:           assemble.HostsLimits(r.Hosts),
+		Misses: intake.MissLimits{Flights: intake.MaxFlights(q.Lanes.UrgentMaxShare, q.Ready.Capacity),
+			Waiters: cfg.Page.MaxWaiters, Rate: cfg.Serve.MissRate, Burst: cfg.Serve.MissBurst, MaxWait: cfg.Page.MaxWait.D()},
+		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.UserAgent,
+			MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)}, MinTTL: cfg.Sitemap.MinTTL.D()},
+		Freshness: intake.FreshnessSettings{Policy: q.Policy, On: q.Policy == config.PolicyFreshness,
+			Normalize: fr.Normalize == nil || *fr.Normalize, RequestTau: fr.RequestTau.D(), Requests: fr.Requests,
+			Threshold: fr.Threshold, PriorWeight: fr.PriorWeight, MinIntervalDiv: config.MinIntervalDivisor,
+			ConditionalEvery: fr.ConditionalEvery, ConditionalMaxAge: fr.ConditionalMaxAge.D()},
+		Routes: routes,
+	}
+}
+
+// ServeSettings narrows cfg to what the crawler listener reads, beside in, the services'
+// settings of the same configuration.
+func ServeSettings(cfg *config.Config, in *intake.Settings) serve.Settings {
+	return serve.Settings{Intake: in, Tokens: cfg.Serve.Tokens, MobileAgents: cfg.Serve.MobileAgents, Wait: cfg.Serve.Wait.D()}
+}
+
+// PlanFunc is POST /v1/plan's computation over svc: the file is loaded as freshq-supervisor
+// would load it (strictly, defaulted, validated, within ctx), and its policy planned against
+// the rows. A file that does not load is a *wire.FieldError naming the first key it fails on,
+// or "body" when it is not YAML.
+func PlanFunc(svc *capacity.Service) api.PlanFunc {
+	return func(ctx context.Context, file []byte) (wire.Plan, error) {
+		pol, err := ParsePlan(ctx, file)
+		if err != nil {
+			return wire.Plan{}, err
+		}
+		return svc.Plan(pol)
+	}
+}
+
+// ParsePlan loads a proposed configuration file as freshq-supervisor would (strictly,
+// defaulted, validated, within ctx) and compiles its policy. A file that does not load is a
+// *wire.FieldError naming the first key it fails on, or "body" when it is not YAML.
+func ParsePlan(ctx context.Context, file []byte) (*policy.Policy, error) {
+	next, err := config.ParseContext(ctx, file)
+	if err != nil {
+		return nil, &wire.FieldError{Field: configField(err), Err: err}
+	}
+	pol, err := assemble.Policy(next)
+	if err != nil {
+		return nil, &wire.FieldError{Field: "body", Err: err}
+	}
+	return pol, nil
+}
+
+// configField names the configuration key an error is about: the first field that failed
+// validation, or "body" for a file that is not valid YAML (its message says where).
+func configField(err error) string {
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		return fe.Path
+	}
+	return "body"
+}
+
+// ClaimSettingsOf, SweepSettingsOf and ServeSettingsOf are the narrowings in the form the
+// services' tests take them (internal/qtest.Settings): from a configuration and the policy
+// compiled from it. IntakeSettings has that form already.
+func ClaimSettingsOf(cfg *config.Config, _ *policy.Policy) claim.Settings { return ClaimSettings(cfg) }
+
+// SweepSettingsOf is SweepSettings in the form of ClaimSettingsOf.
+func SweepSettingsOf(cfg *config.Config, _ *policy.Policy) sweep.Settings { return SweepSettings(cfg) }
+
+// ServeSettingsOf is ServeSettings with the services' settings of the same configuration.
+func ServeSettingsOf(cfg *config.Config, pol *policy.Policy) serve.Settings {
+	in := IntakeSettings(cfg, pol)
+	return ServeSettings(cfg, &in)
+}

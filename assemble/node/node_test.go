@@ -1,0 +1,198 @@
+package node
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/serve"
+	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/sweep"
+)
+
+// everyValue sets every key the services read to something other than its default.
+const everyValue = `
+workers: 5
+routes:
+  - {name: home, match: exact, path: /, interval: 1h, serve_stale: false, strip: ["x-\\d+"], requests: 7,
+     min_interval: 5m, change_interval: 2h}
+queue:
+  lease_ttl: 12m
+  max_remote_leases: 33
+  release_grace: 9s
+  policy: freshness
+  claim_floor: {guard: 7m, unpin_after: 3h}
+  ready: {enabled: false, capacity: 3000, sweep_cap: 123456, sweep_interval: 4m}
+  lanes: {urgent_max_share: 0.1}
+render:
+  concurrency: 3
+  timeout: 40s
+  domains: [shop.test]
+  user_agent: "ua/2"
+  user_agents: {watch: "ua-watch/1"}
+  hosts: {max_concurrency: 6, overrides: {"big.test": 2}, max_pause: 4m, halve_after: 4, grow_after: 12}
+page: {max_wait: 45s, max_waiters: 77}
+sitemap: {min_ttl: 8h, max_depth: 4, max_decompressed: 10MiB}
+serve:
+  tokens: [crawler-token-1]
+  mobile_agents: [Phone]
+  wait: 12s
+  miss_rate: 3
+  miss_burst: 9
+freshness:
+  normalize: false
+  request_tau: 12h
+  requests: 0.5
+  threshold: 2
+  prior_weight: 3
+  conditional_every: 5
+  conditional_max_age: 96h
+`
+
+func parse(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(everyValue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func limits() hosts.Limits {
+	return hosts.Limits{MaxConcurrency: 6, Overrides: map[string]int{"big.test": 2}, MaxPause: 4 * time.Minute, HalveAfter: 4, GrowAfter: 12}
+}
+
+// Every value a claim and a sweep read reaches their settings: a file that sets each to
+// something other than its default gets exactly those values, and no field is left zero (a
+// field added and forgotten here fails).
+func TestClaimAndSweepSettingsCarryEveryValue(t *testing.T) {
+	cfg := parse(t)
+	c := ClaimSettings(cfg)
+	if want := (claim.Settings{LeaseTTL: 12 * time.Minute, ReadyEnabled: false, Hosts: limits()}); !reflect.DeepEqual(c, want) {
+		t.Fatalf("claim settings:\n got %+v\nwant %+v", c, want)
+	}
+	s := SweepSettings(cfg)
+	want := sweep.Settings{ReadyEnabled: false, Capacity: 3000, SweepCap: 123456, FloorGuard: 7 * time.Minute,
+		UnpinAfter: 3 * time.Hour, RenderSlots: 4 * 3, Hosts: limits()}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("sweep settings:\n got %+v\nwant %+v", s, want)
+	}
+	// ReadyEnabled is false on purpose (its default is true): every other field is set.
+	noZeroField(t, "claim.Settings", reflect.ValueOf(c), "ReadyEnabled")
+	noZeroField(t, "sweep.Settings", reflect.ValueOf(s), "ReadyEnabled")
+	if on := ClaimSettings(config.Default()); !on.ReadyEnabled || !SweepSettings(config.Default()).ReadyEnabled {
+		t.Fatal("queue.ready.enabled's default (true) does not reach the claim and sweep settings")
+	}
+}
+
+// Every value worker 0's services and the crawler listener read reaches their settings.
+func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
+	cfg := parse(t)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := n.Intake
+	want := intake.Settings{
+		Policy:          n.Policy,
+		Devices:         cfg.Render.DeviceNames(),
+		Domains:         []string{"shop.test"},
+		LeaseTTL:        12 * time.Minute,
+		MaxRemoteLeases: 33,
+		ReleaseGrace:    9 * time.Second,
+		SweepInterval:   4 * time.Minute,
+		Hosts:           limits(),
+		Misses:          intake.MissLimits{Flights: 300, Waiters: 77, Rate: 3, Burst: 9, MaxWait: 45 * time.Second},
+		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: []string{"shop.test"}, Timeout: 40 * time.Second,
+			UserAgent: "ua/2", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour},
+		Freshness: intake.FreshnessSettings{Policy: "freshness", On: true, Normalize: false, RequestTau: 12 * time.Hour,
+			Requests: 0.5, Threshold: 2, PriorWeight: 3, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
+			ConditionalMaxAge: 96 * time.Hour},
+		Routes: map[string]intake.RouteSettings{"home": {ServeStale: false, Strip: []string{`x-\d+`}, Requests: 7,
+			MinInterval: 5 * time.Minute, ChangeInterval: 2 * time.Hour}},
+	}
+	if !reflect.DeepEqual(in, want) {
+		t.Fatalf("intake settings:\n got %+v\nwant %+v", in, want)
+	}
+	if !in.Devices["watch"] {
+		t.Fatalf("devices %v: render.user_agents' watch is missing", in.Devices)
+	}
+	noZeroField(t, "intake.Settings", reflect.ValueOf(in))
+	for name, v := range map[string]any{"MissLimits": in.Misses, "SitemapSettings": in.Sitemap, "sitemap.Options": in.Sitemap.Fetch} {
+		noZeroField(t, name, reflect.ValueOf(v))
+	}
+	// normalize and serve_stale are false on purpose (their defaults are true).
+	noZeroField(t, "FreshnessSettings", reflect.ValueOf(in.Freshness), "Normalize")
+	noZeroField(t, "RouteSettings", reflect.ValueOf(in.Routes["home"]), "ServeStale")
+	def := IntakeSettings(config.Default(), n.Policy)
+	if !def.Freshness.Normalize || def.Freshness.On || def.Freshness.Policy != config.PolicyReady {
+		t.Fatalf("defaults: %+v", def.Freshness)
+	}
+
+	s := n.Serve
+	wantServe := serve.Settings{Intake: &n.Intake, Tokens: []string{"crawler-token-1"}, MobileAgents: []string{"Phone"}, Wait: 12 * time.Second}
+	if !reflect.DeepEqual(s, wantServe) || s.Intake != &n.Intake {
+		t.Fatalf("serve settings:\n got %+v\nwant %+v", s, wantServe)
+	}
+	noZeroField(t, "serve.Settings", reflect.ValueOf(s))
+	if n.SweepInterval != 4*time.Minute {
+		t.Fatalf("sweep interval %s", n.SweepInterval)
+	}
+	// The policy is the one assemble compiles.
+	if o, err := assemble.PolicyOptions(cfg); err != nil || !reflect.DeepEqual(n.Policy.Options().Routes, o.Routes) {
+		t.Fatalf("policy routes %+v, want %+v (%v)", n.Policy.Options().Routes, o.Routes, err)
+	}
+}
+
+// A walk of two values from the file to where they are used, one way: read once at assembly,
+// narrowed into the options of each package that uses them, and nowhere else.
+func TestHostsLimitAndReadyCapacityFlowOneWay(t *testing.T) {
+	cfg := parse(t)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// render.hosts.max_concurrency: the claim's host slots, the sweep's entry caps, the
+	// services' token range on release and revoke (the Tracker reads the services' copy).
+	for name, got := range map[string]int{"claim": n.Claim.Hosts.MaxConcurrency, "sweep": n.Sweep.Hosts.MaxConcurrency,
+		"intake": n.Intake.Hosts.MaxConcurrency} {
+		if got != 6 {
+			t.Errorf("%s's render.hosts.max_concurrency: %d, want 6", name, got)
+		}
+	}
+	// queue.ready.capacity: the sweep's set size, and the flights render on miss allows
+	// (⌈urgent_max_share × capacity⌉ = ⌈0.1 × 3000⌉).
+	if n.Sweep.Capacity != 3000 || n.Intake.Misses.Flights != 300 {
+		t.Fatalf("queue.ready.capacity: sweep %d, flights %d", n.Sweep.Capacity, n.Intake.Misses.Flights)
+	}
+	// A reload is a new Node: the one in force is not changed under its readers.
+	cfg2 := parse(t)
+	cfg2.Render.Hosts.MaxConcurrency = 1
+	n2, err := New(cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Claim.Hosts.MaxConcurrency != 6 || n2.Claim.Hosts.MaxConcurrency != 1 {
+		t.Fatalf("reload: old %d, new %d", n.Claim.Hosts.MaxConcurrency, n2.Claim.Hosts.MaxConcurrency)
+	}
+}
+
+func noZeroField(t *testing.T, name string, v reflect.Value, except ...string) {
+	t.Helper()
+outer:
+	for i := range v.NumField() {
+		for _, e := range except {
+			if v.Type().Field(i).Name == e {
+				continue outer
+			}
+		}
+		if v.Field(i).IsZero() {
+			t.Errorf("%s.%s is zero: a value the configuration sets does not reach it", name, v.Type().Field(i).Name)
+		}
+	}
+}

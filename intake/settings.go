@@ -1,0 +1,89 @@
+package intake
+
+import (
+	"math"
+	"time"
+
+	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/sitemap"
+)
+
+// Settings is everything worker 0's services read of the configuration, with the policy it
+// was compiled with, so that one read gives a policy and settings that agree: a service loads
+// it once per request, result batch or run, and a reload applies to the next one. It is
+// narrowed from the configuration where the node is assembled (assemble/node); no package of
+// the services reads the configuration itself.
+type Settings struct {
+	Policy *policy.Policy
+
+	Devices map[string]bool // the devices a target may name (render.devices, render.user_agents, the built-in ones)
+	Domains []string        // render.domains: an empty list allows any host, but renders none on miss
+
+	LeaseTTL        time.Duration // queue.lease_ttl: the longest lease a remote renderer may ask for
+	MaxRemoteLeases int           // queue.max_remote_leases: one remote's live leases at most
+	ReleaseGrace    time.Duration // queue.release_grace: a revoked lease keeps its key unclaimable this long
+	SweepInterval   time.Duration // queue.ready.sweep_interval: a rushed row's revoked lease holds two of them
+	Hosts           hosts.Limits  // render.hosts: the host tokens a release or revoke looks among
+
+	Misses    MissLimits // render on miss
+	Sitemap   SitemapSettings
+	Freshness FreshnessSettings
+	Routes    map[string]RouteSettings // by route name; a route absent here has every default
+}
+
+// MissLimits bound render on miss (Misses) and the crawler listener's moves of expired rows.
+type MissLimits struct {
+	Flights int           // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉
+	Waiters int           // page.max_waiters: requests waiting at once
+	Rate    float64       // serve.miss_rate: new targets (and moves up) per second per host
+	Burst   int           // serve.miss_burst
+	MaxWait time.Duration // page.max_wait: the longest ?wait= a request may ask for
+}
+
+// MaxFlights is ⌈share × capacity⌉: each flight is a rush, served from the urgent lane's share
+// of a batch (the small epsilon keeps a product like 0.1 × 30 from rounding up to 4).
+func MaxFlights(urgentShare float64, readyCapacity int) int {
+	return int(math.Ceil(urgentShare*float64(readyCapacity) - 1e-9))
+}
+
+// SitemapSettings is what a sitemap run reads: the fetcher's options (render.domains,
+// render.timeout, render.user_agent, sitemap.max_depth, sitemap.max_decompressed) and the
+// floor of a <changefreq> cadence (sitemap.min_ttl).
+type SitemapSettings struct {
+	Fetch  sitemap.Options
+	MinTTL time.Duration
+}
+
+// FreshnessSettings is freshness.* and queue.policy as the services use them.
+type FreshnessSettings struct {
+	Policy            string        // queue.policy, as explain names it
+	On                bool          // queue.policy is freshness: due times follow the freshness score
+	Normalize         bool          // freshness.normalize: digests strip what changes on every load
+	RequestTau        time.Duration // freshness.request_tau: the request counters' decay
+	Requests          float64       // freshness.requests: the request rate of a page never counted
+	Threshold         float64       // freshness.threshold
+	PriorWeight       float64       // freshness.prior_weight
+	MinIntervalDiv    int64         // a route without min_interval renders at most every cadence ÷ this
+	ConditionalEvery  int           // freshness.conditional_every
+	ConditionalMaxAge time.Duration // freshness.conditional_max_age
+}
+
+// RouteSettings is what the services read of one route besides what policy does.
+type RouteSettings struct {
+	ServeStale     bool          // routes[].serve_stale (default true)
+	Strip          []string      // routes[].strip: patterns the digest removes
+	Requests       float64       // routes[].requests: 0 = freshness.requests
+	MinInterval    time.Duration // routes[].min_interval: 0 = cadence ÷ MinIntervalDiv
+	ChangeInterval time.Duration // routes[].change_interval: 0 = the cadence
+}
+
+// route returns the settings of key's route and whether it has one.
+func (s *Settings) route(key []byte) (RouteSettings, bool) {
+	name, _ := s.Policy.RouteOf(key)
+	if name == "" {
+		return RouteSettings{}, false
+	}
+	r, ok := s.Routes[name]
+	return r, ok
+}
