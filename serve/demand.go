@@ -1,6 +1,12 @@
 package serve
 
-import "sync"
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
 
 // Demand counts crawler requests per cache key, decayed: which pages crawlers actually ask for,
 // which the scheduler needs besides how old a page is. It keeps two generations of counts; every
@@ -37,13 +43,21 @@ func (d *Demand) Take() map[string]uint32 {
 	return p
 }
 
-// Return gives back counts a flush could not write, to be written with the next one (within
-// MaxKeys; the rest are dropped).
+// Return gives back counts a flush could not write, to be written with the next one. Within
+// MaxKeys: when not all fit, the keys asked for most are kept (ties by key), so what is
+// dropped is the least, and the same whatever the map's order.
 func (d *Demand) Return(counts map[string]uint32) {
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for k, n := range counts {
-		d.addPending(k, n)
+	for _, k := range keys {
+		d.addPending(k, counts[k])
 	}
 }
 
