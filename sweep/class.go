@@ -12,7 +12,7 @@ import (
 
 // Classes. The score max(0, now − due) / cadence × boost orders the rows of one (cadence,
 // boost, lane) class exactly as their due times do, at every now. The store keeps a due index
-// per class (store.Options.Classifier); the sweep merges the classes' heads by the best score
+// per class (badgerstore.Options.Classifier); the sweep merges the classes' heads by the best score
 // any row of the class could still have, and reads each class in due order only while that
 // bound can still enter the set (classPass, in sweep.go). So a sweep reads about what it
 // publishes plus a few rows per class, not the whole due set.

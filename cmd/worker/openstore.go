@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
@@ -39,7 +40,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 			TestFloorOnWriter:    os.Getenv(floorOnWriterEnv) == "1",
 		})
 	}
-	return store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
+	return badgerstore.Open(filepath.Join(cfg.DataDir, "db"), &badgerstore.Options{
 		SyncWrites:           cfg.Store.SyncWrites,
 		Floor:                floor,
 		GCInterval:           cfg.Store.GCInterval.D(),

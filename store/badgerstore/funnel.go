@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/internal/invariants"
+	"github.com/freshq/freshq/store"
 )
 
 // This file is the funnel: the only code that writes to Badger. It alone writes the s/ and
@@ -37,93 +38,17 @@ import (
 // and lowers the floor to the batch's earliest new due time, inside the critical section it
 // shares with sweep passes (protocol.go).
 
-// Plausible due times, refused outside with Options.RefuseImplausibleDue. A due time is a
-// wall-clock freshness deadline: one before MinDueMs scores as the most overdue row there is,
-// holds the floor down and is granted before everything else; one after MaxDueMs is a typo
-// that would never come due. The API refuses both before they reach the funnel.
-const (
-	MinDueMs = 946_684_800_000   // 2000-01-01T00:00:00Z
-	MaxDueMs = 4_102_444_800_000 // 2100-01-01T00:00:00Z
-)
-
-// PlausibleDue reports whether ms lies in [MinDueMs, MaxDueMs]. A row stored before the funnel
-// refused implausible due times may hold one outside: a writer that keeps a stored due time
-// brings such a one into range first (the API treats it as due now), so that the funnel's
-// refusal stays an assertion.
-func PlausibleDue(ms int64) bool { return ms >= MinDueMs && ms <= MaxDueMs }
-
 // checkDue applies Options.RefuseImplausibleDue to a prepared put.
-func (s *Badger) checkDue(o *op) error {
-	if s.opts.RefuseImplausibleDue && !PlausibleDue(o.row.DueAtMs) {
-		return fmt.Errorf("%w: %d ms", ErrImplausibleDue, o.row.DueAtMs)
+func (s *Store) checkDue(o *op) error {
+	if s.opts.RefuseImplausibleDue && !store.PlausibleDue(o.row.DueAtMs) {
+		return fmt.Errorf("%w: %d ms", store.ErrImplausibleDue, o.row.DueAtMs)
 	}
 	return nil
 }
 
-// Schedule is one schedule put for the funnel. Its fields are unexported: the only way to make
-// one is NewSchedule, which takes every field of the record explicitly. The funnel rejects the
-// zero value with ErrScheduleUnset.
-type Schedule struct {
-	key []byte
-	row Row // row.StoredIntervalMs is the funnel's to fill
-	set bool
-}
-
-// NewSchedule builds the schedule put of cacheKey: due at dueAtMs, from a sitemap or not, with
-// the given effective interval (0 = absent, resolved from configuration at score time) and
-// lane inputs. It copies cacheKey. The projection's StoredIntervalMs is not an argument: the
-// funnel mirrors it from the target (see Projection).
-func NewSchedule(cacheKey []byte, dueAtMs int64, submitted bool, effectiveIntervalMs int64, lanes Lanes) (Schedule, error) {
-	if err := validateKey(cacheKey); err != nil {
-		return Schedule{}, err
-	}
-	if dueAtMs < 0 {
-		return Schedule{}, ErrNegativeDue
-	}
-	if effectiveIntervalMs < 0 {
-		return Schedule{}, ErrNegativeInterval
-	}
-	return Schedule{
-		key: append([]byte(nil), cacheKey...),
-		row: Row{DueAtMs: dueAtMs, Projection: Projection{
-			Submitted:           submitted,
-			EffectiveIntervalMs: effectiveIntervalMs,
-			Lanes:               lanes,
-		}},
-		set: true,
-	}, nil
-}
-
-// Key returns the schedule's cacheKey. The caller must not modify it.
-func (s Schedule) Key() []byte { return s.key }
-
-// DueAtMs returns the due time.
-func (s Schedule) DueAtMs() int64 { return s.row.DueAtMs }
-
-// Submitted returns the submitted fact.
-func (s Schedule) Submitted() bool { return s.row.Submitted }
-
-// EffectiveIntervalMs returns the effective interval (0 = absent).
-func (s Schedule) EffectiveIntervalMs() int64 { return s.row.EffectiveIntervalMs }
-
-// Lanes returns the lane inputs.
-func (s Schedule) Lanes() Lanes { return s.row.Lanes }
-
-// Write is one funnel write: a schedule put, and optionally the target and page of the same
-// key, all committed in one transaction. A render result is one Write: its reschedule, its
-// target update and its page, with no other store write.
-type Write struct {
-	Schedule Schedule
-	Target   *Target // if set, replaces t/; its StoredIntervalMs is mirrored into the row
-	Page     *Page   // if set, replaces p/
-	// DropPage deletes p/ in the same transaction (POST /v1/prioritize mode=wait: the cached
-	// page is dropped and cadence refills it). Ignored when Page is set.
-	DropPage bool
-}
-
 // WriteSchedule files one schedule through the funnel and returns once it has committed.
-func (s *Badger) WriteSchedule(sch Schedule) error {
-	return s.WriteSchedules([]Write{{Schedule: sch}})
+func (s *Store) WriteSchedule(sch store.Schedule) error {
+	return s.WriteSchedules([]store.Write{{Schedule: sch}})
 }
 
 // WriteSchedules files ws through the funnel and returns once all of them have committed.
@@ -140,7 +65,7 @@ func (s *Badger) WriteSchedule(sch Schedule) error {
 //
 // Nothing is enqueued if any Write is invalid (ErrScheduleUnset, ErrInvalidTarget,
 // ErrInvalidPage, ErrImplausibleDue). After Close it returns ErrClosed.
-func (s *Badger) WriteSchedules(ws []Write) error {
+func (s *Store) WriteSchedules(ws []store.Write) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -175,14 +100,14 @@ func partial(ops []op, err error) error {
 	if committed == nil {
 		return err
 	}
-	return &PartialWriteError{Committed: committed, Err: err}
+	return &store.PartialWriteError{Committed: committed, Err: err}
 }
 
 // DeleteTarget removes every record of cacheKey — schedule row, due-index entry, target and
 // page — in one transaction, through the funnel. Deleting a key that has no records is not an
 // error.
-func (s *Badger) DeleteTarget(cacheKey []byte) error {
-	if err := validateKey(cacheKey); err != nil {
+func (s *Store) DeleteTarget(cacheKey []byte) error {
+	if err := store.ValidateKey(cacheKey); err != nil {
 		return err
 	}
 	o := op{kind: opDelete}
@@ -201,7 +126,7 @@ func (s *Badger) DeleteTarget(cacheKey []byte) error {
 // filed. The due time each returns must be at least its MinDueMs, which the funnel registers
 // for the floor protocol before any Decide runs; a Write due earlier fails with
 // ErrInvalidArgument. Errors are those of WriteSchedules, PartialWriteError included.
-func (s *Badger) Modify(changes []Change) ([]bool, error) {
+func (s *Store) Modify(changes []store.Change) ([]bool, error) {
 	if len(changes) == 0 {
 		return nil, nil
 	}
@@ -219,15 +144,15 @@ func (s *Badger) Modify(changes []Change) ([]bool, error) {
 	return applied, partial(ops, err)
 }
 
-func prepareModify(o *op, c *Change) error {
-	if err := validateKey(c.Key); err != nil {
+func prepareModify(o *op, c *store.Change) error {
+	if err := store.ValidateKey(c.Key); err != nil {
 		return err
 	}
 	if c.Decide == nil {
-		return fmt.Errorf("%w: a change without Decide", ErrInvalidArgument)
+		return fmt.Errorf("%w: a change without Decide", store.ErrInvalidArgument)
 	}
 	if c.MinDueMs < 0 {
-		return ErrNegativeDue
+		return store.ErrNegativeDue
 	}
 	*o = op{kind: opModify, decide: c.Decide, minDue: c.MinDueMs}
 	o.setKeys(append([]byte(nil), c.Key...), false, false)
@@ -238,10 +163,10 @@ func prepareModify(o *op, c *Change) error {
 // Change said it could be.
 func checkModified(key []byte, minDue int64, got []byte, dueMs int64) error {
 	if !bytes.Equal(key, got) {
-		return fmt.Errorf("%w: the change of %q decided a write of %q", ErrInvalidArgument, key, got)
+		return fmt.Errorf("%w: the change of %q decided a write of %q", store.ErrInvalidArgument, key, got)
 	}
 	if dueMs < minDue {
-		return fmt.Errorf("%w: the change of %q decided due %d, before its MinDueMs %d", ErrInvalidArgument, key, dueMs, minDue)
+		return fmt.Errorf("%w: the change of %q decided due %d, before its MinDueMs %d", store.ErrInvalidArgument, key, dueMs, minDue)
 	}
 	return nil
 }
@@ -250,7 +175,7 @@ func checkModified(key []byte, minDue int64, got []byte, dueMs int64) error {
 // funnel applies them, and reports how many it filed. Reconcile uses it so that a row written
 // between its scan and its repair is not overwritten. A Write's Target only supplies the
 // stored interval; it is not rewritten.
-func (s *Badger) refileIfAbsent(ws []Write) (int, error) {
+func (s *Store) refileIfAbsent(ws []store.Write) (int, error) {
 	ops := make([]op, len(ws))
 	for i := range ws {
 		w := ws[i]
@@ -274,9 +199,9 @@ func (s *Badger) refileIfAbsent(ws []Write) (int, error) {
 // applies the write, and reports whether it filed it. The sweep's unpin hatch uses it: the row
 // it files forward is the one a pass read in its snapshot, and a write committed since (the
 // row's render result, an operator's change) is newer than that picture and must stand.
-func (s *Badger) RefileIfUnchanged(sch Schedule, was Row) (bool, error) {
+func (s *Store) RefileIfUnchanged(sch store.Schedule, was store.Row) (bool, error) {
 	var o op
-	if err := o.preparePut(&Write{Schedule: sch}); err != nil {
+	if err := o.preparePut(&store.Write{Schedule: sch}); err != nil {
 		return false, err
 	}
 	if err := s.checkDue(&o); err != nil {
@@ -306,9 +231,9 @@ type op struct {
 	dKey      []byte // due-index key of the new row (puts)
 	tKey      []byte
 	pKey      []byte
-	row       Row
-	was       Row  // opPutIfUnchanged: the row it may replace
-	hasStored bool // storedMs overrides the carried-over stored interval
+	row       store.Row
+	was       store.Row // opPutIfUnchanged: the row it may replace
+	hasStored bool      // storedMs overrides the carried-over stored interval
 	storedMs  int64
 	target    []byte // encoded target, or nil
 	page      []byte // encoded page, or nil
@@ -317,7 +242,7 @@ type op struct {
 	failed    bool   // set by the committer: refused, excluded from its transaction
 	// opModify: the Change's Decide, and the earliest due time it may return, which the
 	// batch registers for the floor protocol before Decide has run.
-	decide func(Current) (Write, bool, error)
+	decide func(store.Current) (store.Write, bool, error)
 	minDue int64
 }
 
@@ -334,15 +259,15 @@ func (o *op) setKeys(cacheKey []byte, target, page bool) {
 	}
 }
 
-func (o *op) preparePut(w *Write) error {
+func (o *op) preparePut(w *store.Write) error {
 	sch := w.Schedule
-	if !sch.set {
-		return ErrScheduleUnset
+	if sch.Key() == nil { // the zero Schedule: NewSchedule never makes a nil key
+		return store.ErrScheduleUnset
 	}
-	*o = op{kind: opPut, row: sch.row}
-	o.setKeys(sch.key, w.Target != nil, w.Page != nil || w.DropPage)
+	*o = op{kind: opPut, row: sch.Row()}
+	o.setKeys(sch.Key(), w.Target != nil, w.Page != nil || w.DropPage)
 	o.dropPage = w.DropPage && w.Page == nil
-	o.dKey = dueKey(sch.row.DueAtMs, sch.key)
+	o.dKey = dueKey(sch.DueAtMs(), sch.Key())
 	if w.Target != nil {
 		v, err := w.Target.MarshalBinary()
 		if err != nil {
@@ -369,12 +294,12 @@ type request struct {
 
 // submit enqueues ops as one request and waits for its acknowledgement. It returns how many
 // ops were applied (opPutIfAbsent skips existing rows).
-func (s *Badger) submit(ops []op) (int, error) {
+func (s *Store) submit(ops []op) (int, error) {
 	req := &request{ops: ops, done: make(chan error, 1)}
 	s.sendMu.RLock()
 	if s.sendClosed {
 		s.sendMu.RUnlock()
-		return 0, ErrClosed
+		return 0, store.ErrClosed
 	}
 	s.reqs <- req
 	s.sendMu.RUnlock()
@@ -390,7 +315,7 @@ func (s *Badger) submit(ops []op) (int, error) {
 
 // commitLoop is the committer goroutine. It exits when reqs is closed and drained, after the
 // last transaction has completed.
-func (s *Badger) commitLoop() {
+func (s *Store) commitLoop() {
 	defer close(s.committerDone)
 	var batch []*request
 	for req := range s.reqs {
@@ -454,7 +379,7 @@ type pipeline struct {
 // rowState is the schedule row of a key as a transaction leaves it, and its target when the
 // transaction wrote or deleted it (targetKnown; target is the encoded value, nil if deleted).
 type rowState struct {
-	row         Row
+	row         store.Row
 	exists      bool
 	target      []byte
 	targetKnown bool
@@ -485,7 +410,7 @@ func (b *batch) fail(r *request, err error) {
 
 // commitBatch registers a batch, cuts it into transactions by Badger's own size accounting,
 // and submits them. The batch is acknowledged by the callback of its last transaction.
-func (s *Badger) commitBatch(reqs []*request) {
+func (s *Store) commitBatch(reqs []*request) {
 	s.settle()
 	b := &batch{reqs: slices.Clone(reqs), remaining: 1, minDue: math.MaxInt64}
 	var refs []opRef
@@ -524,7 +449,7 @@ func (s *Badger) commitBatch(reqs []*request) {
 // completed: an idle committer then starts its next batch from a fresh snapshot rather than one
 // taken before the last commit. Under load the last transaction is usually still in flight,
 // and the pipeline is kept.
-func (s *Badger) settle() {
+func (s *Store) settle() {
 	if s.pl.prev != nil {
 		select {
 		case err := <-s.pl.prev:
@@ -548,7 +473,7 @@ func (s *Badger) settle() {
 // half-applied: when one fails after staging part of itself (Badger refusing an entry), the
 // transaction is discarded and rebuilt without it; when Badger finds the transaction too big
 // after all (its accounting changed under us), it is discarded and the segment split in two.
-func (s *Badger) submitSegment(b *batch, refs []opRef) {
+func (s *Store) submitSegment(b *batch, refs []opRef) {
 	if len(refs) == 0 {
 		return
 	}
@@ -630,7 +555,7 @@ func (s *Badger) submitSegment(b *batch, refs []opRef) {
 // txnDone records the completion of one of b's transactions (refs nil for the submitting
 // hold) and, with the last, unregisters and acknowledges the batch. It runs on Badger's
 // callback goroutines.
-func (s *Badger) txnDone(b *batch, refs []opRef, err error) {
+func (s *Store) txnDone(b *batch, refs []opRef, err error) {
 	b.mu.Lock()
 	if err != nil {
 		err = fmt.Errorf("store: commit %d writes: %w", len(refs), err)
@@ -664,7 +589,7 @@ func resetApplied(refs []opRef) {
 // opCost is an upper bound of what o adds to Badger's per-transaction accounting
 // (Txn.checkSize: per entry, key + value + 2 meta bytes + 10 version bytes, a value at or
 // above the threshold counting as a 12-byte pointer).
-func (s *Badger) opCost(o *op) (count, size int64) {
+func (s *Store) opCost(o *op) (count, size int64) {
 	th := s.opts.ValueThreshold
 	entry := func(k, v int) {
 		vl := int64(v)
@@ -681,15 +606,15 @@ func (s *Badger) opCost(o *op) (count, size int64) {
 		classLen = classKeyHeaderLen + len(o.key)
 		entry(classLen, 0) // delete the old c/ key
 	}
-	entry(len(o.sKey), rowLen)
+	entry(len(o.sKey), store.RowLen)
 	switch o.kind {
 	case opDelete:
 		entry(len(o.tKey), 0)
 		entry(len(o.pKey), 0)
 	default:
-		entry(dueLen, projectionLen)
+		entry(dueLen, store.ProjectionLen)
 		if classLen > 0 {
-			entry(classLen, projectionLen)
+			entry(classLen, store.ProjectionLen)
 		}
 		if o.target != nil {
 			entry(len(o.tKey), len(o.target))
@@ -710,7 +635,7 @@ func (s *Badger) opCost(o *op) (count, size int64) {
 // The row it replaces is read, in order, from this transaction's own earlier writes (cur), from
 // the transaction still being written (the overlay), or from Badger. cur is updated with the
 // row as o leaves it.
-func (s *Badger) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged bool, err error) {
+func (s *Store) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged bool, err error) {
 	old, had, fromDB, err := s.lookup(txn, o, cur)
 	if err != nil {
 		return false, err
@@ -724,12 +649,12 @@ func (s *Badger) apply(txn *badger.Txn, o *op, cur map[string]rowState) (staged 
 // applyModify reads o's target as the transaction sees it, lets the Change decide, and stages
 // the put it returns over the row lookup found. It runs again, with a fresh read, whenever
 // the transaction is rebuilt, so a decision never rests on a write that did not commit.
-func (s *Badger) applyModify(txn *badger.Txn, o *op, cur map[string]rowState, old Row, had, fromDB bool) (bool, error) {
+func (s *Store) applyModify(txn *badger.Txn, o *op, cur map[string]rowState, old store.Row, had, fromDB bool) (bool, error) {
 	tgt, hasTgt, err := s.lookupTarget(txn, o.key, cur)
 	if err != nil {
 		return false, err
 	}
-	w, ok, err := o.decide(Current{Row: old, HasRow: had, Target: tgt, HasTarget: hasTgt})
+	w, ok, err := o.decide(store.Current{Row: old, HasRow: had, Target: tgt, HasTarget: hasTgt})
 	if err != nil || !ok {
 		return false, err
 	}
@@ -743,7 +668,7 @@ func (s *Badger) applyModify(txn *badger.Txn, o *op, cur map[string]rowState, ol
 }
 
 // prepareModified checks the Write a Change decided and prepares it as a put of o's key.
-func (s *Badger) prepareModified(o *op, w *Write) (op, error) {
+func (s *Store) prepareModified(o *op, w *store.Write) (op, error) {
 	var put op
 	if err := put.preparePut(w); err != nil {
 		return put, err
@@ -756,7 +681,7 @@ func (s *Badger) prepareModified(o *op, w *Write) (op, error) {
 
 // stage stages the write o over the row it replaces (old, had). fromDB says that row was read
 // from Badger, for the invariant check.
-func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row, had, fromDB bool) (staged bool, err error) {
+func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store.Row, had, fromDB bool) (staged bool, err error) {
 	if invariants.Enabled && had && fromDB {
 		// A row read from Badger has its index entry in the same snapshot.
 		if _, err := txn.Get(dueKey(old.DueAtMs, o.key)); err != nil {
@@ -876,7 +801,7 @@ func (s *Badger) stage(txn *badger.Txn, o *op, cur map[string]rowState, old Row,
 
 // known returns the state of key as this transaction (cur) or the one still being written
 // (the overlay) left it.
-func (s *Badger) known(key []byte, cur map[string]rowState) (rowState, bool) {
+func (s *Store) known(key []byte, cur map[string]rowState) (rowState, bool) {
 	if st, ok := cur[string(key)]; ok {
 		return st, true
 	}
@@ -886,8 +811,8 @@ func (s *Badger) known(key []byte, cur map[string]rowState) (rowState, bool) {
 
 // lookupTarget returns key's target as the transaction sees it: from its own writes, from the
 // transaction still being written, or from Badger.
-func (s *Badger) lookupTarget(txn *badger.Txn, key []byte, cur map[string]rowState) (Target, bool, error) {
-	var t Target
+func (s *Store) lookupTarget(txn *badger.Txn, key []byte, cur map[string]rowState) (store.Target, bool, error) {
+	var t store.Target
 	if st, ok := s.known(key, cur); ok && st.targetKnown {
 		if st.target == nil {
 			return t, false, nil
@@ -908,17 +833,17 @@ func (s *Badger) lookupTarget(txn *badger.Txn, key []byte, cur map[string]rowSta
 }
 
 // rowValues encodes row as its s/ value and its d/ entry's projection, in one allocation.
-func rowValues(row Row) (rowVal, projVal []byte) {
-	vals := make([]byte, 0, rowLen+projectionLen)
+func rowValues(row store.Row) (rowVal, projVal []byte) {
+	vals := make([]byte, 0, store.RowLen+store.ProjectionLen)
 	vals, _ = row.AppendBinary(vals) // validated by NewSchedule and the target's Validate
 	vals, _ = row.Projection.AppendBinary(vals)
-	return vals[:rowLen:rowLen], vals[rowLen:]
+	return vals[:store.RowLen:store.RowLen], vals[store.RowLen:]
 }
 
 // lookup returns the row o replaces and whether it exists. fromDB reports that Badger was
 // read: it is false when the answer came from this transaction's or the previous one's writes,
 // or from the key filter showing that the row cannot exist.
-func (s *Badger) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Row, had, fromDB bool, err error) {
+func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old store.Row, had, fromDB bool, err error) {
 	if st, ok := cur[string(o.key)]; ok {
 		return st.row, st.exists, false, nil
 	}
@@ -954,7 +879,7 @@ func (s *Badger) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old Ro
 // openClassIndex makes the class index agree with the store's classifier: it rebuilds it from
 // the schedule rows when the stored fingerprint is another, and drops it when there is no
 // classifier. It runs in Open, before the funnel starts.
-func (s *Badger) openClassIndex() error {
+func (s *Store) openClassIndex() error {
 	var stored uint64
 	var has bool
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -995,7 +920,7 @@ func (s *Badger) openClassIndex() error {
 // rebuildClassIndex writes the class index afresh from the schedule rows, then the
 // fingerprint: a crash in between leaves no fingerprint, or the old one, and the next Open
 // rebuilds again.
-func (s *Badger) rebuildClassIndex(c Classifier) error {
+func (s *Store) rebuildClassIndex(c store.Classifier) error {
 	start := time.Now()
 	if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
 		return fmt.Errorf("store: drop class index: %w", err)
@@ -1008,7 +933,7 @@ func (s *Badger) rebuildClassIndex(c Classifier) error {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
-			var r Row
+			var r store.Row
 			if err := item.Value(r.UnmarshalBinary); err != nil {
 				return fmt.Errorf("schedule row %q: %w", item.Key(), err)
 			}

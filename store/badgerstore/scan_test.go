@@ -1,19 +1,21 @@
-package store
+package badgerstore
 
 import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/freshq/freshq/store"
 )
 
 // fill writes n rows due at base, base+step, … and returns their keys in due order.
-func fill(t testing.TB, st *Badger, n int, base, step int64) []string {
+func fill(t testing.TB, st *Store, n int, base, step int64) []string {
 	t.Helper()
 	keys := make([]string, n)
-	ws := make([]Write, n)
+	ws := make([]store.Write, n)
 	for i := range n {
 		keys[i] = urlKey(i)
-		ws[i] = Write{Schedule: mustSchedule(t, keys[i], base+int64(i)*step, i%3 == 0, int64(i), Lanes{Failing: i%5 == 0})}
+		ws[i] = store.Write{Schedule: mustSchedule(t, keys[i], base+int64(i)*step, i%3 == 0, int64(i), store.Lanes{Failing: i%5 == 0})}
 	}
 	mustWrite(t, st, ws...)
 	return keys
@@ -23,12 +25,12 @@ func TestScanDueReportsCorruptIndex(t *testing.T) {
 	st := openTest(t, nil)
 	fill(t, st, 3, 10, 1)
 	rawSet(t, st, dueKey(11, []byte("x")), []byte{1, 2, 3})
-	if _, err := st.ScanDue(0, 100, 10); !IsCorruptionError(err) {
+	if _, err := st.ScanDue(0, 100, 10); !store.IsCorruptionError(err) {
 		t.Fatalf("corrupt projection: %v", err)
 	}
 	p, _ := st.BeginPass(100)
 	defer p.Close()
-	if err := p.IterateDue(0, 10, func([]DueRow) error { return nil }); !IsCorruptionError(err) {
+	if err := p.IterateDue(0, 10, func([]store.DueRow) error { return nil }); !store.IsCorruptionError(err) {
 		t.Fatalf("pass over a corrupt projection: %v", err)
 	}
 }
@@ -42,7 +44,7 @@ func TestPassIterateDueOverlapsFn(t *testing.T) {
 	p, _ := st.BeginPass(10_000)
 	defer p.Close()
 	var inFn, calls, next int
-	err := p.IterateDue(0, 7, func(rows []DueRow) error {
+	err := p.IterateDue(0, 7, func(rows []store.DueRow) error {
 		inFn++
 		defer func() { inFn-- }()
 		if inFn != 1 {

@@ -1,10 +1,12 @@
-package store
+package badgerstore
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
 )
 
 // badgerPass is one sweep pass over the due index: a snapshot, the floor as it was when the snapshot
@@ -17,9 +19,9 @@ import (
 //	err = p.IterateDue(maxRows, chunk, func(rows []store.DueRow) error { … })
 //	floor, moved := p.AdvanceFloor(guardMs)
 type badgerPass struct {
-	s          *Badger
+	s          *Store
 	txn        *badger.Txn // the snapshot, taken in registerPass
-	stats      PassStats
+	stats      store.PassStats
 	minWritten int64 // guarded by Store.floorMu
 	headMs     int64 // Store.head when the snapshot was taken
 	closed     bool  // guarded by Store.floorMu
@@ -27,37 +29,14 @@ type badgerPass struct {
 	classIt    *badger.Iterator // the class index's iterator (classindex.go), opened on first use
 }
 
-// PassStats is what a pass observed.
-type PassStats struct {
-	// NowMs is the pass's now, fixed at BeginPass. FloorMs is the floor it read in the same
-	// critical section as its snapshot: the iteration starts there.
-	NowMs   int64
-	FloorMs int64
-	// Rows is how many due rows the iteration read.
-	Rows int
-	// FirstDueMs is the first due row observed (the minimum at or above the floor), valid
-	// when HasFirstDue.
-	FirstDueMs  int64
-	HasFirstDue bool
-	// NextDueMs is the first not-yet-due time seen (the first index key past now), valid
-	// when HasNextDue: the node is not idle if a row falls due in 30 s.
-	NextDueMs  int64
-	HasNextDue bool
-	// Capped is true when the iteration stopped at maxRows with more due rows waiting. The
-	// index is ascending, so a capped pass kept the oldest rows and missed the recently due.
-	Capped bool
-	// Complete is true when the iteration reached a row past now or the end of the index.
-	Complete bool
-}
-
 // BeginPass opens a pass at nowMs (≥ 0): it takes a snapshot of the store and reads the floor
 // in one critical section with the funnel's registration of in-flight batches.
-func (s *Badger) BeginPass(nowMs int64) (Pass, error) {
+func (s *Store) BeginPass(nowMs int64) (store.Pass, error) {
 	if nowMs < 0 {
-		return nil, fmt.Errorf("%w: negative now %d", ErrInvalidArgument, nowMs)
+		return nil, fmt.Errorf("%w: negative now %d", store.ErrInvalidArgument, nowMs)
 	}
 	if s.closed.Load() {
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	}
 	p := &badgerPass{s: s}
 	p.stats.NowMs = nowMs
@@ -83,14 +62,14 @@ func (s *Badger) BeginPass(nowMs int64) (Pass, error) {
 //
 // IterateDue may be called once per pass (ErrPassIterated otherwise). Writes made during the
 // iteration are not seen by it; the floor protocol accounts for them.
-func (p *badgerPass) IterateDue(maxRows, chunk int, fn func([]DueRow) error) error {
+func (p *badgerPass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) error {
 	switch {
 	case p.isClosed():
-		return ErrClosed
+		return store.ErrClosed
 	case p.iterated:
-		return ErrPassIterated
+		return store.ErrPassIterated
 	case maxRows < 0 || chunk <= 0:
-		return fmt.Errorf("%w: maxRows %d, chunk %d", ErrInvalidArgument, maxRows, chunk)
+		return fmt.Errorf("%w: maxRows %d, chunk %d", store.ErrInvalidArgument, maxRows, chunk)
 	}
 	p.iterated = true
 	c := newChunkPipe(chunk, fn)
@@ -119,7 +98,7 @@ func (p *badgerPass) IterateDue(maxRows, chunk int, fn func([]DueRow) error) err
 // for the whole of fn's call. The producer holds at most one chunk, so a send on full never
 // blocks.
 type chunkPipe struct {
-	fn     func([]DueRow) error
+	fn     func([]store.DueRow) error
 	size   int
 	cur    *dueChunk      // the chunk the producer fills; nil once the consumer has gone
 	full   chan *dueChunk // producer → consumer
@@ -133,15 +112,15 @@ type chunkPipe struct {
 }
 
 type dueChunk struct {
-	rows  []DueRow
+	rows  []store.DueRow
 	arena []byte
 	err   error // fn's result on this chunk, or the earlier error that made it skip
 }
 
-func newChunkPipe(size int, fn func([]DueRow) error) *chunkPipe {
+func newChunkPipe(size int, fn func([]store.DueRow) error) *chunkPipe {
 	c := &chunkPipe{fn: fn, size: size, full: make(chan *dueChunk, 1), free: make(chan *dueChunk, 1), done: make(chan struct{})}
-	c.free <- &dueChunk{rows: make([]DueRow, 0, size), arena: make([]byte, 0, size*96)}
-	c.cur = &dueChunk{rows: make([]DueRow, 0, size), arena: make([]byte, 0, size*96)}
+	c.free <- &dueChunk{rows: make([]store.DueRow, 0, size), arena: make([]byte, 0, size*96)}
+	c.cur = &dueChunk{rows: make([]store.DueRow, 0, size), arena: make([]byte, 0, size*96)}
 	go c.consume(c.full)
 	return c
 }
@@ -160,7 +139,7 @@ func (c *chunkPipe) consume(full <-chan *dueChunk) {
 
 // add copies one row into the current chunk and sends the chunk when it is full. It returns
 // fn's error, at most one chunk after fn reported it, to stop the walk.
-func (c *chunkPipe) add(key []byte, r *Row) error {
+func (c *chunkPipe) add(key []byte, r *store.Row) error {
 	ch := c.cur
 	if len(ch.arena)+len(key) > cap(ch.arena) {
 		// The arena is full: start a new one rather than grow this one, so keys already in
@@ -168,7 +147,7 @@ func (c *chunkPipe) add(key []byte, r *Row) error {
 		ch.arena = make([]byte, 0, max(cap(ch.arena), 2*len(key)))
 	}
 	ch.arena = append(ch.arena, key...)
-	ch.rows = append(ch.rows, DueRow{Key: ch.arena[len(ch.arena)-len(key) : len(ch.arena) : len(ch.arena)], Row: *r})
+	ch.rows = append(ch.rows, store.DueRow{Key: ch.arena[len(ch.arena)-len(key) : len(ch.arena) : len(ch.arena)], Row: *r})
 	if len(ch.rows) == c.size {
 		return c.flush()
 	}
@@ -213,7 +192,7 @@ func (c *chunkPipe) stop() error {
 }
 
 // Stats returns what the pass has observed so far.
-func (p *badgerPass) Stats() PassStats { return p.stats }
+func (p *badgerPass) Stats() store.PassStats { return p.stats }
 
 // AdvanceFloor moves the floor up to min(firstDue, now, earliest write in flight at or
 // committed after the snapshot) − guardMs, by compare-and-swap from the floor the pass

@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"bytes"
@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
 )
 
 // openTest opens a store in a fresh temporary directory and closes it at the end of the test.
-func openTest(t testing.TB, o *Options) *Badger {
+func openTest(t testing.TB, o *Options) *Store {
 	t.Helper()
 	st, err := Open(t.TempDir(), o)
 	if err != nil {
@@ -20,23 +22,23 @@ func openTest(t testing.TB, o *Options) *Badger {
 	return st
 }
 
-func mustSchedule(t testing.TB, key string, due int64, submitted bool, eff int64, lanes Lanes) Schedule {
+func mustSchedule(t testing.TB, key string, due int64, submitted bool, eff int64, lanes store.Lanes) store.Schedule {
 	t.Helper()
-	s, err := NewSchedule([]byte(key), due, submitted, eff, lanes)
+	s, err := store.NewSchedule([]byte(key), due, submitted, eff, lanes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func mustWrite(t testing.TB, st *Badger, ws ...Write) {
+func mustWrite(t testing.TB, st *Store, ws ...store.Write) {
 	t.Helper()
 	if err := st.WriteSchedules(ws); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func mustVerify(t testing.TB, st *Badger) IndexReport {
+func mustVerify(t testing.TB, st *Store) store.IndexReport {
 	t.Helper()
 	rep, err := st.VerifyIndex()
 	if err != nil {
@@ -53,7 +55,7 @@ func mustVerify(t testing.TB, st *Badger) IndexReport {
 // files.)
 // rawSet writes k behind the funnel's back. A planted schedule row is a row that exists, so its
 // key goes into the key filter too (K1), as the next Open would put it.
-func rawSet(t testing.TB, st *Badger, k, v []byte) {
+func rawSet(t testing.TB, st *Store, k, v []byte) {
 	t.Helper()
 	if err := st.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func rawSet(t testing.TB, st *Badger, k, v []byte) {
 	st.publishView() // as a funnel commit does, so the Get methods read it
 }
 
-func rawDelete(t testing.TB, st *Badger, keys ...[]byte) {
+func rawDelete(t testing.TB, st *Store, keys ...[]byte) {
 	t.Helper()
 	err := st.db.Update(func(txn *badger.Txn) error {
 		for _, k := range keys {
@@ -85,3 +87,14 @@ func urlKey(i int) string {
 }
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// sampleTarget is a target with every field set.
+func sampleTarget() store.Target {
+	return store.Target{
+		URL: "https://example.com/a?b=c", Device: "mobile", Source: store.SourceDiscovered,
+		StoredIntervalMs: 3_600_000, Route: "product", DemandRung: 2,
+		Failures: store.Failures{Count: 3, LastClass: "timeout", FirstMs: 10, LastMs: 20},
+		Terminal: store.TerminalSuppressed, TerminalRecheckMs: 99,
+		LastRender: store.RenderSummary{Status: 200, AtMs: 1234, DurationMs: 800, Bytes: 4096},
+	}
+}

@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"sync/atomic"
@@ -63,7 +63,7 @@ func (v *readView) release() {
 // publishView replaces the current view with one that sees every commit completed so far. The
 // funnel calls it from a transaction's completion, before the next is submitted; Open calls it
 // once before the funnel starts.
-func (s *Badger) publishView() {
+func (s *Store) publishView() {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
 	s.publishLocked()
@@ -71,7 +71,7 @@ func (s *Badger) publishView() {
 
 // catchUpView publishes a fresh view unless the current one already sees readTs, the read
 // timestamp of a snapshot just opened (which waited for every commit before it).
-func (s *Badger) catchUpView(readTs uint64) {
+func (s *Store) catchUpView(readTs uint64) {
 	if v := s.view.Load(); v != nil && v.readTs >= readTs {
 		return
 	}
@@ -83,7 +83,7 @@ func (s *Badger) catchUpView(readTs uint64) {
 	s.publishLocked()
 }
 
-func (s *Badger) publishLocked() {
+func (s *Store) publishLocked() {
 	if s.viewClosed {
 		return
 	}
@@ -96,7 +96,7 @@ func (s *Badger) publishLocked() {
 }
 
 // closeView lets go of the current view for good: later reads get ErrClosed.
-func (s *Badger) closeView() {
+func (s *Store) closeView() {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
 	s.viewClosed = true
@@ -107,7 +107,7 @@ func (s *Badger) closeView() {
 
 // acquireView returns the current view with a reference the caller releases, or nil once the
 // store is closed.
-func (s *Badger) acquireView() *readView {
+func (s *Store) acquireView() *readView {
 	for {
 		v := s.view.Load()
 		if v == nil || v.acquire() {

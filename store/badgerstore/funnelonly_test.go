@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// The funnel is the only writer of s/ and d/ (store/doc.go, Promises). TestFunnelIsTheOnlyWriter proves it
+// The funnel is the only writer of s/ and d/ (the package doc, Promises). TestFunnelIsTheOnlyWriter proves it
 // from the package's own source, so a later edit cannot quietly add a second writer:
 //
 //  1. every call of a Badger write method (Set, SetEntry, Delete, Update, NewWriteBatch,

@@ -1,15 +1,12 @@
-package store
+package badgerstore
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
-)
 
-// MaxKeyLen is the longest cacheKey the store accepts, in bytes. It bounds the size of every
-// key in the keyspace (the longest, a due-index key, is 2+8+MaxKeyLen bytes) and is far above
-// what a device name plus a normalised URL needs. Longer keys are refused with ErrKeyTooLong,
-// never truncated.
-const MaxKeyLen = 2048
+	"github.com/freshq/freshq/store"
+)
 
 // The prefixes of the keyspace (the package doc; docs/store-format.md). This file is the only one that spells them; the funnel
 // (funnel.go) is the only one that writes under prefixSchedule and prefixDue.
@@ -24,19 +21,13 @@ const (
 	keyClassPrint = "m/class"
 )
 
+// corruptionf returns an error that wraps store.ErrCorruption with the formatted detail.
+func corruptionf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", store.ErrCorruption, fmt.Sprintf(format, args...))
+}
+
 // dueKeyHeaderLen is the length of a due-index key before its cacheKey.
 const dueKeyHeaderLen = len(prefixDue) + 8
-
-// validateKey checks a cacheKey against the limits every key must meet.
-func validateKey(cacheKey []byte) error {
-	switch {
-	case len(cacheKey) == 0:
-		return ErrEmptyKey
-	case len(cacheKey) > MaxKeyLen:
-		return ErrKeyTooLong
-	}
-	return nil
-}
 
 func prefixedKey(prefix string, cacheKey []byte) []byte {
 	k := make([]byte, 0, len(prefix)+len(cacheKey))
@@ -86,12 +77,8 @@ func DecodeDueKey(k []byte) (dueAtMs int64, cacheKey []byte, err error) {
 		return 0, nil, corruptionf("due key %q: due time out of range", k)
 	}
 	cacheKey = k[dueKeyHeaderLen:]
-	if err := validateKey(cacheKey); err != nil {
+	if err := store.ValidateKey(cacheKey); err != nil {
 		return 0, nil, corruptionf("due key %q: %v", k, err)
 	}
 	return int64(u), cacheKey, nil
 }
-
-// ValidateKey refuses a cacheKey the store cannot hold: empty (ErrEmptyKey) or over MaxKeyLen
-// (ErrKeyTooLong). Every backend checks keys with it.
-func ValidateKey(cacheKey []byte) error { return validateKey(cacheKey) }

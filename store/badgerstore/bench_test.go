@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
 )
 
 // The benchmark corpus: 1,000,000 schedule rows with ~60-byte keys shaped like real cache
@@ -48,19 +50,19 @@ func benchDue(i int) int64 { return benchNow - benchSpan/2 + int64(i)*benchSpan/
 
 // benchWrites returns the funnel writes of rows [from, to) of a corpus, in a fixed shuffled
 // order so the load is not sorted.
-func benchWrites(perm []int, from, to int) []Write {
-	ws := make([]Write, 0, to-from)
+func benchWrites(perm []int, from, to int) []store.Write {
+	ws := make([]store.Write, 0, to-from)
 	for _, i := range perm[from:to] {
-		s, err := NewSchedule(benchKey(i), benchDue(i), i%2 == 0, int64(1+i%4)*21_600_000, Lanes{Failing: i%50 == 0})
+		s, err := store.NewSchedule(benchKey(i), benchDue(i), i%2 == 0, int64(1+i%4)*21_600_000, store.Lanes{Failing: i%50 == 0})
 		if err != nil {
 			panic(err)
 		}
-		ws = append(ws, Write{Schedule: s})
+		ws = append(ws, store.Write{Schedule: s})
 	}
 	return ws
 }
 
-func loadRows(st *Badger, n int) error {
+func loadRows(st *Store, n int) error {
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
 	const chunk = 10_000
 	for from := 0; from < n; from += chunk {
@@ -109,7 +111,7 @@ func removeBenchCorpus() {
 
 // openCorpus opens the corpus (building it on first use) and resets the benchmark timer, so
 // the 1M-row load is never counted in an op.
-func openCorpus(b *testing.B, o *Options) *Badger {
+func openCorpus(b *testing.B, o *Options) *Store {
 	st, err := Open(corpus(b), o)
 	if err != nil {
 		b.Fatal(err)
@@ -183,12 +185,12 @@ func bareLoad(dir string, perm []int) (time.Duration, error) {
 		wb := db.NewWriteBatch()
 		for _, w := range benchWrites(perm, from, min(len(perm), from+10_000)) {
 			s := w.Schedule
-			rowVal, projVal := rowValues(s.row)
-			if err := wb.Set(dueKey(s.row.DueAtMs, s.key), projVal); err != nil {
+			rowVal, projVal := rowValues(s.Row())
+			if err := wb.Set(dueKey(s.Row().DueAtMs, s.Key()), projVal); err != nil {
 				wb.Cancel()
 				return 0, errors.Join(err, db.Close())
 			}
-			if err := wb.Set(scheduleKey(s.key), rowVal); err != nil {
+			if err := wb.Set(scheduleKey(s.Key()), rowVal); err != nil {
 				wb.Cancel()
 				return 0, errors.Join(err, db.Close())
 			}
@@ -253,7 +255,7 @@ func BenchmarkSweepDue500k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		err = p.IterateDue(0, 1024, func(rs []DueRow) error {
+		err = p.IterateDue(0, 1024, func(rs []store.DueRow) error {
 			for j := range rs {
 				sink += rs[j].EffectiveIntervalMs
 			}
@@ -294,7 +296,7 @@ func BenchmarkRSS1M(b *testing.B) {
 	st := openCorpus(b, nil)
 	open := time.Since(start)
 	p, _ := st.BeginPass(benchNow)
-	_ = p.IterateDue(0, 1024, func([]DueRow) error { return nil })
+	_ = p.IterateDue(0, 1024, func([]store.DueRow) error { return nil })
 	p.Close()
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
@@ -329,9 +331,9 @@ func procStatusMB(field string) float64 {
 
 // reschedule moves one not-yet-due corpus row (the upper half) to another future due time,
 // so the due set the sweep benchmark reads is unchanged.
-func reschedule(st *Badger, r *rand.Rand, seq int64) error {
+func reschedule(st *Store, r *rand.Rand, seq int64) error {
 	i := benchRows/2 + 1 + r.IntN(benchRows/2-1)
-	s, err := NewSchedule(benchKey(i), benchNow+1+seq%benchSpan, i%2 == 0, 21_600_000, Lanes{})
+	s, err := store.NewSchedule(benchKey(i), benchNow+1+seq%benchSpan, i%2 == 0, 21_600_000, store.Lanes{})
 	if err != nil {
 		return err
 	}
@@ -345,13 +347,13 @@ func reschedule(st *Badger, r *rand.Rand, seq int64) error {
 // whole batch is: the floor of what n reschedules can cost on this engine and machine, with
 // no read, no floor protocol and the largest batches. Rows move between future due times, so
 // the floor and the head, which sit at or below now, stay true. st must be idle.
-func bareReschedule(st *Badger, r *rand.Rand, n int) (time.Duration, error) {
+func bareReschedule(st *Store, r *rand.Rand, n int) (time.Duration, error) {
 	type move struct {
 		key      []byte
-		old, row Row
+		old, row store.Row
 	}
 	moves := make([]move, n)
-	last := make(map[int]Row, n)
+	last := make(map[int]store.Row, n)
 	for j := range moves {
 		i := benchRows/2 + 1 + r.IntN(benchRows/2-1)
 		old, ok := last[i]
@@ -361,13 +363,13 @@ func bareReschedule(st *Badger, r *rand.Rand, n int) (time.Duration, error) {
 				return 0, err
 			}
 		}
-		s, err := NewSchedule(benchKey(i), benchNow+1+int64(j)%benchSpan, i%2 == 0, 21_600_000, Lanes{})
+		s, err := store.NewSchedule(benchKey(i), benchNow+1+int64(j)%benchSpan, i%2 == 0, 21_600_000, store.Lanes{})
 		if err != nil {
 			return 0, err
 		}
-		row := s.row
+		row := s.Row()
 		row.StoredIntervalMs = old.StoredIntervalMs
-		moves[j] = move{key: s.key, old: old, row: row}
+		moves[j] = move{key: s.Key(), old: old, row: row}
 		last[i] = row
 	}
 	start := time.Now()
@@ -484,10 +486,10 @@ func BenchmarkSeekFirstDue(b *testing.B) {
 	}
 	moveTo := func(n int) {
 		for ; moved < n; moved += 1000 {
-			ws := make([]Write, 0, 1000)
+			ws := make([]store.Write, 0, 1000)
 			for j := moved; j < moved+1000; j++ {
-				s, _ := NewSchedule(benchKey(j), benchNow+benchSpan+int64(j), j%2 == 0, 21_600_000, Lanes{})
-				ws = append(ws, Write{Schedule: s})
+				s, _ := store.NewSchedule(benchKey(j), benchNow+benchSpan+int64(j), j%2 == 0, 21_600_000, store.Lanes{})
+				ws = append(ws, store.Write{Schedule: s})
 			}
 			if err := st.WriteSchedules(ws); err != nil {
 				b.Fatal(err)
@@ -514,7 +516,7 @@ func BenchmarkSeekFirstDue(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := p.IterateDue(1, 1, func([]DueRow) error { return nil }); err != nil {
+		if err := p.IterateDue(1, 1, func([]store.DueRow) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 		p.AdvanceFloor(benchGuard)

@@ -1,46 +1,21 @@
-package store
+package badgerstore
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
 )
-
-// IndexReport is the outcome of VerifyIndex.
-type IndexReport struct {
-	Rows    int // schedule rows
-	Entries int // due-index entries
-	// RowsWithoutEntry counts rows whose due-index entry (at the row's due time) is missing;
-	// EntriesWithoutRow counts entries whose row is missing or due at another time.
-	RowsWithoutEntry  int
-	EntriesWithoutRow int
-	// ClassEntries counts class-index entries (a store with a Classifier; classindex.go);
-	// RowsWithoutClassEntry and ClassEntriesWithoutRow are the class index's disagreements
-	// with the rows, as the two above are the due index's. An entry under another class than
-	// its row's is one of each.
-	ClassEntries           int
-	RowsWithoutClassEntry  int
-	ClassEntriesWithoutRow int
-	// Corrupt counts rows and entries that did not decode.
-	Corrupt int
-	// Examples holds up to 8 offending keys, for the log.
-	Examples []string
-}
-
-// OK reports whether the row set and the index agree exactly.
-func (r IndexReport) OK() bool {
-	return r.RowsWithoutEntry == 0 && r.EntriesWithoutRow == 0 && r.Corrupt == 0 &&
-		r.RowsWithoutClassEntry == 0 && r.ClassEntriesWithoutRow == 0
-}
 
 // VerifyIndex checks, over one snapshot, that every schedule row has its due-index entry and
 // every entry its row. It reads every row and entry, with one point read per record: an
 // operator's and a test's tool, not something to run per sweep.
-func (s *Badger) VerifyIndex() (IndexReport, error) {
-	var rep IndexReport
+func (s *Store) VerifyIndex() (store.IndexReport, error) {
+	var rep store.IndexReport
 	if s.closed.Load() {
-		return rep, ErrClosed
+		return rep, store.ErrClosed
 	}
 	note := func(k []byte) {
 		if len(rep.Examples) < 8 {
@@ -54,7 +29,7 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 		for it.Rewind(); it.Valid(); it.Next() {
 			rep.Rows++
 			item := it.Item()
-			var r Row
+			var r store.Row
 			if err := item.Value(r.UnmarshalBinary); err != nil {
 				rep.Corrupt++
 				note(item.Key())
@@ -91,7 +66,7 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 			rep.Entries++
 			item := dit.Item()
 			due, ck, err := DecodeDueKey(item.Key())
-			var p Projection
+			var p store.Projection
 			if err == nil {
 				err = item.Value(p.UnmarshalBinary)
 			}
@@ -119,14 +94,14 @@ func (s *Badger) VerifyIndex() (IndexReport, error) {
 
 // verifyClassEntries checks that every class-index entry has its row, at its due time, with its
 // projection, under the class the classifier gives it.
-func verifyClassEntries(txn *badger.Txn, c Classifier, rep *IndexReport, note func([]byte)) error {
+func verifyClassEntries(txn *badger.Txn, c store.Classifier, rep *store.IndexReport, note func([]byte)) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixClass)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		rep.ClassEntries++
 		item := it.Item()
 		class, due, ck, err := decodeClassKey(item.Key())
-		var p Projection
+		var p store.Projection
 		if err == nil {
 			err = item.Value(p.UnmarshalBinary)
 		}
@@ -150,14 +125,14 @@ func verifyClassEntries(txn *badger.Txn, c Classifier, rep *IndexReport, note fu
 // rowHasEntry reports whether the schedule row of ck exists, decodes, and is due at due with
 // projection p: what an index entry (d/ or c/) says of it. An error is a read that failed, not
 // a row that is missing or differs.
-func rowHasEntry(txn *badger.Txn, ck []byte, due int64, p Projection) (bool, error) {
+func rowHasEntry(txn *badger.Txn, ck []byte, due int64, p store.Projection) (bool, error) {
 	row, err := txn.Get(scheduleKey(ck))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	var r Row
+	var r store.Row
 	if err := row.Value(r.UnmarshalBinary); err != nil {
 		return false, nil
 	}

@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"fmt"
@@ -6,13 +6,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/internal/invariants"
+	"github.com/freshq/freshq/store"
 )
-
-// DueRow is one entry of the due index: a cacheKey, its due time and its projection.
-type DueRow struct {
-	Key []byte // the cacheKey
-	Row
-}
 
 // dueStats is what one walk of the due index observed.
 type dueStats struct {
@@ -30,17 +25,17 @@ type dueStats struct {
 // visit for each due row. key aliases Badger's buffer and is valid only during the call. The
 // walk stops after maxRows rows (0 = no cap), at the first row past nowMs (recorded as the
 // next not-yet-due time), at the end of the index, or at the first error.
-func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *Row) error) (dueStats, error) {
+func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
 	return walkDueFrom(txn, dueSeekKey(fromMs), fromMs, nowMs, maxRows, visit)
 }
 
 // walkDueFrom is walkDue starting at the due-index key seek (prefix included) rather than at
 // the first key of fromMs; fromMs is the seek's due time, for the order check.
-func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *Row) error) (dueStats, error) {
+func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
 	var st dueStats
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
-	var row Row
+	var row store.Row
 	decode := row.Projection.UnmarshalBinary
 	prev := int64(-1)
 	for it.Seek(seek); ; it.Next() {
@@ -81,26 +76,10 @@ func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int,
 	}
 }
 
-// ScanResult is the outcome of ScanDue.
-type ScanResult struct {
-	// Rows are the due rows in ascending due order. They and their keys belong to the caller.
-	Rows []DueRow
-	// FirstDueMs is the first due time observed (the minimum at or above the floor), valid
-	// when HasFirstDue.
-	FirstDueMs  int64
-	HasFirstDue bool
-	// NextDueMs is the first due time past now that the scan reached, valid when
-	// HasNextDue. A capped scan stops before it.
-	NextDueMs  int64
-	HasNextDue bool
-	// Capped is true when limit rows were returned and at least one more was due.
-	Capped bool
-}
-
 // ScanDue is the floored index scan, the claim path's fallback: the due rows from floorMs up
 // to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
 // consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
-func (s *Badger) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
+func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
 	return s.scanDue(dueSeekKey(floorMs), floorMs, nowMs, limit)
 }
 
@@ -110,7 +89,7 @@ func (s *Badger) ScanDue(floorMs, nowMs int64, limit int) (ScanResult, error) {
 // however many rows share one due time: a page of rows that all fall on one millisecond does
 // not hide the rows behind it. A row moved behind the cursor since the previous page (a
 // reschedule to an earlier time) is not revisited; the next scan from the head sees it.
-func (s *Badger) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (ScanResult, error) {
+func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (store.ScanResult, error) {
 	if afterMs < 0 {
 		return s.ScanDue(0, nowMs, limit)
 	}
@@ -120,30 +99,30 @@ func (s *Badger) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit
 	return s.scanDue(seek, afterMs, nowMs, limit)
 }
 
-func (s *Badger) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResult, error) {
-	var res ScanResult
+func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (store.ScanResult, error) {
+	var res store.ScanResult
 	if limit <= 0 {
-		return res, fmt.Errorf("%w: limit %d", ErrInvalidArgument, limit)
+		return res, fmt.Errorf("%w: limit %d", store.ErrInvalidArgument, limit)
 	}
 	if s.closed.Load() {
-		return res, ErrClosed
+		return res, store.ErrClosed
 	}
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	s.catchUpView(txn.ReadTs())
 	var arena []byte
-	st, err := walkDueFrom(txn, seek, fromMs, nowMs, limit, func(key []byte, r *Row) error {
+	st, err := walkDueFrom(txn, seek, fromMs, nowMs, limit, func(key []byte, r *store.Row) error {
 		if len(arena)+len(key) > cap(arena) {
 			// Sized for the rows the limit still allows, at most 4 KiB at a time: a claim's
 			// scan of a few rows should not pay for a page of them.
 			arena = make([]byte, 0, max(min(4096, (limit-len(res.Rows))*96), 2*len(key)))
 		}
 		arena = append(arena, key...)
-		res.Rows = append(res.Rows, DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: *r})
+		res.Rows = append(res.Rows, store.DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: *r})
 		return nil
 	})
 	if err != nil {
-		return ScanResult{}, fmt.Errorf("store: scan due from %d: %w", fromMs, err)
+		return store.ScanResult{}, fmt.Errorf("store: scan due from %d: %w", fromMs, err)
 	}
 	res.FirstDueMs, res.HasFirstDue = st.firstDue, st.hasFirstDue
 	res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue
@@ -154,16 +133,16 @@ func (s *Badger) scanDue(seek []byte, fromMs, nowMs int64, limit int) (ScanResul
 // ForEachSchedule calls fn for every schedule row whose cacheKey starts with prefix, in key
 // order, from one snapshot (for operator actions on a URL prefix, such as prioritize). key and
 // row are valid only during the call. An error from fn stops the walk and is returned.
-func (s *Badger) ForEachSchedule(prefix []byte, fn func(key []byte, row Row) error) error {
+func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row) error) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	p := scheduleKey(prefix)
 	return s.db.View(func(txn *badger.Txn) error {
 		s.catchUpView(txn.ReadTs())
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
 		defer it.Close()
-		var row Row
+		var row store.Row
 		for it.Seek(p); it.Valid(); it.Next() {
 			item := it.Item()
 			if err := item.Value(row.UnmarshalBinary); err != nil {

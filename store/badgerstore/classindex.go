@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
 )
 
 // The class index (docs/store-format.md). Besides the due index, a store opened with a
@@ -24,15 +26,6 @@ import (
 // fingerprint is stored under m/class: Open rebuilds the index when it differs, and drops the
 // index (and the fingerprint) when the store is opened without a classifier, so an index is
 // never read that a write made without it left behind.
-
-// Classifier names the sweep class of a schedule row. It must be a pure function of the key
-// and the projection, and quick: the funnel calls it for every write, twice for a reschedule
-// (the old row and the new).
-type Classifier interface {
-	Class(cacheKey []byte, p Projection) uint32
-	// Fingerprint changes whenever Class could return another class for some row.
-	Fingerprint() uint64
-}
 
 const (
 	classKeyHeaderLen  = len(prefixClass) + 4 + 8
@@ -62,41 +55,13 @@ func decodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err
 		return 0, 0, nil, corruptionf("class key %q: due time out of range", k)
 	}
 	cacheKey = k[classKeyHeaderLen:]
-	if err := validateKey(cacheKey); err != nil {
+	if err := store.ValidateKey(cacheKey); err != nil {
 		return 0, 0, nil, corruptionf("class key %q: %v", k, err)
 	}
 	return class, int64(u), cacheKey, nil
 }
 
-// ClassHead is the first due row of one class in a pass.
-type ClassHead struct {
-	Class uint32
-	DueRow
-}
-
-// ClassPass is a Pass over a store that keeps the class index. A sweep reads the floor's head
-// with ReadHead (which counts as the pass's iteration for AdvanceFloor: the head is the true
-// minimum, so the floor protocol holds as for a full iteration) and the due rows it ranks
-// with ClassHeads and ReadClass, instead of IterateDue.
-type ClassPass interface {
-	Pass
-	// ClassFingerprint is the fingerprint of the classifier the index was built with; ok is
-	// false when the store keeps no class index.
-	ClassFingerprint() (fp uint64, ok bool)
-	// ReadHead reads the first row at or above the floor, if it is due (first, ok), and the
-	// first due time past now (Stats().NextDueMs). It is the pass's iteration: IterateDue may
-	// not follow it, nor it IterateDue.
-	ReadHead() (first DueRow, ok bool, err error)
-	// ClassHeads returns, for each class with a row due from the floor up to now, its first
-	// such row, in class order. Keys belong to the caller.
-	ClassHeads() ([]ClassHead, error)
-	// ReadClass appends to dst the due rows of class strictly after (afterMs, afterKey) in
-	// (due, key) order, up to now, at most n, and reports whether it stopped at n. Keys
-	// belong to the caller.
-	ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []DueRow) ([]DueRow, bool, error)
-}
-
-var _ ClassPass = (*badgerPass)(nil)
+var _ store.ClassPass = (*badgerPass)(nil)
 
 // ClassFingerprint implements ClassPass.
 func (p *badgerPass) ClassFingerprint() (uint64, bool) {
@@ -107,10 +72,10 @@ func (p *badgerPass) ClassFingerprint() (uint64, bool) {
 }
 
 // ReadHead implements ClassPass.
-func (p *badgerPass) ReadHead() (DueRow, bool, error) {
-	var first DueRow
+func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
+	var first store.DueRow
 	var ok bool
-	err := p.IterateDue(1, 1, func(rows []DueRow) error {
+	err := p.IterateDue(1, 1, func(rows []store.DueRow) error {
 		first, ok = rows[0], true
 		first.Key = append([]byte(nil), rows[0].Key...)
 		return nil
@@ -119,7 +84,7 @@ func (p *badgerPass) ReadHead() (DueRow, bool, error) {
 		return first, false, err
 	}
 	if p.stats.Capped { // a second row was due: the next due time is past it
-		st, err := walkDue(p.txn, p.stats.NowMs+1, math.MaxInt64, 0, func([]byte, *Row) error { return errStopWalk })
+		st, err := walkDue(p.txn, p.stats.NowMs+1, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
 		if err != nil && !errors.Is(err, errStopWalk) {
 			return first, false, fmt.Errorf("store: next due after %d: %w", p.stats.NowMs, err)
 		}
@@ -141,15 +106,15 @@ func (p *badgerPass) classIter() *badger.Iterator {
 }
 
 // ClassHeads implements ClassPass: one seek per class present in the index.
-func (p *badgerPass) ClassHeads() ([]ClassHead, error) {
+func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	if p.isClosed() {
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	}
 	if p.s.opts.Classifier == nil {
-		return nil, fmt.Errorf("%w: the store keeps no class index", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: the store keeps no class index", store.ErrInvalidArgument)
 	}
 	it := p.classIter()
-	var heads []ClassHead
+	var heads []store.ClassHead
 	seek := classKey(0, p.stats.FloorMs, nil)
 	for {
 		it.Seek(seek)
@@ -166,7 +131,7 @@ func (p *badgerPass) ClassHeads() ([]ClassHead, error) {
 			continue
 		}
 		if due <= p.stats.NowMs {
-			h := ClassHead{Class: class, DueRow: DueRow{Key: append([]byte(nil), key...)}}
+			h := store.ClassHead{Class: class, DueRow: store.DueRow{Key: append([]byte(nil), key...)}}
 			if err := item.Value(h.Projection.UnmarshalBinary); err != nil {
 				return heads, fmt.Errorf("store: class entry %q: %w", key, err)
 			}
@@ -181,12 +146,12 @@ func (p *badgerPass) ClassHeads() ([]ClassHead, error) {
 }
 
 // ReadClass implements ClassPass.
-func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []DueRow) ([]DueRow, bool, error) {
+func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []store.DueRow) ([]store.DueRow, bool, error) {
 	if p.isClosed() {
-		return dst, false, ErrClosed
+		return dst, false, store.ErrClosed
 	}
 	if p.s.opts.Classifier == nil || n <= 0 {
-		return dst, false, fmt.Errorf("%w: class index %v, n %d", ErrInvalidArgument, p.s.opts.Classifier != nil, n)
+		return dst, false, fmt.Errorf("%w: class index %v, n %d", store.ErrInvalidArgument, p.s.opts.Classifier != nil, n)
 	}
 	it := p.classIter()
 	read := 0
@@ -202,7 +167,7 @@ func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n i
 		if read == n {
 			return dst, true, nil
 		}
-		r := DueRow{Key: append([]byte(nil), key...)}
+		r := store.DueRow{Key: append([]byte(nil), key...)}
 		if err := item.Value(r.Projection.UnmarshalBinary); err != nil {
 			return dst, false, fmt.Errorf("store: class entry %q: %w", key, err)
 		}

@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/store"
 )
 
 const crashChildEnv = "FRESHQ_STORE_CRASH_CHILD"
@@ -47,14 +49,14 @@ func crashChild(dir string) {
 			for seq := 1; ; seq++ {
 				k := crashKey(g + crashWriters*(seq%(crashKeys/crashWriters)))
 				due := int64(seq)*crashWriters + int64(g)
-				s, _ := NewSchedule([]byte(k), due, seq%2 == 0, int64(seq), Lanes{})
-				w := Write{Schedule: s}
+				s, _ := store.NewSchedule([]byte(k), due, seq%2 == 0, int64(seq), store.Lanes{})
+				w := store.Write{Schedule: s}
 				page := seq%3 == 0
 				if page {
-					tg := Target{URL: k, Source: SourceAPI, StoredIntervalMs: due}
-					w.Target, w.Page = &tg, &Page{Status: 200, Body: body, RenderedAtMs: due}
+					tg := store.Target{URL: k, Source: store.SourceAPI, StoredIntervalMs: due}
+					w.Target, w.Page = &tg, &store.Page{Status: 200, Body: body, RenderedAtMs: due}
 				}
-				if err := st.WriteSchedules([]Write{w}); err != nil {
+				if err := st.WriteSchedules([]store.Write{w}); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(3)
 				}

@@ -1,15 +1,17 @@
-package store
+package badgerstore
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/freshq/freshq/store"
 )
 
 // checkK1 fails t if a key with a schedule row is missing from the key filter.
-func checkK1(t *testing.T, st *Badger, step int) {
+func checkK1(t *testing.T, st *Store, step int) {
 	t.Helper()
-	err := st.ForEachSchedule(nil, func(key []byte, _ Row) error {
+	err := st.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
 		if !st.keys.mayHave(key) {
 			return fmt.Errorf("row %q is not in the key filter", key)
 		}
@@ -37,9 +39,9 @@ func TestKeyFilterK1(t *testing.T) {
 	for step := range steps {
 		switch n := r.IntN(10); {
 		case n < 5: // a batch of puts, some of keys new to the store
-			ws := make([]Write, 1+r.IntN(20))
+			ws := make([]store.Write, 1+r.IntN(20))
 			for i := range ws {
-				ws[i] = Write{Schedule: mustSchedule(t, key(), r.Int64N(1000), r.IntN(2) == 0, 0, Lanes{})}
+				ws[i] = store.Write{Schedule: mustSchedule(t, key(), r.Int64N(1000), r.IntN(2) == 0, 0, store.Lanes{})}
 			}
 			mustWrite(t, st, ws...)
 		case n < 8:
@@ -50,9 +52,9 @@ func TestKeyFilterK1(t *testing.T) {
 			k := key()
 			was, err := st.GetSchedule([]byte(k))
 			if err != nil {
-				was = Row{DueAtMs: 1} // absent: the refile must not apply
+				was = store.Row{DueAtMs: 1} // absent: the refile must not apply
 			}
-			if _, err := st.RefileIfUnchanged(mustSchedule(t, k, r.Int64N(1000), false, 0, Lanes{}), was); err != nil {
+			if _, err := st.RefileIfUnchanged(mustSchedule(t, k, r.Int64N(1000), false, 0, store.Lanes{}), was); err != nil {
 				t.Fatal(err)
 			}
 		default:
@@ -85,9 +87,9 @@ func TestKeyFilterSkipsReadsOfNewKeysOnly(t *testing.T) {
 	const n = 2000
 	load := func(due int64) {
 		t.Helper()
-		ws := make([]Write, n)
+		ws := make([]store.Write, n)
 		for i := range ws {
-			ws[i] = Write{Schedule: mustSchedule(t, fmt.Sprintf("desktop|https://new.test/%d", i), due, true, 0, Lanes{})}
+			ws[i] = store.Write{Schedule: mustSchedule(t, fmt.Sprintf("desktop|https://new.test/%d", i), due, true, 0, store.Lanes{})}
 		}
 		mustWrite(t, st, ws...)
 	}

@@ -1,9 +1,11 @@
-package store
+package badgerstore
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/store"
 )
 
 // manualTicker is a Ticker the test drives.
@@ -22,7 +24,7 @@ func TestGCLifecycle(t *testing.T) {
 	st := openTest(t, &Options{
 		GCInterval:  time.Hour,
 		NewTicker:   func(d time.Duration) Ticker { interval = d; return tk },
-		TestSignals: TestSignals{AfterGC: func(_ int, err error) { ran <- err }},
+		TestSignals: store.TestSignals{AfterGC: func(_ int, err error) { ran <- err }},
 	})
 	st.StopGC() // before start: a no-op
 	st.StartGC()
@@ -44,7 +46,7 @@ func TestGCLifecycle(t *testing.T) {
 	}
 	st.StartGC() // after Close: a no-op
 	st.StopGC()
-	if _, err := st.RunGC(); !isErr(err, ErrClosed) {
+	if _, err := st.RunGC(); !isErr(err, store.ErrClosed) {
 		t.Fatalf("RunGC after Close: %v", err)
 	}
 }
@@ -61,10 +63,10 @@ func TestRunGCRewrites(t *testing.T) {
 	body := []byte(strings.Repeat("x", 2<<10)) // in the value log
 	const rounds = 30                          // enough flushes for compaction to drop versions
 	for round := range rounds {
-		var ws []Write
+		var ws []store.Write
 		for i := range 200 {
-			pg := Page{Status: 200, Body: body, RenderedAtMs: int64(round)}
-			ws = append(ws, Write{Schedule: mustSchedule(t, urlKey(i), int64(round), false, 0, Lanes{}), Page: &pg})
+			pg := store.Page{Status: 200, Body: body, RenderedAtMs: int64(round)}
+			ws = append(ws, store.Write{Schedule: mustSchedule(t, urlKey(i), int64(round), false, 0, store.Lanes{}), Page: &pg})
 		}
 		mustWrite(t, st, ws...)
 	}
@@ -103,11 +105,11 @@ func TestRunGCRewrites(t *testing.T) {
 // The repair is put-if-absent: a row the funnel wrote meanwhile is kept.
 func TestRefileIfAbsentKeepsNewerRow(t *testing.T) {
 	st := openTest(t, nil)
-	mustWrite(t, st, Write{Schedule: mustSchedule(t, "k", 7, true, 5, Lanes{})})
+	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, "k", 7, true, 5, store.Lanes{})})
 	tg := sampleTarget()
-	n, err := st.refileIfAbsent([]Write{
-		{Schedule: mustSchedule(t, "k", 100, false, 0, Lanes{}), Target: &tg},
-		{Schedule: mustSchedule(t, "new", 100, false, 0, Lanes{}), Target: &tg},
+	n, err := st.refileIfAbsent([]store.Write{
+		{Schedule: mustSchedule(t, "k", 100, false, 0, store.Lanes{}), Target: &tg},
+		{Schedule: mustSchedule(t, "new", 100, false, 0, store.Lanes{}), Target: &tg},
 	})
 	if err != nil || n != 1 {
 		t.Fatalf("refiled %d, %v", n, err)
@@ -118,7 +120,7 @@ func TestRefileIfAbsentKeepsNewerRow(t *testing.T) {
 	if r, _ := st.GetSchedule([]byte("new")); r.StoredIntervalMs != tg.StoredIntervalMs {
 		t.Fatalf("refiled row: %+v", r)
 	}
-	if _, err := st.GetTarget([]byte("new")); !isErr(err, ErrNotFound) {
+	if _, err := st.GetTarget([]byte("new")); !isErr(err, store.ErrNotFound) {
 		t.Fatalf("refile rewrote the target: %v", err)
 	}
 }
@@ -149,20 +151,20 @@ func TestOptions(t *testing.T) {
 		o := Options{}
 		o.EnsureDefaults()
 		bad(&o)
-		if err := o.Validate(); !isErr(err, ErrInvalidOptions) {
+		if err := o.Validate(); !isErr(err, store.ErrInvalidOptions) {
 			t.Errorf("%+v validated: %v", o, err)
 		}
 		if o.BlockCacheSize == 0 {
 			continue // Open's EnsureDefaults gives it a cache: valid there
 		}
-		if st, err := Open(t.TempDir(), &o); !isErr(err, ErrInvalidOptions) {
+		if st, err := Open(t.TempDir(), &o); !isErr(err, store.ErrInvalidOptions) {
 			t.Errorf("Open accepted invalid options: %v", err)
 			st.Close()
 		}
 	}
 	o = Options{Compression: CompressionSnappy}
 	st := openTest(t, &o)
-	mustWrite(t, st, Write{Schedule: mustSchedule(t, "k", 1, false, 0, Lanes{})})
+	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, "k", 1, false, 0, store.Lanes{})})
 	if o.MemTableSize != 0 {
 		t.Fatal("Open modified the caller's Options")
 	}
@@ -175,12 +177,12 @@ func TestOptions(t *testing.T) {
 func TestReconcileSkipsCorruptTarget(t *testing.T) {
 	st := openTest(t, nil)
 	tg := sampleTarget()
-	mustWrite(t, st, Write{Schedule: mustSchedule(t, "good", 5, false, 0, Lanes{}), Target: &tg})
+	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, "good", 5, false, 0, store.Lanes{}), Target: &tg})
 	rawSet(t, st, targetKey([]byte("broken")), []byte{1})
 	if n, err := st.Reconcile(300_000); err != nil || n != 0 {
 		t.Fatalf("corrupt target: %d %v", n, err)
 	}
-	if _, err := st.GetSchedule([]byte("broken")); !isErr(err, ErrNotFound) {
+	if _, err := st.GetSchedule([]byte("broken")); !isErr(err, store.ErrNotFound) {
 		t.Fatalf("a row was filed for a corrupt target: %v", err)
 	}
 }
@@ -188,9 +190,9 @@ func TestReconcileSkipsCorruptTarget(t *testing.T) {
 // The repair refuses an implausible due time like every other funnel path.
 func TestRefileIfAbsentRefusesImplausibleDue(t *testing.T) {
 	st := openTest(t, &Options{RefuseImplausibleDue: true})
-	for _, due := range []int64{0, MinDueMs - 1, MaxDueMs + 1} {
-		sch := mustSchedule(t, "desktop|https://a.test/", due, false, 0, Lanes{})
-		if _, err := st.refileIfAbsent([]Write{{Schedule: sch}}); !isErr(err, ErrImplausibleDue) {
+	for _, due := range []int64{0, store.MinDueMs - 1, store.MaxDueMs + 1} {
+		sch := mustSchedule(t, "desktop|https://a.test/", due, false, 0, store.Lanes{})
+		if _, err := st.refileIfAbsent([]store.Write{{Schedule: sch}}); !isErr(err, store.ErrImplausibleDue) {
 			t.Fatalf("refile if absent due %d: %v", due, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"errors"
@@ -9,16 +9,18 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/store"
 )
 
-// Badger is the schedule store of one node: a Badger database, its write funnel and its scans.
+// Store is the schedule store of one node: a Badger database, its write funnel and its scans.
 // All methods are safe for concurrent use, except that Close must not race a pass or scan in
 // progress.
-type Badger struct {
+type Store struct {
 	db    *badger.DB
 	opts  Options
 	log   zerolog.Logger
-	floor FloorCell
+	floor store.FloorCell
 
 	closed atomic.Bool
 
@@ -37,7 +39,7 @@ type Badger struct {
 	floorMu  sync.Mutex
 	inflight map[*batch]int64 // batches registered and not yet acknowledged → min new due
 	passes   map[*badgerPass]struct{}
-	head     MemFloor // the floor without its guard: where a scan may start (HeadMs)
+	head     store.MemFloor // the floor without its guard: where a scan may start (HeadMs)
 
 	// The read view (readview.go): what the Get methods read, never waiting on a commit.
 	view       atomic.Pointer[readView]
@@ -51,10 +53,13 @@ type Badger struct {
 	gcDone chan struct{}
 }
 
+// Store is a store.Store.
+var _ store.Store = (*Store)(nil)
+
 // Open opens (creating if needed) the store in dir. opts may be nil for the defaults; Open
 // works on a copy with EnsureDefaults applied, and returns Validate's error if any. Only one
 // process may have a directory open: Badger holds an exclusive lock on it.
-func Open(dir string, opts *Options) (*Badger, error) {
+func Open(dir string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -68,7 +73,7 @@ func Open(dir string, opts *Options) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	s := &Badger{
+	s := &Store{
 		db:            db,
 		opts:          o,
 		log:           o.Logger.With().Str("component", "store").Logger(),
@@ -78,7 +83,7 @@ func Open(dir string, opts *Options) (*Badger, error) {
 		passes:        make(map[*badgerPass]struct{}),
 		inflight:      make(map[*batch]int64),
 	}
-	s.head.v.Store(o.Floor.Load())
+	s.setHead(o.Floor.Load())
 	if err := s.openClassIndex(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -99,7 +104,7 @@ func Open(dir string, opts *Options) (*Badger, error) {
 // Close stops GC, drains the funnel (every call already accepted is committed and
 // acknowledged; later calls get ErrClosed), closes passes still open, and closes Badger, which
 // flushes its memtables to tables. Close is safe to call twice; the second call returns nil.
-func (s *Badger) Close() error {
+func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
@@ -137,35 +142,35 @@ func (s *Badger) Close() error {
 // from the floor skips the tombstones of every row rescheduled out of the guard window; a seek
 // from the head does not (docs/store.md, BenchmarkSeekFirstDue). The floor itself stays a
 // guard behind, and sweep passes still read from it.
-func (s *Badger) HeadMs() int64 { return max(s.floor.Load(), s.head.Load()) }
+func (s *Store) HeadMs() int64 { return max(s.floor.Load(), s.head.Load()) }
 
 // Floor returns the floor cell the store lowers and its passes advance.
-func (s *Badger) Floor() FloorCell { return s.floor }
+func (s *Store) Floor() store.FloorCell { return s.floor }
 
 // GetSchedule returns the schedule row of cacheKey, or ErrNotFound.
-func (s *Badger) GetSchedule(cacheKey []byte) (Row, error) {
-	var r Row
+func (s *Store) GetSchedule(cacheKey []byte) (store.Row, error) {
+	var r store.Row
 	return r, s.get(scheduleKey(cacheKey), cacheKey, "schedule row", r.UnmarshalBinary)
 }
 
 // GetTarget returns the target of cacheKey, or ErrNotFound.
-func (s *Badger) GetTarget(cacheKey []byte) (Target, error) {
-	var t Target
+func (s *Store) GetTarget(cacheKey []byte) (store.Target, error) {
+	var t store.Target
 	return t, s.get(targetKey(cacheKey), cacheKey, "target", t.UnmarshalBinary)
 }
 
 // GetPage returns the page of cacheKey, or ErrNotFound. The page's body is the caller's.
-func (s *Badger) GetPage(cacheKey []byte) (Page, error) {
-	var p Page
+func (s *Store) GetPage(cacheKey []byte) (store.Page, error) {
+	var p store.Page
 	return p, s.get(pageKey(cacheKey), cacheKey, "page", p.UnmarshalBinary)
 }
 
-func (s *Badger) get(k, cacheKey []byte, what string, decode func([]byte) error) error {
-	if err := validateKey(cacheKey); err != nil {
+func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) error {
+	if err := store.ValidateKey(cacheKey); err != nil {
 		return err
 	}
 	if s.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	read := func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
@@ -178,7 +183,7 @@ func (s *Badger) get(k, cacheKey []byte, what string, decode func([]byte) error)
 	if s.gcRunning.Load() > 0 {
 		err = s.db.View(read)
 	} else if v := s.acquireView(); v == nil {
-		return ErrClosed
+		return store.ErrClosed
 	} else {
 		err = read(v.txn)
 		v.release()
@@ -187,7 +192,7 @@ func (s *Badger) get(k, cacheKey []byte, what string, decode func([]byte) error)
 	case err == nil:
 		return nil
 	case errors.Is(err, badger.ErrKeyNotFound):
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return fmt.Errorf("store: get %s %q: %w", what, cacheKey, err)
 }

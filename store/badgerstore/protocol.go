@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import "math"
 
@@ -56,7 +56,7 @@ import "math"
 // (math.MaxInt64 for a batch of deletes), and lowers the floor to it. It runs before the
 // batch's first transaction commits. Two batches can be in flight at once (the committer
 // builds one while Badger writes the other).
-func (s *Badger) beginInflight(b *batch) {
+func (s *Store) beginInflight(b *batch) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	minDue := b.minDue
@@ -72,14 +72,25 @@ func (s *Badger) beginInflight(b *batch) {
 }
 
 // endInflight unregisters the batch once all its transactions are done.
-func (s *Badger) endInflight(b *batch) {
+func (s *Store) endInflight(b *batch) {
 	s.floorMu.Lock()
 	delete(s.inflight, b)
 	s.floorMu.Unlock()
 }
 
+// setHead stores ms in the head by plain store. MemFloor has no plain store, on purpose; only
+// Open (before anything else runs) and the test's naive advance (under floorMu, where every
+// other change of the head happens) set it so.
+func (s *Store) setHead(ms int64) {
+	if cur := s.head.Load(); ms > cur {
+		s.head.Advance(cur, ms)
+	} else {
+		s.head.Lower(ms)
+	}
+}
+
 // registerPass opens p's snapshot and reads the floor inside the critical section.
-func (s *Badger) registerPass(p *badgerPass) {
+func (s *Store) registerPass(p *badgerPass) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	p.txn = s.db.NewTransaction(false)
@@ -96,7 +107,7 @@ func (s *Badger) registerPass(p *badgerPass) {
 // guard, from the head the pass observed: the argument above holds for it word for word with
 // guard 0, because the pass read every row from the floor (≤ the head, or the head is moot)
 // up to now.
-func (s *Badger) advance(p *badgerPass, guardMs int64) (int64, bool) {
+func (s *Store) advance(p *badgerPass, guardMs int64) (int64, bool) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	if p.closed || !p.iterated || (!p.stats.HasFirstDue && !p.stats.Complete) {
@@ -124,7 +135,7 @@ func (s *Badger) advance(p *badgerPass, guardMs int64) (int64, bool) {
 
 // unregisterPass marks p closed and removes it from the critical section's set. It reports
 // whether p was open.
-func (s *Badger) unregisterPass(p *badgerPass) bool {
+func (s *Store) unregisterPass(p *badgerPass) bool {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	if p.closed {

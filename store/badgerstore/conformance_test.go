@@ -1,21 +1,22 @@
-package store_test
+package badgerstore_test
 
 import (
 	"bytes"
 	"testing"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/store/storetest"
 )
 
 // badgerUnderTest is the Badger store with the suite's Backdoor.
 type badgerUnderTest struct {
-	*store.Badger
+	*badgerstore.Store
 	dir string
 }
 
 func (b badgerUnderTest) LoseRow(t testing.TB, cacheKey []byte) {
-	store.LoseRowForTest(t, b.Badger, cacheKey)
+	badgerstore.LoseRowForTest(t, b.Store, cacheKey)
 }
 
 // Floors: the Badger store has one floor, the node's cell.
@@ -54,7 +55,7 @@ func openBadgerWith(t testing.TB, o storetest.Options, c store.Classifier) store
 	if o.Reopen != nil {
 		dir = o.Reopen.(badgerUnderTest).dir
 	}
-	st, err := store.Open(dir, &store.Options{Floor: o.Floor, RefuseImplausibleDue: o.RefuseImplausibleDue, TestSignals: o.TestSignals, Classifier: c})
+	st, err := badgerstore.Open(dir, &badgerstore.Options{Floor: o.Floor, RefuseImplausibleDue: o.RefuseImplausibleDue, TestSignals: o.TestSignals, Classifier: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestConformanceClassIndex(t *testing.T) { storetest.Run(t, openBadgerClassi
 // Badger only: the variant has no test signal.
 func TestNaiveHeadAdvanceStrands(t *testing.T) {
 	c := storetest.Interleaving{Passes: 3000, Writers: 3, Keys: 8, Guard: 1000,
-		Advance: store.NaiveHeadAdvanceForTest, StopAtFirst: true}
+		Advance: badgerstore.NaiveHeadAdvanceForTest, StopAtFirst: true}
 	bad, _ := c.Run(t, openBadger, 1)
 	if len(bad) == 0 {
 		t.Fatal("a naive head advance stranded nothing in 3000 passes: the checker does not judge the head")

@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
 )
 
 // maxRewritesPerGC bounds one GC run: each rewrite copies a value-log file's live entries, and
@@ -15,7 +17,7 @@ const maxRewritesPerGC = 8
 
 // StartGC starts value-log garbage collection every Options.GCInterval, on the ticker
 // Options.NewTicker makes. It is a no-op if GC is running or the store is closed.
-func (s *Badger) StartGC() {
+func (s *Store) StartGC() {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	if s.gcStop != nil || s.closed.Load() {
@@ -40,7 +42,7 @@ func (s *Badger) StartGC() {
 
 // StopGC stops the GC loop and waits for a run in progress to finish. It is safe to call
 // twice, and before StartGC.
-func (s *Badger) StopGC() {
+func (s *Store) StopGC() {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	if s.gcStop == nil {
@@ -54,9 +56,9 @@ func (s *Badger) StopGC() {
 // RunGC runs one value-log GC: it rewrites value-log files whose garbage fraction is at least
 // Options.GCDiscardRatio, up to a bound per run, and returns how many it rewrote. Finding
 // nothing to rewrite is not an error. It logs one line.
-func (s *Badger) RunGC() (rewrites int, err error) {
+func (s *Store) RunGC() (rewrites int, err error) {
 	if s.closed.Load() {
-		return 0, ErrClosed
+		return 0, store.ErrClosed
 	}
 	start := time.Now()
 	// A rewrite deletes a value-log file once its values are moved, and the read view, taken
@@ -104,12 +106,12 @@ const reconcileBatch = 1024
 //
 // It merges the t/ and s/ key ranges of one snapshot, reading only the values of the targets
 // it repairs.
-func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
+func (s *Store) Reconcile(nowMs int64) (restored int, err error) {
 	if nowMs < 0 {
-		return 0, fmt.Errorf("%w: negative now %d", ErrInvalidArgument, nowMs)
+		return 0, fmt.Errorf("%w: negative now %d", store.ErrInvalidArgument, nowMs)
 	}
 	if s.closed.Load() {
-		return 0, ErrClosed
+		return 0, store.ErrClosed
 	}
 	start := time.Now()
 	var checked, missing, corrupt int
@@ -131,7 +133,7 @@ func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
 	defer sit.Close()
 	sit.Rewind()
 
-	var pending []Write
+	var pending []store.Write
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -151,12 +153,12 @@ func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
 			continue
 		}
 		missing++
-		var t Target
+		var t store.Target
 		if err := tit.Item().Value(t.UnmarshalBinary); err != nil {
 			corrupt++
 			continue
 		}
-		sch, err := NewSchedule(ck, nowMs, t.Source.Submitted(), t.StoredIntervalMs, Lanes{
+		sch, err := store.NewSchedule(ck, nowMs, t.Source.Submitted(), t.StoredIntervalMs, store.Lanes{
 			NeverRendered: t.LastRender.Status == 0,
 			Failing:       t.Failures.Count > 0,
 		})
@@ -164,7 +166,7 @@ func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
 			corrupt++
 			continue
 		}
-		pending = append(pending, Write{Schedule: sch, Target: &t})
+		pending = append(pending, store.Write{Schedule: sch, Target: &t})
 		if len(pending) == reconcileBatch {
 			if err := flush(); err != nil {
 				return restored, err
@@ -177,9 +179,9 @@ func (s *Badger) Reconcile(nowMs int64) (restored int, err error) {
 // Compact flattens the LSM tree so that scans merge as few tables as possible. Background
 // compaction gets there on its own over time; Compact is for a maintenance window, or for a
 // benchmark that must measure the steady state rather than a freshly loaded tree.
-func (s *Badger) Compact() error {
+func (s *Store) Compact() error {
 	if s.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	if err := s.db.Flatten(2); err != nil {
 		return fmt.Errorf("store: compact: %w", err)

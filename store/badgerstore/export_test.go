@@ -1,13 +1,17 @@
-package store
+package badgerstore
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/freshq/freshq/store"
+)
 
 // This file exports to the store_test package (the conformance run of conformance_test.go)
 // the few internals its Backdoor and the Badger-only protocol variant need.
 
 // LoseRowForTest deletes cacheKey's schedule row and due-index entry behind the funnel's back,
 // leaving its target and page.
-func LoseRowForTest(t testing.TB, st *Badger, cacheKey []byte) {
+func LoseRowForTest(t testing.TB, st *Store, cacheKey []byte) {
 	t.Helper()
 	r, err := st.GetSchedule(cacheKey)
 	if err != nil {
@@ -22,7 +26,7 @@ func LoseRowForTest(t testing.TB, st *Badger, cacheKey []byte) {
 
 // NaiveHeadAdvanceForTest runs the real floor advance of p but moves the head naively: to
 // min(firstDue, now) by plain store, with no in-flight term and no CAS.
-func NaiveHeadAdvanceForTest(p Pass, guardMs int64) {
+func NaiveHeadAdvanceForTest(p store.Pass, guardMs int64) {
 	bp := p.(*badgerPass)
 	bp.AdvanceFloor(guardMs)
 	s := bp.Stats()
@@ -31,6 +35,6 @@ func NaiveHeadAdvanceForTest(p Pass, guardMs int64) {
 		b = min(b, s.FirstDueMs)
 	}
 	bp.s.floorMu.Lock()
-	bp.s.head.v.Store(b)
+	bp.s.setHead(b)
 	bp.s.floorMu.Unlock()
 }

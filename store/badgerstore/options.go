@@ -1,4 +1,4 @@
-package store
+package badgerstore
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/store"
 )
 
 // Compression selects the block compression of Badger's tables.
@@ -104,11 +106,11 @@ type Options struct {
 
 	// Classifier, when set, makes the store keep the class index a sweep reads instead of
 	// the whole due set (classindex.go). Worker 0 passes sweep.NewClassifier of its policy.
-	Classifier Classifier
+	Classifier store.Classifier
 
 	// Floor is the claim-floor cell (default: a fresh MemFloor at 0). Worker 0 passes the
 	// shared-memory cell.
-	Floor FloorCell
+	Floor store.FloorCell
 
 	// GCInterval is how often value-log GC runs once StartGC is called (default 10 min).
 	// GCDiscardRatio is the fraction of a value-log file that must be garbage before GC
@@ -125,7 +127,7 @@ type Options struct {
 
 	// Test hooks (set only from _test.go files in this package).
 	// TestSignals are hooks for tests; the zero value in production.
-	TestSignals TestSignals
+	TestSignals store.TestSignals
 }
 
 // EnsureDefaults fills every zero field with its default and returns o.
@@ -164,7 +166,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.QueueLen = 1024
 	}
 	if o.Floor == nil {
-		o.Floor = NewMemFloor(0)
+		o.Floor = store.NewMemFloor(0)
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
@@ -181,7 +183,7 @@ func (o *Options) EnsureDefaults() *Options {
 // Validate reports the first out-of-range option, wrapping ErrInvalidOptions.
 func (o *Options) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{store.ErrInvalidOptions}, args...)...)
 	}
 	switch {
 	case o.MemTableSize < 1<<20:
@@ -277,24 +279,4 @@ func trimNL(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-// TestSignals are the named points at which a test can watch or steer a store. Every backend
-// has the same ones (store/pgstore has its own type of the same shape); production leaves them
-// zero.
-type TestSignals struct {
-	// BeforeCommit runs in the committer once a batch has lowered the floor for its writes,
-	// just before its transaction commits.
-	BeforeCommit func()
-	// AfterGC runs after each value-log GC run with its result.
-	AfterGC func(rewrites int, err error)
-	// InBadgerWrite runs inside Badger's write of a transaction, after its commit timestamp
-	// is taken and its values are in the value log, before its memtable write: a test holds a
-	// commit open there, as a write stalled behind a memtable flush would be. (Badger has no
-	// hook; its debug line at that point is the signal.)
-	InBadgerWrite func()
-	// NaiveAdvance makes a pass advance the floor the way the floor protocol forbids: to
-	// min(first due row observed, now) − guard, from whatever the floor holds, counting no
-	// write in flight. The test that shows this strands rows uses it, so that test can fail.
-	NaiveAdvance bool
 }

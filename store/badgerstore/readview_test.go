@@ -1,10 +1,12 @@
-package store
+package badgerstore
 
 import (
 	"bytes"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/store"
 )
 
 // A read never waits on a write: with a commit held inside Badger's write (its commit
@@ -19,7 +21,7 @@ func TestReadsDoNotWaitOnACommit(t *testing.T) {
 		held    chan struct{}
 		release chan struct{}
 	}
-	st := openTest(t, &Options{TestSignals: TestSignals{InBadgerWrite: func() {
+	st := openTest(t, &Options{TestSignals: store.TestSignals{InBadgerWrite: func() {
 		hold.Lock()
 		on := hold.on
 		hold.on = false
@@ -30,10 +32,10 @@ func TestReadsDoNotWaitOnACommit(t *testing.T) {
 		}
 	}}})
 	key := urlKey(1)
-	page := func(body string) *Page {
-		return &Page{Status: 200, Headers: []Header{{Name: "content-type", Value: "text/html"}}, Body: []byte(body), RenderedAtMs: 5}
+	page := func(body string) *store.Page {
+		return &store.Page{Status: 200, Headers: []store.Header{{Name: "content-type", Value: "text/html"}}, Body: []byte(body), RenderedAtMs: 5}
 	}
-	mustWrite(t, st, Write{Schedule: mustSchedule(t, key, 100, true, 1000, Lanes{}), Page: page("<p>one</p>")})
+	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, key, 100, true, 1000, store.Lanes{}), Page: page("<p>one</p>")})
 
 	hold.Lock()
 	hold.on, hold.held, hold.release = true, make(chan struct{}), make(chan struct{})
@@ -43,13 +45,13 @@ func TestReadsDoNotWaitOnACommit(t *testing.T) {
 	t.Cleanup(release) // before the store closes: Close drains the held write
 	written := make(chan error, 1)
 	go func() {
-		written <- st.WriteSchedules([]Write{{Schedule: mustSchedule(t, key, 200, true, 1000, Lanes{}), Page: page("<p>two</p>")}})
+		written <- st.WriteSchedules([]store.Write{{Schedule: mustSchedule(t, key, 200, true, 1000, store.Lanes{}), Page: page("<p>two</p>")}})
 	}()
 	<-hold.held // the commit is inside Badger's write now, and stays there
 
 	read := make(chan error, 1)
-	var got Page
-	var row Row
+	var got store.Page
+	var row store.Row
 	go func() {
 		var err error
 		if got, err = st.GetPage([]byte(key)); err == nil {

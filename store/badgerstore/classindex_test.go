@@ -1,10 +1,11 @@
-package store_test
+package badgerstore_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 )
 
 // otherClassifier classes rows differently from testClassifier, under another fingerprint: a
@@ -19,9 +20,9 @@ func (otherClassifier) Fingerprint() uint64                         { return 0xf
 // agreeing with the rows under the classifier in force.
 func TestClassIndexFollowsTheClassifier(t *testing.T) {
 	dir := t.TempDir()
-	open := func(c store.Classifier) *store.Badger {
+	open := func(c store.Classifier) *badgerstore.Store {
 		t.Helper()
-		st, err := store.Open(dir, &store.Options{Classifier: c})
+		st, err := badgerstore.Open(dir, &badgerstore.Options{Classifier: c})
 		if err != nil {
 			t.Fatal(err)
 		}
