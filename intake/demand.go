@@ -148,7 +148,7 @@ func demandDue(pol *policy.Policy, key []byte, row store.Row, f *store.Freshness
 	if !freshnessOn(pol.Config()) || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
 		return row.DueAtMs
 	}
-	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs, Submitted: row.Submitted}
+	pr := policy.Row{Key: key, Row: row}
 	cadence, _ := pol.Cadence(&pr)
 	due := max(f.DigestAtMs+freshPartsOf(pol, key, cadence, f, now).IntervalMs, now)
 	return min(due, row.DueAtMs)

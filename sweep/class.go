@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 )
@@ -103,8 +102,8 @@ type classInfo struct {
 
 func infoOf(class uint32) classInfo {
 	f := class >> classBucketBits
-	r := policy.Row{Submitted: f&classSubmitted != 0, Urgent: f&classUrgent != 0,
-		NeverRendered: f&classNeverRendered != 0, Failing: f&classFailing != 0}
+	r := policy.Row{Row: store.Row{Projection: store.Projection{Submitted: f&classSubmitted != 0, Lanes: store.Lanes{
+		Urgent: f&classUrgent != 0, NeverRendered: f&classNeverRendered != 0, Failing: f&classFailing != 0}}}}
 	return classInfo{lane: policy.LaneOf(&r), submitted: r.Submitted, lowMs: bucketLowMs(class & classBucketMask)}
 }
 
@@ -137,7 +136,7 @@ func NewClassifier(pol *policy.Policy) *Classifier {
 
 // Class implements store.Classifier.
 func (c *Classifier) Class(key []byte, p store.Projection) uint32 {
-	pr := rows.Policy(key, store.Row{Projection: p})
+	pr := policy.Row{Key: key, Row: store.Row{Projection: p}}
 	cadence, _ := c.pol.Cadence(&pr)
 	return classOf(&pr, cadence)
 }

@@ -6,7 +6,8 @@
 //     machinery (claim, sweep, store, shm, policy, render) over the leaves (outcome, cachekey,
 //     wire, internal/...);
 //   - shm, outcome, cachekey and store (the store's contract) import nothing of freshq; wire only
-//     outcome, so that freshqctl links no store;
+//     outcome, so that freshqctl links no store; policy only config, cachekey, outcome and store,
+//     whose row type it decides on;
 //   - the store's contract links no storage engine: the engines (store/badgerstore on Badger,
 //     store/pgstore on pgx) import it, never the other way, and neither does policy, wire or
 //     freshqctl link one (TestContractLinksNoEngine, over go list -deps);
