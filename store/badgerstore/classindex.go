@@ -63,7 +63,7 @@ func decodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err
 
 var _ store.ClassPass = (*badgerPass)(nil)
 
-// ClassFingerprint implements ClassPass.
+// ClassFingerprint implements store.ClassPass.
 func (p *badgerPass) ClassFingerprint() (uint64, bool) {
 	if c := p.s.opts.Classifier; c != nil {
 		return c.Fingerprint(), true
@@ -71,7 +71,7 @@ func (p *badgerPass) ClassFingerprint() (uint64, bool) {
 	return 0, false
 }
 
-// ReadHead implements ClassPass.
+// ReadHead implements store.ClassPass.
 func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
 	var first store.DueRow
 	var ok bool
@@ -105,7 +105,7 @@ func (p *badgerPass) classIter() *badger.Iterator {
 	return p.classIt
 }
 
-// ClassHeads implements ClassPass: one seek per class present in the index.
+// ClassHeads implements store.ClassPass: one seek per class present in the index.
 func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	if p.isClosed() {
 		return nil, store.ErrClosed
@@ -145,7 +145,7 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	}
 }
 
-// ReadClass implements ClassPass.
+// ReadClass implements store.ClassPass.
 func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []store.DueRow) ([]store.DueRow, bool, error) {
 	if p.isClosed() {
 		return dst, false, store.ErrClosed
