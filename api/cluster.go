@@ -39,9 +39,10 @@ func (c *Cluster) Register(mux *http.ServeMux) {
 }
 
 // ownSection is the node's part of v for /v1/queue: the leases v.Self holds unexpired at
-// v.NowMs (a lease that expired still names its last owner, which holds it no more).
+// v.NowMs (a lease that expired still names its last owner, which holds it no more), and the
+// farm's capacity as /v1/cluster has it.
 func ownSection(v wire.ClusterView) *wire.QueueCluster {
-	c := &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}}
+	c := &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}, Capacity: v.Farm}
 	for _, s := range v.Shards {
 		if s.Owner != v.Self || s.ExpiresAtMs <= v.NowMs {
 			continue

@@ -43,6 +43,18 @@ var clusterFixture = wire.ClusterView{
 		{Shard: 2, Owner: "a", Epoch: 7, ExpiresAtMs: 1_008_000, FloorMs: 700, RowsBelowFloor: 3},
 		{Shard: 3, Owner: "a", Epoch: 2, ExpiresAtMs: 1_000_000, FloorMs: 800, RowsBelowFloor: 11},
 	},
+	Farm: farmFixture(),
+}
+
+// farmFixture is a farm of a (figures published) and b (unknown), as cmd/worker sums it.
+func farmFixture() *wire.FarmCapacity {
+	f := &wire.FarmCapacity{Nodes: 2, Reporting: 1, Unknown: []string{"b"}, PerNode: []wire.FarmNode{
+		{ID: "a", Capacity: &wire.NodeCapacity{Shards: 2, DemandPerSecond: 0.5, DemandRows: 1800, CapacityPerSecond: 0.4,
+			Classes: []wire.DemandClass{{Lane: "submitted", Route: "home", Submitted: true, Rows: 1800, PerSecond: 0.5}}}},
+		{ID: "b"},
+	}}
+	f.Demand.Total, f.Capacity.Capacity.PerSecond, f.Projection.Verdict = 0.5, 0.4, "falling behind by 360 renders/h"
+	return f
 }
 
 func TestClusterEndpoint(t *testing.T) {
@@ -87,7 +99,7 @@ func TestQueueClusterSection(t *testing.T) {
 	want := &wire.QueueCluster{Node: "a", ShardsOwned: 2, RowsBelowFloor: 3, Shards: []wire.OwnedShard{
 		{Shard: 0, Epoch: 4, FloorMs: 500},
 		{Shard: 2, Epoch: 7, FloorMs: 700, RowsBelowFloor: 3},
-	}}
+	}, Capacity: farmFixture()}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%+v\nwant %+v", got, want)
 	}

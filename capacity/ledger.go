@@ -30,11 +30,17 @@
 // Between recounts, the counts equal the sum of every row's contribution as the writes reported
 // them, in the order the ledger saw them.
 //
-// Known limits: on a cluster of nodes on PostgreSQL each node's ledger counts the writes it
-// executes and its recount reads the rows it owns, so capacity and demand are per node; the
-// recount costs one target read per row (on PostgreSQL, one query per row); the ledger holds
-// one packed entry per row, about 30 bytes with the map's own (TestLedgerMemoryPerRow); the lane floors
-// (queue.lanes.min_share) and the urgent cap are not modelled by the projection.
+// On a cluster of nodes on PostgreSQL (SetShards) each node's ledger knows every row's shard
+// and its Demand counts only the shards the node holds, so the nodes' demands add up to the
+// farm's with every shard counted once; its recount reads only those shards (ShardedSource),
+// one statement a shard with the targets joined. Farm sums the figures the nodes publish with
+// their heartbeats (Service.Figures) and projects the sum.
+//
+// Known limits: a row written through another node is counted by its shard's owner when the
+// owner renders it or at its next recount; the plan reads every row and a target per row (on
+// PostgreSQL, one query per row); the ledger holds one packed entry per row, about 35 bytes
+// with the map's own (TestLedgerMemoryPerRow); the lane floors (queue.lanes.min_share) and the
+// urgent cap are not modelled by the projection.
 package capacity
 
 import (
@@ -46,8 +52,17 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// bucket is one class of demand: the rows of one lane, route and submitted fact.
+// bucket is one class of demand in one shard: the rows of one lane, route and submitted fact.
+// shard is 0 outside a cluster (Ledger.Shard unset).
 type bucket struct {
+	lane      policy.Lane
+	submitted bool
+	route     string
+	shard     int32
+}
+
+// class is a bucket over every shard: what Demand reports.
+type class struct {
 	lane      policy.Lane
 	submitted bool
 	route     string
@@ -62,13 +77,13 @@ type entry struct {
 }
 
 // packed is an entry as the ledger keeps it per key: its bucket, cadence and stored interval as
-// indexes into the ledger's tables of the distinct values (interner), 12 bytes instead of 48.
-// A node holds a few dozen buckets and few distinct intervals, and the ledger one entry per
-// row: this is most of worker 0's memory per row beyond Badger's own.
+// indexes into the ledger's tables of the distinct values (interner), 16 bytes instead of 56.
+// A node holds a few dozen buckets per shard and few distinct intervals, and the ledger one
+// entry per row: this is most of worker 0's memory per row beyond Badger's own.
 type packed struct {
 	cadence uint32
 	stored  uint32
-	bucket  uint16
+	bucket  uint32
 	sealed  bool
 }
 
@@ -78,13 +93,13 @@ type packed struct {
 type interner struct {
 	mu        sync.Mutex
 	buckets   []bucket
-	bucketIDs map[bucket]uint16
+	bucketIDs map[bucket]uint32
 	ms        []int64
 	msIDs     map[int64]uint32
 }
 
 func newInterner() *interner {
-	return &interner{bucketIDs: map[bucket]uint16{}, msIDs: map[int64]uint32{}}
+	return &interner{bucketIDs: map[bucket]uint32{}, msIDs: map[int64]uint32{}}
 }
 
 func (in *interner) msID(v int64) uint32 {
@@ -97,14 +112,13 @@ func (in *interner) msID(v int64) uint32 {
 	return id
 }
 
-// pack numbers e. More than 65,536 distinct buckets (lane × route × submitted) cannot happen:
-// a configuration has far fewer routes.
+// pack numbers e. Buckets are lane × route × submitted × shard: far fewer than 2³².
 func (in *interner) pack(e entry) packed {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	b, ok := in.bucketIDs[e.bucket]
 	if !ok {
-		b = uint16(len(in.buckets))
+		b = uint32(len(in.buckets))
 		in.buckets = append(in.buckets, e.bucket)
 		in.bucketIDs[e.bucket] = b
 	}
@@ -141,6 +155,10 @@ func (c counts) add(e entry, n int64) {
 type Ledger struct {
 	pol  func() *policy.Policy
 	seed maphash.Seed
+	// shardOf and owned are a cluster node's (SetShards): the shard of a key, and the shards the
+	// node holds now. nil outside a cluster: every key is in shard 0, and every shard counts.
+	shardOf func(key []byte) int32
+	owned   func() []int32
 
 	in     *interner
 	mu     sync.Mutex
@@ -161,15 +179,42 @@ func NewLedger(pol func() *policy.Policy) *Ledger {
 	return &Ledger{pol: pol, seed: maphash.MakeSeed(), in: newInterner(), rows: map[uint64]packed{}, counts: counts{}}
 }
 
+// SetShards makes l a cluster node's ledger: shardOf is the shard of a key (the store's hash),
+// owned the shards the node holds now. Demand then counts only the rows of the shards held, so
+// that the nodes' demands add up to the farm's with every shard counted once, and a recount
+// from a ShardedSource reads only those. Call it before the first write.
+func (l *Ledger) SetShards(shardOf func(key []byte) int32, owned func() []int32) {
+	l.shardOf, l.owned = shardOf, owned
+}
+
 func (l *Ledger) hash(key []byte) uint64 { return maphash.Bytes(l.seed, key) }
 
-// contribution is what a row of key contributes under pol. storedMs is the target's stored
-// interval (the funnel mirrors it into the row; a schedule put does not carry it).
-func contribution(pol *policy.Policy, key []byte, row store.Row, storedMs int64, sealed bool) entry {
+func (l *Ledger) shard(key []byte) int32 {
+	if l.shardOf == nil {
+		return 0
+	}
+	return l.shardOf(key)
+}
+
+// ownedSet is the shards Demand counts: nil for all of them (outside a cluster).
+func (l *Ledger) ownedSet() map[int32]bool {
+	if l.owned == nil {
+		return nil
+	}
+	set := map[int32]bool{}
+	for _, sh := range l.owned() {
+		set[sh] = true
+	}
+	return set
+}
+
+// contribution is what a row of key in shard contributes under pol. storedMs is the target's
+// stored interval (the funnel mirrors it into the row; a schedule put does not carry it).
+func contribution(pol *policy.Policy, key []byte, shard int32, row store.Row, storedMs int64, sealed bool) entry {
 	pr := policy.Row{Key: key, Row: row}
 	pr.StoredIntervalMs = storedMs
 	route, _ := pol.RouteOf(key)
-	e := entry{bucket: bucket{lane: policy.LaneOf(&pr), submitted: row.Submitted, route: route}, storedMs: storedMs, sealed: sealed}
+	e := entry{bucket: bucket{lane: policy.LaneOf(&pr), submitted: row.Submitted, route: route, shard: shard}, storedMs: storedMs, sealed: sealed}
 	if !sealed {
 		e.cadenceMs, _ = pol.Cadence(&pr)
 	}
@@ -194,7 +239,7 @@ func (l *Ledger) Put(key []byte, row store.Row, tgt *store.Target) {
 	if tgt != nil {
 		storedMs, sealed = tgt.StoredIntervalMs, tgt.Terminal != store.TerminalNone
 	}
-	e := contribution(pol, key, row, storedMs, sealed)
+	e := contribution(pol, key, l.shard(key), row, storedMs, sealed)
 	if had {
 		l.counts.add(old, -1)
 	}
@@ -241,19 +286,38 @@ type Class struct {
 	PerSecond float64
 }
 
-// Demand returns the current demand.
+// Demand returns the current demand: of the shards the node holds, in a cluster (SetShards).
 func (l *Ledger) Demand() Demand {
+	owned := l.ownedSet()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.counts.demand()
+	return l.counts.demand(owned)
 }
 
-func (c counts) demand() Demand {
+// demand sums c over the shards of owned (every shard when owned is nil). Counts of one class
+// are merged over its shards before any division, so the figure is the same however the rows
+// are spread over shards.
+func (c counts) demand(owned map[int32]bool) Demand {
+	merged := map[class]map[int64]int64{}
+	for b, m := range c {
+		if owned != nil && !owned[b.shard] {
+			continue
+		}
+		k := class{lane: b.lane, submitted: b.submitted, route: b.route}
+		mm := merged[k]
+		if mm == nil {
+			mm = map[int64]int64{}
+			merged[k] = mm
+		}
+		for cad, n := range m {
+			mm[cad] += n
+		}
+	}
 	d := Demand{ByLane: map[string]float64{}, ByRoute: map[string]float64{}}
 	for l := range policy.NumLanes {
 		d.ByLane[l.String()] = 0
 	}
-	for b, m := range c {
+	for b, m := range merged {
 		cl := Class{Lane: b.lane, Route: b.route, Submitted: b.submitted}
 		// Sum in ascending cadence so that the float result does not depend on map order.
 		cads := make([]int64, 0, len(m))

@@ -33,17 +33,17 @@ func Plan(src Source, cur, next *policy.Policy, c Capacity, backlog uint64) (wir
 		case !errors.Is(err, store.ErrNotFound):
 			return fmt.Errorf("capacity: plan: target %q: %w", key, err)
 		}
-		before.add(contribution(cur, key, row, storedMs, sealed), 1)
+		before.add(contribution(cur, key, 0, row, storedMs, sealed), 1)
 		if rung > 0 && storedMs == 0 && len(nextLadder) > 0 {
 			row.EffectiveIntervalMs = nextLadder[min(int(rung), len(nextLadder))-1].Ms()
 		}
-		after.add(contribution(next, key, row, storedMs, sealed), 1)
+		after.add(contribution(next, key, 0, row, storedMs, sealed), 1)
 		return nil
 	})
 	if err != nil {
 		return wire.Plan{}, fmt.Errorf("capacity: plan: %w", err)
 	}
-	db, da := before.demand(), after.demand()
+	db, da := before.demand(nil), after.demand(nil)
 	pb, pa := Project(db, c, cur.Boost(), backlog), Project(da, c, next.Boost(), backlog)
 	out := wire.Plan{CapacityPerSecond: c.PerSecond, Current: side(db, pb), Proposed: side(da, pa)}
 	out.Lines = planLines(cur.Config(), next.Config(), db, da, pb, pa, c)

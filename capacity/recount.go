@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -21,21 +22,48 @@ type Source interface {
 	GetTarget(cacheKey []byte) (store.Target, error)
 }
 
+// ShardedSource is a store whose rows are divided into shards the nodes of a cluster hold
+// (store/pgstore). A recount from it reads only the shards the node holds, each row with its
+// target in the same statement, in one statement per shard: over the cluster every shard is
+// read once per recount, by its owner, and never a statement per row.
+type ShardedSource interface {
+	Source
+	// ForEachOwnedRow calls fn with every schedule row of the shards the node holds and the
+	// row's target (nil when it has none), and returns those shards.
+	ForEachOwnedRow(ctx context.Context, fn func(key []byte, row store.Row, tgt *store.Target) error) ([]int32, error)
+}
+
 // Drift compares the incremental demand with the recount that replaced it.
 type Drift struct {
-	Rows             int64   // rows the recount found with demand
-	RowsDiffering    int64   // keys whose contribution differed (or that only one side had)
+	Rows          int64 // rows the recount found with demand
+	RowsDiffering int64 // keys whose contribution differed (or that only one side had)
+	// RowsUnseen is those of them that only the recount had, in a recount of a node's shards
+	// (ShardedSource): rows of its shards written through another node of the cluster and not
+	// rendered here since, which the node could not have counted. They are no drift of its own.
+	RowsUnseen       int64
 	IncrementalTotal float64 // renders per second before the recount
 	RecountTotal     float64 // renders per second after it
 }
 
 // Recount reads every row of src, rebuilds the ledger's counts exactly, logs the drift from the
 // incremental counts on log (one info line "capacity recount" with rows, rows_differing,
-// demand_incremental, demand_recount, drift_renders_per_second and first; a warning when any
-// key differed, but for the first recount, whose counts before it held only the writes since
+// rows_unseen, demand_incremental, demand_recount, drift_renders_per_second and first; a
+// warning when any key differed, other than the unseen rows of a node's shards, but for the
+// first recount, whose counts before it held only the writes since
 // the start; the Service's logger adds component=capacity), and returns it. A key written
 // while the recount reads keeps what its write said. On error the ledger is left as it was.
+//
+// From a ShardedSource (with SetShards) it reads the shards the node holds: the rows of those
+// shards are replaced by what it read, the drift is measured over them alone, and the rows of
+// every other shard (written through this node for another's shard, or of a shard it no longer
+// holds) are dropped: their owner counts them.
 func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
+	return l.RecountContext(context.Background(), src, log)
+}
+
+// RecountContext is Recount, whose read stops when ctx ends (so that Stop does not wait for a
+// full read of a large store).
+func (l *Ledger) RecountContext(ctx context.Context, src Source, log zerolog.Logger) (Drift, error) {
 	l.mu.Lock()
 	if l.recounting {
 		l.mu.Unlock()
@@ -43,7 +71,7 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 	}
 	l.recounting, l.dirty = true, map[uint64]struct{}{}
 	l.mu.Unlock()
-	fresh, err := l.read(src)
+	fresh, read, err := l.read(ctx, src)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recounting = false
@@ -59,14 +87,18 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 			delete(fresh, h)
 		}
 	}
-	d := Drift{IncrementalTotal: l.counts.demand().Total}
+	d := Drift{IncrementalTotal: l.counts.demand(read).Total}
 	for h, e := range fresh {
-		if old, ok := l.rows[h]; !ok || old != e {
+		old, ok := l.rows[h]
+		if !ok && read != nil {
+			d.RowsUnseen++
+		}
+		if !ok || old != e {
 			d.RowsDiffering++
 		}
 	}
-	for h := range l.rows {
-		if _, ok := fresh[h]; !ok {
+	for h, old := range l.rows {
+		if _, ok := fresh[h]; !ok && (read == nil || read[l.in.unpack(old).shard]) {
 			d.RowsDiffering++
 		}
 	}
@@ -77,13 +109,13 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 	l.rows, l.counts = fresh, c
 	first := !l.counted
 	l.counted = true
-	dem := c.demand()
+	dem := c.demand(read)
 	d.Rows, d.RecountTotal = dem.Rows, dem.Total
 	ev := log.Info()
-	if d.RowsDiffering > 0 && !first {
+	if d.RowsDiffering > d.RowsUnseen && !first {
 		ev = log.Warn()
 	}
-	ev.Bool("first", first).Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).
+	ev.Bool("first", first).Int64("rows", d.Rows).Int64("rows_differing", d.RowsDiffering).Int64("rows_unseen", d.RowsUnseen).
 		Float64("demand_incremental", d.IncrementalTotal).Float64("demand_recount", d.RecountTotal).
 		Float64("drift_renders_per_second", math.Abs(d.RecountTotal-d.IncrementalTotal)).Msg("capacity recount")
 	return d, nil
@@ -91,24 +123,45 @@ func (l *Ledger) Recount(src Source, log zerolog.Logger) (Drift, error) {
 
 var errRecounting = errors.New("capacity: a recount is already running")
 
-// read is the recount's read of src: every row's contribution under the current policy.
-func (l *Ledger) read(src Source) (map[uint64]packed, error) {
+// read is the recount's read of src: every row's contribution under the current policy, and
+// the shards read (nil: every shard, a Source that is not sharded).
+func (l *Ledger) read(ctx context.Context, src Source) (map[uint64]packed, map[int32]bool, error) {
 	pol := l.pol()
 	fresh := map[uint64]packed{}
-	err := src.ForEachSchedule(nil, func(key []byte, row store.Row) error {
+	add := func(key []byte, row store.Row, tgt *store.Target) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		storedMs, sealed := row.StoredIntervalMs, false
+		if tgt != nil {
+			storedMs, sealed = tgt.StoredIntervalMs, tgt.Terminal != store.TerminalNone
+		}
+		fresh[l.hash(key)] = l.in.pack(contribution(pol, key, l.shard(key), row, storedMs, sealed))
+		return nil
+	}
+	if ss, ok := src.(ShardedSource); ok && l.shardOf != nil {
+		shards, err := ss.ForEachOwnedRow(ctx, add)
+		if err != nil {
+			return nil, nil, fmt.Errorf("capacity: recount: %w", err)
+		}
+		read := make(map[int32]bool, len(shards))
+		for _, sh := range shards {
+			read[sh] = true
+		}
+		return fresh, read, nil
+	}
+	err := src.ForEachSchedule(nil, func(key []byte, row store.Row) error {
 		t, err := src.GetTarget(key)
 		switch {
 		case err == nil:
-			storedMs, sealed = t.StoredIntervalMs, t.Terminal != store.TerminalNone
+			return add(key, row, &t)
 		case !errors.Is(err, store.ErrNotFound):
 			return fmt.Errorf("capacity: recount: target %q: %w", key, err)
 		}
-		fresh[l.hash(key)] = l.in.pack(contribution(pol, key, row, storedMs, sealed))
-		return nil
+		return add(key, row, nil)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("capacity: recount: %w", err)
+		return nil, nil, fmt.Errorf("capacity: recount: %w", err)
 	}
-	return fresh, nil
+	return fresh, nil, nil
 }

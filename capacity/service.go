@@ -11,7 +11,6 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -30,6 +29,11 @@ type Service struct {
 	Log     zerolog.Logger
 	// Every is the recount period; 0 is RecountEvery. Tests set a short one.
 	Every time.Duration
+	// Shards is the number of shards the node holds, in a cluster (Figures reports it); nil
+	// outside one.
+	Shards func() int
+
+	nudge chan struct{}
 
 	mu            sync.Mutex
 	recountedAtMs int64
@@ -39,7 +43,21 @@ type Service struct {
 // NewService returns a service with a fresh ledger and meter.
 func NewService(st Source, pol func() *policy.Policy, now func() int64, backlog func() uint64, log zerolog.Logger) *Service {
 	return &Service{Ledger: NewLedger(pol), Meter: &Meter{}, Store: st, Policy: pol, Now: now, Backlog: backlog,
-		Log: log.With().Str("component", "capacity").Logger()}
+		Log: log.With().Str("component", "capacity").Logger(), nudge: make(chan struct{}, 1)}
+}
+
+// NudgeDelay is how long after a nudge (the shards held changed) the recount runs: the moves
+// of one membership change come over a few ticks, and one recount reads them all.
+const NudgeDelay = 2 * time.Second
+
+// Nudge asks for a recount soon (NudgeDelay after the first nudge since the last recount): a
+// cluster node calls it when the shards it holds change, so that a shard taken over is counted
+// within seconds and not at the next periodic recount. It never blocks.
+func (s *Service) Nudge() {
+	select {
+	case s.nudge <- struct{}{}:
+	default:
+	}
 }
 
 // Start recounts at once in the background, then every Every, until Stop or ctx's end.
@@ -57,11 +75,17 @@ func (s *Service) Start(ctx context.Context) error {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			s.recount(ctxSource{Source: s.Store, ctx: ctx})
+			s.recount(ctx)
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-s.nudge:
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(NudgeDelay):
+				}
 			}
 		}
 	}()
@@ -70,10 +94,10 @@ func (s *Service) Start(ctx context.Context) error {
 
 // Recount recounts demand now (Ledger.Recount), logging its drift; a failure is logged and the
 // incremental figure kept.
-func (s *Service) Recount() { s.recount(s.Store) }
+func (s *Service) Recount() { s.recount(context.Background()) }
 
-func (s *Service) recount(src Source) {
-	d, err := s.Ledger.Recount(src, s.Log)
+func (s *Service) recount(ctx context.Context) {
+	d, err := s.Ledger.RecountContext(ctx, s.Store, s.Log)
 	if err != nil {
 		s.Log.Error().Err(err).Msg("capacity recount failed; keeping the incremental demand")
 		return
@@ -86,49 +110,36 @@ func (s *Service) recount(src Source) {
 // View is the capacity view as of now.
 func (s *Service) View() wire.Capacity {
 	now := s.Now()
-	d := s.Ledger.Demand()
-	c := s.Meter.Rate(now)
-	var backlog uint64
-	if s.Backlog != nil {
-		backlog = s.Backlog()
-	}
-	p := Project(d, c, s.Policy().Boost(), backlog)
-	var v wire.Capacity
+	v := viewOf(s.Ledger.Demand(), s.Meter.Rate(now), s.Policy().Boost(), s.backlog())
 	v.NowMs = now
-	v.Demand.Total, v.Demand.Rows, v.Demand.ByLane, v.Demand.ByRoute = d.Total, d.Rows, d.ByLane, d.ByRoute
-	v.Capacity.PerSecond, v.Capacity.RetryShare, v.Capacity.RecheckShare = c.PerSecond, c.RetryShare, c.RecheckShare
-	v.Capacity.WindowS = float64(c.WindowMs) / 1000
-	pr := &v.Projection
-	pr.ByLane, pr.ByRoute, pr.Utilisation, pr.SurplusPerHour = p.ByLane, p.ByRoute, p.Utilisation, p.SurplusPerHour
-	pr.DrainSeconds, pr.Backlog, pr.Verdict, pr.CadenceCapacity = p.DrainSeconds, backlog, p.Verdict, p.CadenceCapacity
 	s.mu.Lock()
 	v.RecountedAtMs, v.RecountDrift = s.recountedAtMs, s.drift
 	s.mu.Unlock()
 	return v
 }
 
-// ctxSource stops a recount's read when ctx ends, so that Stop does not wait for a full read
-// of a large store.
-type ctxSource struct {
-	Source
-	ctx context.Context
+func (s *Service) backlog() uint64 {
+	if s.Backlog == nil {
+		return 0
+	}
+	return s.Backlog()
 }
 
-func (c ctxSource) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row) error) error {
-	return c.Source.ForEachSchedule(prefix, func(key []byte, row store.Row) error {
-		if err := c.ctx.Err(); err != nil {
-			return err
-		}
-		return fn(key, row)
-	})
+// viewOf is demand d at capacity c with backlog, projected with boost, as the wire shows it.
+func viewOf(d Demand, c Capacity, boost float64, backlog uint64) wire.Capacity {
+	p := Project(d, c, boost, backlog)
+	var v wire.Capacity
+	v.Demand.Total, v.Demand.Rows, v.Demand.ByLane, v.Demand.ByRoute = d.Total, d.Rows, d.ByLane, d.ByRoute
+	v.Capacity.PerSecond, v.Capacity.RetryShare, v.Capacity.RecheckShare = c.PerSecond, c.RetryShare, c.RecheckShare
+	v.Capacity.Renders, v.Capacity.WindowS = c.Renders, float64(c.WindowMs)/1000
+	pr := &v.Projection
+	pr.ByLane, pr.ByRoute, pr.Utilisation, pr.SurplusPerHour = p.ByLane, p.ByRoute, p.Utilisation, p.SurplusPerHour
+	pr.DrainSeconds, pr.Backlog, pr.Verdict, pr.CadenceCapacity = p.DrainSeconds, backlog, p.Verdict, p.CadenceCapacity
+	return v
 }
 
 // Plan is Plan over the service's store at its current capacity, for the proposed
 // configuration next (which has passed config's validation).
 func (s *Service) Plan(next *config.Config) (wire.Plan, error) {
-	var backlog uint64
-	if s.Backlog != nil {
-		backlog = s.Backlog()
-	}
-	return Plan(s.Store, s.Policy(), policy.New(next), s.Meter.Rate(s.Now()), backlog)
+	return Plan(s.Store, s.Policy(), policy.New(next), s.Meter.Rate(s.Now()), s.backlog())
 }

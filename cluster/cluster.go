@@ -143,3 +143,11 @@ type Registry interface {
 	Renew(ctx context.Context, id string, shards []int32, epochs []int64, ttl time.Duration) (map[int32]bool, error)
 	Release(ctx context.Context, id string, shards []int32, epochs []int64) error
 }
+
+// FigureRegistry is a Registry that keeps each node's capacity figures on its heartbeat record
+// (*pgstore.Store is one). HeartbeatFigures is Heartbeat that also replaces the node's figures,
+// in the same write, so the figures are as fresh as the heartbeat.
+type FigureRegistry interface {
+	Registry
+	HeartbeatFigures(ctx context.Context, id, incarnation string, figures []byte) error
+}

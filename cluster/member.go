@@ -32,6 +32,10 @@ type Options struct {
 	// (this node's among them unless it is stopping) and the database's clock then: the hosts'
 	// farm divides each host's limit among them (hosts.Farm.Members).
 	Members func(me string, live []string, clusterNow time.Time)
+	// Figures, when set and the Registry is a FigureRegistry, is the node's capacity figures
+	// (a JSON object, opaque here), published with every heartbeat: the farm's capacity is
+	// the sum of what the live nodes published (package capacity).
+	Figures func() []byte
 	// Event, when set, is told of every acquire, release (before it commits) and loss: the
 	// cluster's grant log, a test switch. nil in production.
 	Event func(kind string, shard int32, epoch int64)
@@ -258,7 +262,7 @@ func (m *Member) tickLocked(ctx context.Context) {
 	monoStart := m.mono()
 	ctx, cancel := context.WithTimeout(ctx, o.TTL/2)
 	defer cancel()
-	if err := o.Registry.Heartbeat(ctx, o.ID, o.Incarnation); err != nil {
+	if err := m.heartbeat(ctx); err != nil {
 		if errors.Is(err, ErrIdentityInUse) {
 			o.Log.Error().Err(err).Str("node", o.ID).Msg("cluster: another process took this node's identity; giving every shard up")
 			m.giveUp(ctx, slices.Collect(maps.Keys(m.held)), "lost")
@@ -388,6 +392,17 @@ func (m *Member) giveUp(ctx context.Context, shards []int32, kind string) {
 			o.Log.Warn().Err(err).Msg("cluster: handing shards over failed; they move after the lease TTL")
 		}
 	}
+}
+
+// heartbeat renews the node's heartbeat, with its figures when it has some to publish.
+func (m *Member) heartbeat(ctx context.Context) error {
+	o := m.opts
+	if fr, ok := o.Registry.(FigureRegistry); ok && o.Figures != nil {
+		if f := o.Figures(); f != nil {
+			return fr.HeartbeatFigures(ctx, o.ID, o.Incarnation, f)
+		}
+	}
+	return o.Registry.Heartbeat(ctx, o.ID, o.Incarnation)
 }
 
 func (m *Member) event(kind string, shard int32, epoch int64) {

@@ -24,7 +24,11 @@ type CapacityCheck struct {
 
 // CorpusDemand is the corpus's demand as a node's ledger would hold it in steady state: every
 // page that can render, at its class's long-run demand per page, by route and submitted fact.
-func CorpusDemand(c *Corpus) capacity.Demand {
+func CorpusDemand(c *Corpus) capacity.Demand { return CorpusDemandOf(c, nil) }
+
+// CorpusDemandOf is the demand of the corpus's pages that keep holds (every page when keep is
+// nil): what the ledger of a cluster's node holds of the pages of its shards.
+func CorpusDemandOf(c *Corpus, keep func(page int) bool) capacity.Demand {
 	ok := make([]int, len(c.Mix.Classes))
 	for i := range c.Len() {
 		if c.Fate[i] == FateOK {
@@ -37,7 +41,7 @@ func CorpusDemand(c *Corpus) capacity.Demand {
 	}
 	rows := map[key]int64{}
 	for i := range c.Len() {
-		if c.Fate[i] == FateOK {
+		if c.Fate[i] == FateOK && (keep == nil || keep(i)) {
 			rows[key{int(c.Class[i]), c.Submitted[i]}]++
 		}
 	}

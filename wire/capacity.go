@@ -28,9 +28,11 @@ type Capacity struct {
 		ByRoute map[string]float64 `json:"by_route"` // "" is the rows no route matches
 	} `json:"demand"`
 	// Capacity is the renders completed per second over the meter's window, and the shares of
-	// them that were retries of failing rows and rechecks of sealed targets.
+	// them that were retries of failing rows and rechecks of sealed targets; Renders counts
+	// the renders in the window.
 	Capacity struct {
 		PerSecond    float64 `json:"per_second"`
+		Renders      int64   `json:"renders"`
 		RetryShare   float64 `json:"retry_share"`
 		RecheckShare float64 `json:"recheck_share"`
 		WindowS      float64 `json:"window_s"`

@@ -21,6 +21,64 @@ type ClusterView struct {
 	NowMs      int64          `json:"now_ms"`
 	Nodes      []ClusterNode  `json:"nodes"`  // by id
 	Shards     []ClusterShard `json:"shards"` // by shard
+	// Farm is the whole farm's capacity: the sum of the figures the live nodes publish with
+	// their heartbeats, and its projection. Every node reads the same rows, so every node
+	// answers the same sum (as of the heartbeats it read).
+	Farm *FarmCapacity `json:"farm,omitempty"`
+}
+
+// NodeCapacity is what a node of a cluster publishes of its capacity with each heartbeat (its
+// row of freshq_node): the demand of the shards it holds, by class (what the projection needs),
+// the renders it measured over its meter's window, and its backlog. A node publishes none
+// before its first heartbeat, and a node of an older version never: its figures are unknown,
+// which is not zero.
+type NodeCapacity struct {
+	AtMs            int64         `json:"at_ms"`  // the node's clock when it computed them
+	Shards          int           `json:"shards"` // shards held, whose rows the demand counts
+	DemandPerSecond float64       `json:"demand_per_second"`
+	DemandRows      int64         `json:"demand_rows"`
+	Classes         []DemandClass `json:"classes"`
+	// CapacityPerSecond is the renders the node completed per second over WindowS (the meter's
+	// window, shorter since its start); Renders counts them. RetryShare and RecheckShare are
+	// the shares of them that were retries of failing rows and rechecks of sealed targets.
+	CapacityPerSecond float64 `json:"capacity_per_second"`
+	RetryShare        float64 `json:"retry_share"`
+	RecheckShare      float64 `json:"recheck_share"`
+	Renders           int64   `json:"renders"`
+	WindowS           float64 `json:"window_s"`
+	Backlog           uint64  `json:"backlog"` // due rows of its shards at its last sweep
+	RecountedAtMs     int64   `json:"recounted_at_ms"`
+	RecountDrift      float64 `json:"recount_drift"`
+}
+
+// DemandClass is the demand of one lane, route and submitted fact, in renders per second.
+type DemandClass struct {
+	Lane      string  `json:"lane"`
+	Route     string  `json:"route"` // "" is the rows no route matches
+	Submitted bool    `json:"submitted"`
+	Rows      int64   `json:"rows"`
+	PerSecond float64 `json:"per_second"`
+}
+
+// FarmCapacity is the capacity of the whole farm: Capacity's demand, capacity and projection
+// over the summed figures of the live nodes that published theirs (Reporting of Nodes; the
+// others are named in Unknown and left out of the sum, not counted as 0). The demands add up
+// (each node counts the shards it holds); the capacities add up; the retry and recheck shares
+// are weighted by each node's renders per second; the backlogs add up. recounted_at_ms is the
+// oldest of the nodes' recounts, recount_drift the sum of their drifts. PerNode is every live
+// node's own figures, by id.
+type FarmCapacity struct {
+	Nodes     int        `json:"nodes"`
+	Reporting int        `json:"reporting"`
+	Unknown   []string   `json:"unknown,omitempty"`
+	PerNode   []FarmNode `json:"per_node"`
+	Capacity
+}
+
+// FarmNode is one live node's figures in a FarmCapacity; Capacity is nil when unknown.
+type FarmNode struct {
+	ID       string        `json:"id"`
+	Capacity *NodeCapacity `json:"capacity"`
 }
 
 // ClusterNode is one node's heartbeat row. Live: its heartbeat is younger than the lease TTL.
@@ -62,6 +120,8 @@ type QueueCluster struct {
 	Error          string       `json:"error,omitempty"`
 	// Farm is how the node divides the hosts' limits with the other live nodes.
 	Farm *QueueFarm `json:"farm,omitempty"`
+	// Capacity is the whole farm's capacity, as GET /v1/cluster's farm.
+	Capacity *FarmCapacity `json:"capacity,omitempty"`
 }
 
 // QueueFarm is a node's membership as the division of every host's limit reads it: the node

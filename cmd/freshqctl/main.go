@@ -28,9 +28,11 @@
 //	    rush: re-render at the urgent lane; wait: drop the stored pages, let cadence refill them.
 //	queue
 //	    The floor and what pins it, the ready set, backlog by lane, grants by source, leases.
-//	top [--interval 2s] [--once]
+//	top [--interval 2s] [--once] [--cluster]
 //	    A live view of renders, backlog and lateness at grant by lane, read from /metrics and
 //	    redrawn every --interval until Ctrl-C (--once: one frame; --json: one object a frame).
+//	    --cluster adds the farm's capacity: each node's demand, capacity, retries and backlog,
+//	    their sum, and the farm's verdict and projected age ÷ cadence by lane.
 //	cluster
 //	    On PostgreSQL: the nodes (address, live, heartbeat age, shards held), then each owner's
 //	    shards as runs of consecutive shards with their epochs, floors and rows below the floor.
@@ -121,7 +123,7 @@ func init() {
 		{"delete", "URL [--device D]", "remove one target and its page", runDelete},
 		{"prioritize", "URL|--prefix P --mode rush|wait", "rush a re-render, or drop pages", runPrioritize},
 		{"queue", "", "floor, ready set, backlog, grants, leases", runQueue},
-		{"top", "[--interval 2s] [--once]", "live backlog and lateness by lane", runTop},
+		{"top", "[--interval 2s] [--once] [--cluster]", "live backlog and lateness by lane (--cluster: the farm's capacity)", runTop},
 		{"plan", "--config FILE", "what a proposed configuration would do to demand and lateness", runPlan},
 		{"cluster", "", "nodes, and each node's shards with epochs and floors", runCluster},
 		{"keys", "check|migrate [--batch N]", "stored keys the key rules would change; move them", runKeys},

@@ -272,6 +272,10 @@ type frame struct {
 	// Farm is how this node divides every host's limit with the cluster's other live nodes
 	// (/v1/queue's cluster.farm); nil on a node alone.
 	Farm *wire.QueueFarm `json:"farm,omitempty"`
+	// FarmCapacity is the whole farm's capacity (/v1/queue's cluster.capacity), with
+	// --cluster only; NoCluster says the node is in no cluster (a frame asked for it).
+	FarmCapacity *wire.FarmCapacity `json:"farm_capacity,omitempty"`
+	NoCluster    bool               `json:"no_cluster,omitempty"`
 }
 
 // topHosts is how many held-back hosts a frame lists.
@@ -397,6 +401,40 @@ func (a *app) printFrame(w io.Writer, f frame, every time.Duration, live bool) {
 	for _, l := range hostLines(f.Hosts, f.HostsHeld, f.At) {
 		fmt.Fprintln(w, truncate(l, 79))
 	}
+	for _, l := range farmLines(f.FarmCapacity, f.NoCluster) {
+		fmt.Fprintln(w, truncate(l, 79))
+	}
+}
+
+// farmLines are top --cluster's farm table: each live node's published figures (the demand
+// of the shards it holds, the renders per second it measured, the share of them outside the
+// cadences, its backlog), the farm's sum, then the verdict and projected age ÷ cadence of the
+// sum. A node whose figures are unknown says so and is not in the sum.
+func farmLines(fc *wire.FarmCapacity, noCluster bool) []string {
+	if noCluster {
+		return []string{"", "farm: this node is in no cluster (store.backend is badger)"}
+	}
+	if fc == nil {
+		return nil
+	}
+	out := []string{"", fmt.Sprintf("%-16s %6s %10s %10s %7s %9s %9s", "FARM", "SHARDS", "DEMAND/s", "CAPACITY/s", "RETRY", "BACKLOG", "RENDERS")}
+	for _, n := range fc.PerNode {
+		c := n.Capacity
+		if c == nil {
+			out = append(out, fmt.Sprintf("%-16s %s", truncate(n.ID, 16), "unknown: no figures published (an older version, or not yet)"))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%-16s %6d %10s %10s %6.0f%% %9d %9d", truncate(n.ID, 16), c.Shards, rateText(c.DemandPerSecond),
+			rateText(c.CapacityPerSecond), 100*(c.RetryShare+c.RecheckShare), c.Backlog, c.Renders))
+	}
+	sum := &fc.Capacity
+	out = append(out, fmt.Sprintf("%-16s %6s %10s %10s %6.0f%% %9d %9d", fmt.Sprintf("sum (%d of %d)", fc.Reporting, fc.Nodes), "",
+		rateText(sum.Demand.Total), rateText(sum.Capacity.PerSecond), 100*(sum.Capacity.RetryShare+sum.Capacity.RecheckShare),
+		sum.Projection.Backlog, sum.Capacity.Renders))
+	if lines := capacityLines(sum); len(lines) == 3 {
+		out = append(out, "farm: "+lines[1], "farm "+lines[2])
+	}
+	return out
 }
 
 // hostLines are top's hosts block: each host held back, how and why, and its renders in
@@ -469,6 +507,7 @@ func runTop(a *app, args []string) error {
 	fs := a.newFlags("top")
 	every := fs.Duration("interval", 2*time.Second, "refresh `interval`")
 	once := fs.Bool("once", false, "print one frame and exit")
+	clusterTable := fs.Bool("cluster", false, "add the farm's capacity: each node's figures, their sum and its projection")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -496,6 +535,13 @@ func runTop(a *app, args []string) error {
 				f.Hosts, f.HostsHeld = heldBack(q.Hosts)
 				if q.Cluster != nil {
 					f.Farm = q.Cluster.Farm
+				}
+				if *clusterTable {
+					if q.Cluster == nil {
+						f.NoCluster = true
+					} else {
+						f.FarmCapacity = q.Cluster.Capacity
+					}
 				}
 			}
 			prev = cur

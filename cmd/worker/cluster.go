@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
@@ -38,8 +39,8 @@ func grantHook(gl *grantlog.Log) func([]byte, int64) {
 
 // newMember builds worker 0's part in the cluster when the store is PostgreSQL: nil on Badger,
 // whose node alone owns everything (and grants with no fence: grantUntil 0). farm, when not
-// nil, is told of the membership at every tick.
-func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log, farm *hosts.Farm) *cluster.Member {
+// nil, is told of the membership at every tick; capacity's figures go with every heartbeat.
+func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log, farm *hosts.Farm, capacity *capacity.Service) *cluster.Member {
 	pg, ok := st.(*pgstore.Store)
 	if !ok {
 		e.seg.Fence().SetGrantUntil(0)
@@ -67,6 +68,7 @@ func newMember(e *env, cfg *config.Config, st store.Store, gl *grantlog.Log, far
 	if farm != nil {
 		opts.Members = farm.Members
 	}
+	publishCapacity(&opts, capacity)
 	return cluster.NewMember(opts)
 }
 

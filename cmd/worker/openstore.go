@@ -54,8 +54,10 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 
 // clusterView reads the cluster for GET /v1/cluster and /v1/queue when st is on PostgreSQL,
 // where every node is in a cluster (one node alone owns every shard); nil on Badger. The node's
-// identity and cluster.lease_ttl need a restart to change, so they are read once.
-func clusterView(st store.Store, cfg *config.Config) api.ClusterViewFunc {
+// identity and cluster.lease_ttl need a restart to change, so they are read once. The farm's
+// capacity is the live nodes' published figures, summed and projected with boost (the policy
+// in force).
+func clusterView(st store.Store, cfg *config.Config, boost func() float64) api.ClusterViewFunc {
 	pg, ok := st.(*pgstore.Store)
 	if !ok {
 		return nil
@@ -69,8 +71,10 @@ func clusterView(st store.Store, cfg *config.Config) api.ClusterViewFunc {
 		out := wire.ClusterView{Self: self, LeaseTTLMs: ttl.Milliseconds(), NowMs: v.NowMs,
 			Nodes: make([]wire.ClusterNode, len(v.Nodes)), Shards: make([]wire.ClusterShard, len(v.Shards))}
 		for i, n := range v.Nodes {
-			out.Nodes[i] = wire.ClusterNode(n)
+			out.Nodes[i] = wire.ClusterNode{ID: n.ID, Addr: n.Addr, StartedAtMs: n.StartedAtMs, HeartbeatAtMs: n.HeartbeatAtMs,
+				Live: n.Live, Stopping: n.Stopping, Shards: n.Shards}
 		}
+		out.Farm = farmOf(&v, boost())
 		for i, s := range v.Shards {
 			out.Shards[i] = wire.ClusterShard(s)
 		}

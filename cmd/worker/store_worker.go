@@ -111,9 +111,13 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Applier's Tracker; in a cluster, the farm adopts the other nodes' pauses through it too.
 	politeness := &hosts.Tracker{Seg: e.seg, Policy: e.pol.Load, Log: e.log}
 	farm := newFarm(e, cfg, st, politeness)
+	// The capacity accounting exists before the membership, whose heartbeats publish its
+	// figures; in a cluster its demand counts the shards the node holds.
+	w.capacity = capacity.NewService(st, e.pol.Load, nowMs, backlogOf(e.worker), e.log)
+	clusterCapacity(st, w.capacity)
 	// In a cluster the node takes its shards before anything reads or grants them, and learns
 	// its share of each host's limit at the same tick.
-	w.member = memberService{newMember(e, cfg, st, grants, farm)}
+	w.member = memberService{newMember(e, cfg, st, grants, farm, w.capacity)}
 	if err := w.member.Start(ctx); err != nil {
 		return wrap("cluster", err)
 	}
@@ -132,7 +136,6 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Every write of worker 0 also goes through the capacity ledger (demand) and meter
 	// (renders completed): cst is the store with its writes reported; st stays the backend
 	// for what must know which one it is.
-	w.capacity = capacity.NewService(st, e.pol.Load, nowMs, backlogOf(e.worker), e.log)
 	cst := capacity.WrapStore(st, w.capacity.Ledger, w.capacity.Meter)
 	// Every write of worker 0 goes through changes, so that a sweep never publishes a row
 	// written after its snapshot (see sweep.Changes).
@@ -222,7 +225,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
 		Fallback: index, Policy: e.pol.Load, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
-	view := clusterView(st, cfg)
+	view := clusterView(st, cfg, func() float64 { return e.pol.Load().Boost() })
 	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Policy: e.pol.Load, Stale: stale}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: w.capacity.Plan}).Register(mux)

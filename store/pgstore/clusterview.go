@@ -26,7 +26,8 @@ type ClusterView struct {
 
 // ClusterNode is one row of freshq_node. Live: its heartbeat is younger than the lease TTL
 // the view was asked with (a stopping node may still be live). Shards: the leases it holds
-// unexpired at NowMs.
+// unexpired at NowMs. Capacity: the figures it published with its last heartbeat (JSON, as
+// HeartbeatFigures wrote them), nil when unknown.
 type ClusterNode struct {
 	ID            string
 	Addr          string
@@ -35,6 +36,7 @@ type ClusterNode struct {
 	Live          bool
 	Stopping      bool
 	Shards        int
+	Capacity      []byte
 }
 
 // ClusterShard is one row of freshq_shard_lease with the shard's floor. Owner is "" when the
@@ -59,7 +61,8 @@ func msOf(col string) string {
 var (
 	clusterNodesSQL = `SELECT node_id, addr, ` + msOf("started_at") + `, ` + msOf("heartbeat_at") + `,
 		heartbeat_at > $1::timestamptz - $2::bigint * interval '1 millisecond', stopping,
-		(SELECT count(*) FROM freshq_shard_lease l WHERE l.owner = n.node_id AND l.expires_at > $1::timestamptz)
+		(SELECT count(*) FROM freshq_shard_lease l WHERE l.owner = n.node_id AND l.expires_at > $1::timestamptz),
+		capacity::text
 		FROM freshq_node n ORDER BY node_id`
 	// The count below the floor is a LIMIT-ed read of the due index per shard.
 	clusterShardsSQL = `SELECT l.shard, coalesce(l.owner, ''), l.epoch, ` + msOf("l.expires_at") + `, coalesce(f.floor_ms, 0),
@@ -91,7 +94,11 @@ func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (Cluste
 	}
 	v.Nodes, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterNode, error) {
 		var n ClusterNode
-		err := r.Scan(&n.ID, &n.Addr, &n.StartedAtMs, &n.HeartbeatAtMs, &n.Live, &n.Stopping, &n.Shards)
+		var capacity *string
+		err := r.Scan(&n.ID, &n.Addr, &n.StartedAtMs, &n.HeartbeatAtMs, &n.Live, &n.Stopping, &n.Shards, &capacity)
+		if capacity != nil {
+			n.Capacity = []byte(*capacity)
+		}
 		return n, err
 	})
 	if err != nil {

@@ -20,7 +20,8 @@ import (
 
 var _ cluster.Registry = (*Store)(nil)
 
-// Register records node id as live under incarnation. It refuses (cluster.ErrIdentityInUse)
+// Register records node id as live under incarnation; a new incarnation's capacity figures
+// are unknown until its first HeartbeatFigures (the last run's are not its). It refuses (cluster.ErrIdentityInUse)
 // when another incarnation heartbeat within ttl and is not stopping: two processes under one
 // identity would each believe they hold its shards.
 func (s *Store) Register(ctx context.Context, id, addr, incarnation string, ttl time.Duration) error {
@@ -28,6 +29,7 @@ func (s *Store) Register(ctx context.Context, id, addr, incarnation string, ttl 
 		VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp())
 		ON CONFLICT (node_id) DO UPDATE SET addr = EXCLUDED.addr, incarnation = EXCLUDED.incarnation,
 			started_at = CASE WHEN n.incarnation = EXCLUDED.incarnation THEN n.started_at ELSE EXCLUDED.started_at END,
+			capacity = CASE WHEN n.incarnation = EXCLUDED.incarnation THEN n.capacity ELSE NULL END,
 			heartbeat_at = EXCLUDED.heartbeat_at, stopping = false
 		WHERE n.incarnation = EXCLUDED.incarnation OR n.stopping OR n.heartbeat_at <= clock_timestamp() - $4::interval`,
 		id, addr, incarnation, ttl)
@@ -44,6 +46,22 @@ func (s *Store) Register(ctx context.Context, id, addr, incarnation string, ttl 
 func (s *Store) Heartbeat(ctx context.Context, id, incarnation string) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE freshq_node SET heartbeat_at = clock_timestamp()
 		WHERE node_id = $1 AND incarnation = $2 AND NOT stopping`, id, incarnation)
+	if err != nil {
+		return fmt.Errorf("pgstore: heartbeat: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %q", cluster.ErrIdentityInUse, id)
+	}
+	return nil
+}
+
+// HeartbeatFigures is Heartbeat that also publishes the node's capacity figures (a JSON
+// document, the wire's NodeCapacity; cluster.FigureRegistry) in the same statement, so the
+// figures are as fresh as the heartbeat that carries them. figures must be a JSON object: the
+// column is jsonb.
+func (s *Store) HeartbeatFigures(ctx context.Context, id, incarnation string, figures []byte) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE freshq_node SET heartbeat_at = clock_timestamp(), capacity = $3::jsonb
+		WHERE node_id = $1 AND incarnation = $2 AND NOT stopping`, id, incarnation, string(figures))
 	if err != nil {
 		return fmt.Errorf("pgstore: heartbeat: %w", err)
 	}

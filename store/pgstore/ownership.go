@@ -134,3 +134,9 @@ func (s *Store) writerFloorShard() int32 {
 	}
 	return ss.shards[0]
 }
+
+// OwnedShards is the shards the store works on now: every shard outside a cluster; in a
+// cluster, those SetOwned last gave (none before its first call). The slice is the caller's.
+func (s *Store) OwnedShards() []int32 {
+	return slices.Clone(s.ownedSet().shards)
+}

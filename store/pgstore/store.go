@@ -66,6 +66,9 @@ type Options struct {
 	// transaction has locked its shards, lowered their floors and staged its writes, just
 	// before it commits; NaiveAdvance advances without the locks; AfterGC never runs.
 	TestSignals store.TestSignals
+	// TestTracer, when set, is told of every statement the store's connections run: a test
+	// counts statements with it. nil in production.
+	TestTracer pgx.QueryTracer
 }
 
 // Store is the PostgreSQL store. All methods are safe for concurrent use.
@@ -124,6 +127,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	if o.IdleInTransaction > 0 {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(1, o.IdleInTransaction.Milliseconds()), 10)
+	}
+	if o.TestTracer != nil {
+		cfg.ConnConfig.Tracer = o.TestTracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,185 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/capacity"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore"
+)
+
+// A node's capacity figures travel with its heartbeat: a row no node published figures into
+// (an older version's Register, or before the first heartbeat) reads as unknown (nil), not as
+// zero; HeartbeatFigures stores them with the heartbeat; a plain Heartbeat keeps them; a new
+// incarnation of the node starts unknown again (the last run's figures are not its own).
+func TestHeartbeatCarriesCapacityFigures(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	st := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a"})
+	ctx := context.Background()
+	ttl := time.Minute
+	// node-old is a row as a node of schema version 3 writes it: no capacity column named.
+	db := rawPool(t, dsn)
+	if _, err := db.Exec(ctx, `INSERT INTO freshq_node (node_id, addr, incarnation, started_at, heartbeat_at)
+		VALUES ('node-old', 'x:1', 'i', clock_timestamp(), clock_timestamp())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-1", ttl); err != nil {
+		t.Fatal(err)
+	}
+	figures := func() map[string][]byte {
+		t.Helper()
+		v, err := st.ClusterView(ctx, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]byte{}
+		for _, n := range v.Nodes {
+			out[n.ID] = n.Capacity
+		}
+		return out
+	}
+	if f := figures(); f["node-old"] != nil || f["node-a"] != nil {
+		t.Fatalf("before any figures: old %q, node-a %q; want both unknown (nil)", f["node-old"], f["node-a"])
+	}
+	if err := st.HeartbeatFigures(ctx, "node-a", "inc-1", []byte(`{"capacity_per_second": 1.5, "renders": 12}`)); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		PerSecond float64 `json:"capacity_per_second"`
+		Renders   int64   `json:"renders"`
+	}
+	if err := json.Unmarshal(figures()["node-a"], &got); err != nil || got.PerSecond != 1.5 || got.Renders != 12 {
+		t.Fatalf("figures read back %+v (%v), want 1.5/s, 12 renders", got, err)
+	}
+	if err := st.Heartbeat(ctx, "node-a", "inc-1"); err != nil {
+		t.Fatal(err)
+	}
+	if figures()["node-a"] == nil {
+		t.Fatal("a plain heartbeat dropped the figures")
+	}
+	if err := st.HeartbeatFigures(ctx, "node-a", "inc-2", []byte(`{}`)); err == nil {
+		t.Fatal("another incarnation's figures were stored")
+	}
+	if err := st.SetStopping(ctx, "node-a", "inc-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-2", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if f := figures()["node-a"]; f != nil {
+		t.Fatalf("a new incarnation starts with the last run's figures %q", f)
+	}
+}
+
+// statements counts the statements a store's connections start.
+type statements struct{ n atomic.Int64 }
+
+func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	s.n.Add(1)
+	return ctx
+}
+
+func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// plainSource hides ForEachOwnedRow: the recount's read as it was before, every row of the
+// database and a target read per row.
+type plainSource struct{ capacity.Source }
+
+func capacityPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	cfg, err := config.Parse([]byte("routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return policy.New(cfg)
+}
+
+// TestCapacityRecountReadsEachShardOnce: three nodes of a cluster, each holding a third of the
+// shards, recount their demand: each reads only its own shards, in one statement a shard (rows
+// and targets together, never a statement per row), so the cluster reads every shard once;
+// and their demands add up to the demand of every row, counted by the read as it was (every
+// row, a target read per row: a statement per row, which the count shows).
+func TestCapacityRecountReadsEachShardOnce(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	pol := capacityPolicy(t)
+	polf := func() *policy.Policy { return pol }
+	ids := []string{"node-a", "node-b", "node-c"}
+	var stores []*pgstore.Store
+	var counters []*statements
+	held := make([][]int32, len(ids))
+	for i, id := range ids {
+		c := &statements{}
+		st := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: id, TestTracer: c})
+		for sh := int32(i); sh < clusterShards; sh += int32(len(ids)) {
+			held[i] = append(held[i], sh)
+		}
+		if err := st.SetOwned(ctx, held[i], make([]int64, len(held[i]))); err != nil {
+			t.Fatal(err)
+		}
+		stores, counters = append(stores, st), append(counters, c)
+	}
+	const rows = 300
+	var ws []store.Write
+	for i := range rows {
+		key := fmt.Appendf(nil, "desktop|https://shop.test/c/%d", i)
+		sch, err := store.NewSchedule(key, 1_700_000_000_000, i%2 == 0, 0, store.Lanes{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt := &store.Target{URL: string(key[8:]), Device: "desktop", Source: store.SourceAPI}
+		switch i % 3 {
+		case 1:
+			tgt.StoredIntervalMs = 6 * 3600 * 1000
+		case 2:
+			tgt.Terminal = store.TerminalGone // asks for no renders
+		}
+		ws = append(ws, store.Write{Schedule: sch, Target: tgt})
+	}
+	if err := stores[0].WriteSchedules(ws); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	var sumRows int64
+	for i, st := range stores {
+		l := capacity.NewLedger(polf)
+		l.SetShards(func(k []byte) int32 { return pgstore.Shard(k, clusterShards) }, func() []int32 { return held[i] })
+		before := counters[i].n.Load()
+		d, err := l.Recount(st, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := counters[i].n.Load() - before; n != int64(len(held[i])) {
+			t.Errorf("%s's recount ran %d statements, want one for each of its %d shards", ids[i], n, len(held[i]))
+		}
+		sum += d.RecountTotal
+		sumRows += d.Rows
+	}
+	// The read as it was: every row of the database, and a target per row.
+	whole := capacity.NewLedger(polf)
+	before := counters[0].n.Load()
+	d, err := whole.Recount(plainSource{stores[0]}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	perRow := counters[0].n.Load() - before
+	if want := int64(rows - rows/3); d.Rows != want || sumRows != want || math.Abs(sum-d.RecountTotal) > 1e-12 {
+		t.Fatalf("the nodes count %d rows, %v renders/s; every row read at once: %d rows, %v/s; want %d rows, equal demand", sumRows, sum, d.Rows, d.RecountTotal, want)
+	}
+	if perRow <= rows {
+		t.Fatalf("the read as it was ran %d statements for %d rows: the comparison does not show a statement per row", perRow, rows)
+	}
+	t.Logf("recount statements: %d per node (one per shard held) against %d for the read as it was, over %d rows", len(held[0]), perRow, rows)
+}
