@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -154,7 +155,7 @@ func TestShardedDemandAddsUp(t *testing.T) {
 // counting its calls, and never reads a target by itself (GetTarget fails the test).
 type shardedSource struct {
 	t     *testing.T
-	st    *store.Badger
+	st    *badgerstore.Store
 	shard func([]byte) int32
 	held  []int32
 	calls int

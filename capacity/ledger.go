@@ -215,8 +215,8 @@ func (l *Ledger) ownedSet() map[int32]bool {
 // contribution is what a row of key in shard contributes under pol. storedMs is the target's
 // stored interval (the funnel mirrors it into the row; a schedule put does not carry it).
 func contribution(pol *policy.Policy, key []byte, shard int32, row store.Row, storedMs int64, sealed bool) entry {
-	pr := policy.Row{Key: key, DueAtMs: row.DueAtMs, Submitted: row.Submitted, EffectiveIntervalMs: row.EffectiveIntervalMs,
-		StoredIntervalMs: storedMs, Urgent: row.Urgent, NeverRendered: row.NeverRendered, Failing: row.Failing}
+	pr := policy.Row{Key: key, Row: row}
+	pr.StoredIntervalMs = storedMs
 	route, _ := pol.RouteOf(key)
 	e := entry{bucket: bucket{lane: policy.LaneOf(&pr), submitted: row.Submitted, route: route, shard: shard}, storedMs: storedMs, sealed: sealed}
 	if !sealed {

@@ -12,6 +12,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 )
 
 func testPolicy(t testing.TB) *policy.Policy {
@@ -32,9 +33,9 @@ routes:
 	return pol
 }
 
-func openStore(t testing.TB) *store.Badger {
+func openStore(t testing.TB) *badgerstore.Store {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), nil)
+	st, err := badgerstore.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

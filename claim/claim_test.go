@@ -241,7 +241,7 @@ func TestLaneSharesHoldOverManyBatches(t *testing.T) {
 		due := map[policy.Lane]int{}
 		for _, r := range n.AllRows() {
 			if r.DueAtMs <= n.Now() {
-				due[policy.LaneOf(&policy.Row{Urgent: r.Urgent, Failing: r.Failing, NeverRendered: r.NeverRendered, Submitted: r.Submitted})]++
+				due[policy.LaneOf(&policy.Row{Row: store.Row{Projection: store.Projection{Submitted: r.Submitted, Lanes: store.Lanes{Urgent: r.Urgent, Failing: r.Failing, NeverRendered: r.NeverRendered}}}})]++
 			}
 		}
 		jobs, err := n.claimer(1).Claim(context.Background(), batch)

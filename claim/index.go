@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -110,11 +109,10 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			if s.Granted != nil {
 				s.Granted(r.Key, grantedNs)
 			}
-			pr := rows.Policy(r.Key, r.Row)
-			cadence, _ := pol.Cadence(&pr)
+			cadence, _ := pol.Cadence(r)
 			jobs = append(jobs, Job{
 				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, Submitted: r.Submitted,
-				Lane: policy.LaneOf(&pr), Score: pol.Score(&pr, cadence, now), Source: SourceIndex, Lease: lease,
+				Lane: policy.LaneOf(r), Score: pol.Score(r, cadence, now), Source: SourceIndex, Lease: lease,
 				HostToken: token,
 			})
 		}

@@ -58,7 +58,7 @@ func TestBoundsAreTheirConstants(t *testing.T) {
 }
 
 // Default is EnsureDefaults on the zero Config, and EnsureDefaults returns its receiver, the
-// shape store.Options has too.
+// shape badgerstore.Options has too.
 func TestEnsureDefaultsReturnsItsReceiver(t *testing.T) {
 	c := &Config{}
 	if c.EnsureDefaults() != c || c.Queue.LeaseTTL != LeaseTTLDefault || c.Queue.MaxRemoteLeases != MaxLeasesDefault/MaxRemoteLeasesDivisor {

@@ -32,6 +32,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
 )
@@ -266,7 +267,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	if err != nil {
 		f.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(dir, "db"), &store.Options{Floor: seg.Floor(), Logger: qtest.Log(nil), RefuseImplausibleDue: true})
+	st, err := badgerstore.Open(filepath.Join(dir, "db"), &badgerstore.Options{Floor: seg.Floor(), Logger: qtest.Log(nil), RefuseImplausibleDue: true})
 	if err != nil {
 		seg.Close()
 		f.Fatal(err)

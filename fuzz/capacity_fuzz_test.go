@@ -17,6 +17,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -72,7 +73,7 @@ func TestCapacityDecodeBounded(t *testing.T) {
 // few rows: never a panic or a 5xx; 200 exactly when config.Parse accepts the body, with a
 // plan whose current side counts the rows; otherwise a 4xx whose JSON error names a field.
 func FuzzPlanEndpoint(f *testing.F) {
-	st, err := store.Open(f.TempDir(), nil)
+	st, err := badgerstore.Open(f.TempDir(), nil)
 	if err != nil {
 		f.Fatal(err)
 	}

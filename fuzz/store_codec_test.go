@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 )
 
 // Every store decoder is fuzzed here. The property is the same for each: any input either
@@ -113,7 +114,7 @@ func FuzzStoreDueKey(f *testing.F) {
 	seedTruncations(f, k)
 	f.Add(append([]byte("d/"), 0xff, 0, 0, 0, 0, 0, 0, 0, 'k'))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		due, key, err := store.DecodeDueKey(b)
+		due, key, err := badgerstore.DecodeDueKey(b)
 		if err != nil {
 			if !store.IsCorruptionError(err) {
 				t.Fatalf("DecodeDueKey(%x): %v does not wrap ErrCorruption", b, err)

@@ -146,7 +146,7 @@ func demandDue(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, f
 	if !set.Freshness.On || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
 		return row.DueAtMs
 	}
-	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: row.StoredIntervalMs, Submitted: row.Submitted}
+	pr := policy.Row{Key: key, Row: row}
 	cadence, _ := pol.Cadence(&pr)
 	due := max(f.DigestAtMs+freshPartsOf(set, tu, key, cadence, f, now).IntervalMs, now)
 	return min(due, row.DueAtMs)

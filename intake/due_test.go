@@ -10,6 +10,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -24,7 +25,7 @@ const (
 func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 	e := qtest.New(t, "", start, shm.Options{})
 	dir := filepath.Join(t.TempDir(), "db")
-	old, err := store.Open(dir, &store.Options{Floor: e.Seg.Floor()}) // an older version: no refusal
+	old, err := badgerstore.Open(dir, &badgerstore.Options{Floor: e.Seg.Floor()}) // an older version: no refusal
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(dir, &store.Options{Floor: e.Seg.Floor(), RefuseImplausibleDue: true})
+	st, err := badgerstore.Open(dir, &badgerstore.Options{Floor: e.Seg.Floor(), RefuseImplausibleDue: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -37,7 +36,7 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 		return wire.Explanation{}, &StoreError{err}
 	}
 	now := t.Now()
-	pr := rows.Policy(key, row)
+	pr := policy.Row{Key: key, Row: row}
 	cadence, origin := pol.Cadence(&pr)
 	route, swr := pol.RouteOf(key)
 	ex := wire.Explanation{
@@ -97,7 +96,7 @@ func (t *Targets) Page(key []byte) (ServedPage, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return ServedPage{}, &StoreError{err}
 	}
-	pr := rows.Policy(key, row)
+	pr := policy.Row{Key: key, Row: row}
 	cadence, _ := pol.Cadence(&pr)
 	_, swr := pol.RouteOf(key)
 	age := t.Now() - pg.RenderedAtMs

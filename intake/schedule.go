@@ -81,7 +81,8 @@ func FreshPlan(set *Settings, key []byte, row store.Row, t *store.Target, now in
 	if t == nil || t.Terminal != store.TerminalNone || row.Failing || row.NeverRendered {
 		return "", 0, FreshParts{}, false
 	}
-	pr := policy.Row{Key: key, EffectiveIntervalMs: row.EffectiveIntervalMs, StoredIntervalMs: t.StoredIntervalMs, Submitted: row.Submitted}
+	pr := policy.Row{Key: key, Row: row}
+	pr.StoredIntervalMs = t.StoredIntervalMs // the target's, as the Applier decides
 	cadenceMs, _ = set.Policy.Cadence(&pr)
 	if cadenceMs <= 0 {
 		return "", 0, FreshParts{}, false

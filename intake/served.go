@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/freshq/freshq/internal/rows"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
@@ -43,7 +43,7 @@ func (t *Targets) Stored(key []byte) (StoredPage, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return StoredPage{}, &StoreError{err}
 	}
-	pr := rows.Policy(key, row)
+	pr := policy.Row{Key: key, Row: row}
 	cadence, _ := pol.Cadence(&pr)
 	route, swr := pol.RouteOf(key)
 	age := t.Now() - pg.RenderedAtMs
@@ -81,7 +81,7 @@ func (t *Targets) Known(key []byte) (known bool, lastStatus int, lastAtMs int64,
 // CadenceOf is the cadence (ms) in force for key's row, for how long a remembered answer holds.
 func (t *Targets) CadenceOf(key []byte) int64 {
 	row, _ := t.store.GetSchedule(key)
-	pr := rows.Policy(key, row)
+	pr := policy.Row{Key: key, Row: row}
 	c, _ := t.Policy().Cadence(&pr)
 	return c
 }

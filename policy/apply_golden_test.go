@@ -7,7 +7,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/cockroachdb/datadriven"
+
 	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/store"
 )
 
 // TestApplyGolden replays the scripts in testdata/apply: a row's state, then the outcomes of
@@ -89,7 +91,7 @@ func newScriptRow(t *testing.T, d *datadriven.TestData) *scriptRow {
 }
 
 func (r *scriptRow) lane() Lane {
-	return LaneOf(&Row{Submitted: r.st.Submitted, Failing: r.failing, NeverRendered: r.st.NeverRendered})
+	return LaneOf(&Row{Row: store.Row{Projection: store.Projection{Submitted: r.st.Submitted, Lanes: store.Lanes{Failing: r.failing, NeverRendered: r.st.NeverRendered}}}})
 }
 
 func (r *scriptRow) String(p *Policy) string {

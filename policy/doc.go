@@ -4,6 +4,10 @@
 // function is a function of (row, configuration, now), so the sweep, the claim path, the API's
 // explain and the simulator all decide identically, and tests replay exactly.
 //
+// A row here is the store's own due row (Row is an alias of store.DueRow): policy imports the
+// store's contract, which holds types and codecs and links no engine, so what the store keeps
+// and what a decision reads are one type, and no conversion exists that could drop a field.
+//
 // # Invariants
 //
 //   - A cadence is always within [MinCadence, MaxCadence]: scoring never divides by zero and

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/store"
 )
 
 // Bounds on what counts as a usable cadence and a finite due time.
@@ -58,18 +59,12 @@ func (p *Policy) Shares() Shares { return p.shares }
 // Boost returns queue.ready.submitted_boost.
 func (p *Policy) Boost() float64 { return p.boost }
 
-// Row is what a decision needs to know about a schedule row: the due index's projection plus
-// the key and the due time.
-type Row struct {
-	Key                 []byte // cacheKey: device + "|" + URL
-	DueAtMs             int64
-	Submitted           bool
-	EffectiveIntervalMs int64 // the cadence the write path decided; 0 = absent
-	StoredIntervalMs    int64 // the target's stored interval; 0 = none
-	Urgent              bool
-	NeverRendered       bool
-	Failing             bool
-}
+// Row is what a decision needs to know about a schedule row: its key, its due time and the due
+// index's projection (whether it was submitted, the cadence the write path decided, 0 = absent,
+// the target's stored interval, the lane inputs). It is the store's own due row, not a copy of
+// its shape: a field the store adds to a row reaches every decision, and no conversion exists
+// that could leave it out.
+type Row = store.DueRow
 
 // Origin says where a row's cadence came from.
 type Origin uint8

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/store"
 )
 
 const (
@@ -69,7 +70,7 @@ func TestCadenceResolution(t *testing.T) {
 		{"absurd carried resolves", "desktop|https://a.test/x", math.MaxInt64, 0, 24 * hour, OriginDefault},
 		{"unusable stored falls through", "desktop|https://a.test/x", 0, -1, 24 * hour, OriginDefault},
 	} {
-		r := Row{Key: []byte(tc.key), EffectiveIntervalMs: tc.carried, StoredIntervalMs: tc.store}
+		r := Row{Key: []byte(tc.key), Row: store.Row{Projection: store.Projection{EffectiveIntervalMs: tc.carried, StoredIntervalMs: tc.store}}}
 		got, origin := p.Cadence(&r)
 		if got != tc.want || origin != tc.origin {
 			t.Errorf("%s: cadence %v (%v), want %v (%v)", tc.name, time.Duration(got)*time.Millisecond, origin,
@@ -85,7 +86,7 @@ func TestCadenceResolution(t *testing.T) {
 // (× the sitemap boost): its own cadence, not the route's 24 h (which would give 0.25).
 func TestLadderGapScoresAgainstTheRung(t *testing.T) {
 	p := testPolicy(t)
-	r := Row{Key: []byte("desktop|https://a.test/c/shoes"), DueAtMs: now - 6*hour, EffectiveIntervalMs: 6 * hour, Submitted: true}
+	r := Row{Key: []byte("desktop|https://a.test/c/shoes"), Row: store.Row{DueAtMs: now - 6*hour, Projection: store.Projection{EffectiveIntervalMs: 6 * hour, Submitted: true}}}
 	cad, _ := p.Cadence(&r)
 	if got := p.Score(&r, cad, now); got != 1.0*p.Boost() {
 		t.Fatalf("score %v, want %v", got, p.Boost())
@@ -100,8 +101,8 @@ func TestLadderGapScoresAgainstTheRung(t *testing.T) {
 // product pages that are three days older.
 func TestHomepageOutranksOlderProducts(t *testing.T) {
 	p := testPolicy(t)
-	home := Row{Key: []byte("desktop|https://a.test/"), DueAtMs: now - 2*hour, EffectiveIntervalMs: hour, Submitted: true}
-	prod := Row{Key: []byte("desktop|https://a.test/p/1"), DueAtMs: now - 2*hour - 72*hour, EffectiveIntervalMs: 48 * hour, Submitted: true}
+	home := Row{Key: []byte("desktop|https://a.test/"), Row: store.Row{DueAtMs: now - 2*hour, Projection: store.Projection{EffectiveIntervalMs: hour, Submitted: true}}}
+	prod := Row{Key: []byte("desktop|https://a.test/p/1"), Row: store.Row{DueAtMs: now - 2*hour - 72*hour, Projection: store.Projection{EffectiveIntervalMs: 48 * hour, Submitted: true}}}
 	hc, _ := p.Cadence(&home)
 	pc, _ := p.Cadence(&prod)
 	if hs, ps := p.Score(&home, hc, now), p.Score(&prod, pc, now); hs <= ps {
@@ -112,7 +113,7 @@ func TestHomepageOutranksOlderProducts(t *testing.T) {
 func TestScoreEdges(t *testing.T) {
 	p := testPolicy(t)
 	for _, due := range []int64{0, -1, math.MinInt64, MaxDueMs, math.MaxInt64, now, now + 1} {
-		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: due, Submitted: true}
+		r := Row{Key: []byte("desktop|https://a.test/x"), Row: store.Row{DueAtMs: due, Projection: store.Projection{Submitted: true}}}
 		if s := p.Score(&r, hour, now); s != 0 {
 			t.Errorf("due %d scores %v, want 0", due, s)
 		}
@@ -120,8 +121,7 @@ func TestScoreEdges(t *testing.T) {
 	// Any inputs at all: finite and non-negative.
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 100_000 {
-		r := Row{Key: []byte("desktop|https://a.test/x"), DueAtMs: int64(rng.Uint64()), EffectiveIntervalMs: int64(rng.Uint64()),
-			StoredIntervalMs: int64(rng.Uint64()), Submitted: rng.IntN(2) == 0}
+		r := Row{Key: []byte("desktop|https://a.test/x"), Row: store.Row{DueAtMs: int64(rng.Uint64()), Projection: store.Projection{EffectiveIntervalMs: int64(rng.Uint64()), StoredIntervalMs: int64(rng.Uint64()), Submitted: rng.IntN(2) == 0}}}
 		cad, _ := p.Cadence(&r)
 		s := p.Score(&r, cad, int64(rng.Uint64()))
 		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
@@ -139,10 +139,10 @@ func TestLaneOf(t *testing.T) {
 		r    Row
 		want Lane
 	}{
-		{Row{Urgent: true, Failing: true}, LaneUrgent},
-		{Row{Failing: true, Submitted: true}, LaneCold},
-		{Row{NeverRendered: true}, LaneCold},
-		{Row{Submitted: true}, LaneSubmitted},
+		{Row{Row: store.Row{Projection: store.Projection{Lanes: store.Lanes{Urgent: true, Failing: true}}}}, LaneUrgent},
+		{Row{Row: store.Row{Projection: store.Projection{Submitted: true, Lanes: store.Lanes{Failing: true}}}}, LaneCold},
+		{Row{Row: store.Row{Projection: store.Projection{Lanes: store.Lanes{NeverRendered: true}}}}, LaneCold},
+		{Row{Row: store.Row{Projection: store.Projection{Submitted: true}}}, LaneSubmitted},
 		{Row{}, LaneDiscovered},
 	} {
 		if got := LaneOf(&tc.r); got != tc.want {
@@ -211,7 +211,7 @@ func BenchmarkCadence(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		r := Row{Key: keys[i%len(keys)], EffectiveIntervalMs: int64(i&1) * 6 * hour}
+		r := Row{Key: keys[i%len(keys)], Row: store.Row{Projection: store.Projection{EffectiveIntervalMs: int64(i&1) * 6 * hour}}}
 		p.Cadence(&r)
 	}
 }
@@ -226,7 +226,7 @@ func TestWithScorerReplacesScoreOnly(t *testing.T) {
 		seen = r
 		return float64(len(r.Key)) + float64(cadenceMs)/float64(hour) + float64(nowMs-r.DueAtMs)/float64(hour)
 	})
-	r := &Row{Key: []byte("desktop|https://a.test/p/1"), DueAtMs: now - 2*hour}
+	r := &Row{Key: []byte("desktop|https://a.test/p/1"), Row: store.Row{DueAtMs: now - 2*hour}}
 	if got, want := fp.Score(r, 48*hour, now), float64(len(r.Key))+48+2; got != want || seen != r {
 		t.Errorf("scorer policy: Score = %v, want %v from the scorer given the row", got, want)
 	}
@@ -234,7 +234,7 @@ func TestWithScorerReplacesScoreOnly(t *testing.T) {
 		t.Errorf("the original policy's Score = %v after WithScorer, want relative lateness %v", got, 2.0/48)
 	}
 	for _, due := range []int64{0, -1, MaxDueMs, now, now + hour} {
-		if got := fp.Score(&Row{Key: r.Key, DueAtMs: due}, 48*hour, now); got != 0 {
+		if got := fp.Score(&Row{Key: r.Key, Row: store.Row{DueAtMs: due}}, 48*hour, now); got != 0 {
 			t.Errorf("due %d: scorer policy scored %v, want 0", due, got)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/store"
 )
 
 // What a render's outcome does to its row and target: success, or a failure of one of the three
@@ -109,7 +110,8 @@ type Decision struct {
 func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
 	opts := &p.opts
 	d := Decision{Class: Classify(o), DemandRung: st.DemandRung, NeverRendered: st.NeverRendered}
-	row := Row{Key: st.Key, EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, Submitted: st.Submitted}
+	row := Row{Key: st.Key, Row: store.Row{Projection: store.Projection{
+		EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, Submitted: st.Submitted}}}
 	if d.Class == ClassSuccess {
 		if st.StoredIntervalMs == 0 && len(opts.Ladder) > 0 {
 			d.DemandRung = p.nextRung(st)

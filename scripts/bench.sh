@@ -16,8 +16,8 @@ benchtime=${BENCHTIME:-1s}
 # before paying, so they take a fixed 300,000 writes, in a process of their own.
 sections=(
   shm:./shm
-  store:./store::'BulkLoad|SweepDue500k|RSS1M|SeekFirstDue'
-  store-writes:./store:300000x:Reschedule
+  store:./store/badgerstore::'BulkLoad|SweepDue500k|RSS1M|SeekFirstDue'
+  store-writes:./store/badgerstore:300000x:Reschedule
   sweep:./sweep
   apply:./api
   queue:./cmd/supervisor:50000x:QueueOverhead

@@ -3,7 +3,7 @@ package shm
 import "sync/atomic"
 
 // Floor is the claim floor: the watermark below which the floored index scan does not look
-// (docs/ARCHITECTURE.md, Invariants: F1; the protocol is store/protocol.go). The sweep in worker 0 owns it; this cell only makes its moves atomic and visible
+// (docs/ARCHITECTURE.md, Invariants: F1; the protocol is store/badgerstore/protocol.go). The sweep in worker 0 owns it; this cell only makes its moves atomic and visible
 // to every process. Its safety rule, F1, is the store's and the sweep's to keep: every schedule
 // row has dueAt ≥ floor, or a pass in progress has already read it. The cell gives them the two
 // moves F1 needs:

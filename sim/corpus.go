@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
 )
 
 // Fate is what every render of a page answers, whatever the attempt: most pages render, a few
@@ -166,7 +167,7 @@ func (c *Corpus) classGen(pol *policy.Policy, ladder []config.Duration, ci int, 
 	cl := c.Mix.Classes[ci]
 	g := &pageGen{c: c, ci: ci, cad: make([]int64, len(ladder)), depthMs: c.Mix.Backlog.Depth.Ms()}
 	for r, d := range ladder {
-		row := policy.Row{Key: sample, EffectiveIntervalMs: d.Ms()}
+		row := policy.Row{Key: sample, Row: store.Row{Projection: store.Projection{EffectiveIntervalMs: d.Ms()}}}
 		g.cad[r], _ = pol.Cadence(&row)
 	}
 	g.pi = ladderStationary(len(ladder), cl.Visit)

@@ -17,7 +17,7 @@ import (
 // (dueAt, key), exactly as Badger orders d/ keys (8-byte big-endian due time, then the key's
 // bytes), so the production sweep and index scan see the order they see in production.
 //
-// It keeps the floor protocol of store/protocol.go (F1: every row has dueAt ≥ floor whenever no
+// It keeps the floor protocol of store/badgerstore/protocol.go (F1: every row has dueAt ≥ floor whenever no
 // pass is open): a write lowers the floor cell to its due time; a pass advances it by
 // compare-and-swap from the floor it read, to at most min(first due observed, its now, any
 // write made while it was open) − guard. The simulator is single-threaded, so the in-flight
@@ -504,7 +504,7 @@ func (p *Pass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) error) err
 // Stats returns what the pass observed.
 func (p *Pass) Stats() store.PassStats { return p.stats }
 
-// AdvanceFloor is store/protocol.go's advance: up to min(first due, now, writes made while the
+// AdvanceFloor is store/badgerstore/protocol.go's advance: up to min(first due, now, writes made while the
 // pass was open) − guard, by CAS from the floor the pass read.
 func (p *Pass) AdvanceFloor(guardMs int64) (int64, bool) {
 	f := p.d.floor

@@ -41,11 +41,13 @@ type Projection struct {
 //	       bits 4-7 are zero (a set one is corruption: a later writer's flag this reader
 //	       cannot honour)
 //	effectiveIntervalMs, storedIntervalMs  ≥ 0
-const projectionLen = 18
+//
+// ProjectionLen is that length; an engine sizes its buffers with it.
+const ProjectionLen = 18
 
 // projectionBodyLen is the projection without its tag: flags and the two intervals. The
 // schedule row embeds exactly these bytes.
-const projectionBodyLen = projectionLen - 1
+const projectionBodyLen = ProjectionLen - 1
 
 const (
 	flagSubmitted     = 1 << 0
@@ -122,7 +124,7 @@ func (p Projection) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (p Projection) MarshalBinary() ([]byte, error) {
-	return p.AppendBinary(make([]byte, 0, projectionLen))
+	return p.AppendBinary(make([]byte, 0, ProjectionLen))
 }
 
 // UnmarshalBinary decodes b into p. Any input that is not a valid encoding returns an error
@@ -131,7 +133,7 @@ func (p Projection) MarshalBinary() ([]byte, error) {
 // The sweep decodes one projection per due row, so this is written as fixed-offset reads
 // with the checks folded into one branch; the general decoder reports what was wrong.
 func (p *Projection) UnmarshalBinary(b []byte) error {
-	if len(b) == projectionLen && b[0] == tagProjectionV1 && b[1]&^flagsKnown == 0 && b[2]&0x80 == 0 && b[10]&0x80 == 0 {
+	if len(b) == ProjectionLen && b[0] == tagProjectionV1 && b[1]&^flagsKnown == 0 && b[2]&0x80 == 0 && b[10]&0x80 == 0 {
 		f := b[1]
 		*p = Projection{
 			Submitted:           f&flagSubmitted != 0,
@@ -145,8 +147,8 @@ func (p *Projection) UnmarshalBinary(b []byte) error {
 		}
 		return nil
 	}
-	if len(b) != projectionLen {
-		return corruptionf("projection: length %d, want %d", len(b), projectionLen)
+	if len(b) != ProjectionLen {
+		return corruptionf("projection: length %d, want %d", len(b), ProjectionLen)
 	}
 	d := decoder{what: "projection", b: b}
 	d.tag(tagProjectionV1)

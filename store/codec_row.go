@@ -20,7 +20,9 @@ type Row struct {
 //	tag      0x21
 //	dueAtMs  ≥ 0; equal to the due time in this row's due-index key
 //	the rest is byte for byte the projection without its tag (codec_projection.go)
-const rowLen = 1 + 8 + projectionBodyLen
+//
+// RowLen is that length; an engine sizes its buffers with it.
+const RowLen = 1 + 8 + projectionBodyLen
 
 func (r Row) validate() error {
 	if r.DueAtMs < 0 {
@@ -40,13 +42,13 @@ func (r Row) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // MarshalBinary implements encoding.BinaryMarshaler.
-func (r Row) MarshalBinary() ([]byte, error) { return r.AppendBinary(make([]byte, 0, rowLen)) }
+func (r Row) MarshalBinary() ([]byte, error) { return r.AppendBinary(make([]byte, 0, RowLen)) }
 
 // UnmarshalBinary decodes b into r. Any input that is not a valid encoding returns an error
 // wrapping ErrCorruption and leaves r unchanged. r does not retain b.
 func (r *Row) UnmarshalBinary(b []byte) error {
-	if len(b) != rowLen {
-		return corruptionf("schedule row: length %d, want %d", len(b), rowLen)
+	if len(b) != RowLen {
+		return corruptionf("schedule row: length %d, want %d", len(b), RowLen)
 	}
 	d := decoder{what: "schedule row", b: b}
 	d.tag(tagRowV1)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -37,8 +38,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		out  interface{ UnmarshalBinary([]byte) error }
 		size int
 	}{
-		{"projection", proj, &Projection{}, projectionLen},
-		{"row", Row{DueAtMs: math.MaxInt64, Projection: proj}, &Row{}, rowLen},
+		{"projection", proj, &Projection{}, ProjectionLen},
+		{"row", Row{DueAtMs: math.MaxInt64, Projection: proj}, &Row{}, RowLen},
 		{"target", sampleTarget(), &Target{}, -1},
 		{"page", samplePage(), &Page{}, -1},
 		{"empty page", Page{}, &Page{}, -1},
@@ -154,28 +155,6 @@ func TestCodecEncodeValidates(t *testing.T) {
 	}
 }
 
-func TestDueKeyOrderAndDecode(t *testing.T) {
-	dues := []int64{0, 1, 255, 256, 1 << 40, math.MaxInt64}
-	var prev []byte
-	for _, d := range dues {
-		k := dueKey(d, []byte("k"))
-		if prev != nil && bytes.Compare(prev, k) >= 0 {
-			t.Fatalf("due key of %d does not sort after its predecessor", d)
-		}
-		prev = k
-		got, ck, err := DecodeDueKey(k)
-		if err != nil || got != d || string(ck) != "k" {
-			t.Fatalf("decode %x: %d %q %v", k, got, ck, err)
-		}
-	}
-	for _, bad := range [][]byte{nil, []byte("d/"), []byte("s/12345678k"), dueKey(1, nil),
-		append([]byte("d/\x80\x00\x00\x00\x00\x00\x00\x00"), 'k')} {
-		if _, _, err := DecodeDueKey(bad); !IsCorruptionError(err) {
-			t.Fatalf("DecodeDueKey(%q): %v, want corruption", bad, err)
-		}
-	}
-}
-
 func TestEnumStrings(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{SourceSitemap.String(), "sitemap"}, {SourceDiscovered.String(), "discovered"},
@@ -189,3 +168,5 @@ func TestEnumStrings(t *testing.T) {
 		}
 	}
 }
+
+func isErr(err, target error) bool { return errors.Is(err, target) }

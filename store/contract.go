@@ -1,8 +1,8 @@
 package store
 
 // Store is everything the rest of freshq asks of a schedule store. Two backends implement it:
-// *Badger (this package, the embedded single-node default) and the PostgreSQL store of package
-// store/pgstore. Nothing above this package knows which one it holds; the conformance suite in
+// *badgerstore.Store (the embedded single-node default) and *pgstore.Store (PostgreSQL).
+// Nothing above this package knows which one it holds; the conformance suite in
 // store/storetest runs the same tests against both.
 //
 // Every backend keeps the promises of the package doc, in its own words:
@@ -23,7 +23,7 @@ type Store interface {
 	ForEachSchedule(prefix []byte, fn func(key []byte, row Row) error) error
 
 	// WriteSchedule files one schedule; WriteSchedules files ws, each Write atomic (see
-	// Badger.WriteSchedules for the contract of a call too large for one transaction, and
+	// badgerstore.Store.WriteSchedules for the contract of a call too large for one transaction, and
 	// PartialWriteError).
 	WriteSchedule(sch Schedule) error
 	WriteSchedules(ws []Write) error
@@ -119,6 +119,3 @@ type Current struct {
 	// Decide returns; Decide is still called, so that the caller can report it fenced.
 	NotOwner bool
 }
-
-// The Badger store is a Store.
-var _ Store = (*Badger)(nil)

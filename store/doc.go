@@ -1,99 +1,56 @@
-// Package store is freshq's schedule store: one Badger database, opened by worker 0 only,
-// holding the keyspace below (docs/store-format.md draws every value).
+// Package store is the contract of freshq's schedule store, apart from its engines: the Store
+// and Pass interfaces (everything the rest of freshq asks of a store), the records a store holds
+// and their binary codecs (Row, Projection, Lanes, Target, Page, Freshness), the values the
+// funnel takes (Schedule, Write, Change, Current), the floor cell (FloorCell, MemFloor), what
+// passes and scans report (DueRow, PassStats, ScanResult, IndexReport), the class index as a
+// sweep reads it (Classifier, ClassPass), the test signals every engine offers, and the sentinel
+// errors.
 //
-//	s/ + cacheKey                      → schedule row (Row)
-//	d/ + dueAt (8 B big-endian) + key  → the sweep's projection (Projection)
-//	t/ + cacheKey                      → target (Target)
-//	p/ + cacheKey                      → rendered page (Page)
-//	c/ + class (4 B) + dueAt (8 B) + key → the projection again, under the row's sweep class
-//	m/class                            → the fingerprint of the classifier c/ was built with
+// Two engines implement it, beside it: store/badgerstore (one embedded Badger database, the
+// single-node default) and store/pgstore (PostgreSQL, one node or a cluster sharing it). The
+// conformance suite in store/storetest runs the same tests against both. Only cmd/worker
+// (openStore) chooses between them; everything else holds a Store and does not know which.
 //
-// c/ and m/class exist only in a store opened with Options.Classifier (classindex.go).
+// This package imports no engine and nothing else of freshq, so the policy, the sweep and the
+// tools link no database by using a row (internal/lint keeps it so, over go list -deps).
 //
-// Every value has a versioned binary codec, drawn byte by byte in the codec files and in
-// docs/store-format.md. The store treats a cacheKey (device + "|" + normalised URL) as opaque
-// bytes of length 1..MaxKeyLen.
+// # Promises every engine keeps
 //
-// # Promises
+// One funnel. WriteSchedules, WriteSchedule, Modify, RefileIfUnchanged and DeleteTarget are the
+// only writes. A schedule row and its due-index entry change together, atomically, and a
+// Write's row, target and page commit in one transaction. A put states submitted and the
+// effective interval explicitly: Schedule values are built only by NewSchedule, and an engine
+// refuses the zero value (ErrScheduleUnset).
 //
-// One writer. WriteSchedule, WriteSchedules, RefileIfUnchanged and DeleteTarget (the funnel,
-// funnel.go) are the only code that writes. A schedule row and its due-index entry change in one transaction,
-// so no index entry exists without its row nor a row without its entry, at every instant and
-// after any crash (VerifyIndex checks it). A put states submitted and the effective interval
-// explicitly: Schedule values are built only by NewSchedule, and the zero value is refused.
+// The floor (F1; docs/ARCHITECTURE.md, Invariants). Every write lowers the floor of the row it
+// files, before or in the transaction that files it; a pass advances the floor only to a point
+// below which no row can be, counting writes in flight. After any advance, no row is due below
+// the floor. How each engine makes this exact is in its own package doc.
 //
-// Group commit. Concurrent funnel calls are gathered by one committer goroutine into few
-// Badger transactions. A call returns only after every transaction holding its writes has
-// committed. Each Write (row, index entry, and optionally target and page) is atomic; see
-// WriteSchedules for calls too large for one transaction.
+// No wall clock. Every decision that depends on time takes nowMs as a parameter. Time is int64
+// milliseconds since the epoch; due times are ≥ 0 (ErrNegativeDue) and, where the engine is
+// asked to (RefuseImplausibleDue in both engines' options), within [MinDueMs, MaxDueMs].
 //
-// Durability. By default (Options.SyncWrites false) an acknowledged write survives kill -9 of
-// the process: Badger's write-ahead value log is a memory-mapped file, and its pages belong to
-// the kernel once written. It does not survive a power loss or a kernel crash. With
-// SyncWrites true, each batch is fsynced before it is acknowledged, and an acknowledged write
-// survives those too. docs/store.md has the measured cost of each.
+// Keys. A cacheKey (device + "|" + normalised URL) is opaque bytes of length 1..MaxKeyLen
+// (ValidateKey); a longer one is refused, never truncated: a truncated key names another row.
 //
-// Reads never wait on a commit (readview.go). A Badger read transaction waits for every
-// commit already given a timestamp to be written, so a read that opened its own would queue
-// behind a render's result being applied, and behind a write stalled on a memtable flush. The
-// Get methods read one shared read-only transaction, the view, which the funnel renews when
-// each of its transactions completes, before any caller is acknowledged: a caller reads its
-// own writes back, and a read that starts after a pass or scan opened sees at least what it
-// saw. While a value-log GC runs, reads open their own transactions again.
+// Refusals and corruption. A write refused for its input returns one of the sentinel errors
+// (errors.go) and writes nothing. Bytes that do not decode are marked ErrCorruption
+// (IsCorruptionError); no engine panics on bad bytes.
 //
-// Reads a write can skip (K1). Every funnel write reads the row it replaces, to find the
-// index entry to delete. A Bloom filter of the keys that have a row, built by Open from every
-// s/ key and extended by the committer before it stages a row, lets a write of a key new to
-// the store skip that read: every key with a row is in the filter, so its "no" is certain
-// (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows).
+// # Codecs
 //
-// Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
-// MinDueMs or after MaxDueMs is refused with ErrImplausibleDue, and nothing of its call is
-// enqueued: such a row would score as the most overdue there is and hold the floor down, or
-// never come due. Rows stored before the option existed may still hold one; a writer that
-// keeps a stored due time checks it with PlausibleDue and brings it into range first, so the
-// refusal is an assertion that no write path trips.
-//
-// The due index carries the projection. A sweep scores every due row from the d/ entries
-// alone (Pass.IterateDue); it never reads a schedule row, a target or the value log.
-//
-// The class index (classindex.go). With a Classifier, the funnel writes every row's index
-// entry a second time, under c/ + the row's class, in the same transaction as the row and its
-// d/ entry: c/ holds exactly d/'s (due, key, projection) triples (VerifyIndex checks it). A
-// sweep then reads each class in due order, from its head, only as far as it needs
-// (ClassPass), and the floor's head from d/ (ReadHead): the floor protocol sees the true
-// minimum, as from a full iteration. Open rebuilds c/ when the classifier's fingerprint is not
-// the one stored, and drops it when there is no classifier.
-//
-// Floor (F1; docs/ARCHITECTURE.md, Invariants). Every funnel batch lowers the floor cell to its earliest new due time
-// before it commits; a Pass advances the floor only by compare-and-swap from the value it read
-// together with its snapshot, and only up to min(first due row observed, now, earliest write
-// in flight at or committed after the snapshot) − guard. With one writer this is exact: after
-// any advance, every schedule row has dueAt ≥ floor. protocol.go holds the argument; the
-// randomized interleaving test checks it. The same protocol without the guard keeps the head
-// (HeadMs), where the claim fallback's scan starts: no row is due below it either, and the
-// interleaving test judges it too. The store never reads the wall clock for these decisions:
-// nowMs is always a parameter.
-//
-// Time is int64 milliseconds since the epoch; intervals are int64 ms. Due times must be ≥ 0:
-// the index orders unsigned big-endian bytes, in which a negative int64 would sort last, so
-// negative due times are refused (ErrNegativeDue) rather than re-encoded.
+// Every stored record has a versioned binary codec, a method of its type (MarshalBinary,
+// AppendBinary, UnmarshalBinary), drawn byte by byte in the codec files and in
+// docs/store-format.md. Both engines keep a Target and a Page as these bytes, and a
+// projection's flags byte is PostgreSQL's flags column: the format belongs to the contract, not
+// to one engine, and a change of it is a change for both. A decoder refuses an unknown version,
+// a wrong length and an out-of-range field with ErrCorruption; an encoder refuses a record it
+// could not decode back (ErrInvalidTarget, ErrInvalidPage).
 //
 // # Limits
 //
 // Slices handed to an IterateDue callback, and the keys in them, are valid only until the
-// callback returns. Slices returned by ScanDue and the Get methods belong to the caller.
-//
-// A Pass pins a Badger snapshot until it is closed: a long-open pass holds back compaction of
-// the versions it can see. Close passes promptly. Close must not be called while a pass or scan
-// is running in another goroutine; passes still open are closed by it.
-//
-// Keys over MaxKeyLen are refused, never truncated. Pages over MaxPageBody are refused.
-//
-// A schedule row that does not decode (ErrCorruption) cannot be rewritten by the funnel, since
-// its index entry cannot be located; such writes fail with an error wrapping ErrCorruption.
-// DeleteTarget of such a key fails the same way. The store never panics on bad bytes.
-//
-// This package is the single-node engine. Several nodes share one PostgreSQL through
-// store/pgstore instead, where the floor is per shard and lives in the database.
+// callback returns. Slices returned by ScanDue and the Get methods belong to the caller. A Pass
+// pins a snapshot until it is closed: close it promptly.
 package store

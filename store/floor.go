@@ -5,8 +5,8 @@ import "sync/atomic"
 // FloorCell is the claim floor's watermark in ms. shm.Floor implements it.
 //
 // The cell is shared by every process of a node, but only worker 0 changes it: the funnel
-// lowers it before a batch commits, a sweep pass advances it (pass.go). The store depends on
-// exactly these three operations and on their atomicity, nothing else.
+// lowers it before a batch commits, a sweep pass advances it (store/badgerstore's protocol.go).
+// An engine depends on exactly these three operations and on their atomicity, nothing else.
 type FloorCell interface {
 	// Load returns the current floor.
 	Load() int64
@@ -18,8 +18,8 @@ type FloorCell interface {
 	Advance(observed, to int64) bool
 }
 
-// MemFloor is an in-process FloorCell: an atomic int64. It is the default when Options.Floor is
-// nil, and what tests and single-process tools use instead of the shared-memory cell. The zero
+// MemFloor is an in-process FloorCell: an atomic int64. It is the default when an engine's
+// Options.Floor is nil, and what tests and single-process tools use instead of the shared-memory cell. The zero
 // value is a floor at 0.
 type MemFloor struct {
 	v atomic.Int64

@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 )
 
 // The sweep benchmark runs on one corpus of 1,000,000 rows whose due times are one ms apart, so
@@ -24,7 +25,7 @@ const benchRows = 1_000_000
 var (
 	benchOnce  sync.Once
 	benchDir   string
-	benchStore *store.Badger
+	benchStore *badgerstore.Store
 	benchSeg   *shm.Segment
 	benchErr   error
 	benchBase  = int64(1_700_000_000_000)
@@ -61,7 +62,7 @@ func benchCorpus(b *testing.B) {
 		if benchErr != nil {
 			return
 		}
-		benchStore, benchErr = store.Open(filepath.Join(benchDir, "db"), &store.Options{Floor: benchSeg.Floor()})
+		benchStore, benchErr = badgerstore.Open(filepath.Join(benchDir, "db"), &badgerstore.Options{Floor: benchSeg.Floor()})
 		if benchErr != nil {
 			return
 		}
@@ -178,7 +179,7 @@ func BenchmarkSweep(b *testing.B) {
 var (
 	classOnce  sync.Once
 	classDir   string
-	classStore *store.Badger
+	classStore *badgerstore.Store
 	classSeg   *shm.Segment
 	classRows  int
 	classErr   error
@@ -198,7 +199,7 @@ func classCorpus(b *testing.B, pol *policy.Policy) {
 		if classSeg, classErr = shm.Create(filepath.Join(classDir, "seg"), shm.Options{EpochMs: benchBase}); classErr != nil {
 			return
 		}
-		classStore, classErr = store.Open(filepath.Join(classDir, "db"), &store.Options{Floor: classSeg.Floor(), Classifier: NewClassifier(pol)})
+		classStore, classErr = badgerstore.Open(filepath.Join(classDir, "db"), &badgerstore.Options{Floor: classSeg.Floor(), Classifier: NewClassifier(pol)})
 		if classErr != nil {
 			return
 		}

@@ -5,14 +5,13 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 )
 
 // Classes. The score max(0, now − due) / cadence × boost orders the rows of one (cadence,
 // boost, lane) class exactly as their due times do, at every now. The store keeps a due index
-// per class (store.Options.Classifier); the sweep merges the classes' heads by the best score
+// per class (badgerstore.Options.Classifier); the sweep merges the classes' heads by the best score
 // any row of the class could still have, and reads each class in due order only while that
 // bound can still enter the set (classPass, in sweep.go). So a sweep reads about what it
 // publishes plus a few rows per class, not the whole due set.
@@ -103,8 +102,8 @@ type classInfo struct {
 
 func infoOf(class uint32) classInfo {
 	f := class >> classBucketBits
-	r := policy.Row{Submitted: f&classSubmitted != 0, Urgent: f&classUrgent != 0,
-		NeverRendered: f&classNeverRendered != 0, Failing: f&classFailing != 0}
+	r := policy.Row{Row: store.Row{Projection: store.Projection{Submitted: f&classSubmitted != 0, Lanes: store.Lanes{
+		Urgent: f&classUrgent != 0, NeverRendered: f&classNeverRendered != 0, Failing: f&classFailing != 0}}}}
 	return classInfo{lane: policy.LaneOf(&r), submitted: r.Submitted, lowMs: bucketLowMs(class & classBucketMask)}
 }
 
@@ -137,7 +136,7 @@ func NewClassifier(pol *policy.Policy) *Classifier {
 
 // Class implements store.Classifier.
 func (c *Classifier) Class(key []byte, p store.Projection) uint32 {
-	pr := rows.Policy(key, store.Row{Projection: p})
+	pr := policy.Row{Key: key, Row: store.Row{Projection: p}}
 	cadence, _ := c.pol.Cadence(&pr)
 	return classOf(&pr, cadence)
 }

@@ -54,7 +54,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/internal/rows"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -259,7 +258,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		}
 	}
 	consider := func(r *store.DueRow) {
-		pr = rows.Policy(r.Key, r.Row)
+		pr = *r
 		cadence, origin := pol.Cadence(&pr)
 		if origin.Carried() {
 			res.Carried++
@@ -308,9 +307,8 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		var ok bool
 		if first, ok, err = cp.ReadHead(); err == nil {
 			if ok { // the floor's head, read from the due index: the true first due row
-				hr := rows.Policy(first.Key, first.Row)
-				cadence, _ := pol.Cadence(&hr)
-				noteHead(&first, hr, cadence)
+				cadence, _ := pol.Cadence(&first)
+				noteHead(&first, first, cadence)
 			}
 			stats, err = readClasses(ctx, cp, pol.Boost(), now, maxRows, sel, consider)
 		}

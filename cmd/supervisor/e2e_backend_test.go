@@ -9,6 +9,7 @@ import (
 
 	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/store/pgstore"
 )
 
@@ -23,7 +24,7 @@ type backend struct {
 // badgerIn is the default backend: the Badger store under dataDir.
 func badgerIn(dataDir string) backend {
 	return backend{open: func(t testing.TB) store.Store {
-		st, err := store.Open(filepath.Join(dataDir, "db"), &store.Options{})
+		st, err := badgerstore.Open(filepath.Join(dataDir, "db"), &badgerstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

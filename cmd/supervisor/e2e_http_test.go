@@ -21,6 +21,7 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 )
 
 // The public listener's trust boundary, against the real supervisor and worker 0: what a web
@@ -68,7 +69,7 @@ func (a apiAnswer) jsonError(t *testing.T, what string, code int, field string) 
 
 // seedPages stores pages for the given URLs (catalog route, rendered now, due in an hour).
 func seedPages(t *testing.T, dataDir string, pages map[string]store.Page) {
-	st, err := store.Open(filepath.Join(dataDir, "db"), &store.Options{})
+	st, err := badgerstore.Open(filepath.Join(dataDir, "db"), &badgerstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -22,7 +23,7 @@ import (
 
 // seedOneMs files n targets all due at the same millisecond, as a bulk import does.
 func seedOneMs(t testing.TB, dataDir string, n int) {
-	st, err := store.Open(filepath.Join(dataDir, "db"), &store.Options{})
+	st, err := badgerstore.Open(filepath.Join(dataDir, "db"), &badgerstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
@@ -43,7 +44,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(filepath.Join(cfg.DataDir, "db"), &store.Options{
+	return badgerstore.Open(filepath.Join(cfg.DataDir, "db"), &badgerstore.Options{
 		SyncWrites:           cfg.Store.SyncWrites,
 		Floor:                floor,
 		GCInterval:           cfg.Store.GCInterval.D(),

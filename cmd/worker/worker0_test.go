@@ -14,7 +14,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -88,7 +88,7 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 		t.Fatalf("the control socket outlives the stop: %v", err)
 	}
 	// The store was closed: its directory's lock is free.
-	reopened, err := store.Open(filepath.Join(e.cur.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
+	reopened, err := badgerstore.Open(filepath.Join(e.cur.Load().Config().DataDir, "db"), &badgerstore.Options{Floor: e.seg.Floor()})
 	if err != nil {
 		t.Fatalf("the store was left open by the stop: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestWorker0StopWithoutStart(t *testing.T) {
 		t.Fatal("Start succeeded without its control socket")
 	}
 	w.Stop()
-	reopened, err := store.Open(filepath.Join(e.cur.Load().Config().DataDir, "db"), &store.Options{Floor: e.seg.Floor()})
+	reopened, err := badgerstore.Open(filepath.Join(e.cur.Load().Config().DataDir, "db"), &badgerstore.Options{Floor: e.seg.Floor()})
 	if err != nil {
 		t.Fatalf("a failed start's stop left the store open: %v", err)
 	}

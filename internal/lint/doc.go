@@ -5,8 +5,12 @@
 //   - imports point down: binaries (cmd/) over worker 0's services (api, intake) over the
 //     machinery (claim, sweep, store, shm, policy, render) over the leaves (outcome, cachekey,
 //     wire, internal/...);
-//   - shm, outcome and cachekey import nothing of freshq; store only its build switch; wire only
-//     outcome, so that freshqctl links no store;
+//   - shm, outcome, cachekey and store (the store's contract) import nothing of freshq; wire only
+//     outcome, so that freshqctl links no store; policy only config, cachekey, outcome and store,
+//     whose row type it decides on;
+//   - the store's contract links no storage engine: the engines (store/badgerstore on Badger,
+//     store/pgstore on pgx) import it, never the other way, and neither does policy, wire or
+//     freshqctl link one (TestContractLinksNoEngine, over go list -deps);
 //   - no production package imports a test helper (internal/qtest, internal/pgtest, testdns,
 //     storetest, clustertest);
 //   - only config, the assembly packages (assemble, assemble/node), the binaries, the

@@ -29,20 +29,20 @@ var allowed = map[string][]string{
 	"assemble/node":       {"api", "assemble", "capacity", "claim", "config", "intake", "policy", "serve", "sitemap", "sweep", "wire"},
 	"cachekey":            {},
 	"capacity":            {"freshness", "internal/startstop", "policy", "store", "wire"},
-	"claim":               {"hosts", "internal/rows", "policy", "shm", "store"},
+	"claim":               {"hosts", "policy", "shm", "store"},
 	"cluster":             {"shm"},
 	"cluster/clustertest": {"cluster"},
 	"cmd/freshqctl":       {"wire"},
 	"cmd/supervisor":      {"config", "hosts", "internal/clock", "internal/logging", "internal/testhold", "outcome", "shm", "wire"},
 	"cmd/worker": {"api", "assemble", "assemble/node", "cachekey", "capacity", "claim", "cluster", "config", "freshness", "hosts", "intake",
 		"internal/clock", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
-		"outcome", "policy", "render", "render/chrome", "serve", "shm", "store", "store/pgstore", "sweep", "wire"},
+		"outcome", "policy", "render", "render/chrome", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "wire"},
 	"config":              {"cachekey", "wire"},
 	"freshness":           {},
 	"pagedigest":          {},
 	"fuzz":                {},
 	"hosts":               {"cachekey", "internal/startstop", "outcome", "shm", "wire"},
-	"intake":              {"cachekey", "claim", "freshness", "hosts", "internal/rows", "internal/startstop", "outcome", "pagedigest", "policy", "render", "shm", "sitemap", "store", "wire"},
+	"intake":              {"cachekey", "claim", "freshness", "hosts", "internal/startstop", "outcome", "pagedigest", "policy", "render", "shm", "sitemap", "store", "wire"},
 	"internal/clock":      {},
 	"internal/grantlog":   {},
 	"internal/intaketest": {"intake"},
@@ -50,14 +50,13 @@ var allowed = map[string][]string{
 	"internal/lint":       {},
 	"internal/logging":    {},
 	"internal/pgtest":     {},
-	"internal/qtest":      {"assemble", "config", "policy", "shm", "store"},
-	"internal/rows":       {"policy", "store"},
+	"internal/qtest":      {"assemble", "config", "policy", "shm", "store", "store/badgerstore"},
 	"internal/startstop":  {},
 	"internal/testbin":    {},
 	"internal/testdns":    {},
 	"internal/testhold":   {},
 	"outcome":             {},
-	"policy":              {"cachekey", "outcome"},
+	"policy":              {"cachekey", "outcome", "store"},
 	"render":              {"outcome"},
 	"render/chrome":       {"outcome", "render"},
 	"serve":               {"cachekey", "intake", "render", "wire"},
@@ -66,10 +65,11 @@ var allowed = map[string][]string{
 	"sim/freshreport":     {"config", "sim"},
 	"sim/simreport":       {"config", "sim"},
 	"sitemap":             {"cachekey", "policy", "render"},
-	"store":               {"internal/invariants"},
+	"store":               {},
+	"store/badgerstore":   {"internal/invariants", "store"},
 	"store/pgstore":       {"cluster", "store"},
 	"store/storetest":     {"internal/invariants", "store"},
-	"sweep":               {"cachekey", "hosts", "internal/rows", "policy", "shm", "store"},
+	"sweep":               {"cachekey", "hosts", "policy", "shm", "store"},
 	"wire":                {"outcome"},
 }
 
@@ -203,4 +203,42 @@ func TestArchitectureDocListsTheImports(t *testing.T) {
 		return
 	}
 	t.Errorf("%s's import list differs from the table of allowed imports; run go test ./internal/lint/ -rewrite", archDoc)
+}
+
+// engines are the import paths of the storage engines' libraries.
+var engines = []string{"github.com/dgraph-io/badger", "github.com/jackc/pgx"}
+
+// engineFree are the packages that must link no storage engine, directly or through any
+// dependency: the store's contract, so that an engine is a choice made beside it
+// (store/badgerstore, store/pgstore) and never inside it; the policy that decides on its rows;
+// and what travels, so that freshqctl links no store.
+var engineFree = []string{"store", "policy", "wire", "cmd/freshqctl"}
+
+// engineDeps returns the dependencies of the package rel (relative to the module) that belong to
+// a storage engine.
+func engineDeps(t *testing.T, rel string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", module+"/"+rel)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", rel, err)
+	}
+	var found []string
+	for dep := range strings.FieldsSeq(string(out)) {
+		for _, e := range engines {
+			if dep == e || strings.HasPrefix(dep, e+"/") {
+				found = append(found, dep)
+			}
+		}
+	}
+	return found
+}
+
+func TestContractLinksNoEngine(t *testing.T) {
+	for _, rel := range engineFree {
+		if deps := engineDeps(t, rel); len(deps) > 0 {
+			t.Errorf("%s links a storage engine (%s): it must import only the store's contract", rel, strings.Join(deps, ", "))
+		}
+	}
 }

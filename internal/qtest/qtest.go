@@ -23,6 +23,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore"
 )
 
 // Hour in ms.
@@ -67,11 +68,11 @@ func NewClassified(t testing.TB, yaml string, startMs int64, segOpts shm.Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := &store.Options{Floor: seg.Floor()}
+	opts := &badgerstore.Options{Floor: seg.Floor()}
 	if classify != nil {
 		opts.Classifier = classify(compile(t, cfg))
 	}
-	st, err := store.Open(filepath.Join(dir, "db"), opts)
+	st, err := badgerstore.Open(filepath.Join(dir, "db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,179 @@
+package badgerstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/store"
+)
+
+// The class index (docs/store-format.md). Besides the due index, a store opened with a
+// Classifier keeps every schedule row's due-index entry a second time under its class:
+//
+//	c/ + class (4 B, BE) + dueAt (8 B, BE) + cacheKey → projection
+//
+// so that a sweep can read each class in due order and stop as soon as the class has nothing
+// left that could enter the set it publishes (package sweep). The funnel writes the entry
+// with the row and its d/ entry, in the same transaction, exactly as it writes d/: the class
+// index always holds the same (dueAt, cacheKey, projection) triples as the due index, each
+// under the class the store's classifier gives it.
+//
+// A row's class depends on the configuration its classifier was built from. The classifier's
+// fingerprint is stored under m/class: Open rebuilds the index when it differs, and drops the
+// index (and the fingerprint) when the store is opened without a classifier, so an index is
+// never read that a write made without it left behind.
+
+const (
+	classKeyHeaderLen  = len(prefixClass) + 4 + 8
+	classPrintValueLen = 8
+)
+
+// appendClassKey appends the class-index key of (class, dueAtMs, cacheKey) to dst.
+func appendClassKey(dst []byte, class uint32, dueAtMs int64, cacheKey []byte) []byte {
+	dst = append(dst, prefixClass...)
+	dst = binary.BigEndian.AppendUint32(dst, class)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(dueAtMs))
+	return append(dst, cacheKey...)
+}
+
+func classKey(class uint32, dueAtMs int64, cacheKey []byte) []byte {
+	return appendClassKey(make([]byte, 0, classKeyHeaderLen+len(cacheKey)), class, dueAtMs, cacheKey)
+}
+
+// decodeClassKey splits a class-index key (prefix included). cacheKey aliases k.
+func decodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err error) {
+	if len(k) < classKeyHeaderLen || string(k[:len(prefixClass)]) != prefixClass {
+		return 0, 0, nil, corruptionf("class key %q: not a class-index key", k)
+	}
+	class = binary.BigEndian.Uint32(k[len(prefixClass):])
+	u := binary.BigEndian.Uint64(k[len(prefixClass)+4 : classKeyHeaderLen])
+	if u > math.MaxInt64 {
+		return 0, 0, nil, corruptionf("class key %q: due time out of range", k)
+	}
+	cacheKey = k[classKeyHeaderLen:]
+	if err := store.ValidateKey(cacheKey); err != nil {
+		return 0, 0, nil, corruptionf("class key %q: %v", k, err)
+	}
+	return class, int64(u), cacheKey, nil
+}
+
+var _ store.ClassPass = (*badgerPass)(nil)
+
+// ClassFingerprint implements store.ClassPass.
+func (p *badgerPass) ClassFingerprint() (uint64, bool) {
+	if c := p.s.opts.Classifier; c != nil {
+		return c.Fingerprint(), true
+	}
+	return 0, false
+}
+
+// ReadHead implements store.ClassPass.
+func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
+	var first store.DueRow
+	var ok bool
+	err := p.IterateDue(1, 1, func(rows []store.DueRow) error {
+		first, ok = rows[0], true
+		first.Key = append([]byte(nil), rows[0].Key...)
+		return nil
+	})
+	if err != nil {
+		return first, false, err
+	}
+	if p.stats.Capped { // a second row was due: the next due time is past it
+		st, err := walkDue(p.txn, p.stats.NowMs+1, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
+		if err != nil && !errors.Is(err, errStopWalk) {
+			return first, false, fmt.Errorf("store: next due after %d: %w", p.stats.NowMs, err)
+		}
+		if st.hasFirstDue {
+			p.stats.NextDueMs, p.stats.HasNextDue = st.firstDue, true
+		}
+		p.stats.Capped = false
+	}
+	return first, ok, nil
+}
+
+var errStopWalk = errors.New("store: walk stopped")
+
+func (p *badgerPass) classIter() *badger.Iterator {
+	if p.classIt == nil {
+		p.classIt = p.txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
+	}
+	return p.classIt
+}
+
+// ClassHeads implements store.ClassPass: one seek per class present in the index.
+func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
+	if p.isClosed() {
+		return nil, store.ErrClosed
+	}
+	if p.s.opts.Classifier == nil {
+		return nil, fmt.Errorf("%w: the store keeps no class index", store.ErrInvalidArgument)
+	}
+	it := p.classIter()
+	var heads []store.ClassHead
+	seek := classKey(0, p.stats.FloorMs, nil)
+	for {
+		it.Seek(seek)
+		if !it.Valid() {
+			return heads, nil
+		}
+		item := it.Item()
+		class, due, key, err := decodeClassKey(item.Key())
+		if err != nil {
+			return heads, err
+		}
+		if due < p.stats.FloorMs { // below the floor (none, by F1): start the class at it
+			seek = classKey(class, p.stats.FloorMs, nil)
+			continue
+		}
+		if due <= p.stats.NowMs {
+			h := store.ClassHead{Class: class, DueRow: store.DueRow{Key: append([]byte(nil), key...)}}
+			if err := item.Value(h.Projection.UnmarshalBinary); err != nil {
+				return heads, fmt.Errorf("store: class entry %q: %w", key, err)
+			}
+			h.DueAtMs = due
+			heads = append(heads, h)
+		}
+		if class == math.MaxUint32 {
+			return heads, nil
+		}
+		seek = classKey(class+1, p.stats.FloorMs, nil)
+	}
+}
+
+// ReadClass implements store.ClassPass.
+func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []store.DueRow) ([]store.DueRow, bool, error) {
+	if p.isClosed() {
+		return dst, false, store.ErrClosed
+	}
+	if p.s.opts.Classifier == nil || n <= 0 {
+		return dst, false, fmt.Errorf("%w: class index %v, n %d", store.ErrInvalidArgument, p.s.opts.Classifier != nil, n)
+	}
+	it := p.classIter()
+	read := 0
+	for it.Seek(append(classKey(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
+		item := it.Item()
+		c, due, key, err := decodeClassKey(item.Key())
+		if err != nil {
+			return dst, false, err
+		}
+		if c != class || due > p.stats.NowMs {
+			return dst, false, nil
+		}
+		if read == n {
+			return dst, true, nil
+		}
+		r := store.DueRow{Key: append([]byte(nil), key...)}
+		if err := item.Value(r.Projection.UnmarshalBinary); err != nil {
+			return dst, false, fmt.Errorf("store: class entry %q: %w", key, err)
+		}
+		r.DueAtMs = due
+		dst = append(dst, r)
+		read++
+	}
+	return dst, false, nil
+}

@@ -1,0 +1,107 @@
+// Package badgerstore is the store's embedded engine, the single-node default: one Badger
+// database, opened by worker 0 only, implementing the contract of package store (store.Store,
+// store.Pass) over the keyspace below (docs/store-format.md draws every value). It is named
+// badgerstore, beside store/pgstore, so that it never shadows the badger library it imports.
+//
+//	s/ + cacheKey                      → schedule row (Row)
+//	d/ + dueAt (8 B big-endian) + key  → the sweep's projection (Projection)
+//	t/ + cacheKey                      → target (Target)
+//	p/ + cacheKey                      → rendered page (Page)
+//	c/ + class (4 B) + dueAt (8 B) + key → the projection again, under the row's sweep class
+//	m/class                            → the fingerprint of the classifier c/ was built with
+//
+// c/ and m/class exist only in a store opened with Options.Classifier (classindex.go).
+//
+// Every value is encoded by the codecs of package store (the records' MarshalBinary), drawn
+// byte by byte there and in docs/store-format.md; this package spells only the keys (keys.go).
+// The store treats a cacheKey (device + "|" + normalised URL) as opaque bytes of length
+// 1..store.MaxKeyLen.
+//
+// # Promises
+//
+// One writer. WriteSchedule, WriteSchedules, Modify, RefileIfUnchanged and DeleteTarget (the
+// funnel, funnel.go) are the only code that writes (TestFunnelIsTheOnlyWriter parses the
+// package to prove it). A schedule row and its due-index entry change in one transaction,
+// so no index entry exists without its row nor a row without its entry, at every instant and
+// after any crash (VerifyIndex checks it). A put states submitted and the effective interval
+// explicitly: store.Schedule values are built only by store.NewSchedule, and the zero value is
+// refused.
+//
+// Group commit. Concurrent funnel calls are gathered by one committer goroutine into few
+// Badger transactions. A call returns only after every transaction holding its writes has
+// committed. Each Write (row, index entry, and optionally target and page) is atomic; see
+// WriteSchedules for calls too large for one transaction.
+//
+// Durability. By default (Options.SyncWrites false) an acknowledged write survives kill -9 of
+// the process: Badger's write-ahead value log is a memory-mapped file, and its pages belong to
+// the kernel once written. It does not survive a power loss or a kernel crash. With
+// SyncWrites true, each batch is fsynced before it is acknowledged, and an acknowledged write
+// survives those too. docs/store.md has the measured cost of each.
+//
+// Reads never wait on a commit (readview.go). A Badger read transaction waits for every
+// commit already given a timestamp to be written, so a read that opened its own would queue
+// behind a render's result being applied, and behind a write stalled on a memtable flush. The
+// Get methods read one shared read-only transaction, the view, which the funnel renews when
+// each of its transactions completes, before any caller is acknowledged: a caller reads its
+// own writes back, and a read that starts after a pass or scan opened sees at least what it
+// saw. While a value-log GC runs, reads open their own transactions again.
+//
+// Reads a write can skip (K1). Every funnel write reads the row it replaces, to find the
+// index entry to delete. A Bloom filter of the keys that have a row, built by Open from every
+// s/ key and extended by the committer before it stages a row, lets a write of a key new to
+// the store skip that read: every key with a row is in the filter, so its "no" is certain
+// (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows).
+//
+// Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
+// store.MinDueMs or after store.MaxDueMs is refused with store.ErrImplausibleDue, and nothing of its call is
+// enqueued: such a row would score as the most overdue there is and hold the floor down, or
+// never come due. Rows stored before the option existed may still hold one; a writer that
+// keeps a stored due time checks it with store.PlausibleDue and brings it into range first, so the
+// refusal is an assertion that no write path trips.
+//
+// The due index carries the projection. A sweep scores every due row from the d/ entries
+// alone (store.Pass.IterateDue); it never reads a schedule row, a target or the value log.
+//
+// The class index (classindex.go). With a Classifier, the funnel writes every row's index
+// entry a second time, under c/ + the row's class, in the same transaction as the row and its
+// d/ entry: c/ holds exactly d/'s (due, key, projection) triples (VerifyIndex checks it). A
+// sweep then reads each class in due order, from its head, only as far as it needs
+// (store.ClassPass), and the floor's head from d/ (ReadHead): the floor protocol sees the true
+// minimum, as from a full iteration. Open rebuilds c/ when the classifier's fingerprint is not
+// the one stored, and drops it when there is no classifier.
+//
+// Floor (F1; docs/ARCHITECTURE.md, Invariants). Every funnel batch lowers the floor cell to its earliest new due time
+// before it commits; a Pass advances the floor only by compare-and-swap from the value it read
+// together with its snapshot, and only up to min(first due row observed, now, earliest write
+// in flight at or committed after the snapshot) − guard. With one writer this is exact: after
+// any advance, every schedule row has dueAt ≥ floor. protocol.go holds the argument; the
+// randomized interleaving test checks it. The same protocol without the guard keeps the head
+// (HeadMs), where the claim fallback's scan starts: no row is due below it either, and the
+// interleaving test judges it too. The store never reads the wall clock for these decisions:
+// nowMs is always a parameter.
+//
+// Time is int64 milliseconds since the epoch; intervals are int64 ms. Due times must be ≥ 0:
+// the index orders unsigned big-endian bytes, in which a negative int64 would sort last, so
+// negative due times are refused (store.ErrNegativeDue) rather than re-encoded.
+//
+// # Limits
+//
+// Slices handed to an IterateDue callback, and the keys in them, are valid only until the
+// callback returns. Slices returned by ScanDue and the Get methods belong to the caller.
+//
+// A Pass pins a Badger snapshot until it is closed: a long-open pass holds back compaction of
+// the versions it can see. Close passes promptly. Close must not be called while a pass or scan
+// is running in another goroutine; passes still open are closed by it.
+//
+// Keys over store.MaxKeyLen are refused, never truncated. Pages over store.MaxPageBody are
+// refused.
+//
+// A schedule row that does not decode (store.ErrCorruption) cannot be rewritten by the funnel, since
+// its index entry cannot be located; such writes fail with an error wrapping ErrCorruption.
+// DeleteTarget of such a key fails the same way. The store never panics on bad bytes.
+//
+// This package is the single-node engine. Several nodes share one PostgreSQL through
+// store/pgstore instead, where the floor is per shard and lives in the database. Only
+// cmd/worker (openStore) chooses between them; everything above sees a store.Store, and the
+// conformance suite (store/storetest) runs the same tests against both.
+package badgerstore

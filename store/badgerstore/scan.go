@@ -1,0 +1,157 @@
+package badgerstore
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/freshq/freshq/internal/invariants"
+	"github.com/freshq/freshq/store"
+)
+
+// dueStats is what one walk of the due index observed.
+type dueStats struct {
+	rows        int
+	firstDue    int64
+	hasFirstDue bool
+	nextDue     int64 // the first due time past now, if the walk reached one
+	hasNextDue  bool
+	capped      bool // stopped at maxRows with a further due row waiting
+	complete    bool // reached a row past now or the end of the index
+}
+
+// walkDue iterates the due index of txn in ascending order from fromMs up to and including
+// nowMs, key-only (values of the index are inline, so no value-log read happens), calling
+// visit for each due row. key aliases Badger's buffer and is valid only during the call. The
+// walk stops after maxRows rows (0 = no cap), at the first row past nowMs (recorded as the
+// next not-yet-due time), at the end of the index, or at the first error.
+func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
+	return walkDueFrom(txn, dueSeekKey(fromMs), fromMs, nowMs, maxRows, visit)
+}
+
+// walkDueFrom is walkDue starting at the due-index key seek (prefix included) rather than at
+// the first key of fromMs; fromMs is the seek's due time, for the order check.
+func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
+	var st dueStats
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
+	defer it.Close()
+	var row store.Row
+	decode := row.Projection.UnmarshalBinary
+	prev := int64(-1)
+	for it.Seek(seek); ; it.Next() {
+		if !it.Valid() {
+			st.complete = true
+			return st, nil
+		}
+		item := it.Item()
+		due, key, err := DecodeDueKey(item.Key())
+		if err != nil {
+			return st, err
+		}
+		if invariants.Enabled {
+			if due < prev || due < fromMs {
+				panic(fmt.Sprintf("store: invariant: due index out of order: %d after %d, from %d", due, prev, fromMs))
+			}
+			prev = due
+		}
+		if due > nowMs {
+			st.nextDue, st.hasNextDue, st.complete = due, true, true
+			return st, nil
+		}
+		if maxRows > 0 && st.rows >= maxRows {
+			st.capped = true
+			return st, nil
+		}
+		if err := item.Value(decode); err != nil {
+			return st, fmt.Errorf("due entry %q: %w", key, err)
+		}
+		row.DueAtMs = due
+		if !st.hasFirstDue {
+			st.firstDue, st.hasFirstDue = due, true
+		}
+		st.rows++
+		if err := visit(key, &row); err != nil {
+			return st, err
+		}
+	}
+}
+
+// ScanDue is the floored index scan, the claim path's fallback: the due rows from floorMs up
+// to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
+// consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
+func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
+	return s.scanDue(dueSeekKey(floorMs), floorMs, nowMs, limit)
+}
+
+// ScanDueAfter continues a scan strictly after the row (afterMs, afterKey): the due rows
+// ordered by (due time, cacheKey) past that cursor, up to nowMs, at most limit of them. Pages
+// chained on the last row of the previous page never read a row twice and never skip one,
+// however many rows share one due time: a page of rows that all fall on one millisecond does
+// not hide the rows behind it. A row moved behind the cursor since the previous page (a
+// reschedule to an earlier time) is not revisited; the next scan from the head sees it.
+func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit int) (store.ScanResult, error) {
+	if afterMs < 0 {
+		return s.ScanDue(0, nowMs, limit)
+	}
+	// The smallest due-index key after (afterMs, afterKey): the key itself with a 0x00 byte
+	// appended, since no other cacheKey lies between a key and that extension.
+	seek := append(dueKey(afterMs, afterKey), 0)
+	return s.scanDue(seek, afterMs, nowMs, limit)
+}
+
+func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (store.ScanResult, error) {
+	var res store.ScanResult
+	if limit <= 0 {
+		return res, fmt.Errorf("%w: limit %d", store.ErrInvalidArgument, limit)
+	}
+	if s.closed.Load() {
+		return res, store.ErrClosed
+	}
+	txn := s.db.NewTransaction(false)
+	defer txn.Discard()
+	s.catchUpView(txn.ReadTs())
+	var arena []byte
+	st, err := walkDueFrom(txn, seek, fromMs, nowMs, limit, func(key []byte, r *store.Row) error {
+		if len(arena)+len(key) > cap(arena) {
+			// Sized for the rows the limit still allows, at most 4 KiB at a time: a claim's
+			// scan of a few rows should not pay for a page of them.
+			arena = make([]byte, 0, max(min(4096, (limit-len(res.Rows))*96), 2*len(key)))
+		}
+		arena = append(arena, key...)
+		res.Rows = append(res.Rows, store.DueRow{Key: arena[len(arena)-len(key) : len(arena) : len(arena)], Row: *r})
+		return nil
+	})
+	if err != nil {
+		return store.ScanResult{}, fmt.Errorf("store: scan due from %d: %w", fromMs, err)
+	}
+	res.FirstDueMs, res.HasFirstDue = st.firstDue, st.hasFirstDue
+	res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue
+	res.Capped = st.capped
+	return res, nil
+}
+
+// ForEachSchedule calls fn for every schedule row whose cacheKey starts with prefix, in key
+// order, from one snapshot (for operator actions on a URL prefix, such as prioritize). key and
+// row are valid only during the call. An error from fn stops the walk and is returned.
+func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	p := scheduleKey(prefix)
+	return s.db.View(func(txn *badger.Txn) error {
+		s.catchUpView(txn.ReadTs())
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
+		defer it.Close()
+		var row store.Row
+		for it.Seek(p); it.Valid(); it.Next() {
+			item := it.Item()
+			if err := item.Value(row.UnmarshalBinary); err != nil {
+				return fmt.Errorf("store: schedule row %q: %w", item.Key(), err)
+			}
+			if err := fn(item.Key()[len(p)-len(prefix):], row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
