@@ -43,7 +43,7 @@ func newOpNode(t *testing.T) *opNode {
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)
-	(&Remote{Applier: n.applier, Claimer: claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: n.index,
+	(&Remote{Applier: n.applier, Claimer: newClaimer(t, claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: n.index,
 		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff})}).Register(mux)
 	n.srv = httptest.NewServer(mux)
 	t.Cleanup(n.srv.Close)
@@ -115,7 +115,7 @@ func TestPrioritizeRushAndWait(t *testing.T) {
 	}
 	// The rushed rows are claimed first, and the urgent mark clears with their render.
 	n.sweeper.Sweep(context.Background())
-	jobs, err := claim.New(claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 1}).Claim(context.Background(), 1)
+	jobs, err := newClaimer(t, claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 1}).Claim(context.Background(), 1)
 	if err != nil || len(jobs) != 1 || !strings.Contains(string(jobs[0].Key), "/c/") {
 		t.Fatalf("first claim after rush: %+v %v", jobs, err)
 	}
@@ -194,7 +194,7 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 	}
 	// Turns alternate, so both sides take part whatever the scheduler does; each turn goes
 	// through the same ready set, lease table and index fallback.
-	local := claim.New(claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 7})
+	local := newClaimer(t, claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 7})
 	localTurn := func() int {
 		jobs, err := local.Claim(context.Background(), 5)
 		if err != nil {

@@ -140,9 +140,38 @@ type Claimer struct {
 	opts Options
 }
 
-// New returns a Claimer. Segment, Settings and Now are required; Worker, Fallback and Granted
-// are optional (a claimer without a fallback serves from the ready set alone).
-func New(opts Options) *Claimer { return &Claimer{opts: opts} }
+// ErrMissingDependency is returned by New when a required option is missing.
+var ErrMissingDependency = errors.New("claim: missing dependency")
+
+// NoFallback is the Fallback of a claimer meant to serve from the ready set alone: it grants
+// nothing. A render worker's claimer always has the floored index scan instead, so that a cold,
+// exhausted or disabled ready set degrades and never stalls; only a test that isolates the
+// ready path passes NoFallback, and says so by naming it.
+var NoFallback Fallback = noFallback{}
+
+type noFallback struct{}
+
+func (noFallback) ClaimIndex(context.Context, IndexClaim) ([]Job, error) { return nil, nil }
+
+// New returns a Claimer. Segment, Fallback (NoFallback to serve from the ready set alone),
+// Settings and Now are required and refused when nil; Worker and Granted only observe and may
+// be left out.
+func New(opts Options) (*Claimer, error) {
+	for _, dep := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Segment", opts.Segment == nil},
+		{"Fallback", opts.Fallback == nil},
+		{"Settings", opts.Settings == nil},
+		{"Now", opts.Now == nil},
+	} {
+		if dep.missing {
+			return nil, fmt.Errorf("%w: Claimer needs %s", ErrMissingDependency, dep.name)
+		}
+	}
+	return &Claimer{opts: opts}, nil
+}
 
 // Claim grants up to n jobs: from the ready set while it serves, then from the fallback for the
 // rest. It returns fewer than n (possibly none) when nothing more is due. With an error it may
@@ -174,7 +203,7 @@ func (c *Claimer) ClaimFor(ctx context.Context, n int, ttlMs int64, holder uint6
 	}
 	// A set that serves but whose next rows' hosts are all full is no reason to scan the
 	// index: its rows are the same hosts', and a scan costs worker 0 a read per row.
-	if len(jobs) == n || hostBound || c.opts.Fallback == nil {
+	if len(jobs) == n || hostBound {
 		return jobs, nil
 	}
 	more, err := c.opts.Fallback.ClaimIndex(ctx, IndexClaim{N: n - len(jobs), Holder: holder, TTLMs: ttl})

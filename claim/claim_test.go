@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -66,7 +67,7 @@ func (n *node) claimer(worker int) *Claimer {
 	if err != nil {
 		n.T.Fatal(err)
 	}
-	return New(Options{Segment: n.Seg, Worker: w, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: uint64(worker)})
+	return mustNew(n.T, Options{Segment: n.Seg, Worker: w, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: uint64(worker)})
 }
 
 func (n *node) sweep() sweep.Result {
@@ -402,5 +403,37 @@ func TestClaimHonoursRequestedTTL(t *testing.T) {
 	jobs, _ := n.claimer(2).ClaimTTL(context.Background(), 1, 3*60_000)
 	if li, _ := n.Seg.Leases().Lookup(jobs[0].KeyHash, n.Now()); len(jobs) != 1 || jobs[0].Source != SourceReady || li.ExpiresAtMs-n.Now() != 3*60_000 {
 		t.Fatalf("ready path: %+v %+v", jobs, li)
+	}
+}
+
+func mustNew(tb testing.TB, o Options) *Claimer {
+	tb.Helper()
+	c, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// New refuses each required option left out, naming it: a claimer without its fallback would
+// stall on a cold ready set instead of degrading to the index scan.
+func TestNewRefusesAMissingDependency(t *testing.T) {
+	n := newNode(t, "")
+	full := Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now}
+	if _, err := New(full); err != nil {
+		t.Fatalf("every option given: %v", err)
+	}
+	for name, drop := range map[string]func(*Options){
+		"Segment":  func(o *Options) { o.Segment = nil },
+		"Fallback": func(o *Options) { o.Fallback = nil },
+		"Settings": func(o *Options) { o.Settings = nil },
+		"Now":      func(o *Options) { o.Now = nil },
+	} {
+		o := full
+		drop(&o)
+		c, err := New(o)
+		if c != nil || !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, c, err)
+		}
 	}
 }

@@ -18,14 +18,43 @@ import (
 // read-decide-write of worker 0, and only its target's request counter changes: its row is
 // filed again as it was.
 type Demand struct {
-	Store    store.Store
-	Writer   Writer // nil: Store
+	d DemandDeps
+}
+
+// DemandDeps are what a Demand needs. Every one is required but Tuning, which only refines a
+// due time; each required one carries a guarantee:
+//   - Writer: every write passes the sweep's wrapper (sweep.Changes), so that a sweep never
+//     publishes a row written after its snapshot;
+//   - Locks: the key locks shared with every other read-decide-write of worker 0, so that a
+//     flush never lands between a result's decision and its commit.
+type DemandDeps struct {
+	Store    store.Store // reads
+	Writer   Writer
 	Locks    *KeyLocks
 	Settings func() *Settings
 	Now      func() int64
 	// Tuning is the Applier's (ApplierDeps.Tuning): a due time brought forward is the one the
-	// Applier would file.
+	// Applier would file. nil: the configuration's threshold and the cadence.
 	Tuning *freshness.TuningCell
+}
+
+// NewDemand returns a Demand, or ErrMissingDependency naming a required dependency left out.
+func NewDemand(d DemandDeps) (*Demand, error) {
+	for _, dep := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Store", d.Store == nil},
+		{"Writer", d.Writer == nil},
+		{"Locks", d.Locks == nil},
+		{"Settings", d.Settings == nil},
+		{"Now", d.Now == nil},
+	} {
+		if dep.missing {
+			return nil, fmt.Errorf("%w: Demand needs %s", ErrMissingDependency, dep.name)
+		}
+	}
+	return &Demand{d: d}, nil
 }
 
 // demandChunk bounds one Modify of a flush: the keys locked and written at once.
@@ -43,10 +72,7 @@ func (d *Demand) Write(counts map[string]uint32) (written int, left map[string]u
 		}
 	}
 	slices.Sort(keys)
-	var w Writer = d.Store
-	if d.Writer != nil {
-		w = d.Writer
-	}
+	w := d.d.Writer
 	for len(keys) > 0 {
 		chunk := keys[:min(demandChunk, len(keys))]
 		keys = keys[len(chunk):]
@@ -68,13 +94,11 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 	for i, k := range keys {
 		bkeys[i] = []byte(k)
 	}
-	if d.Locks != nil {
-		defer d.Locks.Lock(bkeys)()
-	}
-	set, tu := d.Settings(), d.Tuning.Load()
+	defer d.d.Locks.Lock(bkeys)()
+	set, tu := d.d.Settings(), d.d.Tuning.Load()
 	tau := set.Freshness.RequestTau.Milliseconds()
-	now := d.Now()
-	head := d.Store.HeadMs()
+	now := d.d.Now()
+	head := d.d.Store.HeadMs()
 	changes := make([]store.Change, len(keys))
 	for i, k := range bkeys {
 		n := float64(counts[keys[i]])

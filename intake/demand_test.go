@@ -27,7 +27,7 @@ routes:
 		}
 	}
 	rowBefore, _ := e.Store.GetSchedule([]byte(home))
-	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+	d := mustDemand(t, DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n, left, err := d.Write(map[string]uint32{home: 10, prod: 2, "desktop|https://a.test/unknown": 5})
 	if err != nil || n != 2 || left != nil {
 		t.Fatalf("write: %d %v %v", n, left, err)

@@ -65,3 +65,36 @@ func TestNewApplierRefusesAMissingDependency(t *testing.T) {
 		}
 	}
 }
+
+// mustDemand is NewDemand(d), failing tb if d lacks a dependency.
+func mustDemand(tb testing.TB, d DemandDeps) *Demand {
+	tb.Helper()
+	dm, err := NewDemand(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dm
+}
+
+// NewDemand refuses deps without any of the dependencies that carry a guarantee, naming it:
+// without its Writer a flush would bypass the sweep's wrapper, without its Locks it could land
+// between a result's decision and its commit.
+func TestNewDemandRefusesAMissingDependency(t *testing.T) {
+	e := qtest.New(t, "", 1_000_000, shm.Options{})
+	full := DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+	if _, err := NewDemand(full); err != nil {
+		t.Fatalf("every dependency given: %v", err)
+	}
+	for name, drop := range map[string]func(*DemandDeps){
+		"Store": func(d *DemandDeps) { d.Store = nil }, "Writer": func(d *DemandDeps) { d.Writer = nil },
+		"Locks": func(d *DemandDeps) { d.Locks = nil }, "Settings": func(d *DemandDeps) { d.Settings = nil },
+		"Now": func(d *DemandDeps) { d.Now = nil },
+	} {
+		d := full
+		drop(&d)
+		got, err := NewDemand(d)
+		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
+		}
+	}
+}

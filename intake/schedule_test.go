@@ -93,7 +93,7 @@ routes:
 		t.Fatalf("due %d after the render, want the crossing %d (λ %v, μ 0.2)", got, want, lambda)
 	}
 	e.Advance(hour)
-	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+	d := mustDemand(t, DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, _, err := d.Write(map[string]uint32{string(key): 500}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestApplierMeasuresStaleServes(t *testing.T) {
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	meter := &StaleMeter{}
 	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Stale: meter})
-	d := &Demand{Store: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}
+	d := mustDemand(t, DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	render := func(body string) {
 		t.Helper()
 		if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key)}}); err != nil {

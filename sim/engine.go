@@ -431,8 +431,10 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 	}
 	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Settings: sweepFn, Now: now,
 		Log: zerolog.Nop(), Mode: sc.Mode})
-	r.cl = claim.New(claim.Options{Segment: seg, Worker: w1, Settings: claimFn, Now: now, Holder: 1,
-		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Settings: claimFn, Now: now, Worker: w1}})
+	if r.cl, err = claim.New(claim.Options{Segment: seg, Worker: w1, Settings: claimFn, Now: now, Holder: 1,
+		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Settings: claimFn, Now: now, Worker: w1}}); err != nil {
+		return nil, err
+	}
 	r.claimer = w1
 
 	r.windowStart = c.Start + opts.Warmup.Milliseconds()

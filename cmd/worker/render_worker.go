@@ -90,8 +90,11 @@ func runRenderWorker(ctx context.Context, e *env) error {
 		return nil
 	}
 	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
-	claimer := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Settings: e.claimSettings, Now: nowMs, Holder: e.holder(),
+	claimer, err := claim.New(claim.Options{Segment: e.seg, Worker: e.worker, Fallback: fallback, Settings: e.claimSettings, Now: nowMs, Holder: e.holder(),
 		Granted: grantHook(openGrantLog(e, e.cur.Load().Config()))})
+	if err != nil {
+		return wrap("claimer", err)
+	}
 	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After,
 		check: &conditionalCheck{client: client, checker: render.NewChecker(assemble.RenderOptions(e.cur.Load().Config().Render))}}
 	p.run(ctx)

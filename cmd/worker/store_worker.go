@@ -240,8 +240,12 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Operate{Targets: targetsSvc, Misses: w.misses}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.
 	// Each remote claims under its own holder id (intake.RemoteHolder), capped by queue.max_remote_leases.
-	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
-		Fallback: index, Settings: e.claimSettings, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})}).Register(mux)
+	remoteClaimer, err := claim.New(claim.Options{Segment: e.seg, Worker: e.worker,
+		Fallback: index, Settings: e.claimSettings, Now: nowMs, Holder: uint64(os.Getpid())<<16 | 0xffff, Granted: grantHook(grants)})
+	if err != nil {
+		return wrap("remote claimer", err)
+	}
+	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer}).Register(mux)
 	view := clusterView(st, cfg, func() float64 { return e.policy().Boost() })
 	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Settings: e.intakeSettings, Stale: stale}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
@@ -254,9 +258,11 @@ func (w *worker0) Start(ctx context.Context) error {
 	// the socket the supervisor listens on (so it outlives a restart of worker 0).
 	mux.Handle("GET "+wire.PathServeMetrics, promhttp.HandlerFor(serveReg, promhttp.HandlerOpts{}))
 	if e.serveFD > 0 {
-		w.crawlers = &crawlerListener{e: e, reg: serveReg,
-			targets: targetsSvc, misses: w.misses,
-			demand: &intake.Demand{Store: cst, Writer: writer, Locks: locks, Settings: e.intakeSettings, Now: nowMs, Tuning: tuning}}
+		demand, err := intake.NewDemand(intake.DemandDeps{Store: cst, Writer: writer, Locks: locks, Settings: e.intakeSettings, Now: nowMs, Tuning: tuning})
+		if err != nil {
+			return wrap("demand", err)
+		}
+		w.crawlers = &crawlerListener{e: e, reg: serveReg, targets: targetsSvc, misses: w.misses, demand: demand}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}
