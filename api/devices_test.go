@@ -104,7 +104,7 @@ func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	}
 
 	// A remote renderer is told the device of the job it claims, and its result is applied.
-	sweeper := sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	sweeper := newSweeper(t, sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
 	sweeper.Sweep(context.Background())
 	code, out, raw := call("POST", "/v1/claim", "application/json", `{"limit": 10, "lease": "5m", "renderer": "farm"}`)
 	if code != 200 {

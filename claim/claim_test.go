@@ -57,7 +57,7 @@ type node struct {
 func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, scanner: &countingScanner{Scanner: e.Store}}
-	n.sweeper = sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	n.sweeper = newSweeper(t, sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
 	n.index = &IndexSource{Scanner: n.scanner, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	return n
 }
@@ -436,4 +436,13 @@ func TestNewRefusesAMissingDependency(t *testing.T) {
 			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, c, err)
 		}
 	}
+}
+
+func newSweeper(tb testing.TB, o sweep.Options) *sweep.Sweeper {
+	tb.Helper()
+	s, err := sweep.New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

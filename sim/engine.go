@@ -429,8 +429,12 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		// store without the class index.
 		r.ds.Classifier = sweep.NewClassifier(pol)
 	}
-	r.sw = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Settings: sweepFn, Now: now,
-		Log: zerolog.Nop(), Mode: sc.Mode})
+	// Nothing writes beside the simulated sweep (one goroutine runs every event), so no writer
+	// wraps its Changes.
+	if r.sw, err = sweep.New(sweep.Options{Store: r.ds, Segment: seg, Worker: w0, Policy: polFn, Settings: sweepFn, Now: now,
+		Log: zerolog.Nop(), Mode: sc.Mode, Changes: sweep.NewChanges()}); err != nil {
+		return nil, err
+	}
 	if r.cl, err = claim.New(claim.Options{Segment: seg, Worker: w1, Settings: claimFn, Now: now, Holder: 1,
 		Fallback: &claim.IndexSource{Scanner: r.ds, Segment: seg, Policy: polFn, Settings: claimFn, Now: now, Worker: w1}}); err != nil {
 		return nil, err

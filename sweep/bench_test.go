@@ -145,7 +145,7 @@ func BenchmarkSweep(b *testing.B) {
 		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := benchSeg.Worker(0)
-			s := New(Options{Store: FromStore(benchStore, nil), Segment: benchSeg, Worker: w,
+			s := mustSweeper(b, Options{Store: FromStore(benchStore, nil), Changes: NewChanges(), Segment: benchSeg, Worker: w,
 				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
 			// The bare iteration runs in the same loop, timer stopped, so that both see the
 			// same machine: it is shared and noisy.
@@ -251,7 +251,7 @@ func BenchmarkSweepClasses(b *testing.B) {
 		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := classSeg.Worker(0)
-			s := New(Options{Store: FromStore(classStore, nil), Segment: classSeg, Worker: w,
+			s := mustSweeper(b, Options{Store: FromStore(classStore, nil), Changes: NewChanges(), Segment: classSeg, Worker: w,
 				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
 			read := 0
 			for b.Loop() {

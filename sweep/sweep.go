@@ -98,8 +98,8 @@ type Options struct {
 	Settings func() *Settings      // the sweep's settings in force; read once per sweep
 	Now      func() int64          // ms since the epoch
 	Log      zerolog.Logger
-	// Changes, if set, names the rows written after a pass's snapshot; they are left out of
-	// the set it publishes (see Changes). Worker 0 routes every write through Changes.Wrap.
+	// Changes names the rows written after a pass's snapshot; they are left out of the set it
+	// publishes (see Changes). Worker 0 routes every write through Changes.Wrap.
 	Changes *Changes
 	// Mode is how the set is selected: policy.ModeLanes (the zero value, production) or, for
 	// the simulator's comparisons, ModeScore, ModeEDF or ModeStrict.
@@ -151,9 +151,31 @@ type pinState struct {
 	warned  bool
 }
 
-// New returns a Sweeper.
-func New(opts Options) *Sweeper {
-	return &Sweeper{opts: opts}
+// ErrMissingDependency is returned by New when a required option is missing.
+var ErrMissingDependency = errors.New("sweep: missing dependency")
+
+// New returns a Sweeper, or ErrMissingDependency naming a required option left out: Store,
+// Segment, Policy, Settings, Now and Changes. Changes carries the guarantee that a sweep never
+// publishes a row written after its snapshot; where nothing writes beside the sweep (the
+// simulator, a test that drives it by hand) the caller passes NewChanges() that no writer
+// wraps, and says so.
+func New(opts Options) (*Sweeper, error) {
+	for _, dep := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Store", opts.Store == nil},
+		{"Segment", opts.Segment == nil},
+		{"Policy", opts.Policy == nil},
+		{"Settings", opts.Settings == nil},
+		{"Now", opts.Now == nil},
+		{"Changes", opts.Changes == nil},
+	} {
+		if dep.missing {
+			return nil, fmt.Errorf("%w: Sweeper needs %s", ErrMissingDependency, dep.name)
+		}
+	}
+	return &Sweeper{opts: opts}, nil
 }
 
 // Result describes one sweep.
@@ -216,7 +238,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	enabled := set.ReadyEnabled
 	s.opts.Segment.Ready().SetEnabled(enabled)
 
-	if s.opts.Changes != nil {
+	{
 		s.opts.Changes.sweepBegin() // before the snapshot: a write in flight now is not in it
 		defer s.opts.Changes.sweepEnd()
 	}
@@ -352,7 +374,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				res.ExcludedLeased++
 				continue
 			}
-			if s.opts.Changes != nil && s.opts.Changes.changedSince(h) {
+			if s.opts.Changes.changedSince(h) {
 				res.ExcludedChanged++
 				continue
 			}

@@ -27,11 +27,21 @@ routes:
 `
 
 func newSweeper(e *qtest.Env, log *bytes.Buffer) *Sweeper {
-	opts := Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}
+	opts := Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}
 	if log != nil {
 		opts.Log = qtest.Log(log)
 	}
-	return New(opts)
+	return mustSweeper(e.T, opts)
+}
+
+// mustSweeper is New(o), failing tb if o lacks a required option.
+func mustSweeper(tb testing.TB, o Options) *Sweeper {
+	tb.Helper()
+	s, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 func takeAll(t *testing.T, seg *shm.Segment) []shm.Entry {
@@ -210,7 +220,7 @@ func TestFailedSweepIsRetriedNextTick(t *testing.T) {
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	fs := &failingStore{Store: FromStore(e.Store, nil), fail: true}
 	var log bytes.Buffer
-	s := New(Options{Store: fs, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(&log)})
+	s := mustSweeper(t, Options{Store: fs, Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(&log)})
 	if _, err := s.Sweep(context.Background()); err == nil {
 		t.Fatal("injected failure not reported")
 	}
@@ -275,7 +285,7 @@ func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
 	e := newEnv(t, routes, start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	swept := make(chan error)
-	s := New(Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
+	s := mustSweeper(t, Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
 		Log: qtest.Log(nil), AfterSweep: func(_ Result, err error) { swept <- err }})
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := make(chan time.Time)
@@ -337,7 +347,7 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	s := New(Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes})
+	s := mustSweeper(t, Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes})
 	res, err := s.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +360,7 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 	}
 	// The next sweep starts clean: nothing is left out any more.
 	e.Put(rendered, start-time.Hour.Milliseconds(), true, 0, store.Lanes{})
-	if res, _ := New(Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
+	if res, _ := mustSweeper(t, Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
 		Log: qtest.Log(nil), Changes: changes}).Sweep(context.Background()); res.ExcludedChanged != 0 || res.Published != 2 {
 		t.Fatalf("next sweep %+v", res)
 	}
@@ -422,5 +432,28 @@ queue:
 	e.Advance(hour)
 	if res, err = s.Sweep(context.Background()); err != nil || !res.Unpinned {
 		t.Fatalf("the hatch did not file an unchanged row: %+v %v", res, err)
+	}
+}
+
+// New refuses each required option left out, naming it: without Changes a sweep could publish
+// a row written after its snapshot.
+func TestNewRefusesAMissingDependency(t *testing.T) {
+	e := qtest.New(t, "", 1_000_000, shm.Options{})
+	full := Options{Store: FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf),
+		Now: e.Now, Changes: NewChanges()}
+	if _, err := New(full); err != nil {
+		t.Fatalf("every option given: %v", err)
+	}
+	for name, drop := range map[string]func(*Options){
+		"Store": func(o *Options) { o.Store = nil }, "Segment": func(o *Options) { o.Segment = nil },
+		"Policy": func(o *Options) { o.Policy = nil }, "Settings": func(o *Options) { o.Settings = nil },
+		"Now": func(o *Options) { o.Now = nil }, "Changes": func(o *Options) { o.Changes = nil },
+	} {
+		o := full
+		drop(&o)
+		s, err := New(o)
+		if s != nil || !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) {
+			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, s, err)
+		}
 	}
 }

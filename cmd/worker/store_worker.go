@@ -156,7 +156,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	writer := changes.Wrap(cst)
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	sweeps := w.status
-	sweeper := sweep.New(sweep.Options{
+	sweeper, err := sweep.New(sweep.Options{
 		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.policy, Settings: e.sweepSettings, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
 			if err != nil {
@@ -167,6 +167,9 @@ func (w *worker0) Start(ctx context.Context) error {
 			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st)))
 		},
 	})
+	if err != nil {
+		return wrap("sweeper", err)
+	}
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
 	kick := make(chan struct{}, 1)
 	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.policy, Settings: e.claimSettings, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
