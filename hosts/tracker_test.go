@@ -16,7 +16,7 @@ import (
 )
 
 // memSegment is a segment formatted on ordinary, 8-byte aligned memory.
-func memSegment(t *testing.T) *shm.Segment {
+func memSegment(t testing.TB) *shm.Segment {
 	t.Helper()
 	opts := shm.Options{ReadyCapacity: 8, KeyCapacity: 64, LeaseCapacity: 64, Workers: 2, EpochMs: t0 - 1, HostCapacity: 64}
 	size, err := shm.SizeFor(opts)
