@@ -40,8 +40,8 @@ func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	(&Operate{Targets: targets.Targets}).Register(mux)
 	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	newSitemaps(t, targets, nil).Register(mux)
-	(&Remote{Applier: applier, Claimer: newClaimer(t, claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index,
-		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff})}).Register(mux)
+	(&Remote{Applier: applier, Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index,
+		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff}))(t)}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
@@ -104,7 +104,7 @@ func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	}
 
 	// A remote renderer is told the device of the job it claims, and its result is applied.
-	sweeper := newSweeper(t, sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	sweeper := qtest.Must(sweep.New(sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}))(t)
 	sweeper.Sweep(context.Background())
 	code, out, raw := call("POST", "/v1/claim", "application/json", `{"limit": 10, "lease": "5m", "renderer": "farm"}`)
 	if code != 200 {

@@ -53,7 +53,7 @@ sitemap:
 	targets.Register(mux)
 	sitemaps.Register(mux)
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
-	(&Remote{Applier: applier, Limit: heavy, Claimer: newClaimer(t, claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now})}).Register(mux)
+	(&Remote{Applier: applier, Limit: heavy, Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}))(t)}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -122,7 +122,7 @@ sitemap:
 	kept := &keepingWriter{st: e.Store}
 	decodeOnly := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: kept, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	accept := http.NewServeMux()
-	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: newClaimer(t, claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now})}).Register(accept)
+	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}))(t)}).Register(accept)
 	acceptSrv := httptest.NewServer(accept)
 	defer acceptSrv.Close()
 	body := jsonResults(t, wire.Result{Key: key, Outcome: "ok", Status: 200, Headers: map[string]string{"content-type": "text/html"},

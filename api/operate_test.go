@@ -39,12 +39,12 @@ func newOpNode(t *testing.T) *opNode {
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
 	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.index = &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
-	n.sweeper = newSweeper(t, sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	n.sweeper = qtest.Must(sweep.New(sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}))(t)
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)
-	(&Remote{Applier: n.applier, Claimer: newClaimer(t, claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: n.index,
-		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff})}).Register(mux)
+	(&Remote{Applier: n.applier, Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: n.index,
+		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff}))(t)}).Register(mux)
 	n.srv = httptest.NewServer(mux)
 	t.Cleanup(n.srv.Close)
 	return n
@@ -115,7 +115,7 @@ func TestPrioritizeRushAndWait(t *testing.T) {
 	}
 	// The rushed rows are claimed first, and the urgent mark clears with their render.
 	n.sweeper.Sweep(context.Background())
-	jobs, err := newClaimer(t, claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 1}).Claim(context.Background(), 1)
+	jobs, err := qtest.Must(claim.New(claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 1}))(t).Claim(context.Background(), 1)
 	if err != nil || len(jobs) != 1 || !strings.Contains(string(jobs[0].Key), "/c/") {
 		t.Fatalf("first claim after rush: %+v %v", jobs, err)
 	}
@@ -194,7 +194,7 @@ func TestRemoteRendererAlongsideLocalWorkers(t *testing.T) {
 	}
 	// Turns alternate, so both sides take part whatever the scheduler does; each turn goes
 	// through the same ready set, lease table and index fallback.
-	local := newClaimer(t, claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 7})
+	local := qtest.Must(claim.New(claim.Options{Segment: n.Seg, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 7}))(t)
 	localTurn := func() int {
 		jobs, err := local.Claim(context.Background(), 5)
 		if err != nil {

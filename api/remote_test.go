@@ -28,7 +28,7 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	x := &Remote{
 		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
-		Claimer: newClaimer(t, claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff})}
+		Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff}))(t)}
 	mux := http.NewServeMux()
 	x.Register(mux)
 	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)

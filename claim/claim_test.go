@@ -57,7 +57,7 @@ type node struct {
 func newNode(t *testing.T, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, scanner: &countingScanner{Scanner: e.Store}}
-	n.sweeper = newSweeper(t, sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	n.sweeper = qtest.Must(sweep.New(sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}))(t)
 	n.index = &IndexSource{Scanner: n.scanner, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	return n
 }
@@ -67,7 +67,7 @@ func (n *node) claimer(worker int) *Claimer {
 	if err != nil {
 		n.T.Fatal(err)
 	}
-	return mustNew(n.T, Options{Segment: n.Seg, Worker: w, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: uint64(worker)})
+	return qtest.Must(New(Options{Segment: n.Seg, Worker: w, Fallback: n.index, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: uint64(worker)}))(n.T)
 }
 
 func (n *node) sweep() sweep.Result {
@@ -406,15 +406,6 @@ func TestClaimHonoursRequestedTTL(t *testing.T) {
 	}
 }
 
-func mustNew(tb testing.TB, o Options) *Claimer {
-	tb.Helper()
-	c, err := New(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
 // New refuses each required option left out, naming it: a claimer without its fallback would
 // stall on a cold ready set instead of degrading to the index scan.
 func TestNewRefusesAMissingDependency(t *testing.T) {
@@ -436,13 +427,4 @@ func TestNewRefusesAMissingDependency(t *testing.T) {
 			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, c, err)
 		}
 	}
-}
-
-func newSweeper(tb testing.TB, o sweep.Options) *sweep.Sweeper {
-	tb.Helper()
-	s, err := sweep.New(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }

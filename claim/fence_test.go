@@ -24,7 +24,7 @@ func TestFenceStopsGrantsOfAPublishedSet(t *testing.T) {
 	n.sweep()
 	fence.Bump() // a shard given up after the set was published
 	w1, _ := n.Seg.Worker(1)
-	c := mustNew(t, Options{Segment: n.Seg, Worker: w1, Fallback: NoFallback, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 1})
+	c := qtest.Must(New(Options{Segment: n.Seg, Worker: w1, Fallback: NoFallback, Settings: qtest.Settings(n, ClaimSettingsOf), Now: n.Now, Holder: 1}))(t)
 	jobs, err := c.Claim(context.Background(), 3)
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("granted %d jobs (%v) from a set published before the fence moved", len(jobs), err)

@@ -301,8 +301,8 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	}
 	(&api.Sitemaps{Runs: runs, Limit: heavy}).Register(mux)
 	(&api.Operate{Targets: targets.Targets, Misses: misses}).Register(mux)
-	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: newClaimer(f, claim.Options{Segment: seg, Worker: w0,
-		Fallback: index, Settings: claimSet, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff})}).Register(mux)
+	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: qtest.Must(claim.New(claim.Options{Segment: seg, Worker: w0,
+		Fallback: index, Settings: claimSet, Now: now, Holder: uint64(os.Getpid())<<16 | 0xffff}))(f)}).Register(mux)
 	(&api.Queue{Seg: seg, Now: now}).Register(mux)
 	(&api.Explain{Targets: targetsSvc}).Register(mux)
 	(&api.Keys{Targets: targets.Targets}).Register(mux)

@@ -79,8 +79,8 @@ func newFenceNode(t testing.TB) *fenceNode {
 	writer := changes.Wrap(e.Store)
 	locks := &intake.KeyLocks{}
 	n := &fenceNode{e: e, mux: http.NewServeMux()}
-	n.sweeper = newSweeper(t, sweep.Options{Store: sweep.FromStore(e.Store, changes), Segment: e.Seg, Changes: changes,
-		Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, node.SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)})
+	n.sweeper = qtest.Must(sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, changes), Segment: e.Seg, Changes: changes,
+		Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, node.SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}))(t)
 	(&api.Control{Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, node.IntakeSettings), Now: e.Now, Log: qtest.Log(nil)}),
 		Status: func() wire.Status { return wire.Status{} }}).Register(n.mux)
 	targets := &api.Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, node.IntakeSettings), Now: e.Now})}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/internal/qtest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -145,8 +146,8 @@ func BenchmarkSweep(b *testing.B) {
 		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := benchSeg.Worker(0)
-			s := mustSweeper(b, Options{Store: FromStore(benchStore, nil), Changes: NewChanges(), Segment: benchSeg, Worker: w,
-				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
+			s := qtest.Must(New(Options{Store: FromStore(benchStore, nil), Changes: NewChanges(), Segment: benchSeg, Worker: w,
+				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }}))(b)
 			// The bare iteration runs in the same loop, timer stopped, so that both see the
 			// same machine: it is shared and noisy.
 			bare := 0.0
@@ -251,8 +252,8 @@ func BenchmarkSweepClasses(b *testing.B) {
 		b.Run(fmt.Sprintf("due=%dk", rows/1000), func(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := classSeg.Worker(0)
-			s := mustSweeper(b, Options{Store: FromStore(classStore, nil), Changes: NewChanges(), Segment: classSeg, Worker: w,
-				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }})
+			s := qtest.Must(New(Options{Store: FromStore(classStore, nil), Changes: NewChanges(), Segment: classSeg, Worker: w,
+				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }}))(b)
 			read := 0
 			for b.Loop() {
 				res, err := s.Sweep(context.Background())

@@ -26,7 +26,7 @@ func newEnv(t testing.TB, yaml string, startMs int64, segOpts shm.Options) *qtes
 // pass, and returns each published set in publishing order.
 func sweepBothWays(t *testing.T, e *qtest.Env, mode policy.Mode) (merged, full []shm.Entry, mres, fres Result) {
 	t.Helper()
-	s := mustSweeper(t, Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Mode: mode})
+	s := qtest.Must(New(Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Mode: mode}))(t)
 	var err error
 	if mres, err = s.Sweep(context.Background()); err != nil {
 		t.Fatal(err)

@@ -31,17 +31,7 @@ func newSweeper(e *qtest.Env, log *bytes.Buffer) *Sweeper {
 	if log != nil {
 		opts.Log = qtest.Log(log)
 	}
-	return mustSweeper(e.T, opts)
-}
-
-// mustSweeper is New(o), failing tb if o lacks a required option.
-func mustSweeper(tb testing.TB, o Options) *Sweeper {
-	tb.Helper()
-	s, err := New(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return qtest.Must(New(opts))(e.T)
 }
 
 func takeAll(t *testing.T, seg *shm.Segment) []shm.Entry {
@@ -220,7 +210,7 @@ func TestFailedSweepIsRetriedNextTick(t *testing.T) {
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	fs := &failingStore{Store: FromStore(e.Store, nil), fail: true}
 	var log bytes.Buffer
-	s := mustSweeper(t, Options{Store: fs, Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(&log)})
+	s := qtest.Must(New(Options{Store: fs, Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(&log)}))(t)
 	if _, err := s.Sweep(context.Background()); err == nil {
 		t.Fatal("injected failure not reported")
 	}
@@ -285,8 +275,8 @@ func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
 	e := newEnv(t, routes, start, shm.Options{})
 	e.Put("desktop|https://a.test/c/1", start-hour, true, 0, store.Lanes{})
 	swept := make(chan error)
-	s := mustSweeper(t, Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
-		Log: qtest.Log(nil), AfterSweep: func(_ Result, err error) { swept <- err }})
+	s := qtest.Must(New(Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
+		Log: qtest.Log(nil), AfterSweep: func(_ Result, err error) { swept <- err }}))(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := make(chan time.Time)
 	done := make(chan struct{})
@@ -347,7 +337,7 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	s := mustSweeper(t, Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes})
+	s := qtest.Must(New(Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes}))(t)
 	res, err := s.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -360,8 +350,8 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 	}
 	// The next sweep starts clean: nothing is left out any more.
 	e.Put(rendered, start-time.Hour.Milliseconds(), true, 0, store.Lanes{})
-	if res, _ := mustSweeper(t, Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
-		Log: qtest.Log(nil), Changes: changes}).Sweep(context.Background()); res.ExcludedChanged != 0 || res.Published != 2 {
+	if res, _ := qtest.Must(New(Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now,
+		Log: qtest.Log(nil), Changes: changes}))(t).Sweep(context.Background()); res.ExcludedChanged != 0 || res.Published != 2 {
 		t.Fatalf("next sweep %+v", res)
 	}
 }

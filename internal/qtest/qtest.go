@@ -9,7 +9,6 @@
 package qtest
 
 import (
-	"github.com/freshq/freshq/assemble"
 	"math"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -227,5 +227,19 @@ func Settings[T any](src Source, of func(*config.Config, *policy.Policy) T) func
 			cur, last = &v, cfg
 		}
 		return cur
+	}
+}
+
+// Must(New(...))(tb) is the service a constructor returned, or tb fails with the constructor's
+// error: a test builds a service the way production does, and a dependency it left out is the
+// test's own mistake. (The constructor's two results can only be passed on whole, hence the
+// second call for tb.)
+func Must[T any](v T, err error) func(testing.TB) T {
+	return func(tb testing.TB) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
 	}
 }
