@@ -238,10 +238,8 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	enabled := set.ReadyEnabled
 	s.opts.Segment.Ready().SetEnabled(enabled)
 
-	{
-		s.opts.Changes.sweepBegin() // before the snapshot: a write in flight now is not in it
-		defer s.opts.Changes.sweepEnd()
-	}
+	s.opts.Changes.sweepBegin() // before the snapshot: a write in flight now is not in it
+	defer s.opts.Changes.sweepEnd()
 	// The fence version before the snapshot: a shard the node gives up after this point makes
 	// every entry of this pass ungrantable (shm.Fence), whatever the pass read of it.
 	fenceVersion := s.opts.Segment.Fence().Version()
