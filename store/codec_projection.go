@@ -26,6 +26,14 @@ type Projection struct {
 	// absent cadence resolves without reading t/. The funnel maintains it: it is taken from
 	// the Target a write carries, else carried over from the previous row, else 0.
 	StoredIntervalMs int64
+	// RankIntervalMs is what the sweep divides a due row's lateness by, when the write that
+	// filed the due time decided one: under queue.policy freshness, how long the page's value
+	// of a render takes to grow by the threshold past its due time, so that pages worth more
+	// rank first among the rows due. 0 means none: the row ranks by its cadence, as under
+	// ready. It belongs to the due time it was filed with: a write that files its own due time
+	// files its own rank interval (0 unless it decides one), and the funnel never carries it
+	// over from the row it replaces.
+	RankIntervalMs int64
 	Lanes
 }
 

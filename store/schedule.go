@@ -49,6 +49,19 @@ func NewSchedule(cacheKey []byte, dueAtMs int64, submitted bool, effectiveInterv
 	}, nil
 }
 
+// WithRankInterval returns the schedule with the rank interval rankIntervalMs (see
+// Projection.RankIntervalMs; 0: none, the row ranks by its cadence).
+func (s Schedule) WithRankInterval(rankIntervalMs int64) (Schedule, error) {
+	if rankIntervalMs < 0 {
+		return Schedule{}, ErrNegativeInterval
+	}
+	s.row.RankIntervalMs = rankIntervalMs
+	return s, nil
+}
+
+// RankIntervalMs returns the rank interval (0 = none).
+func (s Schedule) RankIntervalMs() int64 { return s.row.RankIntervalMs }
+
 // Key returns the schedule's cacheKey. The caller must not modify it.
 func (s Schedule) Key() []byte { return s.key }
 
