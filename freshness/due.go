@@ -24,15 +24,16 @@ func Crossing(lambda, mu, nu float64, maxMs int64) int64 {
 // DueAfter is production's freshness filing (queue.policy freshness): the time from a render
 // to the page's next due time. The page is due when its marginal value reaches the threshold
 // nu (Crossing), never sooner than minMs after the render (the floor, min_interval) and never
-// later than maxMs (the ceiling); a page whose h does not reach nu by the ceiling is due at
-// it. crossMs is the crossing itself (0: not within maxMs), as GET /v1/targets explains it.
-func DueAfter(lambda, mu, nu float64, minMs, maxMs int64) (crossMs, intervalMs int64) {
+// later than maxMs (the ceiling); a page whose h does not reach nu by the ceiling is due leadMs
+// before it (the sweep interval: the time between two publishes of the ready set), so that the
+// last sweep before the ceiling publishes it rather than the first after, and never before its
+// floor. crossMs is the crossing itself (0: not within maxMs), as GET /v1/targets explains it.
+func DueAfter(lambda, mu, nu float64, minMs, maxMs, leadMs int64) (crossMs, intervalMs int64) {
 	crossMs = Crossing(lambda, mu, nu, maxMs)
-	intervalMs = maxMs
 	if crossMs > 0 {
-		intervalMs = min(max(crossMs, minMs), maxMs)
+		return crossMs, min(max(crossMs, minMs), maxMs)
 	}
-	return crossMs, intervalMs
+	return 0, max(maxMs-max(leadMs, 0), min(minMs, maxMs))
 }
 
 // MaxThreshold is the threshold that makes every page wait for its ceiling: what Threshold
@@ -85,3 +86,50 @@ func Threshold(pages []Page, budgetPerHour float64) float64 {
 	}
 	return math.Exp(hi) // the side that does not overspend
 }
+
+// Slope is how fast a page's marginal value grows sinceMs after its last render, per hour:
+// h′(t) = μλt·e^{−λt}. It rises from 0, peaks at t = 1/λ and falls again as h saturates
+// towards μ/λ.
+func Slope(lambda, mu float64, sinceMs int64) float64 {
+	l, m, t := clean(lambda), clean(mu), hours(sinceMs)
+	if l == 0 || m == 0 || t == 0 {
+		return 0
+	}
+	return clean(m * l * t * math.Exp(-l*t))
+}
+
+// RankInterval is how production's freshness ranks a row among the rows due: the sweep
+// divides a due row's lateness by it, as ready divides by the cadence. A row filed at its
+// crossing (DueAfter: intervalMs after its render, its marginal value h then at least ν) is
+// worth, late by d, about h(intervalMs) + h′(intervalMs)·d: ranking by d ÷ (ν / h′) renders first
+// the rows whose value has grown most past the threshold, in units of ν, which is the order the
+// optimal policy renders a backlog in (the page with the highest h first). A row filed at its
+// ceiling because h does not reach ν by then (crossMs 0) is there for the guarantee, not its
+// value: it ranks by lateness ÷ its ceiling, as ready ranks by lateness ÷ cadence. The result
+// is 0 when there is no threshold (nu ≤ 0: every page is worth rendering at its floor) or no
+// slope, and then the row ranks by its cadence.
+//
+// Within a class of rows of one rank interval, rows order by due time at every now: the
+// property the sweep's class merge needs. The rank interval takes as many values as there are
+// pages, so the sweep's classes are its logarithmic buckets, not the routes' cadences.
+func RankInterval(lambda, mu, nu float64, crossMs, intervalMs, maxMs int64) int64 {
+	if crossMs <= 0 {
+		return max(maxMs, 0)
+	}
+	if !(nu > 0) {
+		return 0
+	}
+	s := Slope(lambda, mu, intervalMs)
+	if s <= 0 {
+		return 0
+	}
+	ms := clean(nu/s) * msPerHour
+	if ms >= float64(maxRankMs) {
+		return maxRankMs
+	}
+	return max(int64(ms), 1)
+}
+
+// maxRankMs bounds RankInterval well inside int64 (a saturated page's slope is next to 0):
+// about a century; the policy clamps it to its usable cadences anyway.
+const maxRankMs = 100 * 365 * 24 * 3_600_000

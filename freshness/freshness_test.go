@@ -201,3 +201,84 @@ func TestCounterSteadyState(t *testing.T) {
 		t.Errorf("mean rate read %g, want %g within 5%%", got, mu)
 	}
 }
+
+// TestSlopeIsMarginalsDerivative: Slope is dh/dt, against a central difference of Marginal.
+func TestSlopeIsMarginalsDerivative(t *testing.T) {
+	for _, c := range []struct{ lambda, mu, hours float64 }{{0.01, 5, 30}, {0.5, 100, 2}, {2, 40, 0.5}, {4, 1, 6}} {
+		at := int64(c.hours * msPerHour)
+		const step = 6_000 // six seconds either side
+		want := (Marginal(c.lambda, c.mu, at+step) - Marginal(c.lambda, c.mu, at-step)) / (2 * float64(step) / msPerHour)
+		if got := Slope(c.lambda, c.mu, at); math.Abs(got/want-1) > 1e-4 {
+			t.Errorf("λ %g μ %g at %gh: Slope %g, the difference of Marginal gives %g", c.lambda, c.mu, c.hours, got, want)
+		}
+	}
+	ok := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+	for _, a := range []float64{math.NaN(), math.Inf(1), -1, 0} {
+		if v := Slope(a, 3, msPerHour); !ok(v) {
+			t.Errorf("Slope(%g, 3, 1h) = %g", a, v)
+		}
+		if v := Slope(1, a, msPerHour); !ok(v) {
+			t.Errorf("Slope(1, %g, 1h) = %g", a, v)
+		}
+	}
+}
+
+// TestRankIntervalOrdersByValueGained: rows filed at their crossing rank, late by the same time,
+// in the order their marginal value has grown past ν (the rank interval is ν ÷ h′ at the
+// filed interval); a row filed at its ceiling ranks by its ceiling; no threshold, no rank.
+func TestRankIntervalOrdersByValueGained(t *testing.T) {
+	const nu, maxMs, minMs = 2.0, 96 * msPerHour, 15 * 60_000
+	pages := []struct{ lambda, mu float64 }{{0.05, 40}, {0.5, 20}, {0.2, 200}, {1, 9}, {0.02, 500}}
+	const lateMs = 20 * 60_000
+	var ranks []int64
+	for _, p := range pages {
+		cross, iv := DueAfter(p.lambda, p.mu, nu, minMs, maxMs, 0)
+		if cross == 0 {
+			t.Fatalf("λ %g μ %g does not reach ν %g within the ceiling: pick another page", p.lambda, p.mu, nu)
+		}
+		r := RankInterval(p.lambda, p.mu, nu, cross, iv, maxMs)
+		if prod := float64(r) / msPerHour * Slope(p.lambda, p.mu, iv); math.Abs(prod/nu-1) > 1e-6 {
+			t.Errorf("λ %g μ %g: rank interval %d ms × slope = %g, want ν %g", p.lambda, p.mu, r, prod, nu)
+		}
+		ranks = append(ranks, r)
+	}
+	for i := range pages {
+		for j := range pages {
+			gi := Marginal(pages[i].lambda, pages[i].mu, ivOf(pages[i].lambda, pages[i].mu, nu, minMs, maxMs)+lateMs)
+			gj := Marginal(pages[j].lambda, pages[j].mu, ivOf(pages[j].lambda, pages[j].mu, nu, minMs, maxMs)+lateMs)
+			// Late by 20 minutes, the linear order must agree with the true gain where the
+			// gains differ by more than the curvature the linearisation leaves out.
+			if gi > gj*1.05 && ranks[i] >= ranks[j] {
+				t.Errorf("page %d gained %g and page %d %g late by 20m, yet rank intervals %d ≥ %d", i, gi, j, gj, ranks[i], ranks[j])
+			}
+		}
+	}
+	if r := RankInterval(0.001, 0.01, nu, 0, maxMs, maxMs); r != maxMs {
+		t.Errorf("a row filed at its ceiling ranks by %d ms, want its ceiling %d", r, int64(maxMs))
+	}
+	if r := RankInterval(0.5, 20, 0, 1, minMs, maxMs); r != 0 {
+		t.Errorf("without a threshold the rank interval is %d, want 0 (the cadence)", r)
+	}
+}
+
+func ivOf(lambda, mu, nu float64, minMs, maxMs int64) int64 {
+	_, iv := DueAfter(lambda, mu, nu, minMs, maxMs, 0)
+	return iv
+}
+
+// TestDueAfterLead: a page that does not reach ν by its ceiling is due one lead before it
+// (never before its floor); a page that does is due at its crossing whatever the lead.
+func TestDueAfterLead(t *testing.T) {
+	const minMs, maxMs, lead = 15 * 60_000, 48 * msPerHour, 5 * 60_000
+	if cross, iv := DueAfter(0.001, 0.01, 5, minMs, maxMs, lead); cross != 0 || iv != maxMs-lead {
+		t.Errorf("dull page: crossing %d, interval %d; want 0 and the ceiling less the lead, %d", cross, iv, int64(maxMs-lead))
+	}
+	if _, iv := DueAfter(0.001, 0.01, 5, minMs, maxMs, maxMs); iv != minMs {
+		t.Errorf("a lead past the floor: interval %d, want the floor %d", iv, int64(minMs))
+	}
+	c0, iv0 := DueAfter(0.5, 40, 2, minMs, maxMs, 0)
+	c1, iv1 := DueAfter(0.5, 40, 2, minMs, maxMs, lead)
+	if c0 == 0 || c0 != c1 || iv0 != iv1 {
+		t.Errorf("a page crossing ν: (%d, %d) without a lead, (%d, %d) with one; want equal crossings", c0, iv0, c1, iv1)
+	}
+}

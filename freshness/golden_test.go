@@ -195,7 +195,7 @@ func runThreshold(t *testing.T, d *datadriven.TestData) string {
 		if p.MinPerHour > 0 {
 			maxMs = int64(msPerHour / p.MinPerHour)
 		}
-		cross, iv := DueAfter(p.Lambda, p.Mu, nu, minMs, maxMs)
+		cross, iv := DueAfter(p.Lambda, p.Mu, nu, minMs, maxMs, 0)
 		sum += msPerHour / float64(iv)
 		fmt.Fprintf(&out, "page %d: due every %s (crossing %s)\n", i, time.Duration(iv)*time.Millisecond, time.Duration(cross)*time.Millisecond)
 	}

@@ -463,12 +463,14 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 			*sv = servedStaleOf(set, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
+	var fp FreshParts // zero (no rank interval) unless freshness files the due time
 	if d.Class == policy.ClassSuccess && set.Freshness.On {
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
-		d.DueAtMs = now + freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+		fp = freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
+		d.DueAtMs = now + fp.IntervalMs
 	}
 
-	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
+	sch, err := fp.schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
@@ -496,10 +498,12 @@ func decideNotModified(set *Settings, tu *freshness.Tuning, r *wire.Result, row 
 	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
 		*sv = servedStale{served: ob.served}
 	}
+	var fp FreshParts
 	if set.Freshness.On {
-		d.DueAtMs = now + freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now).IntervalMs
+		fp = freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
+		d.DueAtMs = now + fp.IntervalMs
 	}
-	sch, err := store.NewSchedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
+	sch, err := fp.schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
 	}

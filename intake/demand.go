@@ -111,7 +111,11 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 			c.Add(now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
 			t.Fresh.Served += n
-			sch, err := store.NewSchedule(k, demandDue(set, tu, k, cur.Row, &t.Fresh, now), cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
+			due, rank := demandDue(set, tu, k, cur.Row, &t.Fresh, now)
+			sch, err := store.NewSchedule(k, due, cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
+			if err == nil {
+				sch, err = sch.WithRankInterval(rank)
+			}
 			if err != nil {
 				return store.Write{}, false, err
 			}
@@ -161,17 +165,21 @@ func requestPrior(set *Settings, key []byte) float64 {
 	return set.Freshness.Requests
 }
 
-// demandDue is the due time of a row whose request rate just changed: under queue.policy
-// freshness, a page now asked for more is due sooner (its last observation plus the interval
-// its new rate gives, and at once when that has passed), never later than it was; a row
-// rushed, failing, never rendered or never observed keeps its due time, as under ready.
-func demandDue(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, f *store.Freshness, now int64) int64 {
+// demandDue is the due time and rank interval of a row whose request rate just changed:
+// under queue.policy freshness, a page now asked for more is due sooner (its last observation
+// plus the interval its new rate gives, and at once when that has passed), with the rank
+// interval of that decision, never later than it was; otherwise (and for a row rushed,
+// failing, never rendered or never observed, as under ready) it keeps both.
+func demandDue(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, f *store.Freshness, now int64) (dueAtMs, rankMs int64) {
 	pol := set.Policy
 	if !set.Freshness.On || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
-		return row.DueAtMs
+		return row.DueAtMs, row.RankIntervalMs
 	}
 	pr := policy.Row{Key: key, Row: row}
 	cadence, _ := pol.Cadence(&pr)
-	due := max(f.DigestAtMs+freshPartsOf(set, tu, key, cadence, f, now).IntervalMs, now)
-	return min(due, row.DueAtMs)
+	p := freshPartsOf(set, tu, key, cadence, f, now)
+	if due := max(f.DigestAtMs+p.IntervalMs, now); due < row.DueAtMs {
+		return due, p.RankIntervalMs
+	}
+	return row.DueAtMs, row.RankIntervalMs
 }

@@ -44,7 +44,7 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 		DueAt: ms(row.DueAtMs), DueInSec: float64(row.DueAtMs-now) / 1000,
 		Cadence:    wire.Cadence{Seconds: float64(cadence) / 1000, Origin: origin.String(), Route: route},
 		Lane:       policy.LaneOf(&pr).String(),
-		Score:      pol.Score(&pr, cadence, now),
+		Score:      pol.Score(&pr, pol.RankInterval(&pr, cadence), now),
 		DemandRung: int(tgt.DemandRung),
 	}
 	if origin == policy.OriginRow && tgt.StoredIntervalMs == 0 && tgt.DemandRung > 0 {

@@ -16,16 +16,19 @@ import (
 // multiplier at the measured capacity, and ready's projected longest interval of the route,
 // capacity.TuneFreshness); else freshness.threshold and the cadence.
 //
-// The decision is expressed as a due time, and only as one: the row keeps its cadence, its
-// lanes and its class, and the sweep, the class index, the selector, politeness and the floor
-// are the same as under ready. So rows of one class still order by due time (the property the
-// class merge relies on), the number of classes is ready's (the lane flags × the cadence
-// buckets; nothing of λ or μ enters a class), and among the rows due the sweep ranks by
-// lateness ÷ cadence as under ready. A page's due time is at most its ceiling after its
-// render: one cadence while capacity suffices, what ready is projected to stretch its route
-// to under scarcity. Putting
-// quantised λ and μ in the class instead would have ranked the due rows by h itself, at the
-// price of classes multiplied by the buckets of two rates.
+// The decision is expressed as a due time and a rank interval: the row keeps its cadence and
+// its lanes, and the sweep, the class index, the selector, politeness and the floor are the
+// same as under ready. Among the rows due the sweep ranks by lateness ÷ rank interval instead
+// of lateness ÷ cadence: the rank interval is ν ÷ h′(τ*) (freshness.RankInterval), so a row
+// late by d ranks by how much its marginal value has grown past ν, about h′(τ*)·d, and the
+// pages worth more are rendered first when the farm is behind, as the optimal policy renders
+// a backlog. A row filed at its ceiling ranks by lateness ÷ ceiling, as ready ranks by lateness
+// ÷ cadence. Rows of one rank interval order by due time at every now (the property the class
+// merge relies on); the classes are the rank intervals' logarithmic buckets. A page's due time
+// is at most its ceiling after its render: one cadence while capacity suffices, what ready is
+// projected to stretch its route to under scarcity. Putting quantised λ and μ in the class
+// instead would have ranked the due rows by h itself, at the price of classes multiplied by
+// the buckets of two rates; the linear rank is one number a row carries.
 
 // FreshParts are the parts of one freshness decision, as GET /v1/targets explains them.
 type FreshParts struct {
@@ -36,6 +39,10 @@ type FreshParts struct {
 	MaxIntervalMs   int64   // the ceiling: the cadence, or the tuning's stretch of it
 	CrossMs         int64   // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
 	IntervalMs      int64   // the time from a render to the next due: τ* within the bounds
+	// RankIntervalMs is what the sweep divides the row's lateness by once due
+	// (freshness.RankInterval): ν ÷ h′ at IntervalMs, the ceiling for a row filed there, 0
+	// (its cadence) without a threshold.
+	RankIntervalMs int64
 }
 
 // changePrior is the estimator's prior for key: its route's change_interval (else its
@@ -69,8 +76,19 @@ func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int
 	}
 	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(set, key, f, now)
-	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs)
+	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs, set.SweepInterval.Milliseconds())
+	p.RankIntervalMs = freshness.RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.MaxIntervalMs)
 	return p
+}
+
+// schedule is the schedule put of a row the freshness decision p files due at dueAtMs: its
+// due time and its rank interval.
+func (p FreshParts) schedule(key []byte, dueAtMs int64, submitted bool, cadenceMs int64, lanes store.Lanes) (store.Schedule, error) {
+	sch, err := store.NewSchedule(key, dueAtMs, submitted, cadenceMs, lanes)
+	if err != nil {
+		return store.Schedule{}, err
+	}
+	return sch.WithRankInterval(p.RankIntervalMs)
 }
 
 // FreshPlan is what worker 0's tuning reads of a row under queue.policy freshness: its route,
@@ -98,7 +116,8 @@ func explainFreshness(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs
 		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,
 		Threshold: p.Threshold, MinIntervalSec: float64(p.MinIntervalMs) / 1000, CrossingSec: float64(p.CrossMs) / 1000,
-		IntervalSec: float64(p.IntervalMs) / 1000, ETag: f.ETag, LastModified: f.LastModified}
+		IntervalSec: float64(p.IntervalMs) / 1000, RankIntervalSec: float64(p.RankIntervalMs) / 1000,
+		ETag: f.ETag, LastModified: f.LastModified}
 	if p.ChangesPerHour > 0 {
 		ex.ChangeIntervalSec = 3600 / p.ChangesPerHour
 	}

@@ -3,6 +3,7 @@ package intake
 import (
 	"testing"
 
+	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
@@ -39,18 +40,26 @@ routes:
   - {name: archive, match: prefix, path: /archive/, interval: 24h, change_interval: 720h, requests: 0.01}
 `
 
+// lead is how long before its ceiling a page not worth its render is due: the default
+// queue.ready.sweep_interval (freshness.DueAfter).
+var lead = config.Default().Queue.Ready.SweepInterval.Ms()
+
 // Under queue.policy freshness a rendered page is due once a render would prevent
 // freshness.threshold stale serves, within its route's bounds: a page that changes hourly and
-// is asked for every minute is due at its min_interval, a page asked for once in days is due at
-// its interval (the ceiling), as under ready.
+// is asked for every minute is due at its min_interval, a page asked for once in days is due a
+// sweep interval before its interval (the ceiling), so that the last sweep before it publishes
+// it. Each is filed with its rank interval: threshold ÷ the marginal value's growth for the
+// first, the ceiling for the second; under ready none (0: the cadence).
 func TestApplyFreshnessDue(t *testing.T) {
+	newsLambda := freshness.History{}.Rate(freshness.Prior{RatePerHour: 1, Weight: 2, IntervalMs: hour})
 	for _, c := range []struct {
 		yaml, key string
 		want      int64
+		rank      int64
 	}{
-		{freshYAML, "desktop|https://a.test/news/1", 30 * 60_000},
-		{freshYAML, "desktop|https://a.test/archive/1", 24 * hour},
-		{"routes: [{name: news, match: prefix, path: /news/, interval: 24h, requests: 60}]", "desktop|https://a.test/news/1", 24 * hour},
+		{freshYAML, "desktop|https://a.test/news/1", 30 * 60_000, int64(1 / freshness.Slope(newsLambda, 60, 30*60_000) * float64(hour))},
+		{freshYAML, "desktop|https://a.test/archive/1", 24*hour - lead, 24 * hour},
+		{"routes: [{name: news, match: prefix, path: /news/, interval: 24h, requests: 60}]", "desktop|https://a.test/news/1", 24 * hour, 0},
 	} {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		key := []byte(c.key)
@@ -66,8 +75,11 @@ func TestApplyFreshnessDue(t *testing.T) {
 		if got := row.DueAtMs - start; got != c.want {
 			t.Errorf("%s under %q: due %d ms after the render, want %d", c.key, c.yaml[:20], got, c.want)
 		}
+		if abs64(row.RankIntervalMs-c.rank) > 1 {
+			t.Errorf("%s under %q: rank interval %d ms, want %d", c.key, c.yaml[:20], row.RankIntervalMs, c.rank)
+		}
 		if row.EffectiveIntervalMs != 24*hour {
-			t.Errorf("%s: the row's cadence became %d: the class would change", c.key, row.EffectiveIntervalMs)
+			t.Errorf("%s: the row's cadence became %d: the cadence is the route's", c.key, row.EffectiveIntervalMs)
 		}
 	}
 }
@@ -104,11 +116,19 @@ routes:
 	if after.DueAtMs < e.Now() {
 		t.Fatalf("due %d before now %d", after.DueAtMs, e.Now())
 	}
+	// Asked for more, its value grows faster past the threshold: it ranks ahead sooner.
+	if after.RankIntervalMs <= 0 || after.RankIntervalMs >= row.RankIntervalMs {
+		t.Fatalf("rank interval %d after 500 requests, was %d: want a shorter one", after.RankIntervalMs, row.RankIntervalMs)
+	}
 	if _, _, err := d.Write(map[string]uint32{string(key): 0}); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := e.Store.GetSchedule(key); again.DueAtMs > after.DueAtMs {
+	again, _ := e.Store.GetSchedule(key)
+	if again.DueAtMs > after.DueAtMs {
 		t.Fatalf("a flush pushed the due time back: %d → %d", after.DueAtMs, again.DueAtMs)
+	}
+	if again.DueAtMs == after.DueAtMs && again.RankIntervalMs != after.RankIntervalMs {
+		t.Fatalf("a flush that kept the due time changed its rank interval: %d → %d", after.RankIntervalMs, again.RankIntervalMs)
 	}
 }
 
@@ -122,7 +142,7 @@ func abs64(v int64) int64 {
 // With worker 0's tuning (capacity-following: capacity.TuneFreshness) the Applier files with
 // the tuned threshold and the route's stretched ceiling instead of freshness.threshold and the
 // interval: a page not worth its render waits for the stretched ceiling (the archive, at 3× its
-// interval), a page worth it is due at the tuned threshold's crossing; a route the tuning
+// interval, less a sweep interval), a page worth it is due at the tuned threshold's crossing; a route the tuning
 // does not name keeps its interval. The row's cadence is unchanged either way (its class
 // too).
 func TestApplyFreshnessDueTuned(t *testing.T) {
@@ -132,9 +152,9 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 		want func() int64
 	}{
 		{"desktop|https://a.test/archive/1", freshness.Tuning{Nu: 1, Stretch: map[string]float64{"archive": 3}},
-			func() int64 { return 72 * hour }},
+			func() int64 { return 72*hour - lead }},
 		{"desktop|https://a.test/archive/1", freshness.Tuning{Nu: 1, Stretch: map[string]float64{"news": 3}},
-			func() int64 { return 24 * hour }},
+			func() int64 { return 24*hour - lead }},
 		{"desktop|https://a.test/news/1", freshness.Tuning{Nu: 40, Stretch: map[string]float64{"news": 2}},
 			func() int64 {
 				// λ from the prior (change_interval 1h, two pseudo-renders), μ the route's 60/h.
@@ -160,7 +180,7 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 			t.Errorf("%s with %+v: due %d ms after the render, want %d", c.key, c.tu, got, want)
 		}
 		if row.EffectiveIntervalMs != 24*hour {
-			t.Errorf("%s: the row's cadence became %d: the class would change", c.key, row.EffectiveIntervalMs)
+			t.Errorf("%s: the row's cadence became %d: the cadence is the route's", c.key, row.EffectiveIntervalMs)
 		}
 	}
 }

@@ -133,6 +133,18 @@ func (p *Policy) Cadence(r *Row) (ms int64, origin Origin) {
 	return clampCadence(ms), origin
 }
 
+// RankInterval is what Score divides a due row's lateness by: the rank interval the row's
+// write filed (store.Projection.RankIntervalMs: queue.policy freshness files one with each due
+// time, freshness.RankInterval), clamped to the usable cadences, else cadenceMs, the row's
+// cadence (Cadence), as under ready. Unlike the cadence it is not clamped to the route's
+// interval: it measures how fast the page's value grows, not how often it is rendered.
+func (p *Policy) RankInterval(r *Row, cadenceMs int64) int64 {
+	if r.RankIntervalMs > 0 {
+		return clampCadence(r.RankIntervalMs)
+	}
+	return cadenceMs
+}
+
 // Scorer ranks a due row in place of relative lateness: the freshness policy's score (package
 // freshness), which needs what the row's projection alone does not carry yet. It must be a
 // pure function of its arguments and what it was built with; Score still gives 0 to a row
@@ -147,18 +159,18 @@ func (p *Policy) WithScorer(s Scorer) *Policy {
 	return &c
 }
 
-// Score is the row's relative lateness at nowMs: max(0, now − dueAt) / cadence, times the
+// Score is the row's relative lateness at nowMs: max(0, now − dueAt) / rankMs, times the
 // boost for a submitted row (queue.ready.submitted_boost); or, for a policy built WithScorer,
-// that scorer's rank. cadenceMs comes from Cadence. A row without a finite due time, or not
-// yet due, scores 0.
-func (p *Policy) Score(r *Row, cadenceMs, nowMs int64) float64 {
+// that scorer's rank. rankMs comes from RankInterval: the row's cadence (Cadence) unless its
+// write filed a rank interval. A row without a finite due time, or not yet due, scores 0.
+func (p *Policy) Score(r *Row, rankMs, nowMs int64) float64 {
 	if r.DueAtMs <= 0 || r.DueAtMs >= MaxDueMs || nowMs <= r.DueAtMs {
 		return 0
 	}
 	if p.scorer != nil {
-		return p.scorer(r, cadenceMs, nowMs)
+		return p.scorer(r, rankMs, nowMs)
 	}
-	s := float64(nowMs-r.DueAtMs) / float64(clampCadence(cadenceMs))
+	s := float64(nowMs-r.DueAtMs) / float64(clampCadence(rankMs))
 	if r.Submitted {
 		s *= p.boost
 	}

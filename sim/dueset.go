@@ -135,10 +135,8 @@ func (d *DueSet) WriteSchedule(sch store.Schedule) error {
 	if id, ok := d.ids[string(key)]; ok {
 		stored = d.stored[id]
 	}
-	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
-		Submitted: sch.Submitted(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
-		StoredIntervalMs: stored, Lanes: sch.Lanes(),
-	}}
+	row := sch.Row() // every field a schedule files, StoredIntervalMs carried over as the funnel does
+	row.StoredIntervalMs = stored
 	if err := d.put(key, row); err != nil {
 		return err
 	}
@@ -161,10 +159,8 @@ func (d *DueSet) writeID(id int32, sch store.Schedule) error {
 	if sch.DueAtMs() < 0 || sch.EffectiveIntervalMs() < 0 || int(id) >= len(d.keys) || !bytes.Equal(d.keys[id], sch.Key()) {
 		return fmt.Errorf("sim: write schedule %q as row %d: invalid", sch.Key(), id)
 	}
-	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
-		Submitted: sch.Submitted(), EffectiveIntervalMs: sch.EffectiveIntervalMs(),
-		StoredIntervalMs: d.stored[id], Lanes: sch.Lanes(),
-	}}
+	row := sch.Row()
+	row.StoredIntervalMs = d.stored[id]
 	if err := d.putID(id, d.keys[id], row); err != nil {
 		return err
 	}

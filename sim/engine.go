@@ -697,12 +697,15 @@ func (r *run) complete(j job) error {
 		FailFirstMs: r.failFirst[i], NeverRendered: r.never[i],
 	}
 	d := r.pol.Apply(st, j.outcome, now)
-	due := d.DueAtMs
+	due, rank := d.DueAtMs, int64(0)
 	if r.tr != nil {
-		due = r.tr.rendered(i, now, d.Class == policy.ClassSuccess, due, d.CadenceMs)
+		due, rank = r.tr.rendered(i, now, d.Class == policy.ClassSuccess, due, d.CadenceMs)
 	}
 	sch, err := store.NewSchedule(r.c.Keys[i], due, r.c.Submitted[i], d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
+	if err == nil {
+		sch, err = sch.WithRankInterval(rank)
+	}
 	if err != nil {
 		return fmt.Errorf("result of %q: %w", r.c.Keys[i], err)
 	}

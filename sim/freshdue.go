@@ -123,13 +123,14 @@ func (tr *truthRun) estimates(i int, cadenceMs, nowMs int64) (lambda, mu float64
 	return tr.hist[i].Rate(prior), tr.counters[i].PerHour(nowMs, tr.tauMs())
 }
 
-// dueAfter is the time from page i's render at nowMs to its next due time, as the Applier
-// files it (freshness.DueAfter).
-func (tr *truthRun) dueAfter(i int, cadenceMs, nowMs int64) int64 {
+// dueAfter is the time from page i's render at nowMs to its next due time and the rank
+// interval it is filed with, as the Applier files them (freshness.DueAfter,
+// freshness.RankInterval).
+func (tr *truthRun) dueAfter(i int, cadenceMs, nowMs int64) (intervalMs, rankMs int64) {
 	lambda, mu := tr.estimates(i, cadenceMs, nowMs)
 	minMs, maxMs := tr.bounds(i, cadenceMs)
-	_, iv := freshness.DueAfter(lambda, mu, tr.due.nu, minMs, maxMs)
-	return iv
+	cross, iv := freshness.DueAfter(lambda, mu, tr.due.nu, minMs, maxMs, tr.leadMs)
+	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, maxMs)
 }
 
 // demandFlush is production's demand flush (intake's demandDue) for every page after the
@@ -146,11 +147,15 @@ func (tr *truthRun) demandFlush(nowMs int64) error {
 		}
 		id := int32(i)
 		cad := r.lastCad[i]
-		due := max(last+tr.dueAfter(i, cad, nowMs), nowMs)
+		iv, rank := tr.dueAfter(i, cad, nowMs)
+		due := max(last+iv, nowMs)
 		if due >= r.ds.DueAt(id) {
 			continue
 		}
 		sch, err := store.NewSchedule(r.c.Keys[i], due, r.c.Submitted[i], cad, store.Lanes{})
+		if err == nil {
+			sch, err = sch.WithRankInterval(rank)
+		}
 		if err != nil {
 			return fmt.Errorf("demand flush of %q: %w", r.c.Keys[i], err)
 		}

@@ -34,8 +34,9 @@ const (
 	// and the ceiling (freshness.DueAfter, as the Applier files it), from the page's estimator
 	// and request counter as production feeds them (the configuration's prior weight and
 	// request_tau, the route's interval as the change prior); a rise of a page's request rate
-	// brings its due time forward (the demand flush). The sweep ranks the due rows by lateness
-	// ÷ cadence and reads by class, as ready does. ν and the ceilings are fixed (the
+	// brings its due time forward (the demand flush). Each due time is filed with its rank
+	// interval (freshness.RankInterval); the sweep ranks the due rows by lateness ÷ rank
+	// interval and reads by class, as production does. ν and the ceilings are fixed (the
 	// configuration's freshness.threshold, the route's interval) unless the scenario follows
 	// capacity (Scenario.Follow).
 	DueFreshness
@@ -251,14 +252,15 @@ func (tr *truthRun) tauMs() int64 {
 	return tr.fo.RequestTau.Milliseconds()
 }
 
-// rendered records a completed attempt of page i at nowMs and returns the due time to file:
-// the policy's; for the freshness scorings after a success, the floor from now (every row past
-// its floor is a candidate; the score decides); for production's freshness after a success,
-// the crossing within the bounds (dueAfter).
-func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs, cadenceMs int64) int64 {
+// rendered records a completed attempt of page i at nowMs and returns the due time to file
+// and its rank interval (0: none, the cadence): the policy's due time; for the freshness
+// scorings after a success, the floor from now (every row past its floor is a candidate; the
+// score decides); for production's freshness after a success, the crossing within the bounds
+// and its rank interval (dueAfter).
+func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs, cadenceMs int64) (int64, int64) {
 	tr.meter(i, nowMs)
 	if !success || tr.r.c.Fate[i] != FateOK {
-		return dueMs
+		return dueMs, 0
 	}
 	k := tr.r.c.Class[i]
 	last, change := tr.lastRender[i], tr.nextChange[i]
@@ -294,11 +296,12 @@ func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs, cadenceMs 
 	tr.lastRender[i] = nowMs
 	switch tr.scoring {
 	case ScoreProduction:
-		return dueMs
+		return dueMs, 0
 	case DueFreshness:
-		return nowMs + tr.dueAfter(i, cadenceMs, nowMs)
+		iv, rank := tr.dueAfter(i, cadenceMs, nowMs)
+		return nowMs + iv, rank
 	}
-	return nowMs + tr.minMs[k]
+	return nowMs + tr.minMs[k], 0
 }
 
 // sample counts the requests of the sample period that ends at nowMs into the counters (and,

@@ -10,18 +10,23 @@ import (
 )
 
 // Classes. The score max(0, now − due) / cadence × boost orders the rows of one (cadence,
-// boost, lane) class exactly as their due times do, at every now. The store keeps a due index
+// boost, lane) class exactly as their due times do, at every now (and so with a rank interval
+// in the cadence's place). The store keeps a due index
 // per class (badgerstore.Options.Classifier); the sweep merges the classes' heads by the best score
 // any row of the class could still have, and reads each class in due order only while that
 // bound can still enter the set (classPass, in sweep.go). So a sweep reads about what it
 // publishes plus a few rows per class, not the whole due set.
 //
-// A class is the row's lane inputs and submitted flag (its lane and its boost) and its
-// cadence — the one policy.Cadence resolves for it, route ceiling included — quantised into
-// logarithmic buckets cadenceStep wide. Quantising changes no decision: every row read is
-// scored with its exact cadence, and a class's bound divides by the bucket's lower edge, so
-// the bound is never below a row's true score. The width only sets how far a class is read
-// past the last row it could contribute: rows within cadenceStep of the cut-off score.
+// A class is the row's lane inputs and submitted flag (its lane and its boost) and what its
+// lateness is divided by, policy.RankInterval — its cadence, the one policy.Cadence resolves
+// for it, route ceiling included, unless its write filed a rank interval (queue.policy
+// freshness) — quantised into logarithmic buckets cadenceStep wide. Quantising changes no
+// decision: every row read is scored with its exact rank interval, and a class's bound
+// divides by the bucket's lower edge, so the bound is never below a row's true score. The
+// width only sets how far a class is read past the last row it could contribute: rows within
+// cadenceStep of the cut-off score. Under ready the rank intervals are the routes' few
+// cadences; under freshness each page has its own, and the classes are the buckets they fall
+// in (at most 13,170 per lane-flag combination, far fewer where pages' values are alike).
 //
 // The class of a row depends on the configuration (routes and their intervals, the default
 // interval). Classifier.Fingerprint names that dependence: a store opened with a classifier of
@@ -75,8 +80,8 @@ func bucketLowMs(b uint32) float64 {
 	return float64(minCadenceMs) * math.Pow(cadenceStep, float64(b))
 }
 
-// classOf is the class of a policy row whose cadence is cadenceMs.
-func classOf(r *policy.Row, cadenceMs int64) uint32 {
+// classOf is the class of a policy row whose rank interval (policy.RankInterval) is rankMs.
+func classOf(r *policy.Row, rankMs int64) uint32 {
 	var f uint32
 	if r.Submitted {
 		f |= classSubmitted
@@ -90,7 +95,7 @@ func classOf(r *policy.Row, cadenceMs int64) uint32 {
 	if r.Failing {
 		f |= classFailing
 	}
-	return f<<classBucketBits | cadenceBucket(cadenceMs)
+	return f<<classBucketBits | cadenceBucket(rankMs)
 }
 
 // classInfo is what the sweep knows of a class without reading a row of it.
@@ -138,7 +143,7 @@ func NewClassifier(pol *policy.Policy) *Classifier {
 func (c *Classifier) Class(key []byte, p store.Projection) uint32 {
 	pr := policy.Row{Key: key, Row: store.Row{Projection: p}}
 	cadence, _ := c.pol.Cadence(&pr)
-	return classOf(&pr, cadence)
+	return classOf(&pr, c.pol.RankInterval(&pr, cadence))
 }
 
 // Fingerprint implements store.Classifier: it changes whenever a row's class could.

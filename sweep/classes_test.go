@@ -45,8 +45,8 @@ func sweepBothWays(t *testing.T, e *qtest.Env, mode policy.Mode) (merged, full [
 
 // The class merge publishes exactly the set the full pass publishes, in the same order, over
 // random corpora: lanes, boosts, carried and resolved cadences under route ceilings (a cadence
-// carried above its route's ceiling included), host caps and pauses, in every mode the merge
-// serves. It reads far fewer rows to do it.
+// carried above its route's ceiling included), rank intervals of the rows' own, host caps and
+// pauses, in every mode the merge serves. It reads far fewer rows to do it.
 func TestClassMergePublishesTheFullSet(t *testing.T) {
 	classMergeAgainstFullPass(t, routes+"workers: 5\nqueue:\n  ready: {capacity: 100}\nrender:\n  default_interval: 6h\n", true)
 }
@@ -79,6 +79,11 @@ func classMergeAgainstFullPass(t *testing.T, cfg string, exact bool) {
 				// differ (the selector breaks them by offer order).
 				due := start - 200*hour + int64(i)*137*1000 + rng.Int64N(137*1000)
 				sch, err := store.NewSchedule([]byte(key), due, rng.IntN(2) == 0, cadences[rng.IntN(len(cadences))], lanes)
+				if err == nil && rng.IntN(3) == 0 {
+					// A rank interval of its own (queue.policy freshness), from a continuum:
+					// each such row is nearly a class of its own.
+					sch, err = sch.WithRankInterval(60_000 + rng.Int64N(500*hour))
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -295,7 +295,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		}
 		lane := policy.LaneOf(&pr)
 		res.Backlog[lane]++
-		score := pol.Score(&pr, cadence, now)
+		score := pol.Score(&pr, pol.RankInterval(&pr, cadence), now)
 		if !sel.Admits(lane, score, r.DueAtMs) {
 			return
 		}

@@ -60,16 +60,20 @@ type Freshness struct {
 	// marginal value of a render now (stale serves it would prevent, freshness.Marginal)
 	// against the threshold, and the interval from a render to the next due these give
 	// (the crossing within min_interval and the cadence).
-	SinceSec       float64   `json:"since_seconds"`
-	ExpectedStale  float64   `json:"expected_stale_serves"`
-	Marginal       float64   `json:"marginal"`
-	Threshold      float64   `json:"threshold"`
-	MinIntervalSec float64   `json:"min_interval_seconds"`
-	CrossingSec    float64   `json:"crossing_seconds"` // 0: not within the cadence
-	IntervalSec    float64   `json:"interval_seconds"`
-	ObservedAt     time.Time `json:"observed_at,omitzero"`
-	ETag           string    `json:"etag,omitempty"`
-	LastModified   string    `json:"last_modified,omitempty"`
+	SinceSec       float64 `json:"since_seconds"`
+	ExpectedStale  float64 `json:"expected_stale_serves"`
+	Marginal       float64 `json:"marginal"`
+	Threshold      float64 `json:"threshold"`
+	MinIntervalSec float64 `json:"min_interval_seconds"`
+	CrossingSec    float64 `json:"crossing_seconds"` // 0: not within the cadence
+	IntervalSec    float64 `json:"interval_seconds"`
+	// RankIntervalSec is what the sweep divides the row's lateness by once it is due under
+	// queue.policy freshness: threshold ÷ the marginal value's growth at interval_seconds, the
+	// ceiling for a row filed at it; 0: its cadence.
+	RankIntervalSec float64   `json:"rank_interval_seconds"`
+	ObservedAt      time.Time `json:"observed_at,omitzero"`
+	ETag            string    `json:"etag,omitempty"`
+	LastModified    string    `json:"last_modified,omitempty"`
 }
 
 // Cadence is a row's cadence and where it came from: rung (the demand ladder), row (carried:
