@@ -352,6 +352,6 @@ func (r rowCols) row() (store.Row, error) {
 	if r.due < 0 {
 		return store.Row{}, fmt.Errorf("%w: negative due time %d", store.ErrCorruption, r.due)
 	}
-	p, err := store.ProjectionOf(byte(r.flags), r.eff, r.stored)
+	p, err := store.ProjectionOf(byte(r.flags), r.eff, r.stored, 0)
 	return store.Row{DueAtMs: r.due, Projection: p}, err
 }
