@@ -278,3 +278,27 @@ func TestEnumStrings(t *testing.T) {
 }
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// BenchmarkProjectionUnmarshal is the sweep's per-row decode, of each version.
+func BenchmarkProjectionUnmarshal(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		p    Projection
+	}{
+		{"v1", Projection{Submitted: true, EffectiveIntervalMs: 3_600_000, StoredIntervalMs: 86_400_000}},
+		{"v2", Projection{Submitted: true, EffectiveIntervalMs: 3_600_000, StoredIntervalMs: 86_400_000, RankIntervalMs: 900_000}},
+	} {
+		enc, err := c.p.MarshalBinary()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			var p Projection
+			for b.Loop() {
+				if err := p.UnmarshalBinary(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
