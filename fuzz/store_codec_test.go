@@ -59,6 +59,10 @@ func FuzzStoreProjection(f *testing.F) {
 	seedTruncations(f, mustMarshal(f, store.Projection{Submitted: true, EffectiveIntervalMs: 3_600_000,
 		StoredIntervalMs: 86_400_000, Lanes: store.Lanes{Urgent: true, Failing: true}}))
 	seedTruncations(f, mustMarshal(f, store.Projection{}))
+	// Version 2: a rank interval, and one at the largest value the decoder takes.
+	seedTruncations(f, mustMarshal(f, store.Projection{Submitted: true, EffectiveIntervalMs: 3_600_000,
+		StoredIntervalMs: 86_400_000, RankIntervalMs: 900_000, Lanes: store.Lanes{NeverRendered: true}}))
+	seedTruncations(f, mustMarshal(f, store.Projection{RankIntervalMs: math.MaxInt64}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p store.Projection
 		err := p.UnmarshalBinary(b)
@@ -70,6 +74,12 @@ func FuzzStoreRow(f *testing.F) {
 	seedTruncations(f, mustMarshal(f, store.Row{DueAtMs: 1_700_000_000_000, Projection: store.Projection{
 		EffectiveIntervalMs: 60_000, Lanes: store.Lanes{NeverRendered: true}}}))
 	seedTruncations(f, mustMarshal(f, store.Row{DueAtMs: math.MaxInt64}))
+	// Version 2: a rank interval, and one at the largest value the decoder takes.
+	seedTruncations(f, mustMarshal(f, store.Row{DueAtMs: 1_700_000_000_000, Projection: store.Projection{
+		EffectiveIntervalMs: 60_000, StoredIntervalMs: 3_600_000, RankIntervalMs: 120_000,
+		Lanes: store.Lanes{Urgent: true}}}))
+	seedTruncations(f, mustMarshal(f, store.Row{DueAtMs: math.MaxInt64, Projection: store.Projection{
+		RankIntervalMs: math.MaxInt64}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r store.Row
 		err := r.UnmarshalBinary(b)

@@ -12,7 +12,9 @@ import (
 // them may exist.
 const (
 	tagProjectionV1 = 0x11 // codec_projection.go
+	tagProjectionV2 = 0x12 // codec_projection.go, with the rank interval
 	tagRowV1        = 0x21 // codec_row.go
+	tagRowV2        = 0x22 // codec_row.go, with the rank interval
 	tagTargetV1     = 0x31 // codec_target.go
 	tagTargetV2     = 0x32 // codec_target.go, with the freshness section of codec_freshness.go
 	tagPageV1       = 0x41 // codec_page.go

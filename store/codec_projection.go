@@ -37,7 +37,8 @@ type Projection struct {
 	Lanes
 }
 
-// Projection format, version 1 (tag 0x11), 18 bytes, all integers big-endian:
+// Projection format, version 1 (tag 0x11), 18 bytes, all integers big-endian; the encoding of
+// every projection whose RankIntervalMs is 0:
 //
 //	0     1       2                         10                        18
 //	+-----+-------+-------------------------+-------------------------+
@@ -50,12 +51,32 @@ type Projection struct {
 //	       cannot honour)
 //	effectiveIntervalMs, storedIntervalMs  ≥ 0
 //
-// ProjectionLen is that length; an engine sizes its buffers with it.
-const ProjectionLen = 18
+// Projection format, version 2 (tag 0x12), 26 bytes, all integers big-endian; the encoding of
+// every projection whose RankIntervalMs is above 0:
+//
+//	0     1       2                         10                        18                      26
+//	+-----+-------+-------------------------+-------------------------+-----------------------+
+//	| tag | flags | effectiveIntervalMs i64 | storedIntervalMs i64    | rankIntervalMs i64    |
+//	+-----+-------+-------------------------+-------------------------+-----------------------+
+//
+//	tag    0x12
+//	bytes 1-17 as in version 1
+//	rankIntervalMs  > 0 (a version-2 value holding 0 is corruption: rank 0 is written as
+//	       version 1, so every projection has one encoding)
+//
+// The encoder writes version 1 whenever it can, so a store whose writes never decide a rank
+// interval (queue.policy ready) holds byte for byte what it held before version 2 existed.
+//
+// ProjectionLen is the longest encoding (version 2): an engine sizes its buffers with it.
+// ProjectionV1Len is the version-1 length.
+const (
+	ProjectionV1Len = 18
+	ProjectionLen   = ProjectionV1Len + 8
+)
 
-// projectionBodyLen is the projection without its tag: flags and the two intervals. The
-// schedule row embeds exactly these bytes.
-const projectionBodyLen = ProjectionLen - 1
+// projectionBodyLen is the version-1 projection without its tag: flags and the two intervals.
+// A schedule row embeds these bytes, then the rank interval when it has one.
+const projectionBodyLen = ProjectionV1Len - 1
 
 const (
 	flagSubmitted     = 1 << 0
@@ -83,37 +104,55 @@ func (p Projection) flags() byte {
 }
 
 func (p Projection) validate() error {
-	if p.EffectiveIntervalMs < 0 || p.StoredIntervalMs < 0 {
+	if p.EffectiveIntervalMs < 0 || p.StoredIntervalMs < 0 || p.RankIntervalMs < 0 {
 		return ErrNegativeInterval
 	}
 	return nil
 }
 
+// ranked reports whether p needs the version-2 encodings (of the projection and of the row).
+func (p Projection) ranked() bool { return p.RankIntervalMs != 0 }
+
+// appendBody appends the flags and the two intervals, then the rank interval when p is ranked:
+// the projection's bytes after its tag, of either version.
 func (p Projection) appendBody(dst []byte) []byte {
 	dst = append(dst, p.flags())
 	dst = binary.BigEndian.AppendUint64(dst, uint64(p.EffectiveIntervalMs))
-	return binary.BigEndian.AppendUint64(dst, uint64(p.StoredIntervalMs))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(p.StoredIntervalMs))
+	if p.ranked() {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(p.RankIntervalMs))
+	}
+	return dst
 }
 
-func (p *Projection) decodeBody(d *decoder) {
+// decodeBody reads what appendBody wrote; ranked says whether the tag was a version-2 one.
+func (p *Projection) decodeBody(d *decoder, ranked bool) {
 	f := d.u8()
 	if d.err == nil && f&^flagsKnown != 0 {
 		d.fail("unknown flags 0x%02x", f)
 	}
 	eff := d.nonNeg("effectiveIntervalMs")
 	stored := d.nonNeg("storedIntervalMs")
+	var rank int64
+	if ranked {
+		rank = d.nonNeg("rankIntervalMs")
+		if d.err == nil && rank == 0 {
+			d.fail("version 2 with rankIntervalMs 0 (version 1 encodes that)")
+		}
+	}
 	if d.err != nil {
 		return
 	}
-	*p = projectionOf(f, eff, stored)
+	*p = projectionOf(f, eff, stored, rank)
 }
 
-// projectionOf is the projection of a flags byte the caller has checked and two intervals.
-func projectionOf(f byte, eff, stored int64) Projection {
+// projectionOf is the projection of a flags byte the caller has checked and three intervals.
+func projectionOf(f byte, eff, stored, rank int64) Projection {
 	return Projection{
 		Submitted:           f&flagSubmitted != 0,
 		EffectiveIntervalMs: eff,
 		StoredIntervalMs:    stored,
+		RankIntervalMs:      rank,
 		Lanes: Lanes{
 			Urgent:        f&flagUrgent != 0,
 			NeverRendered: f&flagNeverRendered != 0,
@@ -122,12 +161,17 @@ func projectionOf(f byte, eff, stored int64) Projection {
 	}
 }
 
-// AppendBinary appends the version-1 encoding to b. It implements encoding.BinaryAppender.
+// AppendBinary appends the encoding to b: version 1 when p.RankIntervalMs is 0, else version 2.
+// It implements encoding.BinaryAppender.
 func (p Projection) AppendBinary(b []byte) ([]byte, error) {
 	if err := p.validate(); err != nil {
 		return b, err
 	}
-	return p.appendBody(append(b, tagProjectionV1)), nil
+	tag := byte(tagProjectionV1)
+	if p.ranked() {
+		tag = tagProjectionV2
+	}
+	return p.appendBody(append(b, tag)), nil
 }
 
 // MarshalBinary implements encoding.BinaryMarshaler.
@@ -135,33 +179,44 @@ func (p Projection) MarshalBinary() ([]byte, error) {
 	return p.AppendBinary(make([]byte, 0, ProjectionLen))
 }
 
-// UnmarshalBinary decodes b into p. Any input that is not a valid encoding returns an error
-// wrapping ErrCorruption and leaves p unchanged. p does not retain b.
+// UnmarshalBinary decodes b (either version) into p. Any input that is not a valid encoding
+// returns an error wrapping ErrCorruption and leaves p unchanged. p does not retain b.
 //
-// The sweep decodes one projection per due row, so this is written as fixed-offset reads
-// with the checks folded into one branch; the general decoder reports what was wrong.
+// The sweep decodes one projection per due row, so each version is read at fixed offsets with
+// its checks folded into one branch; the general decoder only reports what was wrong.
 func (p *Projection) UnmarshalBinary(b []byte) error {
-	if len(b) == ProjectionLen && b[0] == tagProjectionV1 && b[1]&^flagsKnown == 0 && b[2]&0x80 == 0 && b[10]&0x80 == 0 {
-		f := b[1]
-		*p = Projection{
-			Submitted:           f&flagSubmitted != 0,
-			EffectiveIntervalMs: int64(binary.BigEndian.Uint64(b[2:10])),
-			StoredIntervalMs:    int64(binary.BigEndian.Uint64(b[10:18])),
-			Lanes: Lanes{
-				Urgent:        f&flagUrgent != 0,
-				NeverRendered: f&flagNeverRendered != 0,
-				Failing:       f&flagFailing != 0,
-			},
+	switch len(b) {
+	case ProjectionV1Len:
+		if b[0] == tagProjectionV1 && b[1]&^flagsKnown == 0 && b[2]&0x80 == 0 && b[10]&0x80 == 0 {
+			*p = projectionOf(b[1], int64(binary.BigEndian.Uint64(b[2:10])),
+				int64(binary.BigEndian.Uint64(b[10:18])), 0)
+			return nil
 		}
-		return nil
+	case ProjectionLen:
+		rank := int64(binary.BigEndian.Uint64(b[18:26]))
+		if b[0] == tagProjectionV2 && b[1]&^flagsKnown == 0 && b[2]&0x80 == 0 && b[10]&0x80 == 0 && rank > 0 {
+			*p = projectionOf(b[1], int64(binary.BigEndian.Uint64(b[2:10])),
+				int64(binary.BigEndian.Uint64(b[10:18])), rank)
+			return nil
+		}
+	default:
+		return corruptionf("projection: length %d, want %d or %d", len(b), ProjectionV1Len, ProjectionLen)
 	}
-	if len(b) != ProjectionLen {
-		return corruptionf("projection: length %d, want %d", len(b), ProjectionLen)
-	}
+	return projectionCorruption(b)
+}
+
+// projectionCorruption says what is wrong with b, which has a projection's length but failed
+// the fast path.
+func projectionCorruption(b []byte) error {
 	d := decoder{what: "projection", b: b}
-	d.tag(tagProjectionV1)
+	ranked := len(b) == ProjectionLen
+	if ranked {
+		d.tag(tagProjectionV2)
+	} else {
+		d.tag(tagProjectionV1)
+	}
 	var q Projection
-	q.decodeBody(&d)
+	q.decodeBody(&d, ranked)
 	if err := d.done(); err != nil {
 		return err
 	}
@@ -173,14 +228,15 @@ func (p *Projection) UnmarshalBinary(b []byte) error {
 // it as this number.
 func (p Projection) Flags() byte { return p.flags() }
 
-// ProjectionOf rebuilds a projection from its flags byte and intervals, refusing what the
-// codec refuses (unknown flags, negative intervals) with an error wrapping ErrCorruption.
-func ProjectionOf(flags byte, effectiveIntervalMs, storedIntervalMs int64) (Projection, error) {
+// ProjectionOf rebuilds a projection from its flags byte and intervals (rankIntervalMs 0:
+// none), refusing what the codec refuses (unknown flags, negative intervals) with an error
+// wrapping ErrCorruption.
+func ProjectionOf(flags byte, effectiveIntervalMs, storedIntervalMs, rankIntervalMs int64) (Projection, error) {
 	if flags&^flagsKnown != 0 {
 		return Projection{}, fmt.Errorf("%w: unknown projection flags 0x%02x", ErrCorruption, flags)
 	}
-	if effectiveIntervalMs < 0 || storedIntervalMs < 0 {
+	if effectiveIntervalMs < 0 || storedIntervalMs < 0 || rankIntervalMs < 0 {
 		return Projection{}, fmt.Errorf("%w: negative interval", ErrCorruption)
 	}
-	return projectionOf(flags, effectiveIntervalMs, storedIntervalMs), nil
+	return projectionOf(flags, effectiveIntervalMs, storedIntervalMs, rankIntervalMs), nil
 }

@@ -9,7 +9,8 @@ type Row struct {
 	Projection
 }
 
-// Schedule row format, version 1 (tag 0x21), 26 bytes, all integers big-endian:
+// Schedule row format, version 1 (tag 0x21), 26 bytes, all integers big-endian; the encoding of
+// every row whose RankIntervalMs is 0:
 //
 //	0     1               9       10                        18                        26
 //	+-----+---------------+-------+-------------------------+-------------------------+
@@ -19,10 +20,27 @@ type Row struct {
 //
 //	tag      0x21
 //	dueAtMs  ≥ 0; equal to the due time in this row's due-index key
-//	the rest is byte for byte the projection without its tag (codec_projection.go)
+//	the rest is byte for byte the version-1 projection without its tag (codec_projection.go)
 //
-// RowLen is that length; an engine sizes its buffers with it.
-const RowLen = 1 + 8 + projectionBodyLen
+// Schedule row format, version 2 (tag 0x22), 34 bytes, all integers big-endian; the encoding of
+// every row whose RankIntervalMs is above 0:
+//
+//	0     1               9       10                        18                        26                      34
+//	+-----+---------------+-------+-------------------------+-------------------------+-----------------------+
+//	| tag | dueAtMs i64   | flags | effectiveIntervalMs i64 | storedIntervalMs i64    | rankIntervalMs i64    |
+//	+-----+---------------+-------+-------------------------+-------------------------+-----------------------+
+//	      |               |<----------------------- projection body (projection bytes 1-25) ------------------>|
+//
+//	tag      0x22
+//	dueAtMs  as in version 1
+//	the rest is byte for byte the version-2 projection without its tag (rankIntervalMs > 0)
+//
+// RowLen is the longest encoding (version 2): an engine sizes its buffers with it. RowV1Len is
+// the version-1 length.
+const (
+	RowV1Len = 1 + 8 + projectionBodyLen
+	RowLen   = RowV1Len + 8
+)
 
 func (r Row) validate() error {
 	if r.DueAtMs < 0 {
@@ -31,12 +49,17 @@ func (r Row) validate() error {
 	return r.Projection.validate()
 }
 
-// AppendBinary appends the version-1 encoding to b. It implements encoding.BinaryAppender.
+// AppendBinary appends the encoding to b: version 1 when r.RankIntervalMs is 0, else version 2.
+// It implements encoding.BinaryAppender.
 func (r Row) AppendBinary(b []byte) ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return b, err
 	}
-	b = append(b, tagRowV1)
+	tag := byte(tagRowV1)
+	if r.ranked() {
+		tag = tagRowV2
+	}
+	b = append(b, tag)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.DueAtMs))
 	return r.appendBody(b), nil
 }
@@ -44,17 +67,26 @@ func (r Row) AppendBinary(b []byte) ([]byte, error) {
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (r Row) MarshalBinary() ([]byte, error) { return r.AppendBinary(make([]byte, 0, RowLen)) }
 
-// UnmarshalBinary decodes b into r. Any input that is not a valid encoding returns an error
-// wrapping ErrCorruption and leaves r unchanged. r does not retain b.
+// UnmarshalBinary decodes b (either version) into r. Any input that is not a valid encoding
+// returns an error wrapping ErrCorruption and leaves r unchanged. r does not retain b.
 func (r *Row) UnmarshalBinary(b []byte) error {
-	if len(b) != RowLen {
-		return corruptionf("schedule row: length %d, want %d", len(b), RowLen)
+	var ranked bool
+	switch len(b) {
+	case RowV1Len:
+	case RowLen:
+		ranked = true
+	default:
+		return corruptionf("schedule row: length %d, want %d or %d", len(b), RowV1Len, RowLen)
 	}
 	d := decoder{what: "schedule row", b: b}
-	d.tag(tagRowV1)
+	if ranked {
+		d.tag(tagRowV2)
+	} else {
+		d.tag(tagRowV1)
+	}
 	var q Row
 	q.DueAtMs = d.nonNeg("dueAtMs")
-	q.decodeBody(&d)
+	q.decodeBody(&d, ranked)
 	if err := d.done(); err != nil {
 		return err
 	}

@@ -606,7 +606,7 @@ func (s *Store) opCost(o *op) (count, size int64) {
 		classLen = classKeyHeaderLen + len(o.key)
 		entry(classLen, 0) // delete the old c/ key
 	}
-	entry(len(o.sKey), store.RowLen)
+	entry(len(o.sKey), store.RowLen) // the longest encodings: an upper bound whichever version is written
 	switch o.kind {
 	case opDelete:
 		entry(len(o.tKey), 0)
@@ -832,12 +832,14 @@ func (s *Store) lookupTarget(txn *badger.Txn, key []byte, cur map[string]rowStat
 	return t, true, nil
 }
 
-// rowValues encodes row as its s/ value and its d/ entry's projection, in one allocation.
+// rowValues encodes row as its s/ value and its d/ entry's projection, in one allocation
+// sized for the longest encodings (either version may be written: codec_row.go).
 func rowValues(row store.Row) (rowVal, projVal []byte) {
 	vals := make([]byte, 0, store.RowLen+store.ProjectionLen)
 	vals, _ = row.AppendBinary(vals) // validated by NewSchedule and the target's Validate
+	n := len(vals)
 	vals, _ = row.Projection.AppendBinary(vals)
-	return vals[:store.RowLen:store.RowLen], vals[store.RowLen:]
+	return vals[:n:n], vals[n:]
 }
 
 // lookup returns the row o replaces and whether it exists. fromDB reports that Badger was

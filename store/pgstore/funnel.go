@@ -154,8 +154,7 @@ func (s *Store) preparePut(o *op, w *store.Write) error {
 	if sch.Key() == nil {
 		return store.ErrScheduleUnset
 	}
-	row := store.Row{DueAtMs: sch.DueAtMs(), Projection: store.Projection{
-		Submitted: sch.Submitted(), EffectiveIntervalMs: sch.EffectiveIntervalMs(), Lanes: sch.Lanes()}}
+	row := sch.Row() // every field the schedule files, the rank interval included
 	if s.opts.RefuseImplausibleDue && !store.PlausibleDue(row.DueAtMs) {
 		return fmt.Errorf("%w: %d ms", store.ErrImplausibleDue, row.DueAtMs)
 	}
@@ -297,7 +296,7 @@ func (s *Store) commitBatch(reqs []*request) (err error) {
 	// Round trip 1: lock the shards, then read what the batch replaces.
 	b := &pgx.Batch{}
 	b.Queue(`SELECT shard FROM freshq_floor WHERE shard = ANY($1) ORDER BY shard FOR UPDATE`, shards)
-	b.Queue(`SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms
+	b.Queue(`SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms
 		FROM freshq_schedule WHERE cache_key = ANY($1)`, keyList)
 	if len(modifyKeys) > 0 {
 		b.Queue(`SELECT cache_key, value FROM freshq_target WHERE cache_key = ANY($1)`, modifyKeys)
@@ -393,7 +392,7 @@ func readRows(br pgx.BatchResults, keys map[string]*keyState) error {
 	var key []byte
 	var c rowCols
 	for rows.Next() {
-		if err := rows.Scan(&key, &c.due, &c.flags, &c.eff, &c.stored); err != nil {
+		if err := rows.Scan(&key, &c.due, &c.flags, &c.eff, &c.stored, &c.rank); err != nil {
 			return err
 		}
 		r, err := c.row()
@@ -516,7 +515,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 		delKeys                                [][]byte
 		rowKeys                                [][]byte
 		rowShards                              []int32
-		dues, effs, storeds                    []int64
+		dues, effs, storeds, ranks             []int64
 		flags                                  []int16
 		tKeys, tVals, tDel, pKeys, pVals, pDel [][]byte
 		floorShards                            []int32
@@ -543,6 +542,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 			flags = append(flags, int16(ks.row.Flags()))
 			effs = append(effs, ks.row.EffectiveIntervalMs)
 			storeds = append(storeds, ks.row.StoredIntervalMs)
+			ranks = append(ranks, ks.row.RankIntervalMs)
 			floorShards = append(floorShards, ks.shard)
 			floorDues = append(floorDues, ks.row.DueAtMs)
 		}
@@ -575,11 +575,12 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 		b.Queue(`DELETE FROM freshq_page WHERE cache_key = ANY($1)`, pDel)
 	}
 	if len(rowKeys) > 0 {
-		b.Queue(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms)
-			SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[])
+		b.Queue(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms)
+			SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], $7::bigint[])
 			ON CONFLICT (cache_key) DO UPDATE SET due_at_ms = EXCLUDED.due_at_ms, flags = EXCLUDED.flags,
-				effective_interval_ms = EXCLUDED.effective_interval_ms, stored_interval_ms = EXCLUDED.stored_interval_ms`,
-			rowKeys, rowShards, dues, flags, effs, storeds)
+				effective_interval_ms = EXCLUDED.effective_interval_ms, stored_interval_ms = EXCLUDED.stored_interval_ms,
+				rank_interval_ms = EXCLUDED.rank_interval_ms`,
+			rowKeys, rowShards, dues, flags, effs, storeds, ranks)
 		b.Queue(`UPDATE freshq_floor f SET floor_ms = v.due
 			FROM (SELECT shard, min(due) AS due FROM unnest($1::int[], $2::bigint[]) AS x(shard, due) GROUP BY shard) v
 			WHERE f.shard = v.shard AND v.due < f.floor_ms`, floorShards, floorDues)

@@ -84,7 +84,7 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 		return rep, store.ErrClosed
 	}
 	rows, err := s.pool.Query(context.Background(), `SELECT s.cache_key, s.shard, s.due_at_ms, s.flags,
-		s.effective_interval_ms, s.stored_interval_ms FROM freshq_schedule s`)
+		s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms FROM freshq_schedule s`)
 	if err != nil {
 		return rep, fmt.Errorf("pgstore: verify: %w", err)
 	}
@@ -93,7 +93,7 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 		var key []byte
 		var shard int32
 		var c rowCols
-		if err := rows.Scan(&key, &shard, &c.due, &c.flags, &c.eff, &c.stored); err != nil {
+		if err := rows.Scan(&key, &shard, &c.due, &c.flags, &c.eff, &c.stored, &c.rank); err != nil {
 			return rep, fmt.Errorf("pgstore: verify: %w", err)
 		}
 		rep.Rows++

@@ -10,7 +10,7 @@ import (
 // ownedRowsSQL is one shard's schedule rows, each with its target's value (NULL without one):
 // an index scan of the due index's shard prefix joined to the targets' primary key, in one
 // statement.
-const ownedRowsSQL = `SELECT s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms, t.value
+const ownedRowsSQL = `SELECT s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms, t.value
 	FROM freshq_schedule s LEFT JOIN freshq_target t ON t.cache_key = s.cache_key
 	WHERE s.shard = $1`
 
@@ -43,7 +43,7 @@ func (s *Store) forEachRowOf(ctx context.Context, shard int32, fn func(key []byt
 	var key, value []byte
 	var r rowCols
 	for rows.Next() {
-		if err := rows.Scan(&key, &r.due, &r.flags, &r.eff, &r.stored, &value); err != nil {
+		if err := rows.Scan(&key, &r.due, &r.flags, &r.eff, &r.stored, &r.rank, &value); err != nil {
 			return fmt.Errorf("pgstore: rows of shard %d: %w", shard, err)
 		}
 		row, err := r.row()

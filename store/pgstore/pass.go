@@ -57,7 +57,7 @@ func (p *pass) isClosed() bool {
 }
 
 // dueColumns is what a pass and a scan read of a row: the due index's columns.
-const dueColumns = `s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms`
+const dueColumns = `s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms`
 
 // sortedBelow is the cap under which a capped pass always reads in due order: a few thousand
 // rows sort in no time, and a pass capped that low (the sweep's maxRows 1, for the head alone)
@@ -176,7 +176,7 @@ func nextDue(ctx context.Context, q pgx.Tx, ss shardSet, nowMs int64) (int64, bo
 // decodeDue decodes one row of dueColumns from its binary wire values, without the
 // reflection of Scan: a pass reads hundreds of thousands of them.
 func decodeDue(vals [][]byte) ([]byte, store.Row, error) {
-	if len(vals) != 5 || len(vals[1]) != 8 || len(vals[2]) != 2 || len(vals[3]) != 8 || len(vals[4]) != 8 {
+	if len(vals) != 6 || len(vals[1]) != 8 || len(vals[2]) != 2 || len(vals[3]) != 8 || len(vals[4]) != 8 || len(vals[5]) != 8 {
 		return nil, store.Row{}, fmt.Errorf("%w: unexpected due row shape", store.ErrCorruption)
 	}
 	c := rowCols{
@@ -184,6 +184,7 @@ func decodeDue(vals [][]byte) ([]byte, store.Row, error) {
 		flags:  int16(binary.BigEndian.Uint16(vals[2])),
 		eff:    int64(binary.BigEndian.Uint64(vals[3])),
 		stored: int64(binary.BigEndian.Uint64(vals[4])),
+		rank:   int64(binary.BigEndian.Uint64(vals[5])),
 	}
 	r, err := c.row()
 	if err != nil {

@@ -237,8 +237,8 @@ func (s *Store) GetSchedule(cacheKey []byte) (store.Row, error) {
 	}
 	var r rowCols
 	err := s.pool.QueryRow(context.Background(),
-		`SELECT due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule WHERE cache_key = $1`,
-		cacheKey).Scan(&r.due, &r.flags, &r.eff, &r.stored)
+		`SELECT due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms FROM freshq_schedule WHERE cache_key = $1`,
+		cacheKey).Scan(&r.due, &r.flags, &r.eff, &r.stored, &r.rank)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Row{}, store.ErrNotFound
 	}
@@ -294,7 +294,7 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 		return store.ErrClosed
 	}
 	ctx := context.Background()
-	q := `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule`
+	q := `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms FROM freshq_schedule`
 	args := []any{}
 	if len(prefix) > 0 {
 		q += ` WHERE cache_key >= $1`
@@ -312,7 +312,7 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 	var key []byte
 	var r rowCols
 	for rows.Next() {
-		if err := rows.Scan(&key, &r.due, &r.flags, &r.eff, &r.stored); err != nil {
+		if err := rows.Scan(&key, &r.due, &r.flags, &r.eff, &r.stored, &r.rank); err != nil {
 			return fmt.Errorf("pgstore: schedule rows of %q: %w", prefix, err)
 		}
 		row, err := r.row()
@@ -341,8 +341,8 @@ func prefixEnd(prefix []byte) ([]byte, bool) {
 
 // rowCols is a schedule row as its columns hold it.
 type rowCols struct {
-	due, eff, stored int64
-	flags            int16
+	due, eff, stored, rank int64
+	flags                  int16
 }
 
 func (r rowCols) row() (store.Row, error) {
@@ -352,6 +352,6 @@ func (r rowCols) row() (store.Row, error) {
 	if r.due < 0 {
 		return store.Row{}, fmt.Errorf("%w: negative due time %d", store.ErrCorruption, r.due)
 	}
-	p, err := store.ProjectionOf(byte(r.flags), r.eff, r.stored)
+	p, err := store.ProjectionOf(byte(r.flags), r.eff, r.stored, r.rank)
 	return store.Row{DueAtMs: r.due, Projection: p}, err
 }

@@ -58,6 +58,7 @@ var tests = []test{
 	{"DropPageInTheSameWrite", testDropPageInTheSameWrite},
 	{"ForEachSchedulePrefix", testForEachSchedulePrefix},
 	{"TargetKeepsFreshness", testTargetKeepsFreshness},
+	{"RankIntervalReadsBack", testRankIntervalReadsBack},
 	// Modify.
 	{"ModifyDecidesOnCurrentRowAndTarget", testModifyDecidesOnCurrent},
 	{"ModifyNotOKWritesNothing", testModifyNotOKWritesNothing},
