@@ -110,6 +110,30 @@ func TestHomepageOutranksOlderProducts(t *testing.T) {
 	}
 }
 
+// A row filed with a rank interval (queue.policy freshness) is ranked by lateness ÷ that
+// interval, not ÷ its cadence, and not clamped to its route's interval as the cadence is; a row
+// without one ranks by its cadence.
+func TestRankIntervalReplacesCadenceInTheScore(t *testing.T) {
+	p := testPolicy(t)
+	prod := func(rankMs int64) Row {
+		return Row{Key: []byte("desktop|https://a.test/p/1"), Row: store.Row{DueAtMs: now - 2*hour,
+			Projection: store.Projection{EffectiveIntervalMs: 48 * hour, RankIntervalMs: rankMs}}}
+	}
+	for _, c := range []struct {
+		rankMs, want int64
+	}{{0, 48 * hour}, {hour / 2, hour / 2}, {200 * hour, 200 * hour}, {1, MinCadence.Milliseconds()}} {
+		r := prod(c.rankMs)
+		cad, _ := p.Cadence(&r)
+		got := p.RankInterval(&r, cad)
+		if got != c.want {
+			t.Errorf("rank interval %d ms: RankInterval %d, want %d", c.rankMs, got, c.want)
+		}
+		if s, want := p.Score(&r, got, now), float64(2*hour)/float64(c.want); math.Abs(s-want) > 1e-12 {
+			t.Errorf("rank interval %d ms: score %v, want lateness ÷ %d = %v", c.rankMs, s, c.want, want)
+		}
+	}
+}
+
 func TestScoreEdges(t *testing.T) {
 	p := testPolicy(t)
 	for _, due := range []int64{0, -1, math.MinInt64, MaxDueMs, math.MaxInt64, now, now + 1} {
