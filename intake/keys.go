@@ -155,6 +155,9 @@ func (t *Targets) moveKey(old, new []byte, out *wire.KeysMigrate) error {
 	}
 	if write {
 		sch, err := store.NewSchedule(new, row.DueAtMs, row.Submitted, row.EffectiveIntervalMs, row.Lanes)
+		if err == nil {
+			sch, err = keepRank(sch, row)
+		}
 		if err != nil {
 			return fmt.Errorf("keys: schedule of %q: %w", new, err)
 		}

@@ -91,6 +91,17 @@ func (p FreshParts) schedule(key []byte, dueAtMs int64, submitted bool, cadenceM
 	return sch.WithRankInterval(p.RankIntervalMs)
 }
 
+// keepRank gives sch the rank interval of row, the row it replaces, when sch files the same due
+// time: a rank interval belongs to the decision that filed its due time (freshness's, in the
+// Applier or the demand flush), and a write that only re-files that due time (a key's move, a
+// wait, a target's update) keeps both. A write that files a due time of its own files none.
+func keepRank(sch store.Schedule, row store.Row) (store.Schedule, error) {
+	if sch.DueAtMs() != row.DueAtMs {
+		return sch, nil
+	}
+	return sch.WithRankInterval(row.RankIntervalMs)
+}
+
 // FreshPlan is what worker 0's tuning reads of a row under queue.policy freshness: its route,
 // its cadence and its decision's parts (its estimated rates and its floor), at now. ok is
 // false for a row the tuning leaves out: sealed, failing or never rendered (their due times

@@ -184,3 +184,48 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 		}
 	}
 }
+
+// A rank interval belongs to the decision that filed its due time: a write that only re-files
+// that due time (a wait, a re-submission without a due time) keeps it; a write that files a
+// due time of its own (a rush) files none, and the row ranks by its cadence.
+func TestRefilingKeepsTheRankInterval(t *testing.T) {
+	e := qtest.New(t, freshYAML, start, shm.Options{})
+	tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	const key = "desktop|https://a.test/news/1"
+	sch, err := store.NewSchedule([]byte(key), start+hour, false, 24*hour, store.Lanes{})
+	if err == nil {
+		sch, err = sch.WithRankInterval(3 * hour)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.WriteSchedules([]store.Write{{Schedule: sch, Target: &store.Target{URL: "https://a.test/news/1", Device: "desktop", Source: store.SourceAPI}}}); err != nil {
+		t.Fatal(err)
+	}
+	rank := func(step string) int64 {
+		t.Helper()
+		row, err := e.Store.GetSchedule([]byte(key))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return row.RankIntervalMs
+	}
+	if _, err := tg.Prioritize(wire.PrioritizeRequest{Prefix: "https://a.test/news/", Mode: "wait"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rank("wait"); r != 3*hour {
+		t.Fatalf("a wait re-filed the due time with rank interval %d, want %d", r, 3*hour)
+	}
+	if n := upsert(t, tg, wire.TargetItem{URL: "https://a.test/news/1"}); n != 1 {
+		t.Fatalf("re-submission: %d landed", n)
+	}
+	if r := rank("re-submission"); r != 3*hour {
+		t.Fatalf("a re-submission without a due time re-filed it with rank interval %d, want %d", r, 3*hour)
+	}
+	if _, err := tg.Prioritize(wire.PrioritizeRequest{Prefix: "https://a.test/news/", Mode: "rush"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rank("rush"); r != 0 {
+		t.Fatalf("a rush filed its own due time with the old rank interval %d, want none", r)
+	}
+}

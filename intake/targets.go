@@ -340,6 +340,9 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 			due, lanes.Urgent = min(due, now), true
 		}
 		sch, err := store.NewSchedule(k, due, row.Submitted, row.EffectiveIntervalMs, lanes)
+		if err == nil {
+			sch, err = keepRank(sch, row)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -568,6 +571,9 @@ func (t *Targets) merge(p *Item, now int64) (store.Write, error) {
 		carried, tgt.StoredIntervalMs = p.interval, p.interval
 	}
 	sch, err := store.NewSchedule(p.Key, due, submitted, carried, lanes)
+	if err == nil && exists {
+		sch, err = keepRank(sch, row)
+	}
 	if err != nil {
 		return store.Write{}, err
 	}
