@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/config"
 )
 
 // Freshness of content, end to end with the http renderer: an origin whose pages change on a
@@ -120,5 +122,76 @@ func TestEndToEndFreshnessLearnsChangeAndChecksCheaply(t *testing.T) {
 	}
 	if got := n.metrics()[`freshq_render_conditional_total{result="not_modified"}`]; got < float64(still*steps*8/10) {
 		t.Errorf("freshq_render_conditional_total{result=\"not_modified\"} = %v, want at least %d", got, still*steps*8/10)
+	}
+}
+
+// Under queue.policy freshness, end to end: a page rendered through the real processes is
+// filed with its rank interval, and once due it ranks by lateness ÷ that interval (at least
+// policy's one-minute floor), not ÷ its cadence. The page, on the node's 24 h catalog route, is
+// taken to be asked for 600 times an hour before any request is counted (freshness.requests),
+// so at ν 1 it is worth rendering at its floor: due 90 minutes (24 h ÷ 16) after its render, its
+// value growing past ν in under two minutes. Its second render is held at the origin, so the row
+// stays as the first render filed it while it is explained.
+func TestEndToEndFreshnessRanksByRankInterval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	served := 0
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served++
+		first := served == 1
+		mu.Unlock()
+		if !first {
+			<-release // the second render waits until the test ends
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><p>hot</p>`)
+	}))
+	defer origin.Close()
+	defer close(release) // before the origin closes: Close waits for the held render's handler
+	n := startNode(t, t.TempDir(), 2, `queue: {policy: freshness, ready: {sweep_interval: 1s}}
+freshness: {threshold: 1, requests: 600}
+supervisor: {shutdown_timeout: 3s}
+render:
+  renderer: http
+  timeout: 120s
+  domains: ["127.0.0.1"]
+`, "")
+	waitFor(t, "ready", 30*time.Second, n.ready)
+	u := origin.URL + "/c/1"
+	var up struct{ Accepted int }
+	if code := n.post("/v1/targets", []map[string]any{{"url": u}}, &up); code != http.StatusOK || up.Accepted != 1 {
+		t.Fatalf("upsert: %d %+v", code, up)
+	}
+	waitFor(t, "the first render", 60*time.Second, func() bool {
+		f := explain(t, n, u).Freshness
+		return f != nil && !f.ObservedAt.IsZero()
+	})
+	first := explain(t, n, u)
+	f := first.Freshness
+	if f.Policy != "freshness" || f.RankIntervalSec <= 0 || math.Abs(first.DueInSec-f.IntervalSec) > 5 {
+		t.Fatalf("after the first render: policy %s, due in %.0f s, interval %.0f s, rank interval %.1f s: not filed by freshness",
+			f.Policy, first.DueInSec, f.IntervalSec, f.RankIntervalSec)
+	}
+	if f.IntervalSec != 90*60 || first.Cadence.Seconds != 86400 {
+		t.Fatalf("interval %.0f s, cadence %.0f s: want the floor, 5400 s, of the 24 h route", f.IntervalSec, first.Cadence.Seconds)
+	}
+	n.advanceClock(95 * time.Minute) // 5 minutes past due; the second render hangs at the origin
+	waitFor(t, "the second render to be taken", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return served >= 2
+	})
+	late := explain(t, n, u)
+	rankSec := max(late.Freshness.RankIntervalSec, 60) // policy.MinCadence
+	boost := config.Default().Queue.Ready.SubmittedBoost // posted through the API: submitted
+	want := -late.DueInSec / rankSec * boost
+	if late.DueInSec >= 0 || math.Abs(late.Score/want-1) > 1e-3 {
+		t.Fatalf("late by %.0f s with a rank interval of %.1f s (cadence %.0f s): score %v, want lateness ÷ rank interval × boost = %v (÷ cadence: %v)",
+			-late.DueInSec, late.Freshness.RankIntervalSec, late.Cadence.Seconds, late.Score, want, -late.DueInSec/late.Cadence.Seconds*boost)
 	}
 }
