@@ -187,7 +187,7 @@ render:
 		return served >= 2
 	})
 	late := explain(t, n, u)
-	rankSec := max(late.Freshness.RankIntervalSec, 60) // policy.MinCadence
+	rankSec := max(late.Freshness.RankIntervalSec, 60)   // policy.MinCadence
 	boost := config.Default().Queue.Ready.SubmittedBoost // posted through the API: submitted
 	want := -late.DueInSec / rankSec * boost
 	if late.DueInSec >= 0 || math.Abs(late.Score/want-1) > 1e-3 {
