@@ -16,12 +16,7 @@ func TestCapacityProjectionMatchesSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulator")
 	}
-	c := corpus(t)
-	var rs []*Result
-	for _, sc := range testScenarios() {
-		rs = append(rs, runScenario(t, sc))
-	}
-	rep := &Report{Corpus: c, Options: testOptions(), Results: rs}
+	rep := standardReport(t)
 	checks := rep.CapacityChecks()
 	if len(checks) != 9 {
 		t.Fatalf("%d checks, want ready b=1, b=2 and ready+lanes at three capacities", len(checks))

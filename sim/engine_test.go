@@ -65,6 +65,17 @@ var (
 // testScenarios is every standard scenario: equal work is checked at every capacity.
 func testScenarios() []Scenario { return StandardScenarios() }
 
+// standardReport is the report of every standard scenario on the tests' corpus, from the runs
+// runScenario keeps.
+func standardReport(t testing.TB) *Report {
+	t.Helper()
+	var rs []*Result
+	for _, sc := range testScenarios() {
+		rs = append(rs, runScenario(t, sc))
+	}
+	return &Report{Corpus: corpus(t), Options: testOptions(), Results: rs}
+}
+
 func runScenario(t testing.TB, sc Scenario) *Result {
 	t.Helper()
 	resultsOnce.Do(func() {

@@ -20,12 +20,8 @@ func TestFarmProjectionMatchesSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulator")
 	}
-	c := corpus(t)
-	var rs []*Result
-	for _, sc := range testScenarios() {
-		rs = append(rs, runScenario(t, sc))
-	}
-	rep := &Report{Corpus: c, Options: testOptions(), Results: rs}
+	rep := standardReport(t)
+	c := rep.Corpus
 	nodeOf := func(page int) int { return int(uint32(page)*2654435761>>16) % 3 }
 	var demands [3]capacity.Demand
 	for n := range demands {
