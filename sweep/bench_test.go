@@ -3,15 +3,16 @@ package sweep
 import (
 	"context"
 	"fmt"
-	"github.com/freshq/freshq/assemble"
-	"github.com/freshq/freshq/internal/qtest"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -187,6 +188,8 @@ var (
 )
 
 func classCorpus(b *testing.B, pol *policy.Policy) {
+	// FRESHQ_SWEEP_BENCH_RANKED=1 files every row with a rank interval of its own.
+	ranked := os.Getenv("FRESHQ_SWEEP_BENCH_RANKED") != ""
 	classOnce.Do(func() {
 		classRows = benchRows
 		if v := os.Getenv("FRESHQ_SWEEP_BENCH_ROWS"); v != "" {
@@ -212,6 +215,12 @@ func classCorpus(b *testing.B, pol *policy.Policy) {
 			}
 			sch, err := store.NewSchedule(benchKey(i), benchBase+int64(i), i%3 != 0, carried,
 				store.Lanes{Failing: i%97 == 0, Urgent: i%1001 == 0})
+			if err == nil && ranked {
+				// Each row a rank interval of its own, as queue.policy freshness files them:
+				// spread log-uniformly over 1 minute to 100 days, so the classes are as many
+				// as the buckets.
+				sch, err = sch.WithRankInterval(int64(60_000 * math.Pow(144_000, float64(uint32(i)*2654435761)/(1<<32))))
+			}
 			if err != nil {
 				classErr = err
 				return
