@@ -99,7 +99,21 @@ func benchCorpus(b *testing.B) {
 	}
 }
 
+// benchSettings are the sweep's settings of benchPolicy's configuration.
+func benchSettings(b *testing.B, pol *policy.Policy) func() *Settings {
+	set := SweepSettingsOf(benchConfig(b), pol)
+	return func() *Settings { return &set }
+}
+
 func benchPolicy(b *testing.B) *policy.Policy {
+	pol, err := assemble.Policy(benchConfig(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pol
+}
+
+func benchConfig(b *testing.B) *config.Config {
 	cfg, err := config.Parse([]byte(`
 queue:
   ready: {sweep_cap: 2000000}
@@ -113,11 +127,7 @@ routes:
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol, err := assemble.Policy(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return pol
+	return cfg
 }
 
 // bareIterationNs is the store's own iteration of the same due set: key and projection decoded,
@@ -148,7 +158,7 @@ func BenchmarkSweep(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := benchSeg.Worker(0)
 			s := qtest.Must(New(Options{Store: FromStore(benchStore, nil), Changes: NewChanges(), Segment: benchSeg, Worker: w,
-				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }}))(b)
+				Policy: func() *policy.Policy { return pol }, Settings: benchSettings(b, pol), Now: func() int64 { return now }}))(b)
 			// The bare iteration runs in the same loop, timer stopped, so that both see the
 			// same machine: it is shared and noisy.
 			bare := 0.0
@@ -262,7 +272,7 @@ func BenchmarkSweepClasses(b *testing.B) {
 			now := benchBase + int64(rows) - 1
 			w, _ := classSeg.Worker(0)
 			s := qtest.Must(New(Options{Store: FromStore(classStore, nil), Changes: NewChanges(), Segment: classSeg, Worker: w,
-				Policy: func() *policy.Policy { return pol }, Now: func() int64 { return now }}))(b)
+				Policy: func() *policy.Policy { return pol }, Settings: benchSettings(b, pol), Now: func() int64 { return now }}))(b)
 			read := 0
 			for b.Loop() {
 				res, err := s.Sweep(context.Background())

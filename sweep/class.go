@@ -20,13 +20,14 @@ import (
 // A class is the row's lane inputs and submitted flag (its lane and its boost) and what its
 // lateness is divided by, policy.RankInterval — its cadence, the one policy.Cadence resolves
 // for it, route ceiling included, unless its write filed a rank interval (queue.policy
-// freshness) — quantised into logarithmic buckets cadenceStep wide. Quantising changes no
-// decision: every row read is scored with its exact rank interval, and a class's bound
-// divides by the bucket's lower edge, so the bound is never below a row's true score. The
-// width only sets how far a class is read past the last row it could contribute: rows within
-// cadenceStep of the cut-off score. Under ready the rank intervals are the routes' few
-// cadences; under freshness each page has its own, and the classes are the buckets they fall
-// in (at most 13,170 per lane-flag combination, far fewer where pages' values are alike).
+// freshness) — quantised into logarithmic buckets: cadenceStep wide for a cadence, rankStep
+// wide for a rank interval (a flag of the class says which). Quantising changes no decision:
+// every row read is scored with its exact rank interval, and a class's bound divides by the
+// bucket's lower edge, so the bound is never below a row's true score. The width only sets how
+// far a class is read past the last row it could contribute: rows within a bucket's width of
+// the cut-off score. Under ready the classes are the routes' few cadences; under freshness
+// each page has a rank interval of its own, and the classes are the buckets they fall in (at
+// most 1,324 per lane-flag combination).
 //
 // The class of a row depends on the configuration (routes and their intervals, the default
 // interval). Classifier.Fingerprint names that dependence: a store opened with a classifier of
@@ -41,13 +42,21 @@ import (
 // values, so finer buckets add few classes; 16 bits hold the 13,170 buckets of the range.
 const cadenceStep = 1.001
 
+// rankStep is the width of a bucket of rank intervals (queue.policy freshness): 1 %. Unlike
+// cadences, rank intervals take as many values as there are pages, so the classes are as many
+// as the buckets the pages fall in, and a sweep seeks each class's head: at 0.1 % a corpus
+// spread over the whole range made 14 times the classes and a sweep 14 times as long
+// (BenchmarkSweepClasses with FRESHQ_SWEEP_BENCH_RANKED). At 1 % the range holds 1,324
+// buckets, and a class is read up to 1 % past its cut-off.
+const rankStep = 1.01
+
 var (
 	minCadenceMs = policy.MinCadence.Milliseconds()
 	maxCadenceMs = policy.MaxCadence.Milliseconds()
-	logStep      = math.Log(cadenceStep)
 )
 
-// classBits lays out a class: the four lane-input flags above a 16-bit cadence bucket.
+// classBits lays out a class: the lane-input flags and whether the row ranks by a rank
+// interval of its own, above a 16-bit bucket (of the cadence, or of the rank interval).
 const (
 	classBucketBits = 16
 	classBucketMask = 1<<classBucketBits - 1
@@ -58,26 +67,34 @@ const (
 	classUrgent
 	classNeverRendered
 	classFailing
+	classRanked // the bucket is of the row's own rank interval, rankStep wide
 )
 
 // cadenceBucket is the bucket of a cadence (clamped to policy's usable range): the largest b
 // with bucketLowMs(b) ≤ ms.
-func cadenceBucket(ms int64) uint32 {
+func cadenceBucket(ms int64) uint32 { return bucketOf(ms, cadenceStep) }
+
+// bucketLowMs is the lowest cadence of bucket b.
+func bucketLowMs(b uint32) float64 { return bucketLow(b, cadenceStep) }
+
+// bucketOf is the bucket of ms (clamped to policy's usable range) in buckets step wide: the
+// largest b with bucketLow(b, step) ≤ ms.
+func bucketOf(ms int64, step float64) uint32 {
 	ms = min(max(ms, minCadenceMs), maxCadenceMs)
-	b := int(math.Floor(math.Log(float64(ms)/float64(minCadenceMs)) / logStep))
+	b := int(math.Floor(math.Log(float64(ms)/float64(minCadenceMs)) / math.Log(step)))
 	b = max(b, 0)
-	for b > 0 && bucketLowMs(uint32(b)) > float64(ms) { // float rounding at an edge
+	for b > 0 && bucketLow(uint32(b), step) > float64(ms) { // float rounding at an edge
 		b--
 	}
-	for bucketLowMs(uint32(b+1)) <= float64(ms) {
+	for bucketLow(uint32(b+1), step) <= float64(ms) {
 		b++
 	}
 	return uint32(b)
 }
 
-// bucketLowMs is the lowest cadence of bucket b.
-func bucketLowMs(b uint32) float64 {
-	return float64(minCadenceMs) * math.Pow(cadenceStep, float64(b))
+// bucketLow is the lowest interval of bucket b in buckets step wide.
+func bucketLow(b uint32, step float64) float64 {
+	return float64(minCadenceMs) * math.Pow(step, float64(b))
 }
 
 // classOf is the class of a policy row whose rank interval (policy.RankInterval) is rankMs.
@@ -95,6 +112,9 @@ func classOf(r *policy.Row, rankMs int64) uint32 {
 	if r.Failing {
 		f |= classFailing
 	}
+	if r.RankIntervalMs > 0 {
+		return (f|classRanked)<<classBucketBits | bucketOf(rankMs, rankStep)
+	}
 	return f<<classBucketBits | cadenceBucket(rankMs)
 }
 
@@ -102,14 +122,18 @@ func classOf(r *policy.Row, rankMs int64) uint32 {
 type classInfo struct {
 	lane      policy.Lane
 	submitted bool
-	lowMs     float64 // the lowest cadence a row of the class can have
+	lowMs     float64 // the lowest cadence (or rank interval) a row of the class can have
 }
 
 func infoOf(class uint32) classInfo {
 	f := class >> classBucketBits
 	r := policy.Row{Row: store.Row{Projection: store.Projection{Submitted: f&classSubmitted != 0, Lanes: store.Lanes{
 		Urgent: f&classUrgent != 0, NeverRendered: f&classNeverRendered != 0, Failing: f&classFailing != 0}}}}
-	return classInfo{lane: policy.LaneOf(&r), submitted: r.Submitted, lowMs: bucketLowMs(class & classBucketMask)}
+	low := bucketLowMs(class & classBucketMask)
+	if f&classRanked != 0 {
+		low = bucketLow(class&classBucketMask, rankStep)
+	}
+	return classInfo{lane: policy.LaneOf(&r), submitted: r.Submitted, lowMs: low}
 }
 
 // bound is the best score a row of the class due at dueAtMs can have at nowMs (policy.Score
@@ -150,7 +174,7 @@ func (c *Classifier) Class(key []byte, p store.Projection) uint32 {
 func (c *Classifier) Fingerprint() uint64 { return c.fingerprint }
 
 // classLayout versions the class layout and bucketing; it is part of every fingerprint.
-const classLayout = 2
+const classLayout = 3
 
 // fingerprintOf hashes what a row's class depends on: the routes (their order, match, path
 // and interval: matching and the ceiling), the default interval, the cadence bounds and the
@@ -169,6 +193,7 @@ func fingerprintOf(pol *policy.Policy) uint64 {
 	}
 	num(classLayout)
 	num(int64(math.Float64bits(cadenceStep)))
+	num(int64(math.Float64bits(rankStep)))
 	num(minCadenceMs)
 	num(maxCadenceMs)
 	num(o.DefaultInterval.Milliseconds())
