@@ -13,8 +13,9 @@ import (
 // accepted wait needs more than a few.
 const maxWaitParam = 32
 
-// errWaitIsAWrite is a GET /v1/pages with ?wait=: render on miss files and rushes a target, and
-// a GET never writes on the admin listener (any page an operator has open can send one).
+// errWaitIsAWrite is a GET or HEAD /v1/pages with ?wait=: render on miss files and rushes a
+// target, and neither ever writes on the admin listener (any page an operator has open can
+// send one).
 var errWaitIsAWrite = errors.New("render on miss writes: send it as POST /v1/pages?url=...&wait=... (a GET never writes)")
 
 // errNoMisses is a ?wait= sent to a server that has no render on miss (a handler built
@@ -51,7 +52,7 @@ func waitOf(r *http.Request, maxWait time.Duration) (time.Duration, error) {
 // servedPage is the page GET and POST /v1/pages answer with: the stored one, or with POST and
 // ?wait= the one rendered on miss for it (intake.Misses.Wait).
 func (o *Operate) servedPage(r *http.Request, key []byte) (intake.ServedPage, error) {
-	if r.Method == http.MethodGet && r.URL.Query().Has("wait") {
+	if r.Method != http.MethodPost && r.URL.Query().Has("wait") { // GET and HEAD never write
 		return intake.ServedPage{}, &intake.FieldError{Field: "wait", Err: errWaitIsAWrite}
 	}
 	wait, err := waitOf(r, o.Targets.Settings().Misses.MaxWait)

@@ -248,13 +248,17 @@ func TestPageWaitClientThatLeavesIsDropped(t *testing.T) {
 	}
 }
 
-// A GET never writes on the admin listener: with ?wait= it is refused naming wait, and nothing
-// is filed; render on miss is a POST, and only for a host render.domains names.
+// A GET never writes on the admin listener, nor a HEAD: with ?wait= either is refused naming
+// wait (a HEAD's answer has no body to name it in), and nothing is filed; render on miss is a
+// POST, and only for a host render.domains names.
 func TestPageWaitGETNeverWrites(t *testing.T) {
 	n := newMissAPI(t, "")
 	a := n.send(http.MethodGet, waitQuery+"&wait=10s")
 	if e := errorOf(t, a); a.code != 400 || e.Field != "wait" || !strings.Contains(e.Error, "POST /v1/pages") {
 		t.Fatalf("GET with wait: %d %+v", a.code, e)
+	}
+	if a := n.send(http.MethodHead, waitQuery+"&wait=1s"); a.code != 400 {
+		t.Fatalf("HEAD with wait: %d, want 400", a.code)
 	}
 	other := "url=" + url.QueryEscape("https://evil.test/p/1") + "&wait=10s"
 	a = n.send(http.MethodPost, other)
