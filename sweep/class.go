@@ -53,6 +53,10 @@ const rankStep = 1.01
 var (
 	minCadenceMs = policy.MinCadence.Milliseconds()
 	maxCadenceMs = policy.MaxCadence.Milliseconds()
+	// The widths' logarithms, computed once: the classifier buckets every row the funnel
+	// writes.
+	logCadenceStep = math.Log(cadenceStep)
+	logRankStep    = math.Log(rankStep)
 )
 
 // classBits lays out a class: the lane-input flags and whether the row ranks by a rank
@@ -72,16 +76,16 @@ const (
 
 // cadenceBucket is the bucket of a cadence (clamped to policy's usable range): the largest b
 // with bucketLowMs(b) ≤ ms.
-func cadenceBucket(ms int64) uint32 { return bucketOf(ms, cadenceStep) }
+func cadenceBucket(ms int64) uint32 { return bucketOf(ms, cadenceStep, logCadenceStep) }
 
 // bucketLowMs is the lowest cadence of bucket b.
 func bucketLowMs(b uint32) float64 { return bucketLow(b, cadenceStep) }
 
-// bucketOf is the bucket of ms (clamped to policy's usable range) in buckets step wide: the
-// largest b with bucketLow(b, step) ≤ ms.
-func bucketOf(ms int64, step float64) uint32 {
+// bucketOf is the bucket of ms (clamped to policy's usable range) in buckets step wide (logStep
+// its logarithm): the largest b with bucketLow(b, step) ≤ ms.
+func bucketOf(ms int64, step, logStep float64) uint32 {
 	ms = min(max(ms, minCadenceMs), maxCadenceMs)
-	b := int(math.Floor(math.Log(float64(ms)/float64(minCadenceMs)) / math.Log(step)))
+	b := int(math.Floor(math.Log(float64(ms)/float64(minCadenceMs)) / logStep))
 	b = max(b, 0)
 	for b > 0 && bucketLow(uint32(b), step) > float64(ms) { // float rounding at an edge
 		b--
@@ -113,7 +117,7 @@ func classOf(r *policy.Row, rankMs int64) uint32 {
 		f |= classFailing
 	}
 	if r.RankIntervalMs > 0 {
-		return (f|classRanked)<<classBucketBits | bucketOf(rankMs, rankStep)
+		return (f|classRanked)<<classBucketBits | bucketOf(rankMs, rankStep, logRankStep)
 	}
 	return f<<classBucketBits | cadenceBucket(rankMs)
 }
