@@ -25,12 +25,14 @@ import (
 const FreshProbe = 1.25
 
 // FreshPage is one row as the threshold sees it: its route, its estimated change and request
-// rates (per hour), its cadence and its floor.
+// rates (per hour), its cadence and its floor, and its own observations (History), which the
+// tuning pools per route into the prior of the route's pages.
 type FreshPage struct {
 	Route         string
 	Lambda, Mu    float64
 	CadenceMs     int64
 	MinIntervalMs int64
+	History       freshness.History
 }
 
 // FreshInput is what a tuning reads: the ledger's demand, the meter's capacity, the
@@ -75,7 +77,8 @@ func StretchOf(ageOverCadence float64) float64 {
 // render nothing at all, and a due time that far out would outlast the farm's return.
 const MaxStretch = 16
 
-// TuneFreshness computes the threshold and the ceilings for the capacity in. ok is false when
+// TuneFreshness computes the threshold and the ceilings for the capacity in, and each route's
+// pooled change rate from its pages' histories. ok is false when
 // the meter has not yet measured a whole window (MeterWindow, to its resolution) or measured no render: the caller
 // keeps what it had, the configuration's freshness.threshold at the start.
 func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
@@ -94,8 +97,15 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 	for route, age := range p.LongestByRoute {
 		t.Stretch[route] = StretchOf(age)
 	}
+	pooled := map[string]*freshness.History{}
 	pages := make([]freshness.Page, len(in.Pages))
 	for i, pg := range in.Pages {
+		h := pooled[pg.Route]
+		if h == nil {
+			h = &freshness.History{}
+			pooled[pg.Route] = h
+		}
+		h.Pool(pg.History)
 		ceil := float64(pg.CadenceMs) * t.StretchFor(pg.Route)
 		pages[i] = freshness.Page{Lambda: pg.Lambda, Mu: pg.Mu}
 		if ceil > 0 {
@@ -103,6 +113,12 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 		}
 		if pg.MinIntervalMs > 0 {
 			pages[i].MaxPerHour = 3_600_000 / float64(pg.MinIntervalMs)
+		}
+	}
+	t.RouteRate = make(map[string]float64, len(pooled))
+	for route, h := range pooled {
+		if h.Observed() {
+			t.RouteRate[route] = h.Rate(freshness.Prior{})
 		}
 	}
 	t.Nu = freshness.Threshold(pages, p.CadenceCapacity*3600)

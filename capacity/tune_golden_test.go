@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 )
 
@@ -19,7 +21,7 @@ import (
 //
 //	tune capacity=<renders/s> backlog=<rows> sweep=<duration> [prev=<renders/s>] [boost=<b>] [window=<duration>]
 //	class <route> submitted|discovered <renders/s>
-//	page <route> <lambda/h> <mu/h> <cadence> <min_interval>
+//	page <route> <lambda/h> <mu/h> <cadence> <min_interval> [<changed>/<changed hours> <unchanged hours>]
 func TestGoldenTune(t *testing.T) {
 	datadriven.RunTest(t, "testdata/tune", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "tune" {
@@ -57,8 +59,16 @@ func TestGoldenTune(t *testing.T) {
 				}
 				in.Demand.Classes = append(in.Demand.Classes, cl)
 				in.Demand.Total += cl.PerSecond
-			case len(f) == 6 && f[0] == "page":
-				in.Pages = append(in.Pages, FreshPage{Route: f[1], Lambda: num(f[2]), Mu: num(f[3]), CadenceMs: dur(f[4]), MinIntervalMs: dur(f[5])})
+			case (len(f) == 6 || len(f) == 8) && f[0] == "page":
+				pg := FreshPage{Route: f[1], Lambda: num(f[2]), Mu: num(f[3]), CadenceMs: dur(f[4]), MinIntervalMs: dur(f[5])}
+				if len(f) == 8 {
+					n, hours, ok := strings.Cut(f[6], "/")
+					if !ok {
+						d.Fatalf(t, "line %q: the history is <changed>/<changed hours> <unchanged hours>", line)
+					}
+					pg.History = freshness.History{Changed: num(n), ChangedHours: num(hours), UnchangedHours: num(f[7])}
+				}
+				in.Pages = append(in.Pages, pg)
 			default:
 				d.Fatalf(t, "line %q: want class <route> submitted|discovered <renders/s> or page <route> <lambda> <mu> <cadence> <min>", line)
 			}
@@ -76,6 +86,10 @@ func TestGoldenTune(t *testing.T) {
 		slices.Sort(routes)
 		for _, r := range routes {
 			fmt.Fprintf(&out, "route %s: ceiling %.4f× the cadence\n", r, tu.StretchFor(r))
+		}
+		pooled := slices.Sorted(maps.Keys(tu.RouteRate))
+		for _, r := range pooled {
+			fmt.Fprintf(&out, "route %s: pooled change rate %.4g/h\n", r, tu.RouteRate[r])
 		}
 		return out.String()
 	})

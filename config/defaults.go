@@ -343,7 +343,7 @@ const (
 	FreshnessDemandFlushDefault = Duration(time.Minute)    // counted requests reach the targets every minute
 	FreshnessRequestsDefault    = 0.1                      // requests an hour of a page never requested
 	FreshnessThresholdDefault   = 1.0                      // a render that prevents one stale serve is due
-	FreshnessPriorWeightDefault = 2.0                      // the route's change_interval counts as two renders
+	FreshnessPriorWeightDefault = 1.0                      // the route's prior counts as one render
 	// a page is rendered in full at least every 10th time, and at least weekly
 	FreshnessConditionalEveryDefault  = 10
 	FreshnessConditionalMaxAgeDefault = Duration(7 * 24 * time.Hour)

@@ -40,6 +40,18 @@ func (h *History) Observe(o Observation) {
 	}
 }
 
+// Pool adds o's observations to h: the history of several pages renders as one, whose Rate is
+// their route's change rate (what a page of the route is expected to do before its own renders
+// tell). Values that are not finite and non-negative are taken as 0.
+func (h *History) Pool(o History) {
+	h.Changed += clean(o.Changed)
+	h.ChangedHours += clean(o.ChangedHours)
+	h.UnchangedHours += clean(o.UnchangedHours)
+}
+
+// Observed reports whether h holds any observation.
+func (h History) Observed() bool { return h.Changed > 0 || h.UnchangedHours > 0 }
+
 // Prior is a route's prior belief about its pages' change rate, as pseudo-observations: Weight
 // renders Interval apart that would, by themselves, give the estimate RatePerHour. A new page
 // starts at RatePerHour, and each real render moves it about 1/(Weight+n) of the way.
@@ -47,6 +59,18 @@ type Prior struct {
 	RatePerHour float64
 	Weight      float64 // pseudo-renders; 0 = no prior
 	IntervalMs  int64   // the pseudo-renders' interval, typically the route's interval
+}
+
+// PriorAt is the prior of a page expected to change ratePerHour times an hour (0: never), as
+// weight pseudo-renders 1/ratePerHour apart, at most cadenceMs: the spacing at which a few
+// renders can tell that rate (renders a cadence apart could not tell a page changing hourly
+// from one changing every few hours: both changed at every render).
+func PriorAt(ratePerHour float64, cadenceMs int64, weight float64) Prior {
+	interval := max(cadenceMs, 1)
+	if r := clean(ratePerHour); r > 0 && msPerHour/r < float64(interval) {
+		interval = max(int64(msPerHour/r), 1)
+	}
+	return Prior{RatePerHour: clean(ratePerHour), Weight: weight, IntervalMs: interval}
 }
 
 // pseudo returns the prior as history. The counts are chosen so that Rate of the prior alone

@@ -75,6 +75,66 @@ func TestRatePriorFades(t *testing.T) {
 	}
 }
 
+// Pooling the histories of a route's pages is observing all their renders as one page's: a
+// route whose pages change at one rate pools to about that rate, a route whose pages never
+// changed to 0, and nonsense pooled is nothing.
+func TestPoolIsTheRoutesRate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var pooled, together History
+	for range 50 {
+		var page History
+		for range 40 {
+			o := Observation{Changed: poissonChanged(rng, 0.1, 4), IntervalMs: 4 * msPerHour}
+			page.Observe(o)
+			together.Observe(o)
+		}
+		pooled.Pool(page)
+	}
+	if pooled != together {
+		t.Fatalf("pooled %+v, observed together %+v", pooled, together)
+	}
+	if got := pooled.Rate(Prior{}); math.Abs(got/0.1-1) > 0.1 {
+		t.Errorf("50 pages changing at 0.1/h pooled: rate %g", got)
+	}
+	var never History
+	never.Pool(History{UnchangedHours: 96})
+	if !never.Observed() || never.Rate(Prior{}) != 0 {
+		t.Errorf("a route that never changed: observed %v, rate %g", never.Observed(), never.Rate(Prior{}))
+	}
+	var bad History
+	bad.Pool(History{Changed: math.NaN(), ChangedHours: math.Inf(1), UnchangedHours: -5})
+	if bad.Observed() || bad != (History{}) {
+		t.Errorf("nonsense pooled: %+v", bad)
+	}
+}
+
+// A prior's pseudo-renders are as far apart as its rate's interval, at most a cadence, and it
+// alone estimates its rate; a rate of 0 is "never changes".
+func TestPriorAt(t *testing.T) {
+	for _, c := range []struct {
+		rate       float64
+		cadenceMs  int64
+		intervalMs int64
+	}{
+		{0.5, 6 * msPerHour, 2 * msPerHour},
+		{0.01, 6 * msPerHour, 6 * msPerHour},
+		{0, 6 * msPerHour, 6 * msPerHour},
+		{math.NaN(), 6 * msPerHour, 6 * msPerHour},
+	} {
+		p := PriorAt(c.rate, c.cadenceMs, 1)
+		if p.IntervalMs != c.intervalMs {
+			t.Errorf("PriorAt(%v, %d): pseudo-renders %d ms apart, want %d", c.rate, c.cadenceMs, p.IntervalMs, c.intervalMs)
+		}
+		want := c.rate
+		if math.IsNaN(want) {
+			want = 0
+		}
+		if got := (History{}).Rate(p); math.Abs(got-want) > 1e-9 {
+			t.Errorf("PriorAt(%v, %d) alone estimates %g", c.rate, c.cadenceMs, got)
+		}
+	}
+}
+
 // TestFiniteOnNonsense: nothing from outside makes a rate, a score or a plan NaN, Inf or
 // negative.
 func TestFiniteOnNonsense(t *testing.T) {

@@ -3,13 +3,28 @@ package freshness
 import "sync/atomic"
 
 // Tuning is what production files due times with under queue.policy freshness when the
-// threshold follows capacity: the threshold Nu, and per route ("" for rows no route matches)
-// the ceiling as a multiple of a row's cadence (Stretch; 1 for a route it does not name).
-// Worker 0 computes it at the capacity recount (capacity.TuneFreshness) and the Applier reads
-// it for every success; a Tuning is never changed once published.
+// threshold follows capacity: the threshold Nu; per route ("" for rows no route matches) the
+// ceiling as a multiple of a row's cadence (Stretch; 1 for a route it does not name); and per
+// route the change rate its pages' histories pooled estimate (RouteRate), the prior of a page
+// whose own history is short. Worker 0 computes it at the capacity recount
+// (capacity.TuneFreshness) and the Applier reads it for every success; a Tuning is never
+// changed once published.
 type Tuning struct {
 	Nu      float64
 	Stretch map[string]float64
+	// RouteRate is, per route, the change rate (per hour) of its pages' histories pooled
+	// (History.Pool, History.Rate with no prior): what a page of the route is expected to do
+	// before its own renders tell. A route none of whose pages has an observation is absent.
+	RouteRate map[string]float64
+}
+
+// RouteRateFor is route's pooled change rate per hour, and whether its pages observed any.
+func (t *Tuning) RouteRateFor(route string) (float64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	r, ok := t.RouteRate[route]
+	return r, ok
 }
 
 // StretchFor is route's ceiling ÷ cadence: at least 1.

@@ -460,7 +460,7 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 	}, o, now)
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
-			*sv = servedStaleOf(set, r.Key, d.CadenceMs, &t.Fresh, ob, now)
+			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
 	var fp FreshParts // zero (no rank interval) unless freshness files the due time

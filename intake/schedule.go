@@ -45,18 +45,20 @@ type FreshParts struct {
 	RankIntervalMs int64
 }
 
-// changePrior is the estimator's prior for key: its route's change_interval (else its
-// cadence) as freshness.prior_weight pseudo-renders that far apart (at most a cadence), the
-// spacing at which a few renders can tell that rate (renders a cadence apart could not tell a
-// page changing hourly from one changing every few hours: both changed at every render).
-func changePrior(set *Settings, key []byte, cadenceMs int64) freshness.Prior {
-	changeMs := cadenceMs
+// changePrior is the estimator's prior for key (freshness.PriorAt, freshness.prior_weight
+// pseudo-renders): at its route's change_interval when the route sets one; else at the change
+// rate the tuning pooled from the route's pages (tu, worker 0's: what the route's pages were
+// seen to do; 0 when they never changed); else at one change a cadence, the operator's guess.
+func changePrior(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64) freshness.Prior {
+	rate := 3_600_000 / float64(max(cadenceMs, 1))
 	if rt, ok := set.route(key); ok && rt.ChangeInterval > 0 {
-		changeMs = rt.ChangeInterval.Milliseconds()
+		rate = 3_600_000 / float64(max(rt.ChangeInterval.Milliseconds(), 1))
+	} else if route, _ := set.Policy.RouteOf(key); tu != nil {
+		if pooled, ok := tu.RouteRateFor(route); ok {
+			rate = pooled
+		}
 	}
-	changeMs = max(changeMs, 1)
-	return freshness.Prior{RatePerHour: 3_600_000 / float64(changeMs),
-		Weight: set.Freshness.PriorWeight, IntervalMs: min(changeMs, cadenceMs)}
+	return freshness.PriorAt(rate, cadenceMs, set.Freshness.PriorWeight)
 }
 
 // freshPartsOf decides when a page of key last observed with f is due again, at now. With a
@@ -74,7 +76,7 @@ func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int
 		p.Threshold = tu.Nu
 		p.MaxIntervalMs = min(int64(float64(cadenceMs)*tu.StretchFor(route)), policy.MaxCadence.Milliseconds())
 	}
-	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, key, cadenceMs))
+	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, tu, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(set, key, f, now)
 	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs, set.SweepInterval.Milliseconds())
 	p.RankIntervalMs = freshness.RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.MaxIntervalMs)
@@ -106,7 +108,7 @@ func keepRank(sch store.Schedule, row store.Row) (store.Schedule, error) {
 // its cadence and its decision's parts (its estimated rates and its floor), at now. ok is
 // false for a row the tuning leaves out: sealed, failing or never rendered (their due times
 // are ready's), or without a cadence.
-func FreshPlan(set *Settings, key []byte, row store.Row, t *store.Target, now int64) (route string, cadenceMs int64, p FreshParts, ok bool) {
+func FreshPlan(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, t *store.Target, now int64) (route string, cadenceMs int64, p FreshParts, ok bool) {
 	if t == nil || t.Terminal != store.TerminalNone || row.Failing || row.NeverRendered {
 		return "", 0, FreshParts{}, false
 	}
@@ -117,7 +119,7 @@ func FreshPlan(set *Settings, key []byte, row store.Row, t *store.Target, now in
 		return "", 0, FreshParts{}, false
 	}
 	route, _ = set.Policy.RouteOf(key)
-	return route, cadenceMs, freshPartsOf(set, nil, key, cadenceMs, &t.Fresh, now), true
+	return route, cadenceMs, freshPartsOf(set, tu, key, cadenceMs, &t.Fresh, now), true
 }
 
 // explainFreshness is the freshness part of GET /v1/targets' explanation.

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"math"
 	"testing"
 
 	"github.com/freshq/freshq/config"
@@ -227,5 +228,37 @@ func TestRefilingKeepsTheRankInterval(t *testing.T) {
 	}
 	if r := rank("rush"); r != 0 {
 		t.Fatalf("a rush filed its own due time with the old rank interval %d, want none", r)
+	}
+}
+
+// A page's change-rate prior is its route's change_interval when the route sets one; else the
+// rate worker 0's tuning pooled from the route's pages (0 when they never changed); else one
+// change a cadence. A page with no render of its own is estimated at its prior exactly.
+func TestChangePriorIsTheRoutesPooledRate(t *testing.T) {
+	const yaml = `
+queue: {policy: freshness}
+routes:
+  - {name: shop, match: prefix, path: /shop/, interval: 24h}
+  - {name: archive, match: prefix, path: /archive/, interval: 24h, change_interval: 720h}
+`
+	e := qtest.New(t, yaml, start, shm.Options{})
+	set := qtest.Settings(e, IntakeSettingsOf)()
+	pooled := &freshness.Tuning{Nu: 1, RouteRate: map[string]float64{"shop": 0.25, "archive": 5}}
+	never := &freshness.Tuning{Nu: 1, RouteRate: map[string]float64{"shop": 0}}
+	for _, c := range []struct {
+		key  string
+		tu   *freshness.Tuning
+		want float64
+	}{
+		{"desktop|https://a.test/shop/1", nil, 1.0 / 24},
+		{"desktop|https://a.test/shop/1", pooled, 0.25},
+		{"desktop|https://a.test/shop/1", never, 0},
+		{"desktop|https://a.test/archive/1", pooled, 1.0 / 720},
+		{"desktop|https://a.test/shop/1", &freshness.Tuning{Nu: 1, RouteRate: map[string]float64{"archive": 5}}, 1.0 / 24},
+	} {
+		p := freshPartsOf(set, c.tu, []byte(c.key), 24*hour, &store.Freshness{}, start)
+		if math.Abs(p.ChangesPerHour-c.want) > 1e-9*max(c.want, 1) {
+			t.Errorf("%s under %+v: %v changes an hour, want %v", c.key, c.tu, p.ChangesPerHour, c.want)
+		}
 	}
 }

@@ -19,6 +19,10 @@ type dueState struct {
 	stretch []float64
 	// priorWeight is freshness.prior_weight.
 	priorWeight float64
+	// routeRate is, per route class, the change rate the last tuning pooled from its pages'
+	// histories (freshness.Tuning.RouteRate); routeRated says which classes have one.
+	routeRate  []float64
+	routeRated []bool
 
 	// The tuning (capacity.TuneFreshness): the meter the completions feed, the corpus's demand
 	// as the ledger holds it, the capacity the last tuning planned with, when it ran, and how
@@ -40,7 +44,8 @@ const FreshTuneEvery = 4 * time.Hour
 
 func (tr *truthRun) initDue() {
 	tr.due = &dueState{nu: tr.r.cfg.Freshness.Threshold, stretch: make([]float64, len(tr.intervalMs)),
-		priorWeight: tr.r.cfg.Freshness.PriorWeight}
+		priorWeight: tr.r.cfg.Freshness.PriorWeight,
+		routeRate:   make([]float64, len(tr.intervalMs)), routeRated: make([]bool, len(tr.intervalMs))}
 	for k := range tr.due.stretch {
 		tr.due.stretch[k] = 1
 	}
@@ -92,6 +97,7 @@ func (tr *truthRun) tune(nowMs int64) {
 		pg := &d.pages[j]
 		pg.Lambda, pg.Mu = tr.estimates(i, cad, nowMs)
 		pg.CadenceMs, pg.MinIntervalMs = cad, cad/config.MinIntervalDivisor
+		pg.History = tr.hist[i]
 	}
 	t, ok := capacity.TuneFreshness(capacity.FreshInput{Demand: d.demand, Measured: d.meter.Rate(nowMs),
 		Boost: r.cfg.Queue.Ready.SubmittedBoost, Backlog: backlog, SweepMs: r.cfg.Queue.Ready.SweepInterval.Ms(),
@@ -103,6 +109,7 @@ func (tr *truthRun) tune(nowMs int64) {
 	d.nu, d.perSecond = t.Nu, t.PerSecond
 	for k, cl := range r.c.Mix.Classes {
 		d.stretch[k] = t.StretchFor(cl.Name)
+		d.routeRate[k], d.routeRated[k] = t.RouteRateFor(cl.Name)
 	}
 }
 
@@ -115,11 +122,16 @@ func (tr *truthRun) bounds(i int, cadenceMs int64) (minMs, maxMs int64) {
 }
 
 // estimates are page i's λ̂ and μ̂ at nowMs as production reads them: the estimator under the
-// route's prior (the simulator's routes set no change_interval, so the cadence, as
-// freshness.prior_weight pseudo-renders a cadence apart; intake's changePrior) and the
-// request counter.
+// route's prior (intake's changePrior: the simulator's routes set no change_interval, so the
+// rate the last tuning pooled from the route's pages, else one change a cadence, as
+// freshness.prior_weight pseudo-renders; freshness.PriorAt) and the request counter.
 func (tr *truthRun) estimates(i int, cadenceMs, nowMs int64) (lambda, mu float64) {
-	prior := freshness.Prior{RatePerHour: 3_600_000 / float64(max(cadenceMs, 1)), Weight: tr.due.priorWeight, IntervalMs: cadenceMs}
+	k := tr.r.c.Class[i]
+	rate := 3_600_000 / float64(max(cadenceMs, 1))
+	if tr.due.routeRated[k] {
+		rate = tr.due.routeRate[k]
+	}
+	prior := freshness.PriorAt(rate, cadenceMs, tr.due.priorWeight)
 	return tr.hist[i].Rate(prior), tr.counters[i].PerHour(nowMs, tr.tauMs())
 }
 

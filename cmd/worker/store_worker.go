@@ -126,7 +126,7 @@ func (w *worker0) Start(ctx context.Context) error {
 			return capacity.FreshSettings{On: set.Freshness.On, SweepMs: set.SweepInterval.Milliseconds()}
 		},
 		Page: func(key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
-			return freshPage(e.intakeSettings(), key, row, t, now)
+			return freshPage(e.intakeSettings(), tuning.Load(), key, row, t, now)
 		}}
 	// In a cluster the node takes its shards before anything reads or grants them, and learns
 	// its share of each host's limit at the same tick.
@@ -547,9 +547,14 @@ func backlogOf(w *shm.Worker) func() uint64 {
 	}
 }
 
-// freshPage is a row's page as the freshness tuning reads it (intake.FreshPlan).
-func freshPage(set *intake.Settings, key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
-	route, cadenceMs, p, ok := intake.FreshPlan(set, key, row, t, now)
+// freshPage is a row's page as the freshness tuning reads it (intake.FreshPlan, under the
+// tuning in force, tu), with the page's own observations for its route's pooled prior.
+func freshPage(set *intake.Settings, tu *freshness.Tuning, key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
+	route, cadenceMs, p, ok := intake.FreshPlan(set, tu, key, row, t, now)
+	if !ok {
+		return capacity.FreshPage{}, false
+	}
 	return capacity.FreshPage{Route: route, Lambda: p.ChangesPerHour, Mu: p.RequestsPerHour, CadenceMs: cadenceMs,
-		MinIntervalMs: p.MinIntervalMs}, ok
+		MinIntervalMs: p.MinIntervalMs, History: freshness.History{Changed: t.Fresh.Changed,
+			ChangedHours: t.Fresh.ChangedHours, UnchangedHours: t.Fresh.UnchangedHours}}, true
 }
