@@ -2,16 +2,19 @@
 # The crawler listener against nginx serving the same pages from files, in one run on this
 # machine (BenchmarkServe in cmd/supervisor): stored pages (gzipped, as worker 0 stores them;
 # nginx serves the same .gz files with gzip_static), Zipf requests accepting gzip on 1 and 64
-# keep-alive connections, the queue rendering meanwhile. Prints one table.
+# keep-alive connections, the queue rendering meanwhile. Prints one table. The load generator is
+# wrk (Debian's package wrk), run on the same cores as both servers.
 #
 #   scripts/bench-serve.sh                       (or: make bench-serve)
-#   PAGES=1000000 SECONDS_EACH=30 scripts/bench-serve.sh   (the full size: ~6.3 GB for each copy, ~30 min to load here)
+#   PAGES=1000000 SECONDS_EACH=30 scripts/bench-serve.sh   (the full size: ~6.3 GB for each copy, ~8 min to load here)
 #
 # PAGES (default 20000) pages of PAGE_BYTES (default 30000); SECONDS_EACH (default 10) per run;
 # CONNS (default "1 64"). The machine is shared: the load average is printed with the table, and
 # figures from a loaded run are low for both servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "bench-serve: wrk is the load generator; install Debian's package wrk" >&2; exit 1; }
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "bench-serve: install Debian's package nginx" >&2; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

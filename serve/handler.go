@@ -431,16 +431,18 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 			hd.Set(x.Name, x.Value)
 		}
 	}
-	if hd.Get("Content-Type") == "" {
-		hd.Set("Content-Type", "text/html; charset=utf-8")
+	if len(hd["Content-Type"]) == 0 {
+		hd["Content-Type"] = textHTML
 	}
+	// freshq's own headers, assigned under their canonical names: Header.Set would
+	// canonicalise each name again on every request.
 	etag := etagOf(pg.Body)
-	hd.Set("ETag", etag)
-	hd.Set("Last-Modified", time.UnixMilli(pg.RenderedAtMs).UTC().Format(http.TimeFormat))
-	hd.Set("Age", strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10))
-	hd.Set(HeaderCache, result)
-	hd.Set(HeaderStale, strconv.FormatBool(pg.Stale))
-	hd.Add("Vary", "Accept-Encoding")
+	hd["Etag"] = []string{etag}
+	hd["Last-Modified"] = []string{time.UnixMilli(pg.RenderedAtMs).UTC().Format(http.TimeFormat)}
+	hd["Age"] = []string{strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10)}
+	hd[HeaderCache] = []string{result}
+	hd[HeaderStale] = []string{strconv.FormatBool(pg.Stale)}
+	hd["Vary"] = append(hd["Vary"], "Accept-Encoding")
 	status := int(pg.Status)
 	if status == http.StatusOK && etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
@@ -448,8 +450,8 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 	}
 	switch {
 	case stored: // and accepted: as stored
-		hd.Set("Content-Encoding", "gzip")
-		hd.Set("Content-Length", strconv.Itoa(len(body)))
+		hd["Content-Encoding"] = gzipEncoding
+		hd["Content-Length"] = []string{strconv.Itoa(len(body))}
 		w.WriteHeader(status)
 		if r.Method != http.MethodHead {
 			w.Write(body)
@@ -473,6 +475,12 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 	}
 	return status
 }
+
+// Header values shared by every response: net/http only reads them.
+var (
+	textHTML     = []string{"text/html; charset=utf-8"}
+	gzipEncoding = []string{"gzip"}
+)
 
 // gunzipPool and plainPool hold the readers and buffers that decompress stored pages for
 // clients without gzip.

@@ -51,7 +51,7 @@ type node struct {
 	reg     *prometheus.Registry
 }
 
-func newNode(t *testing.T, yaml string) *node {
+func newNode(t testing.TB, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, timeout: make(chan time.Time), rushed: make(chan string, 16), reg: prometheus.NewRegistry()}
 	locks := &intake.KeyLocks{}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +33,8 @@ import (
 // are stored gzipped, as worker 0 stores a render's, and nginx serves the same gzip bytes from
 // .gz files (gzip_static); the requests accept gzip, as a prerender middleware's do. It
 // reports requests/s and the p50/p99 latency of each, and logs one table row per run
-// ("| server | conns | ..."). The load generator runs in this process, on the same cores as
-// both servers.
+// ("| server | conns | ..."). The load generator is wrk (Debian's package), on the same cores
+// as both servers.
 func BenchmarkServe(b *testing.B) {
 	if binDir == "" {
 		b.Skip("binaries not built (-short)")
@@ -45,6 +45,10 @@ func BenchmarkServe(b *testing.B) {
 	}
 	if _, err := os.Stat(nginx); err != nil {
 		b.Skip("no nginx here")
+	}
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Skip("no wrk here (Debian's package wrk): it is the load generator")
 	}
 	pages, size := envInt("FRESHQ_BENCH_PAGES", 20000), envInt("FRESHQ_BENCH_PAGE_BYTES", 30000)
 	seconds := envInt("FRESHQ_BENCH_SECONDS", 10)
@@ -74,6 +78,7 @@ serve:
 	nginxAddr := benchNginx(b, nginx, dir, site)
 	sameBytes(b, "http://"+serveAddr+"/https://shop.test"+paths[0], "http://"+nginxAddr+paths[0]) // page 0 is not due: never rendered again
 
+	reqs := zipfPaths(paths)
 	b.ResetTimer()
 	for _, c := range conns {
 		for _, srv := range []struct{ name, base, prefix string }{
@@ -81,7 +86,7 @@ serve:
 			{"nginx", "http://" + nginxAddr, ""},
 		} {
 			renders0 := n.metrics()[`freshq_render_total{outcome="ok"}`]
-			r := loadZipf(b, srv.base, srv.prefix, paths, c, time.Duration(seconds)*time.Second)
+			r := loadWrk(b, wrk, srv.base, srv.prefix, reqs, c, time.Duration(seconds)*time.Second)
 			rendered := n.metrics()[`freshq_render_total{outcome="ok"}`] - renders0
 			b.ReportMetric(r.perSec, srv.name+"-c"+strconv.Itoa(c)+"-req/s")
 			b.ReportMetric(r.p99.Seconds()*1000, srv.name+"-c"+strconv.Itoa(c)+"-p99-ms")
@@ -306,47 +311,82 @@ type loadResult struct {
 	errors   int
 }
 
-// loadZipf sends GET base+prefix+path on conns keep-alive connections for d, paths drawn by a
-// Zipf law, and measures each answer (read whole).
-func loadZipf(b *testing.B, base, prefix string, paths []string, conns int, d time.Duration) loadResult {
-	var mu sync.Mutex
-	var lat []time.Duration
-	errs := 0
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true}}
-			z := rand.NewZipf(rand.New(rand.NewPCG(uint64(c), 7)), 1.1, 1, uint64(len(paths)-1))
-			var mine []time.Duration
-			bad := 0
-			for time.Now().Before(deadline) {
-				start := time.Now()
-				resp, err := client.Do(gzipGet(base + prefix + paths[z.Uint64()]))
-				if err != nil {
-					bad++
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					bad++
-					continue
-				}
-				mine = append(mine, time.Since(start))
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			errs += bad
-			mu.Unlock()
-		}()
+// zipfPaths are the benchmark's requests: zipfRequests paths drawn by a Zipf law (s = 1.1) over
+// paths, the same sequence for both servers. Page 0 is the most asked for.
+func zipfPaths(paths []string) []string {
+	z := rand.NewZipf(rand.New(rand.NewPCG(7, 7)), 1.1, 1, uint64(len(paths)-1))
+	out := make([]string, zipfRequests)
+	for i := range out {
+		out[i] = paths[z.Uint64()]
 	}
-	wg.Wait()
-	if len(lat) == 0 {
-		b.Fatalf("%s: no answer in %s (%d errors)", base, d, errs)
+	return out
+}
+
+// zipfRequests is how many requests wrk's threads cycle through: more than a run sends at
+// 64 connections on this machine, so that a run repeats none of its sequence.
+const zipfRequests = 500_000
+
+// loadWrk sends GET base+prefix+path, for the paths of reqs in turn, accepting gzip, on conns
+// keep-alive connections for d, with wrk (testdata/wrk/zipf.lua), and reads its count,
+// latencies and errors. wrk, not a Go client in this process, is the load: a load generator's
+// own CPU is taken from both servers on a 2-core machine, and Go's HTTP client costs several
+// times what wrk does per request.
+func loadWrk(b *testing.B, wrk, base, prefix string, reqs []string, conns int, d time.Duration) loadResult {
+	list := filepath.Join(b.TempDir(), "requests")
+	var buf bytes.Buffer
+	for _, p := range reqs {
+		buf.WriteString(prefix + p + "\n")
 	}
-	slices.Sort(lat)
-	return loadResult{perSec: float64(len(lat)) / d.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], errors: errs}
+	if err := os.WriteFile(list, buf.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	script, err := filepath.Abs("testdata/wrk/zipf.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	threads := min(conns, runtime.NumCPU())
+	out, err := exec.Command(wrk, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns),
+		"-d", strconv.Itoa(int(d.Seconds()))+"s", "--timeout", "10s", "-s", script, base, "--", list).CombinedOutput()
+	if err != nil {
+		b.Fatalf("wrk: %v\n%s", err, out)
+	}
+	r, err := parseWrk(out)
+	if err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	if r.perSec == 0 {
+		b.Fatalf("%s: no answer in %s\n%s", base, d, out)
+	}
+	return r
+}
+
+// parseWrk reads the line testdata/wrk/zipf.lua's done prints.
+func parseWrk(out []byte) (loadResult, error) {
+	var requests, micros, p50, p99 int64
+	var errs int
+	for line := range strings.Lines(string(out)) {
+		if _, err := fmt.Sscanf(line, "wrk-result requests=%d micros=%d p50=%d p99=%d errors=%d",
+			&requests, &micros, &p50, &p99, &errs); err == nil && micros > 0 {
+			return loadResult{perSec: float64(requests) / (float64(micros) / 1e6), p50: time.Duration(p50) * time.Microsecond,
+				p99: time.Duration(p99) * time.Microsecond, errors: errs}, nil
+		}
+	}
+	return loadResult{}, errors.New("wrk printed no wrk-result line")
+}
+
+// The benchmark reads wrk's figures from the line testdata/wrk/zipf.lua prints, and refuses an
+// output without it (a wrk that failed to load the script prints its own summary only).
+func TestParseWrk(t *testing.T) {
+	out := []byte("Running 30s test @ http://127.0.0.1:3000\n  2 threads and 64 connections\n" +
+		"wrk-result requests=300000 micros=30000000 p50=4100 p99=18500 errors=3\n")
+	r, err := parseWrk(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.perSec != 10000 || r.p50 != 4100*time.Microsecond || r.p99 != 18500*time.Microsecond || r.errors != 3 {
+		t.Errorf("parsed %+v", r)
+	}
+	if _, err := parseWrk([]byte("Running 30s test @ http://127.0.0.1:3000\n  Requests/sec: 9000\n")); err == nil {
+		t.Error("an output without the script's line parsed")
+	}
 }

@@ -536,6 +536,13 @@ func (s *Store) submitSegment(b *batch, refs []opRef) {
 		b.remaining++
 		b.mu.Unlock()
 		s.pl.prev = done
+		s.rc.begin(func(yield func([]byte)) {
+			for _, ref := range refs { // whatever each op ends up writing: all its keys
+				yield(scheduleKey(ref.o.key))
+				yield(targetKey(ref.o.key))
+				yield(pageKey(ref.o.key))
+			}
+		})
 		txn.CommitWith(func(err error) {
 			// A fresh read view before the committer may submit the next transaction
 			// (opening it then waits on nothing) and before anyone is acknowledged (a caller
@@ -543,6 +550,7 @@ func (s *Store) submitSegment(b *batch, refs []opRef) {
 			if err == nil {
 				s.publishView()
 			}
+			s.rc.end()
 			// Signal the committer before acknowledging, so a caller that has its
 			// acknowledgement knows the committer can see the transaction complete.
 			done <- err

@@ -73,6 +73,11 @@ type Options struct {
 	// BlockCacheSize caches decompressed blocks (default 16 MiB). With CompressionNone
 	// blocks are read from the memory-mapped table in place and the cache matters little.
 	BlockCacheSize int64
+	// ReadCacheBytes bounds the read cache (readcache.go): the stored values of the rows,
+	// targets and pages read most, so that a page crawlers ask for often costs no LSM lookup
+	// (default 64 MiB, about ten thousand pages of 6 KB gzipped; negative: none). It is a fixed
+	// cost, not one per row.
+	ReadCacheBytes int64
 	// IndexCacheSize bounds the memory held by table indexes and bloom filters (default 0:
 	// keep every table's index in memory, ~15 MB per million rows, faster than a cache miss).
 	IndexCacheSize int64
@@ -146,6 +151,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.BlockCacheSize == 0 {
 		o.BlockCacheSize = 16 << 20
+	}
+	if o.ReadCacheBytes == 0 {
+		o.ReadCacheBytes = 64 << 20
 	}
 	if o.NumCompactors == 0 {
 		o.NumCompactors = 2

@@ -46,6 +46,7 @@ type Store struct {
 	viewMu     sync.Mutex // publishers only
 	viewClosed bool
 	gcRunning  atomic.Int32 // value-log GC runs in progress: reads do not use the view
+	rc         *readCache   // the values read most (readcache.go); nil: none
 
 	// Maintenance (maintenance.go).
 	gcMu   sync.Mutex
@@ -92,6 +93,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, errors.Join(err, db.Close())
 	}
 	s.keys = keys
+	s.rc = newReadCache(o.ReadCacheBytes)
 	s.publishView()
 	go s.commitLoop()
 	lsm, vlog := db.Size()
@@ -125,6 +127,7 @@ func (s *Store) Close() error {
 		p.Close()
 	}
 	s.closeView()
+	s.rc.close()
 
 	start := time.Now()
 	err := s.db.Close()
@@ -172,12 +175,22 @@ func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) 
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	if v, ok := s.rc.get(k); ok {
+		return decode(v)
+	}
+	gen := s.rc.generation() // before the view is acquired: readcache.go
 	read := func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
 		if err != nil {
 			return err
 		}
-		return item.Value(decode)
+		return item.Value(func(val []byte) error {
+			if err := decode(val); err != nil {
+				return err
+			}
+			s.rc.fill(k, val, gen)
+			return nil
+		})
 	}
 	var err error
 	if s.gcRunning.Load() > 0 {
