@@ -115,6 +115,19 @@ func FuzzStorePage(f *testing.F) {
 		var p store.Page
 		err := p.UnmarshalBinary(b)
 		checkDecode(t, b, err, p.MarshalBinary)
+		// The shared decoding is the same decoder: the same verdict and the same page, its
+		// body b's own bytes.
+		var shared store.Page
+		serr := shared.UnmarshalShared(b)
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("UnmarshalBinary: %v, UnmarshalShared: %v", err, serr)
+		}
+		if err == nil && !reflect.DeepEqual(p, shared) && !(len(p.Body) == 0 && len(shared.Body) == 0) {
+			t.Fatalf("UnmarshalBinary %+v, UnmarshalShared %+v", p, shared)
+		}
+		if len(shared.Body) > 0 && &shared.Body[0] != &b[len(b)-len(shared.Body)] {
+			t.Fatal("UnmarshalShared copied the body")
+		}
 	})
 }
 

@@ -24,11 +24,18 @@ type StoredPage struct {
 
 // Stored returns the stored page of key whatever its age, or a *FieldError naming "url" that
 // matches ErrNotFound when there is none, ErrBadStoredPage for a status HTTP cannot send, or a
-// *StoreError. It takes no lock and writes nothing: two reads of committed state.
+// *StoreError. It takes no lock and writes nothing: two reads of committed state. The page's
+// body may be the store's own memory (store.SharedPageReader): the caller must not modify it.
 func (t *Targets) Stored(key []byte) (StoredPage, error) {
 	set := t.Settings()
 	pol := set.Policy
-	pg, err := t.store.GetPage(key)
+	var pg store.Page
+	var err error
+	if shared, ok := t.store.(store.SharedPageReader); ok {
+		pg, err = shared.GetPageShared(key) // served as stored, never modified
+	} else {
+		pg, err = t.store.GetPage(key)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return StoredPage{}, fieldErr("url", &kindError{kind: ErrNotFound, msg: "no rendered page"})
 	}

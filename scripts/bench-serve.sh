@@ -9,8 +9,10 @@
 #   PAGES=1000000 SECONDS_EACH=30 scripts/bench-serve.sh   (the full size: ~6.3 GB for each copy, ~8 min to load here)
 #
 # PAGES (default 20000) pages of PAGE_BYTES (default 30000); SECONDS_EACH (default 10) per run;
-# CONNS (default "1 64"). The machine is shared: the load average is printed with the table, and
-# figures from a loaded run are low for both servers.
+# CONNS (default "1 64"); SWEEP the sweep interval (default 1s: a sweep a second over a due
+# set of half the pages on one host, harsher than queue.ready.sweep_interval's 1m default).
+# The machine is shared: the load average is printed with the table, and figures from a
+# loaded run are low for both servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "bench-serve: wrk is the load generator; install Debian's package wrk" >&2; exit 1; }
@@ -19,7 +21,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 FRESHQ_BENCH_PAGES=${PAGES:-20000} FRESHQ_BENCH_PAGE_BYTES=${PAGE_BYTES:-30000} \
-  FRESHQ_BENCH_SECONDS=${SECONDS_EACH:-10} FRESHQ_BENCH_CONNS=${CONNS:-"1 64"} \
+  FRESHQ_BENCH_SECONDS=${SECONDS_EACH:-10} FRESHQ_BENCH_CONNS=${CONNS:-"1 64"} FRESHQ_BENCH_SWEEP=${SWEEP:-1s} \
   go test -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -timeout 120m ./cmd/supervisor/ >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 grep -o 'seeded .*' "$out" >&2 || true

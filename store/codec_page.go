@@ -87,6 +87,17 @@ func (p Page) MarshalBinary() ([]byte, error) {
 // wrapping ErrCorruption and leaves p unchanged. The decoded body is a copy: p does not retain
 // b (Badger's value buffers are reused after a transaction ends).
 func (p *Page) UnmarshalBinary(b []byte) error {
+	return p.unmarshal(b, true)
+}
+
+// UnmarshalShared decodes b as UnmarshalBinary does, except that the page's Body is b's own
+// bytes, not a copy: for a caller that holds b unchanged for as long as it reads the page, and
+// never modifies the body (a page served as stored).
+func (p *Page) UnmarshalShared(b []byte) error {
+	return p.unmarshal(b, false)
+}
+
+func (p *Page) unmarshal(b []byte, copyBody bool) error {
 	d := decoder{what: "page", b: b}
 	d.tag(tagPageV1)
 	var q Page
@@ -107,7 +118,10 @@ func (p *Page) UnmarshalBinary(b []byte) error {
 		}
 	}
 	if body := d.bytes("body", MaxPageBody); d.err == nil {
-		q.Body = append([]byte(nil), body...)
+		q.Body = body
+		if copyBody {
+			q.Body = append([]byte(nil), body...)
+		}
 	}
 	if err := d.done(); err != nil {
 		return err

@@ -119,3 +119,11 @@ type Current struct {
 	// Decide returns; Decide is still called, so that the caller can report it fenced.
 	NotOwner bool
 }
+
+// SharedPageReader is a Store that can read a page without copying its body. GetPageShared
+// returns what GetPage returns, but the page's Body may be the store's own memory: the caller
+// must never modify it. The crawler listener reads pages this way, so a hot page costs no
+// allocation of its size per request. *badgerstore.Store implements it.
+type SharedPageReader interface {
+	GetPageShared(cacheKey []byte) (Page, error)
+}

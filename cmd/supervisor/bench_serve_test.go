@@ -65,7 +65,11 @@ func BenchmarkServe(b *testing.B) {
 	paths := seedServePages(b, dir, site, pages, size)
 
 	serveAddr := freePort(b)
-	n := startNode(b, dir, 3, fmt.Sprintf(`queue: {ready: {sweep_interval: 1s}}
+	sweep := os.Getenv("FRESHQ_BENCH_SWEEP") // queue.ready.sweep_interval; 1s unless set
+	if sweep == "" {
+		sweep = "1s"
+	}
+	n := startNode(b, dir, 3, fmt.Sprintf(`queue: {ready: {sweep_interval: %s}}
 render:
   renderer: sim
   concurrency: 8
@@ -73,7 +77,7 @@ render:
   sim: {latency_median: 20ms, transient_rate: 0, gone_rate: 0}
 serve:
   listen: %s
-`, serveAddr), "")
+`, sweep, serveAddr), "")
 	waitFor(b, "readiness", 30*time.Minute, n.ready) // a million rows: the class index is rebuilt first
 	nginxAddr := benchNginx(b, nginx, dir, site)
 	sameBytes(b, "http://"+serveAddr+"/https://shop.test"+paths[0], "http://"+nginxAddr+paths[0]) // page 0 is not due: never rendered again

@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -104,5 +105,40 @@ func TestReadCacheNeverOutlivesAWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// GetPageShared returns what GetPage returns; on a hit its body is the cached value itself,
+// which a later write replaces rather than changes: a page a caller holds stays as read.
+func TestGetPageSharedIsTheCachedValue(t *testing.T) {
+	st := openTest(t, nil)
+	key := urlKey(3)
+	write := func(body string) {
+		mustWrite(t, st, store.Write{Schedule: mustSchedule(t, key, 100, true, 1000, store.Lanes{}),
+			Page: &store.Page{Status: 200, Headers: []store.Header{{Name: "content-type", Value: "text/html"}}, Body: []byte(body), RenderedAtMs: 5}})
+	}
+	write("<p>one</p>")
+	first, err := st.GetPageShared([]byte(key)) // a miss: read from the view, then cached
+	if err != nil || string(first.Body) != "<p>one</p>" {
+		t.Fatalf("%q %v", first.Body, err)
+	}
+	held, err := st.GetPageShared([]byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, _ := st.GetPage([]byte(key))
+	if !reflect.DeepEqual(held, copied) {
+		t.Fatalf("GetPageShared %+v, GetPage %+v", held, copied)
+	}
+	v, ok := st.rc.get(pageKey([]byte(key)))
+	if !ok || &held.Body[0] != &v[len(v)-len(held.Body)] {
+		t.Fatal("a hit's body is not the cached value")
+	}
+	write("<p>two</p>")
+	if got, err := st.GetPageShared([]byte(key)); err != nil || string(got.Body) != "<p>two</p>" {
+		t.Fatalf("after the write: %q %v", got.Body, err)
+	}
+	if string(held.Body) != "<p>one</p>" {
+		t.Fatalf("the page a caller held changed under it: %q", held.Body)
 	}
 }

@@ -168,6 +168,24 @@ func (s *Store) GetPage(cacheKey []byte) (store.Page, error) {
 	return p, s.get(pageKey(cacheKey), cacheKey, "page", p.UnmarshalBinary)
 }
 
+// GetPageShared is GetPage whose page body, when the read cache holds the page, is the cached
+// value itself (store.SharedPageReader): cached values are never modified, only replaced or
+// dropped, so the body stays as read for as long as the caller holds it. The caller must not
+// modify it.
+func (s *Store) GetPageShared(cacheKey []byte) (store.Page, error) {
+	var p store.Page
+	if err := store.ValidateKey(cacheKey); err != nil {
+		return p, err
+	}
+	if v, ok := s.rc.get(pageKey(cacheKey)); ok && !s.closed.Load() {
+		if err := p.UnmarshalShared(v); err != nil {
+			return store.Page{}, fmt.Errorf("store: get page %q: %w", cacheKey, err)
+		}
+		return p, nil
+	}
+	return s.GetPage(cacheKey)
+}
+
 func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) error {
 	if err := store.ValidateKey(cacheKey); err != nil {
 		return err
