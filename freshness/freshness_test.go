@@ -108,6 +108,28 @@ func TestPoolIsTheRoutesRate(t *testing.T) {
 	}
 }
 
+// A page starts from its route's pooled rate when the tuning has one, and from one change a
+// cadence otherwise: a route the tuning does not name, or no tuning yet. A route whose pages
+// never changed keeps its pooled rate of 0, not the cadence's.
+func TestPriorRateForIsPooledElseTheCadence(t *testing.T) {
+	tu := &Tuning{RouteRate: map[string]float64{"catalog": 0.25, "static": 0}}
+	var none *Tuning
+	for _, c := range []struct {
+		tu    *Tuning
+		route string
+		want  float64
+	}{
+		{tu, "catalog", 0.25},
+		{tu, "static", 0},
+		{tu, "product", 0.5}, // 2 h cadence
+		{none, "catalog", 0.5},
+	} {
+		if got := c.tu.PriorRateFor(c.route, 2*msPerHour); got != c.want {
+			t.Errorf("tuning %v, route %q: %g an hour, want %g", c.tu != nil, c.route, got, c.want)
+		}
+	}
+}
+
 // A prior's pseudo-renders are as far apart as its rate's interval, at most a cadence, and it
 // alone estimates its rate; a rate of 0 is "never changes".
 func TestPriorAt(t *testing.T) {

@@ -27,6 +27,16 @@ func (t *Tuning) RouteRateFor(route string) (float64, bool) {
 	return r, ok
 }
 
+// PriorRateFor is the change rate per hour a page of route at cadenceMs is expected to have
+// before its own renders tell: the route's pooled rate when its pages observed any, else one
+// change a cadence (also when t is nil: no tuning yet).
+func (t *Tuning) PriorRateFor(route string, cadenceMs int64) float64 {
+	if r, ok := t.RouteRateFor(route); ok {
+		return r
+	}
+	return 3_600_000 / float64(max(cadenceMs, 1))
+}
+
 // StretchFor is route's ceiling ÷ cadence: at least 1.
 func (t *Tuning) StretchFor(route string) float64 {
 	if s, ok := t.Stretch[route]; ok && s > 1 {

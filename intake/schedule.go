@@ -50,13 +50,15 @@ type FreshParts struct {
 // rate the tuning pooled from the route's pages (tu, worker 0's: what the route's pages were
 // seen to do; 0 when they never changed); else at one change a cadence, the operator's guess.
 func changePrior(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64) freshness.Prior {
-	rate := 3_600_000 / float64(max(cadenceMs, 1))
+	var rate float64
 	if rt, ok := set.route(key); ok && rt.ChangeInterval > 0 {
 		rate = 3_600_000 / float64(max(rt.ChangeInterval.Milliseconds(), 1))
-	} else if route, _ := set.Policy.RouteOf(key); tu != nil {
-		if pooled, ok := tu.RouteRateFor(route); ok {
-			rate = pooled
+	} else {
+		var route string
+		if tu != nil { // the route is looked up only when a tuning may have pooled its rate
+			route, _ = set.Policy.RouteOf(key)
 		}
+		rate = tu.PriorRateFor(route, cadenceMs)
 	}
 	return freshness.PriorAt(rate, cadenceMs, set.Freshness.PriorWeight)
 }

@@ -19,10 +19,9 @@ type dueState struct {
 	stretch []float64
 	// priorWeight is freshness.prior_weight.
 	priorWeight float64
-	// routeRate is, per route class, the change rate the last tuning pooled from its pages'
-	// histories (freshness.Tuning.RouteRate); routeRated says which classes have one.
-	routeRate  []float64
-	routeRated []bool
+	// tuning is the last tuning (nil before the first): the route classes' pooled change rates
+	// (freshness.Tuning.PriorRateFor).
+	tuning *freshness.Tuning
 
 	// The tuning (capacity.TuneFreshness): the meter the completions feed, the corpus's demand
 	// as the ledger holds it, the capacity the last tuning planned with, when it ran, and how
@@ -44,8 +43,7 @@ const FreshTuneEvery = 4 * time.Hour
 
 func (tr *truthRun) initDue() {
 	tr.due = &dueState{nu: tr.r.cfg.Freshness.Threshold, stretch: make([]float64, len(tr.intervalMs)),
-		priorWeight: tr.r.cfg.Freshness.PriorWeight,
-		routeRate:   make([]float64, len(tr.intervalMs)), routeRated: make([]bool, len(tr.intervalMs))}
+		priorWeight: tr.r.cfg.Freshness.PriorWeight}
 	for k := range tr.due.stretch {
 		tr.due.stretch[k] = 1
 	}
@@ -109,8 +107,8 @@ func (tr *truthRun) tune(nowMs int64) {
 	d.nu, d.perSecond = t.Nu, t.PerSecond
 	for k, cl := range r.c.Mix.Classes {
 		d.stretch[k] = t.StretchFor(cl.Name)
-		d.routeRate[k], d.routeRated[k] = t.RouteRateFor(cl.Name)
 	}
+	d.tuning = &t.Tuning
 }
 
 // bounds are page i's floor and ceiling at cadence cadenceMs, as production sets them: the
@@ -126,12 +124,8 @@ func (tr *truthRun) bounds(i int, cadenceMs int64) (minMs, maxMs int64) {
 // rate the last tuning pooled from the route's pages, else one change a cadence, as
 // freshness.prior_weight pseudo-renders; freshness.PriorAt) and the request counter.
 func (tr *truthRun) estimates(i int, cadenceMs, nowMs int64) (lambda, mu float64) {
-	k := tr.r.c.Class[i]
-	rate := 3_600_000 / float64(max(cadenceMs, 1))
-	if tr.due.routeRated[k] {
-		rate = tr.due.routeRate[k]
-	}
-	prior := freshness.PriorAt(rate, cadenceMs, tr.due.priorWeight)
+	route := tr.r.c.Mix.Classes[tr.r.c.Class[i]].Name
+	prior := freshness.PriorAt(tr.due.tuning.PriorRateFor(route, cadenceMs), cadenceMs, tr.due.priorWeight)
 	return tr.hist[i].Rate(prior), tr.counters[i].PerHour(nowMs, tr.tauMs())
 }
 
