@@ -458,19 +458,20 @@ func (h *handlers) count() int {
 
 // sweepLoop sweeps at once, then every queue.ready.sweep_interval as it stands after each
 // sweep (a reload changes the interval without a restart), and early when a claim finds the
-// ready set exhausted. Early sweeps are spaced at least two sweep durations apart, so sweeping
-// takes at most about half of worker 0 however hard the claims press. A sweep that left a
-// paused host's rows out sweeps again when the pause ends, if that is sooner than the tick.
+// ready set exhausted, two sweep durations after the claim asked (kickWait). A sweep that left
+// a paused host's rows out sweeps again when the pause ends, if that is sooner than the tick.
+// Whatever the reason, the next sweep waits at least as long as the last one took (sweepWait),
+// so sweeping takes at most half of worker 0 however hard the claims press and however large
+// the due set a sweep reads.
 func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct{}) {
 	for {
 		start := time.Now()
 		res, _ := s.Sweep(ctx)
 		took := time.Since(start)
 		interval := e.cur.Load().node.SweepInterval
-		wait := interval
-		if res.HostResumeMs > 0 {
-			wait = min(wait, max(time.Duration(res.HostResumeMs-nowMs())*time.Millisecond, minResumeWait))
-		}
+		resumes := res.HostResumeMs > 0
+		resumeIn := time.Duration(res.HostResumeMs-nowMs()) * time.Millisecond
+		wait := sweepWait(interval, took, resumes, resumeIn)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -479,7 +480,7 @@ func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct
 		case <-t.C:
 		case <-kick:
 			t.Stop()
-			if gap := max(2*took, 20*time.Millisecond); gap < interval {
+			if gap := kickWait(took, time.Since(start)-took, wait); gap > 0 {
 				select {
 				case <-ctx.Done():
 					return
@@ -492,6 +493,27 @@ func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct
 
 // minResumeWait spaces a sweep for a host's pause end from the sweep before it.
 const minResumeWait = 10 * time.Millisecond
+
+// kickWait is how long the sweep loop waits, once a claim found the ready set exhausted
+// sinceEnd after a sweep that took took, before it sweeps early: two sweep durations (20 ms at
+// least), never past the wait the loop was in (sweepWait, counted from the sweep's end).
+func kickWait(took, sinceEnd, wait time.Duration) time.Duration {
+	return max(0, min(max(2*took, 20*time.Millisecond), wait-sinceEnd))
+}
+
+// sweepWait is how long the sweep loop waits after a sweep that took took: the interval, or
+// until a paused host resumes (resumes: in resumeIn) if that is sooner, spaced minResumeWait at
+// least;
+// and never less than took, so that a sweep longer than the interval (a due set that outgrew
+// it: a store of one host whose limit keeps the ready set from filling reads the whole due set)
+// leaves worker 0 at least half of its time for results, writes and serving.
+func sweepWait(interval, took time.Duration, resumes bool, resumeIn time.Duration) time.Duration {
+	wait := interval
+	if resumes {
+		wait = min(wait, max(resumeIn, minResumeWait))
+	}
+	return max(wait, took)
+}
 
 // kickingFallback is worker 0's index fallback; when the ready set is exhausted (rather than
 // cold or disabled) it also asks the sweep loop to run early.
