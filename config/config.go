@@ -161,7 +161,10 @@ type Store struct {
 	Backend    string   `yaml:"backend"`     // badger | postgres; StoreBackendDefault
 	SyncWrites bool     `yaml:"sync_writes"` // badger: false survives kill -9; true: fsync per batch, survives power loss
 	GCInterval Duration `yaml:"gc_interval"` // badger: GCIntervalDefault
-	Postgres   Postgres `yaml:"postgres"`
+	// ReadCache bounds the badger store's cache of the values read most (pages crawlers ask
+	// for, their rows): ReadCacheDefault; 0 keeps none.
+	ReadCache ByteSize `yaml:"read_cache"`
+	Postgres  Postgres `yaml:"postgres"`
 }
 
 // Postgres configures the PostgreSQL store (store/pgstore).
@@ -435,6 +438,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"log.level", &c.Log.Level, false},
 		{"log.format", &c.Log.Format, false},
 		{"store.gc_interval", &c.Store.GCInterval, false},
+		{"store.read_cache", &c.Store.ReadCache, true}, // 0: no read cache
 		{"queue.lease_ttl", &q.LeaseTTL, false},
 		{"queue.max_leases", &q.MaxLeases, false},
 		{"queue.max_remote_leases", &q.MaxRemoteLeases, false},
@@ -708,6 +712,7 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"store.postgres.shards", running.Store.Postgres.Shards, next.Store.Postgres.Shards},
 		{"store.sync_writes", running.Store.SyncWrites, next.Store.SyncWrites},
 		{"store.gc_interval", running.Store.GCInterval, next.Store.GCInterval},
+		{"store.read_cache", running.Store.ReadCache, next.Store.ReadCache},
 		{"node.id", running.Node.ID, next.Node.ID},
 		{"cluster.lease_ttl", running.Cluster.LeaseTTL, next.Cluster.LeaseTTL},
 		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},

@@ -30,6 +30,9 @@ const (
 	StoreBackendPostgres = "postgres"
 	StoreBackendDefault  = StoreBackendBadger
 	GCIntervalDefault    = Duration(10 * time.Minute)
+	// ReadCacheDefault holds about ten thousand pages of 6 KB gzipped: requests follow a Zipf
+	// law, so those take most of them.
+	ReadCacheDefault = ByteSize(64 << 20)
 	// PostgresShardsDefault is enough shards for tens of nodes to get an even share each, few
 	// enough that a pass's per-shard reads stay cheap (store/pgstore).
 	PostgresShardsDefault = 256
@@ -215,6 +218,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Log.Format = cmp.Or(c.Log.Format, LogFormatDefault)
 	c.Store.Backend = cmp.Or(c.Store.Backend, StoreBackendDefault)
 	c.Store.GCInterval = cmp.Or(c.Store.GCInterval, GCIntervalDefault)
+	c.Store.ReadCache = cmp.Or(c.Store.ReadCache, ReadCacheDefault)
 	c.Store.Postgres.Shards = cmp.Or(c.Store.Postgres.Shards, PostgresShardsDefault)
 
 	q := &c.Queue

@@ -68,6 +68,9 @@ func (c *Config) validateAcross(bad badFunc) {
 
 func (s *Store) validate(bad badFunc) {
 	positive(bad, "store.gc_interval", s.GCInterval)
+	if s.ReadCache < 0 {
+		bad("store.read_cache", "must not be negative (0 keeps no read cache), got %d", s.ReadCache)
+	}
 	switch s.Backend {
 	case StoreBackendBadger:
 	case StoreBackendPostgres:

@@ -48,6 +48,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 		SyncWrites:           cfg.Store.SyncWrites,
 		Floor:                floor,
 		GCInterval:           cfg.Store.GCInterval.D(),
+		ReadCacheBytes:       readCacheBytes(cfg.Store.ReadCache),
 		Logger:               log,
 		RefuseImplausibleDue: true,
 		// The class index the sweep reads instead of the whole due set (package sweep); a
@@ -84,4 +85,12 @@ func clusterView(st store.Store, cfg *config.Config, boost func() float64) api.C
 		}
 		return out, nil
 	}
+}
+
+// readCacheBytes is store.read_cache as the Badger store's option: 0 (none) is its negative.
+func readCacheBytes(b config.ByteSize) int64 {
+	if b == 0 {
+		return -1
+	}
+	return int64(b)
 }
