@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +26,8 @@ import (
 // has acknowledged every result. It reports jobs/s, the CPU per job of all its processes
 // (supervisor and workers), worker 0's share of the workers' CPU, and the p50/p99
 // claim-to-result latency from the shm histogram. The size of the store is the -benchtime
-// (200000x, 1000000x: scripts/bench-queue.sh runs both).
+// (200000x, 1000000x: scripts/bench-queue.sh runs both). FRESHQ_BENCH_YAML is appended to the
+// configuration, to compare settings side by side (on Badger, `store: {read_cache: 0}`).
 func BenchmarkQueueOverhead(b *testing.B) {
 	if binDir == "" {
 		b.Skip("binaries not built (-short)")
@@ -33,7 +37,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			dir := b.TempDir()
 			be, serverCPU := benchBackend(b, dir)
 			seedStore(b, be, b.N)
-			n := startNode(b, dir, workers, benchConfig+be.yaml, "")
+			n := startNode(b, dir, workers, benchConfig+be.yaml+os.Getenv("FRESHQ_BENCH_YAML")+"\n", "")
 			waitFor(b, "readiness", 120*time.Second, n.ready)
 			seg := n.segment()
 			pids := make([]int, workers)
@@ -82,6 +86,105 @@ func BenchmarkQueueOverhead(b *testing.B) {
 	}
 }
 
+// BenchmarkWorker0Memory measures worker 0's memory per stored row on Badger: for each size in
+// FRESHQ_BENCH_MEM_ROWS (default "1000000"; run with -benchtime 1x), it seeds that many due,
+// never-rendered rows, starts the supervisor with benchConfig, and once the first capacity
+// recount has read every row and 50,000 results (or all of them) are acknowledged, reads worker 0's
+// /proc status. rss-anon-MiB is its anonymous memory: the Go heap, Badger's memtables, caches
+// and table indexes, and every per-row structure worker 0 keeps (the capacity ledger above
+// all); the store's tables, mapped from files, count in rss-file-MiB, pages the kernel
+// reclaims under pressure. The size of a row's own cost is the slope between two sizes run
+// together: (anon at N₂ − anon at N₁) ÷ (N₂ − N₁), fixed costs (caches of a set size, the read
+// cache, the ready set) cancelling out.
+func BenchmarkWorker0Memory(b *testing.B) {
+	if binDir == "" {
+		b.Skip("binaries not built (-short)")
+	}
+	sizes := strings.Fields(os.Getenv("FRESHQ_BENCH_MEM_ROWS"))
+	if len(sizes) == 0 {
+		sizes = []string{"1000000"}
+	}
+	for _, sz := range sizes {
+		rows, err := strconv.Atoi(sz)
+		if err != nil || rows <= 0 {
+			b.Fatalf("FRESHQ_BENCH_MEM_ROWS: %q is not a row count", sz)
+		}
+		b.Run("rows="+sz, func(b *testing.B) {
+			dir := b.TempDir()
+			be := badgerIn(dir)
+			seedStore(b, be, rows)
+			n := startNode(b, dir, 2, benchConfig+be.yaml, "")
+			waitFor(b, "readiness", 10*time.Minute, n.ready)
+			seg := n.segment()
+			w0, _ := seg.Worker(0)
+			pid := w0.Status().PID
+			done := float64(min(rows, 50_000))
+			// The first recount has read every row into the ledger when it logs (results feed
+			// the ledger's demand before that, so the demand's figure says nothing of it).
+			recounted := fmt.Sprintf(`"first":true,"rows":%d,`, rows)
+			waitFor(b, "the first recount of every row and the first results", 20*time.Minute, func() bool {
+				return strings.Contains(n.log.String(), recounted) &&
+					n.metrics()["freshq_claim_to_result_seconds_count"] >= done
+			})
+			st := procStatus(pid)
+			if dir := os.Getenv("FRESHQ_BENCH_MEM_HEAP"); dir != "" {
+				saveHeapProfile(b, pid, filepath.Join(dir, "heap-rows="+sz+".pb.gz"))
+			}
+			b.ReportMetric(float64(st["RssAnon"])/(1<<20), "rss-anon-MiB")
+			b.ReportMetric(float64(st["RssFile"])/(1<<20), "rss-file-MiB")
+			b.ReportMetric(float64(st["RssAnon"])/float64(rows), "anon-B/row")
+			n.cmd.Process.Signal(syscall.SIGTERM)
+			<-n.exited
+		})
+	}
+}
+
+// saveHeapProfile writes worker 0's heap profile (pid's, asked over the socket its command
+// line names) to path, for `go tool pprof -sample_index=inuse_space`.
+func saveHeapProfile(b *testing.B, pid int, path string) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := strings.Split(string(raw), "\x00")
+	i := slices.Index(args, "-socket")
+	if i < 0 || i+1 >= len(args) {
+		b.Fatalf("worker 0's command line names no socket: %q", args)
+	}
+	sock := args[i+1]
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := c.Get("http://w0/internal/debug/pprof/heap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("worker 0's heap profile: %d, %v", resp.StatusCode, err)
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// procStatus reads the kB fields of /proc/pid/status, in bytes.
+func procStatus(pid int) map[string]int64 {
+	out := map[string]int64{}
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == "kB" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			out[strings.TrimSuffix(f[0], ":")] = kb << 10
+		}
+	}
+	return out
+}
+
 // benchConfig: zero-latency renders, a ready set large enough to hold a second of work at the
 // target rate (30,000 jobs/s), refreshed twice a second. The corpus is one host's, and the sim
 // renderer loads no host: politeness allows that host every render slot there is, so that the
@@ -103,19 +206,7 @@ func sum(xs []float64) float64 {
 }
 
 // residentBytes reads VmRSS of pid, in bytes (0 if it cannot).
-func residentBytes(pid int) int64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func residentBytes(pid int) int64 { return procStatus(pid)["VmRSS"] }
 
 // cpuTimes reads utime+stime, in seconds, of each pid.
 func cpuTimes(pids []int) []float64 {
