@@ -41,3 +41,17 @@ type ClassPass interface {
 	// belong to the caller.
 	ReadClass(class uint32, afterMs int64, afterKey []byte, n int, dst []DueRow) ([]DueRow, bool, error)
 }
+
+// HostLister is what a pass may also know of its store: the hosts it holds rows of. A sweep
+// whose every such host is paused or at its cap in the ready set can admit no further row,
+// and stops reading classes there instead of reading the rest of the due set.
+type HostLister interface {
+	// StoredHosts returns every host (cachekey.Host of a key) that may have a schedule row
+	// at or after the pass's snapshot: a superset, since a host whose rows were all deleted
+	// may stay until the store reopens. ok is false when the hosts are more than
+	// MaxListedHosts (then a ready set fills from them before that matters) or unknown.
+	StoredHosts() (hosts []string, ok bool)
+}
+
+// MaxListedHosts bounds StoredHosts.
+const MaxListedHosts = 64

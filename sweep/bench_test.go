@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -113,12 +114,16 @@ func benchPolicy(b *testing.B) *policy.Policy {
 	return pol
 }
 
-func benchConfig(b *testing.B) *config.Config {
+func benchConfig(b *testing.B) *config.Config { return benchConfigHostLimit(b, 1024) }
+
+// benchConfigHostLimit is benchConfig with the corpus's one host limited to limit renders at
+// once: 1024 (benchConfig) never caps it, the default 4 caps it in the set.
+func benchConfigHostLimit(b *testing.B, limit int) *config.Config {
 	cfg, err := config.Parse([]byte(`
 queue:
   ready: {sweep_cap: 2000000}
 render:
-  hosts: {max_concurrency: 1024} # one host: a sweep benchmark, not a politeness one
+  hosts: {max_concurrency: ` + strconv.Itoa(limit) + `}
 routes:
   - {name: home, match: exact, path: /, interval: 1h}
   - {name: catalog, match: prefix, path: /c/, interval: 24h}
@@ -253,17 +258,21 @@ func classCorpus(b *testing.B, pol *policy.Policy) {
 	}
 }
 
+// dropClassCorpus closes and removes the corpus classCorpus built, so that the next benchmark
+// builds its own.
+func dropClassCorpus() {
+	classStore.Close()
+	classSeg.Close()
+	os.RemoveAll(classDir)
+	classOnce = sync.Once{}
+}
+
 // BenchmarkSweepClasses measures one whole sweep by the class merge, publishing K = 5,000 from
 // due sets of growing size: its time should not grow with the due set.
 func BenchmarkSweepClasses(b *testing.B) {
 	pol := benchPolicy(b)
 	classCorpus(b, pol)
-	defer func() {
-		classStore.Close()
-		classSeg.Close()
-		os.RemoveAll(classDir)
-		classOnce = sync.Once{}
-	}()
+	defer dropClassCorpus()
 	for _, rows := range []int{100_000, 1_000_000, 10_000_000} {
 		if rows > classRows {
 			continue
@@ -287,5 +296,48 @@ func BenchmarkSweepClasses(b *testing.B) {
 			b.ReportMetric(float64(read), "rows-read")
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/sweep")
 		})
+	}
+}
+
+// BenchmarkSweepOneCappedHost is BenchmarkSweepClasses's corpus (one host) under the default
+// host limit, 4 renders at once of the node's render slots: the host may hold only its share
+// of the set, the set never fills, and the class merge can stop only because the store lists
+// its hosts and every one of them is at its cap (hostPlans.settled). read-on runs the same
+// sweep with that stop switched off, side by side: it reads the whole due set.
+func BenchmarkSweepOneCappedHost(b *testing.B) {
+	pol := benchPolicy(b)
+	classCorpus(b, pol)
+	defer dropClassCorpus()
+	set := SweepSettingsOf(benchConfigHostLimit(b, config.HostsMaxConcurrencyDefault), pol)
+	for _, rows := range []int{100_000, 1_000_000} {
+		if rows > classRows {
+			continue
+		}
+		for _, readOn := range []bool{false, true} {
+			name := fmt.Sprintf("due=%dk/settled", rows/1000)
+			if readOn {
+				name = fmt.Sprintf("due=%dk/read-on", rows/1000)
+			}
+			b.Run(name, func(b *testing.B) {
+				now := benchBase + int64(rows) - 1
+				w, _ := classSeg.Worker(0)
+				s := qtest.Must(New(Options{Store: FromStore(classStore, nil), Changes: NewChanges(), Segment: classSeg, Worker: w,
+					Policy: func() *policy.Policy { return pol }, Settings: func() *Settings { return &set }, Now: func() int64 { return now }}))(b)
+				s.readOn = readOn
+				read := 0
+				for b.Loop() {
+					res, err := s.Sweep(context.Background())
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !res.Classes || res.HostsSettled == readOn || res.Published == 0 || res.Published >= set.Capacity {
+						b.Fatalf("by classes %v, settled %v, published %d of %d: the host is not capped as meant", res.Classes, res.HostsSettled, res.Published, set.Capacity)
+					}
+					read = res.Rows
+				}
+				b.ReportMetric(float64(read), "rows-read")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/sweep")
+			})
+		}
 	}
 }

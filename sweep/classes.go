@@ -25,9 +25,16 @@ import (
 // Rows scored past the last one kept: the rows within the bucket width of a class's cut-off;
 // fetched past them, at most one chunk per class. In ModeLanes and ModeStrict the selector keeps up to K
 // rows per lane, so a sweep reads up to about 4K rows however large the due set. Rows left
-// out for politeness (a paused host's, a capped host's) do not fill the set: a due set made
-// mostly of one held-back host's rows is read on until the set fills or the due set ends, as
-// the full pass reads it, and sweep_cap bounds it the same way.
+// out for politeness (a paused host's, a capped host's) do not fill the set, so a due set made
+// mostly of held-back hosts' rows never raises the bar. There the merge stops once every host
+// the store holds rows of is paused or at its cap in the set (hostPlans.settled, from the
+// store's store.HostLister): no row left could enter the set, nor evict one. A store of one
+// site capped below the node's slots then reads about the host's cap, not its due set. A store
+// whose hosts it cannot list (more than store.MaxListedHosts, or a store that keeps no list),
+// or with a host under its cap, is read on until the set fills or the due set ends, as the
+// full pass reads it, and sweep_cap bounds it the same way. Rows refused at a cap after the
+// stop are not kept for promote: read best first, they rank below the host's entries but
+// within a bucket's width, where the two orders may differ anyway.
 
 // Chunks of a class are read growing from firstChunk to maxChunk rows: most classes give a
 // few rows to a set, a few give thousands. The last chunk of a class is read past what it
@@ -78,11 +85,14 @@ type admitter interface {
 
 // readClasses runs the class merge over cp, handing each row it reads to consider, and
 // returns the pass's stats with Rows the rows it read and Capped set when it stopped at
-// maxRows (0 = no cap) with a cursor still open.
-func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int64, maxRows int, sel admitter, consider func(*store.DueRow)) (store.PassStats, error) {
+// maxRows (0 = no cap) with a cursor still open. settled, when not nil, is asked every
+// settledEvery rows whether no further row could enter the set (every host the store holds
+// rows of is paused or at its cap: hostPlans.settled); then the merge ends there and
+// Settled is true.
+func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int64, maxRows int, sel admitter, settled func() bool, consider func(*store.DueRow)) (st store.PassStats, stopped bool, err error) {
 	heads, err := cp.ClassHeads()
 	if err != nil {
-		return cp.Stats(), err
+		return cp.Stats(), false, err
 	}
 	h := make(cursorHeap, 0, len(heads))
 	for _, hd := range heads {
@@ -105,8 +115,12 @@ func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int
 		}
 		if read%chunkRows == 0 {
 			if err := ctx.Err(); err != nil {
-				return cp.Stats(), err
+				return cp.Stats(), false, err
 			}
+		}
+		if settled != nil && read%settledEvery == 0 && read > 0 && settled() {
+			stopped = true
+			break
 		}
 		consider(r)
 		read++
@@ -118,7 +132,7 @@ func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int
 			lastDue, lastKey := r.DueAtMs, r.Key
 			c.rows, c.more, err = cp.ReadClass(c.class, lastDue, lastKey, c.chunk, c.rows[:0])
 			if err != nil {
-				return cp.Stats(), err
+				return cp.Stats(), false, err
 			}
 			c.i, c.chunk = 0, min(2*c.chunk, maxChunk)
 			if len(c.rows) == 0 {
@@ -129,10 +143,14 @@ func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int
 		c.bound = c.info.bound(c.rows[c.i].DueAtMs, now, boost)
 		heap.Fix(&h, 0)
 	}
-	st := cp.Stats()
+	st = cp.Stats()
 	st.Rows, st.Capped = read, capped
-	return st, nil
+	return st, stopped, nil
 }
+
+// settledEvery is how often, in rows read, the merge asks whether the set is settled: the
+// question costs a look at each listed host (at most store.MaxListedHosts).
+const settledEvery = 64
 
 // classPass returns pass as a class pass when the sweep can read it by class: the ready set
 // is on, the mode ranks by score, and the store's class index was built for this policy's

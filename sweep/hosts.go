@@ -8,6 +8,7 @@ import (
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // The sweep's half of politeness. Package hosts answers for each host how many renders it may
@@ -83,6 +84,36 @@ func (h *hostPlans) of(key []byte) (uint64, *hostPlan) {
 	}
 	h.plans[hash] = p
 	return hash, p
+}
+
+// settled returns the class merge's early stop (readClasses): a check that every host pass
+// may hold rows of (store.HostLister) is paused or holds its cap of the set, so that no row
+// left to read could enter it (a capped host's further rows are refused before they are
+// offered, so nothing is evicted either). A host none of whose rows was offered yet has no
+// plan and is not settled. It is nil, and the merge reads on, when the store cannot list its
+// hosts.
+func (h *hostPlans) settled(pass any) func() bool {
+	lister, ok := pass.(store.HostLister)
+	if !ok {
+		return nil
+	}
+	hosts, ok := lister.StoredHosts()
+	if !ok || len(hosts) == 0 {
+		return nil
+	}
+	hashes := make([]uint64, len(hosts))
+	for i, host := range hosts {
+		hashes[i] = shm.HostHash([]byte(host))
+	}
+	return func() bool {
+		for _, hash := range hashes {
+			p, ok := h.plans[hash]
+			if !ok || !(p.pausedUntil > h.now || p.cap > 0 && p.held >= p.cap) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // release gives back the place of an evicted row of host hash.

@@ -171,3 +171,57 @@ func TestSweepCappedHostPublishesItsBestRows(t *testing.T) {
 		t.Fatalf("published %d of big.test with %d of its 3 home pages, %d rows capped; want 10, 3 and 23", big, homes, res.ExcludedHostCapped)
 	}
 }
+
+// A store of one host capped in the set: once the host holds its cap, no row left to read could
+// enter the set, and the class merge stops there instead of reading the whole due set (a site
+// whose render.hosts.max_concurrency is below the node's render slots, the usual deployment).
+// It publishes what the full pass publishes of the host. A host that has rows but no row
+// offered yet is not at its cap: a row of a second host, the least late of all, is read and
+// published, and the merge does not stop before it.
+//
+// It fails if the merge reads on past the cap (rows read), or if it counts a host it has not
+// met as settled (small.test's row is left out).
+func TestClassMergeStopsOnceEveryHostHoldsItsCap(t *testing.T) {
+	e := newEnv(t, politeness, start, shm.Options{})
+	const rows = 3000
+	for i := range rows {
+		e.Put(fmt.Sprintf("desktop|https://big.test/c/%04d", i), start-3*hour-int64(i)*1000, true, 0, store.Lanes{})
+	}
+	merged, full, mres, fres := sweepBothWays(t, e, 0)
+	if !mres.HostsSettled || mres.Rows > 10+settledEvery+maxChunk {
+		t.Fatalf("one capped host: the merge read %d rows (settled %v); its cap is 10", mres.Rows, mres.HostsSettled)
+	}
+	if len(merged) != 10 || len(full) != 10 || fres.Rows != rows {
+		t.Fatalf("published %d by the merge, %d by the full pass of %d rows; want 10 each", len(merged), len(full), fres.Rows)
+	}
+	for i := range merged { // rows best first: the merge keeps the host's ten latest
+		if want := fmt.Sprintf("desktop|https://big.test/c/%04d", rows-1-i); !strings.Contains(fmt.Sprint(keysOf(merged)), want) {
+			t.Fatalf("the merge published %v; want the ten latest rows, %s among them", keysOf(merged), want)
+		}
+	}
+
+	e.Put("desktop|https://small.test/c/1", start-hour, true, 0, store.Lanes{}) // big.test's class, last in it
+	merged, _, mres, _ = sweepBothWays(t, e, 0)
+	if got := publishedHosts(merged); got["small.test"] != 1 || got["big.test"] != 10 {
+		t.Fatalf("with a second host's row: published %v, want big.test 10 and small.test 1", got)
+	}
+	if mres.HostsSettled {
+		t.Fatalf("the merge stopped as settled with small.test under its cap (read %d rows)", mres.Rows)
+	}
+}
+
+func keysOf(es []shm.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = string(e.Key)
+	}
+	return out
+}
+
+func publishedHosts(es []shm.Entry) map[string]int {
+	out := map[string]int{}
+	for _, e := range es {
+		out[string(cachekey.Host(e.Key))]++
+	}
+	return out
+}

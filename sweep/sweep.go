@@ -133,6 +133,8 @@ type Sweeper struct {
 	fp         uint64
 	staleIndex uint64
 	fullPass   bool // tests: read the whole due set even when the class index could serve
+	// readOn: tests and benchmarks: the class merge reads on once every host is settled.
+	readOn bool
 }
 
 // value is what the selector keeps per admitted row.
@@ -196,8 +198,10 @@ type Result struct {
 	Unpinned    bool                 // the unpin hatch filed it forward
 	Disabled    bool                 // queue.ready.enabled was false: nothing published
 	// Classes: the sweep read the class index (classes.go), so Rows and Backlog count the
-	// rows it read, not every due row.
-	Classes bool
+	// rows it read, not every due row. HostsSettled: it stopped early, every host the store
+	// holds rows of being paused or at its cap in the set (hostPlans.settled).
+	Classes      bool
+	HostsSettled bool
 	// Left out of the published set: rows leased (or in their release grace) at publish time,
 	// and rows written after the pass's snapshot. Either would be handed out only to be
 	// refused, or rendered twice.
@@ -330,7 +334,11 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				cadence, _ := pol.Cadence(&first)
 				noteHead(&first, first, cadence)
 			}
-			stats, err = readClasses(ctx, cp, pol.Boost(), now, maxRows, sel, consider)
+			settled := plans.settled(cp)
+			if s.readOn {
+				settled = nil
+			}
+			stats, res.HostsSettled, err = readClasses(ctx, cp, pol.Boost(), now, maxRows, sel, settled, consider)
 		}
 	} else {
 		err = pass.IterateDue(maxRows, chunkRows, func(due []store.DueRow) error {

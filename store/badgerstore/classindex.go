@@ -71,6 +71,10 @@ func (p *badgerPass) ClassFingerprint() (uint64, bool) {
 	return 0, false
 }
 
+// StoredHosts implements store.HostLister (hostset.go: H1). Asked after the snapshot was
+// taken, it holds the host of every row the snapshot holds.
+func (p *badgerPass) StoredHosts() ([]string, bool) { return p.s.keys.hosts.hosts() }
+
 // ReadHead implements store.ClassPass.
 func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
 	var first store.DueRow

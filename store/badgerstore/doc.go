@@ -50,7 +50,9 @@
 // index entry to delete. A Bloom filter of the keys that have a row, built by Open from every
 // s/ key and extended by the committer before it stages a row, lets a write of a key new to
 // the store skip that read: every key with a row is in the filter, so its "no" is certain
-// (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows).
+// (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows). The
+// same scan and stages keep the hosts the store holds rows of, while they are few, for a
+// sweep to stop once every one is capped (hostset.go, H1: never missing one).
 //
 // Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
 // store.MinDueMs or after store.MaxDueMs is refused with store.ErrImplausibleDue, and nothing of its call is

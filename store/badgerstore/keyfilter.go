@@ -21,9 +21,11 @@ import (
 // filter only ever errs towards "yes". It lives in memory only and is rebuilt, and resized, by
 // the next Open.
 //
-// After Open only the committer goroutine touches it.
+// After Open only the committer goroutine touches it, but for hosts, which passes read
+// (hostset.go).
 type keyFilter struct {
-	f *bloom.BloomFilter
+	f     *bloom.BloomFilter
+	hosts *hostSet // their hosts (hostset.go), built and kept the same way
 }
 
 const (
@@ -40,14 +42,14 @@ func buildKeyFilter(db *badger.DB) (*keyFilter, int, error) {
 		entries += uint64(t.KeyCount)
 	}
 	capacity := max(uint(2*entries), keyFilterMinCapacity)
-	kf := &keyFilter{f: bloom.NewWithEstimates(capacity, keyFilterFalsePositive)}
+	kf := &keyFilter{f: bloom.NewWithEstimates(capacity, keyFilterFalsePositive), hosts: newHostSet()}
 	rows := 0
 	err := db.View(func(txn *badger.Txn) error {
 		p := []byte(prefixSchedule)
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
 		defer it.Close()
 		for it.Seek(p); it.Valid(); it.Next() {
-			kf.f.Add(it.Item().Key()[len(p):])
+			kf.add(it.Item().Key()[len(p):])
 			rows++
 		}
 		return nil
@@ -59,7 +61,10 @@ func buildKeyFilter(db *badger.DB) (*keyFilter, int, error) {
 }
 
 // add records that cacheKey may have a schedule row.
-func (kf *keyFilter) add(cacheKey []byte) { kf.f.Add(cacheKey) }
+func (kf *keyFilter) add(cacheKey []byte) {
+	kf.f.Add(cacheKey)
+	kf.hosts.add(cacheKey)
+}
 
 // mayHave reports whether cacheKey may have a schedule row; false is certain (K1).
 func (kf *keyFilter) mayHave(cacheKey []byte) bool { return kf.f.Test(cacheKey) }

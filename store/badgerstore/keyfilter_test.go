@@ -3,8 +3,10 @@ package badgerstore
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/store"
 )
 
@@ -22,10 +24,29 @@ func checkK1(t *testing.T, st *Store, step int) {
 	}
 }
 
+// checkH1 fails t if the host of a key with a schedule row is not among the stored hosts.
+func checkH1(t *testing.T, st *Store, step int) {
+	t.Helper()
+	hosts, ok := st.keys.hosts.hosts()
+	if !ok {
+		t.Fatalf("step %d: H1: a handful of hosts not listed", step)
+	}
+	err := st.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
+		if !slices.Contains(hosts, string(cachekey.Host(key))) {
+			return fmt.Errorf("row %q: its host is not in %v", key, hosts)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("step %d: H1: %v", step, err)
+	}
+}
+
 // TestKeyFilterK1 runs random funnel writes, deletes, conditional refiles and reopens over a
-// small key space and checks after every step that every key with a schedule row is in the key
-// filter, and that the index still matches the rows (a filter that wrongly skipped a read would
-// leave the old index entry behind).
+// small key space of five hosts and checks after every step that every key with a schedule row
+// is in the key filter and its host in the stored hosts (H1, hostset.go), and that the index
+// still matches the rows (a filter that wrongly skipped a read would leave the old index entry
+// behind).
 func TestKeyFilterK1(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, nil)
@@ -34,7 +55,7 @@ func TestKeyFilterK1(t *testing.T) {
 	}
 	defer func() { _ = st.Close() }()
 	r := rand.New(rand.NewPCG(5, 5))
-	key := func() string { return fmt.Sprintf("desktop|https://k1.test/%d", r.IntN(300)) }
+	key := func() string { return fmt.Sprintf("desktop|https://k%d.test/%d", r.IntN(5), r.IntN(300)) }
 	const steps = 400
 	for step := range steps {
 		switch n := r.IntN(10); {
@@ -66,6 +87,7 @@ func TestKeyFilterK1(t *testing.T) {
 			}
 		}
 		checkK1(t, st, step)
+		checkH1(t, st, step)
 		if step%50 == 0 {
 			mustVerify(t, st)
 		}
