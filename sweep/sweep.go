@@ -481,7 +481,8 @@ func (s *Sweeper) record(res *Result, err error) {
 	}
 	s.opts.Log.Debug().Uint64("gen", res.Gen).Int("published", res.Published).Int("rows", res.Rows).
 		Int("carried", res.Carried).Int("resolved", res.Resolved).Int64("floor_ms", res.FloorMs).
-		Bool("advanced", res.Advanced).Dur("took", res.Duration).Msg("sweep")
+		Bool("advanced", res.Advanced).Bool("classes", res.Classes).Bool("hosts_settled", res.HostsSettled).
+		Dur("took", res.Duration).Msg("sweep")
 }
 
 // Run sweeps on every tick until ctx is done. A failed sweep is logged by Sweep; Run only goes
