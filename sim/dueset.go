@@ -45,7 +45,10 @@ type DueSet struct {
 	n       int
 	// Classifier, when set, lets a pass be read by class (store.ClassPass), as worker 0's
 	// Badger store is: the sweep then runs its class merge over the simulated due set. The
-	// classes are gathered per pass from the due rows, in memory.
+	// classes are gathered per pass from the due rows, in memory. A pass lists no hosts
+	// (store.HostLister), so the merge never stops for hosts all at their caps: it reads on,
+	// and publishes the same set but for rows a capped host refused within a bucket's width of
+	// its entries (sweep/classes.go).
 	Classifier store.Classifier
 }
 
