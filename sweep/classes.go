@@ -88,7 +88,7 @@ type admitter interface {
 // maxRows (0 = no cap) with a cursor still open. settled, when not nil, is asked every
 // settledEvery rows whether no further row could enter the set (every host the store holds
 // rows of is paused or at its cap: hostPlans.settled); then the merge ends there and
-// Settled is true.
+// stopped is true.
 func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int64, maxRows int, sel admitter, settled func() bool, consider func(*store.DueRow)) (st store.PassStats, stopped bool, err error) {
 	heads, err := cp.ClassHeads()
 	if err != nil {
