@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 	"sim/simreport":       {"config", "sim"},
 	"sitemap":             {"cachekey", "policy", "render"},
 	"store":               {},
-	"store/badgerstore":   {"internal/invariants", "store"},
+	"store/badgerstore":   {"cachekey", "internal/invariants", "store"},
 	"store/pgstore":       {"cluster", "store"},
 	"store/storetest":     {"internal/invariants", "store"},
 	"sweep":               {"cachekey", "hosts", "policy", "shm", "store"},
