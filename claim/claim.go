@@ -62,6 +62,11 @@ type Job struct {
 	DueAtMs   int64
 	CadenceMs int64
 	Submitted bool
+	// Checkable is the row's hint that its origin sent validators (store.Projection.Checkable):
+	// a render worker asks worker 0 whether it may check the page with a conditional GET only
+	// for a checkable job, and renders any other in full without the question. A hint, not a
+	// permission: worker 0 answers from the target.
+	Checkable bool
 	Lane      policy.Lane
 	Score     float64
 	Source    Source
@@ -293,8 +298,8 @@ func (c *Claimer) takeReady(jobs []Job, n int, now, ttl int64, holder uint64, ho
 		}
 		jobs = append(jobs, Job{
 			Key: append([]byte(nil), e.Key...), KeyHash: e.KeyHash, DueAtMs: e.DueAtMs, CadenceMs: e.CadenceMs,
-			Submitted: e.Submitted, Lane: policy.Lane(e.Lane), Score: e.Score, Source: SourceReady, Lease: lease,
-			HostToken: token,
+			Submitted: e.Submitted, Checkable: e.Checkable, Lane: policy.Lane(e.Lane), Score: e.Score,
+			Source: SourceReady, Lease: lease, HostToken: token,
 		})
 		granted++
 	}

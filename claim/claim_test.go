@@ -428,3 +428,47 @@ func TestNewRefusesAMissingDependency(t *testing.T) {
 		}
 	}
 }
+
+// A job carries its row's checkable hint (the target's origin sent validators) from both
+// sources: through the sweep and the ready set, and from the floored index scan.
+func TestJobsCarryTheCheckableHint(t *testing.T) {
+	n := newNode(t, routes)
+	want := map[string]bool{}
+	for i := range 6 {
+		key := fmt.Sprintf("desktop|https://shop.test/c/%d", i)
+		sch, err := store.NewSchedule([]byte(key), start-hour-int64(i), true, 0, store.Lanes{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := store.Target{URL: "https://shop.test/c/", Device: "desktop", Source: store.SourceSitemap}
+		if i%2 == 0 {
+			tg.Fresh.ETag = `"v1"`
+		}
+		if err := n.Store.WriteSchedules([]store.Write{{Schedule: sch, Target: &tg}}); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = i%2 == 0
+	}
+	check := func(jobs []Job, src Source) {
+		t.Helper()
+		if len(jobs) == 0 {
+			t.Fatalf("no job from %v", src)
+		}
+		for _, j := range jobs {
+			if j.Source != src || j.Checkable != want[string(j.Key)] {
+				t.Fatalf("job %q from %v: checkable %v, want %v from %v", j.Key, j.Source, j.Checkable, want[string(j.Key)], src)
+			}
+		}
+	}
+	idx, err := n.index.ClaimIndex(context.Background(), IndexClaim{N: 3, Holder: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(idx, SourceIndex)
+	n.sweep()
+	jobs, err := n.claimer(1).Claim(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(jobs, SourceReady)
+}

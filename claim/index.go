@@ -111,7 +111,7 @@ func (s *IndexSource) ClaimIndex(_ context.Context, req IndexClaim) ([]Job, erro
 			}
 			cadence, _ := pol.Cadence(r)
 			jobs = append(jobs, Job{
-				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, Submitted: r.Submitted,
+				Key: r.Key, KeyHash: h, DueAtMs: r.DueAtMs, CadenceMs: cadence, Submitted: r.Submitted, Checkable: r.Checkable,
 				Lane: policy.LaneOf(r), Score: pol.Score(r, pol.RankInterval(r, cadence), now), Source: SourceIndex, Lease: lease,
 				HostToken: token,
 			})

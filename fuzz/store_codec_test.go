@@ -63,6 +63,9 @@ func FuzzStoreProjection(f *testing.F) {
 	seedTruncations(f, mustMarshal(f, store.Projection{Submitted: true, EffectiveIntervalMs: 3_600_000,
 		StoredIntervalMs: 86_400_000, RankIntervalMs: 900_000, Lanes: store.Lanes{NeverRendered: true}}))
 	seedTruncations(f, mustMarshal(f, store.Projection{RankIntervalMs: math.MaxInt64}))
+	// The checkable flag (bit 4), in either version.
+	seedTruncations(f, mustMarshal(f, store.Projection{Checkable: true, Lanes: store.Lanes{Failing: true}}))
+	seedTruncations(f, mustMarshal(f, store.Projection{Checkable: true, RankIntervalMs: 60_000}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p store.Projection
 		err := p.UnmarshalBinary(b)
@@ -80,6 +83,7 @@ func FuzzStoreRow(f *testing.F) {
 		Lanes: store.Lanes{Urgent: true}}}))
 	seedTruncations(f, mustMarshal(f, store.Row{DueAtMs: math.MaxInt64, Projection: store.Projection{
 		RankIntervalMs: math.MaxInt64}}))
+	seedTruncations(f, mustMarshal(f, store.Row{DueAtMs: 1, Projection: store.Projection{Checkable: true}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r store.Row
 		err := r.UnmarshalBinary(b)

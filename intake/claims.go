@@ -27,7 +27,7 @@ import (
 // WireJob converts a granted job for the wire.
 func WireJob(j claim.Job) wire.Job {
 	w := wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: WireLease(j.Lease)}
+		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: WireLease(j.Lease), Checkable: j.Checkable}
 	if j.HostToken.State != 0 {
 		t := WireLease(j.HostToken)
 		w.HostToken = &t
@@ -42,7 +42,7 @@ func ClaimJob(j wire.Job) claim.Job {
 		src = claim.SourceReady
 	}
 	c := claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: ShmLease(j.Lease)}
+		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: ShmLease(j.Lease), Checkable: j.Checkable}
 	if j.HostToken != nil {
 		c.HostToken = ShmLease(*j.HostToken)
 	}

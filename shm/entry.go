@@ -11,7 +11,7 @@ import "math"
 //	16  cadence    int64     ms; the cadence the score was computed with
 //	24  keyHash    uint64    KeyHash(key), so takers never hash
 //	32  keyLen     uint16
-//	34  flags      uint8     bit 0: submitted
+//	34  flags      uint8     bit 0: submitted; bit 1: checkable
 //	35  lane       uint8     policy's lane number, opaque here
 //	36  fence      uint32    the node's fence version when the set was published (Fence)
 //	40  key        [KeyCapacity]byte, keyLen of them meaningful
@@ -20,6 +20,9 @@ type Entry struct {
 	DueAtMs   int64
 	CadenceMs int64
 	Submitted bool
+	// Checkable is the row's hint that its origin sent validators (store.Projection.Checkable):
+	// the render worker that takes it asks worker 0 for a conditional check first.
+	Checkable bool
 	Lane      uint8
 	Key       []byte
 	// Fence is the node's fence version (Fence.Load) read before the pass that produced the
@@ -33,7 +36,10 @@ type Entry struct {
 	Index   uint32 // its position in that generation
 }
 
-const entryFlagSubmitted = 1 << 0
+const (
+	entryFlagSubmitted = 1 << 0
+	entryFlagCheckable = 1 << 1
+)
 
 // entryHeader is the first 40 bytes of an entry as five words.
 type entryHeader [5]uint64
@@ -42,6 +48,9 @@ func packHeader(e *Entry) entryHeader {
 	var flags uint64
 	if e.Submitted {
 		flags |= entryFlagSubmitted
+	}
+	if e.Checkable {
+		flags |= entryFlagCheckable
 	}
 	return entryHeader{
 		math.Float64bits(e.Score),
@@ -61,6 +70,7 @@ func unpackHeader(h *entryHeader, e *Entry, keyCap uint32) int {
 	e.CadenceMs = int64(h[2])
 	e.KeyHash = h[3]
 	e.Submitted = (h[4]>>16)&entryFlagSubmitted != 0
+	e.Checkable = (h[4]>>16)&entryFlagCheckable != 0
 	e.Lane = uint8(h[4] >> 24)
 	e.Fence = uint32(h[4] >> 32)
 	return int(min(uint32(h[4]&0xffff), keyCap))

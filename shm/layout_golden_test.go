@@ -329,7 +329,7 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	// Ready buffer: three publishes (the third lands in slot 1), one take, then disabled.
 	ready := seg.Ready()
 	key := []byte("desktop|https://a.test/p/1")
-	first := Entry{Score: 2.5, DueAtMs: 111, CadenceMs: 222, Submitted: true, Lane: 3, Key: key, Fence: 9}
+	first := Entry{Score: 2.5, DueAtMs: 111, CadenceMs: 222, Submitted: true, Checkable: true, Lane: 3, Key: key, Fence: 9}
 	long := Entry{Key: []byte(strings.Repeat("k", 41))}
 	ready.Publish([]Entry{first, first}, 2_000_000)
 	many := []Entry{long, long}
@@ -358,7 +358,7 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	}}
 	blocks["Ready buffer / Entry"] = docBlock{base: slot1 + 128, values: map[string]uint64{
 		"score": math.Float64bits(2.5), "dueAt": 111, "cadence": 222, "keyHash": KeyHash(key),
-		"keyLen": uint64(len(key)), "flags": entryFlagSubmitted, "lane": 3, "fence": 9,
+		"keyLen": uint64(len(key)), "flags": entryFlagSubmitted | entryFlagCheckable, "lane": 3, "fence": 9,
 	}, bytes: map[string][]byte{"key": key}}
 
 	// Lease table: three refusals of a held key, one of a full window, two graces taken over.

@@ -36,6 +36,7 @@ func checkedEntry(g uint64, i int, maxKey int) Entry {
 		DueAtMs:   int64(g),
 		CadenceMs: int64(i),
 		Submitted: (g+uint64(i))%2 == 0,
+		Checkable: (g+uint64(i))%3 == 0,
 		Lane:      uint8((g + uint64(i)) % 4),
 		Key:       []byte(key),
 	}
@@ -56,7 +57,7 @@ func verifyEntry(e *Entry) error {
 	}
 	g, i := e.Gen, uint64(e.Index)
 	if e.Score != float64(g)*1e6+float64(i) || e.DueAtMs != int64(g) || e.CadenceMs != int64(i) ||
-		e.Submitted != ((g+i)%2 == 0) || e.Lane != uint8((g+i)%4) || e.KeyHash != KeyHash(e.Key) {
+		e.Submitted != ((g+i)%2 == 0) || e.Checkable != ((g+i)%3 == 0) || e.Lane != uint8((g+i)%4) || e.KeyHash != KeyHash(e.Key) {
 		return fmt.Errorf("fields of (%d,%d) torn: %+v", g, i, *e)
 	}
 	return nil

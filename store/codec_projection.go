@@ -23,8 +23,8 @@ type Projection struct {
 	// sweep resolves it from configuration (route > StoredIntervalMs > default).
 	EffectiveIntervalMs int64
 	// StoredIntervalMs mirrors the target's stored interval (Target.StoredIntervalMs) so an
-	// absent cadence resolves without reading t/. The funnel maintains it: it is taken from
-	// the Target a write carries, else carried over from the previous row, else 0.
+	// absent cadence resolves without reading t/. The funnel maintains it (Mirror): it is
+	// taken from the Target a write carries, else carried over from the previous row, else 0.
 	StoredIntervalMs int64
 	// RankIntervalMs is what the sweep divides a due row's lateness by, when the write that
 	// filed the due time decided one: under queue.policy freshness, how long the page's value
@@ -34,7 +34,37 @@ type Projection struct {
 	// files its own rank interval (0 unless it decides one), and the funnel never carries it
 	// over from the row it replaces.
 	RankIntervalMs int64
+	// Checkable mirrors whether the target's origin sent a validator (Target.HasValidators),
+	// so that the sweep can tell the render worker that takes the row whether a conditional
+	// check is worth asking worker 0 for, without a question per render. The funnel maintains
+	// it with StoredIntervalMs (Mirror). It is a hint, never a permission: worker 0 still
+	// decides from the target whether the page may be checked instead of rendered.
+	Checkable bool
 	Lanes
+}
+
+// Mirror is what a schedule row mirrors of its target: the funnel takes it from the Target a
+// write carries (MirrorOf), else carries it over from the row the write replaces
+// (Projection.Mirror), else leaves it zero. One type for every mirrored field, so that an
+// engine carrying one over carries them all.
+type Mirror struct {
+	StoredIntervalMs int64
+	Checkable        bool
+}
+
+// MirrorOf is what a row mirrors of t.
+func MirrorOf(t *Target) Mirror {
+	return Mirror{StoredIntervalMs: t.StoredIntervalMs, Checkable: t.HasValidators()}
+}
+
+// Mirror is what p mirrors of its target.
+func (p *Projection) Mirror() Mirror {
+	return Mirror{StoredIntervalMs: p.StoredIntervalMs, Checkable: p.Checkable}
+}
+
+// SetMirror sets what p mirrors of its target to m.
+func (p *Projection) SetMirror(m Mirror) {
+	p.StoredIntervalMs, p.Checkable = m.StoredIntervalMs, m.Checkable
 }
 
 // Projection format, version 1 (tag 0x11), 18 bytes, all integers big-endian; the encoding of
@@ -46,9 +76,9 @@ type Projection struct {
 //	+-----+-------+-------------------------+-------------------------+
 //
 //	tag    0x11
-//	flags  bit 0 submitted, bit 1 urgent, bit 2 neverRendered, bit 3 failing;
-//	       bits 4-7 are zero (a set one is corruption: a later writer's flag this reader
-//	       cannot honour)
+//	flags  bit 0 submitted, bit 1 urgent, bit 2 neverRendered, bit 3 failing, bit 4
+//	       checkable; bits 5-7 are zero (a set one is corruption: a later writer's flag
+//	       this reader cannot honour)
 //	effectiveIntervalMs, storedIntervalMs  ≥ 0
 //
 // Projection format, version 2 (tag 0x12), 26 bytes, all integers big-endian; the encoding of
@@ -83,7 +113,8 @@ const (
 	flagUrgent        = 1 << 1
 	flagNeverRendered = 1 << 2
 	flagFailing       = 1 << 3
-	flagsKnown        = flagSubmitted | flagUrgent | flagNeverRendered | flagFailing
+	flagCheckable     = 1 << 4
+	flagsKnown        = flagSubmitted | flagUrgent | flagNeverRendered | flagFailing | flagCheckable
 )
 
 func (p Projection) flags() byte {
@@ -99,6 +130,9 @@ func (p Projection) flags() byte {
 	}
 	if p.Failing {
 		f |= flagFailing
+	}
+	if p.Checkable {
+		f |= flagCheckable
 	}
 	return f
 }
@@ -153,6 +187,7 @@ func projectionOf(f byte, eff, stored, rank int64) Projection {
 		EffectiveIntervalMs: eff,
 		StoredIntervalMs:    stored,
 		RankIntervalMs:      rank,
+		Checkable:           f&flagCheckable != 0,
 		Lanes: Lanes{
 			Urgent:        f&flagUrgent != 0,
 			NeverRendered: f&flagNeverRendered != 0,
@@ -224,7 +259,7 @@ func projectionCorruption(b []byte) error {
 }
 
 // Flags returns the projection's flags byte as the codec draws it (submitted, urgent,
-// neverRendered, failing in bits 0-3): a backend that keeps the projection in columns stores
+// neverRendered, failing, checkable in bits 0-4): a backend that keeps the projection in columns stores
 // it as this number.
 func (p Projection) Flags() byte { return p.flags() }
 

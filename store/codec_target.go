@@ -80,7 +80,8 @@ type Target struct {
 	Device string
 	Source Source
 	// StoredIntervalMs is the interval stored for this target (0 = none). The funnel mirrors
-	// it into the schedule row's projection whenever a write carries the target.
+	// it into the schedule row's projection whenever a write carries the target (Mirror), as
+	// it does HasValidators.
 	StoredIntervalMs int64
 	Route            string
 	DemandRung       uint8
@@ -92,6 +93,12 @@ type Target struct {
 	// Fresh is the freshness-of-content state (codec_freshness.go); zero until a render or a
 	// crawler request is observed.
 	Fresh Freshness
+}
+
+// HasValidators reports whether the page's origin sent a validator (an ETag or a
+// Last-Modified) with the last document it served: the projection mirrors it as Checkable.
+func (t *Target) HasValidators() bool {
+	return t.Fresh.ETag != "" || t.Fresh.LastModified != ""
 }
 
 // Limits on a Target's strings.

@@ -32,7 +32,7 @@ type corruptible interface {
 
 func TestCodecRoundTrip(t *testing.T) {
 	proj := Projection{Submitted: true, EffectiveIntervalMs: 7, StoredIntervalMs: math.MaxInt64,
-		Lanes: Lanes{Urgent: true, Failing: true}}
+		Checkable: true, Lanes: Lanes{Urgent: true, Failing: true}}
 	ranked := proj
 	ranked.RankIntervalMs = math.MaxInt64
 	cases := []struct {
@@ -112,6 +112,13 @@ func TestCodecProjectionGolden(t *testing.T) {
 	)
 	pr, rr := p, r
 	pr.RankIntervalMs, rr.RankIntervalMs = 0x3132333435363738, 0x3132333435363738
+	// Checkable is bit 4 of the same flags byte, in either version.
+	const (
+		projV1Checkable = "11" + "1f" + "0102030405060708" + "1112131415161718"
+		rowV2Checkable  = "22" + "2122232425262728" + "1f" + "0102030405060708" + "1112131415161718" + "3132333435363738"
+	)
+	pc, rc := p, rr
+	pc.Checkable, rc.Checkable = true, true
 	for _, c := range []struct {
 		name string
 		in   corruptible
@@ -122,6 +129,8 @@ func TestCodecProjectionGolden(t *testing.T) {
 		{"row v1", r, &Row{}, rowV1},
 		{"projection v2", pr, &Projection{}, projV2},
 		{"row v2", rr, &Row{}, rowV2},
+		{"projection v1, checkable", pc, &Projection{}, projV1Checkable},
+		{"row v2, checkable", rc, &Row{}, rowV2Checkable},
 	} {
 		b, err := c.in.MarshalBinary()
 		if err != nil {
@@ -165,7 +174,7 @@ func TestCodecRankedRefusals(t *testing.T) {
 		{"projection v2, rank negative", &Projection{}, edit(pv2, func(b []byte) { b[18] = 0x80 })},
 		{"projection v2, effective negative", &Projection{}, edit(pv2, func(b []byte) { b[2] = 0x80 })},
 		{"projection v2, stored negative", &Projection{}, edit(pv2, func(b []byte) { b[10] = 0x80 })},
-		{"projection v2, unknown flag", &Projection{}, edit(pv2, func(b []byte) { b[1] = 0x10 })},
+		{"projection v2, unknown flag", &Projection{}, edit(pv2, func(b []byte) { b[1] = 0x20 })},
 		{"projection v2 tag at v1 length", &Projection{}, edit(pv1, func(b []byte) { b[0] = tagProjectionV2 })},
 		{"projection v1 tag at v2 length", &Projection{}, edit(pv2, func(b []byte) { b[0] = tagProjectionV1 })},
 		{"projection between the lengths", &Projection{}, pv2[:ProjectionV1Len+1]},
@@ -186,7 +195,7 @@ func TestCodecRankedRefusals(t *testing.T) {
 func TestCodecRejectsOutOfRange(t *testing.T) {
 	p := Projection{EffectiveIntervalMs: 1}
 	b, _ := p.MarshalBinary()
-	b[1] = 0x10 // an unknown flag
+	b[1] = 0x20 // an unknown flag
 	if err := new(Projection).UnmarshalBinary(b); !IsCorruptionError(err) {
 		t.Fatalf("unknown flag: %v", err)
 	}
@@ -246,6 +255,12 @@ func TestCodecEncodeValidates(t *testing.T) {
 	if p, err := ProjectionOf(flagUrgent, 1, 2, 3); err != nil || p != (Projection{EffectiveIntervalMs: 1,
 		StoredIntervalMs: 2, RankIntervalMs: 3, Lanes: Lanes{Urgent: true}}) {
 		t.Fatalf("ProjectionOf: %+v, %v", p, err)
+	}
+	if p, err := ProjectionOf(flagCheckable, 0, 0, 0); err != nil || p != (Projection{Checkable: true}) || p.Flags() != flagCheckable {
+		t.Fatalf("ProjectionOf checkable: %+v, %v", p, err)
+	}
+	if _, err := ProjectionOf(1<<5, 0, 0, 0); !IsCorruptionError(err) {
+		t.Fatalf("ProjectionOf with an unknown flag: %v", err)
 	}
 	tg := sampleTarget()
 	tg.Source = 0

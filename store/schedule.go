@@ -20,14 +20,14 @@ func PlausibleDue(ms int64) bool { return ms >= MinDueMs && ms <= MaxDueMs }
 // zero value with ErrScheduleUnset.
 type Schedule struct {
 	key []byte
-	row Row // row.StoredIntervalMs is the funnel's to fill
+	row Row // the row's mirror of its target (Mirror) is the funnel's to fill
 	set bool
 }
 
 // NewSchedule builds the schedule put of cacheKey: due at dueAtMs, from a sitemap or not, with
 // the given effective interval (0 = absent, resolved from configuration at score time) and
-// lane inputs. It copies cacheKey. The projection's StoredIntervalMs is not an argument: the
-// funnel mirrors it from the target (see Projection).
+// lane inputs. It copies cacheKey. What the projection mirrors of the target (Mirror) is not an
+// argument: the funnel fills it.
 func NewSchedule(cacheKey []byte, dueAtMs int64, submitted bool, effectiveIntervalMs int64, lanes Lanes) (Schedule, error) {
 	if err := validateKey(cacheKey); err != nil {
 		return Schedule{}, err
@@ -77,8 +77,8 @@ func (s Schedule) EffectiveIntervalMs() int64 { return s.row.EffectiveIntervalMs
 // Lanes returns the lane inputs.
 func (s Schedule) Lanes() Lanes { return s.row.Lanes }
 
-// Row returns the row the schedule files, with StoredIntervalMs 0: the funnel mirrors that from
-// the target or the row it replaces (see Projection). Every backend builds its row from here,
+// Row returns the row the schedule files, with a zero Mirror: the funnel fills that from the
+// target or the row it replaces. Every backend builds its row from here,
 // so a field added to a schedule reaches both.
 func (s Schedule) Row() Row { return s.row }
 
@@ -87,7 +87,7 @@ func (s Schedule) Row() Row { return s.row }
 // target update and its page, with no other store write.
 type Write struct {
 	Schedule Schedule
-	Target   *Target // if set, replaces t/; its StoredIntervalMs is mirrored into the row
+	Target   *Target // if set, replaces t/; the row mirrors it (Mirror)
 	Page     *Page   // if set, replaces p/
 	// DropPage deletes p/ in the same transaction (POST /v1/prioritize mode=wait: the cached
 	// page is dropped and cadence refills it). Ignored when Page is set.

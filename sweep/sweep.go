@@ -142,6 +142,7 @@ type value struct {
 	key       []byte
 	cadenceMs int64
 	submitted bool
+	checkable bool   // the row's hint for a conditional check (store.Projection.Checkable)
 	host      uint64 // shm.HostHash of the key's host
 }
 
@@ -313,10 +314,10 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			return
 		case plan.cap > 0 && plan.held >= plan.cap:
 			res.ExcludedHostCapped++
-			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, host: host})
+			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host})
 			return
 		}
-		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, host: host})
+		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host})
 		if kept {
 			plan.held++
 		}
@@ -385,7 +386,8 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				continue
 			}
 			entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
-				Submitted: it.Value.submitted, Lane: uint8(it.Lane), Key: it.Value.key, Fence: fenceVersion})
+				Submitted: it.Value.submitted, Checkable: it.Value.checkable, Lane: uint8(it.Lane), Key: it.Value.key,
+				Fence: fenceVersion})
 		}
 		pub := s.opts.Segment.Ready().Publish(entries, now)
 		res.Gen, res.Published = pub.Gen, pub.Published

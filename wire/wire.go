@@ -86,6 +86,9 @@ type Job struct {
 	Score     float64 `json:"score"`
 	Source    string  `json:"source"` // claim.Source.String(): "ready" or "index"
 	Lease     Lease   `json:"lease"`
+	// Checkable is the row's hint that its origin sent validators (claim.Job.Checkable): a
+	// render worker asks PathValidators before rendering only a checkable job.
+	Checkable bool `json:"checkable,omitempty"`
 	// HostToken is the job's slot of its host (claim.Job.HostToken), on the internal claim
 	// only: a render worker gives it back when its render ends. A remote renderer's job carries
 	// none; worker 0 gives its slot back when the result or release arrives.

@@ -411,9 +411,10 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (w
 	}, true
 }
 
-// conditionalCheck is a render worker's cheaper check: before rendering a page, ask worker 0
-// whether it may be checked instead (wire.Validators: its origin sent validators, and its
-// bounds allow a check), and if so send the origin a conditional GET; a 304 is the result,
+// conditionalCheck is a render worker's cheaper check: before rendering a page whose row says
+// its origin sent validators (claim.Job.Checkable), ask worker 0 whether it may be checked
+// instead (wire.Validators: the validators, and whether its bounds allow a check), and if so
+// send the origin a conditional GET; a 304 is the result,
 // an ok with status 304 and no body, which worker 0 applies as "unchanged, verified now". Any
 // other answer, or a failure to ask, renders the page in full.
 type conditionalCheck struct {
@@ -427,7 +428,9 @@ const validatorsTimeout = 2 * time.Second
 // try returns the result of a conditional check of j's page when the origin answered 304, and
 // false when the page is to be rendered in full.
 func (c *conditionalCheck) try(ctx context.Context, e *env, j claim.Job) (wire.Result, bool) {
-	if c == nil {
+	if c == nil || !j.Checkable {
+		// The question costs worker 0 a request and a read of the target: asked before every
+		// render, it halved what a node renders per second.
 		return wire.Result{}, false
 	}
 	start := time.Now()

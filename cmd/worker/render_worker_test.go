@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
@@ -125,6 +130,47 @@ func TestHeldResultsLeaveTheLeaseTableToClaims(t *testing.T) {
 		perWorker := resultQueue + senders(workers)*resultBatch + concurrency*claimBatch
 		if held := (workers - 1) * perWorker; held > maxLeases/2 {
 			t.Errorf("%d workers hold up to %d leases in results, over half of %d", workers, held, maxLeases)
+		}
+	}
+}
+
+// A render worker asks worker 0 for a conditional check only for a job whose row says its
+// origin sent validators: the question costs worker 0 a request and a read of the target, and
+// asked before every render it halved what a node rendered per second.
+func TestConditionalCheckAsksOnlyForCheckableJobs(t *testing.T) {
+	dir, err := os.MkdirTemp("", "cc") // a unix socket's path is bounded to about a hundred bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "w0.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+wire.PathValidators, func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"check": false}`) // render in full: the test needs no origin
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	e := testEnv(t)
+	c := &conditionalCheck{client: wire.NewClient(sock)}
+	key := []byte("desktop|https://a.test/p/1")
+	for _, tc := range []struct {
+		checkable bool
+		wantAsked int64
+	}{{false, 0}, {true, 1}, {false, 1}, {true, 2}} {
+		if _, ok := c.try(context.Background(), e, claim.Job{Key: key, Checkable: tc.checkable}); ok {
+			t.Fatalf("checkable %v: a check was taken although worker 0 refused it", tc.checkable)
+		}
+		if got := asked.Load(); got != tc.wantAsked {
+			t.Fatalf("after a job with checkable %v: worker 0 was asked %d times, want %d", tc.checkable, got, tc.wantAsked)
 		}
 	}
 }

@@ -189,7 +189,7 @@ func (s *Store) refileIfAbsent(ws []store.Write) (int, error) {
 		}
 		ops[i].kind = opPutIfAbsent
 		if t != nil {
-			ops[i].hasStored, ops[i].storedMs = true, t.StoredIntervalMs
+			ops[i].hasMirror, ops[i].mirror = true, store.MirrorOf(t)
 		}
 	}
 	return s.submit(ops)
@@ -233,8 +233,8 @@ type op struct {
 	pKey      []byte
 	row       store.Row
 	was       store.Row // opPutIfUnchanged: the row it may replace
-	hasStored bool      // storedMs overrides the carried-over stored interval
-	storedMs  int64
+	hasMirror bool      // mirror overrides what the row carries over (store.Mirror)
+	mirror    store.Mirror
 	target    []byte // encoded target, or nil
 	page      []byte // encoded page, or nil
 	dropPage  bool   // delete p/ (puts)
@@ -273,7 +273,7 @@ func (o *op) preparePut(w *store.Write) error {
 		if err != nil {
 			return err
 		}
-		o.target, o.hasStored, o.storedMs = v, true, w.Target.StoredIntervalMs
+		o.target, o.hasMirror, o.mirror = v, true, store.MirrorOf(w.Target)
 	}
 	if w.Page != nil {
 		v, err := w.Page.MarshalBinary()
@@ -742,10 +742,10 @@ func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store
 
 	row := o.row
 	switch {
-	case o.hasStored:
-		row.StoredIntervalMs = o.storedMs
+	case o.hasMirror:
+		row.SetMirror(o.mirror)
 	case had:
-		row.StoredIntervalMs = old.StoredIntervalMs
+		row.SetMirror(old.Mirror())
 	}
 	rowVal, projVal := rowValues(row)
 

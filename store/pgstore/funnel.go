@@ -35,10 +35,10 @@ type op struct {
 	kind      opKind
 	key       []byte
 	shard     int32
-	row       store.Row // puts: the new row; StoredIntervalMs filled by the committer
+	row       store.Row // puts: the new row; its mirror (store.Mirror) filled by the committer
 	was       store.Row // opPutIfUnchanged
-	hasStored bool      // storedMs replaces the carried-over stored interval
-	storedMs  int64
+	hasMirror bool      // mirror replaces what the row carries over (store.Mirror)
+	mirror    store.Mirror
 	target    []byte // encoded target to set, or nil
 	page      []byte // encoded page to set, or nil
 	dropPage  bool
@@ -136,7 +136,7 @@ func (s *Store) refileIfAbsent(ws []store.Write) (int, error) {
 		}
 		ops[i].kind = opPutIfAbsent
 		if t != nil {
-			ops[i].hasStored, ops[i].storedMs = true, t.StoredIntervalMs
+			ops[i].hasMirror, ops[i].mirror = true, store.MirrorOf(t)
 		}
 	}
 	err := s.submit(ops)
@@ -165,7 +165,7 @@ func (s *Store) preparePut(o *op, w *store.Write) error {
 		if err != nil {
 			return err
 		}
-		o.target, o.hasStored, o.storedMs = v, true, w.Target.StoredIntervalMs
+		o.target, o.hasMirror, o.mirror = v, true, store.MirrorOf(w.Target)
 	}
 	if w.Page != nil {
 		v, err := w.Page.MarshalBinary()
@@ -457,10 +457,10 @@ func (s *Store) fold(o *op, ks *keyState) {
 	}
 	row := o.row
 	switch {
-	case o.hasStored:
-		row.StoredIntervalMs = o.storedMs
+	case o.hasMirror:
+		row.SetMirror(o.mirror)
 	case ks.exists:
-		row.StoredIntervalMs = ks.row.StoredIntervalMs
+		row.SetMirror(ks.row.Mirror())
 	}
 	ks.row, ks.exists, ks.rowChanged = row, true, true
 	if o.target != nil {

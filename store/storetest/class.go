@@ -63,7 +63,7 @@ func readClasses(t testing.TB, cp store.ClassPass, rng *rand.Rand) map[string]st
 }
 
 // The class index holds exactly the due index's rows: after puts, reschedules that change a
-// row's due time, its cadence or its lane inputs, and deletes, a pass reading class by class
+// row's due time, its cadence, its lane inputs or what it mirrors of its target, and deletes, a pass reading class by class
 // reads the same due rows, with the same projections, as a pass reading the due index, and its
 // head is their first.
 func testClassIndexReadsTheDueSet(t *testing.T, open Opener) {
@@ -72,8 +72,14 @@ func testClassIndexReadsTheDueSet(t *testing.T, open Opener) {
 	cadences := []int64{0, 60_000, 3_600_000, 3_636_000, 86_400_000, 7 * 86_400_000}
 	write := func(i int) {
 		lanes := store.Lanes{Urgent: rng.IntN(8) == 0, NeverRendered: rng.IntN(4) == 0, Failing: rng.IntN(6) == 0}
-		mustWrite(t, st, store.Write{Schedule: mustSchedule(t, urlKey(i), 1+rng.Int64N(20_000), rng.IntN(2) == 0,
-			cadences[rng.IntN(len(cadences))], lanes)})
+		w := store.Write{Schedule: mustSchedule(t, urlKey(i), 1+rng.Int64N(20_000), rng.IntN(2) == 0,
+			cadences[rng.IntN(len(cadences))], lanes)}
+		if rng.IntN(3) == 0 { // a row that mirrors its target's validators (Checkable)
+			tg := sampleTarget()
+			tg.Fresh.ETag = `"e"`
+			w.Target = &tg
+		}
+		mustWrite(t, st, w)
 	}
 	const n = 300
 	for i := range n {

@@ -409,3 +409,69 @@ func testForEachSchedulePrefix(t *testing.T, open Opener) {
 		t.Fatalf("stop error: %v", err)
 	}
 }
+
+// A row's Checkable mirrors its target's validators as StoredIntervalMs mirrors its interval:
+// taken from the target a write or a Change carries, carried over by a write without one, and
+// read back the same by every way the sweep and the claims read rows.
+func testFunnelMirrorsWhetherTheOriginSentValidators(t *testing.T, open Opener) {
+	st := open(t, Options{Floor: store.NewMemFloor(0)})
+	k := []byte(urlKey(8))
+	check := func(step string, want bool) {
+		t.Helper()
+		if r, err := st.GetSchedule(k); err != nil || r.Checkable != want {
+			t.Fatalf("%s: GetSchedule Checkable %v (%v), want %v", step, r.Checkable, err, want)
+		}
+		res, err := st.ScanDue(0, 1_000_000, 10)
+		if err != nil || len(res.Rows) != 1 || res.Rows[0].Checkable != want {
+			t.Fatalf("%s: ScanDue %+v (%v), want Checkable %v", step, res.Rows, err, want)
+		}
+		p, err := st.BeginPass(1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		var seen []store.Row
+		if err := p.IterateDue(0, 64, func(rows []store.DueRow) error {
+			for _, r := range rows {
+				seen = append(seen, r.Row)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 || seen[0].Checkable != want {
+			t.Fatalf("%s: a pass read %+v, want Checkable %v", step, seen, want)
+		}
+	}
+	withTarget := func(due int64, etag, lastModified string) store.Write {
+		tg := sampleTarget()
+		tg.Fresh.ETag, tg.Fresh.LastModified = etag, lastModified
+		return store.Write{Schedule: mustSchedule(t, string(k), due, false, 0, store.Lanes{}), Target: &tg}
+	}
+
+	mustWrite(t, st, withTarget(100, "", ""))
+	check("a target without validators", false)
+	mustWrite(t, st, withTarget(200, `"v1"`, ""))
+	check("a target with an ETag", true)
+	mustWrite(t, st, put(t, string(k), 300))
+	check("a write without a target after it", true)
+	if _, err := st.Modify([]store.Change{{Key: k, MinDueMs: 400, Decide: func(cur store.Current) (store.Write, bool, error) {
+		w, err := reschedule(k, 400, cur)
+		return w, true, err
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("a change without a target", true)
+	if _, err := st.Modify([]store.Change{{Key: k, MinDueMs: 500, Decide: func(cur store.Current) (store.Write, bool, error) {
+		w, err := reschedule(k, 500, cur)
+		tg := cur.Target
+		tg.Fresh.ETag = ""
+		w.Target = &tg
+		return w, true, err
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("a change whose target lost its ETag", false)
+	mustWrite(t, st, withTarget(600, "", "Tue, 01 Dec 2026 10:00:00 GMT"))
+	check("a target with a Last-Modified only", true)
+}

@@ -48,6 +48,7 @@ var tests = []test{
 	{"FunnelRejectsUnsetSchedule", testFunnelRejectsUnsetSchedule},
 	{"FunnelPutRescheduleDelete", testFunnelPutRescheduleDelete},
 	{"FunnelWriteCarriesTargetAndPage", testFunnelWriteCarriesTargetAndPage},
+	{"FunnelMirrorsWhetherTheOriginSentValidators", testFunnelMirrorsWhetherTheOriginSentValidators},
 	{"FunnelSameKeyArrivalOrder", testFunnelSameKeyArrivalOrder},
 	{"FunnelConcurrentWriters", testFunnelConcurrentWriters},
 	{"FunnelRefusesImplausibleDue", testFunnelRefusesImplausibleDue},
