@@ -125,13 +125,28 @@ func TestRefileIfAbsentKeepsNewerRow(t *testing.T) {
 	}
 }
 
+// Schedule rows, projections and class entries stay in the LSM tree at any threshold Validate
+// takes: the sweep reads them by the million and must never touch the value log.
+func TestValueThresholdKeepsRowsInline(t *testing.T) {
+	for name, n := range map[string]int{"row": store.RowLen, "projection": store.ProjectionLen} {
+		if n >= minValueThreshold {
+			t.Errorf("a %s is up to %d bytes: at the least ValueThreshold (%d) it would go to the value log", name, n, minValueThreshold)
+		}
+	}
+	o := (&Options{ValueThreshold: minValueThreshold - 1}).EnsureDefaults()
+	if err := o.Validate(); err == nil {
+		t.Errorf("ValueThreshold %d validated", o.ValueThreshold)
+	}
+}
+
 func TestOptions(t *testing.T) {
 	var o Options
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if o.MemTableSize != 8<<20 || o.NumMemtables != 3 || o.Compression != CompressionNone || o.Floor == nil {
+	if o.MemTableSize != 8<<20 || o.NumMemtables != 3 || o.Compression != CompressionNone || o.Floor == nil ||
+		o.ValueThreshold != minValueThreshold {
 		t.Fatalf("defaults: %+v", o)
 	}
 	for _, bad := range []func(*Options){

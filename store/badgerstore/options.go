@@ -87,8 +87,12 @@ type Options struct {
 	// Compression selects block compression (default CompressionNone).
 	Compression Compression
 	// ValueThreshold is the value size at and above which Badger moves a value into the
-	// value log instead of the LSM tree (default 1 KiB). Schedule rows, projections and
-	// targets stay inline, so scans never touch the value log; page bodies go to it.
+	// value log instead of the LSM tree (default 64 B, the least Validate takes). Schedule
+	// rows and projections (at most store.RowLen bytes) stay inline, so the sweep's scans
+	// never touch the value log; targets and pages go to it. Every result rewrites its
+	// target and page: inline, each rewrite is copied again at every level compaction takes
+	// it through, which was half of worker 0's CPU at a million rows; in the value log it is
+	// written once and rewritten only by GC, when its file is mostly dead.
 	ValueThreshold int64
 	// ValueLogFileSize is the size of one value-log file (default 256 MiB). GC rewrites one
 	// file at a time, so smaller files reclaim space in smaller steps.
@@ -135,6 +139,10 @@ type Options struct {
 	TestSignals store.TestSignals
 }
 
+// minValueThreshold is the least ValueThreshold: above the longest schedule row and
+// projection, so that they always stay inline (TestValueThresholdKeepsRowsInline).
+const minValueThreshold = 64
+
 // EnsureDefaults fills every zero field with its default and returns o.
 func (o *Options) EnsureDefaults() *Options {
 	if o.MemTableSize == 0 {
@@ -162,7 +170,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Compression = CompressionNone
 	}
 	if o.ValueThreshold == 0 {
-		o.ValueThreshold = 1 << 10
+		o.ValueThreshold = minValueThreshold
 	}
 	if o.ValueLogFileSize == 0 {
 		o.ValueLogFileSize = 256 << 20
@@ -209,8 +217,8 @@ func (o *Options) Validate() error {
 		return bad("compressed tables need a block cache")
 	case o.NumCompactors < 2:
 		return bad("NumCompactors %d below 2 (Badger's minimum)", o.NumCompactors)
-	case o.ValueThreshold < 64 || o.ValueThreshold >= (15*o.MemTableSize)/100:
-		return bad("ValueThreshold %d outside [64, 15%% of MemTableSize)", o.ValueThreshold)
+	case o.ValueThreshold < minValueThreshold || o.ValueThreshold >= (15*o.MemTableSize)/100:
+		return bad("ValueThreshold %d outside [%d, 15%% of MemTableSize)", o.ValueThreshold, minValueThreshold)
 	case o.ValueLogFileSize < 1<<20 || o.ValueLogFileSize >= 2<<30:
 		return bad("ValueLogFileSize %d outside [1 MiB, 2 GiB)", o.ValueLogFileSize)
 	case o.MaxBatchWrites < 1 || o.QueueLen < 1:
