@@ -259,8 +259,8 @@ func projectionCorruption(b []byte) error {
 }
 
 // Flags returns the projection's flags byte as the codec draws it (submitted, urgent,
-// neverRendered, failing, checkable in bits 0-4): a backend that keeps the projection in columns stores
-// it as this number.
+// neverRendered, failing, checkable in bits 0-4): a backend that keeps the projection in
+// columns stores it as this number.
 func (p Projection) Flags() byte { return p.flags() }
 
 // ProjectionOf rebuilds a projection from its flags byte and intervals (rankIntervalMs 0:
