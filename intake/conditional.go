@@ -24,7 +24,7 @@ import (
 func conditionalAllowed(set *Settings, t *store.Target, now int64) bool {
 	f := &t.Fresh
 	fr := &set.Freshness
-	return (f.ETag != "" || f.LastModified != "") && f.Digest != 0 && f.DigestAtMs > 0 &&
+	return t.HasValidators() && f.Digest != 0 && f.DigestAtMs > 0 &&
 		int64(f.Conditional)+1 < int64(fr.ConditionalEvery) &&
 		t.LastRender.AtMs > 0 && now-t.LastRender.AtMs < fr.ConditionalMaxAge.Milliseconds()
 }
