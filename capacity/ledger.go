@@ -37,7 +37,7 @@
 // On a cluster of nodes on PostgreSQL (SetShards) each node's ledger knows every row's shard
 // and its Demand counts only the shards the node holds, so the nodes' demands add up to the
 // farm's with every shard counted once; its recount reads only those shards (ShardedSource),
-// one statement a shard with the targets joined. Farm sums the figures the nodes publish with
+// in one statement with the targets joined. Farm sums the figures the nodes publish with
 // their heartbeats (Service.Figures) and projects the sum.
 //
 // Known limits: a row written through another node is counted by its shard's owner when the

@@ -24,8 +24,8 @@ type Source interface {
 
 // ShardedSource is a store whose rows are divided into shards the nodes of a cluster hold
 // (store/pgstore). A recount from it reads only the shards the node holds, each row with its
-// target in the same statement, in one statement per shard: over the cluster every shard is
-// read once per recount, by its owner, and never a statement per row.
+// target, in one statement: over the cluster every shard is read once per recount, by its
+// owner, and never a statement per shard or per row.
 type ShardedSource interface {
 	Source
 	// ForEachOwnedRow calls fn with every schedule row of the shards the node holds and the

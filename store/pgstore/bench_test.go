@@ -105,3 +105,79 @@ func BenchmarkSweepPass(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 	})
 }
+
+// perShardRowsSQL is how the recount once read the store: one statement per shard, each an index
+// probe of the targets per row. BenchmarkRecountRead measures it beside ForEachOwnedRow.
+const perShardRowsSQL = `SELECT s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms, t.value
+	FROM freshq_schedule s LEFT JOIN freshq_target t ON t.cache_key = s.cache_key
+	WHERE s.shard = $1`
+
+// BenchmarkRecountRead is the capacity recount's read of every row and its target
+// (ForEachOwnedRow) beside the statement-per-shard read it replaced, on the same database in one
+// run: FRESHQ_BENCH_RECOUNT_ROWS rows (default 200,000), each with a target. ns/row is per row.
+func BenchmarkRecountRead(b *testing.B) {
+	n := 200_000
+	if v, err := strconv.Atoi(os.Getenv("FRESHQ_BENCH_RECOUNT_ROWS")); err == nil && v > 0 {
+		n = v
+	}
+	st, dsn := loadDue(b, n)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.CopyFrom(ctx, pgx.Identifier{"freshq_target"}, []string{"cache_key", "value"},
+		pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			url := fmt.Sprintf("https://www.example-shop.com/catalog/p/%08d", i)
+			v, err := store.Target{URL: url, Device: "desktop", Source: store.SourceSitemap, Route: "product",
+				StoredIntervalMs: 3_600_000, LastRender: store.RenderSummary{Status: 200, AtMs: 999_000, Bytes: 30_000}}.MarshalBinary()
+			return []any{[]byte("desktop|" + url), v}, err
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE freshq_target`); err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("one-statement", func(b *testing.B) {
+		for b.Loop() {
+			rows, withTarget := 0, 0
+			_, err := st.ForEachOwnedRow(ctx, func(_ []byte, _ store.Row, tgt *store.Target) error {
+				rows++
+				if tgt != nil {
+					withTarget++
+				}
+				return nil
+			})
+			if err != nil || rows != n || withTarget != n {
+				b.Fatalf("%d rows, %d with a target, want %d: %v", rows, withTarget, n, err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+	})
+	b.Run("statement-per-shard", func(b *testing.B) {
+		for b.Loop() {
+			rows := 0
+			for sh := range int32(st.Shards()) {
+				rs, err := conn.Query(ctx, perShardRowsSQL, sh)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rs.Next() {
+					_ = rs.RawValues()
+					rows++
+				}
+				rs.Close()
+				if rs.Err() != nil {
+					b.Fatal(rs.Err())
+				}
+			}
+			if rows != n {
+				b.Fatalf("%d rows, want %d", rows, n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+	})
+}
