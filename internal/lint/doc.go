@@ -19,4 +19,8 @@
 //
 // A new import is a decision about the architecture: it changes the table, and the generated
 // list in docs/ARCHITECTURE.md with it (go test ./internal/lint/ -rewrite).
+//
+// One rule is about a generated document: docs/BENCHMARKS.md ends with the sections measured by
+// hand (scripts/bench/by-hand), as scripts/bench.sh copies them, so a figure edited into the
+// document alone cannot be lost at the next `make bench` (benchmarks_test.go).
 package lint
