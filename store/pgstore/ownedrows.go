@@ -19,10 +19,10 @@ const ownedRowsSQL = `SELECT s.cache_key, s.due_at_ms, s.flags, s.effective_inte
 	FROM freshq_schedule s LEFT JOIN freshq_target t ON t.cache_key = s.cache_key
 	WHERE s.shard = ANY($1::int[])`
 
-// ownedRowsMode sends ownedRowsSQL as an unnamed statement, which PostgreSQL plans with the
-// values bound: whether a hash join or index probes is cheaper depends on how many rows the
-// shards hold.
-const ownedRowsMode = pgx.QueryExecModeExec
+// ownedRowsMode sends ownedRowsSQL as an unnamed statement (its description cached, its rows in
+// binary), which PostgreSQL plans with the values bound: whether a hash join or index probes is
+// cheaper depends on how many rows the shards hold.
+const ownedRowsMode = pgx.QueryExecModeCacheDescribe
 
 // ForEachOwnedRow calls fn with every schedule row of the shards the node holds (every shard
 // outside a cluster) and the row's target, nil when it has none, and returns those shards: the
