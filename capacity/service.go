@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -147,7 +146,7 @@ func (s *Service) tune(pol *policy.Policy, fs FreshSettings, pages []FreshPage) 
 		return
 	}
 	f.perSecond = t.PerSecond
-	f.Cell.Store(&freshness.Tuning{Nu: t.Nu, Stretch: t.Stretch})
+	f.Cell.Store(&t.Tuning) // ν, the stretch and the routes' pooled change rates
 	s.Log.Info().Float64("nu", t.Nu).Float64("capacity_per_second", t.PerSecond).Bool("saturated", t.Saturated).
 		Int("pages", len(pages)).Msg("freshness tuned")
 }
