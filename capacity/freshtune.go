@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"math"
 
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/store"
@@ -25,19 +26,31 @@ import (
 const FreshProbe = 1.25
 
 // FreshPage is one row as the threshold sees it: its route, its estimated change and request
-// rates (per hour), its cadence and its floor, and its own observations (History), which the
-// tuning pools per route into the prior of the route's pages.
+// rates (per hour), its cadence, the interval its ceiling stretches (CeilingBaseMs: its
+// route's interval, intake's FreshParts; 0 is its cadence) and its floor, and its own
+// observations (History), which the tuning pools per route into the prior of the route's pages.
 type FreshPage struct {
 	Route         string
 	Lambda, Mu    float64
 	CadenceMs     int64
+	CeilingBaseMs int64
 	MinIntervalMs int64
 	History       freshness.History
 }
 
+// ceilingMs is the page's ceiling at stretch: its ceiling base (else its cadence) times it.
+func (pg *FreshPage) ceilingMs(stretch float64) float64 {
+	base := pg.CeilingBaseMs
+	if base <= 0 {
+		base = pg.CadenceMs
+	}
+	return float64(base) * stretch
+}
+
 // FreshInput is what a tuning reads: the ledger's demand, the meter's capacity, the
 // submitted boost, the due rows now (Backlog) and the sweep interval, the capacity the
-// previous tuning planned with (0: none), and every row's page.
+// previous tuning planned with (0: none), the stretch it filed (PrevStretch, nil: none) and
+// when (PrevAtMs), now (NowMs), and every row's page.
 type FreshInput struct {
 	Demand        Demand
 	Measured      Capacity
@@ -45,14 +58,18 @@ type FreshInput struct {
 	Backlog       uint64
 	SweepMs       int64
 	PrevPerSecond float64
+	PrevStretch   map[string]float64
+	PrevAtMs      int64
+	NowMs         int64
 	Pages         []FreshPage
 }
 
 // FreshTuning is what the Applier files due times with under queue.policy freshness.
 type FreshTuning struct {
 	// Tuning is the threshold (Nu: a page is due when its marginal value reaches it) and per
-	// route the ceiling ÷ a row's cadence (Stretch: 1 while capacity suffices, the longest age ÷
-	// cadence ready is projected to leave the route's pages under scarcity).
+	// route the ceiling ÷ its route's interval (Stretch: 1 while capacity suffices, the longest
+	// age ÷ cadence ready is projected to leave the route's pages under scarcity, smoothed over
+	// tunings: SmoothStretch).
 	freshness.Tuning
 	// PerSecond is the capacity planned with (renders per second); Saturated whether the due
 	// rows outgrew what the node renders in a sweep interval, so that the meter's measure is
@@ -61,10 +78,10 @@ type FreshTuning struct {
 	Saturated bool
 }
 
-// StretchOf is the ceiling's multiple of the cadence for rows of route when the route's age ÷
-// cadence under ready is projected at ageOverCadence: that, at least 1. A route's interval
-// stays the maximum time between two renders whenever ready would keep it, and otherwise no
-// row waits longer than under ready.
+// StretchOf is the ceiling's multiple of the route's interval for rows of route when the
+// route's age ÷ cadence under ready is projected at ageOverCadence: that, at least 1. A
+// route's interval stays the maximum time between two renders whenever ready would keep it,
+// and otherwise no row waits longer than under ready.
 func StretchOf(ageOverCadence float64) float64 {
 	if !(ageOverCadence > 1) { // NaN too
 		return 1
@@ -72,9 +89,41 @@ func StretchOf(ageOverCadence float64) float64 {
 	return min(ageOverCadence, MaxStretch)
 }
 
-// MaxStretch bounds the ceiling at this many cadences. A projection beyond it reads a meter
-// that measured next to nothing (a farm stopped, a node just started): ready would then
-// render nothing at all, and a due time that far out would outlast the farm's return.
+// StretchTauMs is the time constant with which the ceilings follow the projected stretch
+// (SmoothStretch). The projection reads the capacity of the meter's last window (or, on a node
+// not saturated, the previous plan raised by FreshProbe), which near full capacity moves from
+// one tuning to the next around the demand; taken raw, each tuning files its rows' ceilings
+// longer or shorter than the last's, and the rows filed short fall due together. 80 hours is a
+// few of the longest intervals the ceilings stretch (24 to 48 hours): long enough to follow
+// the capacity rather than its windows, short enough to follow a lasting change within a few
+// days. On the simulator's standard mix at full capacity, against the oracle: +4.5 % stale
+// requests raw, +1.5 % at 40 hours, +0.3 % at 80, +0.7 % at 160 (with the ceilings at the
+// routes' intervals and retries ranked ahead; the smoothing alone took +19.2 % to +11.7 %).
+const StretchTauMs = 80 * 3_600_000
+
+// SmoothStretch is the stretch a tuning files: prev (the last tuning's, elapsedMs ago) moved
+// towards raw (this projection's) by the share 1 − e^{−elapsed/StretchTauMs}, per route. A
+// route prev lacks takes raw as it is (as does every route of the first tuning); a route raw
+// lacks (its demand gone) is dropped. Every value stays within [1, MaxStretch] when raw's and
+// prev's are. The result is a new map; neither argument is changed.
+func SmoothStretch(prev, raw map[string]float64, elapsedMs int64) map[string]float64 {
+	keep := math.Exp(-float64(max(elapsedMs, 0)) / StretchTauMs)
+	out := make(map[string]float64, len(raw))
+	for route, r := range raw {
+		p, ok := prev[route]
+		if !ok {
+			out[route] = r
+			continue
+		}
+		out[route] = r + (p-r)*keep
+	}
+	return out
+}
+
+// MaxStretch bounds the stretch: a ceiling is at most this many intervals. A projection
+// beyond it reads a meter that measured next to nothing (a farm stopped, a node just
+// started): ready would then render nothing at all, and a due time that far out would outlast
+// the farm's return.
 const MaxStretch = 16
 
 // TuneFreshness computes the threshold and the ceilings for the capacity in, and each route's
@@ -93,10 +142,11 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 	}
 	t.PerSecond = c.PerSecond
 	p := Project(in.Demand, c, in.Boost, in.Backlog)
-	t.Stretch = make(map[string]float64, len(p.LongestByRoute))
+	raw := make(map[string]float64, len(p.LongestByRoute))
 	for route, age := range p.LongestByRoute {
-		t.Stretch[route] = StretchOf(age)
+		raw[route] = StretchOf(age)
 	}
+	t.Stretch = SmoothStretch(in.PrevStretch, raw, in.NowMs-in.PrevAtMs)
 	pooled := map[string]*freshness.History{}
 	pages := make([]freshness.Page, len(in.Pages))
 	for i, pg := range in.Pages {
@@ -106,7 +156,7 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 			pooled[pg.Route] = h
 		}
 		h.Pool(pg.History)
-		ceil := float64(pg.CadenceMs) * t.StretchFor(pg.Route)
+		ceil := pg.ceilingMs(t.StretchFor(pg.Route))
 		pages[i] = freshness.Page{Lambda: pg.Lambda, Mu: pg.Mu}
 		if ceil > 0 {
 			pages[i].MinPerHour = 3_600_000 / ceil
@@ -143,7 +193,11 @@ type FreshTuner struct {
 	// Cell receives every tuning.
 	Cell *freshness.TuningCell
 
-	perSecond float64 // what the last tuning planned with; under the Service's mu
+	// What the last tuning planned with, filed and when (FreshInput's Prev fields), under the
+	// Service's mu. Kept in memory only: a restarted worker 0 starts from the projection.
+	perSecond float64
+	stretch   map[string]float64
+	tunedAtMs int64
 }
 
 // tapPages returns src with every row it hands the recount's read, and the row's target, also

@@ -43,7 +43,8 @@ func TestServiceTunesFreshness(t *testing.T) {
 			return FreshSettings{On: on, SweepMs: cfg.Queue.Ready.SweepInterval.Ms()}
 		}, Page: func(key []byte, _ store.Row, _ *store.Target, _ int64) (FreshPage, bool) {
 			seen[string(key)] = true
-			return FreshPage{Route: "catalog", Lambda: 0.1, Mu: 1, CadenceMs: 24 * hourMs, MinIntervalMs: 90 * 60_000}, true
+			return FreshPage{Route: "catalog", Lambda: 0.1, Mu: 1, CadenceMs: 24 * hourMs, MinIntervalMs: 90 * 60_000,
+				History: freshness.History{Changed: 1, ChangedHours: 24, UnchangedHours: 24}}, true
 		}}
 		s.Recount()
 		if cell.Load() != nil {
@@ -65,6 +66,10 @@ func TestServiceTunesFreshness(t *testing.T) {
 		}
 		if !(tu.Nu >= 0) || tu.StretchFor("catalog") != 1 {
 			t.Fatalf("freshness: ν %v and catalog's ceiling %v× with capacity to spare", tu.Nu, tu.StretchFor("catalog"))
+		}
+		// The Applier's prior reads the route's pooled change rate from the published tuning.
+		if r, ok := tu.RouteRateFor("catalog"); !ok || !(r > 0) {
+			t.Fatalf("freshness: the published tuning has no pooled change rate for catalog (%v, %v): %+v", r, ok, tu)
 		}
 	}
 }

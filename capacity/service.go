@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
@@ -142,12 +141,13 @@ func (s *Service) tune(pol *policy.Policy, fs FreshSettings, pages []FreshPage) 
 	s.mu.Lock() // Recount may be called beside the periodic one
 	defer s.mu.Unlock()
 	t, ok := TuneFreshness(FreshInput{Demand: s.Ledger.Demand(), Measured: s.Meter.Rate(now), Boost: pol.Boost(),
-		Backlog: backlog, SweepMs: fs.SweepMs, PrevPerSecond: f.perSecond, Pages: pages})
+		Backlog: backlog, SweepMs: fs.SweepMs, PrevPerSecond: f.perSecond, PrevStretch: f.stretch, PrevAtMs: f.tunedAtMs,
+		NowMs: now, Pages: pages})
 	if !ok {
 		return
 	}
-	f.perSecond = t.PerSecond
-	f.Cell.Store(&freshness.Tuning{Nu: t.Nu, Stretch: t.Stretch})
+	f.perSecond, f.stretch, f.tunedAtMs = t.PerSecond, t.Stretch, now
+	f.Cell.Store(&t.Tuning) // ν, the stretch and the routes' pooled change rates
 	s.Log.Info().Float64("nu", t.Nu).Float64("capacity_per_second", t.PerSecond).Bool("saturated", t.Saturated).
 		Int("pages", len(pages)).Msg("freshness tuned")
 }

@@ -85,7 +85,7 @@ func TestGoldenTune(t *testing.T) {
 		}
 		slices.Sort(routes)
 		for _, r := range routes {
-			fmt.Fprintf(&out, "route %s: ceiling %.4f× the cadence\n", r, tu.StretchFor(r))
+			fmt.Fprintf(&out, "route %s: ceiling %.4f× the interval\n", r, tu.StretchFor(r))
 		}
 		pooled := slices.Sorted(maps.Keys(tu.RouteRate))
 		for _, r := range pooled {

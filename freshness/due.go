@@ -133,3 +133,27 @@ func RankInterval(lambda, mu, nu float64, crossMs, intervalMs, maxMs int64) int6
 // maxRankMs bounds RankInterval well inside int64 (a saturated page's slope is next to 0):
 // about a century; the policy clamps it to its usable cadences anyway.
 const maxRankMs = 100 * 365 * 24 * 3_600_000
+
+// RetryRankMs is the rank interval of a retry (RetryRank): the shortest the policy keeps
+// (policy.MinCadence). Late by a minute past its backoff, a retry ranks as a row filed at its
+// ceiling ranks late by its whole ceiling, so the next sweep publishes it ahead of the rows
+// ranked by value.
+const RetryRankMs = 60_000
+
+// RetryRank is the rank interval production's freshness files with a failed attempt's retry
+// (0: none, the row ranks by its cadence as under ready). A transient failure of a page that
+// rendered before is retried after its backoff, but the page has already waited for its grant
+// once, at its crossing or its ceiling: ranked by lateness ÷ cadence from its backoff, it
+// would wait a second time behind the rows ranked by value, and its interval between two
+// successful renders grow past what ready leaves (the simulator's product route: 1.61× its
+// interval against ready's 1.45×). Ranked by RetryRankMs it is published at the first sweep
+// after its backoff. The retries are few (a transient failure's share of the attempts), so
+// the rows ranked by value lose little. A page never rendered, or one failing for a cause
+// other than a transient one (gone, noindex, blocked: its backoff or its seal decide), ranks
+// as under ready.
+func RetryRank(transient, neverRendered bool) int64 {
+	if !transient || neverRendered {
+		return 0
+	}
+	return RetryRankMs
+}

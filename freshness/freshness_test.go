@@ -364,3 +364,16 @@ func TestDueAfterLead(t *testing.T) {
 		t.Errorf("a page crossing ν: (%d, %d) without a lead, (%d, %d) with one; want equal crossings", c0, iv0, c1, iv1)
 	}
 }
+
+// A retry ranks by RetryRankMs only after a transient failure of a page rendered before;
+// otherwise it files none (0: it ranks by its cadence, as under ready).
+func TestRetryRank(t *testing.T) {
+	for _, c := range []struct {
+		transient, never bool
+		want             int64
+	}{{true, false, RetryRankMs}, {true, true, 0}, {false, false, 0}, {false, true, 0}} {
+		if got := RetryRank(c.transient, c.never); got != c.want {
+			t.Errorf("transient %v, never rendered %v: %d, want %d", c.transient, c.never, got, c.want)
+		}
+	}
+}

@@ -4,7 +4,8 @@ import "sync/atomic"
 
 // Tuning is what production files due times with under queue.policy freshness when the
 // threshold follows capacity: the threshold Nu; per route ("" for rows no route matches) the
-// ceiling as a multiple of a row's cadence (Stretch; 1 for a route it does not name); and per
+// ceiling as a multiple of the route's interval (a row's cadence when no route matches it;
+// Stretch; 1 for a route it does not name); and per
 // route the change rate its pages' histories pooled estimate (RouteRate), the prior of a page
 // whose own history is short. Worker 0 computes it at the capacity recount
 // (capacity.TuneFreshness) and the Applier reads it for every success; a Tuning is never
@@ -37,7 +38,7 @@ func (t *Tuning) PriorRateFor(route string, cadenceMs int64) float64 {
 	return 3_600_000 / float64(max(cadenceMs, 1))
 }
 
-// StretchFor is route's ceiling ÷ cadence: at least 1.
+// StretchFor is route's ceiling ÷ its interval: at least 1.
 func (t *Tuning) StretchFor(route string) float64 {
 	if s, ok := t.Stretch[route]; ok && s > 1 {
 		return s

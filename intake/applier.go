@@ -463,11 +463,16 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
-	var fp FreshParts // zero (no rank interval) unless freshness files the due time
-	if d.Class == policy.ClassSuccess && set.Freshness.On {
+	var fp FreshParts // zero (no rank interval) unless freshness files the due time or ranks a retry
+	switch {
+	case !set.Freshness.On:
+	case d.Class == policy.ClassSuccess:
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
 		fp = freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
 		d.DueAtMs = now + fp.IntervalMs
+	default:
+		// A retry after its backoff, ranked so that it does not wait for a grant twice.
+		fp.RankIntervalMs = freshness.RetryRank(d.Class == policy.ClassTransient, d.NeverRendered)
 	}
 
 	sch, err := fp.schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,

@@ -36,9 +36,12 @@ type FreshParts struct {
 	RequestsPerHour float64 // μ̂: the decayed request rate, or the route's prior
 	Threshold       float64 // ν: the tuning's, else freshness.threshold
 	MinIntervalMs   int64   // the route's min_interval (or cadence ÷ 16)
-	MaxIntervalMs   int64   // the ceiling: the cadence, or the tuning's stretch of it
-	CrossMs         int64   // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
-	IntervalMs      int64   // the time from a render to the next due: τ* within the bounds
+	MaxIntervalMs   int64   // the ceiling: CeilingBaseMs, or the tuning's stretch of it
+	// CeilingBaseMs is what the ceiling stretches (ceilingBaseMs): the route's interval, else
+	// the row's cadence.
+	CeilingBaseMs int64
+	CrossMs       int64 // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
+	IntervalMs    int64 // the time from a render to the next due: τ* within the bounds
 	// RankIntervalMs is what the sweep divides the row's lateness by once due
 	// (freshness.RankInterval): ν ÷ h′ at IntervalMs, the ceiling for a row filed there, 0
 	// (its cadence) without a threshold.
@@ -63,12 +66,24 @@ func changePrior(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int6
 	return freshness.PriorAt(rate, cadenceMs, set.Freshness.PriorWeight)
 }
 
-// freshPartsOf decides when a page of key last observed with f is due again, at now. With a
-// tuning (worker 0's, following capacity: capacity.TuneFreshness) its threshold replaces
-// freshness.threshold and the ceiling is the cadence times its route's stretch; without one
-// (nil: none computed yet) the configuration's threshold and the cadence apply.
+// ceilingBaseMs is the interval a row's ceiling stretches: its route's interval
+// (routes[].interval), else its cadence. The route's interval is the guarantee an operator
+// reads; a row's cadence is its demand rung's, shorter for pages in demand, and those are
+// rendered at their crossings anyway: a ceiling at the rung would spend renders on keeping a
+// popular page's rung that its value does not ask for (about 4 % of the capacity on the
+// simulator's catalog). Never below the cadence.
+func ceilingBaseMs(set *Settings, key []byte, cadenceMs int64) int64 {
+	return max(cadenceMs, set.Policy.RouteInterval(key))
+}
+
+// freshPartsOf decides when a page of key last observed with f is due again, at now. The
+// ceiling is the route's interval (ceilingBaseMs); with a tuning (worker 0's, following
+// capacity: capacity.TuneFreshness) its threshold replaces freshness.threshold and the ceiling
+// is stretched by its route's stretch; without one (nil: none computed yet) the
+// configuration's threshold and the route's interval apply.
 func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
-	p := FreshParts{Threshold: set.Freshness.Threshold, MaxIntervalMs: cadenceMs,
+	base := ceilingBaseMs(set, key, cadenceMs)
+	p := FreshParts{Threshold: set.Freshness.Threshold, MaxIntervalMs: base, CeilingBaseMs: base,
 		MinIntervalMs: cadenceMs / set.Freshness.MinIntervalDiv}
 	if rt, ok := set.route(key); ok && rt.MinInterval > 0 {
 		p.MinIntervalMs = min(rt.MinInterval.Milliseconds(), cadenceMs)
@@ -76,7 +91,7 @@ func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int
 	if tu != nil {
 		route, _ := set.Policy.RouteOf(key)
 		p.Threshold = tu.Nu
-		p.MaxIntervalMs = min(int64(float64(cadenceMs)*tu.StretchFor(route)), policy.MaxCadence.Milliseconds())
+		p.MaxIntervalMs = min(int64(float64(base)*tu.StretchFor(route)), policy.MaxCadence.Milliseconds())
 	}
 	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, tu, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(set, key, f, now)

@@ -262,3 +262,71 @@ routes:
 		}
 	}
 }
+
+// A row's ceiling stretches its route's interval, not its own cadence (a demand rung's,
+// shorter for a page in demand): without a tuning the ceiling is the interval, with one the
+// interval times the route's stretch. A key no route matches stretches its cadence.
+func TestCeilingIsTheRoutesInterval(t *testing.T) {
+	const yaml = `
+queue: {policy: freshness}
+routes:
+  - {name: shop, match: prefix, path: /shop/, interval: 24h}
+`
+	e := qtest.New(t, yaml, start, shm.Options{})
+	set := qtest.Settings(e, IntakeSettingsOf)()
+	tu := &freshness.Tuning{Nu: 1, Stretch: map[string]float64{"shop": 1.5, "": 2}}
+	for _, c := range []struct {
+		key       string
+		cadenceMs int64
+		tu        *freshness.Tuning
+		want      int64
+	}{
+		{"desktop|https://a.test/shop/1", 6 * hour, nil, 24 * hour},
+		{"desktop|https://a.test/shop/1", 6 * hour, tu, 36 * hour},
+		{"desktop|https://a.test/shop/1", 24 * hour, tu, 36 * hour},
+		{"desktop|https://a.test/other/1", 6 * hour, nil, 6 * hour},
+		{"desktop|https://a.test/other/1", 6 * hour, tu, 12 * hour},
+	} {
+		p := freshPartsOf(set, c.tu, []byte(c.key), c.cadenceMs, &store.Freshness{}, start)
+		if p.MaxIntervalMs != c.want {
+			t.Errorf("%s at cadence %d h, tuning %v: ceiling %d ms, want %d", c.key, c.cadenceMs/hour, c.tu != nil, p.MaxIntervalMs, c.want)
+		}
+		if p.MinIntervalMs != c.cadenceMs/16 {
+			t.Errorf("%s at cadence %d h: floor %d ms, want the cadence ÷ 16", c.key, c.cadenceMs/hour, p.MinIntervalMs)
+		}
+	}
+}
+
+// Under queue.policy freshness a transient failure of a page rendered before is filed with
+// its backoff (the policy's) and freshness.RetryRankMs as its rank interval, so that it is
+// published at the first sweep after the backoff rather than waiting for a grant a second
+// time; a never-rendered page's failure, and any failure under ready, file none (the cadence).
+func TestRetryRanksAheadUnderFreshness(t *testing.T) {
+	for _, c := range []struct {
+		yaml  string
+		never bool
+		want  int64
+	}{
+		{freshYAML, false, freshness.RetryRankMs},
+		{freshYAML, true, 0},
+		{"routes: [{name: news, match: prefix, path: /news/, interval: 24h}]", false, 0},
+	} {
+		e := qtest.New(t, c.yaml, start, shm.Options{})
+		const key = "desktop|https://a.test/news/1"
+		e.Put(key, start-hour, false, 0, store.Lanes{NeverRendered: c.never})
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+		if st, err := a.Apply([]wire.Result{{Key: []byte(key), Outcome: "error", Status: 503, Lease: grant(t, e, []byte(key))}}); err != nil || st.Applied != 1 {
+			t.Fatalf("apply: %+v %v", st, err)
+		}
+		row, err := e.Store.GetSchedule([]byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !row.Failing || row.DueAtMs <= start || row.DueAtMs > start+hour {
+			t.Fatalf("%q never %v: failing %v, due %d ms after the attempt: want the backoff", c.yaml[:20], c.never, row.Failing, row.DueAtMs-start)
+		}
+		if row.RankIntervalMs != c.want {
+			t.Errorf("%q never %v: the retry's rank interval %d, want %d", c.yaml[:20], c.never, row.RankIntervalMs, c.want)
+		}
+	}
+}

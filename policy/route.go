@@ -97,6 +97,16 @@ func (p *Policy) matchRoute(cacheKey []byte) int {
 	return -1
 }
 
+// RouteInterval is the route's interval for a cache key (routes[].interval): the longest
+// time between two renders its configuration asks for, which a row's cadence never exceeds
+// (Cadence clamps to it). 0 when the key matches no route or its route sets no interval.
+func (p *Policy) RouteInterval(cacheKey []byte) int64 {
+	if i := p.matchRoute(cacheKey); i >= 0 {
+		return p.routes[i].intervalMs
+	}
+	return 0
+}
+
 // RouteOf names the route a cache key falls under ("" for none) and its stale-while-revalidate
 // window in ms (page.swr_ttl when the key matches no route or the route sets none).
 func (p *Policy) RouteOf(cacheKey []byte) (name string, swrMs int64) {

@@ -75,9 +75,9 @@
 // merge bounds a class by relative lateness, which does not bound a freshness score.
 // DueFreshness is production's queue.policy freshness instead, with no scorer (freshdue.go):
 // due times and rank intervals filed as the Applier files them (freshness.DueAfter,
-// freshness.RankInterval), the threshold and ceilings tuned as worker 0 tunes them
-// (capacity.TuneFreshness, from a capacity.Meter the run's completions feed), the sweep's
-// ranking by lateness ÷ rank interval and its class merge.
+// freshness.RankInterval, freshness.RetryRank), the threshold and ceilings tuned as worker 0
+// tunes them (capacity.TuneFreshness, from a capacity.Meter the run's completions feed), the
+// sweep's ranking by lateness ÷ rank interval and its class merge.
 // RunFreshness and RunFreshnessMixes are the comparison `make sim-freshness` writes
 // (sim/freshreport), its runs sharing one pool of workers; FreshSection is its section of
 // docs/SIMULATION.md, which `make sim` writes after the scheduling report. That report's

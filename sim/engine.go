@@ -699,7 +699,7 @@ func (r *run) complete(j job) error {
 	d := r.pol.Apply(st, j.outcome, now)
 	due, rank := d.DueAtMs, int64(0)
 	if r.tr != nil {
-		due, rank = r.tr.rendered(i, now, d.Class == policy.ClassSuccess, due, d.CadenceMs)
+		due, rank = r.tr.rendered(i, now, &d)
 	}
 	sch, err := store.NewSchedule(r.c.Keys[i], due, r.c.Submitted[i], d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})

@@ -14,7 +14,7 @@ import (
 // ceilings the Applier files due times with.
 type dueState struct {
 	nu float64
-	// stretch is, per route class, the ceiling ÷ the row's cadence (1: the route's interval
+	// stretch is, per route class, the ceiling ÷ the route's interval (1: the route's interval
 	// is the maximum).
 	stretch []float64
 	// priorWeight is freshness.prior_weight.
@@ -31,6 +31,10 @@ type dueState struct {
 	perSecond float64
 	tunedAtMs int64
 	tunings   int
+	// filed is the stretch the last complete tuning filed, at filedAtMs (capacity.FreshTuner's
+	// state: FreshInput's PrevStretch and PrevAtMs); nil before the first.
+	filed     map[string]float64
+	filedAtMs int64
 	pages     []capacity.FreshPage
 	pageOf    []int // pages[j] is corpus page pageOf[j]
 }
@@ -95,16 +99,18 @@ func (tr *truthRun) tune(nowMs int64) {
 		pg := &d.pages[j]
 		pg.Lambda, pg.Mu = tr.estimates(i, cad, nowMs)
 		pg.CadenceMs, pg.MinIntervalMs = cad, cad/config.MinIntervalDivisor
+		pg.CeilingBaseMs = tr.ceilingBaseMs(i, cad)
 		pg.History = tr.hist[i]
 	}
 	t, ok := capacity.TuneFreshness(capacity.FreshInput{Demand: d.demand, Measured: d.meter.Rate(nowMs),
 		Boost: r.cfg.Queue.Ready.SubmittedBoost, Backlog: backlog, SweepMs: r.cfg.Queue.Ready.SweepInterval.Ms(),
-		PrevPerSecond: d.perSecond, Pages: d.pages})
+		PrevPerSecond: d.perSecond, PrevStretch: d.filed, PrevAtMs: d.filedAtMs, NowMs: nowMs, Pages: d.pages})
 	if !ok {
 		return
 	}
 	d.tunings++
 	d.nu, d.perSecond = t.Nu, t.PerSecond
+	d.filed, d.filedAtMs = t.Stretch, nowMs
 	for k, cl := range r.c.Mix.Classes {
 		d.stretch[k] = t.StretchFor(cl.Name)
 	}
@@ -113,10 +119,16 @@ func (tr *truthRun) tune(nowMs int64) {
 
 // bounds are page i's floor and ceiling at cadence cadenceMs, as production sets them: the
 // floor its cadence ÷ config.MinIntervalDivisor (the simulator's routes set no min_interval),
-// the ceiling the cadence times its route's stretch.
+// the ceiling its route's interval (ceilingBaseMs) times its route's stretch.
 func (tr *truthRun) bounds(i int, cadenceMs int64) (minMs, maxMs int64) {
 	k := tr.r.c.Class[i]
-	return cadenceMs / config.MinIntervalDivisor, int64(float64(cadenceMs) * max(1, tr.due.stretch[k]))
+	return cadenceMs / config.MinIntervalDivisor, int64(float64(tr.ceilingBaseMs(i, cadenceMs)) * max(1, tr.due.stretch[k]))
+}
+
+// ceilingBaseMs is what page i's ceiling stretches, as intake's ceilingBaseMs: its route's
+// interval, never below its cadence.
+func (tr *truthRun) ceilingBaseMs(i int, cadenceMs int64) int64 {
+	return max(cadenceMs, tr.intervalMs[tr.r.c.Class[i]])
 }
 
 // estimates are page i's λ̂ and μ̂ at nowMs as production reads them: the estimator under the

@@ -252,14 +252,22 @@ func (tr *truthRun) tauMs() int64 {
 	return tr.fo.RequestTau.Milliseconds()
 }
 
-// rendered records a completed attempt of page i at nowMs and returns the due time to file
-// and its rank interval (0: none, the cadence): the policy's due time; for the freshness
-// scorings after a success, the floor from now (every row past its floor is a candidate; the
-// score decides); for production's freshness after a success, the crossing within the bounds
-// and its rank interval (dueAfter).
-func (tr *truthRun) rendered(i int, nowMs int64, success bool, dueMs, cadenceMs int64) (int64, int64) {
+// rendered records a completed attempt of page i at nowMs, decided d, and returns the due time
+// to file and its rank interval (0: none, the cadence): the policy's due time; for the
+// freshness scorings after a success, the floor from now (every row past its floor is a
+// candidate; the score decides); for production's freshness after a success, the crossing
+// within the bounds and its rank interval (dueAfter), and after a failure the policy's retry
+// with the rank interval the Applier files with it (freshness.RetryRank).
+func (tr *truthRun) rendered(i int, nowMs int64, d *policy.Decision) (int64, int64) {
 	tr.meter(i, nowMs)
-	if !success || tr.r.c.Fate[i] != FateOK {
+	dueMs, cadenceMs := d.DueAtMs, d.CadenceMs
+	if d.Class != policy.ClassSuccess {
+		if tr.scoring == DueFreshness {
+			return dueMs, freshness.RetryRank(d.Class == policy.ClassTransient, d.NeverRendered)
+		}
+		return dueMs, 0
+	}
+	if tr.r.c.Fate[i] != FateOK {
 		return dueMs, 0
 	}
 	k := tr.r.c.Class[i]

@@ -382,3 +382,57 @@ func TestProductionFreshnessDeterministic(t *testing.T) {
 		t.Errorf("nothing measured: %d renders, stale %v", first.Renders, first.Fresh.StaleShare)
 	}
 }
+
+// TestProductionFreshnessMirrorsTheApplier: the simulator's freshness files what the Applier
+// files: a page's ceiling is its route's interval (never below its cadence) times its route's
+// stretch, whatever its demand rung (intake's ceilingBaseMs), and a transient failure of a
+// page rendered before is retried with freshness.RetryRank's rank interval, a never-rendered
+// page's with none.
+func TestProductionFreshnessMirrorsTheApplier(t *testing.T) {
+	cfg := config.Default()
+	c, err := Generate(DefaultMix(), 400, 1, 1_800_000_000_000, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTruth(c, StandardTruth(101))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := Options{Config: cfg, Warmup: 48 * time.Hour, Window: 24 * time.Hour,
+		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRun(c, opts, Scenario{Name: "freshness", Mode: policy.ModeLanes, Capacity: 0.5, Score: DueFreshness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := -1 // a page whose cadence is shorter than its route's interval
+	for i := range c.Len() {
+		if c.Fate[i] == FateOK && c.CadenceMs[i] < r.tr.intervalMs[c.Class[i]] {
+			short = i
+			break
+		}
+	}
+	if short < 0 {
+		t.Fatal("no page on a rung shorter than its route's interval")
+	}
+	k := c.Class[short]
+	r.tr.due.stretch[k] = 1.5
+	if _, maxMs := r.tr.bounds(short, c.CadenceMs[short]); maxMs != r.tr.intervalMs[k]*3/2 {
+		t.Errorf("page at cadence %d ms on a route of %d: ceiling %d, want 1.5× the route's interval", c.CadenceMs[short], r.tr.intervalMs[k], maxMs)
+	}
+	for _, d := range []struct {
+		dec  policy.Decision
+		want int64
+	}{
+		{policy.Decision{Class: policy.ClassTransient, DueAtMs: 1_800_000_060_000}, freshness.RetryRankMs},
+		{policy.Decision{Class: policy.ClassTransient, DueAtMs: 1_800_000_060_000, NeverRendered: true}, 0},
+		{policy.Decision{Class: policy.ClassGone, DueAtMs: 1_800_000_060_000}, 0},
+	} {
+		due, rank := r.tr.rendered(short, 1_800_000_000_000, &d.dec)
+		if due != d.dec.DueAtMs || rank != d.want {
+			t.Errorf("%+v: due %d rank %d, want the policy's due and rank %d", d.dec, due, rank, d.want)
+		}
+	}
+}

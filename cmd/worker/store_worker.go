@@ -577,6 +577,6 @@ func freshPage(set *intake.Settings, tu *freshness.Tuning, key []byte, row store
 		return capacity.FreshPage{}, false
 	}
 	return capacity.FreshPage{Route: route, Lambda: p.ChangesPerHour, Mu: p.RequestsPerHour, CadenceMs: cadenceMs,
-		MinIntervalMs: p.MinIntervalMs, History: freshness.History{Changed: t.Fresh.Changed,
+		CeilingBaseMs: p.CeilingBaseMs, MinIntervalMs: p.MinIntervalMs, History: freshness.History{Changed: t.Fresh.Changed,
 			ChangedHours: t.Fresh.ChangedHours, UnchangedHours: t.Fresh.UnchangedHours}}, true
 }
