@@ -7,10 +7,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/store"
-
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
 )
 
 // TestSmoothStretchStep: the stretch a tuning files follows a step of the projection with the
