@@ -64,7 +64,8 @@ func socketHTTP(sock string) *http.Client {
 }
 
 func TestIndexClaimAndResultsOverTheSocket(t *testing.T) {
-	e := qtest.New(t, "routes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h}\n", start, shm.Options{})
+	// Under ready a rendered row is due one cadence after its result (asserted below).
+	e := qtest.New(t, "queue: {policy: ready}\nroutes:\n  - {name: catalog, match: prefix, path: /c/, interval: 24h}\n", start, shm.Options{})
 	keys := []string{"desktop|https://a.test/c/1", "desktop|https://a.test/c/2", "desktop|https://a.test/c/3"}
 	for i, k := range keys {
 		e.Put(k, start-int64(3-i)*hour, true, 0, store.Lanes{NeverRendered: true})

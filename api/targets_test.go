@@ -20,7 +20,8 @@ import (
 )
 
 func targetsServer(t *testing.T) (*qtest.Env, *httptest.Server) {
-	e := qtest.New(t, "render: {user_agents: {tablet: \"freshq-tablet/1\"}}\n", start, shm.Options{})
+	// The explanations asserted are ready's (score = lateness ÷ cadence × boost).
+	e := qtest.New(t, "queue: {policy: ready}\nrender: {user_agents: {tablet: \"freshq-tablet/1\"}}\n", start, shm.Options{})
 	mux := http.NewServeMux()
 	(&Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	(&Queue{Seg: e.Seg, Now: e.Now}).Register(mux)

@@ -191,9 +191,9 @@ type Queue struct {
 	// MaxRemoteLeases caps the live leases of one remote renderer (POST /v1/claim), so that
 	// no remote can fill the table and starve the local render workers.
 	MaxRemoteLeases int `yaml:"max_remote_leases"` // max_leases / MaxRemoteLeasesDivisor
-	// Policy is when a rendered page is due again: ready (PolicyReady, the default: one
-	// cadence after its render) or freshness (PolicyFreshness: once a render would prevent
-	// freshness.threshold stale serves, within the route's min_interval and interval).
+	// Policy is when a rendered page is due again: freshness (PolicyFreshness, the default:
+	// once a render would prevent the tuned threshold of stale serves, within the route's
+	// min_interval and its ceiling) or ready (PolicyReady: one cadence after its render).
 	Policy string `yaml:"policy"`
 }
 

@@ -314,7 +314,7 @@ func (c *Config) EnsureDefaults() *Config {
 	fr.PriorWeight = cmp.Or(fr.PriorWeight, FreshnessPriorWeightDefault)
 	fr.ConditionalEvery = cmp.Or(fr.ConditionalEvery, FreshnessConditionalEveryDefault)
 	fr.ConditionalMaxAge = cmp.Or(fr.ConditionalMaxAge, FreshnessConditionalMaxAgeDefault)
-	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyReady)
+	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyFreshness)
 
 	sv := &c.Serve
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)

@@ -60,7 +60,7 @@ func TestApplyFreshnessDue(t *testing.T) {
 	}{
 		{freshYAML, "desktop|https://a.test/news/1", 30 * 60_000, int64(1 / freshness.Slope(newsLambda, 60, 30*60_000) * float64(hour))},
 		{freshYAML, "desktop|https://a.test/archive/1", 24*hour - lead, 24 * hour},
-		{"routes: [{name: news, match: prefix, path: /news/, interval: 24h, requests: 60}]", "desktop|https://a.test/news/1", 24 * hour, 0},
+		{"queue: {policy: ready}\nroutes: [{name: news, match: prefix, path: /news/, interval: 24h, requests: 60}]", "desktop|https://a.test/news/1", 24 * hour, 0},
 	} {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		key := []byte(c.key)
@@ -309,7 +309,7 @@ func TestRetryRanksAheadUnderFreshness(t *testing.T) {
 	}{
 		{freshYAML, false, freshness.RetryRankMs},
 		{freshYAML, true, 0},
-		{"routes: [{name: news, match: prefix, path: /news/, interval: 24h}]", false, 0},
+		{"queue: {policy: ready}\nroutes: [{name: news, match: prefix, path: /news/, interval: 24h}]", false, 0},
 	} {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		const key = "desktop|https://a.test/news/1"

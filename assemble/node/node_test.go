@@ -130,7 +130,7 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 	noZeroField(t, "FreshnessSettings", reflect.ValueOf(in.Freshness), "Normalize")
 	noZeroField(t, "RouteSettings", reflect.ValueOf(in.Routes["home"]), "ServeStale")
 	def := IntakeSettings(config.Default(), n.Policy)
-	if !def.Freshness.Normalize || def.Freshness.On || def.Freshness.Policy != config.PolicyReady {
+	if !def.Freshness.Normalize || !def.Freshness.On || def.Freshness.Policy != config.PolicyFreshness {
 		t.Fatalf("defaults: %+v", def.Freshness)
 	}
 
