@@ -262,14 +262,7 @@ func TestFreshnessKeepsCeiling(t *testing.T) {
 func TestScoredRunsReadWholeDueSet(t *testing.T) {
 	cfg := config.Default()
 	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
-	c, err := Generate(DefaultMix(), 300, 1, 1_800_000_000_000, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewTruth(c, StandardTruth(101))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, tr := truthCorpus(t, 300, cfg)
 	ceiling := make([]float64, len(c.Mix.Classes))
 	for k := range ceiling {
 		ceiling[k] = 3
@@ -351,14 +344,7 @@ func TestFreshSection(t *testing.T) {
 func TestProductionFreshnessDeterministic(t *testing.T) {
 	cfg := config.Default()
 	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
-	c, err := Generate(DefaultMix(), 400, 1, 1_800_000_000_000, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewTruth(c, StandardTruth(101))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, tr := truthCorpus(t, 400, cfg)
 	opts := Options{Config: cfg, Warmup: 48 * time.Hour, Window: 24 * time.Hour,
 		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}
 	sc := Scenario{Name: "freshness", Mode: policy.ModeLanes, Capacity: 0.5, Score: DueFreshness}
@@ -390,14 +376,7 @@ func TestProductionFreshnessDeterministic(t *testing.T) {
 // page's with none.
 func TestProductionFreshnessMirrorsTheApplier(t *testing.T) {
 	cfg := config.Default()
-	c, err := Generate(DefaultMix(), 400, 1, 1_800_000_000_000, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewTruth(c, StandardTruth(101))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, tr := truthCorpus(t, 400, cfg)
 	opts, err := Options{Config: cfg, Warmup: 48 * time.Hour, Window: 24 * time.Hour,
 		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}.WithDefaults()
 	if err != nil {
@@ -435,4 +414,19 @@ func TestProductionFreshnessMirrorsTheApplier(t *testing.T) {
 			t.Errorf("%+v: due %d rank %d, want the policy's due and rank %d", d.dec, due, rank, d.want)
 		}
 	}
+}
+
+// truthCorpus is a corpus of n keys of the default mix with the standard truth (seed 101): the
+// ground truth a freshness run is measured against.
+func truthCorpus(t *testing.T, n int, cfg *config.Config) (*Corpus, *Truth) {
+	t.Helper()
+	c, err := Generate(DefaultMix(), n, 1, 1_800_000_000_000, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTruth(c, StandardTruth(101))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, tr
 }
