@@ -12,9 +12,10 @@ import (
 // ownedRowsSQL is the schedule rows of a set of shards, each with its target's value (NULL
 // without one), in one statement. Over most of the store the planner joins the two tables by
 // hashing one sequential scan into the other; a statement per shard was an index probe of the
-// targets per row instead, about thirty times the database's time at a million rows (a recount
-// read the store for minutes). It is planned for the shards it is given (ownedRowsMode): a plan
-// cached for any shard set would be the probe plan again.
+// targets per row instead, about six times as long at a million rows (BenchmarkRecountRead),
+// and minutes of the database's time a recount in a benchmark of the queue. It is planned for
+// the shards it is given (ownedRowsMode): a plan cached for any shard set would be the probe
+// plan again.
 const ownedRowsSQL = `SELECT s.cache_key, s.due_at_ms, s.flags, s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms, t.value
 	FROM freshq_schedule s LEFT JOIN freshq_target t ON t.cache_key = s.cache_key
 	WHERE s.shard = ANY($1::int[])`
