@@ -34,11 +34,18 @@ func aliasSeeds(f *testing.F) [][]byte {
 	return append(seeds, []byte(once.String()), []byte(lists.String()))
 }
 
+// yamlLines is how many lines YAML reads in data: a line break is a CR LF, a lone CR or a
+// lone LF (YAML 1.2, 5.4), so a file of old-Mac line ends has as many lines as it shows.
+func yamlLines(data []byte) int {
+	crlf := bytes.Count(data, []byte("\r\n"))
+	return bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) - crlf + 1
+}
+
 // FuzzConfigParse feeds arbitrary files to config.Parse, the parse every configuration goes
 // through (start, SIGHUP reload, POST /v1/plan): it never panics, and it refuses a file whose
 // aliases stand for more than config.MaxAliasNodes nodes before decoding it (the seeds would
 // otherwise take gigabytes, or never end). Every refusal wraps config.ErrInvalid, and a line
-// it names is one of the file's.
+// it names is one of the file's, counted as YAML counts them (yamlLines).
 func FuzzConfigParse(f *testing.F) {
 	for _, seed := range aliasSeeds(f) {
 		f.Add(seed)
@@ -55,7 +62,7 @@ func FuzzConfigParse(f *testing.F) {
 		if !errors.Is(err, config.ErrInvalid) {
 			t.Fatalf("%q: %v does not wrap ErrInvalid", data, err)
 		}
-		lines := bytes.Count(data, []byte("\n")) + 1
+		lines := yamlLines(data)
 		var fe *config.FieldError
 		if errors.As(err, &fe) && (fe.Line < 0 || fe.Line > lines) {
 			t.Fatalf("%q: line %d of a %d-line file: %v", data, fe.Line, lines, err)
