@@ -22,14 +22,7 @@ func smallFresh(t testing.TB, keys int, capacity float64, truth func(uint64) Tru
 	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
 	opts := Options{Config: cfg, Warmup: 240 * time.Hour, Window: 96 * time.Hour, ClaimEvery: 5 * time.Second,
 		CoarseSweepEvery: 4 * time.Hour, Settle: 48 * time.Hour}
-	c, err := Generate(DefaultMix(), keys, 1, 1_800_000_000_000, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewTruth(c, truth(101))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, tr := truthCorpus(t, keys, cfg, truth)
 	rows, err := RunFreshness(context.Background(), c, opts, FreshOptions{Truth: tr, MinIntervalDivisor: 16,
 		RequestTau: 72 * time.Hour, PriorWeight: 1}, []float64{capacity}, 2)
 	if err != nil {
@@ -262,7 +255,7 @@ func TestFreshnessKeepsCeiling(t *testing.T) {
 func TestScoredRunsReadWholeDueSet(t *testing.T) {
 	cfg := config.Default()
 	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
-	c, tr := truthCorpus(t, 300, cfg)
+	c, tr := truthCorpus(t, 300, cfg, StandardTruth)
 	ceiling := make([]float64, len(c.Mix.Classes))
 	for k := range ceiling {
 		ceiling[k] = 3
@@ -344,7 +337,7 @@ func TestFreshSection(t *testing.T) {
 func TestProductionFreshnessDeterministic(t *testing.T) {
 	cfg := config.Default()
 	cfg.Queue.Ready.SweepInterval = config.Duration(time.Hour)
-	c, tr := truthCorpus(t, 400, cfg)
+	c, tr := truthCorpus(t, 400, cfg, StandardTruth)
 	opts := Options{Config: cfg, Warmup: 48 * time.Hour, Window: 24 * time.Hour,
 		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}
 	sc := Scenario{Name: "freshness", Mode: policy.ModeLanes, Capacity: 0.5, Score: DueFreshness}
@@ -376,7 +369,7 @@ func TestProductionFreshnessDeterministic(t *testing.T) {
 // page's with none.
 func TestProductionFreshnessMirrorsTheApplier(t *testing.T) {
 	cfg := config.Default()
-	c, tr := truthCorpus(t, 400, cfg)
+	c, tr := truthCorpus(t, 400, cfg, StandardTruth)
 	opts, err := Options{Config: cfg, Warmup: 48 * time.Hour, Window: 24 * time.Hour,
 		Fresh: &FreshOptions{Truth: tr, MinIntervalDivisor: 16, RequestTau: 72 * time.Hour, PriorWeight: 1}}.WithDefaults()
 	if err != nil {
@@ -416,15 +409,15 @@ func TestProductionFreshnessMirrorsTheApplier(t *testing.T) {
 	}
 }
 
-// truthCorpus is a corpus of n keys of the default mix with the standard truth (seed 101): the
-// ground truth a freshness run is measured against.
-func truthCorpus(t *testing.T, n int, cfg *config.Config) (*Corpus, *Truth) {
+// truthCorpus is a corpus of n keys of the default mix with truth's ground truth (seed 101),
+// what a freshness run is measured against.
+func truthCorpus(t testing.TB, n int, cfg *config.Config, truth func(uint64) TruthMix) (*Corpus, *Truth) {
 	t.Helper()
 	c, err := Generate(DefaultMix(), n, 1, 1_800_000_000_000, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := NewTruth(c, StandardTruth(101))
+	tr, err := NewTruth(c, truth(101))
 	if err != nil {
 		t.Fatal(err)
 	}
