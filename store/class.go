@@ -1,9 +1,9 @@
 package store
 
 // The class index, as the contract sees it. A backend may keep, beside the due index, every
-// row's entry a second time under its sweep class (the Badger engine does, given a
-// Classifier); its passes are then ClassPasses, and a sweep reads each class from its head only
-// as far as it needs. A backend without it hands out plain Passes and the sweep iterates.
+// row's entry a second time under its sweep class (both engines do, given a Classifier); its
+// passes are then ClassPasses, and a sweep reads each class from its head only as far as it
+// needs. A backend without it hands out plain Passes and the sweep iterates.
 
 // Classifier names the sweep class of a schedule row. It must be a pure function of the key
 // and the projection, and quick: the funnel calls it for every write, twice for a reschedule

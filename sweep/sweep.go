@@ -5,8 +5,9 @@
 //
 // On a store that keeps the class index for this policy (store.ClassPass, Classifier) the
 // sweep reads only what could enter the set: the class merge of classes.go, whose set is the
-// full iteration's (TestClassMergePublishesTheFullSet). Otherwise — PostgreSQL, the simulator,
-// ModeEDF, or an index built for another configuration — it iterates the whole due set.
+// full iteration's (TestClassMergePublishesTheFullSet). Otherwise — the simulator, ModeEDF, an
+// index built for another configuration, or a PostgreSQL store still holding rows classed under
+// another — it iterates the whole due set.
 // Result.Rows and Result.Backlog count the rows the sweep read: with the class merge, only
 // those, not every due row.
 //

@@ -60,6 +60,14 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			seedStore(b, be, b.N)
 			n := startNode(b, dir, workers, benchConfig+be.yaml+os.Getenv("FRESHQ_BENCH_YAML")+"\n", "")
 			waitFor(b, "readiness", 120*time.Second, n.ready)
+			if be.dsn != "" {
+				// As Badger rebuilds its class index before the node is ready, so the
+				// measurement starts once worker 0 has classed the seeded rows (and
+				// vacuumed the table after moving them).
+				waitFor(b, "the seeded rows classed", 10*time.Minute, func() bool {
+					return strings.Contains(n.log.String(), `"message":"rows reclassified"`)
+				})
+			}
 			seg := n.segment()
 			pids := make([]int, workers)
 			for i := range pids {

@@ -28,6 +28,13 @@ const floorOnWriterEnv = "FRESHQ_TEST_FLOOR_ON_WRITER"
 // (newMember), and fenced tells worker 0's counters what the fence refused; clusterView reads
 // the cluster from it.
 func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, fenced func(pgstore.Fenced, int), log zerolog.Logger) (store.Store, error) {
+	pol, err := assemble.Policy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The class index the sweep reads instead of the whole due set (package sweep); a reload
+	// that changes a row's class leaves the sweep on the full pass until restart.
+	classifier := sweep.NewClassifier(pol)
 	if cfg.Store.Backend == config.StoreBackendPostgres {
 		return pgstore.Open(ctx, cfg.Store.Postgres.DSN, &pgstore.Options{
 			Shards:               cfg.Store.Postgres.Shards,
@@ -37,12 +44,9 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 			Node:                 cfg.NodeID(),
 			IdleInTransaction:    cfg.Cluster.LeaseTTL.D() / 2,
 			Fenced:               fenced,
+			Classifier:           classifier,
 			TestFloorOnWriter:    os.Getenv(floorOnWriterEnv) == "1",
 		})
-	}
-	pol, err := assemble.Policy(cfg)
-	if err != nil {
-		return nil, err
 	}
 	return badgerstore.Open(filepath.Join(cfg.DataDir, "db"), &badgerstore.Options{
 		SyncWrites:           cfg.Store.SyncWrites,
@@ -51,9 +55,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 		ReadCacheBytes:       readCacheBytes(cfg.Store.ReadCache),
 		Logger:               log,
 		RefuseImplausibleDue: true,
-		// The class index the sweep reads instead of the whole due set (package sweep); a
-		// reload that changes a row's class leaves the sweep on the full pass until restart.
-		Classifier: sweep.NewClassifier(pol),
+		Classifier:           classifier,
 	})
 }
 

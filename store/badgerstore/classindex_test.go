@@ -6,14 +6,8 @@ import (
 
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
+	"github.com/freshq/freshq/store/storetest"
 )
-
-// otherClassifier classes rows differently from testClassifier, under another fingerprint: a
-// configuration change that moves rows between classes.
-type otherClassifier struct{}
-
-func (otherClassifier) Class(key []byte, p store.Projection) uint32 { return uint32(len(key)) % 5 }
-func (otherClassifier) Fingerprint() uint64                         { return 0xfeed }
 
 // The class index follows the classifier the store is opened with: rebuilt for another
 // fingerprint, dropped without one, rebuilt again with one; every time VerifyIndex finds it
@@ -28,7 +22,7 @@ func TestClassIndexFollowsTheClassifier(t *testing.T) {
 		}
 		return st
 	}
-	st := open(testClassifier{})
+	st := open(storetest.Classifier{})
 	const n = 200
 	for i := range n {
 		sch, err := store.NewSchedule(fmt.Appendf(nil, "desktop|https://a.test/%d", i), int64(1000+i), i%2 == 0, int64(i%7)*60_000, store.Lanes{})
@@ -39,7 +33,7 @@ func TestClassIndexFollowsTheClassifier(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []store.Classifier{testClassifier{}, otherClassifier{}, nil, testClassifier{}} {
+	for _, c := range []store.Classifier{storetest.Classifier{}, storetest.OtherClassifier{}, nil, storetest.Classifier{}} {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}

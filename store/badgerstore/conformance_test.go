@@ -1,7 +1,6 @@
 package badgerstore_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/freshq/freshq/store"
@@ -30,23 +29,9 @@ func openBadger(t testing.TB, o storetest.Options) store.Store {
 	return openBadgerWith(t, o, nil)
 }
 
-// testClassifier classes rows by their lane inputs and carried cadence, and by the first byte
-// of the key's URL, so that keys, lanes and cadences all move rows between classes.
-type testClassifier struct{}
-
-func (testClassifier) Class(key []byte, p store.Projection) uint32 {
-	c := uint32(p.Flags())<<24 | uint32(p.EffectiveIntervalMs/60_000)%977
-	if i := bytes.IndexByte(key, '|'); i >= 0 && i+1 < len(key) {
-		c |= uint32(key[len(key)-1]%3) << 16
-	}
-	return c
-}
-
-func (testClassifier) Fingerprint() uint64 { return 0x5eed }
-
 func openBadgerClassified(t testing.TB, o storetest.Options) store.Store {
 	t.Helper()
-	return openBadgerWith(t, o, testClassifier{})
+	return openBadgerWith(t, o, storetest.Classifier{})
 }
 
 func openBadgerWith(t testing.TB, o storetest.Options, c store.Classifier) store.Store {

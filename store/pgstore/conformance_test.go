@@ -64,6 +64,16 @@ func shardFloors(t testing.TB, db *pgxpool.Pool) map[int32]int64 {
 
 func openPG(t testing.TB, o storetest.Options) store.Store {
 	t.Helper()
+	return openPGWith(t, o, nil)
+}
+
+func openPGClassified(t testing.TB, o storetest.Options) store.Store {
+	t.Helper()
+	return openPGWith(t, o, storetest.Classifier{})
+}
+
+func openPGWith(t testing.TB, o storetest.Options, c store.Classifier) store.Store {
+	t.Helper()
 	var dsn string
 	if o.Reopen != nil {
 		dsn = o.Reopen.(pgUnderTest).dsn
@@ -71,7 +81,7 @@ func openPG(t testing.TB, o storetest.Options) store.Store {
 		dsn = pgtest.NewDatabase(t)
 	}
 	st := openStore(t, dsn, &pgstore.Options{Shards: conformanceShards, Floor: o.Floor,
-		RefuseImplausibleDue: o.RefuseImplausibleDue, TestSignals: o.TestSignals})
+		RefuseImplausibleDue: o.RefuseImplausibleDue, TestSignals: o.TestSignals, Classifier: c})
 	return pgUnderTest{Store: st, dsn: dsn, raw: rawPool(t, dsn)}
 }
 
@@ -98,3 +108,7 @@ func rawPool(t testing.TB, dsn string) *pgxpool.Pool {
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, openPG) }
+
+// The suite again on a store that keeps the class index: every write classes its row, every
+// VerifyIndex checks the classes, and the floor interleavings run sweeps that read by class.
+func TestConformanceClassIndex(t *testing.T) { storetest.Run(t, openPGClassified) }

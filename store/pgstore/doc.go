@@ -7,8 +7,9 @@
 //
 //	freshq_meta      name → value: the schema version and the shard count S
 //	freshq_floor     shard → floor_ms: no schedule row of the shard is due below it
-//	freshq_schedule  cache_key → shard, due_at_ms, projection (flags, intervals)
+//	freshq_schedule  cache_key → shard, due_at_ms, projection (flags, intervals), class
 //	                 due index (shard, due_at_ms) INCLUDE the projection
+//	                 class index (class, due_at_ms, cache_key) INCLUDE shard, projection
 //	freshq_target    cache_key → store.Target's binary value
 //	freshq_page      cache_key → store.Page's binary value
 //
@@ -60,6 +61,13 @@
 // funnel call on PostgreSQL never fails part-way (no store.PartialWriteError). The floor locks
 // also make every read-decide-write of a shard exclusive against every other writer, in this
 // process or another.
+//
+// # The class index
+//
+// Given Options.Classifier (worker 0's), the store files each row with its sweep class, stamped
+// with the epoch of the classifier that computed it, and its passes are store.ClassPasses over
+// the class index; rows of another epoch are moved into the node's by a background
+// reclassifier, and until then a pass offers no class index (classindex.go: C1, C2).
 //
 // # PostgreSQL-specific
 //

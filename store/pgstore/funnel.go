@@ -515,7 +515,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 		delKeys                                [][]byte
 		rowKeys                                [][]byte
 		rowShards                              []int32
-		dues, effs, storeds, ranks             []int64
+		dues, effs, storeds, ranks, classes    []int64
 		flags                                  []int16
 		tKeys, tVals, tDel, pKeys, pVals, pDel [][]byte
 		floorShards                            []int32
@@ -543,6 +543,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 			effs = append(effs, ks.row.EffectiveIntervalMs)
 			storeds = append(storeds, ks.row.StoredIntervalMs)
 			ranks = append(ranks, ks.row.RankIntervalMs)
+			classes = append(classes, s.classValue(key, ks.row.Projection))
 			floorShards = append(floorShards, ks.shard)
 			floorDues = append(floorDues, ks.row.DueAtMs)
 		}
@@ -575,12 +576,12 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, keys map[string]*keyState)
 		b.Queue(`DELETE FROM freshq_page WHERE cache_key = ANY($1)`, pDel)
 	}
 	if len(rowKeys) > 0 {
-		b.Queue(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms)
-			SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], $7::bigint[])
+		b.Queue(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms, class)
+			SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
 			ON CONFLICT (cache_key) DO UPDATE SET due_at_ms = EXCLUDED.due_at_ms, flags = EXCLUDED.flags,
 				effective_interval_ms = EXCLUDED.effective_interval_ms, stored_interval_ms = EXCLUDED.stored_interval_ms,
-				rank_interval_ms = EXCLUDED.rank_interval_ms`,
-			rowKeys, rowShards, dues, flags, effs, storeds, ranks)
+				rank_interval_ms = EXCLUDED.rank_interval_ms, class = EXCLUDED.class`,
+			rowKeys, rowShards, dues, flags, effs, storeds, ranks, classes)
 		b.Queue(`UPDATE freshq_floor f SET floor_ms = v.due
 			FROM (SELECT shard, min(due) AS due FROM unnest($1::int[], $2::bigint[]) AS x(shard, due) GROUP BY shard) v
 			WHERE f.shard = v.shard AND v.due < f.floor_ms`, floorShards, floorDues)

@@ -77,14 +77,17 @@ func (s *Store) Reconcile(nowMs int64) (restored int, err error) {
 
 // VerifyIndex implements store.Store. PostgreSQL keeps the due index itself; what can go wrong
 // here is a row filed under the wrong shard (its owner would never sweep it), or a projection
-// that does not decode. A row under the wrong shard counts as a row without its entry.
+// that does not decode. A row under the wrong shard counts as a row without its entry. On a
+// store with a classifier, a row of the node's class epoch is a class entry, and one whose
+// class is not the classifier's (C1, classindex.go) counts as a row without its class entry and
+// an entry without its row; rows of other epochs are not in this node's class index.
 func (s *Store) VerifyIndex() (store.IndexReport, error) {
 	var rep store.IndexReport
 	if s.closed.Load() {
 		return rep, store.ErrClosed
 	}
 	rows, err := s.pool.Query(context.Background(), `SELECT s.cache_key, s.shard, s.due_at_ms, s.flags,
-		s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms FROM freshq_schedule s`)
+		s.effective_interval_ms, s.stored_interval_ms, s.rank_interval_ms, s.class FROM freshq_schedule s`)
 	if err != nil {
 		return rep, fmt.Errorf("pgstore: verify: %w", err)
 	}
@@ -93,18 +96,28 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 		var key []byte
 		var shard int32
 		var c rowCols
-		if err := rows.Scan(&key, &shard, &c.due, &c.flags, &c.eff, &c.stored, &c.rank); err != nil {
+		var class int64
+		if err := rows.Scan(&key, &shard, &c.due, &c.flags, &c.eff, &c.stored, &c.rank, &class); err != nil {
 			return rep, fmt.Errorf("pgstore: verify: %w", err)
 		}
 		rep.Rows++
 		rep.Entries++
 		bad := false
-		if _, err := c.row(); err != nil {
+		r, err := c.row()
+		if err != nil {
 			rep.Corrupt++
 			bad = true
 		} else if shard != Shard(key, s.shards) {
 			rep.RowsWithoutEntry++
 			bad = true
+		}
+		if s.classEpoch != 0 && class>>32 == s.classEpoch {
+			rep.ClassEntries++
+			if err == nil && class != s.classValue(key, r.Projection) {
+				rep.RowsWithoutClassEntry++
+				rep.ClassEntriesWithoutRow++
+				bad = true
+			}
 		}
 		if bad && len(rep.Examples) < 8 {
 			rep.Examples = append(rep.Examples, string(key))

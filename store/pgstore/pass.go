@@ -22,6 +22,11 @@ type pass struct {
 	iterated bool
 	advanced bool // AdvanceFloor ran: a pass advances at most once
 	closed   bool // guarded by Store.passMu
+
+	// The class index (classindex.go): whether the snapshot holds only the node's epoch's
+	// rows, checked once; the shards a class read is limited to in a cluster, read once.
+	classChecked, classUsable bool
+	heldShards                []int32
 }
 
 // BeginPass implements store.Store.

@@ -8,6 +8,7 @@ import (
 	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/storetest"
 )
 
 // The capacity recount's read (ForEachOwnedRow, outside the store contract) gives a row's
@@ -44,10 +45,11 @@ func TestForEachOwnedRowCarriesRankInterval(t *testing.T) {
 	}
 }
 
-// A database at schema version 4 (before the rank interval) migrates to the current version:
-// its rows read back with rank interval 0, the column refuses a negative one, the due index
-// carries the column, and a ranked write then reads back.
-func TestMigrateAddsRankInterval(t *testing.T) {
+// A database at schema version 4 (before the rank interval and the class index) migrates to
+// the current version: its rows read back with rank interval 0, the column refuses a negative
+// one, the due index carries the column, and a ranked write then reads back; its rows are
+// unclassified until a store with a classifier reclassifies them.
+func TestMigrateFromVersion4(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
 	ctx := context.Background()
@@ -60,6 +62,9 @@ func TestMigrateAddsRankInterval(t *testing.T) {
 	}
 	// Back to version 4 as 0001 and 0005 leave it, with a row of that version.
 	for _, q := range []string{
+		`DROP INDEX freshq_schedule_class`,
+		`ALTER TABLE freshq_schedule DROP COLUMN class`,
+		`DELETE FROM freshq_meta WHERE name IN ('class_epoch', 'class_fingerprint')`,
 		`DROP INDEX freshq_schedule_due`,
 		`ALTER TABLE freshq_schedule DROP COLUMN rank_interval_ms`,
 		`CREATE INDEX freshq_schedule_due ON freshq_schedule (shard, due_at_ms)
@@ -72,8 +77,8 @@ func TestMigrateAddsRankInterval(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	if pgstore.SchemaVersion() != 5 {
-		t.Fatalf("SchemaVersion %d: this test undoes version 5 only", pgstore.SchemaVersion())
+	if pgstore.SchemaVersion() != 6 {
+		t.Fatalf("SchemaVersion %d: this test undoes versions 5 and 6 only", pgstore.SchemaVersion())
 	}
 
 	st = openStore(t, dsn, &pgstore.Options{Shards: 4})
@@ -105,4 +110,15 @@ func TestMigrateAddsRankInterval(t *testing.T) {
 	if r, err := st.GetSchedule([]byte("old")); err != nil || r != want {
 		t.Fatalf("ranked row after the migration: %+v, %v; want %+v", r, err, want)
 	}
+	if err := db.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname = 'freshq_schedule_class'`).Scan(&def); err != nil ||
+		!strings.Contains(def, "(class, due_at_ms, cache_key)") || !strings.Contains(def, "rank_interval_ms") {
+		t.Fatalf("class index %q (%v): want (class, due, key) carrying every column a sweep reads", def, err)
+	}
+
+	cst := openClassified(t, dsn, storetest.Classifier{})
+	verifyClasses(t, cst, 0)
+	if n, err := cst.Reclassify(ctx); err != nil || n != 1 {
+		t.Fatalf("reclassify moved %d rows (%v), want the old row", n, err)
+	}
+	verifyClasses(t, cst, 1)
 }

@@ -62,6 +62,14 @@ type Options struct {
 	// instead of the row's own: the defect of the system freshq replaces, which strands rows
 	// below their owner's floor. Only for a test that shows the cluster's tests can fail.
 	TestFloorOnWriter bool
+	// Classifier, when set, is the sweep's classifier: the store files every row with its
+	// class and its passes read by class (classindex.go), and a background loop moves rows
+	// classed under another configuration into this one's. Only worker 0, the node's one
+	// sweeper and writer, sets it.
+	Classifier store.Classifier
+	// TestNoReclassifyLoop keeps Open from starting the reclassifier's loop: a test runs
+	// Reclassify itself.
+	TestNoReclassifyLoop bool
 	// TestSignals are hooks for tests, zero in production. BeforeCommit runs once a batch's
 	// transaction has locked its shards, lowered their floors and staged its writes, just
 	// before it commits; NaiveAdvance advances without the locks; AfterGC never runs.
@@ -87,6 +95,15 @@ type Store struct {
 	allShards  []int32
 	zeroEpochs []int64
 	owned      atomic.Pointer[Owned] // a cluster's shards (SetOwned); nil: none yet
+
+	// classEpoch is the class epoch of Options.Classifier (classindex.go), fixed at Open; 0
+	// without one. stopReclassify ends its loop, which closes reclassifyDone.
+	classEpoch     int64
+	stopReclassify context.CancelFunc
+	reclassifyDone chan struct{}
+	// testBeforeReclassifyUpdate runs between a reclassifier batch's read and its update
+	// (export_test.go); nil in production.
+	testBeforeReclassifyUpdate func()
 
 	closed        atomic.Bool
 	passMu        sync.Mutex
@@ -166,8 +183,20 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.floor.Advance(s.floor.Load(), minFloor)
 	}
 	s.head.Store(minFloor)
+	if o.Classifier != nil {
+		if s.classEpoch, err = claimClassEpoch(ctx, pool, o.Classifier.Fingerprint()); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
 	go s.commitLoop()
-	s.log.Info().Int("shards", shards).Int("schema_version", SchemaVersion()).
+	if s.classEpoch != 0 && !o.TestNoReclassifyLoop {
+		var rctx context.Context
+		rctx, s.stopReclassify = context.WithCancel(context.Background())
+		s.reclassifyDone = make(chan struct{})
+		go s.reclassifyLoop(rctx, s.reclassifyDone)
+	}
+	s.log.Info().Int("shards", shards).Int("schema_version", SchemaVersion()).Int64("class_epoch", s.classEpoch).
 		Dur("took", time.Since(start)).Msg("store opened")
 	return s, nil
 }
@@ -200,6 +229,10 @@ func Shard(cacheKey []byte, shards int) int32 {
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if s.stopReclassify != nil {
+		s.stopReclassify()
+		<-s.reclassifyDone
 	}
 	s.sendMu.Lock()
 	s.sendClosed = true

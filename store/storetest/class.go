@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -10,6 +11,33 @@ import (
 
 	"github.com/freshq/freshq/store"
 )
+
+// Classifier is a store.Classifier for the suite's stores that keep a class index. It classes
+// rows by their lane inputs and carried cadence, and by the last byte of the key, so that keys,
+// lanes and cadences all move rows between classes.
+type Classifier struct{}
+
+// Class implements store.Classifier.
+func (Classifier) Class(key []byte, p store.Projection) uint32 {
+	c := uint32(p.Flags())<<24 | uint32(p.EffectiveIntervalMs/60_000)%977
+	if i := bytes.IndexByte(key, '|'); i >= 0 && i+1 < len(key) {
+		c |= uint32(key[len(key)-1]%3) << 16
+	}
+	return c
+}
+
+// Fingerprint implements store.Classifier.
+func (Classifier) Fingerprint() uint64 { return 0x5eed }
+
+// OtherClassifier classes rows otherwise than Classifier, under another fingerprint: a
+// configuration change that moves rows between classes.
+type OtherClassifier struct{}
+
+// Class implements store.Classifier.
+func (OtherClassifier) Class(key []byte, _ store.Projection) uint32 { return uint32(len(key)) % 5 }
+
+// Fingerprint implements store.Classifier.
+func (OtherClassifier) Fingerprint() uint64 { return 0xfeed }
 
 // classPassOf returns p as a store.ClassPass over a class index, or skips t: a backend, or an
 // Opener, without a class index has nothing to test here.

@@ -1,0 +1,5 @@
+package pgstore
+
+// SetBeforeReclassifyUpdateForTest makes Reclassify call f between reading a batch and moving
+// it: a test changes a row there, as a concurrent write would.
+func SetBeforeReclassifyUpdateForTest(s *Store, f func()) { s.testBeforeReclassifyUpdate = f }
