@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/freshq/freshq/store"
 )
@@ -51,9 +51,7 @@ func classRangeOf(epoch int64) (lo, hi int64) { return epoch << 32, (epoch + 1) 
 
 // claimClassEpoch returns the class epoch of a classifier of fingerprint fp: the current one if
 // its fingerprint is fp, else a new one, recorded with fp.
-func claimClassEpoch(ctx context.Context, pool interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, fp uint64) (int64, error) {
+func claimClassEpoch(ctx context.Context, pool *pgxpool.Pool, fp uint64) (int64, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: class epoch: %w", err)

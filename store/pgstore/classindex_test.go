@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
@@ -183,4 +184,40 @@ func TestReclassifySkipsARowChangedMeanwhile(t *testing.T) {
 		t.Fatalf("the next round moved %d rows (%v), want the changed one", n, err)
 	}
 	verifyClasses(t, cur, 10)
+}
+
+// In a cluster a class read gives the rows of the shards the node holds, as its due read does:
+// the class index spans every shard, and the rows of another node's shards are not the node's
+// to publish.
+func TestClassReadKeepsToTheNodesShards(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	a := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a", Classifier: storetest.Classifier{}, TestNoReclassifyLoop: true})
+	var shards []int32
+	var epochs []int64
+	for _, sh := range []int32{1, 4, 9} {
+		e, ok, err := a.Acquire(ctx, "node-a", sh, 0, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("acquire %d: %v %v", sh, ok, err)
+		}
+		shards, epochs = append(shards, sh), append(epochs, e)
+	}
+	if err := a.SetOwned(ctx, shards, epochs); err != nil {
+		t.Fatal(err)
+	}
+	var ws []store.Write
+	for sh := range int32(clusterShards) {
+		for n := range 4 {
+			sch, _ := store.NewSchedule(keyIn(t, sh, n), int64(1_000+n), n%2 == 0, 3_600_000, store.Lanes{})
+			ws = append(ws, store.Write{Schedule: sch})
+		}
+	}
+	if err := a.WriteSchedules(ws); err != nil {
+		t.Fatal(err)
+	}
+	got, _, ok := byClass(t, a, 5_000)
+	want := dueRows(t, a, 5_000)
+	if !ok || len(want) != 12 || !maps.Equal(got, want) {
+		t.Fatalf("class read (ok %v) %d rows, due read %d rows, want the 12 of the node's 3 shards", ok, len(got), len(want))
+	}
 }
