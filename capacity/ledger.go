@@ -84,11 +84,22 @@ type entry struct {
 // indexes into the ledger's tables of the distinct values (interner), 16 bytes instead of 56.
 // A node holds a few dozen buckets per shard and few distinct intervals, and the ledger one
 // entry per row: this is most of worker 0's memory per row beyond Badger's own.
+//
+// epoch and gone are the recount's marks, kept in the entry's padding so that a recount needs
+// no second copy of the rows (recount.go): epoch is the recount that last read or saw a write
+// of the key, and gone marks a key deleted while a recount reads, which counts nothing.
 type packed struct {
 	cadence uint32
 	stored  uint32
 	bucket  uint32
+	epoch   uint16
 	sealed  bool
+	gone    bool
+}
+
+// sameContribution reports whether a and b contribute the same, whatever their marks.
+func sameContribution(a, b packed) bool {
+	return a.cadence == b.cadence && a.stored == b.stored && a.bucket == b.bucket && a.sealed == b.sealed
 }
 
 // interner numbers the distinct buckets and intervals the ledger has seen; numbers are never
@@ -166,14 +177,16 @@ type Ledger struct {
 
 	in     *interner
 	mu     sync.Mutex
-	rows   map[uint64]packed // key hash → its contribution
+	rows   map[uint64]packed // key hash → its contribution (and tombstones while recounting)
 	counts counts
-	// recounting is set while a Recount reads the store; dirty holds the keys written meanwhile.
+	// recounting is set while a Recount reads the store; epoch numbers the recounts, and every
+	// write stamps its key's entry with it, so that the recount knows the keys written since it
+	// began (recount.go).
 	recounting bool
+	epoch      uint16
 	// counted is set by the first recount: before it, the counts hold only what was written
 	// since the start, so that recount's difference is the store's rows, not a drift.
 	counted bool
-	dirty   map[uint64]struct{}
 }
 
 // NewLedger returns an empty ledger that resolves cadences, lanes and routes with pol (read at
@@ -234,6 +247,7 @@ func (l *Ledger) Put(key []byte, row store.Row, tgt *store.Target) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	oldp, had := l.rows[h]
+	had = had && !oldp.gone
 	var old entry
 	storedMs, sealed := row.StoredIntervalMs, false
 	if had {
@@ -248,8 +262,9 @@ func (l *Ledger) Put(key []byte, row store.Row, tgt *store.Target) {
 		l.counts.add(old, -1)
 	}
 	l.counts.add(e, 1)
-	l.rows[h] = l.in.pack(e)
-	l.touch(h)
+	p := l.in.pack(e)
+	p.epoch = l.epoch
+	l.rows[h] = p
 }
 
 // Delete records that key has no row any more.
@@ -257,17 +272,16 @@ func (l *Ledger) Delete(key []byte) {
 	h := l.hash(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, had := l.rows[h]; had {
+	old, had := l.rows[h]
+	if had && !old.gone {
 		l.counts.add(l.in.unpack(old), -1)
-		delete(l.rows, h)
 	}
-	l.touch(h)
-}
-
-func (l *Ledger) touch(h uint64) {
 	if l.recounting {
-		l.dirty[h] = struct{}{}
+		// A tombstone, so that the recount does not bring back the row it may still read.
+		l.rows[h] = packed{epoch: l.epoch, gone: true}
+		return
 	}
+	delete(l.rows, h)
 }
 
 // Demand is a snapshot of the ledger: renders per second the schedule asks for.

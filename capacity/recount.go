@@ -51,7 +51,15 @@ type Drift struct {
 // warning when any key differed, other than the unseen rows of a node's shards, but for the
 // first recount, whose counts before it held only the writes since
 // the start; the Service's logger adds component=capacity), and returns it. A key written
-// while the recount reads keeps what its write said. On error the ledger is left as it was.
+// while the recount reads keeps what its write said.
+//
+// The recount corrects each key's entry where it is, as it reads the key, and drops the
+// entries it did not read once it is done: the ledger never holds its rows twice (a node's
+// rows are most of worker 0's memory beyond the store's). Every write stamps its key's entry
+// with the recount running (the epoch), so a key the recount reads after a write of it is
+// left as the write said, and a key deleted meanwhile is kept as a tombstone, which counts
+// nothing, until the recount ends. On error the entries read so far hold what the store said
+// and no entry is dropped; the counts are always the sum of the entries.
 //
 // From a ShardedSource (with SetShards) it reads the shards the node holds: the rows of those
 // shards are replaced by what it read, the drift is measured over them alone, and the rows of
@@ -69,47 +77,67 @@ func (l *Ledger) RecountContext(ctx context.Context, src Source, log zerolog.Log
 		l.mu.Unlock()
 		return Drift{}, errRecounting
 	}
-	l.recounting, l.dirty = true, map[uint64]struct{}{}
+	l.recounting = true
+	l.epoch++ // wraps after 65,536 recounts: every entry left after one carries its epoch
+	epoch := l.epoch
 	l.mu.Unlock()
-	fresh, read, err := l.read(ctx, src)
+
+	var d Drift
+	corrections := counts{} // what the recount changed in the counts, to tell the incremental figure
+	_, sharded := src.(ShardedSource)
+	sharded = sharded && l.shardOf != nil
+	correct := func(h uint64, e entry) {
+		p := l.in.pack(e)
+		p.epoch = epoch
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		old, had := l.rows[h]
+		switch {
+		case had && old.epoch == epoch: // written (or deleted) since the recount began
+			return
+		case had && sameContribution(old, p):
+			l.rows[h] = p
+			return
+		case had:
+			oe := l.in.unpack(old)
+			l.counts.add(oe, -1)
+			corrections.add(oe, -1)
+		case sharded:
+			d.RowsUnseen++
+		}
+		d.RowsDiffering++
+		l.counts.add(e, 1)
+		corrections.add(e, 1)
+		l.rows[h] = p
+	}
+	read, err := l.read(ctx, src, correct)
+
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recounting = false
-	dirty := l.dirty
-	l.dirty = nil
+	for h, p := range l.rows {
+		switch {
+		case p.gone:
+			delete(l.rows, h)
+		case err == nil && p.epoch != epoch:
+			// Neither read nor written since the recount began: the store has no such row,
+			// or it is of a shard the node does not hold.
+			e := l.in.unpack(p)
+			if read == nil || read[e.shard] {
+				d.RowsDiffering++
+			}
+			l.counts.add(e, -1)
+			corrections.add(e, -1)
+			delete(l.rows, h)
+		}
+	}
 	if err != nil {
 		return Drift{}, err
 	}
-	for h := range dirty {
-		if e, ok := l.rows[h]; ok {
-			fresh[h] = e
-		} else {
-			delete(fresh, h)
-		}
-	}
-	d := Drift{IncrementalTotal: l.counts.demand(read).Total}
-	for h, e := range fresh {
-		old, ok := l.rows[h]
-		if !ok && read != nil {
-			d.RowsUnseen++
-		}
-		if !ok || old != e {
-			d.RowsDiffering++
-		}
-	}
-	for h, old := range l.rows {
-		if _, ok := fresh[h]; !ok && (read == nil || read[l.in.unpack(old).shard]) {
-			d.RowsDiffering++
-		}
-	}
-	c := counts{}
-	for _, e := range fresh {
-		c.add(l.in.unpack(e), 1)
-	}
-	l.rows, l.counts = fresh, c
+	d.IncrementalTotal = l.counts.minus(corrections).demand(read).Total
 	first := !l.counted
 	l.counted = true
-	dem := c.demand(read)
+	dem := l.counts.demand(read)
 	d.Rows, d.RecountTotal = dem.Rows, dem.Total
 	ev := log.Info()
 	if d.RowsDiffering > d.RowsUnseen && !first {
@@ -121,13 +149,29 @@ func (l *Ledger) RecountContext(ctx context.Context, src Source, log zerolog.Log
 	return d, nil
 }
 
+// minus returns c less d, as a new counts.
+func (c counts) minus(d counts) counts {
+	out := counts{}
+	for b, m := range c {
+		for cad, n := range m {
+			out.add(entry{bucket: b, cadenceMs: cad}, n)
+		}
+	}
+	for b, m := range d {
+		for cad, n := range m {
+			out.add(entry{bucket: b, cadenceMs: cad}, -n)
+		}
+	}
+	return out
+}
+
 var errRecounting = errors.New("capacity: a recount is already running")
 
-// read is the recount's read of src: every row's contribution under the current policy, and
-// the shards read (nil: every shard, a Source that is not sharded).
-func (l *Ledger) read(ctx context.Context, src Source) (map[uint64]packed, map[int32]bool, error) {
+// read is the recount's read of src: it hands correct every row's key hash and contribution
+// under the current policy, and returns the shards read (nil: every shard, a Source that is
+// not sharded).
+func (l *Ledger) read(ctx context.Context, src Source, correct func(h uint64, e entry)) (map[int32]bool, error) {
 	pol := l.pol()
-	fresh := map[uint64]packed{}
 	add := func(key []byte, row store.Row, tgt *store.Target) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -136,19 +180,19 @@ func (l *Ledger) read(ctx context.Context, src Source) (map[uint64]packed, map[i
 		if tgt != nil {
 			storedMs, sealed = tgt.StoredIntervalMs, tgt.Terminal != store.TerminalNone
 		}
-		fresh[l.hash(key)] = l.in.pack(contribution(pol, key, l.shard(key), row, storedMs, sealed))
+		correct(l.hash(key), contribution(pol, key, l.shard(key), row, storedMs, sealed))
 		return nil
 	}
 	if ss, ok := src.(ShardedSource); ok && l.shardOf != nil {
 		shards, err := ss.ForEachOwnedRow(ctx, add)
 		if err != nil {
-			return nil, nil, fmt.Errorf("capacity: recount: %w", err)
+			return nil, fmt.Errorf("capacity: recount: %w", err)
 		}
 		read := make(map[int32]bool, len(shards))
 		for _, sh := range shards {
 			read[sh] = true
 		}
-		return fresh, read, nil
+		return read, nil
 	}
 	err := src.ForEachSchedule(nil, func(key []byte, row store.Row) error {
 		t, err := src.GetTarget(key)
@@ -161,7 +205,7 @@ func (l *Ledger) read(ctx context.Context, src Source) (map[uint64]packed, map[i
 		return add(key, row, nil)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("capacity: recount: %w", err)
+		return nil, fmt.Errorf("capacity: recount: %w", err)
 	}
-	return fresh, nil, nil
+	return nil, nil
 }
