@@ -71,6 +71,9 @@ type FreshResult struct {
 	// RouteP99Clean is RouteP99 over the renders that did not follow a failed attempt: what
 	// the comparison sets the scored runs' ceilings from.
 	RouteP99Clean []float64
+	// RouteMaxFailures is, per route class, how many failed attempts the longest interval
+	// (RouteMax) held: each such retry waited for the next sweep to be published.
+	RouteMaxFailures []int
 	// Ceiling is, per route class, the ceiling the scoring kept to (÷ the route's interval); nil
 	// for production's scoring.
 	Ceiling []float64
@@ -113,6 +116,8 @@ type truthRun struct {
 	staleMuMs, muSum float64
 	gaps             [][]float64 // per class, in the window
 	cleanGaps        [][]float64 // per class, in the window: the gaps not after a failure
+	longest          []float64   // per class, the longest gap in the window so far
+	longestFailures  []int       // per class, the failed attempts that gap held
 }
 
 func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
@@ -122,7 +127,7 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 	tr := &truthRun{r: r, t: fo.Truth, fo: fo, scoring: r.sc.Score,
 		minMs: make([]int64, nc), maxMs: make([]int64, nc), intervalMs: make([]int64, nc),
 		lastRender: slices.Clone(c.LastOKMs), nextChange: make([]int64, n), changeN: make([]uint64, n),
-		gaps: make([][]float64, nc), cleanGaps: make([][]float64, nc), routeHist: make([]freshness.History, nc),
+		gaps: make([][]float64, nc), cleanGaps: make([][]float64, nc), longest: make([]float64, nc), longestFailures: make([]int, nc), routeHist: make([]freshness.History, nc),
 		priors: make([]freshness.Prior, nc), priorSet: make([]bool, nc), uniqueHash: len(r.byHash) == n,
 		leadMs: r.cfg.Queue.Ready.SweepInterval.Ms()}
 	if len(fo.Truth.Mu) != n {
@@ -286,6 +291,9 @@ func (tr *truthRun) rendered(i int, nowMs int64, d *policy.Decision) (int64, int
 		if nowMs >= ws {
 			gap := float64(nowMs-last) / float64(tr.intervalMs[k])
 			tr.gaps[k] = append(tr.gaps[k], gap)
+			if gap > tr.longest[k] {
+				tr.longest[k], tr.longestFailures[k] = gap, int(tr.r.failCount[i])
+			}
 			if tr.r.failCount[i] == 0 { // the count before this attempt: failures since the last success
 				tr.cleanGaps[k] = append(tr.cleanGaps[k], gap)
 			}
@@ -353,6 +361,7 @@ func (tr *truthRun) finish() *FreshResult {
 	if tr.muSum > 0 {
 		fr.StaleShare = tr.staleMuMs / (tr.muSum * float64(end-ws))
 	}
+	fr.RouteMaxFailures = slices.Clone(tr.longestFailures)
 	for k, g := range tr.gaps {
 		mx, p99 := 0.0, 0.0
 		if len(g) > 0 {
@@ -402,9 +411,11 @@ type FreshRow struct {
 	RouteP99 map[string]float64 `json:"route_p99_interval_ratio"`
 	// RouteMaxClean is RouteMax over the renders that did not follow a failed attempt.
 	RouteMaxClean map[string]float64 `json:"route_max_clean_interval_ratio"`
-	Ceiling       map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
-	Renders       int                `json:"renders"`
-	Idle          int                `json:"idle_slots"`
+	// RouteMaxFailures is how many failed attempts the longest interval held.
+	RouteMaxFailures map[string]int     `json:"route_max_failed_attempts,omitempty"`
+	Ceiling          map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
+	Renders          int                `json:"renders"`
+	Idle             int                `json:"idle_slots"`
 	// GrantsReady and GrantsIndex count the run's grants from the published set and from the
 	// index scan the claims fall back to (which takes rows in due order, whatever their score).
 	GrantsReady int `json:"grants_ready"`
@@ -553,6 +564,12 @@ func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
 		RouteP99: byClass(f.RouteP99), RouteMaxClean: byClass(f.RouteMaxClean), Ceiling: byClass(f.Ceiling), Renders: res.Renders, Idle: res.Idle,
 		GrantsReady: res.GrantsReady, GrantsIndex: res.GrantsIndex,
 		Keys: c.Len(), WarmupHours: o.Warmup.Hours(), WindowHours: o.Window.Hours()}
+	if f.RouteMaxFailures != nil {
+		row.RouteMaxFailures = make(map[string]int, len(f.RouteMaxFailures))
+		for k, n := range f.RouteMaxFailures {
+			row.RouteMaxFailures[c.Mix.Classes[k].Name] = n
+		}
+	}
 	if !math.IsNaN(f.EstimateError) {
 		e := f.EstimateError
 		row.EstimateError = &e

@@ -248,6 +248,27 @@ func TestFreshnessKeepsCeiling(t *testing.T) {
 	}
 }
 
+// TestLongestIntervalCountsItsFailures: each route's longest interval says how many failed
+// attempts it held, so that the report can tell a policy that kept a page waiting from a page
+// whose retries failed: a longest interval that held none is also the longest clean one, and
+// one longer than the longest clean one held some.
+func TestLongestIntervalCountsItsFailures(t *testing.T) {
+	rows := smallFresh(t, 600, 0.5, StandardTruth)
+	held := 0
+	for _, r := range rows {
+		for k, mx := range r.RouteMax {
+			n, clean := r.RouteMaxFailures[k], r.RouteMaxClean[k]
+			if n == 0 && mx != clean {
+				t.Errorf("%s %s: the longest interval %.3f× held no failure, but the longest clean one is %.3f×", r.Policy, k, mx, clean)
+			}
+			held += n
+		}
+	}
+	if held == 0 {
+		t.Fatal("no route's longest interval held a failed attempt: the run checks nothing")
+	}
+}
+
 // TestScoredRunsReadWholeDueSet: a run ranked by a freshness score sweeps the whole due set,
 // a run ranked by relative lateness by class. The class merge bounds what a class can still
 // give by relative lateness, which orders a class as its due times do; a freshness score does
@@ -290,7 +311,8 @@ func TestFreshSection(t *testing.T) {
 		for i, p := range FreshPolicies {
 			rows = append(rows, FreshRow{Mix: "m", Capacity: cap, Policy: p, StaleShare: []float64{0.5, 0.4, 0.2, 0.21, 0.19}[i] * cap,
 				RouteMax: map[string]float64{"home": []float64{3, 3, 3.5, 3, 3}[i]}, RouteMaxClean: map[string]float64{"home": 3},
-				RouteP99: map[string]float64{"home": 3}})
+				RouteMaxFailures: map[string]int{"home": []int{0, 0, 2, 0, 0}[i]},
+				RouteP99:         map[string]float64{"home": 3}})
 		}
 	}
 	dir := t.TempDir()
@@ -313,7 +335,7 @@ func TestFreshSection(t *testing.T) {
 	}
 	sec := FreshSection(rows, "go run ./sim/freshreport -keys 10", &chart)
 	for _, want := range []string{
-		"- *m, 50 %*: freshness serves 50.0 % fewer stale requests than ready (the oracle 52.5 % fewer), 5.3 % above the oracle. Longest interval past ready's: home 3.50× against ready's 3.00× (3.00× without a failure).",
+		"- *m, 50 %*: freshness serves 50.0 % fewer stale requests than ready (the oracle 52.5 % fewer), 5.3 % above the oracle. Longest interval past ready's: home 3.50× against ready's 3.00× (3.00× without a failure; the longest held 2 failed attempts, ready's 0).",
 		"](sim/freshness-stale-share.png)",
 		"go run ./sim/freshreport -keys 10",
 	} {

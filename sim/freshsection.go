@@ -57,7 +57,7 @@ The scored runs read the whole due set at every sweep: the sweep's class merge b
 			var over []string
 			for _, k := range sortedKeys(fresh.RouteMax) {
 				if fresh.RouteMax[k] > ready.RouteMax[k]+0.005 {
-					over = append(over, fmt.Sprintf("%s %.2f× against ready's %.2f× (%.2f× without a failure)", k, fresh.RouteMax[k], ready.RouteMax[k], fresh.RouteMaxClean[k]))
+					over = append(over, fmt.Sprintf("%s %.2f× against ready's %.2f× (%.2f× without a failure%s)", k, fresh.RouteMax[k], ready.RouteMax[k], fresh.RouteMaxClean[k], heldFailures(fresh, ready, k)))
 				}
 			}
 			if len(over) == 0 {
@@ -138,4 +138,22 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// heldFailures says how many failed attempts the longest interval of route k held under fresh
+// and under ready, when fresh's held any: each retry waits for the next sweep to be published,
+// so a run whose longest interval held two failures and one whose held none compare the luck
+// of the draws as much as the policies.
+func heldFailures(fresh, ready *FreshRow, k string) string {
+	n := fresh.RouteMaxFailures[k]
+	if n == 0 {
+		return ""
+	}
+	attempts := func(n int) string {
+		if n == 1 {
+			return "1 failed attempt"
+		}
+		return fmt.Sprintf("%d failed attempts", n)
+	}
+	return fmt.Sprintf("; the longest held %s, ready's %d", attempts(n), ready.RouteMaxFailures[k])
 }
