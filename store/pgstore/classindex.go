@@ -328,8 +328,14 @@ func (s *Store) Reclassify(ctx context.Context) (moved int, err error) {
 	}
 	// The rows moved leave their old entries below or above the epoch's range, and every
 	// pass's check for rows of other epochs (ClassFingerprint) would walk them until the
-	// table's next vacuum: after many, vacuum it now.
-	vacuumed := moved >= reclassifyBatch
+	// table's next vacuum: after a move of a large share of the table, vacuum it now. A
+	// small one (a node of the old configuration writing during a rolling change, every
+	// round) is left to autovacuum, which would otherwise be preempted every minute.
+	var tableRows float64
+	if err := s.pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'freshq_schedule'::regclass`).Scan(&tableRows); err != nil {
+		return moved, fmt.Errorf("pgstore: reclassify: table size: %w", err)
+	}
+	vacuumed := vacuumAfterMoving(moved, tableRows)
 	if vacuumed {
 		if _, err := s.pool.Exec(ctx, `VACUUM (ANALYZE) freshq_schedule`); err != nil {
 			return moved, fmt.Errorf("pgstore: reclassify: vacuum: %w", err)
@@ -337,6 +343,17 @@ func (s *Store) Reclassify(ctx context.Context) (moved int, err error) {
 	}
 	s.log.Info().Int("moved", moved).Int64("class_epoch", s.classEpoch).Bool("vacuumed", vacuumed).Msg("rows reclassified")
 	return moved, nil
+}
+
+// vacuumAfterMoving reports whether the reclassifier vacuums the schedule table after moving
+// moved rows of a table PostgreSQL estimates at tableRows (negative: never analyzed): when it
+// moved a full batch or more and an eighth of the table or more, or the table's size is not
+// known yet (the first round after an upgrade moves every row).
+func vacuumAfterMoving(moved int, tableRows float64) bool {
+	if moved < reclassifyBatch {
+		return false
+	}
+	return tableRows <= 0 || float64(moved) >= tableRows/8
 }
 
 type classPos struct {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
@@ -160,6 +162,48 @@ func TestClassEpochs(t *testing.T) {
 		t.Fatalf("reclassify after reopening moved %d rows (%v), want 150", n, err)
 	}
 	verifyClasses(t, a2, 150)
+}
+
+// The reclassifier vacuums the table after moving a large share of it, whose old index entries
+// every pass's epoch check would otherwise walk, and leaves a small move to autovacuum: in a
+// rolling change a node of the old configuration keeps writing, and the node of the new one
+// moving those rows every minute must not vacuum the whole table every minute.
+func TestReclassifyVacuumsAfterLargeMovesOnly(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	const rows = 20_000
+	old := openClassified(t, dsn, storetest.OtherClassifier{})
+	writeRows(t, old, 0, rows, 3_600_000)
+	cur := openClassified(t, dsn, storetest.Classifier{})
+	vacuums := func() int64 {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, dsn) // a new session: no statistics cached from before
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'freshq_schedule'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := vacuums()
+	if n, err := cur.Reclassify(ctx); err != nil || n != rows {
+		t.Fatalf("reclassify moved %d rows (%v), want %d", n, err, rows)
+	}
+	if v := vacuums(); v != before+1 {
+		t.Fatalf("after moving every row: %d vacuums, want %d", v, before+1)
+	}
+	// The old node rewrites a tenth of the rows: a full batch, but under an eighth of the table.
+	writeRows(t, old, 0, rows/10, 6*3_600_000)
+	if n, err := cur.Reclassify(ctx); err != nil || n != rows/10 {
+		t.Fatalf("reclassify moved %d rows (%v), want %d", n, err, rows/10)
+	}
+	if v := vacuums(); v != before+1 {
+		t.Fatalf("after moving a tenth of the table: %d vacuums, want still %d", v, before+1)
+	}
+	verifyClasses(t, cur, rows)
 }
 
 // The reclassifier moves a row only if it is still as it read it: a write of a node of another
