@@ -1,8 +1,11 @@
 package capacity
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/freshq/freshq/policy"
@@ -104,5 +107,38 @@ func TestRecountKeepsOneCopyOfTheRows(t *testing.T) {
 	t.Logf("a recount of %d known rows allocated %.1f bytes per row", n, per)
 	if per > 2 {
 		t.Errorf("a recount allocated %.1f bytes per row: it copies the rows it reads", per)
+	}
+}
+
+// TestFailedRecountKeepsEveryEntry: a recount that stops part-way (its context ends) leaves the
+// entries it read as the store has them and drops none, the counts still the sum of the
+// entries; the next recount that reads everything drops the entry the store has no row for.
+func TestFailedRecountKeepsEveryEntry(t *testing.T) {
+	pol := testPolicy(t)
+	l := NewLedger(func() *policy.Policy { return pol })
+	discovered, submitted := store.Row{DueAtMs: 1}, store.Row{DueAtMs: 1, Projection: store.Projection{Submitted: true}}
+	keys := [][]byte{[]byte("desktop|https://example.test/p/1"), []byte("desktop|https://example.test/p/2")}
+	gone := []byte("desktop|https://example.test/p/gone") // no row in the store
+	for _, k := range append(slices.Clone(keys), gone) {
+		l.Put(k, discovered, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	src := &listSource{keys: keys, row: submitted, before: func(i int) {
+		if i == 1 {
+			cancel() // the second row is not read
+		}
+	}}
+	if _, err := l.RecountContext(ctx, src, nopLog); !errors.Is(err, context.Canceled) {
+		t.Fatalf("recount stopped part-way: %v, want context.Canceled", err)
+	}
+	d := l.Demand()
+	if d.Rows != 3 || d.ByLane["submitted"] != d.ByLane["discovered"]/2 {
+		t.Fatalf("after a recount that read one row of three: %d rows, by lane %v; want 3 rows, the one read now submitted", d.Rows, d.ByLane)
+	}
+	if _, err := l.Recount(&listSource{keys: keys, row: submitted}, nopLog); err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Demand(); d.Rows != 2 || d.ByLane["discovered"] != 0 {
+		t.Fatalf("after a full recount: %d rows, by lane %v; want the 2 stored rows, submitted", d.Rows, d.ByLane)
 	}
 }

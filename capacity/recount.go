@@ -78,7 +78,10 @@ func (l *Ledger) RecountContext(ctx context.Context, src Source, log zerolog.Log
 		return Drift{}, errRecounting
 	}
 	l.recounting = true
-	l.epoch++ // wraps after 65,536 recounts: every entry left after one carries its epoch
+	// The epoch wraps after 65,536 recounts, harmlessly: a recount that succeeds leaves every
+	// entry with its own epoch, so an entry could carry this one from before only if it had
+	// been missed by 65,535 failed recounts in a row.
+	l.epoch++
 	epoch := l.epoch
 	l.mu.Unlock()
 
