@@ -66,8 +66,12 @@ type Options struct {
 	// (default 3; Badger's is 5). Memtables are the largest fixed cost: NumMemtables ×
 	// MemTableSize is allocated whatever the corpus size.
 	NumMemtables int
-	// NumLevelZeroTables is the L0 table count that triggers compaction into L1 (default 3).
-	// NumLevelZeroTablesStall is the count at which writes stall (default 10).
+	// NumLevelZeroTables is the L0 table count that triggers compaction into L1 (default 8).
+	// NumLevelZeroTablesStall is the count at which writes stall (default 20). Every result
+	// rewrites its row and index entries at random keys, so each L0 compaction rewrites the
+	// overlapping part of the level below: gathering eight memtables' worth first, not
+	// three, should rewrite it about 3/8 as often; measured, the whole queue took 9 % less
+	// CPU a job at 1M rows and ran 12 % faster at 50k than with 3 / 10 (docs/store.md).
 	NumLevelZeroTables      int
 	NumLevelZeroTablesStall int
 	// BlockCacheSize caches decompressed blocks (default 16 MiB). With CompressionNone
@@ -152,10 +156,10 @@ func (o *Options) EnsureDefaults() *Options {
 		o.NumMemtables = 3
 	}
 	if o.NumLevelZeroTables == 0 {
-		o.NumLevelZeroTables = 3
+		o.NumLevelZeroTables = 8
 	}
 	if o.NumLevelZeroTablesStall == 0 {
-		o.NumLevelZeroTablesStall = 10
+		o.NumLevelZeroTablesStall = 20
 	}
 	if o.BlockCacheSize == 0 {
 		o.BlockCacheSize = 16 << 20
