@@ -19,5 +19,7 @@
 //   - Lanes are derived from the row, never stored.
 //   - A Selector holds at most K items per lane however many candidates it is offered, and in
 //     lanes mode every prefix of its result honours the urgent cap and the lane floors as far as
-//     the candidates allow.
+//     the candidates allow. In lanes mode its Admits also turns away what the interleave could
+//     not publish given the rows held (the lane bars); its result is the same as without them,
+//     and Admits only ever turns from yes to no for a candidate as offers go on.
 package policy

@@ -54,12 +54,45 @@ type Item[T any] struct {
 // Selector keeps the best K of any number of candidates in O(K) memory per lane, then orders
 // them for publishing. Use Admits before building an expensive Value: most candidates of a large
 // due set are never admitted. A Selector is not safe for concurrent use.
+//
+// In ModeLanes a lane keeps up to K rows, since any lane may have to fill the set alone, but
+// Admits also turns away a row the interleave could not publish given the rows already kept
+// (the lane bars, below), so a sweep reads about K rows, not K per lane. Turning such a row away
+// never changes Result: see TestLaneBarsKeepTheResult.
 type Selector[T any] struct {
 	k      int
 	mode   Mode
 	shares Shares
 	heaps  [NumLanes]minHeap[T] // ModeScore and ModeEDF use heaps[0] only
 	seq    uint64
+	bars   laneBars[T]
+	// perLaneOnly: tests: admit by each lane's own K-th best alone, as the lane bars' reference.
+	perLaneOnly bool
+}
+
+// laneBars are what a ModeLanes candidate must beat besides its own lane's K-th best. Each is
+// the bar of a bound on the rows interleave takes from a lane within the set's K positions:
+//
+//   - Urgent takes at most ⌈UrgentMax·K⌉ while any other lane has rows; the other lanes run out
+//     within K positions only if they hold fewer than K − ⌈UrgentMax·K⌉. So once they hold that
+//     many, an urgent row outside urgent's best urgentCap is never published.
+//   - A row of another lane is taken either as the best head of the non-urgent lanes, when
+//     every better non-urgent row is already taken (so fewer than K are better), or because its
+//     lane's floor falls due within K+1 positions (so fewer than ⌊share·(K+1)⌋ rows of its lane
+//     are better). A row with K better non-urgent rows kept, outside its floor lane's best
+//     floorCap, is never published.
+//
+// A row turned away would not even sway the interleave as an untaken head: a floor lane's head
+// outside floorCap has its deadline past K+1, which neither forces nor orders a take, and any
+// other head that is never taken is never the one compared. Each bar only rises as rows are
+// offered (its heap's worst kept row only improves, and the other lanes' count only grows), so
+// a candidate turned away stays turned away, which the sweep's class merge relies on.
+type laneBars[T any] struct {
+	nonUrgent minHeap[T]           // the best K rows of submitted, cold and discovered
+	floor     [NumLanes]minHeap[T] // cold and discovered: each lane's best floorCap rows
+	floorCap  [NumLanes]int
+	urgent    minHeap[T] // urgent's best urgentCap rows
+	urgentCap int
 }
 
 // NewSelector returns a selector that keeps at most k items (per lane, in the lane modes).
@@ -67,16 +100,26 @@ func NewSelector[T any](k int, mode Mode, shares Shares) *Selector[T] {
 	s := &Selector[T]{k: max(k, 0), mode: mode, shares: shares}
 	for i := range s.heaps {
 		s.heaps[i].better = s.better
+		s.bars.floor[i].better = s.better
 	}
+	s.bars.nonUrgent.better = s.better
+	s.bars.urgent.better = s.better
+	// The same float expressions interleave states its guarantees in, at the largest position
+	// each can reach, so rounding cannot make a bar stricter than the interleave.
+	s.bars.urgentCap = int(math.Ceil(shares.UrgentMax * float64(s.k)))
+	s.bars.floorCap[LaneCold] = int(math.Floor(shares.ColdMin * float64(s.k+1)))
+	s.bars.floorCap[LaneDiscovered] = int(math.Floor(shares.DiscoveredMin * float64(s.k+1)))
 	return s
 }
 
 // Reset empties the selector, keeping its memory.
 func (s *Selector[T]) Reset() {
 	for i := range s.heaps {
-		clear(s.heaps[i].items)
-		s.heaps[i].items = s.heaps[i].items[:0]
+		s.heaps[i].reset()
+		s.bars.floor[i].reset()
 	}
+	s.bars.nonUrgent.reset()
+	s.bars.urgent.reset()
 	s.seq = 0
 }
 
@@ -108,14 +151,25 @@ func sanitize(score float64) float64 {
 // Admits reports whether a candidate with these ranks would be kept if offered now.
 func (s *Selector[T]) Admits(lane Lane, score float64, dueAtMs int64) bool {
 	h := s.heapFor(lane)
-	if len(h.items) < s.k {
-		return true
-	}
 	if s.k == 0 {
 		return false
 	}
 	cand := Item[T]{Score: sanitize(score), DueAtMs: dueAtMs, seq: s.seq}
-	return s.better(&cand, &h.items[0])
+	if len(h.items) >= s.k && !s.better(&cand, &h.items[0]) {
+		return false
+	}
+	if s.mode != ModeLanes || s.perLaneOnly || lane >= NumLanes {
+		return true
+	}
+	b := &s.bars
+	if lane == LaneUrgent {
+		others := len(s.heaps[LaneSubmitted].items) + len(s.heaps[LaneCold].items) + len(s.heaps[LaneDiscovered].items)
+		if others < s.k-b.urgentCap {
+			return true // the other lanes may yet run out and leave urgent more of the set
+		}
+		return b.urgent.admits(b.urgentCap, &cand)
+	}
+	return b.nonUrgent.admits(s.k, &cand) || b.floor[lane].admits(b.floorCap[lane], &cand)
 }
 
 // Offer considers one candidate; it is kept if it ranks among the best k of its heap.
@@ -135,14 +189,28 @@ func (s *Selector[T]) OfferEvict(lane Lane, score float64, dueAtMs int64, v T) (
 	h := s.heapFor(lane)
 	if len(h.items) < s.k {
 		h.push(it)
-		return true, evicted, false
-	}
-	if !s.better(&it, &h.items[0]) {
+	} else if !s.better(&it, &h.items[0]) {
 		return false, evicted, false
+	} else {
+		evicted, ok = h.items[0].Value, true
+		h.replaceRoot(it)
 	}
-	evicted = h.items[0].Value
-	h.replaceRoot(it)
-	return true, evicted, true
+	if s.mode == ModeLanes && lane < NumLanes {
+		s.bars.keep(lane, s.k, it)
+	}
+	return true, evicted, ok
+}
+
+// keep records a kept candidate in the bars of its lane; only its ranks are kept there.
+func (b *laneBars[T]) keep(lane Lane, k int, it Item[T]) {
+	var zero T
+	it.Value = zero
+	if lane == LaneUrgent {
+		b.urgent.keepBest(b.urgentCap, it)
+		return
+	}
+	b.nonUrgent.keepBest(k, it)
+	b.floor[lane].keepBest(b.floorCap[lane], it)
 }
 
 // Result returns at most k kept items in publishing order: the order takes will hand them out.
@@ -161,7 +229,10 @@ func (s *Selector[T]) Result() []Item[T] {
 			return 0
 		})
 		s.heaps[i].items = nil
+		s.bars.floor[i].reset()
 	}
+	s.bars.nonUrgent.reset()
+	s.bars.urgent.reset()
 	s.seq = 0
 	switch s.mode {
 	case ModeScore, ModeEDF:
@@ -254,6 +325,29 @@ type minHeap[T any] struct {
 
 // worse reports whether items[i] ranks below items[j].
 func (h *minHeap[T]) worse(i, j int) bool { return h.better(&h.items[j], &h.items[i]) }
+
+func (h *minHeap[T]) reset() {
+	clear(h.items)
+	h.items = h.items[:0]
+}
+
+// admits reports whether cand would be among the best n if offered to a heap kept to n items.
+func (h *minHeap[T]) admits(n int, cand *Item[T]) bool {
+	if len(h.items) < n {
+		return true
+	}
+	return n > 0 && h.better(cand, &h.items[0])
+}
+
+// keepBest offers it to a heap kept to the best n items.
+func (h *minHeap[T]) keepBest(n int, it Item[T]) {
+	switch {
+	case len(h.items) < n:
+		h.push(it)
+	case n > 0 && h.better(&it, &h.items[0]):
+		h.replaceRoot(it)
+	}
+}
 
 func (h *minHeap[T]) push(it Item[T]) {
 	h.items = append(h.items, it)

@@ -192,3 +192,102 @@ func TestSelectorReset(t *testing.T) {
 		t.Fatal("k=0 selector returned items")
 	}
 }
+
+// The lane bars turn candidates away that keeping K per lane would keep, and Result is the
+// same: each turned-away row is one the interleave could never publish nor be swayed by.
+// Candidates come in random order and best first (as the sweep's class merge offers them,
+// where the bars turn most away), under shares that include the edges (none, all, thirds).
+func TestLaneBarsKeepTheResult(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	shareSets := []Shares{
+		shares,
+		{},
+		{UrgentMax: 1, DiscoveredMin: 1, ColdMin: 1},
+		{UrgentMax: 1.0 / 3, DiscoveredMin: 1.0 / 3, ColdMin: 1.0 / 3},
+		{UrgentMax: 0.07, DiscoveredMin: 0.29, ColdMin: 0.13},
+	}
+	turnedAway := 0
+	for trial := range 3000 {
+		sh := shareSets[trial%len(shareSets)]
+		k := rng.IntN(40)
+		perLane := [NumLanes]int{rng.IntN(3*k + 2), rng.IntN(3*k + 2), rng.IntN(2*k + 2), rng.IntN(k + 2)}
+		boost := [NumLanes]float64{rng.Float64() * 4, rng.Float64() * 4, rng.Float64() * 4, rng.Float64() * 4}
+		var cs []cand
+		for l := range NumLanes {
+			for range perLane[l] {
+				// Few distinct scores and due times, so ties are common.
+				cs = append(cs, cand{lane: l, score: float64(rng.IntN(12)) * boost[l], due: int64(rng.IntN(20)), id: len(cs)})
+			}
+		}
+		rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+		if trial%2 == 1 {
+			slices.SortStableFunc(cs, func(a, b cand) int {
+				if a.score != b.score {
+					if a.score > b.score {
+						return -1
+					}
+					return 1
+				}
+				return int(a.due - b.due)
+			})
+		}
+		barred := NewSelector[int](k, ModeLanes, sh)
+		perLaneOnly := NewSelector[int](k, ModeLanes, sh)
+		perLaneOnly.perLaneOnly = true
+		for _, c := range cs {
+			if perLaneOnly.Admits(c.lane, c.score, c.due) {
+				perLaneOnly.Offer(c.lane, c.score, c.due, c.id)
+			}
+			if barred.Admits(c.lane, c.score, c.due) {
+				barred.Offer(c.lane, c.score, c.due, c.id)
+			}
+		}
+		held := func(s *Selector[int]) (n int) {
+			for l := range s.heaps {
+				n += len(s.heaps[l].items)
+			}
+			return n
+		}
+		turnedAway += held(perLaneOnly) - held(barred)
+		want, got := perLaneOnly.Result(), barred.Result()
+		if len(got) != len(want) {
+			t.Fatalf("trial %d (k=%d, %+v, lanes %v): %d items, want %d", trial, k, sh, perLane, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Value != want[i].Value {
+				t.Fatalf("trial %d (k=%d, %+v, lanes %v) position %d: candidate %d, want %d", trial, k, sh, perLane, i, got[i].Value, want[i].Value)
+			}
+		}
+	}
+	if turnedAway == 0 {
+		t.Fatal("the bars turned nothing away: the test exercises nothing")
+	}
+	t.Logf("the bars turned away %d candidates in all", turnedAway)
+}
+
+// Best first, the bars hold a sweep to about K rows, not K per lane.
+func TestLaneBarsHoldAboutK(t *testing.T) {
+	const k = 100
+	admitted := func(sel *Selector[int]) (n int) {
+		for i := range 10 * k { // every lane with 10k rows, scores falling together
+			for _, l := range []Lane{LaneSubmitted, LaneDiscovered, LaneCold, LaneUrgent} {
+				score := float64(10*k - i)
+				if sel.Admits(l, score, 0) {
+					sel.Offer(l, score, 0, i)
+					n++
+				}
+			}
+		}
+		return n
+	}
+	perLaneOnly := NewSelector[int](k, ModeLanes, shares)
+	perLaneOnly.perLaneOnly = true
+	if n := admitted(perLaneOnly); n != 4*k {
+		t.Fatalf("per lane only: %d admitted, want %d", n, 4*k)
+	}
+	// Non-urgent: the best K of the three lanes (each floor's best rows are among them).
+	// Urgent: every row until the other lanes hold K − ⌈UrgentMax·K⌉ = 80, 3 a round: 26.
+	if n := admitted(NewSelector[int](k, ModeLanes, shares)); n != k+26 {
+		t.Fatalf("with the lane bars: %d admitted, want %d", n, k+26)
+	}
+}

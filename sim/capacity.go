@@ -113,6 +113,10 @@ func gap(pred, meas float64) float64 {
 	return math.Abs(pred-meas) / meas
 }
 
+// farmProjection says how the report's projection carries over to a cluster; the test it
+// names holds it.
+const farmProjection = "On a cluster the projection is the farm's: each node publishes the demand of its shards and its measured renders, and `capacity.Farm` projects their sum (docs/CLUSTER.md). `TestFarmProjectionMatchesSimulator` splits the tests' corpus over three nodes (a page's node by a hash of its index), gives each a third of the renders the simulated farm completed, and checks the farm's projection against the simulator: it equals the one-node projection to 10⁻⁶, and its worst gap for `ready` is within the same 10 %.\n\n"
+
 // WorstReadyGap is the largest relative gap between projection and measurement over every
 // class of the `ready` scenarios (boost 1 and 2: the policy the projection models; the lane
 // floors of `ready+lanes` are not modelled), and where it is.
@@ -161,5 +165,6 @@ func (r *Report) CapacitySection() string {
 		verdict = "**not** within"
 	}
 	fmt.Fprintf(&b, "\nThe worst gap for `ready` (boost 1 and 2) is **%.1f %%** (%s): %s the 10 %% the projection must hold. `ready+lanes` is shown for reference: its lane floors, which the projection does not model, move renders between the lanes.\n\n", 100*worst, where, verdict)
+	b.WriteString(farmProjection)
 	return b.String()
 }

@@ -23,8 +23,10 @@ import (
 // when its turn comes, and the bound is admitted), and the set is the same, up to the order of
 // offers among rows of equal score and due time, which the selector breaks by offer order.
 // Rows scored past the last one kept: the rows within the bucket width of a class's cut-off;
-// fetched past them, at most one chunk per class. In ModeLanes and ModeStrict the selector keeps up to K
-// rows per lane, so a sweep reads up to about 4K rows however large the due set. Rows left
+// fetched past them, at most one chunk per class. In ModeLanes the selector's lane bars admit
+// about K rows in all (the best K of the non-urgent lanes, with urgent's cap and the floor
+// lanes' shares beside them: policy.Selector), so a sweep reads about K rows plus its overread
+// however large the due set; in ModeStrict, a simulator mode, up to K per lane. Rows left
 // out for politeness (a paused host's, a capped host's) do not fill the set, so a due set made
 // mostly of held-back hosts' rows never raises the bar. There the merge stops once every host
 // the store holds rows of is paused or at its cap in the set (hostPlans.settled, from the

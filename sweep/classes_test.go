@@ -126,6 +126,11 @@ func classMergeAgainstFullPass(t *testing.T, cfg string, exact bool) {
 					t.Fatalf("class merge %+v\nfull pass %+v", mres, fres)
 				}
 				t.Logf("%s: published %d; the class merge read %d rows, the full pass %d", mode, len(full), mres.Rows, fres.Rows)
+				// The selector's lane bars stop each lane where the set ends: about K rows
+				// in all, where keeping K a lane read close to 4K here.
+				if mode == policy.ModeLanes && mres.Rows > 2*len(full) {
+					t.Fatalf("%s: the class merge read %d rows to publish %d", mode, mres.Rows, len(full))
+				}
 			}
 		})
 	}
