@@ -208,6 +208,9 @@ func tapPages(src Source, fn func(key []byte, row store.Row, t *store.Target)) S
 	if ss, ok := src.(ShardedSource); ok {
 		return shardedPageTap{pageTap: tap, ss: ss}
 	}
+	if js, ok := src.(JoinedSource); ok {
+		return joinedPageTap{pageTap: tap, js: js}
+	}
 	return tap
 }
 
@@ -232,6 +235,21 @@ func (p *pageTap) GetTarget(key []byte) (store.Target, error) {
 		p.fn(key, p.row, &t)
 	}
 	return t, err
+}
+
+// joinedPageTap is pageTap over a JoinedSource.
+type joinedPageTap struct {
+	*pageTap
+	js JoinedSource
+}
+
+func (p joinedPageTap) ForEachScheduleWithTarget(ctx context.Context, fn func(key []byte, row store.Row, tgt *store.Target) error) error {
+	return p.js.ForEachScheduleWithTarget(ctx, func(key []byte, row store.Row, tgt *store.Target) error {
+		if tgt != nil {
+			p.fn(key, row, tgt)
+		}
+		return fn(key, row, tgt)
+	})
 }
 
 // shardedPageTap is pageTap over a ShardedSource.

@@ -33,6 +33,15 @@ type ShardedSource interface {
 	ForEachOwnedRow(ctx context.Context, fn func(key []byte, row store.Row, tgt *store.Target) error) ([]int32, error)
 }
 
+// JoinedSource is a store that reads every schedule row with its target in one walk
+// (store/badgerstore: the two key ranges side by side, in the same key order), where a Source's
+// GetTarget is a point read per row. fn's target is nil when the row has none, and is valid only
+// until fn returns.
+type JoinedSource interface {
+	Source
+	ForEachScheduleWithTarget(ctx context.Context, fn func(key []byte, row store.Row, tgt *store.Target) error) error
+}
+
 // Drift compares the incremental demand with the recount that replaced it.
 type Drift struct {
 	Rows          int64 // rows the recount found with demand
@@ -196,6 +205,12 @@ func (l *Ledger) read(ctx context.Context, src Source, correct func(h uint64, e 
 			read[sh] = true
 		}
 		return read, nil
+	}
+	if js, ok := src.(JoinedSource); ok {
+		if err := js.ForEachScheduleWithTarget(ctx, add); err != nil {
+			return nil, fmt.Errorf("capacity: recount: %w", err)
+		}
+		return nil, nil
 	}
 	err := src.ForEachSchedule(nil, func(key []byte, row store.Row) error {
 		t, err := src.GetTarget(key)

@@ -1,6 +1,8 @@
 package badgerstore
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -155,3 +157,56 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 		return nil
 	})
 }
+
+// ForEachScheduleWithTarget calls fn with every schedule row and its target (nil when the key has
+// none), in cache-key order, from one snapshot, until fn or ctx returns an error. The schedule
+// and target key ranges are in the same cache-key order, so it walks them side by side and finds
+// a row's target by moving forward: a point read per row would search every level of the tree
+// for each (the capacity recount reads every row this way: capacity.JoinedSource).
+func (s *Store) ForEachScheduleWithTarget(ctx context.Context, fn func(key []byte, row store.Row, tgt *store.Target) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	sp, tp := []byte(prefixSchedule), []byte(prefixTarget)
+	return s.db.View(func(txn *badger.Txn) error {
+		s.catchUpView(txn.ReadTs())
+		rows := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: sp})
+		defer rows.Close()
+		targets := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: tp})
+		defer targets.Close()
+		targets.Seek(tp)
+		var row store.Row
+		var tgt store.Target
+		n := 0
+		for rows.Seek(sp); rows.Valid(); rows.Next() {
+			if n%chunkCheck == 0 { // the first row's turn included
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			n++
+			item := rows.Item()
+			key := item.Key()[len(sp):]
+			if err := item.Value(row.UnmarshalBinary); err != nil {
+				return fmt.Errorf("store: schedule row %q: %w", key, err)
+			}
+			for targets.Valid() && bytes.Compare(targets.Item().Key()[len(tp):], key) < 0 {
+				targets.Next() // a target with no schedule row
+			}
+			var t *store.Target
+			if targets.Valid() && bytes.Equal(targets.Item().Key()[len(tp):], key) {
+				if err := targets.Item().Value(tgt.UnmarshalBinary); err != nil {
+					return fmt.Errorf("store: target %q: %w", key, err)
+				}
+				t = &tgt
+			}
+			if err := fn(key, row, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// chunkCheck is how many rows a long read walks between looks at its context.
+const chunkCheck = 4096
