@@ -148,7 +148,9 @@ func sanitize(score float64) float64 {
 	return score
 }
 
-// Admits reports whether a candidate with these ranks would be kept if offered now.
+// Admits reports whether a candidate with these ranks could still be published: whether Offer
+// would keep it now and, in ModeLanes, whether the lane bars let it through. A caller that does
+// not offer what Admits refuses gets the same Result as one that offers everything.
 func (s *Selector[T]) Admits(lane Lane, score float64, dueAtMs int64) bool {
 	h := s.heapFor(lane)
 	if s.k == 0 {
