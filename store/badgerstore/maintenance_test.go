@@ -146,7 +146,7 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	if o.MemTableSize != 8<<20 || o.NumMemtables != 3 || o.Compression != CompressionNone || o.Floor == nil ||
-		o.ValueThreshold != minValueThreshold {
+		o.ValueThreshold != minValueThreshold || o.BaseLevelSize != 32<<20 {
 		t.Fatalf("defaults: %+v", o)
 	}
 	for _, bad := range []func(*Options){
@@ -159,6 +159,7 @@ func TestOptions(t *testing.T) {
 		func(o *Options) { o.NumCompactors = 1 },
 		func(o *Options) { o.ValueThreshold = o.MemTableSize },
 		func(o *Options) { o.ValueLogFileSize = 1 },
+		func(o *Options) { o.BaseLevelSize = 1 },
 		func(o *Options) { o.MaxBatchWrites = -1 },
 		func(o *Options) { o.GCInterval = -1 },
 		func(o *Options) { o.GCDiscardRatio = 1 },
@@ -182,6 +183,9 @@ func TestOptions(t *testing.T) {
 	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, "k", 1, false, 0, store.Lanes{})})
 	if o.MemTableSize != 0 {
 		t.Fatal("Open modified the caller's Options")
+	}
+	if got := st.db.Opts().BaseLevelSize; got != 32<<20 {
+		t.Fatalf("Badger opened with a base level of %d bytes, want the default 32 MiB", got)
 	}
 	if _, err := Open(st.db.Opts().Dir, nil); err == nil {
 		t.Fatal("a second Open of a locked directory succeeded")
