@@ -307,7 +307,8 @@ func TestSlopeIsMarginalsDerivative(t *testing.T) {
 
 // TestRankIntervalOrdersByValueGained: rows filed at their crossing rank, late by the same time,
 // in the order their marginal value has grown past ν (the rank interval is ν ÷ h′ at the
-// filed interval); a row filed at its ceiling ranks by its ceiling; no threshold, no rank.
+// filed interval); a row filed at its ceiling ranks by what the ceiling stretches; no
+// threshold, no rank.
 func TestRankIntervalOrdersByValueGained(t *testing.T) {
 	const nu, maxMs, minMs = 2.0, 96 * msPerHour, 15 * 60_000
 	pages := []struct{ lambda, mu float64 }{{0.05, 40}, {0.5, 20}, {0.2, 200}, {1, 9}, {0.02, 500}}
@@ -335,8 +336,9 @@ func TestRankIntervalOrdersByValueGained(t *testing.T) {
 			}
 		}
 	}
-	if r := RankInterval(0.001, 0.01, nu, 0, maxMs, maxMs); r != maxMs {
-		t.Errorf("a row filed at its ceiling ranks by %d ms, want its ceiling %d", r, int64(maxMs))
+	const baseMs = maxMs / 4 // the route's interval a tuning stretched 4×
+	if r := RankInterval(0.001, 0.01, nu, 0, maxMs, baseMs); r != baseMs {
+		t.Errorf("a row filed at its ceiling ranks by %d ms, want the route's interval %d, not the ceiling", r, int64(baseMs))
 	}
 	if r := RankInterval(0.5, 20, 0, 1, minMs, maxMs); r != 0 {
 		t.Errorf("without a threshold the rank interval is %d, want 0 (the cadence)", r)

@@ -22,13 +22,15 @@ import (
 // of lateness ÷ cadence: the rank interval is ν ÷ h′(τ*) (freshness.RankInterval), so a row
 // late by d ranks by how much its marginal value has grown past ν, about h′(τ*)·d, and the
 // pages worth more are rendered first when the farm is behind, as the optimal policy renders
-// a backlog. A row filed at its ceiling ranks by lateness ÷ ceiling, as ready ranks by lateness
-// ÷ cadence. Rows of one rank interval order by due time at every now (the property the class
-// merge relies on); the classes are the rank intervals' logarithmic buckets. A page's due time
-// is at most its ceiling after its render: one cadence while capacity suffices, what ready is
-// projected to stretch its route to under scarcity. Putting quantised λ and μ in the class
-// instead would have ranked the due rows by h itself, at the price of classes multiplied by
-// the buckets of two rates; the linear rank is one number a row carries.
+// a backlog. A row filed at its ceiling ranks by lateness ÷ the route's interval (what the
+// ceiling stretches), as ready ranks by lateness ÷ cadence, so that a stretched ceiling does not
+// also slow the row's climb past the rows ranked by value. Rows of one rank interval order by
+// due time at every now (the property the class merge relies on); the classes are the rank
+// intervals' logarithmic buckets. A page's due time is at most its ceiling after its render:
+// one cadence while capacity suffices, what ready is projected to stretch its route to under
+// scarcity. Putting quantised λ and μ in the class instead would have ranked the due rows by h
+// itself, at the price of classes multiplied by the buckets of two rates; the linear rank is
+// one number a row carries.
 
 // FreshParts are the parts of one freshness decision, as GET /v1/targets explains them.
 type FreshParts struct {
@@ -43,8 +45,8 @@ type FreshParts struct {
 	CrossMs       int64 // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
 	IntervalMs    int64 // the time from a render to the next due: τ* within the bounds
 	// RankIntervalMs is what the sweep divides the row's lateness by once due
-	// (freshness.RankInterval): ν ÷ h′ at IntervalMs, the ceiling for a row filed there, 0
-	// (its cadence) without a threshold.
+	// (freshness.RankInterval): ν ÷ h′ at IntervalMs, CeilingBaseMs for a row filed at its
+	// ceiling, 0 (its cadence) without a threshold.
 	RankIntervalMs int64
 }
 
@@ -96,7 +98,7 @@ func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int
 	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, tu, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(set, key, f, now)
 	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs, set.SweepInterval.Milliseconds())
-	p.RankIntervalMs = freshness.RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.MaxIntervalMs)
+	p.RankIntervalMs = freshness.RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.CeilingBaseMs)
 	return p
 }
 

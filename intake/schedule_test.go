@@ -50,7 +50,8 @@ var lead = config.Default().Queue.Ready.SweepInterval.Ms()
 // is asked for every minute is due at its min_interval, a page asked for once in days is due a
 // sweep interval before its interval (the ceiling), so that the last sweep before it publishes
 // it. Each is filed with its rank interval: threshold ÷ the marginal value's growth for the
-// first, the ceiling for the second; under ready none (0: the cadence).
+// first, the route's interval (its ceiling, unstretched) for the second; under ready none (0: the
+// cadence).
 func TestApplyFreshnessDue(t *testing.T) {
 	newsLambda := freshness.History{}.Rate(freshness.Prior{RatePerHour: 1, Weight: 2, IntervalMs: hour})
 	for _, c := range []struct {
@@ -145,23 +146,26 @@ func abs64(v int64) int64 {
 // interval: a page not worth its render waits for the stretched ceiling (the archive, at 3× its
 // interval, less a sweep interval), a page worth it is due at the tuned threshold's crossing; a route the tuning
 // does not name keeps its interval. The row's cadence is unchanged either way (its class
-// too).
+// too). A row filed at its ceiling ranks by the route's interval however far the tuning
+// stretched the ceiling: stretched, it would wait past the ceiling behind the rows ranked by
+// value (rank 0 below: a crossing, whose rank interval TestApplyFreshnessDue checks).
 func TestApplyFreshnessDueTuned(t *testing.T) {
 	for _, c := range []struct {
 		key  string
 		tu   freshness.Tuning
 		want func() int64
+		rank int64
 	}{
 		{"desktop|https://a.test/archive/1", freshness.Tuning{Nu: 1, Stretch: map[string]float64{"archive": 3}},
-			func() int64 { return 72*hour - lead }},
+			func() int64 { return 72*hour - lead }, 24 * hour},
 		{"desktop|https://a.test/archive/1", freshness.Tuning{Nu: 1, Stretch: map[string]float64{"news": 3}},
-			func() int64 { return 24*hour - lead }},
+			func() int64 { return 24*hour - lead }, 24 * hour},
 		{"desktop|https://a.test/news/1", freshness.Tuning{Nu: 40, Stretch: map[string]float64{"news": 2}},
 			func() int64 {
 				// λ from the prior (change_interval 1h, two pseudo-renders), μ the route's 60/h.
 				lambda := freshness.History{}.Rate(freshness.Prior{RatePerHour: 1, Weight: 2, IntervalMs: hour})
 				return freshness.Crossing(lambda, 60, 40, 48*hour)
-			}},
+			}, 0},
 	} {
 		e := qtest.New(t, freshYAML, start, shm.Options{})
 		key := []byte(c.key)
@@ -182,6 +186,9 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 		}
 		if row.EffectiveIntervalMs != 24*hour {
 			t.Errorf("%s: the row's cadence became %d: the cadence is the route's", c.key, row.EffectiveIntervalMs)
+		}
+		if c.rank != 0 && row.RankIntervalMs != c.rank {
+			t.Errorf("%s with %+v: filed at its ceiling with rank interval %d ms, want the route's interval %d", c.key, c.tu, row.RankIntervalMs, c.rank)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func (tr *truthRun) dueAfter(i int, cadenceMs, nowMs int64) (intervalMs, rankMs 
 	lambda, mu := tr.estimates(i, cadenceMs, nowMs)
 	minMs, maxMs := tr.bounds(i, cadenceMs)
 	cross, iv := freshness.DueAfter(lambda, mu, tr.due.nu, minMs, maxMs, tr.leadMs)
-	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, maxMs)
+	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, tr.ceilingBaseMs(i, cadenceMs))
 }
 
 // demandFlush is production's demand flush (intake's demandDue) for every page after the

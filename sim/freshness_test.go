@@ -210,41 +210,61 @@ func TestFreshTable(t *testing.T) {
 }
 
 // TestFreshnessKeepsCeiling: the home page (one page on two devices, a 1 h interval, hourly
-// sweeps) is never rendered further apart under the scored runs than ready's longest interval
-// at the same capacity, counting the renders that did not follow a failure (a retry waits for
-// a grant like any row). A row ranks as past its ceiling from one sweep before it
+// sweeps) is never rendered further apart under the freshness runs than ready's longest
+// interval at the same capacity, counting the renders that did not follow a failure (a retry
+// waits for a grant like any row). A row ranks as past its ceiling from one sweep before it
 // (freshness.Bounds.LeadMs), so it is published by the last sweep before its ceiling rather
 // than the first after; without the lead it was rendered a whole sweep interval after ready's
-// longest. Only the farm's claim period and a render's latency may come on top. (Routes with
-// many pages can have more rows at their ceiling at once than the capacity renders: those
-// wait their turn, and docs/SIMULATION.md reports how far.)
+// longest. Production's mode ranks a row filed at its ceiling by the route's interval, not by
+// the ceiling the tuning stretched (freshness.RankInterval): ranked by the stretched ceiling,
+// the held-out mix's home page at 25 % capacity waited 5.97× its interval, past ready's 4.98×.
+// Only the farm's claim period and a render's latency may come on top. (Routes with many pages
+// can have more rows at their ceiling at once than the capacity renders: those wait their
+// turn, and docs/SIMULATION.md reports how far at full size.) The held-out case holds
+// production's mode only: the scored runs, yardsticks that rank by h itself, leave the home
+// page 27–29× its interval apart on that small corpus, which is theirs to explain, not the
+// ranking's this test is about.
 func TestFreshnessKeepsCeiling(t *testing.T) {
-	rows := smallFresh(t, 600, 0.5, StandardTruth)
-	const route = "home"
-	slack := float64(35*time.Second) / float64(time.Hour) // a claim period (5 s) and a render's latency (at most the 30 s timeout)
-	var ready *FreshRow
-	for i := range rows {
-		if rows[i].Policy == "ready" {
-			ready = &rows[i]
-		}
-	}
-	want := ready.RouteMax[route]
-	for _, r := range rows {
-		got := r.RouteMaxClean[route]
-		if r.Policy == "freshness" {
-			// Production's mode files the ceiling as a due time and ranks a row due at it by
-			// lateness like any other, so under scarcity it can wait past it (docs/FRESHNESS.md,
-			// "against the targets"): measured and reported, not yet held.
-			t.Logf("%s (production): longest interval %.3f× (%.3f× without a failure), ready's %.3f×", r.Policy, r.RouteMax[route], got, want)
-			continue
-		}
-		if r.Policy != "freshness-scorer" && r.Policy != "oracle" {
-			continue
-		}
-		t.Logf("%s: longest interval %.3f× (%.3f× without a failure), ready's %.3f×, ceiling %.3f×", r.Policy, r.RouteMax[route], got, want, r.Ceiling[route])
-		if got > want+slack {
-			t.Errorf("%s: the home page rendered %.3f× its interval apart (without a failure), past ready's longest %.3f×", r.Policy, got, want)
-		}
+	for _, c := range []struct {
+		name     string
+		keys     int
+		capacity float64
+		truth    func(uint64) TruthMix
+		policies []string
+	}{
+		{"standard at 50 %", 600, 0.5, StandardTruth, []string{"freshness", "freshness-scorer", "oracle"}},
+		{"held-out at 25 %", 3000, 0.25, HeldOutTruth, []string{"freshness"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows := smallFresh(t, c.keys, c.capacity, c.truth)
+			const route = "home"
+			slack := float64(35*time.Second) / float64(time.Hour) // a claim period (5 s) and a render's latency (at most the 30 s timeout)
+			var ready *FreshRow
+			for i := range rows {
+				if rows[i].Policy == "ready" {
+					ready = &rows[i]
+				}
+			}
+			if ready == nil {
+				t.Fatal("no ready run")
+			}
+			want := ready.RouteMax[route]
+			checked := 0
+			for _, r := range rows {
+				if !slices.Contains(c.policies, r.Policy) {
+					continue
+				}
+				checked++
+				got := r.RouteMaxClean[route]
+				t.Logf("%s: longest interval %.3f× (%.3f× without a failure), ready's %.3f×, ceiling %.3f×", r.Policy, r.RouteMax[route], got, want, r.Ceiling[route])
+				if got > want+slack {
+					t.Errorf("%s: the home page rendered %.3f× its interval apart (without a failure), past ready's longest %.3f×", r.Policy, got, want)
+				}
+			}
+			if checked != len(c.policies) {
+				t.Fatalf("checked %d runs, want %d (%v)", checked, len(c.policies), c.policies)
+			}
+		})
 	}
 }
 
