@@ -109,7 +109,8 @@ func Slope(lambda, mu float64, sinceMs int64) float64 {
 // ready ranks by lateness ÷ cadence. Not by the ceiling itself: under scarcity the tuning
 // stretches a ceiling to several intervals, and a row ranked by it gains on the rows ranked by
 // value that many times more slowly, so it waits past the ceiling it was filed at (the
-// simulator's held-out home page: 4.49× its interval at 25 % capacity, against ready's 4.17×).
+// simulator's held-out home page at 25 % capacity and 10-minute sweeps: 4.49× its interval
+// apart, against ready's 4.17×).
 // The result is 0 when there is no threshold (nu ≤ 0: every page is worth rendering at its
 // floor) or no slope, and then the row ranks by its cadence.
 //
