@@ -11,21 +11,23 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// The class index (docs/store-format.md). Besides the due index, a store opened with a
-// Classifier keeps every schedule row's due-index entry a second time under its class:
+// The class index (docs/store-format.md). A store opened with a Classifier keeps its due index
+// under classes, instead of under d/:
 //
 //	c/ + class (4 B, BE) + dueAt (8 B, BE) + cacheKey → projection
 //
 // so that a sweep can read each class in due order and stop as soon as the class has nothing
-// left that could enter the set it publishes (package sweep). The funnel writes the entry
-// with the row and its d/ entry, in the same transaction, exactly as it writes d/: the class
-// index always holds the same (dueAt, cacheKey, projection) triples as the due index, each
-// under the class the store's classifier gives it.
+// left that could enter the set it publishes (package sweep). The funnel writes the entry with
+// the row, in the same transaction, exactly as it writes d/ in a store without a classifier:
+// the index holds every row's (dueAt, cacheKey, projection) once, under the class the store's
+// classifier gives it. The rows in plain due order are the merge of the classes
+// (classmerge.go).
 //
 // A row's class depends on the configuration its classifier was built from. The classifier's
-// fingerprint is stored under m/class: Open rebuilds the index when it differs, and drops the
-// index (and the fingerprint) when the store is opened without a classifier, so an index is
-// never read that a write made without it left behind.
+// fingerprint is stored under m/class: Open rebuilds the index when it differs, and rebuilds d/
+// and drops the class index (and the fingerprint) when the store is opened without a
+// classifier, so an index is never read that a write made without it left behind
+// (openClassIndex).
 
 const (
 	classKeyHeaderLen  = len(prefixClass) + 4 + 8
@@ -88,7 +90,7 @@ func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
 		return first, false, err
 	}
 	if p.stats.Capped { // a second row was due: the next due time is past it
-		st, err := walkDue(p.txn, p.stats.NowMs+1, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
+		st, err := p.s.walkDue(p.txn, p.bounds, dueCursor{ms: p.stats.NowMs + 1}, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
 		if err != nil && !errors.Is(err, errStopWalk) {
 			return first, false, fmt.Errorf("store: next due after %d: %w", p.stats.NowMs, err)
 		}
@@ -119,10 +121,12 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	}
 	it := p.classIter()
 	var heads []store.ClassHead
+	all := make(map[uint32]int64)
 	seek := classKey(0, p.stats.FloorMs, nil)
 	for {
 		it.Seek(seek)
 		if !it.Valid() {
+			p.heads = all
 			return heads, nil
 		}
 		item := it.Item()
@@ -134,6 +138,7 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 			seek = classKey(class, p.stats.FloorMs, nil)
 			continue
 		}
+		all[class] = due
 		if due <= p.stats.NowMs {
 			h := store.ClassHead{Class: class, DueRow: store.DueRow{Key: append([]byte(nil), key...)}}
 			if err := item.Value(h.Projection.UnmarshalBinary); err != nil {
@@ -143,6 +148,7 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 			heads = append(heads, h)
 		}
 		if class == math.MaxUint32 {
+			p.heads = all
 			return heads, nil
 		}
 		seek = classKey(class+1, p.stats.FloorMs, nil)

@@ -5,12 +5,13 @@
 //
 //	s/ + cacheKey                      → schedule row (Row)
 //	d/ + dueAt (8 B big-endian) + key  → the sweep's projection (Projection)
+//	c/ + class (4 B) + dueAt (8 B) + key → the same, under the row's sweep class
 //	t/ + cacheKey                      → target (Target)
 //	p/ + cacheKey                      → rendered page (Page)
-//	c/ + class (4 B) + dueAt (8 B) + key → the projection again, under the row's sweep class
 //	m/class                            → the fingerprint of the classifier c/ was built with
 //
-// c/ and m/class exist only in a store opened with Options.Classifier (classindex.go).
+// The due index is d/ in a store opened without Options.Classifier, and c/ (with m/class) in
+// one opened with it, never both (classindex.go, classmerge.go).
 //
 // Every value is encoded by the codecs of package store (the records' MarshalBinary), drawn
 // byte by byte there and in docs/store-format.md; this package spells only the keys (keys.go).
@@ -61,16 +62,18 @@
 // keeps a stored due time checks it with store.PlausibleDue and brings it into range first, so the
 // refusal is an assertion that no write path trips.
 //
-// The due index carries the projection. A sweep scores every due row from the d/ entries
+// The due index carries the projection. A sweep scores every due row from the index entries
 // alone (store.Pass.IterateDue); it never reads a schedule row, a target or the value log.
 //
-// The class index (classindex.go). With a Classifier, the funnel writes every row's index
-// entry a second time, under c/ + the row's class, in the same transaction as the row and its
-// d/ entry: c/ holds exactly d/'s (due, key, projection) triples (VerifyIndex checks it). A
-// sweep then reads each class in due order, from its head, only as far as it needs
-// (store.ClassPass), and the floor's head from d/ (ReadHead): the floor protocol sees the true
-// minimum, as from a full iteration. Open rebuilds c/ when the classifier's fingerprint is not
-// the one stored, and drops it when there is no classifier.
+// The class index (classindex.go). With a Classifier, the funnel files every row's index
+// entry under c/ + the row's class instead of under d/, in the same transaction as the row. A
+// sweep reads each class in due order, from its head, only as far as it needs
+// (store.ClassPass). Everything that needs the rows in plain due order (the floored scan, a
+// pass's IterateDue, the floor's head in ReadHead) reads the merge of the classes
+// (classmerge.go), which is that order exactly: the floor protocol sees the true minimum, as
+// from a full iteration. One index instead of two is two fewer LSM entries for every result
+// a render writes. Open rebuilds c/ when the classifier's fingerprint is not the one stored,
+// drops d/ when a classifier is given, and rebuilds d/ and drops c/ when none is.
 //
 // Floor (F1; docs/ARCHITECTURE.md, Invariants). Every funnel batch lowers the floor cell to its earliest new due time
 // before it commits; a Pass advances the floor only by compare-and-swap from the value it read

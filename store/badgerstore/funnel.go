@@ -17,12 +17,13 @@ import (
 )
 
 // This file is the funnel: the only code that writes to Badger. It alone writes the s/ and
-// d/ prefixes (TestFunnelIsTheOnlyWriter parses the package to prove it), so the two
-// invariants of the keyspace hold by construction:
+// d/ prefixes (TestFunnelIsTheOnlyWriter parses the package to prove it), and the class
+// index's c/, so the two invariants of the keyspace hold by construction:
 //
-//   - a schedule row and its due-index entry change in one transaction: the old d/ key (read
-//     from the row as the transaction sees it) is deleted and the new one set, so there is
-//     never an index entry without its row or a row without its index entry;
+//   - a schedule row and its due-index entry (d/, or c/ in a store with a classifier) change
+//     in one transaction: the old entry (found from the row as the transaction sees it) is
+//     deleted and the new one set, so there is never an index entry without its row or a row
+//     without its index entry;
 //   - every put states submitted and the effective interval (Schedule can only be built by
 //     NewSchedule), because a put replaces the record and an omitted field would silently
 //     erase a correct value.
@@ -374,6 +375,9 @@ type pipeline struct {
 	// spare is a write transaction opened just before the last submission: its snapshot
 	// holds everything committed except the last submitted transaction, which overlay holds.
 	spare *badger.Txn
+	// classLows is, for the transaction being built, the earliest due time it files under
+	// each class: what lowerClassBounds lowers before it commits (B1).
+	classLows map[uint32]int64
 }
 
 // rowState is the schedule row of a key as a transaction leaves it, and its target when the
@@ -484,6 +488,7 @@ func (s *Store) submitSegment(b *batch, refs []opRef) {
 			txn = s.db.NewTransaction(true)
 		}
 		cur := make(map[string]rowState, len(refs))
+		clear(s.pl.classLows)
 		rebuild, split := false, false
 		for _, ref := range refs {
 			if ref.o.failed {
@@ -531,6 +536,7 @@ func (s *Store) submitSegment(b *batch, refs []opRef) {
 		// (Opened after, it would wait for this commit to finish.)
 		s.pl.spare = s.db.NewTransaction(true)
 		s.pl.overlay = cur
+		s.lowerClassBounds(s.pl.classLows) // B1: before the commit
 		done := make(chan error, 1)
 		b.mu.Lock()
 		b.remaining++
@@ -607,13 +613,12 @@ func (s *Store) opCost(o *op) (count, size int64) {
 		count++
 		size += int64(k) + vl + 12
 	}
+	// The due index: d/ in a store without a classifier, c/ in one with (classmerge.go).
 	dueLen := dueKeyHeaderLen + len(o.key)
-	entry(dueLen, 0) // delete the old d/ key
-	classLen := 0
 	if s.opts.Classifier != nil {
-		classLen = classKeyHeaderLen + len(o.key)
-		entry(classLen, 0) // delete the old c/ key
+		dueLen = classKeyHeaderLen + len(o.key)
 	}
+	entry(dueLen, 0)                 // delete the old entry
 	entry(len(o.sKey), store.RowLen) // the longest encodings: an upper bound whichever version is written
 	switch o.kind {
 	case opDelete:
@@ -621,9 +626,6 @@ func (s *Store) opCost(o *op) (count, size int64) {
 		entry(len(o.pKey), 0)
 	default:
 		entry(dueLen, store.ProjectionLen)
-		if classLen > 0 {
-			entry(classLen, store.ProjectionLen)
-		}
 		if o.target != nil {
 			entry(len(o.tKey), len(o.target))
 		}
@@ -692,7 +694,11 @@ func (s *Store) prepareModified(o *op, w *store.Write) (op, error) {
 func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store.Row, had, fromDB bool) (staged bool, err error) {
 	if invariants.Enabled && had && fromDB {
 		// A row read from Badger has its index entry in the same snapshot.
-		if _, err := txn.Get(dueKey(old.DueAtMs, o.key)); err != nil {
+		k := dueKey(old.DueAtMs, o.key)
+		if c := s.opts.Classifier; c != nil {
+			k = classKey(c.Class(o.key, old.Projection), old.DueAtMs, o.key)
+		}
+		if _, err := txn.Get(k); err != nil {
 			panic(fmt.Sprintf("store: invariant: row %q due %d has no index entry: %v", o.key, old.DueAtMs, err))
 		}
 	}
@@ -709,13 +715,12 @@ func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store
 	switch o.kind {
 	case opDelete:
 		if had {
-			if err := stage(txn.Delete(dueKey(old.DueAtMs, o.key))); err != nil {
-				return staged, err
-			}
+			k := dueKey(old.DueAtMs, o.key)
 			if c := s.opts.Classifier; c != nil {
-				if err := stage(txn.Delete(classKey(c.Class(o.key, old.Projection), old.DueAtMs, o.key))); err != nil {
-					return staged, err
-				}
+				k = classKey(c.Class(o.key, old.Projection), old.DueAtMs, o.key)
+			}
+			if err := stage(txn.Delete(k)); err != nil {
+				return staged, err
 			}
 			if err := stage(txn.Delete(o.sKey)); err != nil {
 				return staged, err
@@ -749,17 +754,18 @@ func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store
 	}
 	rowVal, projVal := rowValues(row)
 
-	if had && old.DueAtMs != row.DueAtMs {
-		if err := stage(txn.Delete(dueKey(old.DueAtMs, o.key))); err != nil {
+	if c := s.opts.Classifier; c == nil {
+		if had && old.DueAtMs != row.DueAtMs {
+			if err := stage(txn.Delete(dueKey(old.DueAtMs, o.key))); err != nil {
+				return staged, err
+			}
+		}
+		if err := stage(txn.Set(o.dKey, projVal)); err != nil {
 			return staged, err
 		}
-	}
-	if err := stage(txn.Set(o.dKey, projVal)); err != nil {
-		return staged, err
-	}
-	if c := s.opts.Classifier; c != nil {
-		// The class index mirrors d/ (classindex.go): the old entry goes when the row's due
-		// time or class changes, and the new one is written with the same projection.
+	} else {
+		// The due index under classes (classindex.go): the old entry goes when the row's due
+		// time or class changes, and the new one is written.
 		class := c.Class(o.key, row.Projection)
 		if had {
 			if was := c.Class(o.key, old.Projection); was != class || old.DueAtMs != row.DueAtMs {
@@ -770,6 +776,9 @@ func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store
 		}
 		if err := stage(txn.Set(classKey(class, row.DueAtMs, o.key), projVal)); err != nil {
 			return staged, err
+		}
+		if low, ok := s.pl.classLows[class]; !ok || row.DueAtMs < low {
+			s.pl.classLows[class] = row.DueAtMs
 		}
 	}
 	if !had {
@@ -886,9 +895,15 @@ func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old sto
 // committer starts, the index is made to agree with the store's classifier. They live here
 // because every write of the store does.
 
-// openClassIndex makes the class index agree with the store's classifier: it rebuilds it from
-// the schedule rows when the stored fingerprint is another, and drops it when there is no
-// classifier. It runs in Open, before the funnel starts.
+// openClassIndex makes the due index agree with the store's classifier. A store with a
+// classifier keeps its due index under classes (c/, with the classifier's fingerprint under
+// m/class) and no d/ entries; one without keeps d/ and no class index. Open rebuilds the one
+// in force from the schedule rows when it is missing or was built for another classifier, and
+// drops the other. It runs in Open, before the funnel starts.
+//
+// Every step can be cut by a crash, and the next Open finishes the change, because the steps
+// keep one rule: m/class absent means d/ is complete. d/ is dropped only after m/class is
+// written, and m/class deleted only after d/ is rebuilt.
 func (s *Store) openClassIndex() error {
 	var stored uint64
 	var has bool
@@ -916,15 +931,55 @@ func (s *Store) openClassIndex() error {
 	case c == nil && !has:
 		return nil
 	case c == nil:
-		if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
-			return fmt.Errorf("store: drop class index: %w", err)
+		return s.rebuildDueIndex()
+	case !has || stored != c.Fingerprint():
+		if err := s.rebuildClassIndex(c); err != nil {
+			return err
 		}
-		s.log.Info().Msg("class index dropped: the store is open without a classifier")
-		return nil
-	case has && stored == c.Fingerprint():
-		return nil
 	}
-	return s.rebuildClassIndex(c)
+	return s.dropDueIndex()
+}
+
+// dropDueIndex drops what d/ entries a store with a classifier still holds: all of them, the
+// first time it is opened with one, and none after that.
+func (s *Store) dropDueIndex() error {
+	var present bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
+		defer it.Close()
+		it.Rewind()
+		present = it.Valid()
+		return nil
+	})
+	if err != nil || !present {
+		return err
+	}
+	if err := s.db.DropPrefix([]byte(prefixDue)); err != nil {
+		return fmt.Errorf("store: drop due index: %w", err)
+	}
+	s.log.Info().Msg("due index dropped: the class index orders the rows by due time")
+	return nil
+}
+
+// rebuildDueIndex writes d/ afresh from the schedule rows for a store opened without a
+// classifier that last had one, then deletes the fingerprint and drops the class index.
+func (s *Store) rebuildDueIndex() error {
+	start := time.Now()
+	if err := s.db.DropPrefix([]byte(prefixDue)); err != nil {
+		return fmt.Errorf("store: drop due index: %w", err)
+	}
+	n, err := s.writeIndexFromRows(func(ck []byte, r *store.Row) []byte { return dueKey(r.DueAtMs, ck) })
+	if err == nil {
+		err = s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(keyClassPrint)) })
+	}
+	if err == nil {
+		err = s.db.DropPrefix([]byte(prefixClass))
+	}
+	if err != nil {
+		return fmt.Errorf("store: rebuild due index: %w", err)
+	}
+	s.log.Info().Int("rows", n).Dur("took", time.Since(start)).Msg("due index rebuilt and class index dropped: the store is open without a classifier")
+	return nil
 }
 
 // rebuildClassIndex writes the class index afresh from the schedule rows, then the
@@ -932,9 +987,27 @@ func (s *Store) openClassIndex() error {
 // rebuilds again.
 func (s *Store) rebuildClassIndex(c store.Classifier) error {
 	start := time.Now()
-	if err := s.db.DropPrefix([]byte(keyClassPrint), []byte(prefixClass)); err != nil {
+	if err := s.db.DropPrefix([]byte(prefixClass)); err != nil {
 		return fmt.Errorf("store: drop class index: %w", err)
 	}
+	n, err := s.writeIndexFromRows(func(ck []byte, r *store.Row) []byte {
+		return classKey(c.Class(ck, r.Projection), r.DueAtMs, ck)
+	})
+	if err == nil {
+		err = s.db.Update(func(txn *badger.Txn) error {
+			return txn.Set([]byte(keyClassPrint), binary.BigEndian.AppendUint64(nil, c.Fingerprint()))
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("store: rebuild class index: %w", err)
+	}
+	s.log.Info().Int("rows", n).Dur("took", time.Since(start)).Msg("class index rebuilt for the classifier in force")
+	return nil
+}
+
+// writeIndexFromRows writes, for every schedule row, the index entry keyed by indexKey with the
+// row's projection, and returns how many it wrote.
+func (s *Store) writeIndexFromRows(indexKey func(ck []byte, r *store.Row) []byte) (int, error) {
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	n := 0
@@ -949,7 +1022,7 @@ func (s *Store) rebuildClassIndex(c store.Classifier) error {
 			}
 			ck := item.Key()[len(prefixSchedule):]
 			proj, _ := r.Projection.MarshalBinary()
-			if err := wb.Set(classKey(c.Class(ck, r.Projection), r.DueAtMs, ck), proj); err != nil {
+			if err := wb.Set(indexKey(ck, &r), proj); err != nil {
 				return err
 			}
 			n++
@@ -959,14 +1032,5 @@ func (s *Store) rebuildClassIndex(c store.Classifier) error {
 	if err == nil {
 		err = wb.Flush()
 	}
-	if err == nil {
-		err = s.db.Update(func(txn *badger.Txn) error {
-			return txn.Set([]byte(keyClassPrint), binary.BigEndian.AppendUint64(nil, c.Fingerprint()))
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("store: rebuild class index: %w", err)
-	}
-	s.log.Info().Int("rows", n).Dur("took", time.Since(start)).Msg("class index rebuilt for the classifier in force")
-	return nil
+	return n, err
 }

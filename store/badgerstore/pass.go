@@ -27,6 +27,10 @@ type badgerPass struct {
 	closed     bool  // guarded by Store.floorMu
 	iterated   bool
 	classIt    *badger.Iterator // the class index's iterator (classindex.go), opened on first use
+	bounds     []classBound     // the class bounds as the snapshot was taken (protocol.go: B1)
+	// heads is every class's first row from the floor in the snapshot, once ClassHeads has
+	// read them all: what AdvanceFloor raises the class bounds to.
+	heads map[uint32]int64
 }
 
 // BeginPass opens a pass at nowMs (≥ 0): it takes a snapshot of the store and reads the floor
@@ -74,7 +78,7 @@ func (p *badgerPass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) erro
 	p.iterated = true
 	c := newChunkPipe(chunk, fn)
 	defer c.close() // on every path, a panicking walk included: the consumer never leaks
-	st, err := walkDue(p.txn, p.stats.FloorMs, p.stats.NowMs, maxRows, c.add)
+	st, err := p.s.walkDue(p.txn, p.bounds, dueCursor{ms: p.stats.FloorMs}, p.stats.NowMs, maxRows, c.add)
 	if err == nil {
 		err = c.flush()
 	}

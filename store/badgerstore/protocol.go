@@ -1,6 +1,10 @@
 package badgerstore
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // This file is the floor protocol (invariant F1: nothing strands; docs/ARCHITECTURE.md, Invariants), made exact by
 // worker 0 being the only writer. It is the one critical section (Store.floorMu) shared by
@@ -15,7 +19,7 @@ import "math"
 //	  head.Lower(minDue)                    pass.min := min minDue of batches in flight
 //	unlock                                  register pass
 //	commit (Badger, pipelined)            unlock
-//	lock                                  iterate d/ from observed to now over snapshot,
+//	lock                                  iterate the due index from observed to now over snapshot,
 //	  unregister                            noting firstDue (the first due row read)
 //	unlock                                lock
 //	acknowledge callers                     bound := min(firstDue, now, pass.min)
@@ -100,6 +104,9 @@ func (s *Store) registerPass(p *badgerPass) {
 	for _, d := range s.inflight {
 		p.minWritten = min(p.minWritten, d)
 	}
+	if s.opts.Classifier != nil {
+		p.bounds = s.classBoundsLocked()
+	}
 	s.passes[p] = struct{}{}
 }
 
@@ -110,6 +117,7 @@ func (s *Store) registerPass(p *badgerPass) {
 func (s *Store) advance(p *badgerPass, guardMs int64) (int64, bool) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
+	s.raiseClassBounds(p)
 	if p.closed || !p.iterated || (!p.stats.HasFirstDue && !p.stats.Complete) {
 		return s.floor.Load(), false
 	}
@@ -150,4 +158,79 @@ func (p *badgerPass) isClosed() bool {
 	p.s.floorMu.Lock()
 	defer p.s.floorMu.Unlock()
 	return p.closed
+}
+
+// Class bounds (B1). In a store with a classifier, classLow holds for every class that has a
+// row a due time no later than any of the class's rows: the merge of the classes
+// (classmerge.go) leaves a class unread while its bound lies past the rows it needs. A class
+// with no entry has no row.
+//
+// The bounds move like the floor, class by class:
+//
+//   - Down, by the funnel: before a transaction commits, each class it files a row under is
+//     lowered to the earliest due time it files there (lowerClassBounds). So a committed row is
+//     never below its class's bound when it appears.
+//   - Up, by a pass that read every class's head (store.ClassPass.ClassHeads, from the floor
+//     up): in AdvanceFloor's critical section each class's bound rises to at most
+//     min(the class's first row in the snapshot, pass.min), the same pass.min as the floor's.
+//     The argument of the floor holds for each class: a row committed before the snapshot is
+//     in it, so no earlier than the class's first row there (rows below the floor there are
+//     none, by F1); a row committed after was in a batch in flight at the pass's critical
+//     section or registered after it, so it is no earlier than pass.min. A class with no row
+//     in the snapshot rises to pass.min, and is forgotten when that is no write at all.
+//
+// A walk copies the bounds after it has opened its snapshot. Every row of the snapshot was
+// committed before, so it had lowered its class's bound, and any rise since stayed at or below
+// it: the copy bounds the snapshot. A walk that meets a row below its class's bound stops with
+// an error (under the invariants build, panics) rather than hand out rows out of order.
+
+// lowerClassBounds lowers each class of lows to its due time. The funnel calls it before the
+// transaction that files those rows commits.
+func (s *Store) lowerClassBounds(lows map[uint32]int64) {
+	if len(lows) == 0 {
+		return
+	}
+	s.floorMu.Lock()
+	defer s.floorMu.Unlock()
+	for c, d := range lows {
+		if cur, ok := s.classLow[c]; !ok || d < cur {
+			s.classLow[c] = d
+		}
+	}
+}
+
+// classBounds returns a copy of the class bounds, for a walk whose snapshot is already open.
+func (s *Store) classBounds() []classBound {
+	s.floorMu.Lock()
+	defer s.floorMu.Unlock()
+	return s.classBoundsLocked()
+}
+
+func (s *Store) classBoundsLocked() []classBound {
+	out := make([]classBound, 0, len(s.classLow))
+	for c, d := range s.classLow {
+		out = append(out, classBound{class: c, boundMs: d})
+	}
+	slices.SortFunc(out, func(a, b classBound) int { return cmp.Compare(a.class, b.class) })
+	return out
+}
+
+// raiseClassBounds is the rise of the bounds in AdvanceFloor's critical section (floorMu held),
+// for a pass that read every class's head.
+func (s *Store) raiseClassBounds(p *badgerPass) {
+	if p.closed || p.heads == nil || s.opts.TestSignals.NaiveAdvance {
+		return
+	}
+	for c, cur := range s.classLow {
+		to := p.minWritten
+		if h, ok := p.heads[c]; ok {
+			to = min(to, h)
+		}
+		switch {
+		case to == math.MaxInt64:
+			delete(s.classLow, c)
+		case to > cur:
+			s.classLow[c] = to
+		}
+	}
 }

@@ -22,18 +22,25 @@ type dueStats struct {
 	complete    bool // reached a row past now or the end of the index
 }
 
-// walkDue iterates the due index of txn in ascending order from fromMs up to and including
-// nowMs, key-only (values of the index are inline, so no value-log read happens), calling
-// visit for each due row. key aliases Badger's buffer and is valid only during the call. The
-// walk stops after maxRows rows (0 = no cap), at the first row past nowMs (recorded as the
-// next not-yet-due time), at the end of the index, or at the first error.
-func walkDue(txn *badger.Txn, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
-	return walkDueFrom(txn, dueSeekKey(fromMs), fromMs, nowMs, maxRows, visit)
+// walkDue iterates the due order of txn from the cursor up to and including nowMs, key-only
+// (the projection is the index entry's inline value, so no value-log read happens), calling
+// visit for each due row in ascending (due, key) order. key is valid only during the call. The
+// walk stops after maxRows rows (0 = no cap), at the first row past nowMs (recorded as the next
+// not-yet-due time), at the end of the index, or at the first error.
+//
+// A store with a classifier keeps its due index under classes and walks their merge
+// (walkClasses), bounded by bounds, the class bounds copied after txn was opened (B1); one
+// without walks the d/ index (walkDueIndex) and ignores them.
+func (s *Store) walkDue(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
+	if s.opts.Classifier != nil {
+		return walkClasses(txn, bounds, from, nowMs, maxRows, visit)
+	}
+	return walkDueIndex(txn, from, nowMs, maxRows, visit)
 }
 
-// walkDueFrom is walkDue starting at the due-index key seek (prefix included) rather than at
-// the first key of fromMs; fromMs is the seek's due time, for the order check.
-func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
+// walkDueIndex is walkDue over the d/ index. key aliases Badger's buffer.
+func walkDueIndex(txn *badger.Txn, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
+	seek, fromMs := from.dueSeek(), from.ms
 	var st dueStats
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
@@ -82,7 +89,7 @@ func walkDueFrom(txn *badger.Txn, seek []byte, fromMs, nowMs int64, maxRows int,
 // to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
 // consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
 func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
-	return s.scanDue(dueSeekKey(floorMs), floorMs, nowMs, limit)
+	return s.scanDue(dueCursor{ms: floorMs}, nowMs, limit)
 }
 
 // ScanDueAfter continues a scan strictly after the row (afterMs, afterKey): the due rows
@@ -95,13 +102,10 @@ func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit 
 	if afterMs < 0 {
 		return s.ScanDue(0, nowMs, limit)
 	}
-	// The smallest due-index key after (afterMs, afterKey): the key itself with a 0x00 byte
-	// appended, since no other cacheKey lies between a key and that extension.
-	seek := append(dueKey(afterMs, afterKey), 0)
-	return s.scanDue(seek, afterMs, nowMs, limit)
+	return s.scanDue(dueCursor{ms: afterMs, key: afterKey, after: true}, nowMs, limit)
 }
 
-func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (store.ScanResult, error) {
+func (s *Store) scanDue(from dueCursor, nowMs int64, limit int) (store.ScanResult, error) {
 	var res store.ScanResult
 	if limit <= 0 {
 		return res, fmt.Errorf("%w: limit %d", store.ErrInvalidArgument, limit)
@@ -112,8 +116,12 @@ func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (store.Scan
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	s.catchUpView(txn.ReadTs())
+	var bounds []classBound
+	if s.opts.Classifier != nil {
+		bounds = s.classBounds() // after the snapshot: B1
+	}
 	var arena []byte
-	st, err := walkDueFrom(txn, seek, fromMs, nowMs, limit, func(key []byte, r *store.Row) error {
+	st, err := s.walkDue(txn, bounds, from, nowMs, limit, func(key []byte, r *store.Row) error {
 		if len(arena)+len(key) > cap(arena) {
 			// Sized for the rows the limit still allows, at most 4 KiB at a time: a claim's
 			// scan of a few rows should not pay for a page of them.
@@ -124,7 +132,7 @@ func (s *Store) scanDue(seek []byte, fromMs, nowMs int64, limit int) (store.Scan
 		return nil
 	})
 	if err != nil {
-		return store.ScanResult{}, fmt.Errorf("store: scan due from %d: %w", fromMs, err)
+		return store.ScanResult{}, fmt.Errorf("store: scan due from %d: %w", from.ms, err)
 	}
 	res.FirstDueMs, res.HasFirstDue = st.firstDue, st.hasFirstDue
 	res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue

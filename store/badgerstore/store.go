@@ -39,7 +39,8 @@ type Store struct {
 	floorMu  sync.Mutex
 	inflight map[*batch]int64 // batches registered and not yet acknowledged → min new due
 	passes   map[*badgerPass]struct{}
-	head     store.MemFloor // the floor without its guard: where a scan may start (HeadMs)
+	head     store.MemFloor   // the floor without its guard: where a scan may start (HeadMs)
+	classLow map[uint32]int64 // with a classifier: a lower bound of each class's due times (B1)
 
 	// The read view (readview.go): what the Get methods read, never waiting on a commit.
 	view       atomic.Pointer[readView]
@@ -84,9 +85,20 @@ func Open(dir string, opts *Options) (*Store, error) {
 		passes:        make(map[*badgerPass]struct{}),
 		inflight:      make(map[*batch]int64),
 	}
+	s.pl.classLows = make(map[uint32]int64)
 	s.setHead(o.Floor.Load())
 	if err := s.openClassIndex(); err != nil {
 		return nil, errors.Join(err, db.Close())
+	}
+	if o.Classifier != nil {
+		// B1 from the classes' first rows, before anything can write.
+		err := db.View(func(txn *badger.Txn) (err error) {
+			s.classLow, err = classHeadsAt(txn)
+			return err
+		})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("store: read the class heads: %w", err), db.Close())
+		}
 	}
 	keys, rows, err := buildKeyFilter(db)
 	if err != nil {
