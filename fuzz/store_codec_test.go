@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"reflect"
 	"testing"
@@ -158,6 +159,32 @@ func FuzzStoreDueKey(f *testing.F) {
 		}
 		if s.DueAtMs() != due || !reflect.DeepEqual(s.Key(), key) {
 			t.Fatal("schedule does not carry the decoded parts")
+		}
+	})
+}
+
+func FuzzStoreClassKey(f *testing.F) {
+	k := append([]byte("c/"), 0, 1, 0, 0x2a, 0, 0, 1, 0x8b, 0xcf, 0xe5, 0x68, 0x00)
+	k = append(k, "desktop|https://shop.example/"...)
+	seedTruncations(f, k)
+	f.Add(append([]byte("c/"), 0, 0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 'k'))
+	f.Add(append([]byte("d/"), make([]byte, 13)...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		class, due, key, err := badgerstore.DecodeClassKey(b)
+		if err != nil {
+			if !store.IsCorruptionError(err) {
+				t.Fatalf("DecodeClassKey(%x): %v does not wrap ErrCorruption", b, err)
+			}
+			return
+		}
+		if due < 0 || len(key) == 0 || len(key) > store.MaxKeyLen {
+			t.Fatalf("DecodeClassKey(%x) = %d, %d-byte key", b, due, len(key))
+		}
+		// Encoding the parts again gives the input back: the order of the index is the order
+		// of (class, due, key).
+		again := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32([]byte("c/"), class), uint64(due))
+		if again = append(again, key...); !bytes.Equal(again, b) {
+			t.Fatalf("DecodeClassKey(%x) = (%d, %d, %q), which encodes as %x", b, class, due, key, again)
 		}
 	})
 }

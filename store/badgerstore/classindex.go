@@ -46,8 +46,9 @@ func classKey(class uint32, dueAtMs int64, cacheKey []byte) []byte {
 	return appendClassKey(make([]byte, 0, classKeyHeaderLen+len(cacheKey)), class, dueAtMs, cacheKey)
 }
 
-// decodeClassKey splits a class-index key (prefix included). cacheKey aliases k.
-func decodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err error) {
+// DecodeClassKey splits a class-index key (prefix included) into its class, due time and
+// cacheKey. cacheKey aliases k. A key that is not one is an error wrapping store.ErrCorruption.
+func DecodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err error) {
 	if len(k) < classKeyHeaderLen || string(k[:len(prefixClass)]) != prefixClass {
 		return 0, 0, nil, corruptionf("class key %q: not a class-index key", k)
 	}
@@ -130,7 +131,7 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 			return heads, nil
 		}
 		item := it.Item()
-		class, due, key, err := decodeClassKey(item.Key())
+		class, due, key, err := DecodeClassKey(item.Key())
 		if err != nil {
 			return heads, err
 		}
@@ -167,7 +168,7 @@ func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n i
 	read := 0
 	for it.Seek(append(classKey(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
 		item := it.Item()
-		c, due, key, err := decodeClassKey(item.Key())
+		c, due, key, err := DecodeClassKey(item.Key())
 		if err != nil {
 			return dst, false, err
 		}

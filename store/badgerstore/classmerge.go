@@ -126,7 +126,7 @@ func readRun(it *badger.Iterator, r *classRun, n int, nowMs int64) error {
 	r.rows, r.next, r.more, r.opened = r.rows[:0], 0, false, true
 	for ; it.Valid(); it.Next() {
 		item := it.Item()
-		class, due, key, err := decodeClassKey(item.Key())
+		class, due, key, err := DecodeClassKey(item.Key())
 		if err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func classHeadsAt(txn *badger.Txn) (map[uint32]int64, error) {
 	defer it.Close()
 	heads := make(map[uint32]int64)
 	for it.Seek([]byte(prefixClass)); it.Valid(); {
-		class, due, _, err := decodeClassKey(it.Item().Key())
+		class, due, _, err := DecodeClassKey(it.Item().Key())
 		if err != nil {
 			return nil, err
 		}

@@ -112,7 +112,7 @@ func verifyClassEntries(txn *badger.Txn, c store.Classifier, rep *store.IndexRep
 	for it.Rewind(); it.Valid(); it.Next() {
 		rep.ClassEntries++
 		item := it.Item()
-		class, due, ck, err := decodeClassKey(item.Key())
+		class, due, ck, err := DecodeClassKey(item.Key())
 		var p store.Projection
 		if err == nil {
 			err = item.Value(p.UnmarshalBinary)
