@@ -210,9 +210,9 @@ func bareIterate(db *badger.DB, nowMs int64) (int, error) {
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
-	end := dueSeekKey(nowMs + 1)
+	end := dueCursor{ms: nowMs + 1}.dueSeek()
 	n := 0
-	for it.Seek(dueSeekKey(0)); it.Valid(); it.Next() {
+	for it.Seek(dueCursor{}.dueSeek()); it.Valid(); it.Next() {
 		if string(it.Item().Key()) >= string(end) {
 			break
 		}
@@ -229,7 +229,7 @@ func bareSeek(db *badger.DB, fromMs int64) (int64, error) {
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
-	if it.Seek(dueSeekKey(fromMs)); !it.Valid() {
+	if it.Seek(dueCursor{ms: fromMs}.dueSeek()); !it.Valid() {
 		return 0, fmt.Errorf("no due row at or after %d", fromMs)
 	}
 	due, _, err := DecodeDueKey(it.Item().Key())

@@ -30,7 +30,9 @@ import (
 // the walk's next due time, and nothing after it can be.
 
 // dueCursor is where a walk of the due order starts: at the first row at or after (ms, key),
-// or strictly after it when after is set. A nil key is the first key of ms.
+// or strictly after it when after is set. A nil key is the first key of ms. A cursor before 0
+// seeks from 0: no due time is negative, and the index's unsigned order would put a negative
+// one after every other.
 type dueCursor struct {
 	ms    int64
 	key   []byte
@@ -39,6 +41,9 @@ type dueCursor struct {
 
 // dueSeek returns the d/ key a walk from c seeks to.
 func (c dueCursor) dueSeek() []byte {
+	if c.ms < 0 {
+		return dueKey(0, nil)
+	}
 	k := dueKey(c.ms, c.key)
 	if c.after {
 		// The smallest key after (ms, key): the key itself with a 0x00 byte appended, since
@@ -50,6 +55,9 @@ func (c dueCursor) dueSeek() []byte {
 
 // classSeek returns the c/ key a walk from c seeks to in class.
 func (c dueCursor) classSeek(class uint32) []byte {
+	if c.ms < 0 {
+		return classKey(class, 0, nil)
+	}
 	k := classKey(class, c.ms, c.key)
 	if c.after {
 		k = append(k, 0)
@@ -114,7 +122,7 @@ func (h *runHeap) Pop() any {
 	return r
 }
 
-// readRun fills r with the rows of its class from it's current position on, at most n of them
+// readRun fills r with the rows of its class from its current position on, at most n of them
 // and none past the first row due after nowMs. It leaves r.more set when the class has a row it
 // did not read and the walk could need.
 func readRun(it *badger.Iterator, r *classRun, n int, nowMs int64) error {

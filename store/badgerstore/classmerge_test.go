@@ -128,6 +128,22 @@ func TestClassMergeIsTheDueOrder(t *testing.T) {
 	mustVerify(t, classed)
 	mustVerify(t, plain)
 
+	// A scan from before 0 is a scan from 0: no due time is negative.
+	for _, st := range []*Store{classed, plain} {
+		a, err := st.ScanDue(-500, 30_000, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := st.ScanDue(0, 30_000, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Rows) == 0 {
+			t.Fatal("nothing due by 30000: the scan below checks nothing")
+		}
+		sameScan(t, fmt.Sprintf("classifier %v: from -500 against from 0", st.opts.Classifier != nil), a, b)
+	}
+
 	for round := range 300 {
 		from := int64(rng.IntN(42)*1000 + 500*rng.IntN(2))
 		now := from + int64(rng.IntN(20)*1000)

@@ -229,7 +229,6 @@ type op struct {
 	kind      opKind
 	key       []byte // cacheKey
 	sKey      []byte
-	dKey      []byte // due-index key of the new row (puts)
 	tKey      []byte
 	pKey      []byte
 	row       store.Row
@@ -268,7 +267,6 @@ func (o *op) preparePut(w *store.Write) error {
 	*o = op{kind: opPut, row: sch.Row()}
 	o.setKeys(sch.Key(), w.Target != nil, w.Page != nil || w.DropPage)
 	o.dropPage = w.DropPage && w.Page == nil
-	o.dKey = dueKey(sch.DueAtMs(), sch.Key())
 	if w.Target != nil {
 		v, err := w.Target.MarshalBinary()
 		if err != nil {
@@ -760,7 +758,7 @@ func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store
 				return staged, err
 			}
 		}
-		if err := stage(txn.Set(o.dKey, projVal)); err != nil {
+		if err := stage(txn.Set(dueKey(row.DueAtMs, o.key), projVal)); err != nil {
 			return staged, err
 		}
 	} else {

@@ -56,14 +56,6 @@ func dueKey(dueAtMs int64, cacheKey []byte) []byte {
 	return appendDueKey(make([]byte, 0, dueKeyHeaderLen+len(cacheKey)), dueAtMs, cacheKey)
 }
 
-// dueSeekKey is the first possible due-index key at or after fromMs.
-func dueSeekKey(fromMs int64) []byte {
-	if fromMs < 0 {
-		fromMs = 0
-	}
-	return dueKey(fromMs, nil)
-}
-
 // DecodeDueKey splits a due-index key (prefix included) into its due time and cacheKey. The
 // returned cacheKey aliases k. A key that is not a due-index key, carries a due time above
 // math.MaxInt64, or whose cacheKey breaks the key limits returns an error wrapping
