@@ -8,6 +8,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
 )
 
@@ -105,14 +106,25 @@ func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
 
 var errStopWalk = errors.New("store: walk stopped")
 
-func (p *badgerPass) classIter() *badger.Iterator {
-	if p.classIt == nil {
-		p.classIt = p.txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
+// classIter returns the pass's iterator over class (newClassIterator), opened on first use.
+func (p *badgerPass) classIter(class uint32) *badger.Iterator {
+	it, ok := p.classIts[class]
+	if !ok {
+		if p.classIts == nil {
+			p.classIts = make(map[uint32]*badger.Iterator)
+		}
+		it = newClassIterator(p.txn, class)
+		p.classIts[class] = it
 	}
-	return p.classIt
+	return it
 }
 
-// ClassHeads implements store.ClassPass: one seek per class present in the index.
+// ClassHeads implements store.ClassPass: one seek per class the bounds name, each from the
+// class's bound when it lies above the floor. By B1 no row of the snapshot lies below its
+// class's bound, and a class with no bound has no row; below the bound lie the tombstones of
+// the rows that left the class since the floor was last raised past them, which a seek from
+// the floor would step over one by one: the floor is the least of every class's head, so a
+// class that moves faster than the slowest one keeps them between the two.
 func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	if p.isClosed() {
 		return nil, store.ErrClosed
@@ -120,24 +132,18 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	if p.s.opts.Classifier == nil {
 		return nil, fmt.Errorf("%w: the store keeps no class index", store.ErrInvalidArgument)
 	}
-	it := p.classIter()
 	var heads []store.ClassHead
-	all := make(map[uint32]int64)
-	seek := classKey(0, p.stats.FloorMs, nil)
-	for {
-		it.Seek(seek)
+	all := make(map[uint32]int64, len(p.bounds))
+	for _, b := range p.bounds { // in class order
+		it := p.classIter(b.class)
+		it.Seek(classKey(b.class, max(p.stats.FloorMs, b.boundMs), nil))
 		if !it.Valid() {
-			p.heads = all
-			return heads, nil
+			continue
 		}
 		item := it.Item()
 		class, due, key, err := DecodeClassKey(item.Key())
 		if err != nil {
 			return heads, err
-		}
-		if due < p.stats.FloorMs { // below the floor (none, by F1): start the class at it
-			seek = classKey(class, p.stats.FloorMs, nil)
-			continue
 		}
 		all[class] = due
 		if due <= p.stats.NowMs {
@@ -148,11 +154,40 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 			h.DueAtMs = due
 			heads = append(heads, h)
 		}
-		if class == math.MaxUint32 {
-			p.heads = all
-			return heads, nil
+	}
+	if invariants.Enabled {
+		p.checkHeads(all)
+	}
+	p.heads = all
+	return heads, nil
+}
+
+// checkHeads panics unless heads holds every class's first row from the floor in the pass's
+// snapshot, found without the bounds: a seek per class present in the index.
+func (p *badgerPass) checkHeads(heads map[uint32]int64) {
+	it := p.txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
+	defer it.Close()
+	found := 0
+	for it.Seek([]byte(prefixClass)); it.Valid(); {
+		class, due, _, err := DecodeClassKey(it.Item().Key())
+		if err != nil {
+			panic(fmt.Sprintf("store: invariant: %v", err))
 		}
-		seek = classKey(class+1, p.stats.FloorMs, nil)
+		if due < p.stats.FloorMs {
+			it.Seek(classKey(class, p.stats.FloorMs, nil))
+			continue
+		}
+		if got, ok := heads[class]; !ok || got != due {
+			panic(fmt.Sprintf("store: invariant B1: class %d's head from the floor %d is %d, the bounded read found %d (%v)", class, p.stats.FloorMs, due, got, ok))
+		}
+		found++
+		if class == math.MaxUint32 {
+			break
+		}
+		it.Seek(classKey(class+1, p.stats.FloorMs, nil))
+	}
+	if found != len(heads) {
+		panic(fmt.Sprintf("store: invariant B1: the bounded read found %d class heads, the index holds %d", len(heads), found))
 	}
 }
 
@@ -164,7 +199,7 @@ func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n i
 	if p.s.opts.Classifier == nil || n <= 0 {
 		return dst, false, fmt.Errorf("%w: class index %v, n %d", store.ErrInvalidArgument, p.s.opts.Classifier != nil, n)
 	}
-	it := p.classIter()
+	it := p.classIter(class)
 	read := 0
 	for it.Seek(append(classKey(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
 		item := it.Item()

@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"bytes"
 	"container/heap"
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -27,7 +28,9 @@ import (
 // from the head opens the classes whose bound lies at or before the page's last row, not all.
 //
 // A run reads a class no further than its first row past now: that row is the class's say in
-// the walk's next due time, and nothing after it can be.
+// the walk's next due time, and nothing after it can be. Each class it opens has an iterator
+// of its own, bounded to the class (newClassIterator), so that a class with nothing past the
+// cursor ends there, not in the tombstones at the head of the class after it.
 
 // dueCursor is where a walk of the due order starts: at the first row at or after (ms, key),
 // or strictly after it when after is set. A nil key is the first key of ms. A cursor before 0
@@ -74,6 +77,18 @@ const (
 	classRunRows  = 64
 )
 
+// newClassIterator returns a key-only iterator over one class's entries. Its prefix is the
+// class's, so that neither a seek nor a step past the class's last row reads on into the next
+// class: the head of a class holds the tombstones of the rows that left it (a rendered row
+// leaves the never-rendered lane's class), and Badger's iterator steps over tombstones one by
+// one, reading two live entries ahead. An iterator over the whole index, sought to a class
+// with no row left past the cursor, would read through the next class's tombstones to its
+// first rows.
+func newClassIterator(txn *badger.Txn, class uint32) *badger.Iterator {
+	prefix := binary.BigEndian.AppendUint32([]byte(prefixClass), class)
+	return txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
+}
+
 // classBound is a lower bound of the due times of a class's rows (protocol.go: B1).
 type classBound struct {
 	class   uint32
@@ -85,7 +100,8 @@ type classBound struct {
 type classRun struct {
 	class   uint32
 	opened  bool
-	boundMs int64 // unopened: where the class's rows start, no earlier than the walk's cursor
+	it      *badger.Iterator // the class's own (newClassIterator), from its opening
+	boundMs int64            // unopened: where the class's rows start, no earlier than the walk's cursor
 	rows    []store.DueRow
 	next    int  // rows[next] is the class's first row not yet handed out
 	more    bool // the class may hold rows after rows[len(rows)-1] that the walk needs
@@ -159,9 +175,9 @@ func readRun(it *badger.Iterator, r *classRun, n int, nowMs int64) error {
 // read.
 func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
 	var st dueStats
-	var it *badger.Iterator
+	var opened []*badger.Iterator
 	defer func() {
-		if it != nil {
+		for _, it := range opened {
 			it.Close()
 		}
 	}()
@@ -184,9 +200,8 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 		r := runs[0]
 		if !r.opened {
 			// The class's bound comes first: one of its rows may be the walk's next.
-			if it == nil {
-				it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
-			}
+			r.it = newClassIterator(txn, r.class)
+			opened = append(opened, r.it)
 			// From the bound when it lies past the cursor: by B1 no row of the class is below
 			// it, and the tombstones of the rows moved out of the class may be, which a seek
 			// would step over one by one.
@@ -194,8 +209,8 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 			if r.boundMs > from.ms {
 				seek = classKey(r.class, r.boundMs, nil)
 			}
-			it.Seek(seek)
-			if err := readRun(it, r, headRows, nowMs); err != nil {
+			r.it.Seek(seek)
+			if err := readRun(r.it, r, headRows, nowMs); err != nil {
 				return st, err
 			}
 			if len(r.rows) == 0 {
@@ -237,8 +252,8 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 			continue
 		}
 		last := r.rows[len(r.rows)-1]
-		it.Seek(dueCursor{ms: last.DueAtMs, key: last.Key, after: true}.classSeek(r.class))
-		if err := readRun(it, r, classRunRows, nowMs); err != nil {
+		r.it.Seek(dueCursor{ms: last.DueAtMs, key: last.Key, after: true}.classSeek(r.class))
+		if err := readRun(r.it, r, classRunRows, nowMs); err != nil {
 			return st, err
 		}
 		if len(r.rows) == 0 { // nothing after the run in this snapshot after all

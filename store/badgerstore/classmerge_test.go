@@ -497,3 +497,63 @@ func TestClassBoundsCountWritesDuringAPass(t *testing.T) {
 		t.Fatalf("scan after the pass: %+v, %v; want b then a", res.Rows, err)
 	}
 }
+
+// BenchmarkClassPassHeads is what a sweep's pass reads of the class index before it ranks
+// anything (ReadHead, then ClassHeads), where a class's head holds the tombstones of rows that
+// left it: 200,000 due rows under two classes, the earliest 80,000 of class 1 gone (as rows
+// leave the never-rendered class when rendered), class 0 whole, so that the floor stays at
+// class 0's head, below them. An op is one pass: BeginPass, ReadHead, ClassHeads, Close.
+func BenchmarkClassPassHeads(b *testing.B) {
+	const (
+		rows = 200_000
+		gone = 80_000
+		now  = 2_000_000
+	)
+	c := modClassifier{2}
+	st := openTest(b, &Options{Classifier: c})
+	var leaving [][]byte
+	for from := 0; from < rows; from += 10_000 {
+		ws := make([]store.Write, 0, 10_000)
+		for i := from; i < from+10_000; i++ {
+			key := []byte(urlKey(i))
+			s, err := store.NewSchedule(key, int64(1_000_000+i), false, 3_600_000, store.Lanes{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws = append(ws, store.Write{Schedule: s})
+			if c.Class(key, s.Row().Projection) == 1 && len(leaving) < gone {
+				leaving = append(leaving, key)
+			}
+		}
+		if err := st.WriteSchedules(ws); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, key := range leaving {
+		if err := st.DeleteTarget(key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pass := func(advance bool) {
+		p, err := st.BeginPass(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cp := p.(store.ClassPass)
+		if _, ok, err := cp.ReadHead(); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		heads, err := cp.ClassHeads()
+		if err != nil || len(heads) != 2 {
+			b.Fatal(len(heads), err)
+		}
+		if advance {
+			p.AdvanceFloor(1000)
+		}
+		p.Close()
+	}
+	pass(true) // the floor below class 0's head, the bounds at the heads
+	for b.Loop() {
+		pass(false)
+	}
+}

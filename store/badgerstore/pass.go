@@ -26,8 +26,8 @@ type badgerPass struct {
 	headMs     int64 // Store.head when the snapshot was taken
 	closed     bool  // guarded by Store.floorMu
 	iterated   bool
-	classIt    *badger.Iterator // the class index's iterator (classindex.go), opened on first use
-	bounds     []classBound     // the class bounds as the snapshot was taken (protocol.go: B1)
+	classIts   map[uint32]*badger.Iterator // each class's iterator (classindex.go), opened on first use
+	bounds     []classBound                // the class bounds as the snapshot was taken (protocol.go: B1)
 	// heads is every class's first row from the floor in the snapshot, once ClassHeads has
 	// read them all: what AdvanceFloor raises the class bounds to.
 	heads map[uint32]int64
@@ -214,8 +214,8 @@ func (p *badgerPass) AdvanceFloor(guardMs int64) (floorMs int64, advanced bool) 
 // Close releases the pass's snapshot. It is safe to call twice.
 func (p *badgerPass) Close() {
 	if p.s.unregisterPass(p) {
-		if p.classIt != nil {
-			p.classIt.Close()
+		for _, it := range p.classIts {
+			it.Close()
 		}
 		p.txn.Discard()
 	}
