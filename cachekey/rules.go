@@ -102,10 +102,24 @@ func (r *Rules) Normalize(raw string) (string, error) {
 		u.Path, u.RawPath = "/", ""
 	}
 	rt := r.slash(u)
-	// The query is kept as submitted, but not its trailing white space: the URL ends there,
-	// and a second pass would trim it (TrimSpace above), so normalising would not be idempotent.
-	u.RawQuery, u.ForceQuery = strings.TrimRightFunc(r.query(u.RawQuery, rt), unicode.IsSpace), false
+	u.RawQuery, u.ForceQuery = r.settledQuery(u.RawQuery, rt), false
 	return u.String(), nil
+}
+
+// settledQuery is the query of a key: filtered and sorted (query), without trailing white
+// space. The URL ends there, and a second pass would trim it (TrimSpace in Normalize). A trim
+// can leave what the next filtering changes again: an empty last pair (" & " → " &"), or a
+// last name that now sorts earlier. So both are applied until the query no longer changes,
+// which is what makes Normalize idempotent. Neither ever lengthens it, and a pass that leaves
+// its length alone leaves it sorted, so this ends within len(raw)+2 passes.
+func (r *Rules) settledQuery(raw string, rt *RouteRule) string {
+	for {
+		next := strings.TrimRightFunc(r.query(raw, rt), unicode.IsSpace)
+		if next == raw {
+			return next
+		}
+		raw = next
+	}
 }
 
 // canonicalHost lower-cases host and drops the scheme's default port, or an empty one

@@ -42,6 +42,8 @@ func TestRulesNormalize(t *testing.T) {
 		{"sort stable for repeated names", "https://a.test/x?b=2&a=z&b=1&a=y", "https://a.test/x?a=z&a=y&b=2&b=1"},
 		{"value text kept as submitted", "https://a.test/x?q=a%20b+c&p", "https://a.test/x?p&q=a%20b+c"},
 		{"empty pairs and ? dropped", "https://a.test/x?&&", "https://a.test/x"},
+		{"white space trimmed until no empty pair is left", "https://a.test/x? & #f", "https://a.test/x"},
+		{"white space trimmed off the pair sorted last", "https://a.test/x?c &a#f", "https://a.test/x?a&c"},
 		{"all dropped leaves no ?", "https://a.test/x?utm_a=1", "https://a.test/x"},
 		{"keep_params allowlist", "https://a.test/search?sort=d&q=x&utm_a=1&page=2", "https://a.test/search?page=2&q=x"},
 		{"keep_params glob", "https://a.test/c/p/9?v=1&variant=2&ref=x", "https://a.test/c/p/9?v=1&variant=2"},
