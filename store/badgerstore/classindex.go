@@ -163,31 +163,19 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 }
 
 // checkHeads panics unless heads holds every class's first row from the floor in the pass's
-// snapshot, found without the bounds: a seek per class present in the index.
+// snapshot, as read without the bounds (classHeadsAt).
 func (p *badgerPass) checkHeads(heads map[uint32]int64) {
-	it := p.txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
-	defer it.Close()
-	found := 0
-	for it.Seek([]byte(prefixClass)); it.Valid(); {
-		class, due, _, err := DecodeClassKey(it.Item().Key())
-		if err != nil {
-			panic(fmt.Sprintf("store: invariant: %v", err))
-		}
-		if due < p.stats.FloorMs {
-			it.Seek(classKey(class, p.stats.FloorMs, nil))
-			continue
-		}
+	want, err := classHeadsAt(p.txn, p.stats.FloorMs)
+	if err != nil {
+		panic(fmt.Sprintf("store: invariant: %v", err))
+	}
+	for class, due := range want {
 		if got, ok := heads[class]; !ok || got != due {
 			panic(fmt.Sprintf("store: invariant B1: class %d's head from the floor %d is %d, the bounded read found %d (%v)", class, p.stats.FloorMs, due, got, ok))
 		}
-		found++
-		if class == math.MaxUint32 {
-			break
-		}
-		it.Seek(classKey(class+1, p.stats.FloorMs, nil))
 	}
-	if found != len(heads) {
-		panic(fmt.Sprintf("store: invariant B1: the bounded read found %d class heads, the index holds %d", len(heads), found))
+	if len(heads) != len(want) {
+		panic(fmt.Sprintf("store: invariant B1: the bounded read found %d class heads, the index holds %d", len(heads), len(want)))
 	}
 }
 

@@ -266,9 +266,10 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 	return st, nil
 }
 
-// classHeadsAt returns every class present in txn's snapshot with the due time of its first
-// row: one seek per class. Open seeds the class bounds with it.
-func classHeadsAt(txn *badger.Txn) (map[uint32]int64, error) {
+// classHeadsAt returns every class present in txn's snapshot that has a row at or after fromMs,
+// with the due time of its first such row: one seek per class. Open seeds the class bounds with
+// it (from 0); a pass's self-check reads the heads from its floor with it, without the bounds.
+func classHeadsAt(txn *badger.Txn, fromMs int64) (map[uint32]int64, error) {
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
 	defer it.Close()
 	heads := make(map[uint32]int64)
@@ -277,11 +278,15 @@ func classHeadsAt(txn *badger.Txn) (map[uint32]int64, error) {
 		if err != nil {
 			return nil, err
 		}
+		if due < fromMs {
+			it.Seek(classKey(class, fromMs, nil))
+			continue
+		}
 		heads[class] = due
 		if class == math.MaxUint32 {
 			break
 		}
-		it.Seek(classKey(class+1, 0, nil))
+		it.Seek(classKey(class+1, fromMs, nil))
 	}
 	return heads, nil
 }

@@ -93,7 +93,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.Classifier != nil {
 		// B1 from the classes' first rows, before anything can write.
 		err := db.View(func(txn *badger.Txn) (err error) {
-			s.classLow, err = classHeadsAt(txn)
+			s.classLow, err = classHeadsAt(txn, 0)
 			return err
 		})
 		if err != nil {
