@@ -156,6 +156,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	writer := changes.Wrap(cst)
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	sweeps := w.status
+	belowFloor := &belowFloorAlarm{st: st}
 	sweeper, err := sweep.New(sweep.Options{
 		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.policy, Settings: e.sweepSettings, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
@@ -164,7 +165,9 @@ func (w *worker0) Start(ctx context.Context) error {
 				return
 			}
 			sweeps.ok.Add(1)
-			e.worker.Set(shm.CounterBelowFloor, uint64(belowFloor(st)))
+			if n, counted := belowFloor.afterSweep(nowMs()); counted {
+				e.worker.Set(shm.CounterBelowFloor, uint64(n))
+			}
 		},
 	})
 	if err != nil {
@@ -533,13 +536,32 @@ func (k kickingFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) (
 	return k.Fallback.ClaimIndex(ctx, req)
 }
 
-// belowFloor counts (up to a bound) the rows filed below the floor: F1 says there are none.
-func belowFloor(st store.Store) int {
-	n, err := st.RowsBelowFloor(10_000)
-	if err != nil {
-		return 0
+// belowFloorEvery is how often worker 0 counts the rows below the floor (freshq_below_floor).
+// The count reads the due index below the floor, where every row rescheduled since the last
+// compaction (Badger) or vacuum (PostgreSQL) left a dead entry: a read that grows with the
+// store, which after every sweep delayed the next one.
+const belowFloorEvery = 10 * time.Second
+
+// belowFloorAlarm counts (up to a bound) the rows filed below the floor, F1 says there are
+// none, at most once per belowFloorEvery. It is called from the sweeper's goroutine only.
+type belowFloorAlarm struct {
+	st      store.Store
+	counted bool  // whether it has counted yet: the first sweep's count is never skipped
+	lastMs  int64 // when it last counted
+}
+
+// afterSweep counts the rows below the floor if belowFloorEvery has passed since the last
+// count (or the clock went back), and reports whether it did.
+func (a *belowFloorAlarm) afterSweep(nowMs int64) (n int, counted bool) {
+	if a.counted && nowMs >= a.lastMs && nowMs-a.lastMs < belowFloorEvery.Milliseconds() {
+		return 0, false
 	}
-	return n
+	a.counted, a.lastMs = true, nowMs
+	n, err := a.st.RowsBelowFloor(10_000)
+	if err != nil {
+		return 0, true
+	}
+	return n, true
 }
 
 // listenUnix listens on path, mode 0600, replacing a stale socket left by a killed worker 0.

@@ -98,11 +98,13 @@ func (p *pass) ClassFingerprint() (uint64, bool) {
 		p.classChecked = true
 		lo, hi := classRangeOf(p.s.classEpoch)
 		var other bool
-		// The lowest and the highest class, each an end of the class index. (EXISTS over
-		// class < $1 is planned generically as a sequential scan once the statement is
+		// A row below the epoch's range and one above it, each read backwards from where it
+		// would be: the first entries of a class are the dead ones of its rows rescheduled
+		// since the last vacuum, and its last are the live ones most recently written. (EXISTS
+		// over class < $1 is planned generically as a sequential scan once the statement is
 		// cached, and reads the whole table to find nothing.)
-		err := p.tx.QueryRow(context.Background(), `SELECT coalesce((SELECT class FROM freshq_schedule ORDER BY class LIMIT 1) < $1
-			OR (SELECT class FROM freshq_schedule ORDER BY class DESC LIMIT 1) >= $2, false)`, lo, hi).Scan(&other)
+		err := p.tx.QueryRow(context.Background(), `SELECT (SELECT class FROM freshq_schedule WHERE class < $1 ORDER BY class DESC LIMIT 1) IS NOT NULL
+			OR coalesce((SELECT class FROM freshq_schedule ORDER BY class DESC LIMIT 1) >= $2, false)`, lo, hi).Scan(&other)
 		if err != nil {
 			p.s.log.Warn().Err(err).Msg("class index check failed: the sweep reads the whole due set")
 		}
@@ -196,6 +198,11 @@ func (p *pass) classReadable(what string) error {
 // ClassHeads implements store.ClassPass: a skip scan over the epoch's classes (one index probe
 // per class), each class's first due row at or above the pass's floor (the lowest of its
 // shards' floors: by F1 no row lies below its own shard's).
+//
+// The skip scan runs from the highest class down. Each probe lands at an end of a class, and a
+// class's first entries are the dead ones of its rows rescheduled since the last vacuum: an
+// ascending probe would step through all of them, class by class. Its last entries are the
+// rows most recently rescheduled, mostly live.
 func (p *pass) ClassHeads() ([]store.ClassHead, error) {
 	if err := p.classReadable("class heads"); err != nil {
 		return nil, err
@@ -206,9 +213,9 @@ func (p *pass) ClassHeads() ([]store.ClassHead, error) {
 		return nil, err
 	}
 	rows, err := p.tx.Query(context.Background(), `WITH RECURSIVE c(class) AS (
-			(SELECT s.class FROM freshq_schedule s WHERE s.class >= $1 AND s.class < $2 ORDER BY s.class LIMIT 1)
+			(SELECT s.class FROM freshq_schedule s WHERE s.class >= $1 AND s.class < $2 ORDER BY s.class DESC LIMIT 1)
 			UNION ALL
-			SELECT (SELECT s.class FROM freshq_schedule s WHERE s.class > c.class AND s.class < $2 ORDER BY s.class LIMIT 1)
+			SELECT (SELECT s.class FROM freshq_schedule s WHERE s.class < c.class AND s.class >= $1 ORDER BY s.class DESC LIMIT 1)
 			FROM c WHERE c.class IS NOT NULL)
 		SELECT x.* FROM c CROSS JOIN LATERAL
 			(SELECT `+dueColumns+`, s.class FROM freshq_schedule s

@@ -268,8 +268,10 @@ func (s *Store) advance(ss shardSet, nowMs, guardMs, observed, observedHead int6
 			heldList = append(heldList, sh)
 		}
 	}
+	// Each shard's first row from its floor: F1 holds under the locks, and below the floor lie
+	// only the dead index entries of the rows rescheduled since the last vacuum.
 	rows, err := tx.Query(ctx, `SELECT f.shard, f.floor_ms, x.d FROM freshq_floor f LEFT JOIN LATERAL
-		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard ORDER BY s.due_at_ms LIMIT 1) x ON true
+		(SELECT s.due_at_ms AS d FROM freshq_schedule s WHERE s.shard = f.shard AND s.due_at_ms >= f.floor_ms ORDER BY s.due_at_ms LIMIT 1) x ON true
 		WHERE f.shard = ANY($1)`, heldList)
 	if err != nil {
 		return false, fmt.Errorf("pgstore: advance: read the first due rows: %w", err)
@@ -361,8 +363,13 @@ func (p *pass) Close() {
 
 // ScanDue implements store.Store: the due rows from floorMs, read per shard through the due
 // index (each shard's first limit rows) and merged by the database.
+//
+// Each shard is read from floorMs or its own floor, whichever is later: by F1 no row lies below
+// its shard's floor, and the index entries between the two are those of rows rescheduled out
+// of the shard's head, dead until a vacuum. The store's head (HeadMs, the claim path's start)
+// is the earliest shard's, so starting every shard there would step through the others'.
 func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
-	return s.scan(`s.due_at_ms >= $3`, []any{floorMs}, nowMs, limit)
+	return s.scan(`s.due_at_ms >= greatest($3, f.floor_ms)`, []any{floorMs}, nowMs, limit)
 }
 
 // ScanDueAfter implements store.Store: strictly after (afterMs, afterKey) in (due, key) order.
@@ -393,7 +400,7 @@ func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store
 	ss := s.ownedSet()
 	shardsFrom, args := ss.from(args)
 	held, args := ss.held(args)
-	rows, err := tx.Query(ctx, `SELECT x.* FROM `+shardsFrom+` CROSS JOIN LATERAL
+	rows, err := tx.Query(ctx, `SELECT x.* FROM `+shardsFrom+` JOIN freshq_floor f ON f.shard = o.shard CROSS JOIN LATERAL
 		(SELECT `+dueColumns+` FROM freshq_schedule s WHERE s.shard = o.shard AND `+from+` AND s.due_at_ms <= $1
 		 ORDER BY s.due_at_ms, s.cache_key LIMIT $2) x
 		WHERE `+held+`
