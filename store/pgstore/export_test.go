@@ -3,3 +3,6 @@ package pgstore
 // SetBeforeReclassifyUpdateForTest makes Reclassify call f between reading a batch and moving
 // it: a test changes a row there, as a concurrent write would.
 func SetBeforeReclassifyUpdateForTest(s *Store, f func()) { s.testBeforeReclassifyUpdate = f }
+
+// ScanRereadsForTest is how many scans needed their second, full read of every shard.
+func ScanRereadsForTest(s *Store) uint64 { return s.scanRereads.Load() }

@@ -362,14 +362,14 @@ func (p *pass) Close() {
 }
 
 // ScanDue implements store.Store: the due rows from floorMs, read per shard through the due
-// index (each shard's first limit rows) and merged by the database.
+// index and merged by the database (scan).
 //
 // Each shard is read from floorMs or its own floor, whichever is later: by F1 no row lies below
 // its shard's floor, and the index entries between the two are those of rows rescheduled out
 // of the shard's head, dead until a vacuum. The store's head (HeadMs, the claim path's start)
 // is the earliest shard's, so starting every shard there would step through the others'.
 func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
-	return s.scan(`s.due_at_ms >= greatest($3, f.floor_ms)`, []any{floorMs}, nowMs, limit)
+	return s.scan(`s.due_at_ms >= greatest($4, f.floor_ms)`, []any{floorMs}, nowMs, limit)
 }
 
 // ScanDueAfter implements store.Store: strictly after (afterMs, afterKey) in (due, key) order.
@@ -377,11 +377,21 @@ func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit 
 	if afterMs < 0 {
 		return s.ScanDue(0, nowMs, limit)
 	}
-	return s.scan(`(s.due_at_ms, s.cache_key) > ($3, $4::bytea)`, []any{afterMs, afterKey}, nowMs, limit)
+	return s.scan(`(s.due_at_ms, s.cache_key) > ($4, $5::bytea)`, []any{afterMs, afterKey}, nowMs, limit)
 }
 
-// scan reads the due rows up to nowMs that satisfy from (on s, with $3… bound to fromArgs),
-// per held shard through the due index, merged in (due, key) order.
+// scanPerShard is how many rows a scan for limit rows first reads from each of shards shards:
+// a few more than an even spread of limit + 1 would put in one. The merge is exact only up to
+// the first shard whose rows it used up (scanShards), so a spread that is uneven enough costs a
+// second read; reading limit + 1 from every shard would cost that much every time (256 shards
+// and a page of 64: 16,640 rows to merge for 65).
+func scanPerShard(limit, shards int) int {
+	return 4 + (2*(limit+1)+shards-1)/max(shards, 1)
+}
+
+// scan reads the due rows up to nowMs that satisfy from (on s and f, with $4… bound to fromArgs),
+// per held shard through the due index, merged in (due, key) order. It reads scanPerShard rows
+// of each shard first, and every shard's limit + 1 if that merge was not exact.
 func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store.ScanResult, error) {
 	var res store.ScanResult
 	if limit <= 0 {
@@ -395,34 +405,20 @@ func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store
 	if err != nil {
 		return res, fmt.Errorf("pgstore: scan: %w", err)
 	}
-	defer tx.Rollback(ctx)                               //nolint:errcheck // read-only
-	args := append([]any{nowMs, limit + 1}, fromArgs...) // from's arguments are $3 on
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	ss := s.ownedSet()
-	shardsFrom, args := ss.from(args)
-	held, args := ss.held(args)
-	rows, err := tx.Query(ctx, `SELECT x.* FROM `+shardsFrom+` JOIN freshq_floor f ON f.shard = o.shard CROSS JOIN LATERAL
-		(SELECT `+dueColumns+` FROM freshq_schedule s WHERE s.shard = o.shard AND `+from+` AND s.due_at_ms <= $1
-		 ORDER BY s.due_at_ms, s.cache_key LIMIT $2) x
-		WHERE `+held+`
-		ORDER BY x.due_at_ms, x.cache_key LIMIT $2`, args...)
-	if err != nil {
-		return res, fmt.Errorf("pgstore: scan: %w", err)
-	}
-	for rows.Next() {
-		if len(res.Rows) == limit {
-			res.Capped = true
-			break
-		}
-		key, row, err := decodeDue(rows.RawValues())
+	perShard := scanPerShard(limit, len(ss.shards))
+	for {
+		var exact bool
+		res, exact, err = scanShards(ctx, tx, ss, from, fromArgs, nowMs, limit, perShard)
 		if err != nil {
-			rows.Close()
 			return store.ScanResult{}, fmt.Errorf("pgstore: scan: %w", err)
 		}
-		res.Rows = append(res.Rows, store.DueRow{Key: append([]byte(nil), key...), Row: row})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return store.ScanResult{}, fmt.Errorf("pgstore: scan: %w", err)
+		if exact {
+			break
+		}
+		s.scanRereads.Add(1)
+		perShard = limit + 1 // no shard can run out before limit + 1 rows are merged
 	}
 	if len(res.Rows) > 0 {
 		res.FirstDueMs, res.HasFirstDue = res.Rows[0].DueAtMs, true
@@ -435,4 +431,47 @@ func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store
 		res.NextDueMs, res.HasNextDue = next, ok
 	}
 	return res, nil
+}
+
+// scanShards is one read of scan: the first perShard rows of every held shard from from up to
+// nowMs, merged in (due, key) order, of which it keeps up to limit. A shard of which it read
+// perShard rows may hold more, each after the last read, so the merge is the store's order
+// only up to the earliest such last row: exact is false when that row came before limit + 1
+// rows were merged, and the rows are then not the scan's.
+func scanShards(ctx context.Context, tx pgx.Tx, ss shardSet, from string, fromArgs []any, nowMs int64, limit, perShard int) (res store.ScanResult, exact bool, err error) {
+	args := append([]any{nowMs, perShard, limit + 1}, fromArgs...) // from's arguments are $4 on
+	shardsFrom, args := ss.from(args)
+	held, args := ss.held(args)
+	rows, err := tx.Query(ctx, `SELECT x.* FROM `+shardsFrom+` JOIN freshq_floor f ON f.shard = o.shard CROSS JOIN LATERAL
+		(SELECT `+dueColumns+`, s.shard FROM freshq_schedule s WHERE s.shard = o.shard AND `+from+` AND s.due_at_ms <= $1
+		 ORDER BY s.due_at_ms, s.cache_key LIMIT $2) x
+		WHERE `+held+`
+		ORDER BY x.due_at_ms, x.cache_key LIMIT $3`, args...)
+	if err != nil {
+		return res, false, err
+	}
+	defer rows.Close()
+	read := map[int32]int{} // rows merged, by shard
+	for rows.Next() {
+		if len(res.Rows) == limit {
+			res.Capped = true
+			break
+		}
+		vals := rows.RawValues()
+		if len(vals) != 7 || len(vals[6]) != 4 {
+			return res, false, fmt.Errorf("%w: unexpected scan row shape", store.ErrCorruption)
+		}
+		key, row, err := decodeDue(vals[:6])
+		if err != nil {
+			return res, false, err
+		}
+		res.Rows = append(res.Rows, store.DueRow{Key: append([]byte(nil), key...), Row: row})
+		shard := int32(binary.BigEndian.Uint32(vals[6]))
+		read[shard]++
+		if read[shard] == perShard && perShard <= limit {
+			return res, false, nil // this shard's next row may come before the merge's next
+		}
+	}
+	rows.Close()
+	return res, true, rows.Err()
 }

@@ -90,6 +90,9 @@ type Store struct {
 	// lastDue is how many rows the last pass found due (at least): it tells the next pass
 	// whether its cap may bind (IterateDue).
 	lastDue atomic.Int64
+	// scanRereads counts the claim path's scans whose first, narrow read of each shard was not
+	// enough to merge them exactly (scanShards), for the tests.
+	scanRereads atomic.Uint64
 
 	// allShards and zeroEpochs are every shard, for a store outside a cluster (ownedSet).
 	allShards  []int32
