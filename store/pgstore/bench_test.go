@@ -54,6 +54,26 @@ func loadDue(b *testing.B, n int) (*pgstore.Store, string) {
 	return st, dsn
 }
 
+// rawRows runs a statement and counts its rows, taken raw: the baseline a benchmark sets its
+// store's read beside.
+func rawRows(b *testing.B, conn *pgx.Conn, sql string, args ...any) int {
+	b.Helper()
+	rs, err := conn.Query(context.Background(), sql, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rs.Close()
+	rows := 0
+	for rs.Next() {
+		_ = rs.RawValues()
+		rows++
+	}
+	if err := rs.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return rows
+}
+
 // BenchmarkSweepPass is a sweep's read of every due row from PostgreSQL (a pass: snapshot,
 // IterateDue from the shards' floors in (due, key) order, decoded rows handed over in chunks)
 // beside a bare SELECT of the same columns through pgx, in the same run on the same database.
@@ -88,18 +108,8 @@ func BenchmarkSweepPass(b *testing.B) {
 		}
 		defer conn.Close(ctx)
 		for b.Loop() {
-			rs, err := conn.Query(ctx, `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule`)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rows := 0
-			for rs.Next() {
-				_ = rs.RawValues()
-				rows++
-			}
-			rs.Close()
-			if rs.Err() != nil || rows != n {
-				b.Fatalf("%d rows, %v", rows, rs.Err())
+			if rows := rawRows(b, conn, `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule`); rows != n {
+				b.Fatalf("%d rows, want %d", rows, n)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
@@ -161,18 +171,7 @@ func BenchmarkRecountRead(b *testing.B) {
 		for b.Loop() {
 			rows := 0
 			for sh := range int32(st.Shards()) {
-				rs, err := conn.Query(ctx, perShardRowsSQL, sh)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for rs.Next() {
-					_ = rs.RawValues()
-					rows++
-				}
-				rs.Close()
-				if rs.Err() != nil {
-					b.Fatal(rs.Err())
-				}
+				rows += rawRows(b, conn, perShardRowsSQL, sh)
 			}
 			if rows != n {
 				b.Fatalf("%d rows, want %d", rows, n)
@@ -215,18 +214,8 @@ func BenchmarkClaimScan(b *testing.B) {
 		}
 		defer conn.Close(ctx)
 		for b.Loop() {
-			rs, err := conn.Query(ctx, everyShardsPageSQL, now, page+1, st.Shards())
-			if err != nil {
-				b.Fatal(err)
-			}
-			rows := 0
-			for rs.Next() {
-				_ = rs.RawValues()
-				rows++
-			}
-			rs.Close()
-			if rs.Err() != nil || rows != page+1 {
-				b.Fatalf("%d rows, %v", rows, rs.Err())
+			if rows := rawRows(b, conn, everyShardsPageSQL, now, page+1, st.Shards()); rows != page+1 {
+				b.Fatalf("%d rows, want %d", rows, page+1)
 			}
 		}
 	})

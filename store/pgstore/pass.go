@@ -381,10 +381,10 @@ func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit 
 }
 
 // scanPerShard is how many rows a scan for limit rows first reads from each of shards shards:
-// a few more than an even spread of limit + 1 would put in one. The merge is exact only up to
-// the first shard whose rows it used up (scanShards), so a spread that is uneven enough costs a
-// second read; reading limit + 1 from every shard would cost that much every time (256 shards
-// and a page of 64: 16,640 rows to merge for 65).
+// twice what an even spread of limit + 1 rows would put in one, and four more. The merge is
+// exact only up to the first shard whose rows it used up (scanShards), so a spread that is
+// uneven enough costs a second read; reading limit + 1 from every shard would cost that much
+// every time (256 shards and a page of 64: 16,640 rows to merge for 65).
 func scanPerShard(limit, shards int) int {
 	return 4 + (2*(limit+1)+shards-1)/max(shards, 1)
 }
@@ -407,18 +407,14 @@ func (s *Store) scan(from string, fromArgs []any, nowMs int64, limit int) (store
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	ss := s.ownedSet()
-	perShard := scanPerShard(limit, len(ss.shards))
-	for {
-		var exact bool
-		res, exact, err = scanShards(ctx, tx, ss, from, fromArgs, nowMs, limit, perShard)
-		if err != nil {
-			return store.ScanResult{}, fmt.Errorf("pgstore: scan: %w", err)
-		}
-		if exact {
-			break
-		}
+	res, exact, err := scanShards(ctx, tx, ss, from, fromArgs, nowMs, limit, scanPerShard(limit, len(ss.shards)))
+	if err == nil && !exact {
 		s.scanRereads.Add(1)
-		perShard = limit + 1 // no shard can run out before limit + 1 rows are merged
+		// Exact: no shard can run out before limit + 1 rows are merged.
+		res, _, err = scanShards(ctx, tx, ss, from, fromArgs, nowMs, limit, limit+1)
+	}
+	if err != nil {
+		return store.ScanResult{}, fmt.Errorf("pgstore: scan: %w", err)
 	}
 	if len(res.Rows) > 0 {
 		res.FirstDueMs, res.HasFirstDue = res.Rows[0].DueAtMs, true
