@@ -42,7 +42,7 @@ func (c *Cluster) Register(mux *http.ServeMux) {
 // v.NowMs (a lease that expired still names its last owner, which holds it no more), and the
 // farm's capacity as /v1/cluster has it.
 func ownSection(v wire.ClusterView) *wire.QueueCluster {
-	c := &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}, Capacity: v.Farm}
+	c := &wire.QueueCluster{Node: v.Self, Shards: []wire.OwnedShard{}, Capacity: v.Farm, RowsBelowFloorAtMs: v.RowsBelowFloorAtMs}
 	for _, s := range v.Shards {
 		if s.Owner != v.Self || s.ExpiresAtMs <= v.NowMs {
 			continue

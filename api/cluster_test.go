@@ -32,7 +32,7 @@ func getJSON(t *testing.T, mux *http.ServeMux, path string, v any) int {
 // clusterFixture: node a holds shards 0 and 2 (shard 2 with rows below its floor), its lease
 // of shard 3 expired (it names a, but a holds it no more), b holds shard 1.
 var clusterFixture = wire.ClusterView{
-	Self: "a", LeaseTTLMs: 10_000, NowMs: 1_000_000,
+	Self: "a", LeaseTTLMs: 10_000, NowMs: 1_000_000, RowsBelowFloorAtMs: 995_000,
 	Nodes: []wire.ClusterNode{
 		{ID: "a", Addr: "10.0.0.1:8420", HeartbeatAtMs: 999_000, Live: true, Shards: 2},
 		{ID: "b", Addr: "10.0.0.2:8420", HeartbeatAtMs: 998_000, Live: true, Shards: 1},
@@ -96,7 +96,7 @@ func TestClusterEndpointStoreFailure(t *testing.T) {
 // /v1/queue's cluster section is the node's own unexpired leases, not every lease that names it.
 func TestQueueClusterSection(t *testing.T) {
 	got := ownSection(clusterFixture)
-	want := &wire.QueueCluster{Node: "a", ShardsOwned: 2, RowsBelowFloor: 3, Shards: []wire.OwnedShard{
+	want := &wire.QueueCluster{Node: "a", ShardsOwned: 2, RowsBelowFloor: 3, RowsBelowFloorAtMs: 995_000, Shards: []wire.OwnedShard{
 		{Shard: 0, Epoch: 4, FloorMs: 500},
 		{Shard: 2, Epoch: 7, FloorMs: 700, RowsBelowFloor: 3},
 	}, Capacity: farmFixture()}

@@ -21,6 +21,9 @@ type ClusterView struct {
 	NowMs      int64          `json:"now_ms"`
 	Nodes      []ClusterNode  `json:"nodes"`  // by id
 	Shards     []ClusterShard `json:"shards"` // by shard
+	// RowsBelowFloorAtMs is when the shards' rows_below_floor were counted (the database's
+	// clock): worker 0 counts them at most every 10 s, and a view in between repeats the count.
+	RowsBelowFloorAtMs int64 `json:"rows_below_floor_at_ms"`
 	// Farm is the whole farm's capacity: the sum of the figures the live nodes publish with
 	// their heartbeats, and its projection. Every node reads the same rows, so every node
 	// answers the same sum (as of the heartbeats it read).
@@ -113,11 +116,13 @@ type ClusterShard struct {
 // holds, each with its epoch and floor, and the rows below their floors (the sum, as bounded per
 // shard). Error says why the section could not be read from the database, when it could not.
 type QueueCluster struct {
-	Node           string       `json:"node"`
-	ShardsOwned    int          `json:"shards_owned"`
-	RowsBelowFloor int          `json:"rows_below_floor"`
-	Shards         []OwnedShard `json:"shards"`
-	Error          string       `json:"error,omitempty"`
+	Node           string `json:"node"`
+	ShardsOwned    int    `json:"shards_owned"`
+	RowsBelowFloor int    `json:"rows_below_floor"`
+	// RowsBelowFloorAtMs is when they were counted, as ClusterView's.
+	RowsBelowFloorAtMs int64        `json:"rows_below_floor_at_ms"`
+	Shards             []OwnedShard `json:"shards"`
+	Error              string       `json:"error,omitempty"`
 	// Farm is how the node divides the hosts' limits with the other live nodes.
 	Farm *QueueFarm `json:"farm,omitempty"`
 	// Capacity is the whole farm's capacity, as GET /v1/cluster's farm.

@@ -40,6 +40,11 @@ func TestClusterViewEndToEnd(t *testing.T) {
 		v.NowMs-me.HeartbeatAtMs > v.LeaseTTLMs || me.StartedAtMs > me.HeartbeatAtMs {
 		t.Fatalf("the node: %+v at %d", me, v.NowMs)
 	}
+	// The rows below the floors are counted at most every 10 s; the view says when (the
+	// waits above asked for views, so this one may repeat an earlier count).
+	if age := v.NowMs - v.RowsBelowFloorAtMs; v.RowsBelowFloorAtMs <= 0 || age < 0 || age > 15_000 {
+		t.Fatalf("rows below the floors counted at %d, the view's now %d", v.RowsBelowFloorAtMs, v.NowMs)
+	}
 	for i, s := range v.Shards {
 		if s.Shard != i || s.Owner != "view-a" || s.Epoch < 1 || s.ExpiresAtMs <= v.NowMs || s.RowsBelowFloor != 0 {
 			t.Fatalf("shard %d: %+v at %d", i, s, v.NowMs)

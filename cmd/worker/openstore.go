@@ -75,7 +75,7 @@ func clusterView(st store.Store, cfg *config.Config, boost func() float64) api.C
 		if err != nil {
 			return wire.ClusterView{Self: self}, err
 		}
-		out := wire.ClusterView{Self: self, LeaseTTLMs: ttl.Milliseconds(), NowMs: v.NowMs,
+		out := wire.ClusterView{Self: self, LeaseTTLMs: ttl.Milliseconds(), NowMs: v.NowMs, RowsBelowFloorAtMs: v.RowsBelowFloorAtMs,
 			Nodes: make([]wire.ClusterNode, len(v.Nodes)), Shards: make([]wire.ClusterShard, len(v.Shards))}
 		for i, n := range v.Nodes {
 			out.Nodes[i] = wire.ClusterNode{ID: n.ID, Addr: n.Addr, StartedAtMs: n.StartedAtMs, HeartbeatAtMs: n.HeartbeatAtMs,

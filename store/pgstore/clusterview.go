@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,16 +13,20 @@ import (
 
 // MaxRowsBelowFloorCounted bounds ClusterShard.RowsBelowFloor: each shard's count is one read
 // of the due index (shard, due_at_ms) that stops there, so that the view of a database where
-// the floor protocol broke costs at most this many index entries a shard, not a scan of the
-// table.
+// the floor protocol broke reads at most this many live rows a shard, not the table. The dead
+// index entries below the floor it steps over whatever the bound, which is why it runs at
+// most every Options.BelowFloorRecount.
 const MaxRowsBelowFloorCounted = 1000
 
 // ClusterView is the cluster as the database stands at NowMs (its own clock, which stamps
 // every heartbeat and lease): the nodes, by id, and every shard's lease and floor, by shard.
+// The shards' RowsBelowFloor are as counted at RowsBelowFloorAtMs, on the same clock: at most
+// Options.BelowFloorRecount before NowMs, by the store's.
 type ClusterView struct {
-	NowMs  int64
-	Nodes  []ClusterNode
-	Shards []ClusterShard
+	NowMs              int64
+	RowsBelowFloorAtMs int64
+	Nodes              []ClusterNode
+	Shards             []ClusterShard
 }
 
 // ClusterNode is one row of freshq_node. Live: its heartbeat is younger than the lease TTL
@@ -64,15 +69,59 @@ var (
 		(SELECT count(*) FROM freshq_shard_lease l WHERE l.owner = n.node_id AND l.expires_at > $1::timestamptz),
 		capacity::text
 		FROM freshq_node n ORDER BY node_id`
-	// The count below the floor is a LIMIT-ed read of the due index per shard.
-	clusterShardsSQL = `SELECT l.shard, coalesce(l.owner, ''), l.epoch, ` + msOf("l.expires_at") + `, coalesce(f.floor_ms, 0),
-		(SELECT count(*) FROM (SELECT 1 FROM freshq_schedule s WHERE s.shard = l.shard AND s.due_at_ms < f.floor_ms LIMIT $1) b)
+	clusterShardsSQL = `SELECT l.shard, coalesce(l.owner, ''), l.epoch, ` + msOf("l.expires_at") + `, coalesce(f.floor_ms, 0)
 		FROM freshq_shard_lease l LEFT JOIN freshq_floor f ON f.shard = l.shard ORDER BY l.shard`
+	// Each shard's count is a LIMIT-ed read of the due index.
+	belowFloorSQL = `SELECT f.shard,
+		(SELECT count(*) FROM (SELECT 1 FROM freshq_schedule s WHERE s.shard = f.shard AND s.due_at_ms < f.floor_ms LIMIT $1) b)
+		FROM freshq_floor f`
 )
+
+// belowFloorCount is the last count of the rows below each shard's floor: the shards that had
+// any, when the store's clock said at, and the view's NowMs then. ClusterView holds mu while it
+// decides whether to count and counts, so that views asked for at once count once.
+type belowFloorCount struct {
+	mu      sync.Mutex
+	counted bool
+	at      time.Time
+	atMs    int64
+	shards  map[int]int
+}
+
+// rowsBelowFloor returns the count of the rows below each shard's floor and the database's
+// clock when it was taken: the last count while it is younger than Options.BelowFloorRecount
+// (and the clock has not gone back), else a fresh one read in tx, whose clock is nowMs.
+func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map[int]int, int64, error) {
+	c := &s.belowFloor
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := s.opts.Now()
+	if c.counted && s.opts.BelowFloorRecount > 0 && !now.Before(c.at) && now.Sub(c.at) < s.opts.BelowFloorRecount {
+		return c.shards, c.atMs, nil
+	}
+	rows, err := tx.Query(ctx, belowFloorSQL, MaxRowsBelowFloorCounted)
+	if err != nil {
+		return nil, 0, err
+	}
+	shards := map[int]int{}
+	var shard, n int
+	if _, err := pgx.ForEachRow(rows, []any{&shard, &n}, func() error {
+		if n > 0 {
+			shards[shard] = n
+		}
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	c.counted, c.at, c.atMs, c.shards = true, now, nowMs, shards
+	return shards, nowMs, nil
+}
 
 // ClusterView reads the nodes and the shard leases from one snapshot, with the database's
 // clock at its start as NowMs, for people and metrics (the cluster's own decisions read
-// ReadView). A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
+// ReadView). The rows below each shard's floor are counted in that snapshot too when the last
+// count is Options.BelowFloorRecount old; otherwise they are the last count's
+// (RowsBelowFloorAtMs). A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
 // the cluster gives shards only to the live nodes that are not stopping.
 func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (ClusterView, error) {
 	if s.closed.Load() {
@@ -104,17 +153,25 @@ func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (Cluste
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
 	}
-	rows, err = tx.Query(ctx, clusterShardsSQL, MaxRowsBelowFloorCounted)
+	rows, err = tx.Query(ctx, clusterShardsSQL)
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
 	}
 	v.Shards, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterShard, error) {
 		var c ClusterShard
-		err := r.Scan(&c.Shard, &c.Owner, &c.Epoch, &c.ExpiresAtMs, &c.FloorMs, &c.RowsBelowFloor)
+		err := r.Scan(&c.Shard, &c.Owner, &c.Epoch, &c.ExpiresAtMs, &c.FloorMs)
 		return c, err
 	})
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
+	}
+	below, atMs, err := s.rowsBelowFloor(ctx, tx, v.NowMs)
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("pgstore: cluster view: rows below the floors: %w", err)
+	}
+	v.RowsBelowFloorAtMs = atMs
+	for i := range v.Shards {
+		v.Shards[i].RowsBelowFloor = below[v.Shards[i].Shard]
 	}
 	return v, nil
 }

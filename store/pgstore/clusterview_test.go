@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,4 +140,60 @@ func TestClusterViewEmpty(t *testing.T) {
 	if len(v.Nodes) != 0 || len(v.Shards) != 4 || v.Shards[3].Shard != 3 || v.Shards[3].Owner != "" || v.Shards[3].ExpiresAtMs != 0 {
 		t.Fatalf("%+v", v)
 	}
+}
+
+// The view counts the rows below each shard's floor at most once per BelowFloorRecount of the
+// store's clock, and says when it counted (on the database's clock, as the view's NowMs): a
+// count reads every index entry below the floor, the dead ones of rows rendered since the last
+// vacuum included, and a scrape or a `freshqctl top` refresh asks for the view every few seconds.
+func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	st := openStore(t, dsn, &pgstore.Options{Shards: 4, BelowFloorRecount: 10 * time.Second,
+		Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
+	db := rawPool(t, dsn)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(`UPDATE freshq_floor SET floor_ms = 5000`)
+	below := 0
+	fileBelow := func() {
+		t.Helper()
+		below++
+		exec(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms)
+			VALUES (convert_to('below' || $1::int, 'UTF8'), 1, 10, 0, 0, 0)`, below)
+	}
+	view := func(step string, wantBelow int, counted bool, lastCountMs int64) pgstore.ClusterView {
+		t.Helper()
+		v, err := st.ClusterView(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAt := lastCountMs
+		if counted {
+			wantAt = v.NowMs
+		}
+		if got := v.Shards[1].RowsBelowFloor; got != wantBelow || v.RowsBelowFloorAtMs != wantAt {
+			t.Fatalf("%s: shard 1 has %d rows below its floor counted at %d, want %d at %d (the view's now %d)",
+				step, got, v.RowsBelowFloorAtMs, wantBelow, wantAt, v.NowMs)
+		}
+		return v
+	}
+
+	fileBelow()
+	fileBelow()
+	first := view("the first view", 2, true, 0)
+	fileBelow()
+	clock.Add(10_000 - 1)
+	view("just short of the interval", 2, false, first.NowMs)
+	clock.Add(1)
+	again := view("the interval has passed", 3, true, 0)
+	fileBelow()
+	clock.Add(-1)
+	view("the clock went back", 4, true, again.NowMs)
 }
