@@ -33,11 +33,7 @@ func loadDue(b *testing.B, n int) (*pgstore.Store, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := benchConn(b, dsn)
 	flags := int16(store.Projection{Submitted: true}.Flags())
 	_, err = conn.CopyFrom(ctx, pgx.Identifier{"freshq_schedule"},
 		[]string{"cache_key", "shard", "due_at_ms", "flags", "effective_interval_ms", "stored_interval_ms"},
@@ -101,12 +97,7 @@ func BenchmarkSweepPass(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 	})
 	b.Run("bare-select", func(b *testing.B) {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close(ctx)
+		conn := benchConn(b, dsn)
 		for b.Loop() {
 			if rows := rawRows(b, conn, `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms FROM freshq_schedule`); rows != n {
 				b.Fatalf("%d rows, want %d", rows, n)
@@ -132,12 +123,8 @@ func BenchmarkRecountRead(b *testing.B) {
 	}
 	st, dsn := loadDue(b, n)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.CopyFrom(ctx, pgx.Identifier{"freshq_target"}, []string{"cache_key", "value"},
+	conn := benchConn(b, dsn)
+	_, err := conn.CopyFrom(ctx, pgx.Identifier{"freshq_target"}, []string{"cache_key", "value"},
 		pgx.CopyFromSlice(n, func(i int) ([]any, error) {
 			url := fmt.Sprintf("https://www.example-shop.com/catalog/p/%08d", i)
 			v, err := store.Target{URL: url, Device: "desktop", Source: store.SourceSitemap, Route: "product",
@@ -207,16 +194,23 @@ func BenchmarkClaimScan(b *testing.B) {
 		}
 	})
 	b.Run("every-shards-page", func(b *testing.B) {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close(ctx)
+		conn := benchConn(b, dsn)
 		for b.Loop() {
 			if rows := rawRows(b, conn, everyShardsPageSQL, now, page+1, st.Shards()); rows != page+1 {
 				b.Fatalf("%d rows, want %d", rows, page+1)
 			}
 		}
 	})
+}
+
+// benchConn is a connection of its own to dsn, closed when b ends: for the statements a
+// benchmark runs beside the store's.
+func benchConn(b *testing.B, dsn string) *pgx.Conn {
+	b.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
