@@ -79,7 +79,8 @@ var (
 
 // belowFloorCount is the last count of the rows below each shard's floor: the shards that had
 // any, when the store's clock said at, and the view's NowMs then. ClusterView holds mu while it
-// decides whether to count and counts, so that views asked for at once count once.
+// decides whether to count and counts, so that views asked for at once count once. A count's
+// map is never changed once stored (a new count stores a new map), so views read it unlocked.
 type belowFloorCount struct {
 	mu      sync.Mutex
 	counted bool
