@@ -78,9 +78,9 @@ var (
 )
 
 // belowFloorCount is the last count of the rows below each shard's floor: the shards that had
-// any, when the store's clock said at, and the view's NowMs then. ClusterView holds mu while it
-// decides whether to count and counts, so that views asked for at once count once. A count's
-// map is never changed once stored (a new count stores a new map), so views read it unlocked.
+// any, when the store's clock said at, and the view's NowMs then. ClusterView holds mu for the
+// whole view, so views are taken one at a time: views asked for at once count once, and a view
+// that repeats a count began its snapshot after the count's (RowsBelowFloorAtMs ≤ NowMs).
 type belowFloorCount struct {
 	mu      sync.Mutex
 	counted bool
@@ -91,11 +91,10 @@ type belowFloorCount struct {
 
 // rowsBelowFloor returns the count of the rows below each shard's floor and the database's
 // clock when it was taken: the last count while it is younger than Options.BelowFloorRecount
-// (and the clock has not gone back), else a fresh one read in tx, whose clock is nowMs.
+// (and the clock has not gone back), else a fresh one read in tx, whose clock is nowMs. The
+// caller holds s.belowFloor.mu.
 func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map[int]int, int64, error) {
 	c := &s.belowFloor
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := s.opts.Now()
 	if c.counted && s.opts.BelowFloorRecount > 0 && !now.Before(c.at) && now.Sub(c.at) < s.opts.BelowFloorRecount {
 		return c.shards, c.atMs, nil
@@ -122,12 +121,14 @@ func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map
 // clock at its start as NowMs, for people and metrics (the cluster's own decisions read
 // ReadView). The rows below each shard's floor are counted in that snapshot too when the last
 // count is Options.BelowFloorRecount old; otherwise they are the last count's
-// (RowsBelowFloorAtMs). A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
+// (RowsBelowFloorAtMs). Views are taken one at a time. A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
 // the cluster gives shards only to the live nodes that are not stopping.
 func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (ClusterView, error) {
 	if s.closed.Load() {
 		return ClusterView{}, store.ErrClosed
 	}
+	s.belowFloor.mu.Lock()
+	defer s.belowFloor.mu.Unlock()
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("pgstore: cluster view: %w", err)

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -196,4 +198,28 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 	fileBelow()
 	clock.Add(-1)
 	view("the clock went back", 4, true, again.NowMs)
+
+	// Views at once, some of them counting as the clock moves on, all read the one count.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				clock.Add(3_000)
+				v, err := st.ClusterView(ctx, 10*time.Second)
+				if err == nil && (v.Shards[1].RowsBelowFloor != 4 || v.RowsBelowFloorAtMs <= 0 || v.RowsBelowFloorAtMs > v.NowMs) {
+					err = fmt.Errorf("shard 1: %d rows below its floor counted at %d, the view's now %d: want 4, counted no later than now", v.Shards[1].RowsBelowFloor, v.RowsBelowFloorAtMs, v.NowMs)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
