@@ -121,8 +121,9 @@ func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map
 // clock at its start as NowMs, for people and metrics (the cluster's own decisions read
 // ReadView). The rows below each shard's floor are counted in that snapshot too when the last
 // count is Options.BelowFloorRecount old; otherwise they are the last count's
-// (RowsBelowFloorAtMs). Views are taken one at a time. A node is live while its heartbeat is younger than leaseTTL (cluster.lease_ttl);
-// the cluster gives shards only to the live nodes that are not stopping.
+// (RowsBelowFloorAtMs). Views are taken one at a time. A node is live while its heartbeat is
+// younger than leaseTTL (cluster.lease_ttl); the cluster gives shards only to the live nodes
+// that are not stopping.
 func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (ClusterView, error) {
 	if s.closed.Load() {
 		return ClusterView{}, store.ErrClosed
