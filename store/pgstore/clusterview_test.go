@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/freshq/freshq/internal/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
 )
@@ -21,12 +23,7 @@ func TestClusterView(t *testing.T) {
 	st := openStore(t, dsn, &pgstore.Options{Shards: 8})
 	db := rawPool(t, dsn)
 	ctx := context.Background()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(ctx, sql, args...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	exec := execer(t, db)
 	// Times relative to the database's clock, so that the test does not depend on this
 	// machine's clock agreeing with the server's.
 	exec(`INSERT INTO freshq_node (node_id, addr, incarnation, started_at, heartbeat_at, stopping) VALUES
@@ -156,12 +153,7 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 		Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
 	db := rawPool(t, dsn)
 	ctx := context.Background()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(ctx, sql, args...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	exec := execer(t, db)
 	exec(`UPDATE freshq_floor SET floor_ms = 5000`)
 	below := 0
 	fileBelow := func() {
@@ -221,5 +213,16 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// execer returns a function that runs a statement on db and fails t if it errs: the tables
+// written by SQL as the cluster's nodes would leave them.
+func execer(t *testing.T, db *pgxpool.Pool) func(sql string, args ...any) {
+	return func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(context.Background(), sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
 	}
 }
