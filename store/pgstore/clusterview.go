@@ -96,7 +96,7 @@ type belowFloorCount struct {
 func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map[int]int, int64, error) {
 	c := &s.belowFloor
 	now := s.opts.Now()
-	if c.counted && s.opts.BelowFloorRecount > 0 && !now.Before(c.at) && now.Sub(c.at) < s.opts.BelowFloorRecount {
+	if c.counted && !now.Before(c.at) && now.Sub(c.at) < s.opts.BelowFloorRecount {
 		return c.shards, c.atMs, nil
 	}
 	rows, err := tx.Query(ctx, belowFloorSQL, MaxRowsBelowFloorCounted)

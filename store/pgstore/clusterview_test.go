@@ -186,10 +186,10 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 	clock.Add(10_000 - 1)
 	view("just short of the interval", 2, false, first.NowMs)
 	clock.Add(1)
-	again := view("the interval has passed", 3, true, 0)
+	view("the interval has passed", 3, true, 0)
 	fileBelow()
 	clock.Add(-1)
-	view("the clock went back", 4, true, again.NowMs)
+	view("the clock went back", 4, true, 0)
 
 	// Views at once, some of them counting as the clock moves on, all read the one count.
 	var wg sync.WaitGroup

@@ -74,7 +74,7 @@ type Options struct {
 	// Reclassify itself.
 	TestNoReclassifyLoop bool
 	// BelowFloorRecount is how often ClusterView counts each shard's rows below its floor
-	// (default DefaultBelowFloorRecount; negative: at every view). Between counts a view
+	// (zero or negative: DefaultBelowFloorRecount). Between counts a view
 	// reports the last one. The count reads the due index from the bottom of each shard, and
 	// below the floor lie the index entries of every row rendered since the table's last
 	// vacuum: 219 ms a view at 2,000,000 rows, which a scrape of /metrics and every refresh of
@@ -154,7 +154,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.Floor == nil {
 		o.Floor = store.NewMemFloor(0)
 	}
-	if o.BelowFloorRecount == 0 {
+	if o.BelowFloorRecount <= 0 {
 		o.BelowFloorRecount = DefaultBelowFloorRecount
 	}
 	if o.Now == nil {
