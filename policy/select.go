@@ -99,11 +99,11 @@ type laneBars[T any] struct {
 func NewSelector[T any](k int, mode Mode, shares Shares) *Selector[T] {
 	s := &Selector[T]{k: max(k, 0), mode: mode, shares: shares}
 	for i := range s.heaps {
-		s.heaps[i].better = s.better
-		s.bars.floor[i].better = s.better
+		s.heaps[i].mode = mode
+		s.bars.floor[i].mode = mode
 	}
-	s.bars.nonUrgent.better = s.better
-	s.bars.urgent.better = s.better
+	s.bars.nonUrgent.mode = mode
+	s.bars.urgent.mode = mode
 	// The same float expressions interleave states its guarantees in, at the largest position
 	// each can reach, so rounding cannot make a bar stricter than the interleave.
 	s.bars.urgentCap = int(math.Ceil(shares.UrgentMax * float64(s.k)))
@@ -131,8 +131,13 @@ func (s *Selector[T]) heapFor(l Lane) *minHeap[T] {
 }
 
 // better reports whether a ranks above b.
-func (s *Selector[T]) better(a, b *Item[T]) bool {
-	if s.mode != ModeEDF && a.Score != b.Score {
+func (s *Selector[T]) better(a, b *Item[T]) bool { return ranksAbove(s.mode, a, b) }
+
+// ranksAbove reports whether a ranks above b in mode. It is a plain function, not a method
+// value kept in each heap, so that the items compared never escape: Admits builds its
+// candidate on the stack, and a warm selector allocates nothing per row offered.
+func ranksAbove[T any](mode Mode, a, b *Item[T]) bool {
+	if mode != ModeEDF && a.Score != b.Score {
 		return a.Score > b.Score
 	}
 	if a.DueAtMs != b.DueAtMs {
@@ -216,9 +221,11 @@ func (b *laneBars[T]) keep(lane Lane, k int, it Item[T]) {
 }
 
 // Result returns at most k kept items in publishing order: the order takes will hand them out.
-// It leaves the selector empty.
+// It leaves the selector empty, as Reset does, and keeps its memory for the next round: the
+// returned slice is a new one, which later offers never touch.
 func (s *Selector[T]) Result() []Item[T] {
 	var lanes [NumLanes][]Item[T]
+	total := 0
 	for i := range s.heaps {
 		lanes[i] = s.heaps[i].items
 		slices.SortFunc(lanes[i], func(a, b Item[T]) int {
@@ -230,23 +237,22 @@ func (s *Selector[T]) Result() []Item[T] {
 			}
 			return 0
 		})
-		s.heaps[i].items = nil
-		s.bars.floor[i].reset()
+		total += len(lanes[i])
 	}
-	s.bars.nonUrgent.reset()
-	s.bars.urgent.reset()
-	s.seq = 0
+	var out []Item[T]
 	switch s.mode {
 	case ModeScore, ModeEDF:
-		return lanes[0]
+		out = slices.Clone(lanes[0])
 	case ModeStrict:
-		var out []Item[T]
+		out = make([]Item[T], 0, min(total, s.k))
 		for _, l := range []Lane{LaneUrgent, LaneSubmitted, LaneCold, LaneDiscovered} {
-			out = append(out, lanes[l]...)
+			out = append(out, lanes[l][:min(len(lanes[l]), s.k-len(out))]...)
 		}
-		return out[:min(len(out), s.k)]
+	default:
+		out = s.interleave(lanes)
 	}
-	return s.interleave(lanes)
+	s.Reset()
+	return out
 }
 
 // interleave builds the lanes-mode order so that every prefix, not only the whole set, honours
@@ -319,14 +325,14 @@ func (s *Selector[T]) interleave(lanes [NumLanes][]Item[T]) []Item[T] {
 	return out
 }
 
-// minHeap is a binary heap whose root is the worst kept item.
+// minHeap is a binary heap whose root is the worst kept item, ranked as mode ranks.
 type minHeap[T any] struct {
-	items  []Item[T]
-	better func(a, b *Item[T]) bool
+	items []Item[T]
+	mode  Mode
 }
 
 // worse reports whether items[i] ranks below items[j].
-func (h *minHeap[T]) worse(i, j int) bool { return h.better(&h.items[j], &h.items[i]) }
+func (h *minHeap[T]) worse(i, j int) bool { return ranksAbove(h.mode, &h.items[j], &h.items[i]) }
 
 func (h *minHeap[T]) reset() {
 	clear(h.items)
@@ -338,7 +344,7 @@ func (h *minHeap[T]) admits(n int, cand *Item[T]) bool {
 	if len(h.items) < n {
 		return true
 	}
-	return n > 0 && h.better(cand, &h.items[0])
+	return n > 0 && ranksAbove(h.mode, cand, &h.items[0])
 }
 
 // keepBest offers it to a heap kept to the best n items.
@@ -346,7 +352,7 @@ func (h *minHeap[T]) keepBest(n int, it Item[T]) {
 	switch {
 	case len(h.items) < n:
 		h.push(it)
-	case n > 0 && h.better(&it, &h.items[0]):
+	case n > 0 && ranksAbove(h.mode, &it, &h.items[0]):
 		h.replaceRoot(it)
 	}
 }

@@ -291,3 +291,65 @@ func TestLaneBarsHoldAboutK(t *testing.T) {
 		t.Fatalf("with the lane bars: %d admitted, want %d", n, k+26)
 	}
 }
+
+// A selector is used again after Result, sweep after sweep: every Result of a reused selector
+// equals that of a fresh one given the same candidates, in every mode, however many items
+// the earlier rounds left behind.
+func TestSelectorReusedAfterResult(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, mode := range []Mode{ModeScore, ModeEDF, ModeLanes, ModeStrict} {
+		k := 25
+		reused := NewSelector[int](k, mode, shares)
+		for trial := range 300 {
+			cs := randomCands(rng, rng.IntN(120))
+			fresh := NewSelector[int](k, mode, shares)
+			for _, c := range cs {
+				if fresh.Admits(c.lane, c.score, c.due) != reused.Admits(c.lane, c.score, c.due) {
+					t.Fatalf("%v trial %d: Admits differs for candidate %d", mode, trial, c.id)
+				}
+				fresh.Offer(c.lane, c.score, c.due, c.id)
+				reused.Offer(c.lane, c.score, c.due, c.id)
+			}
+			want, got := fresh.Result(), reused.Result()
+			if !slices.Equal(got, want) {
+				t.Fatalf("%v trial %d: reused selector gave %v, a fresh one %v", mode, trial, got, want)
+			}
+			if trial%7 == 0 { // a later round must not change a Result already handed out
+				before := slices.Clone(got)
+				for _, c := range randomCands(rng, 60) {
+					reused.Offer(c.lane, c.score, c.due, c.id)
+				}
+				if !slices.Equal(got, before) {
+					t.Fatalf("%v trial %d: offers after Result changed it", mode, trial)
+				}
+				reused.Reset()
+			}
+		}
+	}
+}
+
+// The sweep asks Admits of every row it reads and offers most of them: once a selector has
+// held a full set, neither allocates, and Result allocates only the slice it returns.
+func TestSelectorWarmAllocatesNothing(t *testing.T) {
+	const k = 64
+	rng := rand.New(rand.NewPCG(13, 14))
+	cs := randomCands(rng, 4*k)
+	for _, mode := range []Mode{ModeScore, ModeEDF, ModeLanes, ModeStrict} {
+		sel := NewSelector[int](k, mode, shares)
+		round := func() {
+			for _, c := range cs {
+				if sel.Admits(c.lane, c.score, c.due) {
+					sel.Offer(c.lane, c.score, c.due, c.id)
+				}
+			}
+		}
+		round()
+		sel.Result()
+		if n := testing.AllocsPerRun(20, func() { round(); sel.Reset() }); n != 0 {
+			t.Errorf("%v: Admits and Offer on a warm selector allocate %.1f times a round, want 0", mode, n)
+		}
+		if n := testing.AllocsPerRun(20, func() { round(); sel.Result() }); n > 1 {
+			t.Errorf("%v: a round and its Result allocate %.1f times, want at most 1 (the result)", mode, n)
+		}
+	}
+}

@@ -136,6 +136,22 @@ type Sweeper struct {
 	fullPass   bool // tests: read the whole due set even when the class index could serve
 	// readOn: tests and benchmarks: the class merge reads on once every host is settled.
 	readOn bool
+	// The last sweep's selector and the size and shares it was made for (selector).
+	sel       *policy.Selector[value]
+	selK      int
+	selShares policy.Shares
+}
+
+// selector returns an empty selector for k and shares: the last sweep's when they are the
+// same, so that its heaps' memory is used again rather than grown anew every sweep
+// (policy.Selector.Result leaves it empty; the Reset here also empties one a failed or
+// panicking sweep left behind).
+func (s *Sweeper) selector(k int, shares policy.Shares) *policy.Selector[value] {
+	if s.sel == nil || s.selK != k || s.selShares != shares {
+		s.sel, s.selK, s.selShares = policy.NewSelector[value](k, s.opts.Mode, shares), k, shares
+	}
+	s.sel.Reset()
+	return s.sel
 }
 
 // value is what the selector keeps per admitted row.
@@ -259,7 +275,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	keyCap := layout.KeyCapacity
 	// The segment was sized when it was created; a reload cannot grow it.
 	k := min(set.Capacity, int(layout.ReadyCapacity))
-	sel := policy.NewSelector[value](k, s.opts.Mode, pol.Shares())
+	sel := s.selector(k, pol.Shares())
 	plans := newHostPlans(s.opts.Segment, set, k, now)
 	res := Result{Disabled: !enabled}
 	var head struct {

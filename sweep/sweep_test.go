@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -444,6 +446,41 @@ func TestNewRefusesAMissingDependency(t *testing.T) {
 		s, err := New(o)
 		if s != nil || !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) {
 			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, s, err)
+		}
+	}
+}
+
+// A Sweeper keeps its selector from sweep to sweep, and a reload that changes the set's size
+// between sweeps takes effect at the next one: each sweep publishes what a new Sweeper
+// publishes at the same instant.
+func TestSweepAfterCapacityChangesPublishesAsAFreshSweeper(t *testing.T) {
+	e := newEnv(t, routes, start, shm.Options{})
+	for i := range 80 {
+		e.Put(fmt.Sprintf("desktop|https://a%d.test/c/%d", i%9, i), start-int64(i)*hour/7, i%5 == 0, 0, store.Lanes{NeverRendered: i%11 == 0})
+	}
+	capacity := 50
+	settings := func() *Settings {
+		s := qtest.Settings(e, SweepSettingsOf)()
+		s.Capacity = capacity
+		return s
+	}
+	sweeper := func() *Sweeper {
+		return qtest.Must(New(Options{Store: FromStore(e.Store, nil), Changes: NewChanges(), Segment: e.Seg, Worker: e.Worker0,
+			Policy: e.Policy, Settings: settings, Now: e.Now, Log: qtest.Log(nil)}))(t)
+	}
+	kept := sweeper()
+	for _, c := range []int{50, 10, 10, 50, 3} {
+		capacity = c
+		if _, err := kept.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := takeAll(t, e.Seg)
+		if _, err := sweeper().Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := takeAll(t, e.Seg)
+		if len(got) != c || !slices.Equal(keysOf(got), keysOf(want)) {
+			t.Fatalf("capacity %d: the kept sweeper published %d entries %v, a new one %v", c, len(got), keysOf(got), keysOf(want))
 		}
 	}
 }
