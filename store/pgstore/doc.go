@@ -69,6 +69,10 @@
 // the class index; rows of another epoch are moved into the node's by a background
 // reclassifier, and until then a pass offers no class index (classindex.go: C1, C2).
 //
+// Worker 0's store also vacuums the schedule table once renders have left dead tuples of 1 %
+// of it (vacuum.go): the dead index entries lie at the heads every pass reads, and autovacuum's
+// defaults let them grow with the table.
+//
 // # PostgreSQL-specific
 //
 // Plain SQL throughout; no LISTEN/NOTIFY and no advisory locks. What a PostgreSQL-compatible

@@ -73,6 +73,9 @@ type Options struct {
 	// TestNoReclassifyLoop keeps Open from starting the reclassifier's loop: a test runs
 	// Reclassify itself.
 	TestNoReclassifyLoop bool
+	// TestNoVacuumLoop keeps Open from starting worker 0's vacuum loop (vacuum.go): a test
+	// runs VacuumIfDead itself.
+	TestNoVacuumLoop bool
 	// BelowFloorRecount is how often ClusterView counts each shard's rows below its floor
 	// (zero or negative: DefaultBelowFloorRecount). Between counts a view
 	// reports the last one. The count reads the due index from the bottom of each shard, and
@@ -116,6 +119,10 @@ type Store struct {
 	classEpoch     int64
 	stopReclassify context.CancelFunc
 	reclassifyDone chan struct{}
+	// stopVacuum ends the schedule table's vacuum loop (vacuum.go), which closes vacuumDone;
+	// worker 0's store runs it, beside the reclassifier.
+	stopVacuum context.CancelFunc
+	vacuumDone chan struct{}
 	// belowFloor is ClusterView's last count of the rows below each shard's floor.
 	belowFloor belowFloorCount
 	// testBeforeReclassifyUpdate runs between a reclassifier batch's read and its update
@@ -219,6 +226,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.reclassifyDone = make(chan struct{})
 		go s.reclassifyLoop(rctx, s.reclassifyDone)
 	}
+	if s.classEpoch != 0 && !o.TestNoVacuumLoop {
+		var vctx context.Context
+		vctx, s.stopVacuum = context.WithCancel(context.Background())
+		s.vacuumDone = make(chan struct{})
+		go s.vacuumLoop(vctx, s.vacuumDone)
+	}
 	s.log.Info().Int("shards", shards).Int("schema_version", SchemaVersion()).Int64("class_epoch", s.classEpoch).
 		Dur("took", time.Since(start)).Msg("store opened")
 	return s, nil
@@ -256,6 +269,10 @@ func (s *Store) Close() error {
 	if s.stopReclassify != nil {
 		s.stopReclassify()
 		<-s.reclassifyDone
+	}
+	if s.stopVacuum != nil {
+		s.stopVacuum()
+		<-s.vacuumDone
 	}
 	s.sendMu.Lock()
 	s.sendClosed = true

@@ -1,0 +1,71 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore"
+)
+
+// Renders leave a dead tuple per row moved: once they reach the vacuum's least count, worker
+// 0's check vacuums the table, and a check with none, or just after the vacuum, leaves it
+// alone. (TestVacuumDue holds the thresholds.)
+func TestVacuumIfDeadVacuumsOnceRendersLeaveEnoughDeadRows(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	st := openStore(t, dsn, &pgstore.Options{Shards: 4, TestNoVacuumLoop: true})
+	db := rawPool(t, dsn)
+	ctx := context.Background()
+	const rows = 12_000 // past the least count of dead tuples a vacuum waits for (10,000)
+	write := func(from, n int, dueMs int64) {
+		t.Helper()
+		ws := make([]store.Write, 0, n)
+		for i := from; i < from+n; i++ {
+			sch, err := store.NewSchedule(fmt.Appendf(nil, "desktop|https://example.com/v/%05d", i), dueMs+int64(i), false, 3_600_000, store.Lanes{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, store.Write{Schedule: sch})
+		}
+		if err := st.WriteSchedules(ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// stats waits for PostgreSQL's statistics (flushed by each backend about a second after its
+	// writes) to show what the writes did.
+	stats := func(what string, ok func(live, dead, vacuums int64) bool) {
+		t.Helper()
+		var live, dead, vacuums int64
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if err := db.QueryRow(ctx, `SELECT n_live_tup, n_dead_tup, vacuum_count FROM pg_stat_user_tables
+				WHERE relid = 'freshq_schedule'::regclass`).Scan(&live, &dead, &vacuums); err != nil {
+				t.Fatal(err)
+			}
+			if ok(live, dead, vacuums) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the statistics still show %d live, %d dead, %d vacuums", what, live, dead, vacuums)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	write(0, rows, 1_000_000) // inserts: no dead tuple
+	if vacuumed, live, dead, err := st.VacuumIfDead(ctx); err != nil || vacuumed {
+		t.Fatalf("with %d live and %d dead tuples: vacuumed %v, err %v; want no vacuum", live, dead, vacuumed, err)
+	}
+	write(0, rows, 2_000_000) // every row moved, as a render moves it
+	stats("every row moved", func(_, dead, _ int64) bool { return dead >= rows })
+	vacuumed, live, dead, err := st.VacuumIfDead(ctx)
+	if err != nil || !vacuumed {
+		t.Fatalf("with %d live and %d dead tuples: vacuumed %v, err %v; want a vacuum", live, dead, vacuumed, err)
+	}
+	stats("after the vacuum", func(_, dead, vacuums int64) bool { return vacuums >= 1 && dead < 1_000 })
+	if vacuumed, live, dead, err := st.VacuumIfDead(ctx); err != nil || vacuumed {
+		t.Fatalf("just vacuumed, with %d live and %d dead tuples: vacuumed %v, err %v; want none", live, dead, vacuumed, err)
+	}
+}
