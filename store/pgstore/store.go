@@ -73,9 +73,6 @@ type Options struct {
 	// TestNoReclassifyLoop keeps Open from starting the reclassifier's loop: a test runs
 	// Reclassify itself.
 	TestNoReclassifyLoop bool
-	// TestNoVacuumLoop keeps Open from starting worker 0's vacuum loop (vacuum.go): a test
-	// runs VacuumIfDead itself.
-	TestNoVacuumLoop bool
 	// BelowFloorRecount is how often ClusterView counts each shard's rows below its floor
 	// (zero or negative: DefaultBelowFloorRecount). Between counts a view
 	// reports the last one. The count reads the due index from the bottom of each shard, and
@@ -226,7 +223,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.reclassifyDone = make(chan struct{})
 		go s.reclassifyLoop(rctx, s.reclassifyDone)
 	}
-	if s.classEpoch != 0 && !o.TestNoVacuumLoop {
+	if s.classEpoch != 0 {
 		var vctx context.Context
 		vctx, s.stopVacuum = context.WithCancel(context.Background())
 		s.vacuumDone = make(chan struct{})

@@ -35,10 +35,12 @@ func vacuumDue(live, dead int64) bool {
 	return dead >= vacuumMinDead && float64(dead) >= vacuumDeadShare*float64(live)
 }
 
-// VacuumIfDead vacuums the schedule table when its dead tuples are due a vacuum (vacuumDue, on
-// PostgreSQL's statistics, which lag the writes by about a second), skipping it when another
-// vacuum holds the table. It reports whether it vacuumed and the counts it decided on.
-func (s *Store) VacuumIfDead(ctx context.Context) (vacuumed bool, live, dead int64, err error) {
+// VacuumIfDead runs VACUUM on the schedule table when its dead tuples are due a vacuum
+// (vacuumDue, on PostgreSQL's statistics, which lag the writes by about a second). It reports
+// whether it ran one and the counts it decided on. The VACUUM skips the table, with a warning
+// in PostgreSQL's log, while another vacuum holds it (autovacuum's, or another node's worker 0
+// on the same database), so nodes never queue behind one another.
+func (s *Store) VacuumIfDead(ctx context.Context) (ran bool, live, dead int64, err error) {
 	if s.closed.Load() {
 		return false, 0, 0, store.ErrClosed
 	}
@@ -68,12 +70,12 @@ func (s *Store) vacuumLoop(ctx context.Context, done chan<- struct{}) {
 		case <-t.C:
 		}
 		start := time.Now()
-		vacuumed, live, dead, err := s.VacuumIfDead(ctx)
+		ran, live, dead, err := s.VacuumIfDead(ctx)
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, store.ErrClosed):
 			s.log.Warn().Err(err).Msg("schedule table vacuum failed")
-		case vacuumed:
-			s.log.Info().Int64("live", live).Int64("dead", dead).Dur("took", time.Since(start)).Msg("schedule table vacuumed")
+		case ran:
+			s.log.Info().Int64("live", live).Int64("dead", dead).Dur("took", time.Since(start)).Msg("schedule table vacuum")
 		}
 	}
 }
