@@ -24,9 +24,15 @@ func classKey(i int) []byte { return fmt.Appendf(nil, "desktop|https://example.c
 
 func writeRows(t *testing.T, st *pgstore.Store, from, n int, cadenceMs int64) {
 	t.Helper()
-	var ws []store.Write
+	writeRowsDue(t, st, from, n, cadenceMs, 1_000)
+}
+
+// writeRowsDue files rows from..from+n-1 (keys classKey(i)), row i due at dueMs + i.
+func writeRowsDue(t *testing.T, st *pgstore.Store, from, n int, cadenceMs, dueMs int64) {
+	t.Helper()
+	ws := make([]store.Write, 0, n)
 	for i := from; i < from+n; i++ {
-		sch, err := store.NewSchedule(classKey(i), int64(1_000+i), i%3 == 0, cadenceMs, store.Lanes{Failing: i%7 == 0})
+		sch, err := store.NewSchedule(classKey(i), dueMs+int64(i), i%3 == 0, cadenceMs, store.Lanes{Failing: i%7 == 0})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,3 +6,17 @@ func SetBeforeReclassifyUpdateForTest(s *Store, f func()) { s.testBeforeReclassi
 
 // ScanRereadsForTest is how many scans needed their second, full read of every shard.
 func ScanRereadsForTest(s *Store) uint64 { return s.scanRereads.Load() }
+
+// VacuumLoopRunningForTest reports whether s's vacuum loop (vacuum.go) is running: started by
+// Open and not yet ended by Close.
+func VacuumLoopRunningForTest(s *Store) bool {
+	if s.vacuumDone == nil {
+		return false
+	}
+	select {
+	case <-s.vacuumDone:
+		return false
+	default:
+		return true
+	}
+}

@@ -2,13 +2,12 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/freshq/freshq/internal/pgtest"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/storetest"
 )
 
 // Renders leave a dead tuple per row moved: once they reach the vacuum's least count, worker
@@ -22,20 +21,6 @@ func TestVacuumIfDeadVacuumsOnceRendersLeaveEnoughDeadRows(t *testing.T) {
 	db := rawPool(t, dsn)
 	ctx := context.Background()
 	const rows = 12_000 // past the least count of dead tuples a vacuum waits for (10,000)
-	write := func(from, n int, dueMs int64) {
-		t.Helper()
-		ws := make([]store.Write, 0, n)
-		for i := from; i < from+n; i++ {
-			sch, err := store.NewSchedule(fmt.Appendf(nil, "desktop|https://example.com/v/%05d", i), dueMs+int64(i), false, 3_600_000, store.Lanes{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ws = append(ws, store.Write{Schedule: sch})
-		}
-		if err := st.WriteSchedules(ws); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// stats waits for PostgreSQL's statistics (flushed by each backend about a second after its
 	// writes) to show what the writes did.
 	stats := func(what string, ok func(live, dead, vacuums int64) bool) {
@@ -56,11 +41,11 @@ func TestVacuumIfDeadVacuumsOnceRendersLeaveEnoughDeadRows(t *testing.T) {
 		}
 	}
 
-	write(0, rows, 1_000_000) // inserts: no dead tuple
+	writeRowsDue(t, st, 0, rows, 3_600_000, 1_000_000) // inserts: no dead tuple
 	if vacuumed, live, dead, err := st.VacuumIfDead(ctx); err != nil || vacuumed {
 		t.Fatalf("with %d live and %d dead tuples: vacuumed %v, err %v; want no vacuum", live, dead, vacuumed, err)
 	}
-	write(0, rows, 2_000_000) // every row moved, as a render moves it
+	writeRowsDue(t, st, 0, rows, 3_600_000, 2_000_000) // every row moved, as a render moves it
 	stats("every row moved", func(_, dead, _ int64) bool { return dead >= rows })
 	vacuumed, live, dead, err := st.VacuumIfDead(ctx)
 	if err != nil || !vacuumed {
@@ -69,5 +54,25 @@ func TestVacuumIfDeadVacuumsOnceRendersLeaveEnoughDeadRows(t *testing.T) {
 	stats("after the vacuum", func(_, dead, vacuums int64) bool { return vacuums >= 1 && dead < 1_000 })
 	if vacuumed, live, dead, err := st.VacuumIfDead(ctx); err != nil || vacuumed {
 		t.Fatalf("just vacuumed, with %d live and %d dead tuples: vacuumed %v, err %v; want none", live, dead, vacuumed, err)
+	}
+}
+
+// Only worker 0's store, the one opened with a classifier, runs the vacuum loop, and Close
+// stops it: a node's other workers, and tools that open the store, never vacuum.
+func TestOnlyWorkerZerosStoreRunsTheVacuumLoop(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	plain := openStore(t, dsn, &pgstore.Options{Shards: 4})
+	if pgstore.VacuumLoopRunningForTest(plain) {
+		t.Fatal("a store opened without a classifier runs the vacuum loop")
+	}
+	w0 := openClassified(t, dsn, storetest.Classifier{})
+	if !pgstore.VacuumLoopRunningForTest(w0) {
+		t.Fatal("worker 0's store (opened with a classifier) runs no vacuum loop")
+	}
+	if err := w0.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pgstore.VacuumLoopRunningForTest(w0) {
+		t.Fatal("the vacuum loop still runs after Close")
 	}
 }
