@@ -13,12 +13,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/storetest"
 )
 
 // The benchmark corpus: 1,000,000 schedule rows with ~60-byte keys shaped like real cache
@@ -593,4 +595,235 @@ func BenchmarkReadCacheWriteCost(b *testing.B) {
 	b.ReportMetric(perRow(with), "µs/row")
 	b.ReportMetric(perRow(without), "nocache-µs/row")
 	b.ReportMetric(float64(with)/float64(without), "x-nocache")
+}
+
+// BenchmarkResultWrites: what applying a render's result costs as the store grows, through the
+// funnel and, side by side, with nothing of freshq's around the engine. For each size in
+// FRESHQ_RESULT_BENCH_ROWS (default "50000 1000000"), each mode below gets a store of that many
+// rows with their targets, all built alike (through the funnel, with a classifier, then reopened
+// as worker 0 restarts) before the clock starts. One op is a result for every row of the store,
+// once each, in a random order, as BenchmarkQueueOverhead (cmd/supervisor) renders every seeded
+// row once:
+//
+//   - funnel: Modify, in calls of 256 results, each reading the row and its target and filing
+//     the row a day later with its target and a page: what worker 0 does with a result batch;
+//   - bare: the same entries straight into the store's database, in transactions of
+//     1,024 results: read the row and the target, then delete the row's old class-index entry
+//     and set the new one, the row, the target and the page. No floor, no overlay, no
+//     acknowledgement: the engine's own cost of a result's five entries;
+//   - bare-without-class: bare without the two class-index entries, what a result would cost
+//     the engine if its due index were kept elsewhere (the sweep cannot run on such a store).
+//
+// It reports results/s and the process's CPU µs a result (Badger's compactions included) for
+// each. The ratio of a size's figures to the smallest's is what the store's growth costs, and
+// the bare ratio is how much of it is the engine's.
+func BenchmarkResultWrites(b *testing.B) {
+	sizes := []int{50_000, 1_000_000}
+	if env := os.Getenv("FRESHQ_RESULT_BENCH_ROWS"); env != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Fields(env) {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("FRESHQ_RESULT_BENCH_ROWS: %q is not a row count", f)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		for _, mode := range []string{"funnel", "bare", "bare-without-class"} {
+			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {
+				st := resultCorpus(b, n)
+				order := rand.New(rand.NewPCG(uint64(n), 3)).Perm(n)
+				b.ResetTimer()
+				cpu0, start := processCPU(), time.Now()
+				for op := range b.N {
+					dueMs := benchNow + int64(op+1)*86_400_000
+					var err error
+					if mode == "funnel" {
+						err = funnelResults(st, order, dueMs)
+					} else {
+						err = bareResults(st, order, dueMs, mode == "bare")
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				results := float64(b.N) * float64(n)
+				b.ReportMetric(results/time.Since(start).Seconds(), "results/s")
+				b.ReportMetric(1e6*(processCPU()-cpu0)/results, "cpu-µs/result")
+				b.StopTimer()
+				// Every row was filed at the last op's due time, whichever way it was written (read
+				// from Badger: the store's read view is renewed by the funnel's commits only).
+				err := st.db.View(func(txn *badger.Txn) error {
+					for _, i := range order[:min(n, 1000)] {
+						var row store.Row
+						item, err := txn.Get(scheduleKey(benchKey(i)))
+						if err == nil {
+							err = item.Value(row.UnmarshalBinary)
+						}
+						if err != nil || row.DueAtMs != benchNow+int64(b.N)*86_400_000 {
+							return fmt.Errorf("row %d after the results: %+v, %v", i, row, err)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// resultCorpus builds a store of n corpus rows (benchKey, benchDue), each with its target,
+// under a class index, and reopens it: the store a restarted worker 0 finds.
+func resultCorpus(b *testing.B, n int) *Store {
+	dir := b.TempDir()
+	o := func() *Options { return &Options{Classifier: storetest.Classifier{}} }
+	st, err := Open(dir, o())
+	if err != nil {
+		b.Fatal(err)
+	}
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	for from := 0; from < n; from += 10_000 {
+		ws := benchWrites(perm, from, min(n, from+10_000))
+		for j := range ws {
+			k := ws[j].Schedule.Key()
+			ws[j].Target = &store.Target{URL: string(k[len("desktop|"):]), Device: "desktop", Source: store.SourceSitemap}
+		}
+		if err := st.WriteSchedules(ws); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err = Open(dir, o()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// resultPage is the page every benchmark result files: a small rendered document.
+var resultPage = store.Page{Status: 200, Headers: []store.Header{{Name: "content-type", Value: "text/html"}},
+	Body: []byte("<!doctype html><html><head><title>item</title></head><body>" + strings.Repeat("<p>rendered</p>", 12) + "</body></html>")}
+
+// resultWrite is the Write a result files for cur: the row due at dueMs with its cadence, its
+// target with one more render counted, and the page.
+func resultWrite(key []byte, cur store.Current, dueMs int64) (store.Write, error) {
+	sch, err := store.NewSchedule(key, dueMs, false, cur.Row.EffectiveIntervalMs, store.Lanes{})
+	if err != nil {
+		return store.Write{}, err
+	}
+	tgt := cur.Target
+	tgt.Failures = store.Failures{}
+	page := resultPage
+	page.RenderedAtMs = dueMs
+	return store.Write{Schedule: sch, Target: &tgt, Page: &page}, nil
+}
+
+// funnelResults files a result for every row in order through Modify, 256 a call.
+func funnelResults(st *Store, order []int, dueMs int64) error {
+	const perCall = 256
+	changes := make([]store.Change, 0, perCall)
+	for from := 0; from < len(order); from += perCall {
+		changes = changes[:0]
+		for _, i := range order[from:min(len(order), from+perCall)] {
+			key := benchKey(i)
+			changes = append(changes, store.Change{Key: key, MinDueMs: dueMs, Decide: func(cur store.Current) (store.Write, bool, error) {
+				if !cur.HasRow || !cur.HasTarget {
+					return store.Write{}, false, fmt.Errorf("result for %q: row %v, target %v", key, cur.HasRow, cur.HasTarget)
+				}
+				w, err := resultWrite(key, cur, dueMs)
+				return w, err == nil, err
+			}})
+		}
+		applied, err := st.Modify(changes)
+		if err != nil {
+			return err
+		}
+		if i := slices.Index(applied, false); i >= 0 {
+			return fmt.Errorf("result %d of a call not applied", i)
+		}
+	}
+	return nil
+}
+
+// bareResults writes what funnelResults files, with Badger alone: for each transaction of
+// 1,024 results, the rows and targets are read in one read transaction, and the five entries
+// of each result written in one WriteBatch (three, without the class index's two, unless
+// classIndex).
+func bareResults(st *Store, order []int, dueMs int64, classIndex bool) error {
+	const perTxn = 1024
+	c := st.opts.Classifier
+	for from := 0; from < len(order); from += perTxn {
+		part := order[from:min(len(order), from+perTxn)]
+		curs := make([]store.Current, len(part))
+		err := st.db.View(func(txn *badger.Txn) error {
+			for j, i := range part {
+				cur := &curs[j]
+				for _, read := range []struct {
+					key    []byte
+					decode func([]byte) error
+				}{{scheduleKey(benchKey(i)), cur.Row.UnmarshalBinary}, {targetKey(benchKey(i)), cur.Target.UnmarshalBinary}} {
+					item, err := txn.Get(read.key)
+					if err != nil {
+						return fmt.Errorf("read %q: %w", read.key, err)
+					}
+					if err := item.Value(read.decode); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		wb := st.db.NewWriteBatch()
+		for j, i := range part {
+			key, cur := benchKey(i), curs[j]
+			w, err := resultWrite(key, cur, dueMs)
+			if err != nil {
+				wb.Cancel()
+				return err
+			}
+			row := w.Schedule.Row()
+			row.SetMirror(cur.Row.Mirror())
+			rowVal, projVal := rowValues(row)
+			tgt, err := w.Target.MarshalBinary()
+			if err == nil {
+				var page []byte
+				if page, err = w.Page.MarshalBinary(); err == nil {
+					if classIndex {
+						err = errors.Join(
+							wb.Delete(classKey(c.Class(key, cur.Row.Projection), cur.Row.DueAtMs, key)),
+							wb.Set(classKey(c.Class(key, row.Projection), row.DueAtMs, key), projVal))
+					}
+					err = errors.Join(err,
+						wb.Set(scheduleKey(key), rowVal),
+						wb.Set(targetKey(key), tgt),
+						wb.Set(pageKey(key), page))
+				}
+			}
+			if err != nil {
+				wb.Cancel()
+				return err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processCPU is the CPU seconds this process has used, user and system, every thread's.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
