@@ -615,8 +615,8 @@ func BenchmarkReadCacheWriteCost(b *testing.B) {
 //     the engine if its due index were kept elsewhere (the sweep cannot run on such a store);
 //   - blind: bare-without-class without the reads, the row, target and page rebuilt from what
 //     the benchmark knows of each row: what a result would cost the engine if worker 0 held
-//     every row it published and its due index elsewhere, the least a result can cost while it
-//     writes these three values.
+//     every row it published and its due index elsewhere: about the least a result can cost
+//     the engine while it writes these three values.
 //
 // It reports results/s and the process's CPU µs a result (Badger's compactions included) for
 // each. The ratio of a size's figures to the smallest's is what the store's growth costs, and
