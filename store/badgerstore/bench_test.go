@@ -646,10 +646,14 @@ func BenchmarkResultWrites(b *testing.B) {
 					switch mode {
 					case "funnel":
 						err = funnelResults(st, order, dueMs)
+					case "bare":
+						err = bareResults(st, order, dueMs, bareEntries{read: true, classIndex: true})
+					case "bare-without-class":
+						err = bareResults(st, order, dueMs, bareEntries{read: true})
 					case "blind":
-						err = blindResults(st, order, dueMs)
+						err = bareResults(st, order, dueMs, bareEntries{})
 					default:
-						err = bareResults(st, order, dueMs, mode == "bare")
+						b.Fatalf("unknown mode %q", mode)
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -757,34 +761,33 @@ func funnelResults(st *Store, order []int, dueMs int64) error {
 	return nil
 }
 
+// bareEntries is what bareResults does for a result besides writing its row, target and page.
+type bareEntries struct {
+	read       bool // read the row and target first; else rebuild them with corpusCurrent
+	classIndex bool // delete the row's old class-index entry and set its new one (needs read)
+}
+
 // bareResults writes what funnelResults files, with Badger alone: for each transaction of
-// 1,024 results, the rows and targets are read in one read transaction, and the five entries
-// of each result written in one WriteBatch (three, without the class index's two, unless
-// classIndex).
-func bareResults(st *Store, order []int, dueMs int64, classIndex bool) error {
+// 1,024 results, the rows and targets are read in one read transaction (or rebuilt, unless
+// e.read), and each result's row, target and page, with its two class-index entries if
+// e.classIndex, written in one WriteBatch.
+func bareResults(st *Store, order []int, dueMs int64, e bareEntries) error {
+	if e.classIndex && !e.read {
+		return errors.New("bareResults: the class index's old entry needs the row read")
+	}
 	const perTxn = 1024
 	c := st.opts.Classifier
 	for from := 0; from < len(order); from += perTxn {
 		part := order[from:min(len(order), from+perTxn)]
 		curs := make([]store.Current, len(part))
-		err := st.db.View(func(txn *badger.Txn) error {
+		var err error
+		if e.read {
+			err = readCurrents(st.db, part, curs)
+		} else {
 			for j, i := range part {
-				cur := &curs[j]
-				for _, read := range []struct {
-					key    []byte
-					decode func([]byte) error
-				}{{scheduleKey(benchKey(i)), cur.Row.UnmarshalBinary}, {targetKey(benchKey(i)), cur.Target.UnmarshalBinary}} {
-					item, err := txn.Get(read.key)
-					if err != nil {
-						return fmt.Errorf("read %q: %w", read.key, err)
-					}
-					if err := item.Value(read.decode); err != nil {
-						return err
-					}
-				}
+				curs[j] = corpusCurrent(i)
 			}
-			return nil
-		})
+		}
 		if err != nil {
 			return err
 		}
@@ -803,7 +806,7 @@ func bareResults(st *Store, order []int, dueMs int64, classIndex bool) error {
 			if err == nil {
 				var page []byte
 				if page, err = w.Page.MarshalBinary(); err == nil {
-					if classIndex {
+					if e.classIndex {
 						err = errors.Join(
 							wb.Delete(classKey(c.Class(key, cur.Row.Projection), cur.Row.DueAtMs, key)),
 							wb.Set(classKey(c.Class(key, row.Projection), row.DueAtMs, key), projVal))
@@ -826,40 +829,37 @@ func bareResults(st *Store, order []int, dueMs int64, classIndex bool) error {
 	return nil
 }
 
-// blindResults writes what bareResults writes without its class index, reading nothing: each
-// row's cadence and target are rebuilt as resultCorpus filed them.
-func blindResults(st *Store, order []int, dueMs int64) error {
-	const perTxn = 1024
-	for from := 0; from < len(order); from += perTxn {
-		wb := st.db.NewWriteBatch()
-		for _, i := range order[from:min(len(order), from+perTxn)] {
-			key := benchKey(i)
-			var cur store.Current
-			cur.Row.EffectiveIntervalMs = int64(1+i%4) * 21_600_000
-			cur.Target = store.Target{URL: string(key[len("desktop|"):]), Device: "desktop", Source: store.SourceSitemap}
-			w, err := resultWrite(key, cur, dueMs)
-			if err != nil {
-				wb.Cancel()
-				return err
-			}
-			rowVal, _ := rowValues(w.Schedule.Row())
-			tgt, err := w.Target.MarshalBinary()
-			if err == nil {
-				var page []byte
-				if page, err = w.Page.MarshalBinary(); err == nil {
-					err = errors.Join(wb.Set(scheduleKey(key), rowVal), wb.Set(targetKey(key), tgt), wb.Set(pageKey(key), page))
+// readCurrents reads the row and target of each benchmark row in part into curs, in one read
+// transaction.
+func readCurrents(db *badger.DB, part []int, curs []store.Current) error {
+	return db.View(func(txn *badger.Txn) error {
+		for j, i := range part {
+			cur := &curs[j]
+			for _, read := range []struct {
+				key    []byte
+				decode func([]byte) error
+			}{{scheduleKey(benchKey(i)), cur.Row.UnmarshalBinary}, {targetKey(benchKey(i)), cur.Target.UnmarshalBinary}} {
+				item, err := txn.Get(read.key)
+				if err != nil {
+					return fmt.Errorf("read %q: %w", read.key, err)
+				}
+				if err := item.Value(read.decode); err != nil {
+					return err
 				}
 			}
-			if err != nil {
-				wb.Cancel()
-				return err
-			}
 		}
-		if err := wb.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
+}
+
+// corpusCurrent is row i's row and target as resultCorpus filed them, as far as a result's
+// write depends on them: its cadence, and its target's URL, device and source.
+func corpusCurrent(i int) store.Current {
+	var cur store.Current
+	cur.Row.EffectiveIntervalMs = int64(1+i%4) * 21_600_000
+	key := benchKey(i)
+	cur.Target = store.Target{URL: string(key[len("desktop|"):]), Device: "desktop", Source: store.SourceSitemap}
+	return cur
 }
 
 // processCPU is the CPU seconds this process has used, user and system, every thread's.
