@@ -50,12 +50,15 @@ func benchKey(i int) []byte {
 // benchDue is row i's due time: rows 0..499,999 are due at benchNow, the rest are not.
 func benchDue(i int) int64 { return benchNow - benchSpan/2 + int64(i)*benchSpan/benchRows + 1 }
 
+// benchCadence is row i's cadence: 6, 12, 18 or 24 hours.
+func benchCadence(i int) int64 { return int64(1+i%4) * 21_600_000 }
+
 // benchWrites returns the funnel writes of rows [from, to) of a corpus, in a fixed shuffled
 // order so the load is not sorted.
 func benchWrites(perm []int, from, to int) []store.Write {
 	ws := make([]store.Write, 0, to-from)
 	for _, i := range perm[from:to] {
-		s, err := store.NewSchedule(benchKey(i), benchDue(i), i%2 == 0, int64(1+i%4)*21_600_000, store.Lanes{Failing: i%50 == 0})
+		s, err := store.NewSchedule(benchKey(i), benchDue(i), i%2 == 0, benchCadence(i), store.Lanes{Failing: i%50 == 0})
 		if err != nil {
 			panic(err)
 		}
@@ -699,8 +702,8 @@ func resultCorpus(b *testing.B, n int) *Store {
 	for from := 0; from < n; from += 10_000 {
 		ws := benchWrites(perm, from, min(n, from+10_000))
 		for j := range ws {
-			k := ws[j].Schedule.Key()
-			ws[j].Target = &store.Target{URL: string(k[len("desktop|"):]), Device: "desktop", Source: store.SourceSitemap}
+			tgt := corpusTarget(ws[j].Schedule.Key())
+			ws[j].Target = &tgt
 		}
 		if err := st.WriteSchedules(ws); err != nil {
 			b.Fatal(err)
@@ -856,10 +859,15 @@ func readCurrents(db *badger.DB, part []int, curs []store.Current) error {
 // write depends on them: its cadence, and its target's URL, device and source.
 func corpusCurrent(i int) store.Current {
 	var cur store.Current
-	cur.Row.EffectiveIntervalMs = int64(1+i%4) * 21_600_000
-	key := benchKey(i)
-	cur.Target = store.Target{URL: string(key[len("desktop|"):]), Device: "desktop", Source: store.SourceSitemap}
+	cur.Row.EffectiveIntervalMs = benchCadence(i)
+	cur.Target = corpusTarget(benchKey(i))
 	return cur
+}
+
+// corpusTarget is the target resultCorpus files for a corpus key: the key's URL, on desktop,
+// from a sitemap.
+func corpusTarget(key []byte) store.Target {
+	return store.Target{URL: string(key[len("desktop|"):]), Device: "desktop", Source: store.SourceSitemap}
 }
 
 // processCPU is the CPU seconds this process has used, user and system, every thread's.

@@ -20,9 +20,10 @@ import (
 // once they reach vacuumDeadShare of its live ones (and at least vacuumMinDead): the heads then
 // hold a few seconds' renders, whatever the store's size. The price grows with the store: a
 // vacuum reads every index of the table whole, and under a steady render rate one runs at
-// every check (728 ms each at 2,000,000 rows, about half of what the server's CPU a job grows
-// by from 200,000 rows). Checking every 15 s instead cost more in reads over dead entries than
-// it saved; every 1 or 2 s gained nothing measurable (docs/BENCHMARKS.md).
+// every check (728–1,075 ms each at 2,000,000 rows, about half of what the server's CPU a job
+// grows by from 200,000 rows). Checking less often has not paid in any trial: every 15 or 60 s
+// moved the vacuum's time into reads over dead entries, and every 1 or 2 s gained nothing
+// measurable (docs/BENCHMARKS.md).
 
 const (
 	// vacuumCheckEvery is how often worker 0 reads the schedule table's dead-tuple count.
