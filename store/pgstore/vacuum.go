@@ -21,9 +21,9 @@ import (
 // hold a few seconds' renders, whatever the store's size. The price grows with the store: a
 // vacuum reads every index of the table whole, and under a steady render rate one runs at
 // every check (728–1,075 ms each at 2,000,000 rows, about half of what the server's CPU a job
-// grows by from 200,000 rows). Checking less often has not paid in any trial: every 15 or 60 s
-// moved the vacuum's time into reads over dead entries, and every 1 or 2 s gained nothing
-// measurable (docs/BENCHMARKS.md).
+// grows by from 200,000 rows). Checking less often has not paid in any trial (every 15 or 60 s
+// moved the vacuum's time into reads over dead entries), and checking more often (every 1 or
+// 2 s) gained nothing measurable (docs/BENCHMARKS.md).
 
 const (
 	// vacuumCheckEvery is how often worker 0 reads the schedule table's dead-tuple count.
