@@ -102,12 +102,26 @@ type Options struct {
 	// Changes names the rows written after a pass's snapshot; they are left out of the set it
 	// publishes (see Changes). Worker 0 routes every write through Changes.Wrap.
 	Changes *Changes
+	// Hints, if set, is given every row the sweep publishes, as its pass read it, so that the
+	// store can apply the row's result without reading it again (see RowHints). Worker 0 sets
+	// it on the embedded store, whose only writer it is.
+	Hints RowHints
 	// Mode is how the set is selected: policy.ModeLanes (the zero value, production) or, for
 	// the simulator's comparisons, ModeScore, ModeEDF or ModeStrict.
 	Mode policy.Mode
 	// AfterSweep, if set, is called with every sweep's outcome, after it is logged and
 	// counted (the worker feeds metrics from it; tests wait on it instead of on time).
 	AfterSweep func(Result, error)
+}
+
+// RowHints keeps the rows a sweep published, as its pass read them. The sweep hints a row
+// before it checks Changes for a write of the key that began after its snapshot, and drops the
+// hint when there was one; the store must drop a key's hint before every write of the key it
+// applies. Then a hint held is the row as stored: a write began either before the check, which
+// sees it, or after, and dropped the hint itself (badgerstore's invariant RH1).
+type RowHints interface {
+	HintRow(key []byte, row store.Row)
+	DropHint(key []byte)
 }
 
 // Settings is what a sweep reads of the configuration besides the policy: whether the ready
@@ -161,6 +175,7 @@ type value struct {
 	submitted bool
 	checkable bool   // the row's hint for a conditional check (store.Projection.Checkable)
 	host      uint64 // shm.HostHash of the key's host
+	row       store.Row
 }
 
 // pinState remembers the row at the floor's head across sweeps.
@@ -331,10 +346,10 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			return
 		case plan.cap > 0 && plan.held >= plan.cap:
 			res.ExcludedHostCapped++
-			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host})
+			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host, row: r.Row})
 			return
 		}
-		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host})
+		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host, row: r.Row})
 		if kept {
 			plan.held++
 		}
@@ -398,7 +413,13 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				res.ExcludedLeased++
 				continue
 			}
+			if s.opts.Hints != nil {
+				s.opts.Hints.HintRow(it.Value.key, it.Value.row) // before the check: see RowHints
+			}
 			if s.opts.Changes.changedSince(h) {
+				if s.opts.Hints != nil {
+					s.opts.Hints.DropHint(it.Value.key)
+				}
 				res.ExcludedChanged++
 				continue
 			}

@@ -299,6 +299,12 @@ func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
 	}
 }
 
+// rowHints records the hints a sweep leaves.
+type rowHints map[string]store.Row
+
+func (h rowHints) HintRow(key []byte, row store.Row) { h[string(key)] = row }
+func (h rowHints) DropHint(key []byte)               { delete(h, string(key)) }
+
 // writeDuringPass rewrites one row through the tracked writer while the pass is open: the
 // moment a result commits in the middle of a sweep.
 type writeDuringPass struct {
@@ -339,13 +345,22 @@ func TestSweepLeavesOutRowsWrittenAfterItsSnapshot(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	s := qtest.Must(New(Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes}))(t)
+	hints := rowHints{}
+	s := qtest.Must(New(Options{Store: st, Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes, Hints: hints}))(t)
 	res, err := s.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.ExcludedChanged != 1 || res.Published != 1 {
 		t.Fatalf("result %+v; want the rewritten row left out", res)
+	}
+	// The published row is hinted as the pass read it; the rewritten one is not hinted at all,
+	// as the pass's version of it is stale (RowHints).
+	if row, ok := hints[rendered]; ok {
+		t.Fatalf("the row written after the snapshot is hinted: %+v", row)
+	}
+	if row, ok := hints["desktop|https://a.test/c/other"]; !ok || row.DueAtMs != start-hour {
+		t.Fatalf("the published row's hint: %+v %v, want its row due %d", row, ok, start-hour)
 	}
 	if got := takeAll(t, e.Seg); len(got) != 1 || string(got[0].Key) != "desktop|https://a.test/c/other" {
 		t.Fatalf("published %d entries, first %q", len(got), got[0].Key)

@@ -157,8 +157,12 @@ func (w *worker0) Start(ctx context.Context) error {
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	sweeps := w.status
 	belowFloor := &belowFloorAlarm{st: st}
+	// The embedded store takes the rows the sweep publishes as hints, so that their results
+	// need not read them again; it may, as worker 0 is its only writer. PostgreSQL's rows can
+	// be written by other nodes, so it takes none.
+	hints, _ := st.(sweep.RowHints)
 	sweeper, err := sweep.New(sweep.Options{
-		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Worker: e.worker, Policy: e.policy, Settings: e.sweepSettings, Now: nowMs, Log: e.log,
+		Store: sweep.FromStore(cst, changes), Segment: e.seg, Changes: changes, Hints: hints, Worker: e.worker, Policy: e.policy, Settings: e.sweepSettings, Now: nowMs, Log: e.log,
 		AfterSweep: func(res sweep.Result, err error) {
 			if err != nil {
 				sweeps.failed.Add(1)

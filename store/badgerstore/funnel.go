@@ -690,6 +690,7 @@ func (s *Store) prepareModified(o *op, w *store.Write) (op, error) {
 // stage stages the write o over the row it replaces (old, had). fromDB says that row was read
 // from Badger, for the invariant check.
 func (s *Store) stage(txn *badger.Txn, o *op, cur map[string]rowState, old store.Row, had, fromDB bool) (staged bool, err error) {
+	s.DropHint(o.key) // RH1: before the write, whether or not it commits
 	if invariants.Enabled && had && fromDB {
 		// A row read from Badger has its index entry in the same snapshot.
 		k := dueKey(old.DueAtMs, o.key)
@@ -866,6 +867,16 @@ func (s *Store) lookup(txn *badger.Txn, o *op, cur map[string]rowState) (old sto
 	}
 	if st, ok := s.pl.overlay[string(o.key)]; ok {
 		return st.row, st.exists, false, nil
+	}
+	// Only a result uses a row hint (hints.go); any other write drops the key's hint when staged.
+	if o.kind == opModify {
+		if hinted, ok := s.takeHint(o.key); ok {
+			if invariants.Enabled {
+				s.checkHint(txn, o, hinted)
+			}
+			s.hintsUsed.Add(1)
+			return hinted, true, false, nil
+		}
 	}
 	if !s.keys.mayHave(o.key) {
 		if invariants.Enabled {

@@ -34,6 +34,12 @@ type Store struct {
 	keys *keyFilter // committer-owned once the committer starts (keyfilter.go)
 	// readsSkipped counts funnel writes whose row read the key filter proved unnecessary.
 	readsSkipped atomic.Uint64
+	// hintsUsed counts funnel writes whose row came from a row hint (hints.go).
+	hintsUsed atomic.Uint64
+
+	// Row hints (hints.go): key → the row the sweep published, unwritten since.
+	hintMu sync.Mutex
+	hints  map[string]store.Row
 
 	// The F1 critical section (protocol.go).
 	floorMu  sync.Mutex
@@ -146,7 +152,7 @@ func (s *Store) Close() error {
 	if err != nil {
 		err = fmt.Errorf("store: close: %w", err)
 	}
-	s.log.Info().Err(err).Uint64("reads_skipped", s.readsSkipped.Load()).
+	s.log.Info().Err(err).Uint64("reads_skipped", s.readsSkipped.Load()).Uint64("hints_used", s.hintsUsed.Load()).
 		Dur("took", time.Since(start)).Msg("store closed")
 	return err
 }
