@@ -172,10 +172,8 @@ func (s *Sweeper) selector(k int, shares policy.Shares) *policy.Selector[value] 
 type value struct {
 	key       []byte
 	cadenceMs int64
-	submitted bool
-	checkable bool   // the row's hint for a conditional check (store.Projection.Checkable)
-	host      uint64 // shm.HostHash of the key's host
-	row       store.Row
+	host      uint64    // shm.HostHash of the key's host
+	row       store.Row // as the pass read it: the entry's flags, and the store's hint (RowHints)
 }
 
 // pinState remembers the row at the floor's head across sweeps.
@@ -346,10 +344,10 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			return
 		case plan.cap > 0 && plan.held >= plan.cap:
 			res.ExcludedHostCapped++
-			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host, row: r.Row})
+			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, host: host, row: r.Row})
 			return
 		}
-		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, submitted: r.Submitted, checkable: r.Checkable, host: host, row: r.Row})
+		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, host: host, row: r.Row})
 		if kept {
 			plan.held++
 		}
@@ -424,7 +422,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 				continue
 			}
 			entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
-				Submitted: it.Value.submitted, Checkable: it.Value.checkable, Lane: uint8(it.Lane), Key: it.Value.key,
+				Submitted: it.Value.row.Submitted, Checkable: it.Value.row.Checkable, Lane: uint8(it.Lane), Key: it.Value.key,
 				Fence: fenceVersion})
 		}
 		pub := s.opts.Segment.Ready().Publish(entries, now)

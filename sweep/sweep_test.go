@@ -299,6 +299,52 @@ func TestRunSweepsOnEachTickUntilCancelled(t *testing.T) {
 	}
 }
 
+// On Badger every row a sweep publishes is left with the store as a hint, and a result applied
+// over it is shown exactly the row the store holds: the pass's copy (read from the class
+// index) is the row, flags and intervals included (RH1 from sweep to funnel).
+func TestPublishedRowsAreHintedAsStored(t *testing.T) {
+	e := newEnv(t, routes, start, shm.Options{})
+	keys := []string{"desktop|https://a.test/c/one", "desktop|https://a.test/c/two", "desktop|https://a.test/p/three"}
+	for i, k := range keys {
+		e.Put(k, start-int64(i+1)*hour, i%2 == 0, int64(i)*hour, store.Lanes{Failing: i == 2})
+	}
+	hints, ok := e.Store.(interface {
+		RowHints
+		HintsUsed() uint64
+	})
+	if !ok {
+		t.Fatalf("the test store %T takes no row hints", e.Store)
+	}
+	changes := NewChanges()
+	s := qtest.Must(New(Options{Store: FromStore(e.Store, changes), Segment: e.Seg, Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil), Changes: changes, Hints: hints}))(t)
+	if _, err := s.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	published := takeAll(t, e.Seg)
+	if len(published) != len(keys) {
+		t.Fatalf("published %d rows, want %d", len(published), len(keys))
+	}
+	for _, p := range published {
+		want, err := e.Store.GetSchedule(p.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen store.Current
+		if _, err := e.Store.Modify([]store.Change{{Key: p.Key, MinDueMs: start, Decide: func(cur store.Current) (store.Write, bool, error) {
+			seen = cur
+			return store.Write{}, false, nil
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		if !seen.HasRow || seen.Row != want {
+			t.Fatalf("%s: a result was shown %+v, the store holds %+v", p.Key, seen.Row, want)
+		}
+	}
+	if n := hints.HintsUsed(); n != uint64(len(keys)) {
+		t.Fatalf("%d results used a hint, want %d", n, len(keys))
+	}
+}
+
 // rowHints records the hints a sweep leaves.
 type rowHints map[string]store.Row
 

@@ -48,6 +48,9 @@ func (s *Store) DropHint(key []byte) {
 	delete(s.hints, string(key))
 }
 
+// HintsUsed is how many results were applied over a row hint since Open.
+func (s *Store) HintsUsed() uint64 { return s.hintsUsed.Load() }
+
 // takeHint returns and forgets key's hint.
 func (s *Store) takeHint(key []byte) (store.Row, bool) {
 	s.hintMu.Lock()
