@@ -115,10 +115,10 @@ type Options struct {
 }
 
 // RowHints keeps the rows a sweep published, as its pass read them. The sweep hints a row
-// before it checks Changes for a write of the key that began after its snapshot, and drops the
-// hint when there was one; the store must drop a key's hint before every write of the key it
-// applies. Then a hint held is the row as stored: a write began either before the check, which
-// sees it, or after, and dropped the hint itself (badgerstore's invariant RH1).
+// before it asks Changes whether a write of the key was in flight at its snapshot or began
+// since, and drops the hint when one was; the store must drop a key's hint before every write
+// of the key it applies. Then a hint held is the row as stored: a write is in the snapshot, or
+// seen by the check, or began after it and dropped the hint itself (badgerstore's RH1).
 type RowHints interface {
 	HintRow(key []byte, row store.Row)
 	DropHint(key []byte)

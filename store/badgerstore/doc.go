@@ -55,6 +55,11 @@
 // same scan and stages keep the hosts the store holds rows of, while they are few, for a
 // sweep to stop once every one is capped (hostset.go, H1: never missing one).
 //
+// Reads a result can skip (RH1). Worker 0's sweep leaves each row it publishes with the store
+// as a hint, as its pass read it, and a result's Modify takes that row instead of reading it
+// again: a hinted row is the key's row as Badger holds it, because every staged write drops its
+// key's hint and the sweep drops the hint of a row written after its snapshot (hints.go).
+//
 // Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
 // store.MinDueMs or after store.MaxDueMs is refused with store.ErrImplausibleDue, and nothing of its call is
 // enqueued: such a row would score as the most overdue there is and hold the floor down, or
