@@ -96,6 +96,13 @@ func seedStore(t testing.TB, b backend, n int) []string {
 
 func startNode(t testing.TB, dir string, workers int, extraYAML string, workerBin string) *node {
 	t.Helper()
+	return startNodeEvery(t, dir, workers, 24*time.Hour, extraYAML, workerBin)
+}
+
+// startNodeEvery is startNode with the catalog route's interval, the seeded rows' cadence,
+// set to every.
+func startNodeEvery(t testing.TB, dir string, workers int, every time.Duration, extraYAML string, workerBin string) *node {
+	t.Helper()
 	n := &node{t: t, dir: dir, addr: freePort(t), segPath: filepath.Join("/dev/shm", "freshq-e2e-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir)+".seg"),
 		log: &lockedBuffer{}, exited: make(chan error, 1)}
 	n.clockF = filepath.Join(dir, "clock")
@@ -108,8 +115,8 @@ workers: %d
 shm: {path: %s}
 log: {level: info}
 routes:
-  - {name: catalog, match: prefix, path: /c/, interval: 24h}
-%s`, dir, n.addr, workers, n.segPath, extraYAML)
+  - {name: catalog, match: prefix, path: /c/, interval: %s}
+%s`, dir, n.addr, workers, n.segPath, every, extraYAML)
 	cfgPath := filepath.Join(dir, "freshq.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
