@@ -14,8 +14,9 @@ type TestSignals struct {
 	// commit open there, as a write stalled behind a memtable flush would be. (Badger has no
 	// hook; its debug line at that point is the signal.)
 	InBadgerWrite func()
-	// NaiveAdvance makes a pass advance the floor the way the floor protocol forbids: to
-	// min(first due row observed, now) − guard, from whatever the floor holds, counting no
-	// write in flight. The test that shows this strands rows uses it, so that test can fail.
-	NaiveAdvance bool
+	// Mutations are the deliberate breaks of a store's protocol that show a test can fail.
+	// They exist only in a build with the tag testclock (mutations_testclock.go); in any
+	// other build Mutations is empty and its methods report false, so no shipped binary can
+	// be made to break the floor protocol, by its environment or otherwise.
+	Mutations Mutations
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"github.com/freshq/freshq/assemble"
-	"os"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
@@ -16,10 +15,6 @@ import (
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
 )
-
-// floorOnWriterEnv is the test switch of pgstore.Options.TestFloorOnWriter: "1" makes every
-// write lower its writer's floor instead of its owner's, the defect a cluster test must catch.
-const floorOnWriterEnv = "FRESHQ_TEST_FLOOR_ON_WRITER"
 
 // openStore opens the backend store.backend names. This is the one place that knows which
 // backend worker 0 runs on; everything it hands the store to sees a store.Store.
@@ -45,7 +40,7 @@ func openStore(ctx context.Context, cfg *config.Config, floor store.FloorCell, f
 			IdleInTransaction:    cfg.Cluster.LeaseTTL.D() / 2,
 			Fenced:               fenced,
 			Classifier:           classifier,
-			TestFloorOnWriter:    os.Getenv(floorOnWriterEnv) == "1",
+			TestSignals:          pgTestSignals(),
 		})
 	}
 	return badgerstore.Open(filepath.Join(cfg.DataDir, "db"), &badgerstore.Options{

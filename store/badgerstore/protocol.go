@@ -47,7 +47,8 @@ import (
 // the next pass tries again. The proof needs no timing assumption; the conformance suite's
 // FloorInterleaving (store/storetest) checks it over thousands of random interleavings, and
 // its NaiveFloorStrands tests show that dropping the in-flight term and the CAS from the
-// observed floor (TestSignals.NaiveAdvance) strands rows under the same checker.
+// observed floor (store.Mutations.NaiveAdvance, in test builds only) strands rows under the
+// same checker.
 //
 // A pass that stopped before it read any row (an error, or a callback refusing the first
 // chunk) has no firstDue and refuses to advance; a pass capped by maxRows still has the true
@@ -125,7 +126,7 @@ func (s *Store) advance(p *badgerPass, guardMs int64) (int64, bool) {
 	if p.stats.HasFirstDue {
 		bound = min(bound, p.stats.FirstDueMs)
 	}
-	if s.opts.TestSignals.NaiveAdvance {
+	if s.opts.TestSignals.Mutations.AdvancesNaively() {
 		cur := s.floor.Load()
 		if to := bound - guardMs; to > cur && s.floor.Advance(cur, to) {
 			return to, true
@@ -222,7 +223,7 @@ func (s *Store) classBoundsLocked() []classBound {
 // raiseClassBounds is the rise of the bounds in AdvanceFloor's critical section (floorMu held),
 // for a pass that read every class's head.
 func (s *Store) raiseClassBounds(p *badgerPass) {
-	if p.closed || p.heads == nil || s.opts.TestSignals.NaiveAdvance {
+	if p.closed || p.heads == nil || s.opts.TestSignals.Mutations.AdvancesNaively() {
 		return
 	}
 	for c, cur := range s.classLow {

@@ -174,39 +174,6 @@ func TestClusterFencesAShardTheNodeLost(t *testing.T) {
 	}
 }
 
-// The defect of the system freshq replaces, behind pgstore.Options.TestFloorOnWriter: a write
-// executed by node A for a row of node B's shard lowers A's floor, not B's, and B's row is
-// stranded below its shard's floor. Without the switch, the row's own shard's floor is lowered.
-func TestClusterWriterFloorSwitchStrandsRows(t *testing.T) {
-	for _, onWriter := range []bool{false, true} {
-		t.Run(fmt.Sprintf("floor_on_writer=%v", onWriter), func(t *testing.T) {
-			dsn := pgtest.NewDatabase(t)
-			db := rawPool(t, dsn)
-			ctx := context.Background()
-			a := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a", TestFloorOnWriter: onWriter})
-			const mine, theirs = int32(1), int32(9)
-			if err := a.SetOwned(ctx, []int32{mine}, []int64{1}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec(ctx, `UPDATE freshq_floor SET floor_ms = 10000`); err != nil {
-				t.Fatal(err)
-			}
-			sch, _ := store.NewSchedule(keyIn(t, theirs, 0), 2_000, false, 60_000, store.Lanes{})
-			if err := a.WriteSchedule(sch); err != nil {
-				t.Fatal(err)
-			}
-			var below int
-			if err := db.QueryRow(ctx, `SELECT count(*) FROM freshq_schedule s JOIN freshq_floor f ON f.shard = s.shard
-				WHERE s.due_at_ms < f.floor_ms`).Scan(&below); err != nil {
-				t.Fatal(err)
-			}
-			if want := map[bool]int{false: 0, true: 1}[onWriter]; below != want {
-				t.Fatalf("%d rows below their shard's floor, want %d", below, want)
-			}
-		})
-	}
-}
-
 func passRows(t *testing.T, st store.Store, now int64) int {
 	t.Helper()
 	p, err := st.BeginPass(now)

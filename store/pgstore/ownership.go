@@ -120,12 +120,13 @@ func heldShards(ctx context.Context, tx pgx.Tx, ss shardSet) (map[int32]bool, er
 	return held, rows.Err()
 }
 
-// writerFloorShard is the shard whose floor a write lowers under the test switch
-// Options.TestFloorOnWriter: the writing node's first shard, not the row's. That is the
+// writerFloorShard is the shard whose floor a write lowers under the mutation
+// store.Mutations.FloorOnWriter: the writing node's first shard, not the row's. That is the
 // defect of the system freshq replaces, kept here only so that a test can show it strands
-// rows; -1 when the switch is off or the node holds nothing.
+// rows; -1 when the mutation is off, always in a production build (it exists only under the
+// tag testclock), or when the node holds nothing.
 func (s *Store) writerFloorShard() int32 {
-	if !s.opts.TestFloorOnWriter {
+	if !s.opts.TestSignals.Mutations.LowersWriterFloor() {
 		return -1
 	}
 	ss := s.ownedSet()

@@ -214,7 +214,7 @@ func (p *pass) AdvanceFloor(guardMs int64) (int64, bool) {
 		return s.floor.Load(), false
 	}
 	p.advanced = true
-	if s.opts.TestSignals.NaiveAdvance {
+	if s.opts.TestSignals.Mutations.AdvancesNaively() {
 		return s.naiveAdvance(p, guardMs)
 	}
 	moved, err := s.advance(p.set, p.stats.NowMs, guardMs, s.floor.Load(), s.head.Load())
@@ -329,9 +329,9 @@ func (s *Store) advance(ss shardSet, nowMs, guardMs, observed, observedHead int6
 	return len(shards) > 0, nil
 }
 
-// naiveAdvance is the advance the floor protocol forbids (store.TestSignals.NaiveAdvance):
-// every shard's floor set to min(first due row the pass saw, now) − guard, without the locks,
-// so a row written after the pass's snapshot can land below it.
+// naiveAdvance is the advance the floor protocol forbids (store.Mutations.NaiveAdvance, in
+// test builds only): every shard's floor set to min(first due row the pass saw, now) − guard,
+// without the locks, so a row written after the pass's snapshot can land below it.
 func (s *Store) naiveAdvance(p *pass, guardMs int64) (int64, bool) {
 	bound := p.stats.NowMs
 	if p.stats.HasFirstDue {

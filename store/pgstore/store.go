@@ -61,10 +61,6 @@ type Options struct {
 	// Fenced, when set, is told of what the fence refused: floor advances of shards the node
 	// no longer held (FencedAdvance) and results of such shards (FencedResult).
 	Fenced func(what Fenced, n int)
-	// TestFloorOnWriter makes a write lower the floor of the writing node's first shard
-	// instead of the row's own: the defect of the system freshq replaces, which strands rows
-	// below their owner's floor. Only for a test that shows the cluster's tests can fail.
-	TestFloorOnWriter bool
 	// Classifier, when set, is the sweep's classifier: the store files every row with its
 	// class and its passes read by class (classindex.go), and a background loop moves rows
 	// classed under another configuration into this one's. Only worker 0, the node's one
@@ -84,7 +80,9 @@ type Options struct {
 	Now func() time.Time
 	// TestSignals are hooks for tests, zero in production. BeforeCommit runs once a batch's
 	// transaction has locked its shards, lowered their floors and staged its writes, just
-	// before it commits; NaiveAdvance advances without the locks; AfterGC never runs.
+	// before it commits; AfterGC never runs. In a test build (tag testclock) their Mutations
+	// break the protocol: NaiveAdvance advances without the locks, FloorOnWriter lowers the
+	// writer's floor instead of the row's.
 	TestSignals store.TestSignals
 	// TestTracer, when set, is told of every statement the store's connections run: a test
 	// counts statements with it. nil in production.

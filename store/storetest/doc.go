@@ -6,8 +6,10 @@
 // the funnel's writes and their atomicity, Modify's read-modify-write, the sweep's pass over
 // the due index, the floor protocol (F1: after any advance no row is due below the floor nor
 // below the head, however writes and passes interleave; the randomized interleaving test
-// checks it, and the same test run with store.TestSignals.NaiveAdvance must find rows
+// checks it, and the same test run with store.Mutations.NaiveAdvance must find rows
 // stranded, which shows that the checker bites on that backend), scans, pages and Reconcile.
+// The mutations exist only in a build with the tag testclock, so the tests that use them run
+// through RunMutations, from each backend's test files of that tag (make race runs them).
 // How a backend keeps those promises (Badger's in-process critical section, PostgreSQL's row
 // locks) is its own business and is tested in its own package.
 //

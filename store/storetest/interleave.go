@@ -71,8 +71,9 @@ type Interleaving struct {
 	Writers int
 	Keys    int   // per writer
 	Guard   int64 // ms
-	// Naive opens the store with TestSignals.NaiveAdvance: the protocol F1 forbids.
-	Naive bool
+	// Mutations are passed to the store (store.TestSignals.Mutations): in a test build,
+	// NaiveAdvance opens it with the protocol F1 forbids.
+	Mutations store.Mutations
 	// Advance, if set, ends a pass instead of p.AdvanceFloor: a backend's own test of a
 	// protocol variant that has no test signal.
 	Advance func(p store.Pass, guardMs int64)
@@ -84,7 +85,7 @@ type Interleaving struct {
 // violations the checker found and how many passes moved the floor.
 func (c Interleaving) Run(t *testing.T, open Opener, seed uint64) (violations []string, advances int) {
 	f := store.NewMemFloor(5 * c.Guard)
-	st := open(t, Options{Floor: f, TestSignals: store.TestSignals{NaiveAdvance: c.Naive, BeforeCommit: func() {
+	st := open(t, Options{Floor: f, TestSignals: store.TestSignals{Mutations: c.Mutations, BeforeCommit: func() {
 		// Stretch the window between lowering the floor and committing, sometimes.
 		if rand.IntN(3) == 0 {
 			runtime.Gosched()
@@ -260,45 +261,4 @@ func testFloorInterleaving(t *testing.T, open Opener) {
 		t.Fatalf("only %d of %d passes advanced the floor: the test exercised nothing", advanced, total)
 	}
 	t.Logf("%d passes, %d advances, no row stranded", total, advanced)
-}
-
-// The naive protocol (TestSignals.NaiveAdvance) strands a row, deterministically, and the
-// checker catches it; the real protocol, same sequence, does not.
-func testNaiveFloorStrands(t *testing.T, open Opener) {
-	for _, naive := range []bool{true, false} {
-		st := open(t, Options{Floor: store.NewMemFloor(0), TestSignals: store.TestSignals{NaiveAdvance: naive}})
-		fill(t, st, 5, 50_000, 10)
-		p, _ := st.BeginPass(100_000)
-		observed := map[string]int64{}
-		_ = p.IterateDue(0, 8, func(rows []store.DueRow) error {
-			for _, r := range rows {
-				observed[string(r.Key)] = r.DueAtMs
-			}
-			return nil
-		})
-		// A write filed older than the guard commits after the pass's snapshot.
-		mustWrite(t, st, put(t, "late", 10_000))
-		p.AdvanceFloor(1000) // naive: floor := 50000 − 1000
-		p.Close()
-		bad := checkF1(t, st, observed, nil)
-		switch {
-		case naive && len(bad) != 1:
-			t.Fatalf("naive protocol: checker found %v, want the row at 10000 stranded", bad)
-		case naive:
-			t.Logf("stranded as expected: %s", bad[0])
-		case len(bad) != 0:
-			t.Fatalf("real protocol stranded: %v", bad)
-		}
-	}
-}
-
-// Under the same random interleavings as testFloorInterleaving, the naive protocol strands
-// rows: the checker is known to bite on this backend.
-func testNaiveFloorStrandsRandomized(t *testing.T, open Opener) {
-	c := Interleaving{Passes: 3000, Writers: 3, Keys: 8, Guard: 1000, Naive: true, StopAtFirst: true}
-	bad, _ := c.Run(t, open, 1)
-	if len(bad) == 0 {
-		t.Fatal("the naive protocol stranded nothing in 3000 passes: the checker does not bite")
-	}
-	t.Logf("first strand: %s", bad[0])
 }

@@ -82,8 +82,6 @@ var tests = []test{
 	{"HeadIsTheFloorWithoutItsGuard", testHeadIsTheFloorWithoutItsGuard},
 	{"FloorInterleaving", testFloorInterleaving},
 	{"ClassIndexReadsTheDueSet", testClassIndexReadsTheDueSet},
-	{"NaiveFloorStrands", testNaiveFloorStrands},
-	{"NaiveFloorStrandsRandomized", testNaiveFloorStrandsRandomized},
 	// Maintenance.
 	{"ReconcileRestoresMissingRows", testReconcileRestoresMissingRows},
 }
