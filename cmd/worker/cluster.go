@@ -20,7 +20,7 @@ import (
 )
 
 // openGrantLog opens the cluster's grant log, a test switch (internal/grantlog): nil, and no
-// cost, unless FRESHQ_TEST_GRANT_LOG is set.
+// cost, unless this is a test build (tag testclock) and FRESHQ_TEST_GRANT_LOG is set.
 func openGrantLog(e *env, cfg *config.Config) *grantlog.Log {
 	gl, err := grantlog.Open(cfg.NodeID(), cfg.Store.Postgres.Shards)
 	if err != nil {

@@ -1,7 +1,10 @@
-// Package grantlog is a test switch: when FRESHQ_TEST_GRANT_LOG names a file, every process of
-// a node appends to it one line per grant and per shard acquire, release and loss, so that an
+// Package grantlog is a test switch: in a binary built for the end-to-end tests (the build tag
+// testclock, internal/testbin), when FRESHQ_TEST_GRANT_LOG names a file, every process of a
+// node appends to it one line per grant and per shard acquire, release and loss, so that an
 // end-to-end test can check from what the nodes did, not from the lease table, that no shard
-// was granted by two nodes at once. Unset, as in production, it does nothing and costs nothing.
+// was granted by two nodes at once. Unset it does nothing and costs nothing; in any other
+// build (a shipped binary) Open reads no environment and always returns nil
+// (open_off.go), which internal/testhold's TestProductionBinariesLinkNoTestHook checks.
 //
 // Lines, each written with one write(2) to a file opened O_APPEND, so lines of several
 // processes never interleave:
@@ -22,7 +25,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Env is the environment variable that names the log file.
+// Env is the environment variable that names the log file in a test build.
 const Env = "FRESHQ_TEST_GRANT_LOG"
 
 // Log appends to the grant log. A nil *Log does nothing.
@@ -30,20 +33,6 @@ type Log struct {
 	f      *os.File
 	node   string
 	shards uint64
-}
-
-// Open opens the file Env names for node, whose keys hash into shards shards; nil, nil when
-// Env is unset.
-func Open(node string, shards int) (*Log, error) {
-	path := os.Getenv(Env)
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("grantlog: %w", err)
-	}
-	return &Log{f: f, node: node, shards: uint64(max(shards, 1))}, nil
 }
 
 // Grant records a grant of key at atNs. Its shard is xxhash64(key) mod shards, as the store's.
