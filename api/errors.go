@@ -32,7 +32,7 @@ import (
 //	intake.ErrRenderFailed (render on miss) 502     -                the render's outcome
 //	intake.ErrWaitTimeout (render on miss)  504     -                not rendered within ...
 //	intake.ErrOverloaded, ErrStopping       503     -                ... (Retry-After: 1)
-//	intake.ErrRateLimited                   503     -                ... (Retry-After: its own)
+//	intake.ErrRateLimited, ErrBackingOff    503     -                ... (Retry-After: its own)
 //	intake.ErrStore, intake.ErrClosed       503     -                ... (worth retrying)
 //	*intake.FieldError, *wire.FieldError    400     its field        its message
 //	anything else                           500     -                the error
@@ -92,7 +92,8 @@ func status(err error) (code int, field, msg string) {
 		return http.StatusBadGateway, field, msg
 	case errors.Is(err, intake.ErrWaitTimeout):
 		return http.StatusGatewayTimeout, field, msg
-	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping), errors.Is(err, intake.ErrRateLimited):
+	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping), errors.Is(err, intake.ErrRateLimited),
+		errors.Is(err, intake.ErrBackingOff):
 		return http.StatusServiceUnavailable, field, msg
 	case errors.Is(err, intake.ErrStore), errors.Is(err, intake.ErrClosed):
 		return http.StatusServiceUnavailable, field, msg
@@ -113,8 +114,8 @@ func fail(w http.ResponseWriter, err error) {
 	if errors.Is(err, intake.ErrOverloaded) || errors.Is(err, intake.ErrStopping) {
 		w.Header().Set("Retry-After", "1") // a render on miss frees its slot within seconds
 	}
-	if rl := (*intake.RateLimitedError)(nil); errors.As(err, &rl) {
-		w.Header().Set("Retry-After", strconv.Itoa(rl.RetryAfterSec))
+	if after, ok := intake.RetryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
 	}
 	var fenced *intake.FencedError
 	if errors.As(err, &fenced) {

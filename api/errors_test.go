@@ -53,6 +53,7 @@ func TestStatusMapsEachErrorOnce(t *testing.T) {
 		{fmt.Errorf("not within 2s: %w", intake.ErrWaitTimeout), http.StatusGatewayTimeout, "", "not within 2s: intake: wait timed out"},
 		{fmt.Errorf("3 waiting: %w", intake.ErrOverloaded), http.StatusServiceUnavailable, "", "3 waiting: intake: render on miss at its cap"},
 		{intake.ErrStopping, http.StatusServiceUnavailable, "", "intake: stopping"},
+		{&intake.BackingOffError{Class: "http_5xx", RetryAfterSec: 60}, http.StatusServiceUnavailable, "", "the page's last render failed (http_5xx); it is rendered again in 60s, not on request"},
 		{&intake.FieldError{Field: "wait", Err: errNoMisses}, http.StatusBadRequest, "wait", errNoMisses.Error()},
 	} {
 		code, field, msg := status(tc.err)

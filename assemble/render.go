@@ -10,11 +10,23 @@ import (
 func RenderOptions(c config.Render) render.Options {
 	return render.Options{
 		Renderer: c.Renderer, Concurrency: c.Concurrency, Timeout: c.Timeout.D(), Domains: c.Domains,
-		UserAgent: c.UserAgent, UserAgents: c.UserAgents, MaxBody: int64(c.MaxBody), MaxRedirects: c.MaxRedirects,
+		UserAgent: c.Marked(c.UserAgent), UserAgents: marked(&c), MaxBody: int64(c.MaxBody), MaxRedirects: c.MaxRedirects,
 		ExecCommand: c.Exec.Command,
 		Sim: render.SimOptions{Seed: c.Sim.Seed, LatencyMedian: c.Sim.LatencyMedian.D(), TransientRate: c.Sim.TransientRate,
 			GoneRate: c.Sim.GoneRate, NoindexRate: c.Sim.NoindexRate},
 	}
+}
+
+// marked is render.user_agents, each ending with render.user_agent_suffix (config.Render.Marked).
+func marked(c *config.Render) map[string]string {
+	if c.UserAgents == nil {
+		return nil
+	}
+	out := make(map[string]string, len(c.UserAgents))
+	for dev, ua := range c.UserAgents {
+		out[dev] = c.Marked(ua)
+	}
+	return out
 }
 
 // ChromeOptions narrows render.* and render.chrome.* to what the chrome renderer uses, with

@@ -22,6 +22,7 @@ render:
   domains: [shop.test]
   user_agent: "ua/1"
   user_agents: {mobile: "ua-mobile/1"}
+  user_agent_suffix: "site-renders/3"
   max_body: 12345
   max_redirects: 4
   exec: {command: ["/bin/true", "-x"]}
@@ -44,7 +45,7 @@ render:
 		t.Fatal(err)
 	}
 	want := render.Options{Renderer: "chrome", Concurrency: 3, Timeout: 7 * time.Second, Domains: []string{"shop.test"},
-		UserAgent: "ua/1", UserAgents: map[string]string{"mobile": "ua-mobile/1"}, MaxBody: 12345, MaxRedirects: 4,
+		UserAgent: "ua/1 site-renders/3", UserAgents: map[string]string{"mobile": "ua-mobile/1 site-renders/3"}, MaxBody: 12345, MaxRedirects: 4,
 		ExecCommand: []string{"/bin/true", "-x"},
 		Sim:         render.SimOptions{Seed: 9, LatencyMedian: 40 * time.Millisecond, TransientRate: 0.1, GoneRate: 0.2, NoindexRate: 0.3}}
 	got := RenderOptions(cfg.Render)
@@ -61,7 +62,7 @@ render:
 	wantChrome := chrome.Options{Options: want, Path: "/opt/chromium", Idle: 300 * time.Millisecond, LongRequest: 1500 * time.Millisecond,
 		BlockTypes: []string{"image"}, Block: []string{"*/ads/*"}, KeepScripts: true, RecycleAfter: 17, MaxRSS: 100 << 20,
 		User: "nobody", NoSandbox: true, DefaultDevice: config.DefaultDevice,
-		Devices: map[string]chrome.Device{"tablet": {Width: 800, Height: 1200, Scale: 2, Mobile: true, UserAgent: "ua/1"}}}
+		Devices: map[string]chrome.Device{"tablet": {Width: 800, Height: 1200, Scale: 2, Mobile: true, UserAgent: "ua/1 site-renders/3"}}}
 	if !reflect.DeepEqual(ch, wantChrome) {
 		t.Fatalf("chrome options:\n got %+v\nwant %+v", ch, wantChrome)
 	}

@@ -38,7 +38,7 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a good chrome configuration: %v", err)
 	}
-	if got := c.Render.Emulation("tablet"); got.Width != 800 || got.Scale != 2 || !got.Mobile || got.UserAgent != "freshq-tablet/1" {
+	if got := c.Render.Emulation("tablet"); got.Width != 800 || got.Scale != 2 || !got.Mobile || got.UserAgent != "freshq-tablet/1 "+UserAgentSuffixDefault {
 		t.Fatalf("tablet: %+v", got)
 	}
 	if got := c.Render.Emulation("desktop"); got.Width != 1920 || got.Scale != 1 || got.UserAgent != UserAgentDefault {

@@ -236,15 +236,16 @@ type MinShare struct {
 
 // Render configures renderers and what a render's outcome does to a row.
 type Render struct {
-	Renderer        string            `yaml:"renderer"`         // http | exec | chrome | sim; RendererDefault
-	Concurrency     int               `yaml:"concurrency"`      // ConcurrencyDefault renders in flight per render worker
-	Timeout         Duration          `yaml:"timeout"`          // TimeoutDefault; must be below queue.lease_ttl
-	DefaultInterval Duration          `yaml:"default_interval"` // IntervalDefault
-	Domains         []string          `yaml:"domains"`          // allowlist of hosts (and their subdomains); empty = any host
-	UserAgent       string            `yaml:"user_agent"`       // UserAgentDefault
-	UserAgents      map[string]string `yaml:"user_agents"`      // per device, e.g. mobile: "…"; a device not listed gets user_agent
-	MaxBody         ByteSize          `yaml:"max_body"`         // MaxBodyDefault, at most MaxPageBody
-	MaxRedirects    int               `yaml:"max_redirects"`    // MaxRedirectsDefault
+	Renderer        string            `yaml:"renderer"`          // http | exec | chrome | sim; RendererDefault
+	Concurrency     int               `yaml:"concurrency"`       // ConcurrencyDefault renders in flight per render worker
+	Timeout         Duration          `yaml:"timeout"`           // TimeoutDefault; must be below queue.lease_ttl
+	DefaultInterval Duration          `yaml:"default_interval"`  // IntervalDefault
+	Domains         []string          `yaml:"domains"`           // allowlist of hosts (and their subdomains); empty = any host
+	UserAgent       string            `yaml:"user_agent"`        // UserAgentDefault
+	UserAgents      map[string]string `yaml:"user_agents"`       // per device, e.g. mobile: "…"; a device not listed gets user_agent
+	UserAgentSuffix string            `yaml:"user_agent_suffix"` // UserAgentSuffixDefault: ends every render's User-Agent (Marked)
+	MaxBody         ByteSize          `yaml:"max_body"`          // MaxBodyDefault, at most MaxPageBody
+	MaxRedirects    int               `yaml:"max_redirects"`     // MaxRedirectsDefault
 	Exec            Exec              `yaml:"exec"`
 	Chrome          Chrome            `yaml:"chrome"`
 	Devices         map[string]Device `yaml:"devices"` // the chrome renderer's devices besides (or replacing) the built-in desktop and mobile
@@ -456,6 +457,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.timeout", &r.Timeout, false},
 		{"render.default_interval", &r.DefaultInterval, false},
 		{"render.user_agent", &r.UserAgent, false},
+		{"render.user_agent_suffix", &r.UserAgentSuffix, false},
 		{"render.max_body", &r.MaxBody, false},
 		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
 		{"render.chrome.path", &r.Chrome.Path, false},

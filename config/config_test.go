@@ -83,6 +83,8 @@ func TestBadValuesNameTheirLine(t *testing.T) {
 		{"render:\n  domains: [\"*.example.com\"]\n", "line 2: render.domains"},
 		{"render:\n  domains: [\"example.com:8080\"]\n", "line 2: render.domains"},
 		{"render:\n  user_agents:\n    mobile: \"  \"\n", "line 3: render.user_agents.mobile"},
+		{"render:\n  user_agent_suffix: \"a\\nb\"\n", "line 2: render.user_agent_suffix"},
+		{"render:\n  user_agent_suffix: " + strings.Repeat("x", 129) + "\n", "line 2: render.user_agent_suffix"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		var fe *FieldError

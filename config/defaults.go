@@ -87,20 +87,23 @@ const (
 	TimeoutDefault             = Duration(60 * time.Second) // render.timeout; below queue.lease_ttl
 	IntervalDefault            = Duration(day)              // render.default_interval
 	UserAgentDefault           = "freshq/1 (+render queue)"
-	MaxBodyDefault             = ByteSize(10 << 20) // at most MaxPageBody
-	MaxRedirectsDefault        = 5
-	SimSeedDefault             = 1
-	FastRetriesDefault         = 2
-	FastDelayDefault           = Duration(time.Minute)
-	FactorDefault              = 2.0
-	FactorMin                  = 1.0
-	MaxBackoffDefault          = Duration(7 * day)
-	NonSitemapPenaltyDefault   = 4.0
-	NonSitemapPenaltyMin       = 1.0
-	NoindexStrikesDefault      = 4
-	NoindexRecheckDefault      = Duration(7 * day)
-	GoneStrikesDefault         = 2
-	GoneRecheckDefault         = Duration(14 * day)
+	// UserAgentSuffixDefault ends every render's User-Agent (render.user_agent_suffix), so a
+	// site can tell renders from visitors whatever agent a device is given.
+	UserAgentSuffixDefault   = "freshq/1"
+	MaxBodyDefault           = ByteSize(10 << 20) // at most MaxPageBody
+	MaxRedirectsDefault      = 5
+	SimSeedDefault           = 1
+	FastRetriesDefault       = 2
+	FastDelayDefault         = Duration(time.Minute)
+	FactorDefault            = 2.0
+	FactorMin                = 1.0
+	MaxBackoffDefault        = Duration(7 * day)
+	NonSitemapPenaltyDefault = 4.0
+	NonSitemapPenaltyMin     = 1.0
+	NoindexStrikesDefault    = 4
+	NoindexRecheckDefault    = Duration(7 * day)
+	GoneStrikesDefault       = 2
+	GoneRecheckDefault       = Duration(14 * day)
 )
 
 // render.hosts bounds
@@ -244,6 +247,7 @@ func (c *Config) EnsureDefaults() *Config {
 	r.Timeout = cmp.Or(r.Timeout, TimeoutDefault)
 	r.DefaultInterval = cmp.Or(r.DefaultInterval, IntervalDefault)
 	r.UserAgent = cmp.Or(r.UserAgent, UserAgentDefault)
+	r.UserAgentSuffix = cmp.Or(r.UserAgentSuffix, UserAgentSuffixDefault)
 	r.MaxBody = cmp.Or(r.MaxBody, MaxBodyDefault)
 	r.MaxRedirects = cmp.Or(r.MaxRedirects, MaxRedirectsDefault)
 	r.Hosts.MaxConcurrency = cmp.Or(r.Hosts.MaxConcurrency, HostsMaxConcurrencyDefault)

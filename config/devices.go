@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // DeviceNames are the devices a target may name under this configuration: the built-in desktop
 // and mobile, every device of render.devices, and every device of render.user_agents. It is the
 // one answer to "is this a device?": every way a device enters (targets, uploads, sitemaps,
@@ -46,5 +48,16 @@ func (r *Render) Emulation(name string) Device {
 	if d.Scale == 0 {
 		d.Scale = 1
 	}
+	d.UserAgent = r.Marked(d.UserAgent)
 	return d
+}
+
+// Marked is ua as a render sends it: ending with render.user_agent_suffix, unless ua carries
+// the suffix already (the built-in agents carry freshq's own), so that a site can tell a render
+// from a visitor whatever agent a device is given.
+func (r *Render) Marked(ua string) string {
+	if r.UserAgentSuffix == "" || strings.Contains(ua, r.UserAgentSuffix) {
+		return ua
+	}
+	return ua + " " + r.UserAgentSuffix
 }

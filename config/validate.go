@@ -207,6 +207,9 @@ func (r *Render) validate(bad badFunc) {
 	if !validHeaderValue(r.UserAgent) {
 		bad("render.user_agent", "must be a non-empty single-line User-Agent")
 	}
+	if !validHeaderValue(r.UserAgentSuffix) || len(r.UserAgentSuffix) > 128 {
+		bad("render.user_agent_suffix", "must be a non-empty single-line product token of at most 128 bytes, got %.64q", r.UserAgentSuffix)
+	}
 	for i, d := range r.Demand.Ladder {
 		if d <= 0 || (i > 0 && d <= r.Demand.Ladder[i-1]) {
 			bad(fmt.Sprintf("render.demand.ladder[%d]", i), "rungs must be positive and increasing")

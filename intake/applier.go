@@ -57,6 +57,7 @@ import (
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -608,7 +609,8 @@ var outcomeList = func() string {
 // bad one's field and why: a key of 1..store.MaxKeyLen bytes; an outcome among render's
 // outcome names; a status of 200..599 (a final response: the page may be stored and served
 // with it; 1xx never ends a render), or 0 for an outcome that may have had no response; a
-// non-negative duration; and a lease that can be this table's grant for this key
+// non-negative duration; a Location header only with a 3xx status and only an absolute
+// http(s) URL (what the local renderers store: render.CheckLocation); and a lease that can be this table's grant for this key
 // (shm.Leases.Valid: slot in range, key hash the key's). Whether the lease is still held is not checked here: that is
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
@@ -634,6 +636,14 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
 		case r.Status == 304 && (r.Outcome != okName || len(r.Body) > 0):
 			return f("status"), errors.New("304: only an ok result without a body, the answer to a conditional check (not_modified)")
+		}
+		if loc, ok := r.Headers["location"]; ok {
+			if r.Status < 300 || r.Status > 399 {
+				return f("headers.location"), fmt.Errorf("a Location only with a redirect's status (3xx), not %d", r.Status)
+			}
+			if err := render.CheckLocation(loc); err != nil {
+				return f("headers.location"), err
+			}
 		}
 		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err

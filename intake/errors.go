@@ -58,6 +58,12 @@ var (
 	// (a *RateLimitedError says when).
 	ErrRateLimited = errors.New("intake: too many new pages of this host")
 
+	// ErrBackingOff is returned by a render on miss of a known page whose last renders failed
+	// and whose failure backoff has not passed: nothing was rushed, so a crawler that retries a
+	// failing page again and again costs the origin one render a backoff, not one a request.
+	// A *BackingOffError says when to retry.
+	ErrBackingOff = errors.New("intake: the page's renders are failing; backing off")
+
 	// ErrRenderFailed is returned when the render a request waited for landed without a page
 	// that may be served (a failed fetch, a timeout, a page refused): the answer says its outcome.
 	ErrRenderFailed = errors.New("intake: render failed")
@@ -134,3 +140,28 @@ func (e *RateLimitedError) Error() string {
 }
 
 func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
+
+// BackingOffError is ErrBackingOff for one page: its last failure's class and when its row is
+// due again.
+type BackingOffError struct {
+	Class         string
+	RetryAfterSec int
+}
+
+func (e *BackingOffError) Error() string {
+	return "the page's last render failed (" + e.Class + "); it is rendered again in " + strconv.Itoa(e.RetryAfterSec) + "s, not on request"
+}
+
+func (e *BackingOffError) Is(target error) bool { return target == ErrBackingOff }
+
+// RetryAfter is the Retry-After, in seconds, that a refusal carries (a *RateLimitedError's
+// or a *BackingOffError's); false for any other error.
+func RetryAfter(err error) (int, bool) {
+	if rl := (*RateLimitedError)(nil); errors.As(err, &rl) {
+		return rl.RetryAfterSec, true
+	}
+	if bo := (*BackingOffError)(nil); errors.As(err, &bo) {
+		return bo.RetryAfterSec, true
+	}
+	return 0, false
+}

@@ -41,6 +41,8 @@ import (
 //     only if no render of the key is in flight, so a render still running is not doubled.
 //   - A result applied between a request's page read and its flight is not missed: the first
 //     request reads the page again once its flight is registered, before it rushes.
+//   - A known page whose last renders failed is not rushed while its failure backoff runs
+//     (ErrBackingOff): the policy's backoff holds however often a crawler retries it.
 //   - Only pages of the hosts render.domains names are rendered on miss (an empty list names
 //     none here, though the renderer reads it as any host), and a flight that would create a
 //     target takes a token of its host's rate of new targets (serve.miss_rate, serve.miss_burst)
@@ -185,12 +187,18 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 		return ServedPage{}, fieldErr("url", &kindError{kind: ErrHostNotAllowed, msg: fmt.Sprintf(
 			"no page stored, and %s is not a host render.domains names: only those are rendered on miss", host)})
 	}
-	if _, err := t.store.GetSchedule(key); errors.Is(err, store.ErrNotFound) {
+	row, err := t.store.GetSchedule(key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		if ok, after := m.newTargets.Take(host, t.Now(), set.Misses.Rate, set.Misses.Burst); !ok {
 			return ServedPage{}, &RateLimitedError{Host: host, RetryAfterSec: after}
 		}
-	} else if err != nil {
+	case err != nil:
 		return ServedPage{}, &StoreError{err}
+	default:
+		if err := t.backingOff(key, row); err != nil {
+			return ServedPage{}, err
+		}
 	}
 	if _, _, err := t.Discover(url, device); err != nil {
 		return ServedPage{}, err
@@ -325,4 +333,22 @@ func (m *Misses) Watch(ctx context.Context, period time.Duration, present func(c
 			}
 		}
 	}
+}
+
+// backingOff returns a *BackingOffError when key's last renders failed and its row, row, is
+// not due until the failure backoff the policy gave it has passed; nil otherwise. A failure
+// streak is reset by the next good render (the Applier), so Count > 0 means the last one failed.
+func (t *Targets) backingOff(key []byte, row store.Row) error {
+	tgt, err := t.store.GetTarget(key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return &StoreError{err}
+	}
+	left := row.DueAtMs - t.Now()
+	if tgt.Failures.Count == 0 || left <= 0 {
+		return nil
+	}
+	return &BackingOffError{Class: tgt.Failures.LastClass, RetryAfterSec: int((left + 999) / 1000)}
 }

@@ -17,6 +17,7 @@ package intake
 // <changefreq> its cadence (sitemap.ChangefreqCadence).
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,9 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/freshq/freshq/cachekey"
@@ -106,8 +109,8 @@ func (r *sitemapRun) snapshot() wire.SitemapRun {
 
 // Submit starts a run of req: of the sitemap at req.URL, or, when body is not nil, of the file
 // body (a spooled request body, which then belongs to the run, and is removed whatever
-// happens). req.URL must be under render.domains and req.Device ("" is desktop) a known
-// device, or Submit returns a *FieldError naming "url" or "device". It returns the run's
+// happens). req.URL must be under render.domains and req.Device a known device ("": every
+// device the configuration renders, as crawlers of each will come), or Submit returns a *FieldError naming "url" or "device". It returns the run's
 // state as it starts, ErrTooMany when MaxSitemapRunning runs are in progress, and ErrClosed
 // when the runs are not started or are stopping.
 func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.SitemapRun, err error) {
@@ -128,10 +131,7 @@ func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.Sit
 		}
 		req.URL = u
 	}
-	if req.Device == "" {
-		req.Device = cachekey.DefaultDevice
-	}
-	if !set.Devices[req.Device] {
+	if req.Device != "" && !set.Devices[req.Device] {
 		return wire.SitemapRun{}, fieldErr("device", fmt.Errorf("unknown device %q", req.Device))
 	}
 	return s.start(req, body)
@@ -166,7 +166,7 @@ func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (wire.Sitema
 	rand.Read(b[:])
 	now := s.Targets.Now
 	run := &sitemapRun{rep: wire.SitemapRun{ID: hex.EncodeToString(b[:]), Status: wire.RunRunning, Source: req.URL,
-		Device: req.Device, StartedMs: now()}}
+		Device: cmp.Or(req.Device, wire.EveryDevice), StartedMs: now()}}
 	if body != nil {
 		run.rep.Source = "body"
 	}
@@ -230,19 +230,23 @@ func (s *SitemapRuns) evictLocked() {
 
 // ingest is the state of one run while it executes: the sitemap.Sink of its walk.
 type ingest struct {
-	ctx    context.Context // ended by Stop
-	gate   *Gate
-	s      *SitemapRuns
-	run    *sitemapRun
-	set    *Settings
-	keying Keying
-	device string
-	batch  batch // of the urlset file being read
+	ctx     context.Context // ended by Stop
+	gate    *Gate
+	s       *SitemapRuns
+	run     *sitemapRun
+	set     *Settings
+	keying  Keying
+	devices []string // every <url> is filed once for each
+	batch   batch    // of the urlset file being read
 }
 
 func (s *SitemapRuns) execute(ctx context.Context, gate *Gate, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
 	set := s.Targets.Settings() // one for the run: its settings and its keys agree
-	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, set: set, keying: KeyingOf(set), device: req.Device}
+	devices := []string{req.Device}
+	if req.Device == "" {
+		devices = slices.Sorted(maps.Keys(set.Devices))
+	}
+	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, set: set, keying: KeyingOf(set), devices: devices}
 	in.batch = batch{in: in, chunk: make([]Item, 0, ChunkItems), keys: make(map[string]bool, ChunkItems)}
 	f := &sitemap.Fetcher{Client: s.Client, Options: set.Sitemap.Fetch}
 	if body != nil {
@@ -311,24 +315,35 @@ func (b *batch) entry(e sitemap.Entry) error {
 		in.count(1)
 		return nil
 	}
-	item := wire.TargetItem{URL: e.Loc, Device: in.device, Source: "sitemap"}
-	if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.set.Sitemap.MinTTL); ok {
-		item.Interval = json.RawMessage(`"` + ms.String() + `"`)
+	for _, device := range in.devices {
+		item := wire.TargetItem{URL: e.Loc, Device: device, Source: "sitemap"}
+		if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.set.Sitemap.MinTTL); ok {
+			item.Interval = json.RawMessage(`"` + ms.String() + `"`)
+		}
+		p, err := ParseItem(&item, in.keying)
+		if err != nil {
+			in.fail(e.Loc, err.Error())
+			in.count(1)
+			return nil
+		}
+		pu, _ := url.Parse(p.URL)
+		if !render.Allowed(in.set.Domains, pu.Host) {
+			in.run.mu.Lock()
+			in.run.rep.Filtered.Add(p.URL)
+			in.run.rep.URLs++
+			in.run.mu.Unlock()
+			return nil
+		}
+		if err := b.add(p); err != nil {
+			return err
+		}
 	}
-	p, err := ParseItem(&item, in.keying)
-	if err != nil {
-		in.fail(e.Loc, err.Error())
-		in.count(1)
-		return nil
-	}
-	pu, _ := url.Parse(p.URL)
-	if !render.Allowed(in.set.Domains, pu.Host) {
-		in.run.mu.Lock()
-		in.run.rep.Filtered.Add(p.URL)
-		in.run.rep.URLs++
-		in.run.mu.Unlock()
-		return nil
-	}
+	return nil
+}
+
+// add puts one item into the chunk, flushing first a chunk that holds its key already, and
+// after it a chunk that is full.
+func (b *batch) add(p Item) error {
 	if b.keys[string(p.Key)] {
 		if err := b.flush(); err != nil {
 			return err
@@ -354,6 +369,12 @@ func (b *batch) flush() error {
 	}
 	in.run.mu.Lock()
 	for i, l := range landed {
+		// The report counts the file's <url>s: one filed for several devices counts as its
+		// first device's target did (the others are the same URL, filed the same way).
+		if b.chunk[i].device != in.devices[0] {
+			continue
+		}
+		in.run.rep.URLs++
 		switch u := b.chunk[i].URL; {
 		case l.Failed != "":
 			in.run.rep.Failed.Add(u, l.Failed)
@@ -363,7 +384,6 @@ func (b *batch) flush() error {
 			in.run.rep.Added.Add(u)
 		}
 	}
-	in.run.rep.URLs += len(b.chunk)
 	in.run.mu.Unlock()
 	b.chunk = b.chunk[:0]
 	clear(b.keys)

@@ -195,7 +195,8 @@ func TestSitemapRunsStopWaitsForTheChunkInFlight(t *testing.T) {
 }
 
 // Runs are kept in memory, the last MaxSitemapRuns of them, never dropping one in progress; at
-// most MaxSitemapRunning proceed at once and more are refused with ErrTooMany.
+// most MaxSitemapRunning proceed at once and more are refused with ErrTooMany. (Each <url> is
+// filed for both devices the default configuration renders.)
 func TestSitemapRunsBounded(t *testing.T) {
 	e, s := newRuns(t, nil)
 	if err := s.Start(context.Background()); err != nil {
@@ -218,7 +219,7 @@ func TestSitemapRunsBounded(t *testing.T) {
 	_, firstKept := s.runs[first]
 	s.running = MaxSitemapRunning // as if that many were in progress
 	s.mu.Unlock()
-	if kept != MaxSitemapRuns || firstKept || len(e.AllRows()) != MaxSitemapRuns+20 {
+	if kept != MaxSitemapRuns || firstKept || len(e.AllRows()) != (MaxSitemapRuns+20)*2 {
 		t.Fatalf("kept %d runs (the first: %v), %d rows", kept, firstKept, len(e.AllRows()))
 	}
 	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("x", 1))); !errors.Is(err, ErrTooMany) {

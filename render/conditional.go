@@ -55,6 +55,7 @@ func (c *Checker) NotModified(ctx context.Context, rawURL, device, etag, lastMod
 		return CheckResult{}, fmt.Errorf("render: conditional check: %w", err)
 	}
 	req.Header.Set("User-Agent", userAgent(&c.cfg, device))
+	req.Header.Set(MarkerHeader, MarkerValue)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
 	if etag != "" {
 		req.Header.Set("If-None-Match", etag)

@@ -138,6 +138,7 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		return failed(res, outcome.Failed, StageRequest, "bad URL: "+errText(err))
 	}
 	hreq.Header.Set("User-Agent", userAgent(&h.cfg, req.Device))
+	hreq.Header.Set(MarkerHeader, MarkerValue)
 	hreq.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
 
 	client := &http.Client{Transport: h.transport, CheckRedirect: func(next *http.Request, via []*http.Request) error {

@@ -119,6 +119,20 @@ func applyDeclared(res Result) (Result, bool) {
 	return res, true
 }
 
+// CheckLocation refuses a Location that a stored redirect may not be served with: one that is
+// not an absolute http(s) URL with a host, as applyDeclared resolves a page's own. The applier
+// holds a remote renderer's results to it.
+func CheckLocation(loc string) error {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%.64q is not an absolute http(s) URL", loc)
+	}
+	return nil
+}
+
 func resolveLocation(base, loc string) (string, error) {
 	if loc == "" {
 		return "", fmt.Errorf("none")

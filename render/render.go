@@ -109,6 +109,14 @@ func checkCommon(cfg Options) error {
 	return nil
 }
 
+// MarkerHeader and MarkerValue mark every request a render makes for a page's document, as
+// prerender servers mark theirs: prerender middlewares pass a request carrying it on to the
+// site (no loop back into the cache), and sites leave it out of their analytics.
+const (
+	MarkerHeader = "X-Prerender"
+	MarkerValue  = "1"
+)
+
 // userAgent is the User-Agent for a device: render.user_agents[device], else render.user_agent.
 func userAgent(cfg *Options, device string) string {
 	if ua, ok := cfg.UserAgents[device]; ok && ua != "" {

@@ -362,12 +362,12 @@ func fieldOf(err error, def string) string {
 
 // fail answers an error of a page read or a render on miss.
 func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
-	var limited *intake.RateLimitedError
+	retryAfter, says := intake.RetryAfter(err)
 	switch {
 	case errors.Is(err, intake.ErrNotFound), errors.Is(err, intake.ErrHostNotAllowed):
 		return answer{result, writeError(w, http.StatusNotFound, fieldOf(err, "url"), err.Error())}
-	case errors.As(err, &limited):
-		w.Header().Set("Retry-After", strconv.Itoa(limited.RetryAfterSec))
+	case says:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 		return answer{result, writeError(w, http.StatusServiceUnavailable, "url", err.Error())}
 	case errors.Is(err, intake.ErrOverloaded), errors.Is(err, intake.ErrStopping),
 		errors.Is(err, intake.ErrWaitTimeout), errors.Is(err, intake.ErrStore):

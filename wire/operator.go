@@ -193,18 +193,22 @@ const (
 	RunFailed  = "failed"
 )
 
+// EveryDevice is a sitemap run's device when its request named none: each <url> is filed for
+// every device the configuration renders.
+const EveryDevice = "every"
+
 // SitemapRun is the report of one run, as GET /v1/sitemaps/{id} answers it.
 type SitemapRun struct {
 	ID         string         `json:"id"`
 	Status     string         `json:"status"` // running | done | failed
 	Error      string         `json:"error,omitempty"`
 	Source     string         `json:"source"` // the URL, or "body"
-	Device     string         `json:"device"`
+	Device     string         `json:"device"` // the device named, or EveryDevice
 	StartedMs  int64          `json:"started_ms"`
 	FinishedMs int64          `json:"finished_ms,omitempty"`
-	Files      int            `json:"files"` // sitemap files read so far
-	URLs       int            `json:"urls"`  // <url> entries handled so far
-	Added      SitemapTally   `json:"added"`
+	Files      int            `json:"files"`    // sitemap files read so far
+	URLs       int            `json:"urls"`     // <url> entries handled so far
+	Added      SitemapTally   `json:"added"`    // targets: a <url> filed for two devices is two
 	Updated    SitemapTally   `json:"updated"`  // the target already existed
 	Filtered   SitemapTally   `json:"filtered"` // outside render.domains (URLs and child sitemaps)
 	Failed     SitemapFailure `json:"failed"`
@@ -251,7 +255,7 @@ func (f *SitemapFailure) Add(u, reason string) {
 // SitemapRequest is the JSON body of POST /v1/sitemaps.
 type SitemapRequest struct {
 	URL    string `json:"url"`
-	Device string `json:"device,omitempty"` // default desktop
+	Device string `json:"device,omitempty"` // default: every device the configuration renders
 }
 
 // RemoteClaimRequest is the body of POST /v1/claim.

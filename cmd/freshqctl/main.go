@@ -117,7 +117,7 @@ func init() {
 	commands = []command{
 		{"add", "URL [--device D] [--interval 6h] [--source S] [--due T]", "upsert one target", runAdd},
 		{"import", "FILE|- [--format ndjson|csv] [--chunk N]", "upsert targets from NDJSON or CSV", runImport},
-		{"sitemap", "URL|FILE|-|--run ID [--device D] [--poll D] [--detach]", "ingest a sitemap, following its progress", runSitemap},
+		{"sitemap", "URL|FILE|-|--run ID [--device D] [--poll D] [--detach]", "ingest a sitemap for every device (or --device), following it", runSitemap},
 		{"explain", "URL [--device D]", "explain one target", runExplain},
 		{"get", "URL [--device D] [--wait D]", "print the page, rendering it on miss with --wait", runGet},
 		{"delete", "URL [--device D]", "remove one target and its page", runDelete},

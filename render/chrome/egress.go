@@ -40,8 +40,8 @@ type egress struct {
 	srv       *http.Server
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
-	onRefuse  func()   // a dial refused by the address policy
-	refusals  sync.Map // host:port → time.Time of its last refusal by the policy
+	onRefuse  func()     // a dial refused by the address policy
+	refusals  refusalLog // the tunnels the policy refused lately, by host:port
 	wg        sync.WaitGroup
 
 	credMu sync.Mutex
@@ -56,7 +56,8 @@ func startEgress(domains []string) (*egress, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &egress{ln: ln, transport: render.NewTransport(domains), creds: map[string]string{}}
+	e := &egress{ln: ln, transport: render.NewTransport(domains), creds: map[string]string{},
+		refusals: refusalLog{keep: refusalKeep}}
 	e.transport.MaxIdleConnsPerHost = 16
 	e.proxy = &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL, pr.Out.Host = pr.In.URL, pr.In.Host },
@@ -77,8 +78,62 @@ func startEgress(domains []string) (*egress, error) {
 // refusedRecently reports whether a tunnel to hostport was refused by the address policy since
 // since: the browser only says that a tunnel failed.
 func (e *egress) refusedRecently(hostport string, since time.Time) bool {
-	v, ok := e.refusals.Load(hostport)
-	return ok && !v.(time.Time).Before(since)
+	return e.refusals.since(hostport, since)
+}
+
+// refusalLogMax bounds the host:ports the refusal log remembers: a page can make its browser
+// dial any number of them, and the log lives as long as the worker.
+const refusalLogMax = 1024
+
+// refusalKeep is how long a refusal is worth remembering: a render asks only about refusals
+// since it started, and no render outlasts render.timeout's ceiling (10m, config.Validate).
+const refusalKeep = 10 * time.Minute
+
+// refusalLog remembers when the address policy last refused a tunnel to each host:port, so that
+// a render whose document's tunnel failed can say the policy refused it (the browser says only
+// that the tunnel failed). Bounded: at refusalLogMax entries a new one first prunes every entry
+// older than keep, then, if none was, evicts one arbitrary entry. An evicted refusal costs only
+// its render's label (a tunnel failure rather than the policy's refusal); the render fails
+// either way.
+type refusalLog struct {
+	mu   sync.Mutex
+	keep time.Duration
+	at   map[string]time.Time
+}
+
+func (l *refusalLog) record(hostport string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at == nil {
+		l.at = map[string]time.Time{}
+	}
+	if _, known := l.at[hostport]; !known && len(l.at) >= refusalLogMax {
+		for hp, at := range l.at {
+			if now.Sub(at) > l.keep {
+				delete(l.at, hp)
+			}
+		}
+		for hp := range l.at {
+			if len(l.at) < refusalLogMax {
+				break
+			}
+			delete(l.at, hp)
+		}
+	}
+	l.at[hostport] = now
+}
+
+func (l *refusalLog) since(hostport string, since time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.at[hostport]
+	return ok && !at.Before(since)
+}
+
+func (l *refusalLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.at)
 }
 
 // newCredentials makes the proxy credentials of a new browser and admits them until revoked.
@@ -161,7 +216,7 @@ func (e *egress) tunnel(w http.ResponseWriter, r *http.Request) {
 	up, err := e.transport.DialContext(ctx, "tcp", r.Host)
 	cancel()
 	if errors.Is(err, render.ErrAddressPolicy) {
-		e.refusals.Store(r.Host, time.Now())
+		e.refusals.record(r.Host, time.Now())
 	}
 	if err != nil {
 		e.fail(w, err)

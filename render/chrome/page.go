@@ -270,20 +270,22 @@ func (t *tab) vet(ctx context.Context, target *chromedp.Target, ev *fetch.EventR
 // from a stored copy (one kept by heuristic freshness, such as a document with only
 // Last-Modified, or a cached permanent redirect) or validate one; and no conditional headers,
 // so that the origin sends the whole document. Every hop of a redirect is paused here again,
-// so redirects come from the origin too. Only documents (the page, its redirects, its frames):
+// so redirects come from the origin too. They carry the render's marker (render.MarkerHeader),
+// so that the site's middleware passes them on rather than back to the cache. Only documents (the page, its redirects, its frames):
 // sub-resources stay cached between renders, which is most of what a long-lived browser saves.
 func fromOrigin(h network.Headers) []*fetch.HeaderEntry {
 	out := make([]*fetch.HeaderEntry, 0, len(h)+2)
 	for name, v := range h {
 		switch strings.ToLower(name) {
-		case "cache-control", "pragma", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range":
+		case "cache-control", "pragma", strings.ToLower(render.MarkerHeader), "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range":
 			continue
 		}
 		if s, ok := v.(string); ok {
 			out = append(out, &fetch.HeaderEntry{Name: name, Value: s})
 		}
 	}
-	return append(out, &fetch.HeaderEntry{Name: "Cache-Control", Value: "no-cache"}, &fetch.HeaderEntry{Name: "Pragma", Value: "no-cache"})
+	return append(out, &fetch.HeaderEntry{Name: "Cache-Control", Value: "no-cache"}, &fetch.HeaderEntry{Name: "Pragma", Value: "no-cache"},
+		&fetch.HeaderEntry{Name: render.MarkerHeader, Value: render.MarkerValue})
 }
 
 // answerChallenge answers the egress proxy's challenge with the browser's own credentials
