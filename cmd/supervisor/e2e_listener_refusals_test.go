@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -19,6 +20,45 @@ import (
 func (n *node) filed(u string) bool {
 	n.t.Helper()
 	return n.do("GET", "/v1/targets?url="+url.QueryEscape(u), "", nil).code == http.StatusOK
+}
+
+// longURL is a page of origin whose desktop cache key is size bytes long.
+func longURL(origin string, size int) string {
+	prefix := origin + "/k/long?x="
+	return prefix + strings.Repeat("a", size-len("desktop|")-len(prefix))
+}
+
+// A URL whose key is over store.MaxKeyLen (2,048 bytes) but within the listener's 8 KiB bound
+// is a bad request naming url: a crawler retries a 503 for ever, and a 400 tells it the URL
+// will never be served. Nothing is filed, nothing fetched.
+func TestEndToEndCrawlerListenerLongKeyIsABadRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	origin := newSiteOrigin(t)
+	serveAddr := freePort(t)
+	n := startNode(t, t.TempDir(), 2, serveYAML(serveAddr, ""), "")
+	waitFor(t, "ready", 30*time.Second, n.ready)
+
+	for _, size := range []int{2049, 4096, 8000} {
+		u := longURL(origin.URL, size)
+		a := crawl(t, serveAddr, "/"+u)
+		var e struct{ Error, Field string }
+		if json.Unmarshal([]byte(a.body), &e); a.code != http.StatusBadRequest || e.Field != "url" || e.Error == "" || a.header.Get("Retry-After") != "" {
+			t.Errorf("a %d-byte key: %d Retry-After %q %s; want 400 naming url, no Retry-After", size, a.code, a.header.Get("Retry-After"), a.body)
+		}
+		if n.filed(u) {
+			t.Errorf("a %d-byte key was filed", size)
+		}
+	}
+	// The longest key the store holds is served.
+	u := longURL(origin.URL, 2048)
+	if a := crawl(t, serveAddr, "/"+u); a.code != http.StatusOK || !n.filed(u) {
+		t.Fatalf("a 2048-byte key: %d %s", a.code, a.body)
+	}
+	if h := origin.hitsOf("/k/long"); h != 1 {
+		t.Fatalf("the origin was fetched %d times for /k/long, want once (the 2048-byte key)", h)
+	}
 }
 
 // An item of POST /v1/targets nested deeper than 32 levels is rejected by its index, and the
