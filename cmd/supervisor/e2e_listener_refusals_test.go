@@ -15,6 +15,23 @@ import (
 // (status, the field its JSON error names), whether a target was filed (asked of the admin
 // API), and whether the origin was fetched (its hit count).
 
+// refused checks, without stopping the test (so that a failing run reports every measurement),
+// that a is a JSON error naming field with status code.
+func refused(t *testing.T, a apiAnswer, what string, code int, field string) {
+	t.Helper()
+	var e struct{ Error, Field string }
+	if a.code != code || json.Unmarshal(a.body, &e) != nil || e.Error == "" || e.Field != field {
+		t.Errorf("%s: %d %s, want %d with a JSON error naming %q", what, a.code, clipped(a.body), code, field)
+	}
+}
+
+func clipped(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}
+
 // filed reports whether the admin API knows a target for u: GET /v1/targets?url= answers 200.
 // Any other answer (404, or 400 for a URL whose key the store cannot hold) means no target.
 func (n *node) filed(u string) bool {
@@ -58,6 +75,53 @@ func TestEndToEndCrawlerListenerLongKeyIsABadRequest(t *testing.T) {
 	}
 	if h := origin.hitsOf("/k/long"); h != 1 {
 		t.Fatalf("the origin was fetched %d times for /k/long, want once (the 2048-byte key)", h)
+	}
+}
+
+// POST /recache is all or nothing: the whole list is checked first, and one bad URL (its key
+// over the store's limit, or its host one render.domains does not name) refuses the request,
+// naming urls[i], with nothing filed, rushed or fetched. A host outside render.domains gets
+// what POST /v1/pages gets for it: 404.
+func TestEndToEndRecacheIsAllOrNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	origin := newSiteOrigin(t)
+	n := startNode(t, t.TempDir(), 2, serveYAML(freePort(t), ""), "")
+	waitFor(t, "ready", 30*time.Second, n.ready)
+	recache := func(body any) apiAnswer {
+		b, _ := json.Marshal(body)
+		return n.do("POST", "/recache", string(b), map[string]string{"Content-Type": "application/json"})
+	}
+
+	// The report's request: the third URL's key is over the limit.
+	a := recache(map[string]any{"urls": []string{origin.URL + "/r/1", origin.URL + "/r/2", longURL(origin.URL, 2049)}})
+	refused(t, a, "a long third URL", http.StatusBadRequest, "urls[2]")
+	a = recache(map[string]any{"url": longURL(origin.URL, 2049)})
+	refused(t, a, "one long URL", http.StatusBadRequest, "url")
+
+	// A host render.domains does not name, as POST /v1/pages refuses it.
+	outside := "http://elsewhere.test/r/3"
+	refused(t, n.do("POST", "/v1/pages?wait=1s&url="+url.QueryEscape(outside), "", nil), "POST /v1/pages outside render.domains", http.StatusNotFound, "url")
+	a = recache(map[string]any{"urls": []string{origin.URL + "/r/4", outside}})
+	refused(t, a, "a host outside render.domains in a list", http.StatusNotFound, "urls[1]")
+	a = recache(map[string]any{"url": outside})
+	refused(t, a, "a host outside render.domains", http.StatusNotFound, "url")
+
+	// A valid list is filed, rushed and rendered.
+	a = recache(map[string]any{"urls": []string{origin.URL + "/r/5", origin.URL + "/r/6"}})
+	if a.code != http.StatusOK || !strings.Contains(string(a.body), `"rushed":2`) {
+		t.Fatalf("a valid list: %d %s", a.code, a.body)
+	}
+	waitFor(t, "the valid list rendered", 30*time.Second, func() bool { return origin.hitsOf("/r/5") == 1 && origin.hitsOf("/r/6") == 1 })
+
+	for _, p := range []string{"/r/1", "/r/2", "/r/4"} {
+		if n.filed(origin.URL+p) || origin.hitsOf(p) != 0 {
+			t.Errorf("a refused recache filed (%v) or fetched (%d times) %s", n.filed(origin.URL+p), origin.hitsOf(p), p)
+		}
+	}
+	if n.filed(outside) {
+		t.Error("a refused recache filed a host outside render.domains")
 	}
 }
 
