@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -136,7 +138,11 @@ type recacheRequest struct {
 // recache rushes the targets a POST /recache names (intake.Targets.Prioritize, mode rush), so
 // that tooling written for the hosted service works unchanged. A URL that is not stored is
 // filed first, as discover does. It answers how many were rushed, or the first refusal
-// naming the field (urls[i]); nothing is rushed unless every URL is valid.
+// naming the field (url, or urls[i]). The whole list is checked before anything is written,
+// so a refusal files and rushes nothing: every URL must give a key the store can hold, and,
+// when render.domains is set, name a host it allows (a target of another host would only ever
+// render as blocked; 404, as POST /v1/pages refuses it). With render.domains empty every host
+// is the renderer's to fetch, and every host is taken.
 func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 	var req recacheRequest
 	if err := decodeJSON(w, r, &req, maxOperateRequest); err != nil {
@@ -158,13 +164,23 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	svc := o.intake()
-	keying := intake.KeyingOf(o.Targets.Settings())
+	set := o.Targets.Settings()
+	keying := intake.KeyingOf(set)
 	for i, u := range urls {
-		if _, err := intake.Key(u, req.Device, keying); err != nil {
-			if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" && field == "urls" {
-				fe.Field = "urls[" + strconv.Itoa(i) + "]"
+		name := field
+		if field == "urls" {
+			name = "urls[" + strconv.Itoa(i) + "]"
+		}
+		key, err := intake.Key(u, req.Device, keying)
+		if err != nil {
+			if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
+				fe.Field = name
 			}
 			fail(w, err)
+			return
+		}
+		if host := string(cachekey.Host(key)); len(set.Domains) > 0 && !render.Allowed(set.Domains, host) {
+			fail(w, &intake.FieldError{Field: name, Err: hostNotRendered(host)})
 			return
 		}
 	}
@@ -183,3 +199,13 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 	}
 	ok(w, map[string]any{"rushed": rushed})
 }
+
+// hostNotRendered is a URL whose host render.domains does not name. It matches
+// intake.ErrHostNotAllowed, so that it is answered as render on miss answers that host: 404.
+type hostNotRendered string
+
+func (h hostNotRendered) Error() string {
+	return string(h) + " is not a host render.domains names: its pages are never rendered"
+}
+
+func (hostNotRendered) Is(target error) bool { return target == intake.ErrHostNotAllowed }

@@ -106,6 +106,10 @@ func FuzzAPIEndpoints(f *testing.F) {
 	add("GET", "/v1/pages", "", "url=https://a.test/w/get&wait=1s", "")
 	add("POST", "/recache", "application/json", "", `{"prerenderToken": "t", "urls": ["https://a.test/r/1", "ftp://x"]}`)
 	add("POST", "/recache", "application/json", "", `{"url": "https://a.test/r/2"}`)
+	// All or nothing: a key over the store's limit, or a host render.domains does not name,
+	// after a valid URL refuses the whole list (and, a 4xx, must have changed nothing).
+	add("POST", "/recache", "application/json", "", `{"urls": ["https://a.test/r/3", "https://a.test/r/`+strings.Repeat("x", store.MaxKeyLen)+`"]}`)
+	add("POST", "/recache", "application/json", "", `{"urls": ["https://a.test/r/4", "https://other.test/r/4"]}`)
 	for _, wait := range []string{"", "abc", "0s", "-1s", "31s", "1h", "1e309s", "9223372036854775807ns", "10", "1s&wait=2s", "%zz"} {
 		add("POST", "/v1/pages", "", "url=https://a.test/w/bad&wait="+wait, "")
 	}

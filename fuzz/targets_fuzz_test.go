@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -14,7 +15,9 @@ import (
 
 // FuzzTargetsDecode feeds arbitrary bodies to POST /v1/targets' decoder and item validation:
 // never a panic; every item either validates to a key within the store's limit, or is rejected
-// naming a field (or, if it is not an object at all, with its decode error).
+// naming a field (or, if it is not an object at all, with its decode error); and a body that
+// is valid JSON is never stopped: whatever its items are (too long, nested too deep, not
+// objects), each is handed over, to land or be rejected alone.
 func FuzzTargetsDecode(f *testing.F) {
 	full := `[{"url": "https://a.test/c/1", "device": "mobile", "interval": "6h", "source": "sitemap", "due": "2026-11-30T12:00:00Z"},` +
 		`{"url": "ftp://x"}, {"url": "https://a.test/", "interval": -5}, {"url": "https://a.test/", "colour": 1}]`
@@ -30,6 +33,8 @@ func FuzzTargetsDecode(f *testing.F) {
 	f.Add([]byte(`[{"url": "https://a.test/"}, {"url": "https://a.test/"]`))                                              // a bracket that does not match
 	f.Add([]byte(`[{"url": "https://a.test/", "a": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}]`)) // too deep
 	f.Add([]byte(`[{"url": "https://a.test/` + strings.Repeat("x", wire.MaxTargetItem) + `"}, {"url": "https://a.test/"}]`))
+	f.Add([]byte(`[{"url": "https://a.test/1"}, {"url": "https://a.test/2", "a": [` + strings.Repeat(`{"b": [`, 20) + strings.Repeat("]}", 20) + `]}, {"url": "https://a.test/3"}]`))
+	f.Add([]byte("{\"url\": \"https://a.test/1\"}\n" + strings.Repeat("[", 40) + `"]}"` + strings.Repeat("]", 40) + "\n{\"url\": \"https://a.test/2\"}\n"))
 	keyRules, err := config.Default().KeyRules()
 	if err != nil {
 		f.Fatal(err)
@@ -63,6 +68,9 @@ func FuzzTargetsDecode(f *testing.F) {
 			}
 			return nil
 		})
+		if err != nil && json.Valid(body) {
+			t.Fatalf("a valid JSON body stopped after %d items: %v", items, err)
+		}
 		// A body that stops being readable names the first item it did not hand over.
 		var bad *wire.BodyError
 		if err != nil && (!errors.As(err, &bad) || bad.Index != items) {

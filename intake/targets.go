@@ -117,7 +117,9 @@ func KeyingOf(set *Settings) Keying {
 }
 
 // Key is the cache key of url on device ("" is desktop), or a *FieldError naming "url" or
-// "device".
+// "device". A key longer than store.MaxKeyLen is refused here, naming "url", as ParseItem
+// refuses it: the store could never hold it, so a request naming it is a bad request, never a
+// store failure to retry.
 func Key(url, device string, k Keying) ([]byte, error) {
 	u, err := k.Rules.Normalize(url)
 	if err != nil {
@@ -129,7 +131,11 @@ func Key(url, device string, k Keying) ([]byte, error) {
 	if !k.Devices[device] {
 		return nil, fieldErr("device", errors.New("unknown device "+device))
 	}
-	return cachekey.New(device, u), nil
+	key := cachekey.New(device, u)
+	if len(key) > store.MaxKeyLen {
+		return nil, fieldErr("url", fmt.Errorf("cache key of %d bytes is longer than the limit of %d", len(key), store.MaxKeyLen))
+	}
+	return key, nil
 }
 
 // Reject is told of an item that did not land, by its index, with its field ("" for none)

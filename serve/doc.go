@@ -12,6 +12,12 @@
 //     second per host). A hit never waits on a write: the rush is done off the request.
 //   - Every refusal (method, token, URL, device, host, rate) is a JSON error naming the field
 //     and writes nothing.
+//   - Without serve.tokens, where the loopback peer is all that authorizes a request, no web
+//     page can drive the listener: a request whose Host is not localhost or a loopback address,
+//     or that carries a browser's Origin or Sec-Fetch-Site (but none), is refused before its
+//     URL is read (fromABrowser). A token holder is the middleware, and is not checked.
+//   - A URL whose key the store cannot hold (over store.MaxKeyLen) is a 400 naming url, never
+//     a 503 a crawler would retry.
 //   - The URL goes through the same keying as every other entry point (intake.Key), so a page
 //     a crawler asks for is the page a sitemap filed.
 //   - A stale page is served, marked (X-Freshq-Cache: stale, X-Freshq-Stale: true), never

@@ -183,8 +183,9 @@ type answer struct {
 }
 
 // ServeHTTP answers one crawler request: GET or HEAD of /{url}, /render/{url} or
-// /render?url=. In order: the method, the token, the URL, the device, the key, the host; then
-// the stored page (hit or stale) or a render on miss.
+// /render?url=. In order: the method, the token (without serve.tokens: the Host and a
+// browser's headers, fromABrowser), the URL, the device, the key, the host; then the stored
+// page (hit or stale) or a render on miss.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.init()
 	start := time.Now()
@@ -200,6 +201,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	}
 	if code, msg := h.authorize(r, cfg); code != 0 {
 		return refuse(w, code, HeaderToken, msg)
+	}
+	if len(cfg.Tokens) == 0 { // only the loopback peer authorized it: it may be a browser's
+		if code, field, msg := fromABrowser(r); code != 0 {
+			return refuse(w, code, field, msg)
+		}
 	}
 	target, err := TargetURL(r.RequestURI)
 	if err != nil {

@@ -86,9 +86,10 @@ func FieldOf(err error) string {
 
 // DecodeTargetItems streams the items of a JSON array, or of whitespace-separated JSON values
 // (NDJSON, or one object however it is laid out), calling fn for each. Each item is held in a
-// buffer of at most MaxTargetItem bytes: a longer one, or one that is JSON but not a target
-// object, is passed to fn with its error (a *FieldError when a field can be named). A body
-// whose structure breaks (between items, or a bracket that does not match) stops with a
+// buffer of at most MaxTargetItem bytes: a longer one, one nested deeper than 32 levels, or
+// one that is JSON but not a target object, is passed to fn with its error (a *FieldError
+// when a field can be named), and the items after it are read on. A body whose structure
+// breaks (between items, or a bracket within 32 levels that does not match) stops with a
 // *BodyError naming the index of the item it could not read; so does anything after an
 // array's closing bracket. Errors of r (such as *http.MaxBytesError) are returned as they are.
 func DecodeTargetItems(r io.Reader, fn func(i int, item *TargetItem, err error) error) error {
@@ -109,9 +110,12 @@ func DecodeTargetItemsAt(r io.Reader, fn func(i int, off int64, item *TargetItem
 	}
 	item := func(i int) error {
 		off := sc.pos()
-		raw, long, err := sc.value()
+		raw, long, deep, err := sc.value()
 		if err != nil {
 			return sc.fail(i, off, err)
+		}
+		if deep {
+			return fn(i, off, nil, fmt.Errorf("item nested deeper than %d levels", maxItemDepth))
 		}
 		if long {
 			return fn(i, off, nil, fmt.Errorf("item over %d bytes", MaxTargetItem))
@@ -239,23 +243,27 @@ func scalarByte(b byte) bool {
 }
 
 // value reads one JSON value: an object, an array, a string, or a scalar (number, true, false,
-// null, or any run of letters, which encoding/json will refuse as an item).
-func (sc *itemScanner) value() (raw []byte, long bool, err error) {
+// null, or any run of letters, which encoding/json will refuse as an item). A value nested
+// deeper than maxItemDepth is read to its end and reported deep, to be rejected alone: its
+// brackets past that depth are counted, not matched, which finds its end all the same (only
+// their count decides where it ends), and it is refused whatever they are. Brackets within
+// maxItemDepth are matched, and a mismatch there stops the body.
+func (sc *itemScanner) value() (raw []byte, long, deep bool, err error) {
 	sc.buf = sc.buf[:0]
 	b, err := sc.br.ReadByte()
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if scalarByte(b) {
 		for scalarByte(b) {
 			sc.keep(b, &long)
 			if b, err = sc.br.ReadByte(); err == io.EOF {
-				return sc.buf, long, nil
+				return sc.buf, long, false, nil
 			} else if err != nil {
-				return nil, false, err
+				return nil, false, false, err
 			}
 		}
-		return sc.buf, long, sc.br.UnreadByte()
+		return sc.buf, long, false, sc.br.UnreadByte()
 	}
 	var stack [maxItemDepth]byte
 	depth, inStr, esc := 0, false, false
@@ -274,27 +282,28 @@ func (sc *itemScanner) value() (raw []byte, long bool, err error) {
 		case b == '"':
 			inStr = true
 		case b == '{' || b == '[':
-			if depth == maxItemDepth {
-				return nil, false, &BodyError{Msg: fmt.Sprintf("nested deeper than %d levels", maxItemDepth)}
+			if depth < maxItemDepth {
+				stack[depth] = b + 2 // '{'+2 == '}', '['+2 == ']'
+			} else {
+				deep = true
 			}
-			stack[depth] = b + 2 // '{'+2 == '}', '['+2 == ']'
 			depth++
 		case b == '}' || b == ']':
-			if depth == 0 || stack[depth-1] != b {
-				return nil, false, &BodyError{Msg: fmt.Sprintf("unexpected %q", b)}
+			if depth == 0 || depth <= maxItemDepth && stack[depth-1] != b {
+				return nil, false, false, &BodyError{Msg: fmt.Sprintf("unexpected %q", b)}
 			}
 			depth--
 		case depth == 0:
-			return nil, false, &BodyError{Msg: fmt.Sprintf("unexpected %q", b)}
+			return nil, false, false, &BodyError{Msg: fmt.Sprintf("unexpected %q", b)}
 		}
 		if depth == 0 && !inStr {
-			return sc.buf, long, nil
+			return sc.buf, long, deep, nil
 		}
 		if b, err = sc.br.ReadByte(); err != nil {
 			if err == io.EOF {
 				err = errTruncated
 			}
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
 }
