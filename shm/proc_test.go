@@ -24,7 +24,8 @@ import (
 //
 //	word 0        virtual clock, ms (the parent advances it; nobody sleeps to pass time)
 //	word 1        stop flag: children flush and exit when it is 1
-//	word 2..      one occupancy word per lease key: a holder adds 1 after acquiring and must see 1
+//	word 2..      one occupancy word per lease key: 0, or the occupant's child id + 1, which a
+//	              child swaps in after acquiring the key's lease and out before releasing it
 const (
 	childEnv     = "FRESHQ_SHM_CHILD"
 	ctlWords     = 512
@@ -34,9 +35,11 @@ const (
 	leaseKeys    = 64
 	heldKeyBase  = 1 << 40 // keys the lease-holding child takes, disjoint from the takers' keys
 	heldKeys     = 10
+	holderID     = 0 // the lease-holding child's id; takers are 1, 2, …
 	// The parent moves the clock once, by heldTTL, after killing the holder: the holder's leases
-	// must lapse then, and nobody else's. A taker's lease lives for takerTTL, far longer than
-	// that move, so a taker still holding one across it releases it as the holder it still is.
+	// (its held keys and any entry's key it was killed holding) must lapse then, and nobody
+	// else's. A taker's lease lives for takerTTL, far longer than that move, so a taker still
+	// holding one across it releases it as the holder it still is.
 	heldTTL  = 10_000    // ms
 	takerTTL = 1_000_000 // ms
 )
@@ -80,8 +83,8 @@ func openControl(path string, create bool) (*control, error) {
 
 func (c *control) load(i int) uint64     { return atomic.LoadUint64(&c.words[i]) }
 func (c *control) store(i int, v uint64) { atomic.StoreUint64(&c.words[i], v) }
-func (c *control) add(i int, d int64) uint64 {
-	return atomic.AddUint64(&c.words[i], uint64(d))
+func (c *control) cas(i int, old, new uint64) bool {
+	return atomic.CompareAndSwapUint64(&c.words[i], old, new)
 }
 
 // runChild is a child process's whole life. It reports on stdout, one line each:
@@ -116,7 +119,9 @@ func runChild(mode string) int {
 		return 1
 	}
 	leases := seg.Leases()
+	ttl := int64(takerTTL)
 	if mode == "holder" {
+		ttl = heldTTL
 		now := int64(ctl.load(ctlClock))
 		for k := range uint64(heldKeys) {
 			if _, st := leases.Acquire(heldKeyBase+k, now, heldTTL, uint64(id)); st != Acquired {
@@ -144,17 +149,20 @@ func runChild(mode string) int {
 		// Lease the entry's key and prove nobody else holds it meanwhile.
 		k := uint64(e.Index % leaseKeys)
 		acquiredAt := int64(ctl.load(ctlClock))
-		lease, st := leases.Acquire(k+1, acquiredAt, takerTTL, uint64(id))
+		lease, st := leases.Acquire(k+1, acquiredAt, ttl, uint64(id))
 		if st != Acquired {
 			continue
 		}
-		if n := ctl.add(ctlOccupancy+int(k), 1); n != 1 {
-			return fail("lease key %d held by %d processes at once", k, n)
+		me := uint64(id) + 1
+		if !ctl.cas(ctlOccupancy+int(k), 0, me) {
+			return fail("lease key %d held by two processes at once: child %d acquired it over mark %d", k, id, ctl.load(ctlOccupancy+int(k)))
 		}
-		ctl.add(ctlOccupancy+int(k), -1)
+		if !ctl.cas(ctlOccupancy+int(k), me, 0) {
+			return fail("lease key %d held by two processes at once: child %d's mark replaced by %d", k, id, ctl.load(ctlOccupancy+int(k)))
+		}
 		if releasedAt := int64(ctl.load(ctlClock)); !leases.Release(lease, releasedAt, 0) {
 			return fail("release of a held lease on key %d failed (acquired at %d for %d ms, released at %d)",
-				k, acquiredAt, takerTTL, releasedAt)
+				k, acquiredAt, ttl, releasedAt)
 		}
 	}
 	return 0
@@ -334,7 +342,7 @@ func TestMultiProcessReadyAndLeases(t *testing.T) {
 	defer ctl.m.Unmap()
 	ctl.store(ctlClock, 2000)
 
-	holder := startChild(t, "holder", 0, segPath, ctlPath)
+	holder := startChild(t, "holder", holderID, segPath, ctlPath)
 	select {
 	case line := <-holder.first:
 		if line != "held\n" {
@@ -394,6 +402,13 @@ func TestMultiProcessReadyAndLeases(t *testing.T) {
 			for k := range uint64(heldKeys) {
 				if _, st := seg.Leases().Acquire(heldKeyBase+k, now, heldTTL, 99); st != Held {
 					t.Fatalf("killed child's lease %d: %v before its expiry, want held", k, st)
+				}
+			}
+			// If the kill fell between the holder's two swaps, its mark is still on a key whose
+			// lease it holds until the clock moves, so no taker can be there: clear it before.
+			for k := range leaseKeys {
+				if ctl.cas(ctlOccupancy+k, holderID+1, 0) {
+					t.Logf("the holder was killed on lease key %d", k)
 				}
 			}
 			// The killed holder's leases lapse; the takers' (takerTTL) do not.
