@@ -30,12 +30,15 @@ test:
 # The second run builds shm with its step hooks (tag shmstep) so the interleaving model's
 # tests in fuzz/ drive the real protocol one atomic step at a time; the third checks the clock
 # that only test binaries carry (tag testclock, see internal/clock); the fourth runs the stores'
-# tests of their protocol mutations, which exist only under that tag (store.Mutations).
+# tests of their protocol mutations, which exist only under that tag (store.Mutations). The last
+# runs shm's multi-process tests without the race detector too: its instrumentation slows every
+# process down and hides interleavings that the uninstrumented build meets within a few runs.
 race:
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
 	$(GO) test -race -count=1 -tags testclock ./internal/clock/
 	$(GO) test -race -count=1 -tags testclock -run '^TestMutation' ./store/...
+	$(GO) test -count=3 -run 'TestMultiProcess' ./shm/
 
 # stress is the long run CI also makes after make test: every fuzz target for STRESS_FUZZTIME,
 # the concurrent fencing history many times over, and the end-to-end stop, fencing and restart
