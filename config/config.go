@@ -122,6 +122,10 @@ type Serve struct {
 	// MobileAgents are substrings of a User-Agent (case-insensitive) that make a request's
 	// device mobile; any other is desktop (ServeMobileAgentsDefault).
 	MobileAgents []string `yaml:"mobile_agents"`
+	// DemandBytes bounds the memory worker 0 counts crawler requests per stored page in
+	// (ServeDemandBytesDefault, ServeDemandBytesMin..ServeDemandBytesMax): keys up to the
+	// store's key limit long, so bounded by bytes, not keys. Read when the listener starts.
+	DemandBytes ByteSize `yaml:"demand_bytes"`
 }
 
 // Node names this node among the nodes that share one PostgreSQL database.
@@ -501,6 +505,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"serve.wait", &c.Serve.Wait, false},
 		{"serve.miss_rate", &c.Serve.MissRate, false},
 		{"serve.miss_burst", &c.Serve.MissBurst, false},
+		{"serve.demand_bytes", &c.Serve.DemandBytes, false},
 	}
 }
 
@@ -702,6 +707,7 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"workers", running.Workers, next.Workers},
 		{"listen", running.Listen, next.Listen},
 		{"serve.listen", running.Serve.Listen, next.Serve.Listen},
+		{"serve.demand_bytes", running.Serve.DemandBytes, next.Serve.DemandBytes},
 		{"data_dir", running.DataDir, next.DataDir},
 		{"shm.path", running.SHM.Path, next.SHM.Path},
 		{"queue.max_leases", running.Queue.MaxLeases, next.Queue.MaxLeases},

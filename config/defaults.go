@@ -320,6 +320,7 @@ func (c *Config) EnsureDefaults() *Config {
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
 	sv.MissBurst = cmp.Or(sv.MissBurst, ServeMissBurstDefault)
+	sv.DemandBytes = cmp.Or(sv.DemandBytes, ServeDemandBytesDefault)
 	if sv.MobileAgents == nil {
 		sv.MobileAgents = ServeMobileAgentsDefault()
 	}
@@ -333,6 +334,12 @@ const (
 	ServeMissRateDefault  = 1.0 // new targets a second per host
 	ServeMissBurstDefault = 20
 	ServeMissBurstMax     = 100_000
+	// serve.demand_bytes: 128 MiB holds the counts of about 400,000 pages of 100-byte URLs
+	// (a third each for the two generations and the counts pending a flush), of 20,000 of
+	// the longest keys the store accepts.
+	ServeDemandBytesDefault = ByteSize(128 << 20)
+	ServeDemandBytesMin     = ByteSize(1 << 20)
+	ServeDemandBytesMax     = ByteSize(16 << 30)
 )
 
 // ServeMobileAgentsDefault is serve.mobile_agents' default: what the smartphone crawlers'

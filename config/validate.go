@@ -429,6 +429,9 @@ func (sv *Serve) validate(c *Config, bad badFunc) {
 	if sv.MissBurst < 1 || sv.MissBurst > ServeMissBurstMax {
 		bad("serve.miss_burst", "must be 1..%d, got %d", ServeMissBurstMax, sv.MissBurst)
 	}
+	if sv.DemandBytes < ServeDemandBytesMin || sv.DemandBytes > ServeDemandBytesMax {
+		bad("serve.demand_bytes", "must be %d (1MiB)..%d (16GiB) bytes, got %d", ServeDemandBytesMin, ServeDemandBytesMax, sv.DemandBytes)
+	}
 	for i, a := range sv.MobileAgents {
 		if strings.TrimSpace(a) == "" {
 			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must not be blank")

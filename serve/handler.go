@@ -56,8 +56,8 @@ type Settings struct {
 //   - Targets reads pages and moves expired rows up, Misses renders on miss;
 //   - Settings and Now are worker 0's, read once per request;
 //   - Metrics counts every answer (freshq_serve_*): a listener that counts nothing looks idle;
-//   - Demand counts every request per key, half of what the freshness policy schedules by: a
-//     listener without it would silently starve the requests counters.
+//   - Demand counts the requests per stored key, half of what the freshness policy schedules
+//     by: a listener without it would silently starve the requests counters.
 type HandlerDeps struct {
 	Targets  *intake.Targets
 	Misses   *intake.Misses
@@ -219,8 +219,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	if len(domains) > 0 && !render.Allowed(domains, host) {
 		return refuse(w, http.StatusNotFound, "url", "host "+host+" is not one render.domains allows")
 	}
-	h.d.Demand.Note(key, h.d.Now())
 	pg, err := h.d.Targets.Stored(key)
+	if err == nil {
+		// Counted after the lookup, and only for a key stored: see Demand.
+		h.d.Demand.Note(key, h.d.Now())
+	}
 	switch {
 	case err == nil && (!pg.Expired || pg.ServeStale):
 		if pg.Expired && !pg.Urgent {
@@ -232,7 +235,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		}
 		return answer{result, writePage(w, r, pg.ServedPage, result)}
 	case err == nil, errors.Is(err, intake.ErrNotFound):
-		return h.miss(w, r, key, target, device, host, cfg)
+		return h.miss(w, r, key, target, device, host, cfg, err == nil)
 	default:
 		return h.fail(w, ResultError, err)
 	}
@@ -241,9 +244,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 // miss renders key on miss and serves the page, within serve.wait. Only for a host
 // render.domains names (an empty list renders nothing on miss here), and a new target only
 // within its host's serve.miss_rate (both checked again by intake.Misses, the one place that
-// creates targets on miss, for every listener). A target whose last render ended with a client error
+// creates targets on miss, for every listener). counted: the request was counted at its lookup
+// (an expired page's); else it is once the render stored the page. A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
-func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings) answer {
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool) answer {
 	if len(cfg.Intake.Domains) == 0 {
 		return refuse(w, http.StatusNotFound, "url", "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
@@ -266,6 +270,9 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	}
 	if err != nil {
 		return h.fail(w, ResultMiss, err)
+	}
+	if !counted { // stored now, by the render
+		h.d.Demand.Note(key, now)
 	}
 	return answer{ResultMiss, writePage(w, r, pg, ResultMiss)}
 }

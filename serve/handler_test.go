@@ -59,7 +59,7 @@ func newNode(t testing.TB, yaml string) *node {
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: "admin-token",
-		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxKeys: 100},
+		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxBytes: 1 << 20},
 		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }})
 	if err != nil {
 		t.Fatal(err)

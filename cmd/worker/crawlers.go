@@ -32,11 +32,9 @@ type crawlerListener struct {
 	flushed chan struct{} // closed when they have stopped
 }
 
-// demandHalfLife and demandKeys bound the crawler request counts worker 0 keeps (serve.Demand).
-const (
-	demandHalfLife = time.Hour
-	demandKeys     = 1 << 20
-)
+// demandHalfLife is the half-life of the crawler request counts worker 0 keeps (serve.Demand);
+// serve.demand_bytes bounds their memory.
+const demandHalfLife = time.Hour
 
 // Start serves the inherited socket until Stop.
 func (c *crawlerListener) Start(ctx context.Context) error {
@@ -48,7 +46,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	}
 	cfg := c.e.cur.Load().Config()
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
-		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxKeys: demandKeys},
+		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: cfg.Token})
 	if err != nil {
 		ln.Close()
