@@ -414,13 +414,17 @@ type Supervisor struct {
 // HTTP configures the public listener (listen): the names a request's Host may carry, and how
 // long and how many connections it keeps, so that a slow or idle client is cut at a bound.
 type HTTP struct {
-	Hosts             []string `yaml:"hosts"`               // none: names Host may carry besides listen's host and localhost (DNS rebinding guard)
-	MaxConns          int      `yaml:"max_conns"`           // MaxConnsDefault connections at once; more wait to be accepted
-	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // ReadHeaderTimeoutDefault to send a request's headers
-	ReadTimeout       Duration `yaml:"read_timeout"`        // ReadTimeoutDefault to send a whole request
-	WriteTimeout      Duration `yaml:"write_timeout"`       // WriteTimeoutDefault to answer, from the end of the request's headers
-	BulkTimeout       Duration `yaml:"bulk_timeout"`        // BulkTimeoutDefault: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
-	IdleTimeout       Duration `yaml:"idle_timeout"`        // IdleTimeoutDefault: how long a keep-alive connection may wait for its next request
+	Hosts    []string `yaml:"hosts"`     // none: names Host may carry besides listen's host and localhost (DNS rebinding guard)
+	MaxConns int      `yaml:"max_conns"` // MaxConnsDefault connections at once; more wait to be accepted
+	// MaxUnauthenticated is how many connections one peer address may hold before a request on
+	// them passes the token check (MaxUnauthenticatedDefault, at most MaxConns); one more
+	// from that peer is closed as it is accepted (package internal/connguard).
+	MaxUnauthenticated int      `yaml:"max_unauthenticated"`
+	ReadHeaderTimeout  Duration `yaml:"read_header_timeout"` // ReadHeaderTimeoutDefault to send a request's headers
+	ReadTimeout        Duration `yaml:"read_timeout"`        // ReadTimeoutDefault to send a whole request
+	WriteTimeout       Duration `yaml:"write_timeout"`       // WriteTimeoutDefault to answer, from the end of the request's headers
+	BulkTimeout        Duration `yaml:"bulk_timeout"`        // BulkTimeoutDefault: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
+	IdleTimeout        Duration `yaml:"idle_timeout"`        // IdleTimeoutDefault: how long a keep-alive connection may wait for its next request
 }
 
 // defaultedKey is a key EnsureDefaults fills when its field is zero. EnsureDefaults cannot tell
@@ -496,6 +500,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"supervisor.ready_timeout", &s.ReadyTimeout, false},
 		{"supervisor.watchdog_stall", &s.WatchdogStall, false},
 		{"http.max_conns", &c.HTTP.MaxConns, false},
+		{"http.max_unauthenticated", &c.HTTP.MaxUnauthenticated, false},
 		{"http.read_header_timeout", &c.HTTP.ReadHeaderTimeout, false},
 		{"http.read_timeout", &c.HTTP.ReadTimeout, false},
 		{"http.write_timeout", &c.HTTP.WriteTimeout, false},
@@ -723,6 +728,7 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"cluster.lease_ttl", running.Cluster.LeaseTTL, next.Cluster.LeaseTTL},
 		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},
 		{"http.max_conns", running.HTTP.MaxConns, next.HTTP.MaxConns},
+		{"http.max_unauthenticated", running.HTTP.MaxUnauthenticated, next.HTTP.MaxUnauthenticated},
 		{"http.read_header_timeout", running.HTTP.ReadHeaderTimeout, next.HTTP.ReadHeaderTimeout},
 		{"http.read_timeout", running.HTTP.ReadTimeout, next.HTTP.ReadTimeout},
 		{"http.write_timeout", running.HTTP.WriteTimeout, next.HTTP.WriteTimeout},

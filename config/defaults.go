@@ -195,13 +195,17 @@ const (
 
 // http
 const (
-	MaxConnsDefault          = 512
-	MaxConnsMax              = 1 << 20
-	ReadHeaderTimeoutDefault = Duration(10 * time.Second)
-	ReadTimeoutDefault       = Duration(time.Minute)
-	WriteTimeoutDefault      = Duration(time.Minute)
-	BulkTimeoutDefault       = Duration(10 * time.Minute)
-	IdleTimeoutDefault       = Duration(2 * time.Minute)
+	MaxConnsDefault = 512
+	MaxConnsMax     = 1 << 20
+	// MaxUnauthenticatedDefault: a sixteenth of the default http.max_conns, so that sixteen
+	// peers without a token leave room still; a middleware's fresh connections authenticate
+	// with their first request and count only until then.
+	MaxUnauthenticatedDefault = 32
+	ReadHeaderTimeoutDefault  = Duration(10 * time.Second)
+	ReadTimeoutDefault        = Duration(time.Minute)
+	WriteTimeoutDefault       = Duration(time.Minute)
+	BulkTimeoutDefault        = Duration(10 * time.Minute)
+	IdleTimeoutDefault        = Duration(2 * time.Minute)
 )
 
 // Default returns the configuration with every default filled in.
@@ -299,6 +303,7 @@ func (c *Config) EnsureDefaults() *Config {
 
 	h := &c.HTTP
 	h.MaxConns = cmp.Or(h.MaxConns, MaxConnsDefault)
+	h.MaxUnauthenticated = cmp.Or(h.MaxUnauthenticated, min(MaxUnauthenticatedDefault, h.MaxConns))
 	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
 	h.ReadTimeout = cmp.Or(h.ReadTimeout, ReadTimeoutDefault)
 	h.WriteTimeout = cmp.Or(h.WriteTimeout, WriteTimeoutDefault)

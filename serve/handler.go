@@ -22,6 +22,7 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
@@ -199,8 +200,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		return refuse(w, http.StatusMethodNotAllowed, "", "the crawler listener serves pages only: GET or HEAD /{absolute URL}")
 	}
 	if code, msg := h.authorize(r, cfg); code != 0 {
+		connguard.Refused(w) // a client without the token holds no slot in keep-alive
 		return refuse(w, code, HeaderToken, msg)
 	}
+	connguard.Authenticated(r.Context())
 	target, err := TargetURL(r.RequestURI)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, "url", err.Error())

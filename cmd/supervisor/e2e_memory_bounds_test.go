@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -96,5 +98,105 @@ func TestEndToEndRequestCountsAreBoundedByBytes(t *testing.T) {
 	}
 	if grew := after - before; grew > 96<<20 {
 		t.Fatalf("worker 0 grew by %d MiB counting requests for pages it does not store, want under 96 MiB", grew>>20)
+	}
+}
+
+// dialFrom connects to addr from the loopback address from (127.0.0.x: each is a peer of its
+// own to the listener).
+func dialFrom(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, from, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// exchange sends one raw request on c and reads its answer within limit.
+func exchange(c net.Conn, br *bufio.Reader, req string, limit time.Duration) (*http.Response, error) {
+	c.SetDeadline(time.Now().Add(limit))
+	if _, err := io.WriteString(c, req); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return nil, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, nil
+}
+
+// 512 keep-alive connections that each sent one GET without a token, got 401 and stayed open
+// held every one of the crawler listener's http.max_conns slots for the idle timeout (2 min):
+// a crawler with the right token then timed out. The admin listener had the same pattern.
+// Scaled to http.max_conns 64, on both listeners, from a peer of its own (127.0.0.2): a refusal
+// now closes its connection, and 64 connections that send nothing are held at most
+// http.max_unauthenticated (16) at a time, so a request with the token from another peer
+// (127.0.0.1) is answered while the attacker's connections are open. Its 15 s deadline only
+// turns the hang into a failure: the connections would otherwise be held for 30 s (headers)
+// and 2 minutes (idle).
+func TestEndToEndTokenlessConnectionsLeaveRoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	serveAddr := freePort(t)
+	n := startNode(t, t.TempDir(), 1, serveYAML(serveAddr,
+		"token: admin-token\nhttp: {max_conns: 64, max_unauthenticated: 16, read_header_timeout: 30s}\n"), "")
+	waitFor(t, "ready", 60*time.Second, n.ready)
+	http.DefaultClient.CloseIdleConnections() // the readiness probes' connections held slots
+	w0 := workerPID(n.segment(), 0)
+	before := residentBytes(w0)
+
+	for _, l := range []struct {
+		name, addr, tokenless, withToken string
+	}{
+		{"crawler listener", serveAddr,
+			"GET /http://elsewhere.test/p HTTP/1.1\r\nHost: x\r\nUser-Agent: Googlebot\r\n\r\n",
+			"GET /http://elsewhere.test/p HTTP/1.1\r\nHost: x\r\nUser-Agent: Googlebot\r\nX-Prerender-Token: crawl-token\r\n\r\n"},
+		{"admin listener", n.addr,
+			"GET /v1/queue HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+			"GET /v1/queue HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer admin-token\r\n\r\n"},
+	} {
+		t.Run(l.name, func(t *testing.T) {
+			// 64 connections that send one request without the token each, and would keep it.
+			for i := range 64 {
+				c := dialFrom(t, "127.0.0.2", l.addr)
+				br := bufio.NewReader(c)
+				resp, err := exchange(c, br, l.tokenless, 15*time.Second)
+				if err != nil {
+					t.Fatalf("tokenless request %d: %v", i, err)
+				}
+				if resp.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("tokenless request %d: %d, want 401", i, resp.StatusCode)
+				}
+				if !resp.Close {
+					t.Fatalf("tokenless request %d: answered without Connection: close (%v)", i, resp.Header)
+				}
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				if _, err := br.ReadByte(); err != io.EOF {
+					t.Fatalf("tokenless request %d: the server kept its connection open after the 401 (%v)", i, err)
+				}
+			}
+			// 64 more that send nothing at all.
+			for range 64 {
+				dialFrom(t, "127.0.0.2", l.addr)
+			}
+			c := dialFrom(t, "127.0.0.1", l.addr)
+			resp, err := exchange(c, bufio.NewReader(c), l.withToken, 15*time.Second)
+			if err != nil {
+				t.Fatalf("a request with the token, beside 128 tokenless connections: %v", err)
+			}
+			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+				t.Fatalf("a request with the token: %d", resp.StatusCode)
+			}
+		})
+	}
+	after := residentBytes(w0)
+	t.Logf("worker 0: %d MiB before, %d MiB after", before>>20, after>>20)
+	if grew := after - before; grew > 64<<20 {
+		t.Fatalf("worker 0 grew by %d MiB under tokenless connections, want under 64 MiB", grew>>20)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/serve"
 )
 
@@ -57,6 +58,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	go c.flushDemand(cfg.Freshness.DemandFlush.D())
 	h := cfg.HTTP
 	c.srv = &http.Server{
+		ConnContext:       connguard.ConnContext,
 		Handler:           c.h,
 		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
 		ReadTimeout:       h.ReadTimeout.D(),
@@ -65,7 +67,9 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 		IdleTimeout:    h.IdleTimeout.D(),
 		MaxHeaderBytes: 64 << 10,
 	}
-	lim := netutil.LimitListener(ln, h.MaxConns)
+	// Tokenless peers hold at most http.max_unauthenticated of the http.max_conns slots
+	// (connguard), outside the limit so that a connection it closes frees its slot at once.
+	lim := connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated)
 	go func() {
 		if err := c.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			c.e.log.Error().Err(err).Msg("crawler listener stopped")
