@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -414,26 +415,25 @@ var dropped = map[string]bool{"content-length": true, "content-encoding": true, 
 // If-None-Match holds it), gzip when accepted, and what the request got (X-Freshq-Cache,
 // X-Freshq-Stale). No CSP or sandbox: that belongs to the admin listener, where an operator's
 // browser opens pages. A page stored gzipped (intake.CompressPage) is written as stored to a
-// client that accepts gzip, and decompressed for one that does not. It returns the status sent.
+// client that accepts gzip, and streamed through a gzip reader to one that does not: never
+// decompressed whole, since a client that does not read would hold the whole decoded page
+// for the write timeout. Its Content-Length is the plain length recorded when it was stored
+// (none, chunked, for a page stored before that was recorded); a HEAD decompresses nothing.
+// It returns the status sent.
 func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, result string) int {
 	body := pg.Body
 	stored := intake.Gzipped(&pg.Page)
 	accepts := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	var plain *gzip.Reader // the stored body's decoder, for a client without gzip
 	if stored && !accepts {
-		// Rare (every prerender middleware accepts gzip): decoded whole, for its length.
-		buf := plainPool.Get().(*bytes.Buffer)
-		defer plainPool.Put(buf)
-		buf.Reset()
-		zr := gunzipPool.Get().(*gzip.Reader)
-		err := zr.Reset(bytes.NewReader(pg.Body))
-		if err == nil {
-			_, err = buf.ReadFrom(zr)
-		}
-		gunzipPool.Put(zr)
-		if err != nil {
+		// Rare (every prerender middleware accepts gzip). The gzip header is read now, so that
+		// a body that is not gzip is refused before any header is sent.
+		plain = gunzipPool.Get().(*gzip.Reader)
+		defer gunzipPool.Put(plain)
+		if err := plain.Reset(bytes.NewReader(pg.Body)); err != nil {
 			return writeError(w, http.StatusBadGateway, "", "the stored page's gzipped body does not decompress: "+err.Error())
 		}
-		body, stored = buf.Bytes(), false
+		stored = false
 	}
 	hd := w.Header()
 	for _, x := range pg.Headers {
@@ -459,6 +459,22 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 		return http.StatusNotModified
 	}
 	switch {
+	case plain != nil:
+		if pg.PlainLen > 0 {
+			hd["Content-Length"] = []string{strconv.FormatInt(pg.PlainLen, 10)}
+		}
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			buf := copyPool.Get().(*[]byte)
+			cw := &clientWriter{w: w}
+			_, err := io.CopyBuffer(cw, plain, *buf)
+			copyPool.Put(buf)
+			if err != nil && cw.err == nil {
+				// The status is sent: only a cut connection tells the client that the body
+				// it got is not the page (a chunked body would otherwise end as if whole).
+				panic(http.ErrAbortHandler)
+			}
+		}
 	case stored: // and accepted: as stored
 		hd["Content-Encoding"] = gzipEncoding
 		hd["Content-Length"] = []string{strconv.Itoa(len(body))}
@@ -492,12 +508,29 @@ var (
 	gzipEncoding = []string{"gzip"}
 )
 
-// gunzipPool and plainPool hold the readers and buffers that decompress stored pages for
-// clients without gzip.
+// gunzipPool and copyPool hold the readers and copy buffers that stream stored pages to
+// clients without gzip: a connection costs a reader's window and one buffer, whatever the
+// page's size.
 var (
 	gunzipPool = sync.Pool{New: func() any { return new(gzip.Reader) }}
-	plainPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	copyPool   = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 )
+
+// clientWriter records the error of a write to the client (gone, or past its write deadline),
+// to tell it from an error of the stored body read: net/http closes the client's connection
+// itself.
+type clientWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
 
 var gzipPool = sync.Pool{New: func() any {
 	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)

@@ -2,15 +2,20 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/store"
 )
 
 // These run the real supervisor and worker 0 under what a stranger can send the crawler
@@ -198,5 +203,89 @@ func TestEndToEndTokenlessConnectionsLeaveRoom(t *testing.T) {
 	t.Logf("worker 0: %d MiB before, %d MiB after", before>>20, after>>20)
 	if grew := after - before; grew > 64<<20 {
 		t.Fatalf("worker 0 grew by %d MiB under tokenless connections, want under 64 MiB", grew>>20)
+	}
+}
+
+// bigHTML is n bytes of HTML that gzip compresses about as much as a real page.
+func bigHTML(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("<!doctype html><title>big</title>")
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "<p class=\"row-%d\">item %d costs %d.%02d</p>\n", i%97, i, (i*7919)%1000, i%100)
+	}
+	return b.Bytes()[:n]
+}
+
+// gzipped is body compressed, as intake.CompressPage stores it.
+func gzipped(t *testing.T, body []byte) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(body)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// A page stored gzipped, asked for by a client that does not accept gzip, was decompressed
+// whole per request: 150 connections asking a 9 MiB page without Accept-Encoding and never
+// reading took worker 0 from 240 MB to 4.03 GB (about 25 MB a connection), and each HEAD
+// decompressed the page to learn its length. Scaled to 24 such connections (some 600 MB
+// before), worker 0 must grow by less than 64 MiB: the page is streamed through a gzip reader,
+// its Content-Length the plain length stored with it, and a HEAD decompresses nothing. A page
+// stored before the plain length was recorded is streamed too, without Content-Length.
+func TestEndToEndGzippedPageIsStreamedToPlainClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	plain := bigHTML(9 << 20)
+	z := gzipped(t, plain)
+	gz := []store.Header{{Name: "content-type", Value: "text/html; charset=utf-8"}, {Name: "content-encoding", Value: "gzip"}}
+	seedPages(t, dir, map[string]store.Page{
+		"https://shop.test/c/big": {Status: 200, Headers: gz, Body: z, PlainLen: int64(len(plain))},
+		"https://shop.test/c/old": {Status: 200, Headers: gz, Body: z}, // stored before page v2
+	})
+	serveAddr := freePort(t)
+	n := startNode(t, dir, 1, fmt.Sprintf("serve: {listen: %s, tokens: [crawl-token]}\n", serveAddr), "")
+	waitFor(t, "ready", 60*time.Second, n.ready)
+	w0 := workerPID(n.segment(), 0)
+
+	before := residentBytes(w0)
+
+	// 200 HEADs, then 24 connections that ask and do not read.
+	for range 200 {
+		c := dialTinyBuffer(t, serveAddr)
+		resp, err := exchange(c, bufio.NewReader(c), "HEAD /https://shop.test/c/big HTTP/1.1\r\nHost: x\r\nX-Prerender-Token: crawl-token\r\nConnection: close\r\n\r\n", 15*time.Second)
+		if err != nil || resp.StatusCode != 200 || resp.ContentLength != int64(len(plain)) {
+			t.Fatalf("HEAD: %v %v", resp, err)
+		}
+		c.Close()
+	}
+	for i := range 24 {
+		c := dialTinyBuffer(t, serveAddr)
+		fmt.Fprintf(c, "GET /https://shop.test/c/big HTTP/1.1\r\nHost: x\r\nX-Prerender-Token: crawl-token\r\n\r\n")
+		// One byte read: the server is writing the page, and blocks once the buffers are full.
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	after := residentBytes(w0)
+	t.Logf("worker 0: %d MiB before, %d MiB with 24 plain clients not reading a %d MiB page stored gzipped (%d MiB)",
+		before>>20, after>>20, len(plain)>>20, len(z)>>20)
+	if grew := after - before; grew > 64<<20 {
+		t.Fatalf("worker 0 grew by %d MiB for 24 clients of a gzipped page, want under 64 MiB", grew>>20)
+	}
+
+	// What a plain client gets: the page, whole, with its length when it was recorded.
+	for _, tc := range []struct {
+		path, length string
+	}{{"/https://shop.test/c/big", strconv.Itoa(len(plain))}, {"/https://shop.test/c/old", ""}} {
+		a := crawl(t, serveAddr, tc.path)
+		if a.code != 200 || a.body != string(plain) || a.header.Get("Content-Length") != tc.length || a.header.Get("Content-Encoding") != "" {
+			t.Fatalf("GET %s without gzip: %d, %d bytes, Content-Length %q Content-Encoding %q; want the %d plain bytes, Content-Length %q",
+				tc.path, a.code, len(a.body), a.header.Get("Content-Length"), a.header.Get("Content-Encoding"), len(plain), tc.length)
+		}
 	}
 }
