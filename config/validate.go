@@ -448,7 +448,7 @@ func (h *HTTP) validate(bad badFunc) {
 	if h.MaxConns < 1 || h.MaxConns > MaxConnsMax {
 		bad("http.max_conns", "must be 1..%d, got %d", MaxConnsMax, h.MaxConns)
 	}
-	if h.MaxUnauthenticated < 1 || h.MaxUnauthenticated > h.MaxConns {
+	if h.MaxConns >= 1 && (h.MaxUnauthenticated < 1 || h.MaxUnauthenticated > h.MaxConns) {
 		bad("http.max_unauthenticated", "must be 1..http.max_conns (%d), got %d", h.MaxConns, h.MaxUnauthenticated)
 	}
 	if h.ReadHeaderTimeout > h.ReadTimeout {
