@@ -57,4 +57,3 @@ func TestBoundDepth(t *testing.T) {
 		}
 	}
 }
-
