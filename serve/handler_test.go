@@ -317,6 +317,10 @@ func TestMissRateLimitPerHost(t *testing.T) {
 	if _, err := n.Store.GetSchedule([]byte("desktop|https://shop.test/p/c")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused miss was filed: %v", err)
 	}
+	// Nothing stored, nothing counted: the request counts hold only keys the store holds.
+	if c, b := n.h.Demand().Count([]byte("desktop|https://shop.test/p/c"), n.Now()), n.h.Demand().Bytes(); c != 0 || b != 0 {
+		t.Fatalf("a refused miss was counted: %v (%d bytes counted)", c, b)
+	}
 	waiting = append(waiting, n.async("/https://other.test/p/a"))
 	n.until(t, 3)
 	n.Advance(1000) // a token back
@@ -330,6 +334,9 @@ func TestMissRateLimitPerHost(t *testing.T) {
 	}
 	if rows := n.AllRows(); len(rows) != 4 {
 		t.Fatalf("%d rows, want 4", len(rows))
+	}
+	if b := n.h.Demand().Bytes(); b != 0 {
+		t.Fatalf("misses that stored no page were counted: %d bytes", b)
 	}
 }
 
