@@ -57,3 +57,13 @@ func TestBoundDepth(t *testing.T) {
 		}
 	}
 }
+
+// The scan never panics, whatever the bytes.
+func FuzzBoundDepth(f *testing.F) {
+	for _, s := range []string{"a: [\n", "- - - x", "a: |\n  [[[\n", "'\n[[[", "\"\\", "a: >-2 # c\n b", "[{[{", "# [[[[\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		boundDepth(b)
+	})
+}
