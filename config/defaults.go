@@ -197,10 +197,10 @@ const (
 const (
 	MaxConnsDefault = 512
 	MaxConnsMax     = 1 << 20
-	// MaxUnauthenticatedDefault: a sixteenth of the default http.max_conns, so that sixteen
-	// peers without a token leave room still; a middleware's fresh connections authenticate
-	// with their first request and count only until then.
-	MaxUnauthenticatedDefault = 32
+	// MaxUnauthenticatedDefault: an eighth of the default http.max_conns, so that eight peers
+	// without a token leave room still; a middleware's fresh connections authenticate with
+	// their first request and count only until then, so it may open this many at once.
+	MaxUnauthenticatedDefault = 64
 	ReadHeaderTimeoutDefault  = Duration(10 * time.Second)
 	ReadTimeoutDefault        = Duration(time.Minute)
 	WriteTimeoutDefault       = Duration(time.Minute)

@@ -51,7 +51,8 @@ func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) 
 		MaxHeaderBytes:    64 << 10,
 	}
 	// connguard outside: a connection it closes gives its max_conns slot back at once.
-	return srv, connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated)
+	return srv, connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
+		func() bool { return s.cfg.Load().Token != "" })
 }
 
 // handler is the public listener: /metrics, /healthz and /readyz are answered from shared

@@ -69,7 +69,8 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	}
 	// Tokenless peers hold at most http.max_unauthenticated of the http.max_conns slots
 	// (connguard), outside the limit so that a connection it closes frees its slot at once.
-	lim := connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated)
+	lim := connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
+		func() bool { return len(c.e.serveSettings().Tokens) > 0 })
 	go func() {
 		if err := c.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			c.e.log.Error().Err(err).Msg("crawler listener stopped")

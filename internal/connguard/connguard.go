@@ -28,15 +28,19 @@ import (
 // connection authenticated.
 type Listener struct {
 	net.Listener
-	limit int
+	limit   int
+	guarded func() bool
 
 	mu      sync.Mutex
 	pending map[netip.Prefix]int // unauthenticated connections per peer
 }
 
-// Listen wraps ln: at most limit unauthenticated connections per peer address (limit ≥ 1).
-func Listen(ln net.Listener, limit int) *Listener {
-	return &Listener{Listener: ln, limit: max(limit, 1), pending: map[netip.Prefix]int{}}
+// Listen wraps ln: at most limit unauthenticated connections per peer address (limit ≥ 1),
+// while guarded reports true, asked at each accept. A listener with no token to check (a
+// loopback listener without one) is not guarded: no request on it can fail the check, and
+// a burst of fresh connections from one program must not be cut before it sends anything.
+func Listen(ln net.Listener, limit int, guarded func() bool) *Listener {
+	return &Listener{Listener: ln, limit: max(limit, 1), guarded: guarded, pending: map[netip.Prefix]int{}}
 }
 
 // Accept returns the next connection whose peer holds fewer than the limit of unauthenticated
@@ -48,7 +52,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		peer, ok := peerOf(c.RemoteAddr())
-		if !ok { // not an IP peer (a unix socket): nothing to bound it by
+		if !ok || !l.guarded() { // not an IP peer (a unix socket), or nothing to check
 			return c, nil
 		}
 		l.mu.Lock()

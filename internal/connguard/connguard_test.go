@@ -14,7 +14,7 @@ func TestListenerBoundsUnauthenticatedPerPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Listen(inner, 2)
+	l := Listen(inner, 2, func() bool { return true })
 	defer l.Close()
 	accepted := make(chan net.Conn, 8)
 	go func() {
