@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/goccy/go-yaml/token"
 	"net"
 	"net/netip"
 	"os"
@@ -122,6 +121,10 @@ type Serve struct {
 	// MobileAgents are substrings of a User-Agent (case-insensitive) that make a request's
 	// device mobile; any other is desktop (ServeMobileAgentsDefault).
 	MobileAgents []string `yaml:"mobile_agents"`
+	// DemandBytes bounds the memory worker 0 counts crawler requests per stored page in
+	// (ServeDemandBytesDefault, ServeDemandBytesMin..ServeDemandBytesMax): keys up to the
+	// store's key limit long, so bounded by bytes, not keys. Read when the listener starts.
+	DemandBytes ByteSize `yaml:"demand_bytes"`
 }
 
 // Node names this node among the nodes that share one PostgreSQL database.
@@ -411,13 +414,17 @@ type Supervisor struct {
 // HTTP configures the public listener (listen): the names a request's Host may carry, and how
 // long and how many connections it keeps, so that a slow or idle client is cut at a bound.
 type HTTP struct {
-	Hosts             []string `yaml:"hosts"`               // none: names Host may carry besides listen's host and localhost (DNS rebinding guard)
-	MaxConns          int      `yaml:"max_conns"`           // MaxConnsDefault connections at once; more wait to be accepted
-	ReadHeaderTimeout Duration `yaml:"read_header_timeout"` // ReadHeaderTimeoutDefault to send a request's headers
-	ReadTimeout       Duration `yaml:"read_timeout"`        // ReadTimeoutDefault to send a whole request
-	WriteTimeout      Duration `yaml:"write_timeout"`       // WriteTimeoutDefault to answer, from the end of the request's headers
-	BulkTimeout       Duration `yaml:"bulk_timeout"`        // BulkTimeoutDefault: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
-	IdleTimeout       Duration `yaml:"idle_timeout"`        // IdleTimeoutDefault: how long a keep-alive connection may wait for its next request
+	Hosts    []string `yaml:"hosts"`     // none: names Host may carry besides listen's host and localhost (DNS rebinding guard)
+	MaxConns int      `yaml:"max_conns"` // MaxConnsDefault connections at once; more wait to be accepted
+	// MaxUnauthenticated is how many connections one peer address may hold before a request on
+	// them passes the token check (MaxUnauthenticatedDefault, at most MaxConns); one more
+	// from that peer is closed as it is accepted (package internal/connguard).
+	MaxUnauthenticated int      `yaml:"max_unauthenticated"`
+	ReadHeaderTimeout  Duration `yaml:"read_header_timeout"` // ReadHeaderTimeoutDefault to send a request's headers
+	ReadTimeout        Duration `yaml:"read_timeout"`        // ReadTimeoutDefault to send a whole request
+	WriteTimeout       Duration `yaml:"write_timeout"`       // WriteTimeoutDefault to answer, from the end of the request's headers
+	BulkTimeout        Duration `yaml:"bulk_timeout"`        // BulkTimeoutDefault: both bounds for POST /v1/targets, /v1/sitemaps, /v1/results, /v1/prioritize
+	IdleTimeout        Duration `yaml:"idle_timeout"`        // IdleTimeoutDefault: how long a keep-alive connection may wait for its next request
 }
 
 // defaultedKey is a key EnsureDefaults fills when its field is zero. EnsureDefaults cannot tell
@@ -494,6 +501,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"supervisor.ready_timeout", &s.ReadyTimeout, false},
 		{"supervisor.watchdog_stall", &s.WatchdogStall, false},
 		{"http.max_conns", &c.HTTP.MaxConns, false},
+		{"http.max_unauthenticated", &c.HTTP.MaxUnauthenticated, false},
 		{"http.read_header_timeout", &c.HTTP.ReadHeaderTimeout, false},
 		{"http.read_timeout", &c.HTTP.ReadTimeout, false},
 		{"http.write_timeout", &c.HTTP.WriteTimeout, false},
@@ -503,6 +511,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"serve.wait", &c.Serve.Wait, false},
 		{"serve.miss_rate", &c.Serve.MissRate, false},
 		{"serve.miss_burst", &c.Serve.MissBurst, false},
+		{"serve.demand_bytes", &c.Serve.DemandBytes, false},
 	}
 }
 
@@ -704,6 +713,7 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"workers", running.Workers, next.Workers},
 		{"listen", running.Listen, next.Listen},
 		{"serve.listen", running.Serve.Listen, next.Serve.Listen},
+		{"serve.demand_bytes", running.Serve.DemandBytes, next.Serve.DemandBytes},
 		{"data_dir", running.DataDir, next.DataDir},
 		{"shm.path", running.SHM.Path, next.SHM.Path},
 		{"queue.max_leases", running.Queue.MaxLeases, next.Queue.MaxLeases},
@@ -719,6 +729,7 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"cluster.lease_ttl", running.Cluster.LeaseTTL, next.Cluster.LeaseTTL},
 		{"render.concurrency", running.Render.Concurrency, next.Render.Concurrency},
 		{"http.max_conns", running.HTTP.MaxConns, next.HTTP.MaxConns},
+		{"http.max_unauthenticated", running.HTTP.MaxUnauthenticated, next.HTTP.MaxUnauthenticated},
 		{"http.read_header_timeout", running.HTTP.ReadHeaderTimeout, next.HTTP.ReadHeaderTimeout},
 		{"http.read_timeout", running.HTTP.ReadTimeout, next.HTTP.ReadTimeout},
 		{"http.write_timeout", running.HTTP.WriteTimeout, next.HTTP.WriteTimeout},
@@ -778,32 +789,35 @@ func Load(path string) (*Config, error) {
 func Parse(data []byte) (*Config, error) { return ParseContext(context.Background(), data) }
 
 // ParseContext is Parse that gives up once ctx is done: for a file that arrives with a request.
-// Before anything decodes it, a file whose aliases and merge keys stand for more than
-// MaxAliasNodes nodes is refused with the line of the alias (boundAliases), so that what
-// parsing a file costs is bounded by its size, wherever it comes from.
+// What parsing a file costs is bounded by its size, wherever it comes from: before any parse,
+// a file whose collections nest deeper than MaxNestingDepth is refused with its line
+// (boundDepth, a scan of the bytes); the file is then parsed once, and before anything decodes
+// the tree, one whose aliases and merge keys stand for more than MaxAliasNodes nodes is refused
+// with the line of the alias (boundAliases). The one tree is decoded, defaulted and searched
+// for the lines of errors; ctx is checked between each step and within the alias walk.
 func ParseContext(ctx context.Context, data []byte) (*Config, error) {
-	if file, err := parser.ParseBytes(data, 0); err == nil { // a syntax error is reported below
-		if err := boundAliases(ctx, file); err != nil {
-			return nil, err
-		}
+	if err := boundDepth(data); err != nil {
+		return nil, err
 	}
-	data, err := resolveAliases(data)
+	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
+	}
+	if err := boundAliases(ctx, file); err != nil {
+		return nil, err
+	}
+	if err := resolveAliases(file); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c := &Config{}
-	if err := decodeStrict(data, c); err != nil {
+	if err := decodeStrict(ctx, data, file, c); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
 	}
 	if err := c.applyDefaults(file); err != nil {
 		return nil, err
@@ -812,7 +826,7 @@ func ParseContext(ctx context.Context, data []byte) (*Config, error) {
 		var errs FieldErrors
 		if errors.As(err, &errs) {
 			for _, fe := range errs {
-				fe.Line = lineOf(data, fe.Path)
+				fe.Line = lineOfFile(file, fe.Path)
 			}
 		}
 		return nil, err
@@ -824,17 +838,18 @@ func ParseContext(ctx context.Context, data []byte) (*Config, error) {
 // malformed documents (a bare tag as a sequence's value, `routes: ! `); a configuration
 // arrives over HTTP too (POST /v1/plan), so a panic is turned into the error it should have
 // been, with its line when the parser can name it.
-func decodeStrict(data []byte, c *Config) (err error) {
+//
+// It decodes file, data's tree, without parsing data again; an empty file decodes to nothing.
+func decodeStrict(ctx context.Context, data []byte, file *ast.File, c *Config) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			line := 0
-			if _, perr := parser.ParseBytes(data, 0); perr == nil {
-				line = firstTagLine(data)
-			}
-			err = fmt.Errorf("%w: line %d: malformed YAML the decoder cannot read (%v)", ErrInvalid, line, r)
+			err = fmt.Errorf("%w: line %d: malformed YAML the decoder cannot read (%v)", ErrInvalid, firstTagLine(data), r)
 		}
 	}()
-	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
+	if len(file.Docs) == 0 || file.Docs[0].Body == nil {
+		return nil
+	}
+	if err := yaml.NewDecoder(bytes.NewReader(nil), yaml.Strict()).DecodeFromNodeContext(ctx, file.Docs[0].Body, c); err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
 	}
 	return nil
@@ -932,41 +947,29 @@ var keyAliases = []struct{ section, old, now string }{
 	{"queue.ready", "sitemap_boost", "submitted_boost"},
 }
 
-// resolveAliases returns data with every key set under an earlier name renamed to its name now,
-// in place on its own line, so that every later error keeps its line number. Setting both
-// names is an error naming the earlier one.
-func resolveAliases(data []byte) ([]byte, error) {
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return data, nil // Parse reports it
-	}
+// resolveAliases renames in file's tree every key set under an earlier name to its name now,
+// keeping its place, so that every later error keeps its line number. Setting both names is
+// an error naming the earlier one.
+func resolveAliases(file *ast.File) error {
 	for _, a := range keyAliases {
 		old, now := sectionKey(file, a.section, a.old), sectionKey(file, a.section, a.now)
 		if old == nil {
 			continue
 		}
-		pos := old.Position
 		if now != nil {
-			return nil, &FieldError{Path: a.section + "." + a.old, Line: pos.Line,
+			return &FieldError{Path: a.section + "." + a.old, Line: old.GetToken().Position.Line,
 				Msg: fmt.Sprintf("is the earlier name of %s.%s; set only one", a.section, a.now)}
 		}
-		lines := bytes.SplitAfter(data, []byte("\n"))
-		if pos.Line < 1 || pos.Line > len(lines) {
-			continue
+		if s, ok := old.(*ast.StringNode); ok {
+			s.Value = a.now
 		}
-		line := lines[pos.Line-1]
-		i := bytes.Index(line, []byte(a.old))
-		if i < 0 {
-			continue
-		}
-		lines[pos.Line-1] = slices.Concat(line[:i], []byte(a.now), line[i+len(a.old):])
-		data = bytes.Join(lines, nil)
+		old.GetToken().Value = a.now
 	}
-	return data, nil
+	return nil
 }
 
-// sectionKey is the token of the key name in the mapping at the dotted path section, or nil.
-func sectionKey(file *ast.File, section, name string) *token.Token {
+// sectionKey is the key name in the mapping at the dotted path section, or nil.
+func sectionKey(file *ast.File, section, name string) ast.MapKeyNode {
 	yp, err := yaml.PathString("$." + section)
 	if err != nil {
 		return nil
@@ -984,7 +987,7 @@ func sectionKey(file *ast.File, section, name string) *token.Token {
 	}
 	for _, p := range pairs {
 		if tk := p.Key.GetToken(); tk != nil && tk.Value == name {
-			return tk
+			return p.Key
 		}
 	}
 	return nil

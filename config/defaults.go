@@ -198,13 +198,17 @@ const (
 
 // http
 const (
-	MaxConnsDefault          = 512
-	MaxConnsMax              = 1 << 20
-	ReadHeaderTimeoutDefault = Duration(10 * time.Second)
-	ReadTimeoutDefault       = Duration(time.Minute)
-	WriteTimeoutDefault      = Duration(time.Minute)
-	BulkTimeoutDefault       = Duration(10 * time.Minute)
-	IdleTimeoutDefault       = Duration(2 * time.Minute)
+	MaxConnsDefault = 512
+	MaxConnsMax     = 1 << 20
+	// MaxUnauthenticatedDefault: an eighth of the default http.max_conns, so that eight peers
+	// without a token leave room still; a middleware's fresh connections authenticate with
+	// their first request and count only until then, so it may open this many at once.
+	MaxUnauthenticatedDefault = 64
+	ReadHeaderTimeoutDefault  = Duration(10 * time.Second)
+	ReadTimeoutDefault        = Duration(time.Minute)
+	WriteTimeoutDefault       = Duration(time.Minute)
+	BulkTimeoutDefault        = Duration(10 * time.Minute)
+	IdleTimeoutDefault        = Duration(2 * time.Minute)
 )
 
 // Default returns the configuration with every default filled in.
@@ -303,6 +307,7 @@ func (c *Config) EnsureDefaults() *Config {
 
 	h := &c.HTTP
 	h.MaxConns = cmp.Or(h.MaxConns, MaxConnsDefault)
+	h.MaxUnauthenticated = cmp.Or(h.MaxUnauthenticated, min(MaxUnauthenticatedDefault, h.MaxConns))
 	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
 	h.ReadTimeout = cmp.Or(h.ReadTimeout, ReadTimeoutDefault)
 	h.WriteTimeout = cmp.Or(h.WriteTimeout, WriteTimeoutDefault)
@@ -324,6 +329,7 @@ func (c *Config) EnsureDefaults() *Config {
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
 	sv.MissBurst = cmp.Or(sv.MissBurst, ServeMissBurstDefault)
+	sv.DemandBytes = cmp.Or(sv.DemandBytes, ServeDemandBytesDefault)
 	if sv.MobileAgents == nil {
 		sv.MobileAgents = ServeMobileAgentsDefault()
 	}
@@ -337,6 +343,12 @@ const (
 	ServeMissRateDefault  = 1.0 // new targets a second per host
 	ServeMissBurstDefault = 20
 	ServeMissBurstMax     = 100_000
+	// serve.demand_bytes: 128 MiB holds the counts of about 400,000 pages of 100-byte URLs
+	// (a third each for the two generations and the counts pending a flush), of 20,000 of
+	// the longest keys the store accepts.
+	ServeDemandBytesDefault = ByteSize(128 << 20)
+	ServeDemandBytesMin     = ByteSize(1 << 20)
+	ServeDemandBytesMax     = ByteSize(16 << 30)
 )
 
 // ServeMobileAgentsDefault is serve.mobile_agents' default: what the smartphone crawlers'

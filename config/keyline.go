@@ -18,8 +18,19 @@ import (
 // which a path expression would split. At each mapping the longest key that the rest of the
 // path continues with wins.
 func lineOf(data []byte, path string) int {
+	if boundDepth(data) != nil {
+		return 0
+	}
 	file, err := parser.ParseBytes(data, 0)
-	if err != nil || len(file.Docs) == 0 {
+	if err != nil {
+		return 0
+	}
+	return lineOfFile(file, path)
+}
+
+// lineOfFile is lineOf on a file already parsed.
+func lineOfFile(file *ast.File, path string) int {
+	if file == nil || len(file.Docs) == 0 {
 		return 0
 	}
 	node, line, rest := file.Docs[0].Body, 0, path

@@ -432,6 +432,9 @@ func (sv *Serve) validate(c *Config, bad badFunc) {
 	if sv.MissBurst < 1 || sv.MissBurst > ServeMissBurstMax {
 		bad("serve.miss_burst", "must be 1..%d, got %d", ServeMissBurstMax, sv.MissBurst)
 	}
+	if sv.DemandBytes < ServeDemandBytesMin || sv.DemandBytes > ServeDemandBytesMax {
+		bad("serve.demand_bytes", "must be %d (1MiB)..%d (16GiB) bytes, got %d", ServeDemandBytesMin, ServeDemandBytesMax, sv.DemandBytes)
+	}
 	for i, a := range sv.MobileAgents {
 		if strings.TrimSpace(a) == "" {
 			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must not be blank")
@@ -447,6 +450,9 @@ func (h *HTTP) validate(bad badFunc) {
 	positive(bad, "http.idle_timeout", h.IdleTimeout)
 	if h.MaxConns < 1 || h.MaxConns > MaxConnsMax {
 		bad("http.max_conns", "must be 1..%d, got %d", MaxConnsMax, h.MaxConns)
+	}
+	if h.MaxConns >= 1 && (h.MaxUnauthenticated < 1 || h.MaxUnauthenticated > h.MaxConns) {
+		bad("http.max_unauthenticated", "must be 1..http.max_conns (%d), got %d", h.MaxConns, h.MaxUnauthenticated)
 	}
 	if h.ReadHeaderTimeout > h.ReadTimeout {
 		bad("http.read_header_timeout", "%s exceeds http.read_timeout %s, which includes the headers", h.ReadHeaderTimeout, h.ReadTimeout)

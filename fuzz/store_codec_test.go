@@ -116,6 +116,8 @@ func FuzzStorePage(f *testing.F) {
 		Headers: []store.Header{{Name: "Content-Type", Value: "text/html; charset=utf-8"}, {Name: "Link", Value: ""}},
 		Body:    []byte("<!doctype html><title>x</title>")}))
 	seedTruncations(f, mustMarshal(f, store.Page{}))
+	seedTruncations(f, mustMarshal(f, store.Page{Status: 200, PlainLen: 4096, // page v2
+		Headers: []store.Header{{Name: "content-encoding", Value: "gzip"}}, Body: []byte{0x1f, 0x8b}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p store.Page
 		err := p.UnmarshalBinary(b)

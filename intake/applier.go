@@ -487,8 +487,12 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 	t.LastRender = store.RenderSummary{Status: uint16(max(0, r.Status)), AtMs: now, DurationMs: max(0, r.DurationMs), Bytes: uint64(len(r.Body))}
 	w := store.Write{Schedule: sch, Target: &t}
 	if d.StorePage {
+		plain := len(body)
 		body, headers := CompressPage(body, pageHeaders(r.Headers))
 		w.Page = &store.Page{Status: uint16(r.Status), Headers: headers, Body: body, RenderedAtMs: now}
+		if Gzipped(w.Page) { // recorded, so a client without gzip gets its length undecoded
+			w.Page.PlainLen = int64(plain)
+		}
 	}
 	return w, true, nil
 }

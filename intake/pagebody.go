@@ -15,8 +15,10 @@ import (
 // content-encoding: gzip header among the page's headers (the store keeps a page as served:
 // the header says what its body is). The crawler listener sends such a body as stored to a
 // client that accepts gzip, which every prerender middleware does, so a hit compresses
-// nothing; it decompresses only for one that does not. A page stored uncompressed (by an
-// older version, or under CompressMin) is served as before.
+// nothing; it streams the body through a gzip reader only for one that does not, never
+// decompressing it whole, with the decoded length recorded when the page was stored
+// (store.Page.PlainLen) as its Content-Length. A page stored uncompressed (by an older
+// version, or under CompressMin) is served as before.
 //
 // A compressed page costs the store about a fifth of the bytes of a typical HTML page: a
 // million pages of 30 KB take ~6 GB, which fits in the page cache of a modest machine.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
@@ -56,8 +58,8 @@ type Settings struct {
 //   - Targets reads pages and moves expired rows up, Misses renders on miss;
 //   - Settings and Now are worker 0's, read once per request;
 //   - Metrics counts every answer (freshq_serve_*): a listener that counts nothing looks idle;
-//   - Demand counts every request per key, half of what the freshness policy schedules by: a
-//     listener without it would silently starve the requests counters.
+//   - Demand counts the requests per stored key, half of what the freshness policy schedules
+//     by: a listener without it would silently starve the requests counters.
 type HandlerDeps struct {
 	Targets  *intake.Targets
 	Misses   *intake.Misses
@@ -200,6 +202,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		return refuse(w, http.StatusMethodNotAllowed, "", "the crawler listener serves pages only: GET or HEAD /{absolute URL}")
 	}
 	if code, msg := h.authorize(r, cfg); code != 0 {
+		connguard.Refused(w) // a client without the token holds no slot in keep-alive
 		return refuse(w, code, HeaderToken, msg)
 	}
 	if len(cfg.Tokens) == 0 { // only the loopback peer authorized it: it may be a browser's
@@ -207,6 +210,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 			return refuse(w, code, field, msg)
 		}
 	}
+	connguard.Authenticated(r.Context())
 	target, err := TargetURL(r.RequestURI)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, "url", err.Error())
@@ -225,8 +229,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	if len(domains) > 0 && !render.Allowed(domains, host) {
 		return refuse(w, http.StatusNotFound, "url", "host "+host+" is not one render.domains allows")
 	}
-	h.d.Demand.Note(key, h.d.Now())
 	pg, err := h.d.Targets.Stored(key)
+	if err == nil {
+		// Counted after the lookup, and only for a key stored: see Demand.
+		h.d.Demand.Note(key, h.d.Now())
+	}
 	switch {
 	case err == nil && (!pg.Expired || pg.ServeStale):
 		if pg.Expired && !pg.Urgent {
@@ -238,7 +245,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		}
 		return answer{result, writePage(w, r, pg.ServedPage, result)}
 	case err == nil, errors.Is(err, intake.ErrNotFound):
-		return h.miss(w, r, key, target, device, host, cfg)
+		return h.miss(w, r, key, target, device, host, cfg, err == nil)
 	default:
 		return h.fail(w, ResultError, err)
 	}
@@ -247,9 +254,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 // miss renders key on miss and serves the page, within serve.wait. Only for a host
 // render.domains names (an empty list renders nothing on miss here), and a new target only
 // within its host's serve.miss_rate (both checked again by intake.Misses, the one place that
-// creates targets on miss, for every listener). A target whose last render ended with a client error
+// creates targets on miss, for every listener). counted: the request was counted at its lookup
+// (an expired page's); else it is once the render stored the page. A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
-func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings) answer {
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool) answer {
 	if len(cfg.Intake.Domains) == 0 {
 		return refuse(w, http.StatusNotFound, "url", "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
@@ -272,6 +280,9 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	}
 	if err != nil {
 		return h.fail(w, ResultMiss, err)
+	}
+	if !counted { // stored now, by the render
+		h.d.Demand.Note(key, now)
 	}
 	return answer{ResultMiss, writePage(w, r, pg, ResultMiss)}
 }
@@ -410,26 +421,25 @@ var dropped = map[string]bool{"content-length": true, "content-encoding": true, 
 // If-None-Match holds it), gzip when accepted, and what the request got (X-Freshq-Cache,
 // X-Freshq-Stale). No CSP or sandbox: that belongs to the admin listener, where an operator's
 // browser opens pages. A page stored gzipped (intake.CompressPage) is written as stored to a
-// client that accepts gzip, and decompressed for one that does not. It returns the status sent.
+// client that accepts gzip, and streamed through a gzip reader to one that does not: never
+// decompressed whole, since a client that does not read would hold the whole decoded page
+// for the write timeout. Its Content-Length is the plain length recorded when it was stored
+// (none, chunked, for a page stored before that was recorded); a HEAD decompresses nothing.
+// It returns the status sent.
 func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, result string) int {
 	body := pg.Body
 	stored := intake.Gzipped(&pg.Page)
 	accepts := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	var plain *gzip.Reader // the stored body's decoder, for a client without gzip
 	if stored && !accepts {
-		// Rare (every prerender middleware accepts gzip): decoded whole, for its length.
-		buf := plainPool.Get().(*bytes.Buffer)
-		defer plainPool.Put(buf)
-		buf.Reset()
-		zr := gunzipPool.Get().(*gzip.Reader)
-		err := zr.Reset(bytes.NewReader(pg.Body))
-		if err == nil {
-			_, err = buf.ReadFrom(zr)
-		}
-		gunzipPool.Put(zr)
-		if err != nil {
+		// Rare (every prerender middleware accepts gzip). The gzip header is read now, so that
+		// a body that is not gzip is refused before any header is sent.
+		plain = gunzipPool.Get().(*gzip.Reader)
+		defer gunzipPool.Put(plain)
+		if err := plain.Reset(bytes.NewReader(pg.Body)); err != nil {
 			return writeError(w, http.StatusBadGateway, "", "the stored page's gzipped body does not decompress: "+err.Error())
 		}
-		body, stored = buf.Bytes(), false
+		stored = false
 	}
 	hd := w.Header()
 	for _, x := range pg.Headers {
@@ -455,6 +465,22 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 		return http.StatusNotModified
 	}
 	switch {
+	case plain != nil:
+		if pg.PlainLen > 0 {
+			hd["Content-Length"] = []string{strconv.FormatInt(pg.PlainLen, 10)}
+		}
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			buf := copyPool.Get().(*[]byte)
+			cw := &clientWriter{w: w}
+			_, err := io.CopyBuffer(cw, plain, *buf)
+			copyPool.Put(buf)
+			if err != nil && cw.err == nil {
+				// The status is sent: only a cut connection tells the client that the body
+				// it got is not the page (a chunked body would otherwise end as if whole).
+				panic(http.ErrAbortHandler)
+			}
+		}
 	case stored: // and accepted: as stored
 		hd["Content-Encoding"] = gzipEncoding
 		hd["Content-Length"] = []string{strconv.Itoa(len(body))}
@@ -488,12 +514,29 @@ var (
 	gzipEncoding = []string{"gzip"}
 )
 
-// gunzipPool and plainPool hold the readers and buffers that decompress stored pages for
-// clients without gzip.
+// gunzipPool and copyPool hold the readers and copy buffers that stream stored pages to
+// clients without gzip: a connection costs a reader's window and one buffer, whatever the
+// page's size.
 var (
 	gunzipPool = sync.Pool{New: func() any { return new(gzip.Reader) }}
-	plainPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	copyPool   = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 )
+
+// clientWriter records the error of a write to the client (gone, or past its write deadline),
+// to tell it from an error of the stored body read: net/http closes the client's connection
+// itself.
+type clientWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
 
 var gzipPool = sync.Pool{New: func() any {
 	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)

@@ -59,7 +59,7 @@ func newNode(t testing.TB, yaml string) *node {
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: "admin-token",
-		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxKeys: 100},
+		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxBytes: 1 << 20},
 		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }})
 	if err != nil {
 		t.Fatal(err)
@@ -317,6 +317,10 @@ func TestMissRateLimitPerHost(t *testing.T) {
 	if _, err := n.Store.GetSchedule([]byte("desktop|https://shop.test/p/c")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused miss was filed: %v", err)
 	}
+	// Nothing stored, nothing counted: the request counts hold only keys the store holds.
+	if c, b := n.h.Demand().Count([]byte("desktop|https://shop.test/p/c"), n.Now()), n.h.Demand().Bytes(); c != 0 || b != 0 {
+		t.Fatalf("a refused miss was counted: %v (%d bytes counted)", c, b)
+	}
 	waiting = append(waiting, n.async("/https://other.test/p/a"))
 	n.until(t, 3)
 	n.Advance(1000) // a token back
@@ -330,6 +334,9 @@ func TestMissRateLimitPerHost(t *testing.T) {
 	}
 	if rows := n.AllRows(); len(rows) != 4 {
 		t.Fatalf("%d rows, want 4", len(rows))
+	}
+	if b := n.h.Demand().Bytes(); b != 0 {
+		t.Fatalf("misses that stored no page were counted: %d bytes", b)
 	}
 }
 

@@ -18,6 +18,7 @@ const (
 	tagTargetV1     = 0x31 // codec_target.go
 	tagTargetV2     = 0x32 // codec_target.go, with the freshness section of codec_freshness.go
 	tagPageV1       = 0x41 // codec_page.go
+	tagPageV2       = 0x42 // codec_page.go, with the decoded length of a compressed body
 )
 
 // decoder reads a value front to back. Every read checks the remaining length first, so a

@@ -17,6 +17,11 @@ type Page struct {
 	Headers      []Header // the few that matter (content-type, …), in the order given
 	Body         []byte
 	RenderedAtMs int64
+	// PlainLen is the body's length once decoded, recorded when the body is stored compressed
+	// (1..MaxPageBody), so that a client that does not accept the encoding gets a
+	// Content-Length without the body being decompressed first; 0 when not recorded (a page
+	// stored uncompressed, or by a version before page v2).
+	PlainLen int64
 }
 
 // Limits on a Page. A body above MaxPageBody is refused (ErrInvalidPage): it would not fit
@@ -41,6 +46,9 @@ func (p *Page) Validate() error {
 	if len(p.Body) > MaxPageBody {
 		return fmt.Errorf("%w: body of %d bytes, limit %d", ErrInvalidPage, len(p.Body), MaxPageBody)
 	}
+	if p.PlainLen < 0 || p.PlainLen > MaxPageBody {
+		return fmt.Errorf("%w: plain length %d, limit %d", ErrInvalidPage, p.PlainLen, MaxPageBody)
+	}
 	return nil
 }
 
@@ -57,13 +65,22 @@ func (p *Page) Validate() error {
 //	tag       0x41
 //	nHeaders  ≤ MaxPageHeaders; names 1..MaxHeaderLen bytes, values ≤ MaxHeaderLen
 //	body      ≤ MaxPageBody; no trailing bytes after it
+//
+// Version 2 (tag 0x42) is version 1 with plainLen, a u32 1..MaxPageBody, between the headers
+// and the body. A page whose PlainLen is 0 is always written as version 1, so every page has
+// one encoding and pages written before version 2 decode unchanged (PlainLen 0).
 
-// AppendBinary appends the version-1 encoding to b. It implements encoding.BinaryAppender.
+// AppendBinary appends the page's encoding to b: version 2 when PlainLen is recorded, else
+// version 1. It implements encoding.BinaryAppender.
 func (p Page) AppendBinary(b []byte) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return b, err
 	}
-	b = append(b, tagPageV1)
+	tag := byte(tagPageV1)
+	if p.PlainLen > 0 {
+		tag = tagPageV2
+	}
+	b = append(b, tag)
 	b = binary.BigEndian.AppendUint16(b, p.Status)
 	b = binary.BigEndian.AppendUint64(b, uint64(p.RenderedAtMs))
 	b = append(b, byte(len(p.Headers)))
@@ -71,12 +88,15 @@ func (p Page) AppendBinary(b []byte) ([]byte, error) {
 		b = appendString(b, h.Name)
 		b = appendString(b, h.Value)
 	}
+	if tag == tagPageV2 {
+		b = binary.BigEndian.AppendUint32(b, uint32(p.PlainLen))
+	}
 	return appendBytes(b, p.Body), nil
 }
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (p Page) MarshalBinary() ([]byte, error) {
-	n := pageFixedHeader + binary.MaxVarintLen64 + len(p.Body)
+	n := pageFixedHeader + 4 + binary.MaxVarintLen64 + len(p.Body)
 	for _, h := range p.Headers {
 		n += 2*binary.MaxVarintLen16 + len(h.Name) + len(h.Value)
 	}
@@ -99,7 +119,10 @@ func (p *Page) UnmarshalShared(b []byte) error {
 
 func (p *Page) unmarshal(b []byte, copyBody bool) error {
 	d := decoder{what: "page", b: b}
-	d.tag(tagPageV1)
+	version := d.u8()
+	if d.err == nil && version != tagPageV1 && version != tagPageV2 {
+		d.fail("unknown tag 0x%02x (want 0x%02x or 0x%02x)", version, tagPageV1, tagPageV2)
+	}
 	var q Page
 	q.Status = d.u16()
 	q.RenderedAtMs = d.i64()
@@ -115,6 +138,11 @@ func (p *Page) unmarshal(b []byte, copyBody bool) error {
 				d.fail("empty header name")
 			}
 			q.Headers = append(q.Headers, h)
+		}
+	}
+	if version == tagPageV2 {
+		if q.PlainLen = int64(d.u32()); d.err == nil && (q.PlainLen == 0 || q.PlainLen > MaxPageBody) {
+			d.fail("plain length %d, want 1..%d", q.PlainLen, MaxPageBody)
 		}
 	}
 	if body := d.bytes("body", MaxPageBody); d.err == nil {

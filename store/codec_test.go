@@ -49,6 +49,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"target", sampleTarget(), &Target{}, -1},
 		{"page", samplePage(), &Page{}, -1},
 		{"empty page", Page{}, &Page{}, -1},
+		{"page with its plain length (v2)", Page{Status: 200, Body: []byte("gz"), PlainLen: MaxPageBody,
+			Headers: []Header{{Name: "content-encoding", Value: "gzip"}}}, &Page{}, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,6 +232,13 @@ func TestCodecRejectsOutOfRange(t *testing.T) {
 		t.Fatalf("huge body length: %v", err)
 	}
 	// Too many headers.
+	// Version 2 with a plain length of 0 (version 1's to write) or above MaxPageBody.
+	for _, plain := range [][4]byte{{}, {0x02, 0, 0, 1}} {
+		v2 := append([]byte{tagPageV2, 0, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0}, plain[:]...)
+		if err := new(Page).UnmarshalBinary(append(v2, 0)); !IsCorruptionError(err) {
+			t.Fatalf("page v2 with plain length %x: %v", plain, err)
+		}
+	}
 	pg = []byte{tagPageV1, 0, 200, 0, 0, 0, 0, 0, 0, 0, 0, MaxPageHeaders + 1}
 	if err := new(Page).UnmarshalBinary(pg); !IsCorruptionError(err) {
 		t.Fatalf("too many headers: %v", err)

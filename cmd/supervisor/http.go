@@ -26,6 +26,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -36,10 +37,12 @@ import (
 // http.read_header_timeout, a request within http.read_timeout, an answer within
 // http.write_timeout, an idle keep-alive within http.idle_timeout — so that a client that
 // sends slowly (slowloris) or never closes holds a connection only that long. Bulk endpoints
-// get http.bulk_timeout instead, per request (see bulkDeadlines).
+// get http.bulk_timeout instead, per request (see bulkDeadlines). A peer holds at most
+// http.max_unauthenticated connections before its requests pass authorize (connguard).
 func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) {
 	h := s.cfg.Load().HTTP
 	srv := &http.Server{
+		ConnContext:       connguard.ConnContext,
 		Handler:           s.handler(),
 		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
 		ReadTimeout:       h.ReadTimeout.D(),
@@ -47,7 +50,9 @@ func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) 
 		IdleTimeout:       h.IdleTimeout.D(),
 		MaxHeaderBytes:    64 << 10,
 	}
-	return srv, netutil.LimitListener(ln, h.MaxConns)
+	// connguard outside: a connection it closes gives its max_conns slot back at once.
+	return srv, connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
+		func() bool { return s.cfg.Load().Token != "" })
 }
 
 // handler is the public listener: /metrics, /healthz and /readyz are answered from shared
@@ -203,20 +208,29 @@ func crossOrigin(next http.Handler) http.Handler {
 }
 
 // authorize requires the bearer token (config token or FRESHQ_TOKEN) on every request but the
-// health probes, when one is set. Startup refuses a listener beyond loopback without one.
+// health probes, when one is set. Startup refuses a listener beyond loopback without one. A
+// request that passes frees its connection of the per-peer bound on unauthenticated ones; a
+// refused one closes its connection (connguard).
 func (s *supervisor) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := s.cfg.Load().Token
-		if token == "" || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		if token == "" { // nothing to check: every connection is as good as authenticated
+			connguard.Authenticated(r.Context())
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			connguard.Refused(w)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="freshq"`)
 			wire.WriteError(w, http.StatusUnauthorized, "Authorization", "missing or wrong bearer token")
 			return
 		}
+		connguard.Authenticated(r.Context())
 		next.ServeHTTP(w, r)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/serve"
 )
 
@@ -32,11 +33,9 @@ type crawlerListener struct {
 	flushed chan struct{} // closed when they have stopped
 }
 
-// demandHalfLife and demandKeys bound the crawler request counts worker 0 keeps (serve.Demand).
-const (
-	demandHalfLife = time.Hour
-	demandKeys     = 1 << 20
-)
+// demandHalfLife is the half-life of the crawler request counts worker 0 keeps (serve.Demand);
+// serve.demand_bytes bounds their memory.
+const demandHalfLife = time.Hour
 
 // Start serves the inherited socket until Stop.
 func (c *crawlerListener) Start(ctx context.Context) error {
@@ -48,7 +47,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	}
 	cfg := c.e.cur.Load().Config()
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
-		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxKeys: demandKeys},
+		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: cfg.Token})
 	if err != nil {
 		ln.Close()
@@ -59,6 +58,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	go c.flushDemand(cfg.Freshness.DemandFlush.D())
 	h := cfg.HTTP
 	c.srv = &http.Server{
+		ConnContext:       connguard.ConnContext,
 		Handler:           c.h,
 		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
 		ReadTimeout:       h.ReadTimeout.D(),
@@ -67,7 +67,10 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 		IdleTimeout:    h.IdleTimeout.D(),
 		MaxHeaderBytes: 64 << 10,
 	}
-	lim := netutil.LimitListener(ln, h.MaxConns)
+	// Tokenless peers hold at most http.max_unauthenticated of the http.max_conns slots
+	// (connguard), outside the limit so that a connection it closes frees its slot at once.
+	lim := connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
+		func() bool { return len(c.e.serveSettings().Tokens) > 0 })
 	go func() {
 		if err := c.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			c.e.log.Error().Err(err).Msg("crawler listener stopped")
