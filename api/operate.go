@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -169,7 +167,6 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 	}
 	svc := o.intake()
 	set := o.Targets.Settings()
-	keying := intake.KeyingOf(set)
 	devices := []string{req.Device}
 	if req.Device == "" {
 		// A recache names a page, not a device: every device's crawler is served its own copy,
@@ -182,16 +179,11 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 			name = "urls[" + strconv.Itoa(i) + "]"
 		}
 		for _, device := range devices {
-			key, err := intake.Key(u, device, keying)
-			if err != nil {
+			if err := o.Targets.CheckRenderable(u, device); err != nil {
 				if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
 					fe.Field = name
 				}
 				fail(w, err)
-				return
-			}
-			if host := string(cachekey.Host(key)); len(set.Domains) > 0 && !render.Allowed(set.Domains, host) {
-				fail(w, &intake.FieldError{Field: name, Err: hostNotRendered(host)})
 				return
 			}
 		}
@@ -213,13 +205,3 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 	}
 	ok(w, map[string]any{"rushed": rushed})
 }
-
-// hostNotRendered is a URL whose host render.domains does not name. It matches
-// intake.ErrHostNotAllowed, so that it is answered as render on miss answers that host: 404.
-type hostNotRendered string
-
-func (h hostNotRendered) Error() string {
-	return string(h) + " is not a host render.domains names: its pages are never rendered"
-}
-
-func (hostNotRendered) Is(target error) bool { return target == intake.ErrHostNotAllowed }

@@ -15,6 +15,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -248,6 +249,24 @@ func (t *Targets) Discover(url, device string) (key []byte, created bool, err er
 		return nil, false, fmt.Errorf("not created: %w", err)
 	}
 	return p.Key, true, nil
+}
+
+// CheckRenderable returns nil when url on device may be filed to be rendered: its cache key is
+// one the store can hold and, when render.domains is set, its host is one the list names (a
+// target of another host would only ever render as blocked). Otherwise a *FieldError naming
+// "url", matching ErrHostNotAllowed for a host the list leaves out. It writes nothing, so a
+// caller that files several URLs all or nothing checks them all first.
+func (t *Targets) CheckRenderable(url, device string) error {
+	set := t.Settings()
+	key, err := Key(url, device, KeyingOf(set))
+	if err != nil {
+		return err
+	}
+	if host := string(cachekey.Host(key)); len(set.Domains) > 0 && !render.Allowed(set.Domains, host) {
+		return fieldErr("url", &kindError{kind: ErrHostNotAllowed,
+			msg: host + " is not a host render.domains names: its pages are never rendered"})
+	}
+	return nil
 }
 
 // Prioritize rushes or waits the targets req names (a url, or every target under a prefix),
