@@ -3,18 +3,18 @@ package api
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
 
 // maxOperateRequest bounds a discover or prioritize request.
-const maxOperateRequest = 1 << 20
+const maxOperateRequest = wire.MaxOperateBody
 
 // Operate serves the operator actions: POST /v1/discover, POST /v1/prioritize, GET /v1/pages
 // (a read, never a write: a page on another site can make an operator's browser send a GET)
@@ -126,8 +126,9 @@ func (o *Operate) page(w http.ResponseWriter, r *http.Request) {
 const maxRecacheURLs = 1000
 
 // recacheRequest is the hosted prerender service's recache call: one url or a list of urls.
-// prerenderToken is the hosted service's account token; here the admin listener's bearer token
-// authorizes the call, so it is accepted and not otherwise read.
+// prerenderToken is the hosted service's account token; the admin listener accepts the admin
+// token there in place of the bearer token (the supervisor checks it before the call gets
+// here), so it is not read again.
 type recacheRequest struct {
 	PrerenderToken string   `json:"prerenderToken"`
 	URL            string   `json:"url"`
@@ -136,8 +137,9 @@ type recacheRequest struct {
 }
 
 // recache rushes the targets a POST /recache names (intake.Targets.Prioritize, mode rush), so
-// that tooling written for the hosted service works unchanged. A URL that is not stored is
-// filed first, as discover does. It answers how many were rushed, or the first refusal
+// that tooling written for the hosted service works unchanged: for its device, or, when it
+// names none, for every device the configuration renders. A URL that is not stored is filed
+// first, as discover does. It answers how many were rushed, or the first refusal
 // naming the field (url, or urls[i]). The whole list is checked before anything is written,
 // so a refusal files and rushes nothing: every URL must give a key the store can hold, and,
 // when render.domains is set, name a host it allows (a target of another host would only ever
@@ -165,47 +167,41 @@ func (o *Operate) recache(w http.ResponseWriter, r *http.Request) {
 	}
 	svc := o.intake()
 	set := o.Targets.Settings()
-	keying := intake.KeyingOf(set)
+	devices := []string{req.Device}
+	if req.Device == "" {
+		// A recache names a page, not a device: every device's crawler is served its own copy,
+		// and each must get the new content.
+		devices = slices.Sorted(maps.Keys(set.Devices))
+	}
 	for i, u := range urls {
 		name := field
 		if field == "urls" {
 			name = "urls[" + strconv.Itoa(i) + "]"
 		}
-		key, err := intake.Key(u, req.Device, keying)
-		if err != nil {
-			if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
-				fe.Field = name
+		for _, device := range devices {
+			if err := o.Targets.CheckRenderable(u, device); err != nil {
+				if fe := (*intake.FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
+					fe.Field = name
+				}
+				fail(w, err)
+				return
 			}
-			fail(w, err)
-			return
-		}
-		if host := string(cachekey.Host(key)); len(set.Domains) > 0 && !render.Allowed(set.Domains, host) {
-			fail(w, &intake.FieldError{Field: name, Err: hostNotRendered(host)})
-			return
 		}
 	}
 	rushed := 0
 	for _, u := range urls {
-		if _, _, err := svc.Discover(u, req.Device); err != nil {
-			fail(w, err)
-			return
+		for _, device := range devices {
+			if _, _, err := svc.Discover(u, device); err != nil {
+				fail(w, err)
+				return
+			}
+			n, err := svc.Prioritize(wire.PrioritizeRequest{Mode: "rush", URL: u, Device: device})
+			if err != nil {
+				fail(w, err)
+				return
+			}
+			rushed += n
 		}
-		n, err := svc.Prioritize(wire.PrioritizeRequest{Mode: "rush", URL: u, Device: req.Device})
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		rushed += n
 	}
 	ok(w, map[string]any{"rushed": rushed})
 }
-
-// hostNotRendered is a URL whose host render.domains does not name. It matches
-// intake.ErrHostNotAllowed, so that it is answered as render on miss answers that host: 404.
-type hostNotRendered string
-
-func (h hostNotRendered) Error() string {
-	return string(h) + " is not a host render.domains names: its pages are never rendered"
-}
-
-func (hostNotRendered) Is(target error) bool { return target == intake.ErrHostNotAllowed }

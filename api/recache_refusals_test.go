@@ -60,10 +60,11 @@ func TestRecacheIsAllOrNothing(t *testing.T) {
 	}
 	// The longest key the store holds passes.
 	ok := prefix + strings.Repeat("a", store.MaxKeyLen-len("desktop|")-len(prefix))
-	if code, out := post(`{"urls": ["https://a.test/c/1", "` + ok + `"]}`); code != 200 || out["rushed"] != 2.0 {
+	// It names no device: each URL is filed and rushed for desktop and mobile.
+	if code, out := post(`{"urls": ["https://a.test/c/1", "` + ok + `"]}`); code != 200 || out["rushed"] != 4.0 {
 		t.Fatalf("a valid list: %d %v", code, out)
 	}
-	if rows := e.AllRows(); len(rows) != 2 {
-		t.Fatalf("a valid list of two filed %d rows", len(rows))
+	if rows := e.AllRows(); len(rows) != 4 {
+		t.Fatalf("a valid list of two filed %d rows, want 2 URLs × 2 devices", len(rows))
 	}
 }

@@ -2,18 +2,20 @@ package intake
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/freshq/freshq/hosts"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -249,8 +251,26 @@ func (t *Targets) Discover(url, device string) (key []byte, created bool, err er
 	return p.Key, true, nil
 }
 
-// Prioritize rushes or waits the targets req names (a url, or every target under a prefix)
-// and returns how many it changed. rush: the rows render at the urgent lane, due now if they
+// CheckRenderable returns nil when url on device may be filed to be rendered: its cache key is
+// one the store can hold and, when render.domains is set, its host is one the list names (a
+// target of another host would only ever render as blocked). Otherwise a *FieldError naming
+// "url", matching ErrHostNotAllowed for a host the list leaves out. It writes nothing, so a
+// caller that files several URLs all or nothing checks them all first.
+func (t *Targets) CheckRenderable(url, device string) error {
+	set := t.Settings()
+	key, err := Key(url, device, KeyingOf(set))
+	if err != nil {
+		return err
+	}
+	if host := string(cachekey.Host(key)); len(set.Domains) > 0 && !render.Allowed(set.Domains, host) {
+		return fieldErr("url", &kindError{kind: ErrHostNotAllowed,
+			msg: host + " is not a host render.domains names: its pages are never rendered"})
+	}
+	return nil
+}
+
+// Prioritize rushes or waits the targets req names (a url, or every target under a prefix),
+// of req's device or, when it names none, of every device, and returns how many it changed. rush: the rows render at the urgent lane, due now if they
 // were due later; the due time stays the freshness deadline and the urgent mark clears with
 // the next render. wait: the cached page is dropped and the cadence refills it, the schedule
 // unchanged. A request naming nothing stored fails with ErrNotFound.
@@ -266,9 +286,13 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 		field, name = "prefix", req.Prefix
 	}
 	set := t.Settings()
-	devs, device := set.Devices, cmp.Or(req.Device, cachekey.DefaultDevice)
-	if !devs[device] { // checked before the url, as the answer has always named it first
-		return 0, fieldErr("device", errors.New("unknown device "+device))
+	devices := []string{req.Device}
+	if req.Device == "" {
+		// No device named: the page as every device renders it, since each device's crawler is
+		// served its own copy.
+		devices = slices.Sorted(maps.Keys(set.Devices))
+	} else if !set.Devices[req.Device] { // checked before the url, as the answer has always named it first
+		return 0, fieldErr("device", errors.New("unknown device "+req.Device))
 	}
 	// A url is a page: it goes through the key rules. A prefix is a string prefix of stored
 	// keys, which dropping parameters or a trailing slash would widen or break: it only gets
@@ -277,16 +301,19 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	if req.Prefix != "" {
 		keying.Rules = nil
 	}
-	key, err := Key(name, device, keying)
-	if err != nil {
-		if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
-			fe.Field = field
+	var keys [][]byte
+	for _, device := range devices {
+		key, err := Key(name, device, keying)
+		if err != nil {
+			if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "url" {
+				fe.Field = field
+			}
+			return 0, err
 		}
-		return 0, err
-	}
-	keys := [][]byte{key}
-	if req.Prefix != "" {
-		keys = nil
+		if req.Prefix == "" {
+			keys = append(keys, key)
+			continue
+		}
 		if err := t.store.ForEachSchedule(key, func(k []byte, _ store.Row) error {
 			keys = append(keys, bytes.Clone(k))
 			return nil

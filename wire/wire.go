@@ -44,6 +44,11 @@ const (
 // memory one results request may pin.
 const MaxResultsBody = 48 << 20
 
+// MaxOperateBody bounds the body of an operator's small request (prioritize, delete, recache):
+// the API refuses a larger one, and the admin listener reads a recache's body up to it to find
+// the token the hosted service's tools put there.
+const MaxOperateBody = 1 << 20
+
 // MaxResults bounds the results of one request (a render worker sends at most a few hundred).
 // JSON can describe a result in 3 bytes that decode into some 200: without a count bound a
 // body within MaxResultsBody could cost gigabytes.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -224,6 +225,9 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok && r.Method == http.MethodPost && r.URL.Path == "/recache" {
+			got, ok = bodyToken(r)
+		}
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			connguard.Refused(w)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="freshq"`)
@@ -233,6 +237,26 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 		connguard.Authenticated(r.Context())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyToken reads the token the hosted prerender service's tools send in a recache's body
+// ({"prerenderToken": "…", …}) when they send no Authorization header, and puts the body back
+// for the API. The body is read up to wire.MaxOperateBody, the API's own bound: a longer one is
+// refused as unauthorized without being read further. ok is false when there is no such token.
+func bodyToken(r *http.Request) (string, bool) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxOperateBody+1))
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil || len(b) > wire.MaxOperateBody {
+		return "", false
+	}
+	var call struct {
+		PrerenderToken string `json:"prerenderToken"`
+	}
+	if json.Unmarshal(b, &call) != nil || call.PrerenderToken == "" {
+		return "", false
+	}
+	return call.PrerenderToken, true
 }
 
 // loopbackOnly reports whether addr listens on loopback only.
