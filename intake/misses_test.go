@@ -311,7 +311,7 @@ func TestMissRateIsPerSite(t *testing.T) {
 	second := n.wait(context.Background(), "https://www.shop.test/p/b", 1)
 	n.until(t, "the second started", func(f, w int) bool { return f == 2 && w == 2 })
 	for _, u := range []string{"https://shop.test:9443/p/c", "https://cdn.shop.test:8080/p/d", "https://shop.test/p/e"} {
-		_, err := n.misses.Wait(context.Background(), []byte("desktop|"+u), u, "", time.Second)
+		err := n.refusedAtOnce(t, u, 2)
 		var rl *RateLimitedError
 		if !errors.As(err, &rl) || rl.Host != "shop.test" {
 			t.Fatalf("%s past the site's burst: %v", u, err)
@@ -326,4 +326,30 @@ func TestMissRateIsPerSite(t *testing.T) {
 	<-first
 	<-second
 	<-third
+}
+
+// refusedAtOnce asks for url's page and returns Wait's error when the request is answered
+// without waiting; one that joins a flight instead (a waiter beside the waiting ones) fails
+// the test, its request cancelled, rather than wait for a render that never comes.
+func (n *missNode) refusedAtOnce(t *testing.T, url string, waiting int) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.misses.Wait(ctx, []byte("desktop|"+url), url, "", time.Second)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		if _, w := n.misses.Waiting(); w > waiting {
+			cancel()
+			t.Fatalf("%s was not refused: it waits for a render (%v)", url, <-done)
+		}
+		runtime.Gosched()
+	}
 }
