@@ -1,6 +1,7 @@
 package cachekey
 
 import (
+	"bytes"
 	"net/netip"
 	"strings"
 )
@@ -20,6 +21,7 @@ import (
 // A Sites is immutable once built and safe for concurrent use; a nil *Sites names no entry.
 type Sites struct {
 	names []string
+	bytes [][]byte // names as bytes, for SiteOfKey
 }
 
 // NewSites builds the sites of render.domains.
@@ -35,6 +37,7 @@ func NewSites(domains []string) *Sites {
 		}
 		if name, ok := canonicalName(d); ok && !strings.ContainsAny(name, "/@ ") {
 			s.names = append(s.names, name)
+			s.bytes = append(s.bytes, []byte(name))
 		}
 	}
 	return s
@@ -79,6 +82,53 @@ func (s *Sites) OfKey(key []byte) string {
 		return ""
 	}
 	return s.Of(h)
+}
+
+// SiteOfKey is OfKey as bytes, without allocating for a key whose host name is canonical
+// ASCII (every key New builds from a normalised URL): politeness asks it for every row a sweep
+// reads and every take. The result is read only: it is the key's own memory or the Sites'.
+func (s *Sites) SiteOfKey(key []byte) []byte {
+	host := Host(key)
+	name := host
+	if i := bytes.LastIndexByte(host, ':'); i >= 0 {
+		name = host[:i]
+	}
+	if len(name) == 0 || !plainName(name) {
+		if site := s.OfKey(key); site != "" {
+			return []byte(site)
+		}
+		return nil
+	}
+	var best []byte
+	if s != nil {
+		for _, e := range s.bytes {
+			if len(e) > len(best) && bytes.HasSuffix(name, e) && (len(name) == len(e) || name[len(name)-len(e)-1] == '.') {
+				best = e
+			}
+		}
+	}
+	if best != nil {
+		return best
+	}
+	return name
+}
+
+// plainName reports whether name is a host name in canonical form that is no IP address: ASCII
+// lower-case letters, digits, '-', '_' and dots, not ending in a dot, with a letter or another
+// character than a digit and a dot (an IPv4 address, or a number IP parsers may take for one,
+// goes the slow way).
+func plainName(name []byte) bool {
+	letter := false
+	for _, c := range name {
+		switch {
+		case 'a' <= c && c <= 'z', c == '-', c == '_':
+			letter = true
+		case '0' <= c && c <= '9', c == '.':
+		default:
+			return false
+		}
+	}
+	return letter && name[len(name)-1] != '.'
 }
 
 // hostName is host without its port; an IPv6 literal keeps its brackets.

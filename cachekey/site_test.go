@@ -83,3 +83,23 @@ func TestNormalizeRefusesNoPort(t *testing.T) {
 		}
 	}
 }
+
+// SiteOfKey is OfKey in bytes, whatever the key: canonical keys take its path without
+// allocation, anything else (an IP address, a key stored before hosts were canonical) OfKey's.
+func TestSiteOfKeyIsOfKey(t *testing.T) {
+	s := NewSites([]string{"example.com", "shop.example.com", "127.0.0.1", "bücher.example"})
+	for _, sites := range []*Sites{s, nil} {
+		for _, k := range []string{"desktop|https://www.example.com:8080/a", "desktop|https://shop.example.com/", "desktop|https://cdn.shop.example.com/",
+			"desktop|http://127.0.0.1:80/", "desktop|http://[::1]:8080/", "desktop|https://notexample.com/", "desktop|https://EXAMPLE.com./x",
+			"desktop|https://www.xn--bcher-kva.example/", "desktop|http://0x7f.1/", "desktop|http://123/", "desktop|https://example.com../",
+			"desktop|no-authority", "desktop|https://:80/", "desktop|https://user@www.example.com:1/"} {
+			if got, want := string(sites.SiteOfKey([]byte(k))), sites.OfKey([]byte(k)); got != want {
+				t.Errorf("SiteOfKey(%q) = %q, OfKey %q", k, got, want)
+			}
+		}
+	}
+	key := New("desktop", "https://a.b.shop.example.com:8443/p?q=1")
+	if n := testing.AllocsPerRun(100, func() { s.SiteOfKey(key) }); n != 0 {
+		t.Errorf("SiteOfKey of a canonical key: %v allocations", n)
+	}
+}

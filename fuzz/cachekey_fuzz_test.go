@@ -199,8 +199,12 @@ func FuzzCacheKeyHostSpellings(f *testing.F) {
 			t.Fatalf("%q accepted a port outside 1–65535: %q", plainURL, a)
 		}
 		sites := cachekey.NewSites([]string{host})
-		if sa, sb := sites.OfKey(cachekey.New("desktop", a)), sites.OfKey(cachekey.New("mobile", b)); sa != sb || sa == "" {
+		ka, kb := cachekey.New("desktop", a), cachekey.New("mobile", b)
+		if sa, sb := sites.OfKey(ka), sites.OfKey(kb); sa != sb || sa == "" {
 			t.Fatalf("one URL, two sites: %q, %q", sa, sb)
+		}
+		if fast := string(sites.SiteOfKey(ka)); fast != sites.OfKey(ka) {
+			t.Fatalf("%q: SiteOfKey %q, OfKey %q", a, fast, sites.OfKey(ka))
 		}
 	})
 }

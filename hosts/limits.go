@@ -37,11 +37,7 @@ func (l *Limits) Max(site []byte) int {
 }
 
 // Site is the unit politeness keeps key by: the site of its host (cachekey.Sites), nil for a
-// key without a host.
+// key without a host. The result is read only (the key's memory or the Sites').
 func (l *Limits) Site(key []byte) []byte {
-	s := l.Sites.OfKey(key)
-	if s == "" {
-		return nil
-	}
-	return []byte(s)
+	return l.Sites.SiteOfKey(key) // read only; no allocation for a canonical key
 }
