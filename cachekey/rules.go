@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // Trailing-slash policies of a RouteRule.
@@ -33,12 +37,13 @@ type RouteRule struct {
 
 // Rules turn a submitted URL into the URL of its cache key, so that one page is one key however
 // it was spelled. The zero Rules (and a nil *Rules) drop no parameter and have no route; they
-// still lower-case the scheme and host, drop the default port and the fragment, and sort the
-// query. A Rules is immutable once built and safe for concurrent use.
+// still lower-case the scheme, put the host in canonical form (canonicalHost: lower-case,
+// punycode, no trailing dot, a port 1–65535 without leading zeros, no default port), drop the
+// fragment, and sort the query. A Rules is immutable once built and safe for concurrent use.
 //
 // Normalize is idempotent: normalising its result again returns it unchanged (the fuzz target
-// FuzzCacheKeyNormalize checks it), and it changes a URL's host only in case and by dropping
-// the scheme's default port.
+// FuzzCacheKeyNormalize checks it), and two spellings of one host give one key
+// (FuzzCacheKeyHostSpellings).
 type Rules struct {
 	drop   []string
 	routes []RouteRule
@@ -78,8 +83,9 @@ func NewRules(dropParams []string, routes []RouteRule) (*Rules, error) {
 var ErrURL = errors.New("must be an absolute http(s) URL without credentials")
 
 // Normalize checks that raw is an absolute http(s) URL without credentials and returns the URL
-// of its cache key: lower-case scheme and host, no default port (:80 for http, :443 for https,
-// or an empty one), no fragment, "/" for an empty path, the route's trailing-slash policy
+// of its cache key: lower-case scheme, the host in canonical form (canonicalHost: lower-case,
+// punycode, no trailing dot, IPv6 shortest; a port 1–65535 without leading zeros, none when it
+// is the default, :80 for http, :443 for https, or empty; any other port is refused), no fragment, "/" for an empty path, the route's trailing-slash policy
 // applied, the parameters matching a drop glob (or, on a route with keep_params, those not
 // matching a keep glob) removed, and the rest sorted by name, stably (repeated names keep their
 // order). A parameter's text is kept as submitted: it is never re-encoded.
@@ -94,7 +100,7 @@ func (r *Rules) Normalize(raw string) (string, error) {
 	}
 	host, ok := canonicalHost(u.Scheme, u.Host)
 	if !ok {
-		return "", ErrURL
+		return "", fmt.Errorf("%w: host %q is no host: a name (or IP address) and a port 1–65535", ErrURL, u.Host)
 	}
 	u.Host = host
 	u.Fragment, u.RawFragment = "", ""
@@ -122,21 +128,111 @@ func (r *Rules) settledQuery(raw string, rt *RouteRule) string {
 	}
 }
 
-// canonicalHost lower-cases host and drops the scheme's default port, or an empty one
-// ("a.test:", the default port by RFC 3986 §6.2.3). ok is false for a host with a colon
-// outside brackets other than its port's ("a:b:80"), which url.Parse lets through but which
-// would not parse once its port is dropped.
+// canonicalHost is the host of a key, so that one site spells it one way and nothing keyed by
+// it (the key itself, the site's miss limit, its politeness) can be multiplied by respelling it:
+//   - the name lower-cased, its trailing dots dropped, an internationalized name in its ASCII
+//     (punycode) form under IDNA 2008's lookup rules, as the HTTP client dials it; an IPv6
+//     literal in its shortest form ("[0:0::1]" is "[::1]");
+//   - the port in decimal without leading zeros, 1–65535; the scheme's default port (80 for
+//     http, 443 for https), or an empty one ("a.test:", the default by RFC 3986 §6.2.3),
+//     dropped.
+//
+// ok is false for a port outside 1–65535, a name that is empty once its dots are dropped, an
+// internationalized name IDNA refuses, and a host with a colon outside brackets other than its
+// port's ("a:b:80"), which url.Parse lets through but which would not parse once its port is
+// dropped. Its result is a fixed point: canonicalHost(scheme, result) returns result.
 func canonicalHost(scheme, host string) (string, bool) {
-	host = strings.ToLower(host)
-	if !strings.HasPrefix(host, "[") && strings.Count(host, ":") > 1 {
+	name, port := host, ""
+	if strings.HasPrefix(host, "[") {
+		i := strings.LastIndexByte(host, ']')
+		if i < 0 {
+			return "", false
+		}
+		name, port = host[:i+1], host[i+1:]
+		if port != "" && port[0] != ':' {
+			return "", false
+		}
+	} else {
+		if strings.Count(host, ":") > 1 {
+			return "", false
+		}
+		if i := strings.IndexByte(host, ':'); i >= 0 {
+			name, port = host[:i], host[i:]
+		}
+	}
+	name, ok := canonicalName(name)
+	if !ok {
 		return "", false
 	}
-	def := ":80"
-	if scheme == "https" {
-		def = ":443"
+	port, ok = canonicalPort(scheme, strings.TrimPrefix(port, ":"))
+	if !ok {
+		return "", false
 	}
-	host = strings.TrimSuffix(host, def)
-	return strings.TrimSuffix(host, ":"), true
+	if port == "" {
+		return name, true
+	}
+	return name + ":" + port, true
+}
+
+// canonicalName is a host name (or bracketed IPv6 literal) in canonical form; see canonicalHost.
+func canonicalName(name string) (string, bool) {
+	if strings.HasPrefix(name, "[") {
+		lit := strings.ToLower(name[1 : len(name)-1])
+		zone := ""
+		if i := strings.IndexByte(lit, '%'); i >= 0 {
+			lit, zone = lit[:i], lit[i:]
+		}
+		if a, err := netip.ParseAddr(lit); err == nil && a.Is6() {
+			lit = a.String()
+		}
+		return "[" + lit + zone + "]", true
+	}
+	name = strings.TrimRight(name, ".")
+	if !isASCII(name) {
+		ascii, err := idna.Lookup.ToASCII(name)
+		if err != nil {
+			return "", false
+		}
+		name = strings.TrimRight(ascii, ".")
+	}
+	name = strings.ToLower(name)
+	return name, name != ""
+}
+
+// canonicalPort is port in decimal without leading zeros, "" for the scheme's default or an
+// empty one; ok is false for anything but 1–65535 in ASCII digits.
+func canonicalPort(scheme, port string) (string, bool) {
+	if port == "" {
+		return "", true
+	}
+	trimmed := strings.TrimLeft(port, "0")
+	if trimmed == "" || len(trimmed) > 5 {
+		return "", false
+	}
+	n := 0
+	for i := 0; i < len(trimmed); i++ {
+		c := trimmed[i]
+		if c < '0' || c > '9' {
+			return "", false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > 65535 {
+		return "", false
+	}
+	if (scheme == "http" && n == 80) || (scheme == "https" && n == 443) {
+		return "", true
+	}
+	return trimmed, true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // slash applies the trailing-slash policy of the route of u's path and returns the route the

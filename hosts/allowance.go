@@ -1,7 +1,6 @@
 package hosts
 
 import (
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -61,7 +60,7 @@ func Of(seg *shm.Segment, cfg *Limits, host []byte, nowMs int64) Allowance {
 // each slot is a host token of the lease table (shm.Leases.AdmitHost). ok is false when the
 // host refuses; nothing is then held.
 func Admit(seg *shm.Segment, cfg *Limits, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
-	host := cachekey.Host(key)
+	host := cfg.Site(key)
 	a := Of(seg, cfg, host, nowMs)
 	if a.Paused {
 		return shm.Lease{}, false

@@ -6,4 +6,4 @@ import "github.com/freshq/freshq/config"
 // assemble_test.go (an external test file, which may import assemble where this package's own
 // tests may not), so these tests run with the limits a configuration gives, not a copy of the
 // narrowing.
-var LimitsOf func(config.Hosts) Limits
+var LimitsOf func(config.Hosts, ...string) Limits

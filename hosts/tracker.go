@@ -6,7 +6,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
 )
@@ -46,11 +45,11 @@ const maxStreaks = 4096
 // a host changes nothing. It returns whether the result was a refusal (Refusal).
 func (t *Tracker) Observe(key []byte, o outcome.Outcome, status int, headers map[string]string, now int64) (refused bool) {
 	refused = Refusal(o, status, headers)
-	host := cachekey.Host(key)
+	cfg := t.Limits()
+	host := cfg.Site(key)
 	if len(host) == 0 {
 		return refused
 	}
-	cfg := t.Limits()
 	maxInFlight := Clamp(cfg.Max(host))
 	table := t.Seg.Hosts()
 	h := shm.HostHash(host)

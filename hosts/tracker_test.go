@@ -37,7 +37,7 @@ func newTracker(t *testing.T, yaml string) (*Tracker, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := LimitsOf(cfg.Render.Hosts)
+	lim := LimitsOf(cfg.Render.Hosts, cfg.Render.Domains...)
 	var buf bytes.Buffer
 	return &Tracker{Seg: memSegment(t), Limits: func() *Limits { return &lim }, Log: zerolog.New(&buf)}, &buf
 }
@@ -131,24 +131,33 @@ func TestTrackerPausesThrottlesAndRestores(t *testing.T) {
 	}
 }
 
-// Observe counts by host[:port] as the key's URL names it, applies its override, and leaves
-// other hosts alone; a key with no host changes nothing.
-func TestTrackerCountsByHostAndItsOverride(t *testing.T) {
-	tr, buf := newTracker(t, "render:\n  hosts:\n    overrides: {\"shop.test:8080\": 2}\n")
+// Observe counts by site: every port and subdomain of a render.domains entry is that entry's
+// (an override naming one of its ports is the site's), a host no entry names is its own site
+// without its port, and other sites are left alone; a key with no host changes nothing.
+func TestTrackerCountsBySiteAndItsOverride(t *testing.T) {
+	tr, buf := newTracker(t, "render:\n  domains: [shop.test]\n  hosts:\n    overrides: {\"shop.test:8080\": 2}\n")
+	for i, key := range []string{"mobile|http://shop.test:8080/a", "desktop|http://www.shop.test:9090/b", "desktop|https://shop.test/c"} {
+		tr.Observe([]byte(key), outcome.Timeout, 0, nil, t0+int64(i))
+	}
+	st, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("shop.test")))
+	if limit, _ := allowance(st, 2, t0); !ok || limit != 1 || st.Host != "shop.test" {
+		t.Fatalf("the site's override 2 halved by three timeouts of its ports and subdomain: %+v %v", st, ok)
+	}
+	wantLog(t, buf, "host throttled", map[string]any{"host": "shop.test", "limit": 1.0, "status": 0.0})
+	for _, other := range []string{"shop.test:8080", "www.shop.test:9090", "www.shop.test"} {
+		if _, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte(other))); ok {
+			t.Fatalf("%s, a spelling of the site, has an entry of its own", other)
+		}
+	}
 	for i := range 3 {
-		tr.Observe([]byte("mobile|http://shop.test:8080/a"), outcome.Timeout, 0, nil, t0+int64(i))
+		tr.Observe([]byte("desktop|http://other.test:81/x"), outcome.Timeout, 0, nil, t0+10+int64(i))
 	}
-	st, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("shop.test:8080")))
-	if limit, _ := allowance(st, 2, t0); !ok || limit != 1 || st.Host != "shop.test:8080" {
-		t.Fatalf("override 2 halved: %+v %v", st, ok)
-	}
-	wantLog(t, buf, "host throttled", map[string]any{"host": "shop.test:8080", "limit": 1.0, "status": 0.0})
-	if _, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("shop.test"))); ok {
-		t.Fatal("shop.test, another host, is in the table")
+	if st, ok := tr.Seg.Hosts().Load(shm.HostHash([]byte("other.test"))); !ok || st.Host != "other.test" {
+		t.Fatalf("a host no entry names is its own site without its port: %+v %v", st, ok)
 	}
 	tr.Observe([]byte("desktop|no-authority"), outcome.ServerError, 429, nil, t0)
-	if n := len(tr.Seg.Hosts().Snapshot()); n != 1 {
-		t.Fatalf("%d hosts in the table, want 1", n)
+	if n := len(tr.Seg.Hosts().Snapshot()); n != 2 {
+		t.Fatalf("%d hosts in the table, want 2", n)
 	}
 }
 

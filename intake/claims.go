@@ -222,7 +222,7 @@ func releaseRemoteHostSlot(seg *shm.Segment, cfg *hosts.Limits, key []byte, hold
 	if !IsRemoteHolder(holder) {
 		return
 	}
-	host := cachekey.Host(key)
+	host := cfg.Site(key)
 	seg.Leases().ReleaseHostTokenOf(shm.HostHash(host), hosts.Tokens(cfg, host), holder, nowMs)
 }
 
@@ -323,7 +323,7 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 		return wire.LeaseResponse{}, fieldErr("lease", ErrLeaseNotHeld)
 	}
 	if IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
-		host := cachekey.Host(req.Key)
+		host := set.Hosts.Site(req.Key)
 		tokens := hosts.Tokens(&set.Hosts, host)
 		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), tokens, info.Holder, now, now+ttl)
 	}

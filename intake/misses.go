@@ -45,8 +45,9 @@ import (
 //     (ErrBackingOff): the policy's backoff holds however often a crawler retries it.
 //   - Only pages of the hosts render.domains names are rendered on miss (an empty list names
 //     none here, though the renderer reads it as any host), and a flight that would create a
-//     target takes a token of its host's rate of new targets (serve.miss_rate, serve.miss_burst)
-//     first: a flood of unknown URLs can neither fill the store nor the urgent lane. A refusal
+//     target takes a token of its site's rate of new targets (serve.miss_rate, serve.miss_burst)
+//     first, the site render.domains names (Settings.SiteOf: every port and subdomain of an
+//     entry shares its bucket; the key's host is canonical, so no spelling has one of its own): a flood of unknown URLs can neither fill the store nor the urgent lane. A refusal
 //     files nothing.
 type Misses struct {
 	Targets *Targets
@@ -56,7 +57,7 @@ type Misses struct {
 	// (so in order); worker 0 publishes them as gauges. It must not block.
 	Report func(flights, waiters int)
 
-	newTargets HostRate // new targets per host
+	newTargets HostRate // new targets per site (Settings.SiteOf)
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -190,8 +191,9 @@ func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
 	row, err := t.store.GetSchedule(key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if ok, after := m.newTargets.Take(host, t.Now(), set.Misses.Rate, set.Misses.Burst); !ok {
-			return ServedPage{}, &RateLimitedError{Host: host, RetryAfterSec: after}
+		site := set.SiteOf(key) // one bucket per site: no spelling, port or subdomain has its own
+		if ok, after := m.newTargets.Take(site, t.Now(), set.Misses.Rate, set.Misses.Burst); !ok {
+			return ServedPage{}, &RateLimitedError{Host: site, RetryAfterSec: after}
 		}
 	case err != nil:
 		return ServedPage{}, &StoreError{err}

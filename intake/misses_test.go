@@ -299,3 +299,57 @@ func TestMissOnlyForAllowedHostsWithinTheirRate(t *testing.T) {
 		t.Fatalf("a refused miss filed %d rows", len(rows))
 	}
 }
+
+// The rate of new targets is the site's, as render.domains names it: another port and a
+// subdomain of shop.test take from shop.test's burst, and the refusal names the site; another
+// site has a burst of its own.
+func TestMissRateIsPerSite(t *testing.T) {
+	n := newMissNode(t, "serve: {miss_rate: 0.5, miss_burst: 2}\n")
+	n.Reload("render: {domains: [shop.test, other.test]}\nserve: {miss_rate: 0.5, miss_burst: 2}\n")
+	first := n.wait(context.Background(), "https://shop.test:8443/p/a", 1)
+	n.until(t, "the first started", func(f, w int) bool { return f == 1 && w == 1 })
+	second := n.wait(context.Background(), "https://www.shop.test/p/b", 1)
+	n.until(t, "the second started", func(f, w int) bool { return f == 2 && w == 2 })
+	for _, u := range []string{"https://shop.test:9443/p/c", "https://cdn.shop.test:8080/p/d", "https://shop.test/p/e"} {
+		err := n.refusedAtOnce(t, u, 2)
+		var rl *RateLimitedError
+		if !errors.As(err, &rl) || rl.Host != "shop.test" {
+			t.Fatalf("%s past the site's burst: %v", u, err)
+		}
+	}
+	third := n.wait(context.Background(), "https://other.test:81/p/f", 1)
+	n.until(t, "another site started", func(f, w int) bool { return f == 3 && w == 3 })
+	if rows := n.AllRows(); len(rows) != 3 {
+		t.Fatalf("%d rows, want the 2 of shop.test's burst and other.test's 1", len(rows))
+	}
+	close(n.timeout)
+	<-first
+	<-second
+	<-third
+}
+
+// refusedAtOnce asks for url's page and returns Wait's error when the request is answered
+// without waiting; one that joins a flight instead (a waiter beside the waiting ones) fails
+// the test, its request cancelled, rather than wait for a render that never comes.
+func (n *missNode) refusedAtOnce(t *testing.T, url string, waiting int) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.misses.Wait(ctx, []byte("desktop|"+url), url, "", time.Second)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		if _, w := n.misses.Waiting(); w > waiting {
+			cancel()
+			t.Fatalf("%s was not refused: it waits for a render (%v)", url, <-done)
+		}
+		runtime.Gosched()
+	}
+}

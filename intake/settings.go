@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/sitemap"
@@ -32,11 +33,21 @@ type Settings struct {
 	Routes    map[string]RouteSettings // by route name; a route absent here has every default
 }
 
+// SiteOf is the site of key's host (cachekey.Sites of render.domains): the unit the crawler
+// listener's limits are kept by, as politeness's are, so that no spelling of a host, no port
+// and no subdomain of a site multiplies them.
+func (s *Settings) SiteOf(key []byte) string {
+	if s.Hosts.Sites == nil { // settings not narrowed by assemble (a test's)
+		return cachekey.NewSites(s.Domains).OfKey(key)
+	}
+	return s.Hosts.Sites.OfKey(key)
+}
+
 // MissLimits bound render on miss (Misses) and the crawler listener's moves of expired rows.
 type MissLimits struct {
 	Flights int           // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉
 	Waiters int           // page.max_waiters: requests waiting at once
-	Rate    float64       // serve.miss_rate: new targets (and moves up) per second per host
+	Rate    float64       // serve.miss_rate: new targets (and moves up) per second per site
 	Burst   int           // serve.miss_burst
 	MaxWait time.Duration // page.max_wait: the longest ?wait= a request may ask for
 }

@@ -106,7 +106,7 @@ func (h *Handler) Demand() *Demand { return h.d.Demand }
 type Handler struct {
 	d HandlerDeps
 
-	rushes  intake.HostRate // expired pages' rows moved up, per host
+	rushes  intake.HostRate // expired pages' rows moved up, per site (intake.Settings.SiteOf)
 	keying  atomic.Pointer[keying]
 	queue   chan []byte
 	pending sync.Map // keys queued or being rushed: one rush at a time per key
@@ -237,7 +237,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	switch {
 	case err == nil && (!pg.Expired || pg.ServeStale):
 		if pg.Expired && !pg.Urgent {
-			h.moveUp(key, host, cfg)
+			h.moveUp(key, cfg)
 		}
 		result := ResultHit
 		if pg.Stale {
@@ -297,12 +297,12 @@ func (h *Handler) declared(w http.ResponseWriter, status int) answer {
 }
 
 // moveUp queues key's row to be moved up, unless it is queued already, the queue is full or
-// its host is over its rate.
-func (h *Handler) moveUp(key []byte, host string, cfg *Settings) {
+// its site is over its rate.
+func (h *Handler) moveUp(key []byte, cfg *Settings) {
 	if _, queued := h.pending.LoadOrStore(string(key), true); queued {
 		return
 	}
-	if ok, _ := h.rushes.Take(host, h.d.Now(), cfg.Intake.Misses.Rate, cfg.Intake.Misses.Burst); !ok {
+	if ok, _ := h.rushes.Take(cfg.Intake.SiteOf(key), h.d.Now(), cfg.Intake.Misses.Rate, cfg.Intake.Misses.Burst); !ok {
 		h.pending.Delete(string(key))
 		h.d.Metrics.rush("over_rate")
 		return

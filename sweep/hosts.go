@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
@@ -72,7 +71,7 @@ func newHostPlans(seg *shm.Segment, set *Settings, k int, now int64) *hostPlans 
 
 // of returns the host of key's hash and its plan.
 func (h *hostPlans) of(key []byte) (uint64, *hostPlan) {
-	host := cachekey.Host(key)
+	host := h.hosts.Site(key)
 	hash := shm.HostHash(host)
 	if p, ok := h.plans[hash]; ok {
 		return hash, p
@@ -103,7 +102,8 @@ func (h *hostPlans) settled(pass any) func() bool {
 	}
 	hashes := make([]uint64, len(hosts))
 	for i, host := range hosts {
-		hashes[i] = shm.HostHash([]byte(host))
+		// The store lists hosts as keys spell them; plans are kept by site.
+		hashes[i] = shm.HostHash([]byte(h.hosts.Sites.Of([]byte(host))))
 	}
 	return func() bool {
 		for _, hash := range hashes {

@@ -60,7 +60,7 @@ func New(cfg *config.Config) (*Node, error) {
 // ClaimSettings narrows cfg to what a claim reads.
 func ClaimSettings(cfg *config.Config) claim.Settings {
 	return claim.Settings{LeaseTTL: cfg.Queue.LeaseTTL.D(), ReadyEnabled: cfg.ReadyEnabled(),
-		Hosts: assemble.HostsLimits(cfg.Render.Hosts)}
+		Hosts: assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...)}
 }
 
 // SweepSettings narrows cfg to what a sweep reads besides the policy.
@@ -70,7 +70,7 @@ func SweepSettings(cfg *config.Config) sweep.Settings {
 		ReadyEnabled: cfg.ReadyEnabled(), Capacity: q.Ready.Capacity, SweepCap: q.Ready.SweepCap,
 		FloorGuard: q.ClaimFloor.Guard.D(), UnpinAfter: q.ClaimFloor.UnpinAfter.D(),
 		RenderSlots: (cfg.Workers - 1) * cfg.Render.Concurrency,
-		Hosts:       assemble.HostsLimits(cfg.Render.Hosts),
+		Hosts:       assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...),
 	}
 }
 
@@ -91,7 +91,7 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 		MaxRemoteLeases: q.MaxRemoteLeases,
 		ReleaseGrace:    q.ReleaseGrace.D(),
 		SweepInterval:   q.Ready.SweepInterval.D(),
-		Hosts:           assemble.HostsLimits(r.Hosts),
+		Hosts:           assemble.HostsLimits(r.Hosts, r.Domains...),
 		Misses: intake.MissLimits{Flights: intake.MaxFlights(q.Lanes.UrgentMaxShare, q.Ready.Capacity),
 			Waiters: cfg.Page.MaxWaiters, Rate: cfg.Serve.MissRate, Burst: cfg.Serve.MissBurst, MaxWait: cfg.Page.MaxWait.D()},
 		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.UserAgent,

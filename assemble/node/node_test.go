@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
@@ -64,7 +65,8 @@ func parse(t *testing.T) *config.Config {
 }
 
 func limits() hosts.Limits {
-	return hosts.Limits{MaxConcurrency: 6, Overrides: map[string]int{"big.test": 2}, MaxPause: 4 * time.Minute, HalveAfter: 4, GrowAfter: 12}
+	return hosts.Limits{MaxConcurrency: 6, Overrides: map[string]int{"big.test": 2}, MaxPause: 4 * time.Minute, HalveAfter: 4, GrowAfter: 12,
+		Sites: cachekey.NewSites([]string{"shop.test"})}
 }
 
 // Every value a claim and a sweep read reaches their settings: a file that sets each to

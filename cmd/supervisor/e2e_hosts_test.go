@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,8 +76,9 @@ func newHostOrigin(t *testing.T, hold time.Duration, decide func(o *hostOrigin, 
 	return o
 }
 
-// host is the origin's host as a cache key names it: host:port.
-func (o *hostOrigin) host() string { return strings.TrimPrefix(o.URL, "http://") }
+// host is the origin's site, the unit politeness keeps: render.domains lists 127.0.0.1 (see
+// hostsYAML), so every port of the address is that one site.
+func (o *hostOrigin) host() string { return o.Listener.Addr().(*net.TCPAddr).IP.String() }
 
 // snapshot copies the hits so far.
 func (o *hostOrigin) snapshot() []originHit {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,8 +17,8 @@ import (
 )
 
 // A host's refusal, end to end: an origin that answers its first request 429 with
-// Retry-After: 60 pauses its host in the segment every render worker reads (until a minute
-// after the refusal, logged as "host paused" by worker 0), and gives the page no strike;
+// Retry-After: 60 pauses its host (its site, 127.0.0.1) in the segment every render worker
+// reads (until a minute after the refusal, logged as "host paused" by worker 0), and gives the page no strike;
 // once the pause has passed (the processes' clock moved a minute on), the page renders, and
 // the origin has answered exactly twice.
 func TestEndToEndHostRefusalPausesTheHostAndStrikesNoPage(t *testing.T) {
@@ -35,7 +36,8 @@ func TestEndToEndHostRefusalPausesTheHostAndStrikesNoPage(t *testing.T) {
 		fmt.Fprintf(w, "<!doctype html><p>%s</p>", r.URL.Path)
 	}))
 	defer origin.Close()
-	host := strings.TrimPrefix(origin.URL, "http://")
+	// Politeness is kept per site: render.domains lists 127.0.0.1 (missYAML), every port of it.
+	host := origin.Listener.Addr().(*net.TCPAddr).IP.String()
 	n := startNode(t, t.TempDir(), 2, missYAML, "")
 	waitFor(t, "ready", 30*time.Second, n.ready)
 	page := origin.URL + "/c/p1"

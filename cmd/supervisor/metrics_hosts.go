@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -29,7 +30,10 @@ const hostSeriesMax = 20
 // collectHosts exports the politeness series at nowMs.
 func (c *collector) collectHosts(nowMs int64, sum func(shm.Counter) float64, counter, gauge func(*prometheus.Desc, float64, ...string)) {
 	counter(descRenderRefuse, sum(shm.CounterRenderRefusedHost), "host")
-	rows := hosts.Rows(c.s.seg, c.s.cfg.Load().Render.Hosts.Max, nowMs)
+	// The table is kept per site, and so are the limits (overrides folded into their sites).
+	cfg := c.s.cfg.Load()
+	lim := assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...)
+	rows := hosts.Rows(c.s.seg, lim.Max, nowMs)
 	gauge(descHostsTracked, float64(len(rows)))
 	for _, r := range topPaused(rows) {
 		gauge(descHostPaused, 1, r.Host)
