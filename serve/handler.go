@@ -414,7 +414,18 @@ func writeError(w http.ResponseWriter, code int, field, msg string) int {
 // dropped are the stored headers a page is not served with: the body is served as stored
 // (compressed here or not at all), and its validators are freshq's own.
 var dropped = map[string]bool{"content-length": true, "content-encoding": true, "transfer-encoding": true,
-	"connection": true, "etag": true, "last-modified": true, "age": true}
+	"connection": true, "etag": true, "last-modified": true, "age": true, "cache-control": true, "vary": true}
+
+// crawlerCacheControl and crawlerVary are what every page answer carries in place of the
+// origin's own: a site's middleware answers a crawler with the prerendered page and a person
+// with the site's shell at the same URL, so a shared cache in front of the site (a CDN) must
+// neither keep the crawler's page for everyone (private) nor take one for the other (Vary:
+// User-Agent, for the caches that key by it). The crawler itself may keep it, and
+// revalidates with the ETag and Last-Modified.
+var (
+	crawlerCacheControl = []string{"private"}
+	crawlerVary         = []string{"Accept-Encoding, User-Agent"}
+)
 
 // writePage answers the page as the site would serve it: its status, its declared headers
 // (Location on a 3xx), Content-Type, and freshq's Age, Last-Modified, ETag (304 when
@@ -453,14 +464,20 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 	// freshq's own headers, assigned under their canonical names: Header.Set would
 	// canonicalise each name again on every request.
 	etag := etagOf(pg.Body)
-	hd["Etag"] = []string{etag}
+	served := etag
+	if stored || (plain == nil && len(body) >= gzipMin && accepts) {
+		served = gzipETag(etag) // the gzip representation: a validator of its own (RFC 9110 8.8.3)
+	}
+	hd["Etag"] = []string{served}
 	hd["Last-Modified"] = []string{time.UnixMilli(pg.RenderedAtMs).UTC().Format(http.TimeFormat)}
 	hd["Age"] = []string{strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10)}
 	hd[HeaderCache] = []string{result}
 	hd[HeaderStale] = []string{strconv.FormatBool(pg.Stale)}
-	hd["Vary"] = append(hd["Vary"], "Accept-Encoding")
+	hd["Vary"] = crawlerVary
+	hd["Cache-Control"] = crawlerCacheControl
 	status := int(pg.Status)
-	if status == http.StatusOK && etagMatch(r.Header.Get("If-None-Match"), etag) {
+	if inm := r.Header.Get("If-None-Match"); status == http.StatusOK && (etagMatch(inm, etag) || etagMatch(inm, gzipETag(etag))) {
+		// Either representation's validator says the client holds this content.
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
@@ -552,6 +569,11 @@ func etagOf(body []byte) string {
 	}
 	return `"` + hex.EncodeToString(b[:]) + `"`
 }
+
+// gzipETag is the validator of a page's gzip representation: the plain one's with "-gzip"
+// before its closing quote. A strong ETag names one representation, and the gzip and plain
+// bodies are two, so they may not share one.
+func gzipETag(etag string) string { return etag[:len(etag)-1] + `-gzip"` }
 
 // etagMatch reports whether an If-None-Match value holds etag (or is *); a weak form of it
 // matches too, as the weak comparison If-None-Match uses allows.

@@ -14,6 +14,10 @@ app.use((req, res) => {
   if (req.path === '/gone') {
     return res.send('<!doctype html><meta name="prerender-status-code" content="404"><p>gone</p>');
   }
+  if (req.path.startsWith('/cached/')) {
+    // A page the site lets shared caches keep, as a CDN in front of it would.
+    res.set('Cache-Control', 'public, max-age=600');
+  }
   if (req.path === '/moved') {
     return res.send('<!doctype html><meta name="prerender-status-code" content="301">' +
       '<meta name="prerender-header" content="Location: https://elsewhere.example/new"><p>moved</p>');
