@@ -267,7 +267,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	}
 	now := h.d.Now()
 	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.d.Targets.CadenceOf(key) {
-		return h.declared(w, lastStatus)
+		return h.declared(w, lastStatus, ResultHit)
 	}
 	pg, err := h.d.Misses.Wait(r.Context(), key, target, device, cfg.Wait)
 	if err != nil && r.Context().Err() != nil {
@@ -275,7 +275,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	}
 	if errors.Is(err, intake.ErrRenderFailed) {
 		if _, st, _, kerr := h.d.Targets.Known(key); kerr == nil && st >= 400 && st <= 499 {
-			return h.declared(w, st)
+			return h.declared(w, st, ResultMiss) // this request's render said so
 		}
 	}
 	if err != nil {
@@ -287,13 +287,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	return answer{ResultMiss, writePage(w, r, pg, ResultMiss)}
 }
 
-// declared answers a page whose render ended with a client error (404, 410) with that status.
-func (h *Handler) declared(w http.ResponseWriter, status int) answer {
-	w.Header().Set(HeaderCache, ResultHit)
+// declared answers a page whose render ended with a client error (404, 410) with that status,
+// when no page of it is stored (its render carried none: a site's own 404 page is stored and
+// served as any page is). result is what the request got: a miss when its own render said so.
+func (h *Handler) declared(w http.ResponseWriter, status int, result string) answer {
+	w.Header().Set(HeaderCache, result)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write([]byte("<!doctype html><title>" + strconv.Itoa(status) + "</title><h1>" + http.StatusText(status) + "</h1>\n"))
-	return answer{ResultHit, status}
+	return answer{result, status}
 }
 
 // moveUp queues key's row to be moved up, unless it is queued already, the queue is full or
