@@ -227,7 +227,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	host := string(cachekey.Host(key))
 	domains := cfg.Intake.Domains
 	if len(domains) > 0 && !render.Allowed(domains, host) {
-		return refuse(w, http.StatusNotFound, "url", "host "+host+" is not one render.domains allows")
+		return unnamedHost(w, "host "+host+" is not one render.domains allows")
 	}
 	pg, err := h.d.Targets.Stored(key)
 	if err == nil {
@@ -259,7 +259,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 // (a page that declares 404) is answered that status without rendering again within its cadence.
 func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool) answer {
 	if len(cfg.Intake.Domains) == 0 {
-		return refuse(w, http.StatusNotFound, "url", "no page stored, and render on miss needs render.domains to name the host ("+host+")")
+		return unnamedHost(w, "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
 	known, lastStatus, lastAt, err := h.d.Targets.Known(key)
 	if err != nil {
@@ -383,7 +383,9 @@ func fieldOf(err error, def string) string {
 func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
 	retryAfter, says := intake.RetryAfter(err)
 	switch {
-	case errors.Is(err, intake.ErrNotFound), errors.Is(err, intake.ErrHostNotAllowed):
+	case errors.Is(err, intake.ErrHostNotAllowed):
+		return unnamedHost(w, err.Error())
+	case errors.Is(err, intake.ErrNotFound):
 		return answer{result, writeError(w, http.StatusNotFound, fieldOf(err, "url"), err.Error())}
 	case says:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
@@ -402,6 +404,21 @@ func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
 	}
 	h.d.Log.Error().Err(err).Msg("serving a page")
 	return answer{result, writeError(w, http.StatusInternalServerError, "", err.Error())}
+}
+
+// unnamedHostRetryAfter is the Retry-After of a page refused because render.domains does not
+// name its host: a configuration to fix (or a stranger's made-up host), not a load that passes
+// in seconds.
+const unnamedHostRetryAfter = "3600"
+
+// unnamedHost refuses a page of a host freshq does not render: 503 with a long Retry-After,
+// never a 404. The middlewares relay freshq's status to the crawler as it is (prerender-node
+// writes it unchanged; the nginx recipe proxies it), and a 404 tells a search engine that a
+// real page of the site does not exist, which drops it from the index; a 503 says "come back",
+// and the crawler keeps what it has. Nothing is filed and nothing fetched.
+func unnamedHost(w http.ResponseWriter, msg string) answer {
+	w.Header().Set("Retry-After", unnamedHostRetryAfter)
+	return refuse(w, http.StatusServiceUnavailable, "url", msg)
 }
 
 func refuse(w http.ResponseWriter, code int, field, msg string) answer {

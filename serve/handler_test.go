@@ -278,8 +278,10 @@ func TestRefusalsNameTheirFieldAndWriteNothing(t *testing.T) {
 		{"no token", "GET", "/" + page, []string{HeaderToken, ""}, 401, HeaderToken},
 		{"wrong token", "GET", "/" + page, []string{HeaderToken, "guess"}, 403, HeaderToken},
 		{"admin token", "GET", "/" + page, []string{HeaderToken, "admin-token"}, 403, HeaderToken},
-		{"another host", "GET", "/https://evil.test/p/1", nil, 404, "url"},
-		{"a subdomain trick", "GET", "/https://shop.test.evil.test/p/1", nil, 404, "url"},
+		// A host freshq does not render is 503 (come back), never 404 (the page does not exist),
+		// which the middleware would relay to the crawler as it is.
+		{"another host", "GET", "/https://evil.test/p/1", nil, 503, "url"},
+		{"a subdomain trick", "GET", "/https://shop.test.evil.test/p/1", nil, 503, "url"},
 		{"not a URL", "GET", "/p/1", nil, 400, "url"},
 		{"no host", "GET", "/https:///p/1", nil, 400, "url"},
 		{"another scheme", "GET", "/ftp://shop.test/p/1", nil, 400, "url"},
@@ -304,8 +306,8 @@ func TestRefusalsNameTheirFieldAndWriteNothing(t *testing.T) {
 func TestNoDomainsRendersNothingOnMiss(t *testing.T) {
 	n := newNode(t, "serve: {listen: '127.0.0.1:3999'}\n")
 	a := n.get("/https://any.test/p/1", HeaderToken, "")
-	if e := errorOf(t, a); a.code != 404 || e.Field != "url" || !strings.Contains(e.Error, "render.domains") {
-		t.Fatalf("%d %+v", a.code, e)
+	if e := errorOf(t, a); a.code != 503 || a.header.Get("Retry-After") != unnamedHostRetryAfter || e.Field != "url" || !strings.Contains(e.Error, "render.domains") {
+		t.Fatalf("%d %v %+v, want 503 with a long Retry-After", a.code, a.header, e)
 	}
 	n.nothingWritten(t, "a miss without render.domains")
 }

@@ -161,7 +161,7 @@ func TestEndToEndCrawlerListener(t *testing.T) {
 	}{
 		{"no token", "/" + origin.URL + "/p/notoken", []string{"X-Prerender-Token", ""}, 401, "X-Prerender-Token"},
 		{"wrong token", "/" + origin.URL + "/p/wrong", []string{"X-Prerender-Token", "guess"}, 403, "X-Prerender-Token"},
-		{"another host", "/http://evil.test/p/1", nil, 404, "url"},
+		{"another host", "/http://evil.test/p/1", nil, 503, "url"}, // never a 404: the page may well exist
 		{"not a URL", "/p/1", nil, 400, "url"},
 		{"the admin API", "/v1/targets", nil, 400, "url"},
 	} {
