@@ -486,7 +486,7 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 	t.Terminal, t.TerminalRecheckMs = terminalOf(d.Terminal), d.RecheckAtMs
 	t.LastRender = store.RenderSummary{Status: uint16(max(0, r.Status)), AtMs: now, DurationMs: max(0, r.DurationMs), Bytes: uint64(len(r.Body))}
 	w := store.Write{Schedule: sch, Target: &t}
-	if d.StorePage {
+	if d.StorePage || notFoundPage(o, r, body, row) {
 		plain := len(body)
 		body, headers := CompressPage(body, pageHeaders(r.Headers))
 		w.Page = &store.Page{Status: uint16(r.Status), Headers: headers, Body: body, RenderedAtMs: now}
@@ -551,6 +551,15 @@ var okName = outcome.OK.String()
 // applied as failed: Validate refuses one, and a stored page is served with its status.
 // The outcome's name was checked by Validate; a name that is no outcome's would be applied as
 // a value that is not one, which policy classifies as transient.
+// notFoundPage reports whether a render that ended 404 or 410 (declared by the page, or the
+// origin's status) stores the page it carried: only for a row with no good render, when the
+// site's own "not found" page is the best answer there is. A page that rendered well before
+// keeps being served until the evidence seals it (policy: gone takes its strikes); one render
+// that says otherwise never replaces it.
+func notFoundPage(o outcome.Outcome, r *wire.Result, body []byte, row store.Row) bool {
+	return render.KeepsPage(o) && row.NeverRendered && len(body) > 0 && r.Status >= 400 && r.Status <= 499
+}
+
 func storable(r *wire.Result) (o outcome.Outcome, body []byte) {
 	o, _ = outcome.Parse(r.Outcome)
 	switch {

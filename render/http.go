@@ -179,10 +179,19 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
-	case code == http.StatusNotFound:
-		return failed(res, outcome.NotFound, StageHeaders, "status "+resp.Status)
-	case code == http.StatusGone:
-		return failed(res, outcome.Gone, StageHeaders, "status "+resp.Status)
+	case code == http.StatusNotFound || code == http.StatusGone:
+		o := outcome.NotFound
+		if code == http.StatusGone {
+			o = outcome.Gone
+		}
+		// The site's own page for it, if it sends one within render.max_body; a body that cannot
+		// be read whole is left out, and the status stands.
+		if resp.ContentLength <= h.cfg.MaxBody && isHTML(resp.Header.Get("Content-Type")) {
+			if body, err := readLimited(resp.Body, h.cfg.MaxBody, resp.ContentLength); err == nil {
+				res.Body = body
+			}
+		}
+		return failed(res, o, StageHeaders, "status "+resp.Status)
 	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code == http.StatusTooManyRequests:
 		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status+" (retryable)")
 	case code >= 400 && code <= 499:
@@ -265,9 +274,18 @@ func withoutFragment(u *url.URL) string {
 
 // failed fills in an unsuccessful result.
 func failed(res Result, o outcome.Outcome, stage, msg string) Result {
-	res.Outcome, res.Stage, res.Err, res.Body = o, stage, msg, nil
+	res.Outcome, res.Stage, res.Err = o, stage, msg
+	if !KeepsPage(o) {
+		res.Body = nil
+	}
 	return res
 }
+
+// KeepsPage reports whether a render that ended with o keeps the page its response carried:
+// a 404 or 410, declared by the page or answered by the origin, is the site's own "not found"
+// page, which a crawler must get as the site made it (the store keeps it for a page that has
+// no good render to serve instead). Every other failure's body is nobody's page.
+func KeepsPage(o outcome.Outcome) bool { return o == outcome.NotFound || o == outcome.Gone }
 
 // classifyErr sorts a transport error into network trouble, a timeout of the dialer's own, TLS
 // or anything else.

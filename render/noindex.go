@@ -63,6 +63,11 @@ func headerNoindex(values []string) bool {
 }
 
 // isHTML reports whether a Content-Type may carry robots meta tags; an absent one may.
+// IsHTML reports whether a response of contentType is a page to render: HTML, or no type at
+// all (as a browser sniffs one). Anything else (JSON, text, an image) is passed through as the
+// origin sent it.
+func IsHTML(contentType string) bool { return isHTML(contentType) }
+
 func isHTML(contentType string) bool {
 	if contentType == "" {
 		return true

@@ -227,7 +227,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 	host := string(cachekey.Host(key))
 	domains := cfg.Intake.Domains
 	if len(domains) > 0 && !render.Allowed(domains, host) {
-		return refuse(w, http.StatusNotFound, "url", "host "+host+" is not one render.domains allows")
+		return unnamedHost(w, "host "+host+" is not one render.domains allows")
 	}
 	pg, err := h.d.Targets.Stored(key)
 	if err == nil {
@@ -259,7 +259,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 // (a page that declares 404) is answered that status without rendering again within its cadence.
 func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool) answer {
 	if len(cfg.Intake.Domains) == 0 {
-		return refuse(w, http.StatusNotFound, "url", "no page stored, and render on miss needs render.domains to name the host ("+host+")")
+		return unnamedHost(w, "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
 	known, lastStatus, lastAt, err := h.d.Targets.Known(key)
 	if err != nil {
@@ -267,7 +267,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	}
 	now := h.d.Now()
 	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.d.Targets.CadenceOf(key) {
-		return h.declared(w, lastStatus)
+		return h.declared(w, lastStatus, ResultHit)
 	}
 	pg, err := h.d.Misses.Wait(r.Context(), key, target, device, cfg.Wait)
 	if err != nil && r.Context().Err() != nil {
@@ -275,7 +275,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	}
 	if errors.Is(err, intake.ErrRenderFailed) {
 		if _, st, _, kerr := h.d.Targets.Known(key); kerr == nil && st >= 400 && st <= 499 {
-			return h.declared(w, st)
+			return h.declared(w, st, ResultMiss) // this request's render said so
 		}
 	}
 	if err != nil {
@@ -287,13 +287,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	return answer{ResultMiss, writePage(w, r, pg, ResultMiss)}
 }
 
-// declared answers a page whose render ended with a client error (404, 410) with that status.
-func (h *Handler) declared(w http.ResponseWriter, status int) answer {
-	w.Header().Set(HeaderCache, ResultHit)
+// declared answers a page whose render ended with a client error (404, 410) with that status,
+// when no page of it is stored (its render carried none: a site's own 404 page is stored and
+// served as any page is). result is what the request got: a miss when its own render said so.
+func (h *Handler) declared(w http.ResponseWriter, status int, result string) answer {
+	w.Header().Set(HeaderCache, result)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write([]byte("<!doctype html><title>" + strconv.Itoa(status) + "</title><h1>" + http.StatusText(status) + "</h1>\n"))
-	return answer{ResultHit, status}
+	return answer{result, status}
 }
 
 // moveUp queues key's row to be moved up, unless it is queued already, the queue is full or
@@ -381,7 +383,9 @@ func fieldOf(err error, def string) string {
 func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
 	retryAfter, says := intake.RetryAfter(err)
 	switch {
-	case errors.Is(err, intake.ErrNotFound), errors.Is(err, intake.ErrHostNotAllowed):
+	case errors.Is(err, intake.ErrHostNotAllowed):
+		return unnamedHost(w, err.Error())
+	case errors.Is(err, intake.ErrNotFound):
 		return answer{result, writeError(w, http.StatusNotFound, fieldOf(err, "url"), err.Error())}
 	case says:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
@@ -402,6 +406,21 @@ func (h *Handler) fail(w http.ResponseWriter, result string, err error) answer {
 	return answer{result, writeError(w, http.StatusInternalServerError, "", err.Error())}
 }
 
+// unnamedHostRetryAfter is the Retry-After of a page refused because render.domains does not
+// name its host: a configuration to fix (or a stranger's made-up host), not a load that passes
+// in seconds.
+const unnamedHostRetryAfter = "3600"
+
+// unnamedHost refuses a page of a host freshq does not render: 503 with a long Retry-After,
+// never a 404. The middlewares relay freshq's status to the crawler as it is (prerender-node
+// writes it unchanged; the nginx recipe proxies it), and a 404 tells a search engine that a
+// real page of the site does not exist, which drops it from the index; a 503 says "come back",
+// and the crawler keeps what it has. Nothing is filed and nothing fetched.
+func unnamedHost(w http.ResponseWriter, msg string) answer {
+	w.Header().Set("Retry-After", unnamedHostRetryAfter)
+	return refuse(w, http.StatusServiceUnavailable, "url", msg)
+}
+
 func refuse(w http.ResponseWriter, code int, field, msg string) answer {
 	return answer{ResultError, writeError(w, code, field, msg)}
 }
@@ -414,7 +433,18 @@ func writeError(w http.ResponseWriter, code int, field, msg string) int {
 // dropped are the stored headers a page is not served with: the body is served as stored
 // (compressed here or not at all), and its validators are freshq's own.
 var dropped = map[string]bool{"content-length": true, "content-encoding": true, "transfer-encoding": true,
-	"connection": true, "etag": true, "last-modified": true, "age": true}
+	"connection": true, "etag": true, "last-modified": true, "age": true, "cache-control": true, "vary": true}
+
+// crawlerCacheControl and crawlerVary are what every page answer carries in place of the
+// origin's own: a site's middleware answers a crawler with the prerendered page and a person
+// with the site's shell at the same URL, so a shared cache in front of the site (a CDN) must
+// neither keep the crawler's page for everyone (private) nor take one for the other (Vary:
+// User-Agent, for the caches that key by it). The crawler itself may keep it, and
+// revalidates with the ETag and Last-Modified.
+var (
+	crawlerCacheControl = []string{"private"}
+	crawlerVary         = []string{"Accept-Encoding, User-Agent"}
+)
 
 // writePage answers the page as the site would serve it: its status, its declared headers
 // (Location on a 3xx), Content-Type, and freshq's Age, Last-Modified, ETag (304 when
@@ -453,14 +483,20 @@ func writePage(w http.ResponseWriter, r *http.Request, pg intake.ServedPage, res
 	// freshq's own headers, assigned under their canonical names: Header.Set would
 	// canonicalise each name again on every request.
 	etag := etagOf(pg.Body)
-	hd["Etag"] = []string{etag}
+	served := etag
+	if stored || (plain == nil && len(body) >= gzipMin && accepts) {
+		served = gzipETag(etag) // the gzip representation: a validator of its own (RFC 9110 8.8.3)
+	}
+	hd["Etag"] = []string{served}
 	hd["Last-Modified"] = []string{time.UnixMilli(pg.RenderedAtMs).UTC().Format(http.TimeFormat)}
 	hd["Age"] = []string{strconv.FormatInt(max(pg.AgeMs, 0)/1000, 10)}
 	hd[HeaderCache] = []string{result}
 	hd[HeaderStale] = []string{strconv.FormatBool(pg.Stale)}
-	hd["Vary"] = append(hd["Vary"], "Accept-Encoding")
+	hd["Vary"] = crawlerVary
+	hd["Cache-Control"] = crawlerCacheControl
 	status := int(pg.Status)
-	if status == http.StatusOK && etagMatch(r.Header.Get("If-None-Match"), etag) {
+	if inm := r.Header.Get("If-None-Match"); status == http.StatusOK && (etagMatch(inm, etag) || etagMatch(inm, gzipETag(etag))) {
+		// Either representation's validator says the client holds this content.
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
@@ -552,6 +588,11 @@ func etagOf(body []byte) string {
 	}
 	return `"` + hex.EncodeToString(b[:]) + `"`
 }
+
+// gzipETag is the validator of a page's gzip representation: the plain one's with "-gzip"
+// before its closing quote. A strong ETag names one representation, and the gzip and plain
+// bodies are two, so they may not share one.
+func gzipETag(etag string) string { return etag[:len(etag)-1] + `-gzip"` }
 
 // etagMatch reports whether an If-None-Match value holds etag (or is *); a weak form of it
 // matches too, as the weak comparison If-None-Match uses allows.

@@ -169,7 +169,9 @@ const page = "https://shop.test/p/1"
 
 // A stored page is served as the site would serve it, whichever form the request takes: its
 // status, its headers, Age, Last-Modified, an ETag with its 304, gzip when accepted, HEAD;
-// and no CSP.
+// and no CSP. Its caching headers are freshq's, not the origin's: private, and varying by
+// User-Agent (a shared cache in front of the site must not hand the crawler's page to people);
+// the gzip and plain bodies have ETags of their own, and either one's validator gets a 304.
 func TestServesTheStoredPageInEveryForm(t *testing.T) {
 	n := newNode(t, baseYAML)
 	n.file(t, page+"?b=2&a=1")
@@ -187,7 +189,7 @@ func TestServesTheStoredPageInEveryForm(t *testing.T) {
 	} {
 		a := n.get(target)
 		if a.code != 200 || a.body != body || a.header.Get(HeaderCache) != "hit" || a.header.Get(HeaderStale) != "false" ||
-			a.header.Get("Age") != "5" || a.header.Get("Cache-Control") != "max-age=60" ||
+			a.header.Get("Age") != "5" || a.header.Get("Cache-Control") != "private" || a.header.Get("Vary") != "Accept-Encoding, User-Agent" ||
 			a.header.Get("Content-Type") != "text/html; charset=utf-8" || a.header.Get("Content-Security-Policy") != "" ||
 			a.header.Get("Last-Modified") != time.UnixMilli(start).UTC().Format(http.TimeFormat) {
 			t.Fatalf("%s: %d %v %.60q", target, a.code, a.header, a.body)
@@ -212,8 +214,15 @@ func TestServesTheStoredPageInEveryForm(t *testing.T) {
 			len(a.body), a.header.Get("Content-Length"), len(stored.Body), intake.Gzipped(&stored))
 	}
 	etag := a.header.Get("ETag")
-	if b := n.get("/"+page+"?a=1&b=2", "If-None-Match", etag); b.code != 304 || b.body != "" || b.header.Get("ETag") != etag {
+	plainETag := n.get("/"+page+"?a=1&b=2").header.Get("ETag")
+	if etag == plainETag || etag != plainETag[:len(plainETag)-1]+`-gzip"` {
+		t.Fatalf("the gzip body's ETag %s and the plain body's %s: want two validators, the gzip one marked", etag, plainETag)
+	}
+	if b := n.get("/"+page+"?a=1&b=2", "If-None-Match", etag, "Accept-Encoding", "gzip"); b.code != 304 || b.body != "" || b.header.Get("ETag") != etag {
 		t.Fatalf("If-None-Match: %d %v", b.code, b.header)
+	}
+	if b := n.get("/"+page+"?a=1&b=2", "If-None-Match", etag); b.code != 304 || b.header.Get("ETag") != plainETag {
+		t.Fatalf("the gzip validator from a plain client: %d %v, want 304 with the plain ETag", b.code, b.header)
 	}
 	if b := n.get("/"+page+"?a=1&b=2", "If-None-Match", `"other"`); b.code != 200 {
 		t.Fatalf("another etag: %d", b.code)
@@ -269,8 +278,10 @@ func TestRefusalsNameTheirFieldAndWriteNothing(t *testing.T) {
 		{"no token", "GET", "/" + page, []string{HeaderToken, ""}, 401, HeaderToken},
 		{"wrong token", "GET", "/" + page, []string{HeaderToken, "guess"}, 403, HeaderToken},
 		{"admin token", "GET", "/" + page, []string{HeaderToken, "admin-token"}, 403, HeaderToken},
-		{"another host", "GET", "/https://evil.test/p/1", nil, 404, "url"},
-		{"a subdomain trick", "GET", "/https://shop.test.evil.test/p/1", nil, 404, "url"},
+		// A host freshq does not render is 503 (come back), never 404 (the page does not exist),
+		// which the middleware would relay to the crawler as it is.
+		{"another host", "GET", "/https://evil.test/p/1", nil, 503, "url"},
+		{"a subdomain trick", "GET", "/https://shop.test.evil.test/p/1", nil, 503, "url"},
 		{"not a URL", "GET", "/p/1", nil, 400, "url"},
 		{"no host", "GET", "/https:///p/1", nil, 400, "url"},
 		{"another scheme", "GET", "/ftp://shop.test/p/1", nil, 400, "url"},
@@ -295,8 +306,8 @@ func TestRefusalsNameTheirFieldAndWriteNothing(t *testing.T) {
 func TestNoDomainsRendersNothingOnMiss(t *testing.T) {
 	n := newNode(t, "serve: {listen: '127.0.0.1:3999'}\n")
 	a := n.get("/https://any.test/p/1", HeaderToken, "")
-	if e := errorOf(t, a); a.code != 404 || e.Field != "url" || !strings.Contains(e.Error, "render.domains") {
-		t.Fatalf("%d %+v", a.code, e)
+	if e := errorOf(t, a); a.code != 503 || a.header.Get("Retry-After") != unnamedHostRetryAfter || e.Field != "url" || !strings.Contains(e.Error, "render.domains") {
+		t.Fatalf("%d %v %+v, want 503 with a long Retry-After", a.code, a.header, e)
 	}
 	n.nothingWritten(t, "a miss without render.domains")
 }

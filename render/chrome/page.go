@@ -61,6 +61,7 @@ type tab struct {
 	committed  bool      // the main frame has committed this render's document
 	docStatus  int
 	docHeaders network.Headers
+	docRequest network.RequestID // the document's request, whose raw body a non-HTML one is
 	docURL     string
 	docEgress  string // the proxy's egressHeader on the document's response
 	refusedDoc string // a document (or redirect) URL refused by render.domains or its scheme
@@ -200,6 +201,9 @@ func (t *tab) navigateAndCapture(ctx, rctx context.Context, target *chromedp.Tar
 		return t.finish(rctx, t.navigationFailed(res, nav))
 	}
 	if r, ok := t.waitReady(ctx, rctx, target, res); !ok {
+		return t.finish(rctx, r)
+	}
+	if r, ok := t.passThrough(ctx, rctx, target, res); ok {
 		return t.finish(rctx, r)
 	}
 	body, err := chromedp.Evaluate[string](fmt.Sprintf(captureScript, t.r.cfg.KeepScripts))(ctx, target)
@@ -390,6 +394,7 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 	}
 	t.mu.Lock()
 	t.docStatus, t.docHeaders, t.docURL = int(ev.Response.Status), ev.Response.Headers, ev.Response.URL
+	t.docRequest = ev.RequestID
 	t.docEgress = header(ev.Response.Headers, egressHeader)
 	t.mu.Unlock()
 }
@@ -533,6 +538,42 @@ func hostPort(raw string) string {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// passThrough returns the document as the origin sent it when it is not HTML (an API's JSON, a
+// text file): what the browser shows of such a document is a viewer page of its own making,
+// which no crawler must get for the URL. ok is false for an HTML document, which is rendered.
+func (t *tab) passThrough(ctx, rctx context.Context, target *chromedp.Target, res render.Result) (render.Result, bool) {
+	t.mu.Lock()
+	status, headers, docURL, id := t.docStatus, t.docHeaders, t.docURL, t.docRequest
+	t.mu.Unlock()
+	ct := header(headers, "content-type")
+	if render.IsHTML(ct) || id == "" {
+		return res, false
+	}
+	if docURL != "" {
+		res.FinalURL = docURL
+	}
+	res.Status = status
+	got, err := cdp.Call(ctx, target, network.GetResponseBody, network.GetResponseBodyParams{RequestID: id})
+	switch {
+	case err != nil:
+		return t.fail(rctx, res, render.StageBody, fmt.Errorf("reading the %s document: %w", ct, err)), true
+	case int64(len(got.Body)) > t.r.cfg.MaxBody:
+		return failed(res, outcome.TooLarge, render.StageBody, fmt.Sprintf("page over render.max_body (%d bytes)", t.r.cfg.MaxBody)), true
+	}
+	res.Body = got.Body
+	res.Headers = map[string]string{"content-type": ct}
+	for _, k := range []string{"content-language", "cache-control", "etag", "last-modified"} {
+		if v := header(headers, k); v != "" {
+			res.Headers[k] = v
+		}
+	}
+	var robots []string
+	if v := header(headers, "x-robots-tag"); v != "" {
+		robots = strings.Split(v, "\n")
+	}
+	return render.JudgePage(res, robots), true
 }
 
 // judge classifies the captured page.

@@ -10,9 +10,17 @@ app.get('/__hits', (req, res) => res.json({ hits: hits[req.query.path] || 0 }));
 app.use(prerender.set('prerenderServiceUrl', process.env.FRESHQ_SERVE).set('prerenderToken', process.env.FRESHQ_SERVE_TOKEN));
 app.use((req, res) => {
   hits[req.path] = (hits[req.path] || 0) + 1;
+  if (req.path.startsWith('/api/')) {
+    // The site's API: JSON, which the middleware does not skip (no file extension).
+    return res.json({ path: req.path, name: 'Red shoes' });
+  }
   res.type('html');
   if (req.path === '/gone') {
     return res.send('<!doctype html><meta name="prerender-status-code" content="404"><p>gone</p>');
+  }
+  if (req.path.startsWith('/cached/')) {
+    // A page the site lets shared caches keep, as a CDN in front of it would.
+    res.set('Cache-Control', 'public, max-age=600');
   }
   if (req.path === '/moved') {
     return res.send('<!doctype html><meta name="prerender-status-code" content="301">' +
