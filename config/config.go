@@ -391,6 +391,9 @@ type Page struct {
 	SWRTTL     Duration `yaml:"swr_ttl"`     // SWRTTLDefault
 	MaxWait    Duration `yaml:"max_wait"`    // MaxWaitDefault: the longest ?wait= GET /v1/pages accepts
 	MaxWaiters int      `yaml:"max_waiters"` // MaxWaitersDefault requests waiting for a render on miss at once
+	// MaxSiteWaiters bounds the requests waiting for renders of one site's pages; 0 is
+	// ⌈max_waiters ÷ 4⌉, so that one site cannot hold every slot.
+	MaxSiteWaiters int `yaml:"max_site_waiters"`
 }
 
 // Sitemap configures sitemap ingest.
@@ -490,6 +493,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"page.swr_ttl", &c.Page.SWRTTL, false},
 		{"page.max_wait", &c.Page.MaxWait, false},
 		{"page.max_waiters", &c.Page.MaxWaiters, false},
+		{"page.max_site_waiters", &c.Page.MaxSiteWaiters, false},
 		{"sitemap.min_ttl", &c.Sitemap.MinTTL, false},
 		{"sitemap.max_depth", &c.Sitemap.MaxDepth, true}, // 0: follow no index file
 		{"sitemap.max_decompressed", &c.Sitemap.MaxDecompressed, false},

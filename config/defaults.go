@@ -290,6 +290,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Page.SWRTTL = cmp.Or(c.Page.SWRTTL, SWRTTLDefault)
 	c.Page.MaxWait = cmp.Or(c.Page.MaxWait, MaxWaitDefault)
 	c.Page.MaxWaiters = cmp.Or(c.Page.MaxWaiters, MaxWaitersDefault)
+	c.Page.MaxSiteWaiters = cmp.Or(c.Page.MaxSiteWaiters, (c.Page.MaxWaiters+3)/4)
 	c.Sitemap.MinTTL = cmp.Or(c.Sitemap.MinTTL, MinTTLDefault)
 	c.Sitemap.MaxDepth = cmp.Or(c.Sitemap.MaxDepth, MaxDepthDefault)
 	c.Sitemap.MaxDecompressed = cmp.Or(c.Sitemap.MaxDecompressed, MaxDecompressedDefault)

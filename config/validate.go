@@ -280,6 +280,9 @@ func (p *Page) validate(bad badFunc) {
 	if p.MaxWaiters < 1 || p.MaxWaiters > MaxWaitersMax {
 		bad("page.max_waiters", "must be 1..%d, got %d", MaxWaitersMax, p.MaxWaiters)
 	}
+	if p.MaxSiteWaiters < 1 || p.MaxSiteWaiters > p.MaxWaiters {
+		bad("page.max_site_waiters", "must be 1..page.max_waiters (%d), got %d", p.MaxWaiters, p.MaxSiteWaiters)
+	}
 	if p.MaxWait > MaxWaitMax {
 		bad("page.max_wait", "must be at most %s (a waiting request holds a connection), got %s", MaxWaitMax, p.MaxWait)
 	}

@@ -31,7 +31,9 @@ import (
 //     it is changed under mu only.
 //   - Bounded: at most ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉ flights (each is a
 //     rush, which takes the urgent lane's share of a batch) and at most page.max_waiters
-//     waiters at once. Past either, a request is refused at once with ErrOverloaded rather
+//     waiters at once, of which one site (Settings.SiteOf) holds at most page.max_site_waiters,
+//     so that one site's misses (a stranger's made-up URLs of it, an origin that hangs) cannot
+//     shut out another's. Past either, a request is refused at once with ErrOverloaded rather
 //     than queued.
 //   - Nobody waits past the stop: Stop wakes every flight with ErrStopping and refuses every
 //     request from then on.
@@ -59,10 +61,11 @@ type Misses struct {
 
 	newTargets HostRate // new targets per site (Settings.SiteOf)
 
-	mu      sync.Mutex
-	flights map[string]*flight
-	waiters int
-	stopped bool
+	mu          sync.Mutex
+	flights     map[string]*flight
+	waiters     int
+	siteWaiters map[string]int // waiters by the site of their key (Settings.SiteOf)
+	stopped     bool
 }
 
 // flight is one render waited for; done is closed once err (nil: a result was applied) is set.
@@ -71,7 +74,8 @@ type flight struct {
 	err     error
 	outcome string // the applied result's outcome
 	waiters int
-	started bool // its first request has filed and rushed the target (or found it rendering)
+	started bool   // its first request has filed and rushed the target (or found it rendering)
+	site    string // its key's site, whose share of the waiters its waiters count against
 }
 
 func (m *Misses) after(d time.Duration) <-chan time.Time {
@@ -146,7 +150,9 @@ func (m *Misses) Wait(ctx context.Context, key []byte, url, device string, wait 
 // join registers the caller on key's flight, starting one if there is none (first), or
 // refuses it past a cap or after Stop.
 func (m *Misses) join(key string) (f *flight, first bool, err error) {
-	maxFlights, maxWaiters := m.Limits()
+	set := m.Targets.Settings()
+	maxFlights, maxWaiters, maxSite := set.Misses.Flights, set.Misses.Waiters, set.Misses.SiteWaiters
+	site := set.SiteOf([]byte(key))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
@@ -154,6 +160,10 @@ func (m *Misses) join(key string) (f *flight, first bool, err error) {
 	}
 	if m.waiters >= maxWaiters {
 		return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf("%d requests are waiting for renders already (page.max_waiters)", m.waiters)}
+	}
+	if maxSite > 0 && m.siteWaiters[site] >= maxSite {
+		return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf(
+			"%d requests are waiting for renders of %s already, its share of the waiters (page.max_site_waiters)", m.siteWaiters[site], site)}
 	}
 	f = m.flights[key]
 	if f == nil {
@@ -164,11 +174,15 @@ func (m *Misses) join(key string) (f *flight, first bool, err error) {
 		if m.flights == nil {
 			m.flights = map[string]*flight{}
 		}
-		f, first = &flight{done: make(chan struct{})}, true
+		f, first = &flight{done: make(chan struct{}), site: site}, true
 		m.flights[key] = f
+	}
+	if m.siteWaiters == nil {
+		m.siteWaiters = map[string]int{}
 	}
 	f.waiters++
 	m.waiters++
+	m.siteWaiters[f.site]++
 	m.report()
 	return f, first, nil
 }
@@ -234,6 +248,9 @@ func (m *Misses) leave(key string, f *flight) {
 	defer m.mu.Unlock()
 	f.waiters--
 	m.waiters--
+	if m.siteWaiters[f.site]--; m.siteWaiters[f.site] <= 0 {
+		delete(m.siteWaiters, f.site)
+	}
 	if f.waiters == 0 && m.flights[key] == f {
 		delete(m.flights, key)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,7 +198,7 @@ func TestMissCallerThatGivesUpLeaves(t *testing.T) {
 // once with ErrOverloaded; the caps count what waits now, so a slot frees when a waiter leaves.
 func TestMissCapsRefuseAtOnce(t *testing.T) {
 	// ⌈0.001 × 2000⌉ = 2 flights; 3 waiters.
-	n := newMissNode(t, "page: {max_waiters: 3}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
+	n := newMissNode(t, "page: {max_waiters: 3, max_site_waiters: 3}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
 	if f, w := n.misses.Limits(); f != 2 || w != 3 {
 		t.Fatalf("limits %d %d, want 2 3", f, w)
 	}
@@ -214,7 +215,7 @@ func TestMissCapsRefuseAtOnce(t *testing.T) {
 	}
 	c := n.wait(context.Background(), "https://shop.test/p/c", 1) // a second flight fits again
 	n.until(t, "c joined", func(f, w int) bool { return f == 2 && w == 3 })
-	n.Reload("page: {max_waiters: 10}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
+	n.Reload("page: {max_waiters: 10, max_site_waiters: 10}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
 	_, err = n.misses.Wait(context.Background(), []byte("desktop|https://shop.test/p/d"), "https://shop.test/p/d", "", time.Second)
 	if !errors.Is(err, ErrOverloaded) || err.Error() != fmt.Sprintf("2 renders on miss are in flight already, %s", "the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)") {
 		t.Fatalf("past the flights' cap: %v", err)
@@ -224,6 +225,37 @@ func TestMissCapsRefuseAtOnce(t *testing.T) {
 	}
 	close(n.timeout)
 	for _, ch := range []chan answer{a, a, c} {
+		if x := <-ch; !errors.Is(x.err, ErrWaitTimeout) {
+			t.Fatal(x.err)
+		}
+	}
+}
+
+// One site holds at most page.max_site_waiters of the waiters: past its share its requests are
+// refused at once with ErrOverloaded naming the site (any port or subdomain of it counts), while
+// another site's requests still join; a slot of the site frees when its waiter leaves.
+func TestMissSiteShareRefusesAtOnce(t *testing.T) {
+	n := newMissNode(t, "page: {max_waiters: 10, max_site_waiters: 2}\n")
+	n.Reload("render: {domains: [shop.test, other.test]}\npage: {max_waiters: 10, max_site_waiters: 2}\n")
+	a := n.wait(context.Background(), "https://shop.test/p/a", 1)
+	b := n.wait(context.Background(), "https://www.shop.test:8443/p/b", 1)
+	n.until(t, "the site's share joined", func(f, w int) bool { return f == 2 && w == 2 })
+	for _, u := range []string{"https://shop.test/p/c", "https://shop.test/p/a", "https://cdn.shop.test/p/d"} {
+		_, err := n.misses.Wait(context.Background(), []byte("desktop|"+u), u, "", time.Second)
+		if !errors.Is(err, ErrOverloaded) || !strings.Contains(err.Error(), "of shop.test already") {
+			t.Fatalf("%s past the site's share: %v", u, err)
+		}
+	}
+	c := n.wait(context.Background(), "https://other.test/p/e", 1)
+	n.until(t, "another site joined", func(f, w int) bool { return f == 3 && w == 3 })
+	n.render(t, []byte("desktop|https://shop.test/p/a"), "ok", 200, "a")
+	if x := <-a; x.err != nil {
+		t.Fatal(x.err)
+	}
+	d := n.wait(context.Background(), "https://shop.test/p/f", 1) // the site's slot is free again
+	n.until(t, "the freed slot taken", func(f, w int) bool { return f == 3 && w == 3 })
+	close(n.timeout)
+	for _, ch := range []chan answer{b, c, d} {
 		if x := <-ch; !errors.Is(x.err, ErrWaitTimeout) {
 			t.Fatal(x.err)
 		}
@@ -340,16 +372,18 @@ func (n *missNode) refusedAtOnce(t *testing.T, url string, waiting int) error {
 		_, err := n.misses.Wait(ctx, []byte("desktop|"+url), url, "", time.Second)
 		done <- err
 	}()
-	for {
-		select {
-		case err := <-done:
-			return err
-		default:
-		}
+	// A refused request joins its flight for a moment before it is refused, so the waiters seen
+	// meanwhile say nothing; a request that is not refused waits until the test ends its wait
+	// (n.timeout), which this never does: it would not return within the bound.
+	select {
+	case err := <-done:
 		if _, w := n.misses.Waiting(); w > waiting {
-			cancel()
-			t.Fatalf("%s was not refused: it waits for a render (%v)", url, <-done)
+			t.Fatalf("%s was refused, yet %d wait, want %d", url, w, waiting)
 		}
-		runtime.Gosched()
+		return err
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatalf("%s was not refused: it waits for a render (%v)", url, <-done)
+		return nil
 	}
 }

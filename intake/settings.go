@@ -45,11 +45,14 @@ func (s *Settings) SiteOf(key []byte) string {
 
 // MissLimits bound render on miss (Misses) and the crawler listener's moves of expired rows.
 type MissLimits struct {
-	Flights int           // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉
-	Waiters int           // page.max_waiters: requests waiting at once
-	Rate    float64       // serve.miss_rate: new targets (and moves up) per second per site
-	Burst   int           // serve.miss_burst
-	MaxWait time.Duration // page.max_wait: the longest ?wait= a request may ask for
+	Flights int // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉
+	Waiters int // page.max_waiters: requests waiting at once
+	// SiteWaiters is page.max_site_waiters: requests waiting at once for the pages of one
+	// site; 0 leaves a site only Waiters (a test's settings).
+	SiteWaiters int
+	Rate        float64       // serve.miss_rate: new targets (and moves up) per second per site
+	Burst       int           // serve.miss_burst
+	MaxWait     time.Duration // page.max_wait: the longest ?wait= a request may ask for
 }
 
 // MaxFlights is ⌈share × capacity⌉: each flight is a rush, served from the urgent lane's share

@@ -25,7 +25,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the import list in docs/ARCHI
 // the code.
 var allowed = map[string][]string{
 	"api":                 {"claim", "hosts", "intake", "policy", "shm", "wire"},
-	"assemble":            {"config", "hosts", "policy", "render", "render/chrome"},
+	"assemble":            {"cachekey", "config", "hosts", "policy", "render", "render/chrome"},
 	"assemble/node":       {"api", "assemble", "capacity", "claim", "config", "intake", "policy", "serve", "sitemap", "sweep", "wire"},
 	"cachekey":            {},
 	"capacity":            {"freshness", "internal/startstop", "policy", "store", "wire"},
@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"cluster":             {"shm"},
 	"cluster/clustertest": {"cluster"},
 	"cmd/freshqctl":       {"wire"},
-	"cmd/supervisor":      {"config", "hosts", "internal/clock", "internal/connguard", "internal/logging", "internal/testhold", "outcome", "shm", "wire"},
+	"cmd/supervisor":      {"assemble", "config", "hosts", "internal/clock", "internal/connguard", "internal/logging", "internal/testhold", "outcome", "shm", "wire"},
 	"cmd/worker": {"api", "assemble", "assemble/node", "cachekey", "capacity", "claim", "cluster", "config", "freshness", "hosts", "intake",
 		"internal/clock", "internal/connguard", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
 		"outcome", "policy", "render", "render/chrome", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "wire"},
@@ -70,7 +70,7 @@ var allowed = map[string][]string{
 	"store/badgerstore":   {"cachekey", "internal/invariants", "store"},
 	"store/pgstore":       {"cluster", "store"},
 	"store/storetest":     {"internal/invariants", "store"},
-	"sweep":               {"cachekey", "hosts", "policy", "shm", "store"},
+	"sweep":               {"hosts", "policy", "shm", "store"},
 	"wire":                {"outcome"},
 }
 
