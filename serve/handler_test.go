@@ -214,7 +214,7 @@ func TestServesTheStoredPageInEveryForm(t *testing.T) {
 			len(a.body), a.header.Get("Content-Length"), len(stored.Body), intake.Gzipped(&stored))
 	}
 	etag := a.header.Get("ETag")
-	plainETag := n.get("/"+page+"?a=1&b=2").header.Get("ETag")
+	plainETag := n.get("/" + page + "?a=1&b=2").header.Get("ETag")
 	if etag == plainETag || etag != plainETag[:len(plainETag)-1]+`-gzip"` {
 		t.Fatalf("the gzip body's ETag %s and the plain body's %s: want two validators, the gzip one marked", etag, plainETag)
 	}
