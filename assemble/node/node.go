@@ -94,7 +94,7 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 		Hosts:           assemble.HostsLimits(r.Hosts, r.Domains...),
 		Misses: intake.MissLimits{Flights: intake.MaxFlights(q.Lanes.UrgentMaxShare, q.Ready.Capacity),
 			Waiters: cfg.Page.MaxWaiters, SiteWaiters: cfg.Page.MaxSiteWaiters, Rate: cfg.Serve.MissRate, Burst: cfg.Serve.MissBurst, MaxWait: cfg.Page.MaxWait.D()},
-		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.UserAgent,
+		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.Marked(r.UserAgent),
 			MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)}, MinTTL: cfg.Sitemap.MinTTL.D()},
 		Freshness: intake.FreshnessSettings{Policy: q.Policy, On: q.Policy == config.PolicyFreshness,
 			Normalize: fr.Normalize == nil || *fr.Normalize, RequestTau: fr.RequestTau.D(), Requests: fr.Requests,
