@@ -215,6 +215,7 @@ type crawlerLoad struct {
 	mu       sync.Mutex
 	answers  int
 	failures []string
+	sent     []time.Time // when each crawler request was sent
 	stop     chan struct{}
 	done     sync.WaitGroup
 }
@@ -258,6 +259,9 @@ func startCrawlerLoad(site, admin string) *crawlerLoad {
 				return
 			case <-tick.C:
 			}
+			l.mu.Lock()
+			l.sent = append(l.sent, time.Now())
+			l.mu.Unlock()
 			l.done.Add(2)
 			go func(path string) {
 				defer l.done.Done()
@@ -306,6 +310,40 @@ func (l *crawlerLoad) finish(t *testing.T, early error) {
 	t.Logf("%d answers (crawler and admin), none failed", l.answers)
 }
 
+// sentWithin is how many crawler requests were sent from start to end.
+func (l *crawlerLoad) sentWithin(start, end time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, t := range l.sent {
+		if !t.Before(start) && !t.After(end) {
+			n++
+		}
+	}
+	return n
+}
+
+// duringSwitch fails unless a crawler request was sent while the pool switched supervisors
+// (from the old one's stop to the new one's ready): else the run proved nothing.
+func (l *crawlerLoad) duringSwitch(start, end time.Time) error {
+	if n := l.sentWithin(start, end); n < 1 {
+		return fmt.Errorf("no crawler request was sent during the switch (%s)", end.Sub(start))
+	}
+	return nil
+}
+
+// sentSince waits until n crawler requests were sent since start.
+func (l *crawlerLoad) sentSince(start time.Time, n int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for l.sentWithin(start, time.Now()) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fewer than %d crawler requests sent in 30 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
 // settle lets the load run until a few more answers came back.
 func (l *crawlerLoad) settle() error {
 	want := l.count() + 20
@@ -350,11 +388,21 @@ func TestEndToEndSocketActivatedRestartsDropNoCrawlerRequest(t *testing.T) {
 			return err
 		}
 		// systemctl restart: the old supervisor stops, then a new one starts on the same sockets.
+		switchStart := time.Now()
 		if err := stopSupervisor(t, cmd, exited); err != nil {
+			return err
+		}
+		// No process accepts now. The new supervisor starts once 10 crawler requests (half a
+		// second's) were sent: a start that takes that long, or RestartSec=, and these requests
+		// wait in the sockets' backlog, which systemd keeps.
+		if err := load.sentSince(time.Now(), 10); err != nil {
 			return err
 		}
 		cmd, exited = systemd.start(n)
 		if err := n.waitUp(cmd.Process.Pid, exited); err != nil {
+			return err
+		}
+		if err := load.duringSwitch(switchStart, time.Now()); err != nil {
 			return err
 		}
 		return load.settle()
@@ -399,6 +447,7 @@ func TestEndToEndUpgradeHandsOverListenersDropsNoCrawlerRequest(t *testing.T) {
 			return 0, err
 		}
 		n.installBinary()
+		switchStart := time.Now()
 		if err := syscall.Kill(old, syscall.SIGUSR2); err != nil {
 			return 0, err
 		}
@@ -421,6 +470,9 @@ func TestEndToEndUpgradeHandsOverListenersDropsNoCrawlerRequest(t *testing.T) {
 		// The new supervisor runs the file now at the path, not the replaced one.
 		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != n.bin {
 			return 0, fmt.Errorf("supervisor %d runs %q (%v), want the new %s", pid, exe, err, n.bin)
+		}
+		if err := load.duringSwitch(switchStart, time.Now()); err != nil {
+			return 0, err
 		}
 		return pid, load.settle()
 	}
