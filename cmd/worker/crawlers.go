@@ -30,8 +30,8 @@ type crawlerListener struct {
 	h       *serve.Handler
 	srv     *http.Server
 	drain   connguard.Drain // the socket outlives this worker 0: Stop answers what it accepted
-	flushes chan struct{} // closed to stop the demand flushes
-	flushed chan struct{} // closed when they have stopped
+	flushes chan struct{}   // closed to stop the demand flushes
+	flushed chan struct{}   // closed when they have stopped
 }
 
 // demandHalfLife is the half-life of the crawler request counts worker 0 keeps (serve.Demand);

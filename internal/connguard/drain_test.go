@@ -72,7 +72,7 @@ func TestDrainAnswersTheNextRequestOnAnIdleConnection(t *testing.T) {
 		t.Fatal("the drain ended with a connection open, before its grace")
 	default:
 	}
-	resp := get() // the connection is still there: the request sent on it is answered
+	resp := get()    // the connection is still there: the request sent on it is answered
 	if !resp.Close { // Connection: close (ReadResponse takes the header out into Close)
 		t.Fatalf("an answer during the drain keeps the connection: %v", resp.Header)
 	}
