@@ -508,3 +508,69 @@ func isZombie(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
+
+// A handover that cannot happen leaves the running supervisor serving: under systemd
+// (NOTIFY_SOCKET set), where its exit would end the service, and when the new supervisor does
+// not confirm (here: the configuration file is broken by then, so the new one exits 2).
+func TestEndToEndRefusedHandoverKeepsServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	n := newRestartNode(t)
+	start := func(env ...string) (*exec.Cmd, chan struct{}) {
+		cmd := n.command(n.bin)
+		cmd.Env = append(cmd.Env, env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		if err := n.waitUp(cmd.Process.Pid, exited); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, exited
+	}
+	refused := func(cmd *exec.Cmd, why string) {
+		t.Helper()
+		logged := func() int {
+			b, _ := os.ReadFile(n.log.Name())
+			return strings.Count(string(b), "handover refused")
+		}
+		before := logged()
+		n.installBinary()
+		cmd.Process.Signal(syscall.SIGUSR2)
+		waitFor(t, "the refusal ("+why+")", 40*time.Second, func() bool { return logged() > before })
+		b, _ := os.ReadFile(n.log.Name())
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "handover refused") && strings.Contains(line, why) {
+				t.Log(line)
+				why = ""
+			}
+		}
+		if why != "" {
+			t.Fatalf("no refusal in the log says %q", why)
+		}
+		if n.lockHolder() != cmd.Process.Pid || !n.ready() {
+			t.Fatalf("after a refused handover: the lock names %d, not %d, or the pool is not ready", n.lockHolder(), cmd.Process.Pid)
+		}
+	}
+
+	cmd, exited := start("NOTIFY_SOCKET=" + filepath.Join(n.dir, "no-systemd-here"))
+	refused(cmd, "running under systemd")
+	if err := stopSupervisor(t, cmd, exited); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd, exited = start()
+	good, err := os.ReadFile(n.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(n.cfgPath, []byte("workers: [not a number\n"), 0o600)
+	refused(cmd, "did not take over")
+	os.WriteFile(n.cfgPath, good, 0o600)
+	if err := stopSupervisor(t, cmd, exited); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -285,16 +286,13 @@ func (s *supervisor) handOver() (int, error) {
 	if n, err := r.Read(b); n != 1 {
 		cmd.Process.Kill()
 		<-exited
-		return 0, fmt.Errorf("the new supervisor (%s, pid %d) did not take over: %v", exe, cmd.Process.Pid, orElse(err, "it exited"))
+		why := "it exited before it confirmed (its own log lines say why)"
+		if err != nil && !errors.Is(err, io.EOF) {
+			why = err.Error()
+		}
+		return 0, fmt.Errorf("the new supervisor (%s, pid %d) did not take over: %s", exe, cmd.Process.Pid, why)
 	}
 	return cmd.Process.Pid, nil
-}
-
-func orElse(err error, otherwise string) string {
-	if err == nil {
-		return otherwise
-	}
-	return err.Error()
 }
 
 // withoutEnv is env without the variables named.
