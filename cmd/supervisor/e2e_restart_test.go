@@ -194,7 +194,7 @@ func (fs *fakeSystemd) start(n *restartNode) (*exec.Cmd, chan struct{}) {
 	return cmd, exited
 }
 
-// stop is systemctl stop: SIGTERM, and wait for the exit.
+// stopSupervisor is systemctl stop: SIGTERM, and wait for the exit (exit code 0).
 func stopSupervisor(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}) error {
 	t.Helper()
 	cmd.Process.Signal(syscall.SIGTERM)
