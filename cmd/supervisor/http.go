@@ -39,12 +39,14 @@ import (
 // http.write_timeout, an idle keep-alive within http.idle_timeout — so that a client that
 // sends slowly (slowloris) or never closes holds a connection only that long. Bulk endpoints
 // get http.bulk_timeout instead, per request (see bulkDeadlines). A peer holds at most
-// http.max_unauthenticated connections before its requests pass authorize (connguard).
+// http.max_unauthenticated connections before its requests pass authorize (connguard). Its
+// stop is a drain (s.drain, connguard.Drain): the socket may outlive this supervisor.
 func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) {
 	h := s.cfg.Load().HTTP
 	srv := &http.Server{
 		ConnContext:       connguard.ConnContext,
-		Handler:           s.handler(),
+		ConnState:         s.drain.ConnState,
+		Handler:           s.drain.Handler(s.handler()),
 		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
 		ReadTimeout:       h.ReadTimeout.D(),
 		WriteTimeout:      h.WriteTimeout.D(),
@@ -52,9 +54,17 @@ func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) 
 		MaxHeaderBytes:    64 << 10,
 	}
 	// connguard outside: a connection it closes gives its max_conns slot back at once.
-	return srv, connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
-		func() bool { return s.cfg.Load().Token != "" })
+	return srv, s.drain.Listener(connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
+		func() bool { return s.cfg.Load().Token != "" }))
 }
+
+// The admin listener's drain at a stop (connguard.Drain): connections open get
+// listenerDrainGrace to send one more request or close, then the requests still in flight get
+// listenerDrainBound.
+const (
+	listenerDrainGrace = 2 * time.Second
+	listenerDrainBound = 5 * time.Second
+)
 
 // handler is the public listener: /metrics, /healthz and /readyz are answered from shared
 // memory, so they work while worker 0 restarts; everything else goes to worker 0.

@@ -7,11 +7,14 @@
 //
 // Signals: SIGTERM/SIGINT drain the workers and exit 0; SIGHUP reloads and validates the
 // configuration and passes it to every worker (a bad file is refused and logged, the running
-// configuration stays).
+// configuration stays); SIGUSR2 hands the listening sockets over to the binary now at this
+// executable's path, which takes over while this supervisor stops (an upgrade without systemd;
+// see listeners.go). Under systemd the sockets may come from the socket units
+// (deploy/freshq-admin.socket, deploy/freshq-crawler.socket), which keep them open across
+// restarts.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/shm"
@@ -58,7 +62,7 @@ func main() {
 	// Handlers first thing: a SIGHUP (or SIGTERM) that arrives while the process starts waits in
 	// the channel for the main loop, instead of taking its default action, which kills.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR2)
 	testhold.Hold()
 	os.Exit(run(os.Args[1:], sigs))
 }
@@ -104,6 +108,21 @@ func run(args []string, sigs <-chan os.Signal) int {
 		log.Error().Err(err).Msg("worker binary")
 		return 2
 	}
+	sockets, err := inheritSockets()
+	if err == nil {
+		err = sockets.check(cfg)
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("inherited sockets")
+		return 2
+	}
+	// A supervisor that takes over waits for the old one's locks: the old one stops once told.
+	acquire := acquireLock
+	if sockets.from == "handover" {
+		acquire = func(path string) (*lock, error) { return acquireLockWaiting(path, handoverWait(cfg)) }
+		log.Info().Dur("wait", handoverWait(cfg)).Msg("taking over: waiting for the supervisor that handed over to stop")
+		sockets.confirm()
+	}
 
 	// Ownership before anything else is touched: a second supervisor on this data directory or
 	// segment stops here, leaving the first one's files alone.
@@ -115,13 +134,13 @@ func run(args []string, sigs <-chan os.Signal) int {
 		log.Error().Err(err).Msg("data dir")
 		return 1
 	}
-	dataLock, err := acquireLock(filepath.Join(cfg.DataDir, "supervisor.lock"))
+	dataLock, err := acquire(filepath.Join(cfg.DataDir, "supervisor.lock"))
 	if err != nil {
 		log.Error().Err(err).Str("data_dir", cfg.DataDir).Msg("data_dir is in use by another freshq supervisor; refusing to start")
 		return 1
 	}
 	defer dataLock.release()
-	segLock, err := acquireLock(cfg.SHM.Path + ".lock")
+	segLock, err := acquire(cfg.SHM.Path + ".lock")
 	if err != nil {
 		log.Error().Err(err).Str("shm", cfg.SHM.Path).Msg("shm.path is in use by another freshq supervisor; refusing to start")
 		return 1
@@ -171,7 +190,7 @@ func run(args []string, sigs <-chan os.Signal) int {
 	defer os.Remove(workerConfig)
 
 	s := &supervisor{
-		log: log, seg: seg, bin: bin, workerConfig: workerConfig, logFormat: *logFormat, socket: socket,
+		log: log, seg: seg, bin: bin, workerConfig: workerConfig, logFormat: *logFormat, socket: socket, sockets: sockets,
 	}
 	s.cfg.Store(cfg)
 	return s.run(load, sigs)
@@ -252,11 +271,14 @@ type supervisor struct {
 	status       *wire.Client // worker 0's status, for /readyz and systemd; one client, kept-alive connections
 	cfg          atomic.Pointer[config.Config]
 	children     []*child
-	stopping     atomic.Bool // the stop began: render workers stop and are not restarted
-	closing      atomic.Bool // worker 0 was told to stop: it is not restarted either
-	waits        waitStop    // closed when the stop begins: requests waiting for a render on miss end
-	fatal        chan error  // a restart storm
-	serveFile    *os.File    // the crawler listener's socket (serve.listen), handed to worker 0; nil: off
+	stopping     atomic.Bool     // the stop began: render workers stop and are not restarted
+	closing      atomic.Bool     // worker 0 was told to stop: it is not restarted either
+	waits        waitStop        // closed when the stop begins: requests waiting for a render on miss end
+	fatal        chan error      // a restart storm
+	serveFile    *os.File        // the crawler listener's socket (serve.listen), handed to worker 0; nil: off
+	adminFile    *os.File        // the admin listener's socket (listen), for a handover
+	drain        connguard.Drain // the admin listener's stop
+	sockets      inheritedSockets
 }
 
 // run starts everything and blocks until a signal or a restart storm ends it.
@@ -264,26 +286,23 @@ func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-cha
 	cfg := s.cfg.Load()
 	s.fatal = make(chan error, 1)
 	s.status = wire.NewClient(s.socket)
-	ln, err := net.Listen("tcp", cfg.Listen)
+	// Each socket is inherited (systemd's, or a handover's) or bound here (listeners.go).
+	ln, adminFile, err := s.sockets.listenAdmin(cfg.Listen)
 	if err != nil {
 		s.log.Error().Err(err).Str("listen", cfg.Listen).Msg("listen")
 		return 1
 	}
+	s.adminFile = adminFile
 	// The crawler listener is bound here, once, and served by worker 0 (package serve): the
 	// socket outlives a restart of worker 0, whose connections wait in the accept queue.
 	if cfg.Serve.Listen != "" {
-		sln, err := net.Listen("tcp", cfg.Serve.Listen)
+		var addr net.Addr
+		s.serveFile, addr, err = s.sockets.listenCrawler(cfg.Serve.Listen)
 		if err != nil {
 			s.log.Error().Err(err).Str("serve.listen", cfg.Serve.Listen).Msg("listen")
 			return 1
 		}
-		s.serveFile, err = sln.(*net.TCPListener).File()
-		sln.Close() // the file holds the socket
-		if err != nil {
-			s.log.Error().Err(err).Msg("serve.listen")
-			return 1
-		}
-		s.log.Info().Str("serve", sln.Addr().String()).Msg("crawler listener bound; worker 0 serves it")
+		s.log.Info().Str("serve", addr.String()).Str("inherited_from", s.sockets.from).Msg("crawler listener bound; worker 0 serves it")
 	}
 	srv, ln := s.publicServer(ln) // timeouts and http.max_conns (http.go)
 	go func() {
@@ -292,7 +311,7 @@ func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-cha
 		}
 	}()
 	s.log.Info().Str("listen", ln.Addr().String()).Int("workers", cfg.Workers).Str("data_dir", cfg.DataDir).
-		Str("shm", cfg.SHM.Path).Str("socket", s.socket).Msg("freshq supervisor started")
+		Str("shm", cfg.SHM.Path).Str("socket", s.socket).Str("inherited_from", s.sockets.from).Msg("freshq supervisor started")
 
 	restarts := newIntensity(cfg.Supervisor.RestartIntensity, cfg.Supervisor.RestartPeriod.D())
 	for i := range cfg.Workers {
@@ -311,6 +330,15 @@ loop:
 				s.reload(load)
 				continue
 			}
+			if sig == syscall.SIGUSR2 {
+				pid, err := s.handOver()
+				if err != nil {
+					s.log.Error().Err(err).Msg("handover refused; this supervisor keeps serving")
+					continue
+				}
+				s.log.Info().Int("new_pid", pid).Msg("handed the listeners over; draining")
+				break loop
+			}
 			s.log.Info().Str("signal", sig.String()).Msg("draining")
 			break loop
 		case err := <-s.fatal:
@@ -324,9 +352,7 @@ loop:
 	s.waits.stop()
 	notify("STOPPING=1")
 	killed := s.stopChildren(s.cfg.Load().Supervisor.ShutdownTimeout.D(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
+		s.drain.Stop(srv, listenerDrainGrace, listenerDrainBound)
 	})
 	s.log.Info().Int("exit", code).Int("killed", killed).Dur("took", time.Since(start)).Msg("freshq supervisor stopped")
 	return code

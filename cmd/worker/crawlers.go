@@ -29,8 +29,9 @@ type crawlerListener struct {
 
 	h       *serve.Handler
 	srv     *http.Server
-	flushes chan struct{} // closed to stop the demand flushes
-	flushed chan struct{} // closed when they have stopped
+	drain   connguard.Drain // the socket outlives this worker 0: Stop answers what it accepted
+	flushes chan struct{}   // closed to stop the demand flushes
+	flushed chan struct{}   // closed when they have stopped
 }
 
 // demandHalfLife is the half-life of the crawler request counts worker 0 keeps (serve.Demand);
@@ -59,7 +60,8 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	h := cfg.HTTP
 	c.srv = &http.Server{
 		ConnContext:       connguard.ConnContext,
-		Handler:           c.h,
+		ConnState:         c.drain.ConnState,
+		Handler:           c.drain.Handler(c.h),
 		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
 		ReadTimeout:       h.ReadTimeout.D(),
 		// A miss is answered within serve.wait: the answer may take that long to start.
@@ -69,8 +71,8 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	}
 	// Tokenless peers hold at most http.max_unauthenticated of the http.max_conns slots
 	// (connguard), outside the limit so that a connection it closes frees its slot at once.
-	lim := connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
-		func() bool { return len(c.e.serveSettings().Tokens) > 0 })
+	lim := c.drain.Listener(connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
+		func() bool { return len(c.e.serveSettings().Tokens) > 0 }))
 	go func() {
 		if err := c.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			c.e.log.Error().Err(err).Msg("crawler listener stopped")
@@ -80,17 +82,24 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops serving: requests in flight get a few seconds (their waits for a render on miss
-// were ended by the Misses' stop), then their connections are closed.
+// The crawler listener's drain (connguard.Drain): connections open get drainGrace to send one
+// more request or close, then the requests still in flight get drainBound.
+const (
+	drainGrace = 2 * time.Second
+	drainBound = 3 * time.Second
+)
+
+// Stop stops serving and leaves the socket to whoever holds it next: the supervisor's next
+// worker 0, or the next supervisor's (systemd's socket or a handover), while the kernel queues
+// the connections meanwhile. Nothing accepted goes unanswered: the listener stops accepting,
+// the requests in flight are answered (their waits for a render on miss were ended by the
+// Misses' stop) with Connection: close, and idle keep-alive connections get drainGrace before
+// they are closed (connguard.Drain).
 func (c *crawlerListener) Stop() {
 	if c.srv == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := c.srv.Shutdown(ctx); err != nil {
-		c.srv.Close()
-	}
+	c.drain.Stop(c.srv, drainGrace, drainBound)
 	c.h.Stop()
 	close(c.flushes)
 	<-c.flushed
