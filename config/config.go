@@ -401,6 +401,10 @@ type Sitemap struct {
 	MinTTL          Duration `yaml:"min_ttl"`          // MinTTLDefault: floor for <changefreq> cadences
 	MaxDepth        int      `yaml:"max_depth"`        // MaxDepthDefault levels of index files
 	MaxDecompressed ByteSize `yaml:"max_decompressed"` // MaxDecompressedDefault per file: a zip bomb is refused
+	// URLs are the site's sitemaps, read at start and again every Refetch by worker 0, each
+	// <url> filed for every device (as a POST /v1/sitemaps naming none).
+	URLs    []string `yaml:"urls"`
+	Refetch Duration `yaml:"refetch"` // RefetchDefault between two reads of each of URLs
 }
 
 // Supervisor configures restarts and shutdown.
@@ -497,6 +501,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"sitemap.min_ttl", &c.Sitemap.MinTTL, false},
 		{"sitemap.max_depth", &c.Sitemap.MaxDepth, true}, // 0: follow no index file
 		{"sitemap.max_decompressed", &c.Sitemap.MaxDecompressed, false},
+		{"sitemap.refetch", &c.Sitemap.Refetch, false},
 		{"supervisor.restart_intensity", &s.RestartIntensity, false},
 		{"supervisor.restart_period", &s.RestartPeriod, false},
 		{"supervisor.backoff_min", &s.BackoffMin, false},

@@ -181,6 +181,8 @@ const (
 	MaxDepthDefault        = 3                       // sitemap.max_depth
 	MaxDepthMax            = 10
 	MaxDecompressedDefault = ByteSize(256 << 20)
+	RefetchDefault         = Duration(24 * time.Hour) // sitemap.refetch
+	MaxSitemapURLs         = 100                      // sitemap.urls
 )
 
 // supervisor
@@ -294,6 +296,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Sitemap.MinTTL = cmp.Or(c.Sitemap.MinTTL, MinTTLDefault)
 	c.Sitemap.MaxDepth = cmp.Or(c.Sitemap.MaxDepth, MaxDepthDefault)
 	c.Sitemap.MaxDecompressed = cmp.Or(c.Sitemap.MaxDecompressed, MaxDecompressedDefault)
+	c.Sitemap.Refetch = cmp.Or(c.Sitemap.Refetch, RefetchDefault)
 
 	s := &c.Supervisor
 	s.RestartIntensity = cmp.Or(s.RestartIntensity, RestartIntensityDefault)

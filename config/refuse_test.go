@@ -22,6 +22,8 @@ func TestExplicitZeroAndBadValuesAreRefused(t *testing.T) {
 		{"queue:\n  ready:\n    key_capacity: 0\n", "line 3: queue.ready.key_capacity"},
 		{"queue:\n  ready:\n    sweep_interval: 0s\n", "line 3: queue.ready.sweep_interval"},
 		{"render:\n  timeout: 0s\n", "line 2: render.timeout"},
+		{"sitemap:\n  refetch: 30s\n", "line 2: sitemap.refetch"},
+		{"sitemap:\n  urls: [\"ftp://shop.test/sitemap.xml\"]\n", "line 2: sitemap.urls[0]"},
 		{"render:\n  max_body: 0\n", "line 2: render.max_body"},
 		{"render:\n  concurrency: 0\n", "line 2: render.concurrency"},
 		{"render:\n  renderer: \"\"\n", "line 2: render.renderer"},

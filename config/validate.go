@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -292,6 +293,17 @@ func (s *Sitemap) validate(bad badFunc) {
 	positive(bad, "sitemap.min_ttl", s.MinTTL)
 	if s.MaxDepth < 0 || s.MaxDepth > MaxDepthMax {
 		bad("sitemap.max_depth", "must be 0..%d, got %d", MaxDepthMax, s.MaxDepth)
+	}
+	if s.Refetch < Duration(time.Minute) {
+		bad("sitemap.refetch", "must be at least 1m, got %s", s.Refetch)
+	}
+	if len(s.URLs) > MaxSitemapURLs {
+		bad("sitemap.urls", "at most %d sitemaps, got %d", MaxSitemapURLs, len(s.URLs))
+	}
+	for i, raw := range s.URLs {
+		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || len(raw) > 2048 {
+			bad(fmt.Sprintf("sitemap.urls[%d]", i), "must be an absolute http(s) URL without credentials, of at most 2048 bytes, got %.64q", raw)
+		}
 	}
 }
 

@@ -67,6 +67,10 @@ func MaxFlights(urgentShare float64, readyCapacity int) int {
 type SitemapSettings struct {
 	Fetch  sitemap.Options
 	MinTTL time.Duration
+	// URLs are sitemap.urls, read by SitemapRuns at start and again every Refetch
+	// (sitemap.refetch) by the node's clock; none: only what is posted is read.
+	URLs    []string
+	Refetch time.Duration
 }
 
 // FreshnessSettings is freshness.* and queue.policy as the services use them.

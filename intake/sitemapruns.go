@@ -30,7 +30,9 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/internal/startstop"
@@ -79,9 +81,15 @@ func (s *SitemapRuns) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.accepting, s.ctx, s.gate = true, ctx, gate
 	s.mu.Unlock()
+	scheduled := make(chan struct{})
+	go func() {
+		defer close(scheduled)
+		s.readConfigured(ctx)
+	}()
 	go func() {
 		defer done()
 		<-ctx.Done()
+		<-scheduled // submits nothing once it has seen the end
 		s.mu.Lock()
 		s.accepting = false
 		s.mu.Unlock()
@@ -89,6 +97,57 @@ func (s *SitemapRuns) Start(ctx context.Context) error {
 		s.wg.Wait()
 	}()
 	return nil
+}
+
+// configuredPoll is how often the configured sitemaps' schedule is looked at. Whether a
+// sitemap is due is decided by the node's clock (Targets.Now), so a test moves it; this is only
+// how soon a due read starts.
+const configuredPoll = time.Second
+
+// readConfigured reads the sitemaps of sitemap.urls at start and again each time
+// sitemap.refetch has passed since its last read began, by the node's clock, until ctx ends.
+// The list and the interval are read from the settings in force at each look, so a reload
+// applies to the next one. A sitemap whose run is still going is not started again; one that
+// cannot start now (ErrTooMany) is tried at the next look; one refused (its host not under
+// render.domains) waits a whole refetch, as its run's report says why.
+func (s *SitemapRuns) readConfigured(ctx context.Context) {
+	last := map[string]int64{} // a sitemap's URL → when its last run started (ms)
+	tick := time.NewTicker(configuredPoll)
+	defer tick.Stop()
+	for {
+		set := s.Targets.Settings().Sitemap
+		now := s.Targets.Now()
+		for _, u := range set.URLs {
+			if at, read := last[u]; read && now-at < set.Refetch.Milliseconds() || s.inProgress(u) {
+				continue
+			}
+			_, err := s.Submit(wire.SitemapRequest{URL: u}, nil)
+			if errors.Is(err, ErrTooMany) {
+				continue
+			}
+			last[u] = now
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// inProgress reports whether a run of the sitemap at u is going.
+func (s *SitemapRuns) inProgress(u string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		r.mu.Lock()
+		going := r.rep.Status == wire.RunRunning && r.rep.Source == u
+		r.mu.Unlock()
+		if going {
+			return true
+		}
+	}
+	return false
 }
 
 type sitemapRun struct {
@@ -298,9 +357,10 @@ func (in *ingest) count(n int) {
 
 // batch gathers a urlset file's valid URLs into chunks for Targets.UpsertChunk.
 type batch struct {
-	in    *ingest
-	chunk []Item
-	keys  map[string]bool // keys of chunk: a repeated URL flushes first, so a chunk has no duplicate
+	in      *ingest
+	chunk   []Item
+	lastmod []int64         // of each item of chunk: its <url>'s <lastmod> (ms), 0 if none or unreadable
+	keys    map[string]bool // keys of chunk: a repeated URL flushes first, so a chunk has no duplicate
 }
 
 func (b *batch) entry(e sitemap.Entry) error {
@@ -334,7 +394,7 @@ func (b *batch) entry(e sitemap.Entry) error {
 			in.run.mu.Unlock()
 			return nil
 		}
-		if err := b.add(p); err != nil {
+		if err := b.add(p, lastmodMs(e.LastMod)); err != nil {
 			return err
 		}
 	}
@@ -343,7 +403,7 @@ func (b *batch) entry(e sitemap.Entry) error {
 
 // add puts one item into the chunk, flushing first a chunk that holds its key already, and
 // after it a chunk that is full.
-func (b *batch) add(p Item) error {
+func (b *batch) add(p Item, lastmod int64) error {
 	if b.keys[string(p.Key)] {
 		if err := b.flush(); err != nil {
 			return err
@@ -351,6 +411,7 @@ func (b *batch) add(p Item) error {
 	}
 	b.keys[string(p.Key)] = true
 	b.chunk = append(b.chunk, p)
+	b.lastmod = append(b.lastmod, lastmod)
 	if len(b.chunk) == ChunkItems {
 		return b.flush()
 	}
@@ -385,7 +446,22 @@ func (b *batch) flush() error {
 		}
 	}
 	in.run.mu.Unlock()
-	b.chunk = b.chunk[:0]
+	err = in.s.Targets.dueForLastmod(b.chunk, b.lastmod, landed)
+	b.chunk, b.lastmod = b.chunk[:0], b.lastmod[:0]
 	clear(b.keys)
-	return nil
+	return err
+}
+
+// lastmodLayouts are the forms of a sitemap's <lastmod> (W3C Datetime, as sitemaps.org says).
+var lastmodLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02"}
+
+// lastmodMs is a <lastmod>'s time in ms, or 0 when it is empty or not a W3C Datetime.
+func lastmodMs(v string) int64 {
+	v = strings.TrimSpace(v)
+	for _, layout := range lastmodLayouts {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UnixMilli()
+		}
+	}
+	return 0
 }

@@ -254,3 +254,20 @@ func TestSitemapRunsSubmitRefusesNamingTheField(t *testing.T) {
 		t.Fatalf("the refused body was left behind: %v", err)
 	}
 }
+
+// A <lastmod> is read in each form of the W3C Datetime sitemaps use; anything else is none.
+func TestLastmodForms(t *testing.T) {
+	for v, want := range map[string]int64{
+		"2026-12-07":                    time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		"2026-12-07T10:30+01:00":        time.Date(2026, 12, 7, 9, 30, 0, 0, time.UTC).UnixMilli(),
+		"2026-12-07T10:30:15Z":          time.Date(2026, 12, 7, 10, 30, 15, 0, time.UTC).UnixMilli(),
+		" 2026-12-07T10:30:15.5-02:00 ": time.Date(2026, 12, 7, 12, 30, 15, 5e8, time.UTC).UnixMilli(),
+		"":                              0,
+		"yesterday":                     0,
+		"2026-13-01":                    0,
+	} {
+		if got := lastmodMs(v); got != want {
+			t.Errorf("lastmod %q: %d, want %d", v, got, want)
+		}
+	}
+}

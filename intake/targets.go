@@ -335,6 +335,36 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	return matched, nil
 }
 
+// dueForLastmod makes due now each existing target of items whose sitemap <lastmod> (ms, 0:
+// none) is later than its last render: the site says the page changed since freshq rendered
+// it, so its cadence is not waited out. Not a rush (no urgent lane: a sitemap may list
+// thousands), and a render in flight is left to land. landed is UpsertChunk's answer for items.
+func (t *Targets) dueForLastmod(items []Item, lastmod []int64, landed []Landed) error {
+	var keys [][]byte
+	for i := range items {
+		if i >= len(landed) || i >= len(lastmod) || lastmod[i] == 0 || !landed[i].Existed || landed[i].Failed != "" {
+			continue
+		}
+		tgt, err := t.store.GetTarget(items[i].Key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return &StoreError{err}
+		}
+		if tgt.LastRender.AtMs != 0 && tgt.LastRender.AtMs < lastmod[i] && lastmod[i] <= t.Now() {
+			keys = append(keys, items[i].Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := t.prioritize(keys, "due", keepInFlight); err != nil {
+		return &StoreError{err}
+	}
+	return nil
+}
+
 // inFlight says what a rush or wait does to a render of the key already in flight.
 type inFlight bool
 
@@ -369,8 +399,11 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 			return 0, err
 		}
 		due, lanes := storedDue(row.DueAtMs, now), row.Lanes
-		if mode == "rush" {
+		switch mode {
+		case "rush":
 			due, lanes.Urgent = min(due, now), true
+		case "due": // due now, in its own lane (a sitemap's <lastmod>)
+			due = min(due, now)
 		}
 		sch, err := store.NewSchedule(k, due, row.Submitted, row.EffectiveIntervalMs, lanes)
 		if err == nil {

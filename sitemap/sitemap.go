@@ -26,10 +26,11 @@
 //
 // Of the sitemaps.org tags, <loc> is the target and <changefreq> becomes its cadence
 // (ChangefreqCadence, floored at sitemap.min_ttl, so a site claiming "always" cannot make freshq
-// re-render every page hourly). <lastmod> and <priority> are parsed and ignored: lastmod is
-// unreliable in the wild (many sites stamp every URL with the generation time) and the cadence,
-// not a change date, decides when a page is rendered; priority is relative within a site and the
-// lanes already decide order. Extension namespaces (image, news, video, xhtml:link) are skipped.
+// re-render every page hourly). <lastmod> is handed on (Entry.LastMod): a page whose lastmod is
+// later than its last render is made due (intake), not rushed, and at most once a read, since
+// lastmod is unreliable in the wild (many sites stamp every URL with the generation time).
+// <priority> is parsed and ignored: it is relative within a site and the lanes already decide
+// order. Extension namespaces (image, news, video, xhtml:link) are skipped.
 package sitemap
 
 import (
@@ -372,7 +373,7 @@ const (
 // text of its tag, at most MaxField bytes.
 type Entry struct {
 	Loc        string
-	LastMod    string // parsed and ignored (see the package comment)
+	LastMod    string // as written; intake reads it as a W3C Datetime (see the package comment)
 	ChangeFreq string
 	Priority   string // parsed and ignored
 	TooLong    bool   // a tag's text was longer than MaxField and was cut

@@ -39,7 +39,7 @@ render:
   user_agent_suffix: "site-renders/4"
   hosts: {max_concurrency: 6, overrides: {"big.test": 2}, max_pause: 4m, halve_after: 4, grow_after: 12}
 page: {max_wait: 45s, max_waiters: 77, max_site_waiters: 21}
-sitemap: {min_ttl: 8h, max_depth: 4, max_decompressed: 10MiB}
+sitemap: {min_ttl: 8h, max_depth: 4, max_decompressed: 10MiB, urls: ["https://shop.test/sitemap.xml"], refetch: 6h}
 serve:
   tokens: [crawler-token-1]
   mobile_agents: [Phone]
@@ -112,7 +112,8 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		Hosts:           limits(),
 		Misses:          intake.MissLimits{Flights: 300, Waiters: 77, SiteWaiters: 21, Rate: 3, Burst: 9, MaxWait: 45 * time.Second},
 		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: []string{"shop.test"}, Timeout: 40 * time.Second,
-			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour},
+			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour,
+			URLs: []string{"https://shop.test/sitemap.xml"}, Refetch: 6 * time.Hour},
 		Freshness: intake.FreshnessSettings{Policy: "freshness", On: true, Normalize: false, RequestTau: 12 * time.Hour,
 			Requests: 0.5, Threshold: 2, PriorWeight: 3, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
 			ConditionalMaxAge: 96 * time.Hour},
