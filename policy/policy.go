@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
@@ -214,4 +215,22 @@ func LaneOf(r *Row) Lane {
 		return LaneSubmitted
 	}
 	return LaneDiscovered
+}
+
+// CadenceBound is the longest cadence the configuration in force gives the row: its route's
+// interval when a route matches (Cadence clamps every carried cadence to it); else the target's
+// stored interval; else the slowest rung of render.demand.ladder; else render.default_interval.
+// A render files at most this cadence (Apply), so a row carrying a longer one was filed under
+// an earlier configuration: a reload that shortened an interval, or a restart with one
+// shortened. The reload's reschedule (intake.Targets.Reschedule) moves such rows.
+func (p *Policy) CadenceBound(r *Row) int64 {
+	switch {
+	case p.RouteInterval(r.Key) > 0:
+		return clampCadence(p.RouteInterval(r.Key))
+	case usable(r.StoredIntervalMs):
+		return r.StoredIntervalMs
+	case len(p.opts.Ladder) > 0:
+		return clampCadence(slices.Max(p.opts.Ladder).Milliseconds())
+	}
+	return clampCadence(p.defaultIntervalMs)
 }
