@@ -212,3 +212,93 @@ func TestReloadLengthenedIntervalKeepsDueTimes(t *testing.T) {
 		return true
 	})
 }
+
+// rewriteConfig replaces from with to in the node's configuration file.
+func (n *node) rewriteConfig(t *testing.T, from, to string) {
+	t.Helper()
+	path := filepath.Join(n.dir, "freshq.yaml")
+	cfg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cfg, []byte(from)) {
+		t.Fatalf("the configuration has no %q", from)
+	}
+	if err := os.WriteFile(path, bytes.Replace(cfg, []byte(from), []byte(to), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reloadAll sends SIGHUP and waits until the supervisor and both workers logged the reload
+// with level in force.
+func (n *node) reloadAll(t *testing.T, level string) {
+	t.Helper()
+	who := []string{`"role":"supervisor"`, `"worker":0`, `"worker":1`}
+	before := make([]int, len(who))
+	for i, w := range who {
+		before[i] = n.logLines(w, "configuration reloaded", `"log_level":"`+level+`"`)
+	}
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "every process's reload at "+level, 30*time.Second, func() bool {
+		for i, w := range who {
+			if n.logLines(w, "configuration reloaded", `"log_level":"`+level+`"`) <= before[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// log.level applies on reload in every process, in both directions: info → debug shows the
+// supervisor's and both workers' debug lines, debug → info stops them.
+func TestReloadAppliesLogLevelInEveryProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	n := startNode(t, t.TempDir(), 2, "render: {renderer: sim}\n", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	who := []string{`"role":"supervisor"`, `"worker":0`, `"worker":1`}
+
+	n.rewriteConfig(t, "log: {level: info}", "log: {level: debug}")
+	n.reloadAll(t, "debug")
+	waitFor(t, "every process's debug line", 30*time.Second, func() bool {
+		for _, w := range who {
+			if n.logLines(w, `"level":"debug"`, "debug lines logged") == 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	n.rewriteConfig(t, "log: {level: debug}", "log: {level: info}")
+	n.reloadAll(t, "info")
+	// Once more at info: each process logs its debug line right after its reload line, so by
+	// this reload's lines the previous one's would be there.
+	n.reloadAll(t, "info")
+	if c := n.logLines(`"level":"debug"`, `"log_level":"info"`); c > 0 {
+		t.Fatalf("%d debug lines logged after log.level went back to info", c)
+	}
+}
+
+// A restart-only key changed by SIGHUP is refused whole, naming the key: the running
+// configuration stays, and a key reloaded alongside it is not applied either.
+func TestReloadRefusesARestartOnlyKeyWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	n := startNode(t, t.TempDir(), 2, "render: {renderer: sim}\nsupervisor: {restart_intensity: 5}\n", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	n.rewriteConfig(t, "supervisor: {restart_intensity: 5}", "supervisor: {restart_intensity: 9}")
+	n.rewriteConfig(t, "log: {level: info}", "log: {level: debug}")
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the reload's refusal", 30*time.Second, func() bool {
+		return n.logLines("reload refused", "supervisor.restart_intensity", "restart") > 0
+	})
+	// The level in force is still info: a good reload (the key back as it runs) says so, and
+	// only then is debug applied.
+	n.rewriteConfig(t, "supervisor: {restart_intensity: 9}", "supervisor: {restart_intensity: 5}")
+	n.reloadAll(t, "debug")
+	if c := n.logLines("configuration reloaded"); c != 3 {
+		t.Fatalf("%d reloads logged, want the good one's 3 (supervisor, two workers)", c)
+	}
+}
