@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/wire"
 )
 
 // What an owner changes by a reload (or by a restart with the changed file) reaches every page
@@ -300,5 +304,63 @@ func TestReloadRefusesARestartOnlyKeyWhole(t *testing.T) {
 	n.reloadAll(t, "debug")
 	if c := n.logLines("configuration reloaded"); c != 3 {
 		t.Fatalf("%d reloads logged, want the good one's 3 (supervisor, two workers)", c)
+	}
+}
+
+// topAndPlan reads the demand `freshqctl top` prints (/v1/queue's capacity) and the current
+// demand `freshqctl plan` prints for the node's own file (POST /v1/plan): the same store
+// under the same configuration.
+func (n *node) topAndPlan(t *testing.T) (top, plan float64) {
+	t.Helper()
+	q := n.queueView()
+	if q.Capacity == nil {
+		t.Fatal("/v1/queue has no capacity section")
+	}
+	file, err := os.ReadFile(filepath.Join(n.dir, "freshq.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := n.postRaw(wire.PathPlan, file)
+	var p wire.Plan
+	if a.code != 200 || json.Unmarshal(a.body, &p) != nil {
+		t.Fatalf("POST %s: %d %s", wire.PathPlan, a.code, a.body)
+	}
+	return q.Capacity.Demand.Total, p.Current.Demand
+}
+
+// `freshqctl top` and `freshqctl plan` give one demand for one store and one configuration,
+// after a reload too: 12 rows never rendered (nothing renders here: worker 0 alone, so the
+// reschedule leaves them as they are) on a route cut from 6 h to 3 m are 12/180 s, not 12/6 h.
+func TestTopAndPlanAgreeAfterReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	seed(t, dir, reloadRows)
+	n := startNodeEvery(t, dir, 1, 6*time.Hour, "", "")
+	waitFor(t, "readiness", 60*time.Second, n.ready)
+	const before, after = float64(reloadRows) / (6 * 3600), float64(reloadRows) / 180
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	waitFor(t, "top and plan at 6h", 30*time.Second, func() bool {
+		top, plan := n.topAndPlan(t)
+		return near(top, before) && near(plan, before)
+	})
+	reloaded := n.logLines(`"worker":0`, "configuration reloaded")
+	n.setRouteInterval(t, 6*time.Hour, 3*time.Minute)
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "worker 0's reload", 30*time.Second, func() bool {
+		return n.logLines(`"worker":0`, "configuration reloaded") > reloaded
+	})
+	var top, plan float64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		top, plan = n.topAndPlan(t)
+		if near(top, after) && near(plan, after) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the reload to 3m: top says demand %.6f/s, plan %.6f/s; want both %.6f/s", top, plan, after)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -13,12 +13,16 @@ import (
 // run, finishes the job) and one after every reload. A reload during a run starts another once
 // it ends: the rows a run moved are not found again, so the second is the first's remainder
 // under the new file. Each run logs where it stands after every chunk it writes and when it
-// ends (rows scanned, rows moved), so an operator can follow a large one.
+// ends (rows scanned, rows moved), so an operator can follow a large one. A reload also has the
+// capacity accounting recount its demand under the new file (reloaded).
 type rescheduleService struct {
 	startstop.BaseStartStop
 	e       *env
 	targets *intake.Targets
 	reloads <-chan struct{} // a reload put a new configuration in force
+	// reloaded is called at each reload, before the run: the capacity recount
+	// (capacity.Service.Reloaded), so that the demand follows the new cadences at once.
+	reloaded func()
 }
 
 func (s *rescheduleService) Start(ctx context.Context) error {
@@ -34,6 +38,9 @@ func (s *rescheduleService) Start(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-s.reloads:
+				if s.reloaded != nil {
+					s.reloaded()
+				}
 			}
 		}
 	}()

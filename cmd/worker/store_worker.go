@@ -290,7 +290,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.capacity.Start(ctx); err != nil {
 		return wrap("capacity", err)
 	}
-	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads}
+	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
 	if err := w.resched.Start(ctx); err != nil {
 		return wrap("reschedule", err)
 	}
