@@ -24,7 +24,8 @@ import (
 //
 // (due − carried is the render that filed it, or earlier: a crawler's visit or an operator's
 // recache only ever moves a due time up, and freshness files at most its ceiling). A due time
-// already past is filed due now, never below the floor.
+// already past stays past, so the row ranks by how late it really is, but never below the
+// floor (nor below now, should the floor be past it).
 //
 // Lengthening moves nothing: a row keeps the due time it has, renders then, and from that
 // render on is filed by the new cadence (Apply). Telling a due time the old cadence filed from
@@ -71,7 +72,7 @@ func (t *Targets) Reschedule(ctx context.Context, progress func(RescheduleProgre
 		if progress != nil {
 			progress(out)
 		}
-		return nil
+		return ctx.Err() // a stop between two chunks
 	}
 	err := t.store.ForEachSchedule(nil, func(key []byte, row store.Row) error {
 		if out.Scanned%1024 == 0 && ctx.Err() != nil {
