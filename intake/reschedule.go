@@ -20,10 +20,12 @@ import (
 // allows it (policy.CadenceBound) was filed under a longer one; it is refiled carrying the
 // bound, due at most one bound after the time its due time was filed from:
 //
-//	due' = max(min(due, due − carried + bound), min(head, now))
+//	due' = max(min(due, due − carried + bound, lastRender + bound), min(head, now))
 //
-// (due − carried is the render that filed it, or earlier: a crawler's visit or an operator's
-// recache only ever moves a due time up, and freshness files at most its ceiling). A due time
+// (due − carried is the render or the check that filed it, or earlier: a crawler's visit or an
+// operator's recache only ever moves a due time up; lastRender, the target's last render, bounds
+// a due time freshness filed past one cadence, at a ceiling stretched for a short capacity; a
+// page verified by a 304 since its last render may so be checked once early). A due time
 // already past stays past, so the row ranks by how late it really is, but never below the
 // floor (nor below now, should the floor be past it).
 //
@@ -135,7 +137,11 @@ func (t *Targets) rescheduleChunk(pol *policy.Policy, keys [][]byte) (int, error
 			if !ok {
 				return store.Write{}, false, nil // rendered or refiled meanwhile
 			}
-			due := max(min(row.DueAtMs, row.DueAtMs-row.EffectiveIntervalMs+bound), minDue)
+			due := min(row.DueAtMs, row.DueAtMs-row.EffectiveIntervalMs+bound)
+			if at := cur.Target.LastRender.AtMs; cur.HasTarget && at > 0 {
+				due = min(due, at+bound)
+			}
+			due = max(due, minDue)
 			sch, err := store.NewSchedule(k, due, row.Submitted, bound, row.Lanes)
 			if err == nil {
 				sch, err = keepRank(sch, row)

@@ -18,11 +18,18 @@ const (
 // cadence later.
 func putRendered(t *testing.T, st store.Store, key string, renderedAt, carried int64, lanes store.Lanes) {
 	t.Helper()
-	sch, err := store.NewSchedule([]byte(key), renderedAt+carried, true, carried, lanes)
+	putFiled(t, st, key, renderedAt, renderedAt+carried, carried, lanes)
+}
+
+// putFiled files key due at due, carrying carried, with its target's last render at renderedAt.
+func putFiled(t *testing.T, st store.Store, key string, renderedAt, due, carried int64, lanes store.Lanes) {
+	t.Helper()
+	sch, err := store.NewSchedule([]byte(key), due, true, carried, lanes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := store.Write{Schedule: sch, Target: &store.Target{URL: key[len("desktop|"):], Device: "desktop", Source: store.SourceAPI}}
+	w := store.Write{Schedule: sch, Target: &store.Target{URL: key[len("desktop|"):], Device: "desktop", Source: store.SourceAPI,
+		LastRender: store.RenderSummary{Status: 200, AtMs: renderedAt}}}
 	if err := st.WriteSchedules([]store.Write{w}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,19 +60,24 @@ func TestRescheduleMovesRowsAShortenedIntervalLeftLate(t *testing.T) {
 	putRendered(t, e.Store, "desktop|https://a.test/c/failing", old, sixHours, store.Lanes{Failing: true})
 	putRendered(t, e.Store, "desktop|https://a.test/c/new", old, sixHours, store.Lanes{NeverRendered: true})
 	putRendered(t, e.Store, "desktop|https://a.test/o/other", old, sixHours, store.Lanes{})
+	// Filed by freshness at a ceiling stretched ×1.5 for a short capacity: its last render bounds it.
+	putFiled(t, e.Store, "desktop|https://a.test/c/stretched", recent, recent+sixHours*3/2, sixHours, store.Lanes{})
 	ctx := context.Background()
-	if p, err := svc.Reschedule(ctx, nil); err != nil || p.Moved != 0 || p.Scanned != 5 || !p.Done {
+	if p, err := svc.Reschedule(ctx, nil); err != nil || p.Moved != 0 || p.Scanned != 6 || !p.Done {
 		t.Fatalf("under the configuration the rows were filed with: %+v %v", p, err)
 	}
 
 	e.Reload(three)
 	var seen []RescheduleProgress
 	p, err := svc.Reschedule(ctx, func(p RescheduleProgress) { seen = append(seen, p) })
-	if err != nil || p.Moved != 2 || p.Scanned != 5 || !p.Done {
+	if err != nil || p.Moved != 3 || p.Scanned != 6 || !p.Done {
 		t.Fatalf("after the cut: %+v %v", p, err)
 	}
-	if len(seen) == 0 || !seen[len(seen)-1].Done || seen[len(seen)-1].Moved != 2 {
+	if len(seen) == 0 || !seen[len(seen)-1].Done || seen[len(seen)-1].Moved != 3 {
 		t.Fatalf("progress reported: %+v", seen)
+	}
+	if r := rowOf(t, e.Store, "desktop|https://a.test/c/stretched"); r.DueAtMs != recent+threeMins {
+		t.Fatalf("stretched row: due %d (render +%d)", r.DueAtMs, r.DueAtMs-recent)
 	}
 	if r := rowOf(t, e.Store, "desktop|https://a.test/c/recent"); r.DueAtMs != recent+threeMins || r.EffectiveIntervalMs != threeMins {
 		t.Fatalf("recent row: due %d (render +%d), carries %d", r.DueAtMs, r.DueAtMs-recent, r.EffectiveIntervalMs)
