@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
@@ -233,4 +235,16 @@ func (p *Policy) CadenceBound(r *Row) int64 {
 		return clampCadence(slices.Max(p.opts.Ladder).Milliseconds())
 	}
 	return clampCadence(p.defaultIntervalMs)
+}
+
+// CadenceKey is what CadenceBound depends on in the configuration: the routes (their match,
+// path and interval, in order), the ladder and render.default_interval. Two policies with the
+// same key bound every row alike, so a reload that leaves it unchanged has no row to move.
+func (p *Policy) CadenceKey() string {
+	var b strings.Builder
+	for _, r := range p.opts.Routes {
+		fmt.Fprintf(&b, "%d %q %d|", r.Match, r.Path, r.Interval)
+	}
+	fmt.Fprintf(&b, "%v|%d", p.opts.Ladder, p.opts.DefaultInterval)
+	return b.String()
 }

@@ -32,8 +32,8 @@ func (s *rescheduleService) Start(ctx context.Context) error {
 	}
 	go func() {
 		defer done()
+		last := s.run(ctx)
 		for {
-			s.run(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -42,12 +42,22 @@ func (s *rescheduleService) Start(ctx context.Context) error {
 					s.reloaded()
 				}
 			}
+			// A reload that changed no cadence (only log.level, say) has no row to move: the
+			// last run's policy bound every row as this one does.
+			if key := s.e.policy().CadenceKey(); key == last {
+				s.e.log.Debug().Msg("reschedule skipped: the reload changed no cadence")
+				continue
+			}
+			last = s.run(ctx)
 		}
 	}()
 	return nil
 }
 
-func (s *rescheduleService) run(ctx context.Context) {
+// run reschedules once and returns the cadence key (policy.CadenceKey) of the policy it ran
+// under. A failed run returns "", so that the next reload runs again whatever it changed.
+func (s *rescheduleService) run(ctx context.Context) string {
+	key := s.e.policy().CadenceKey() // read before the run's policy: a reload meanwhile runs again
 	log := s.e.log
 	out, err := s.targets.Reschedule(ctx, func(p intake.RescheduleProgress) {
 		if !p.Done {
@@ -59,7 +69,9 @@ func (s *rescheduleService) run(ctx context.Context) {
 		log.Info().Int("scanned", out.Scanned).Int("moved", out.Moved).Msg("reschedule stopped; the next start finishes it")
 	case err != nil:
 		log.Error().Err(err).Int("scanned", out.Scanned).Int("moved", out.Moved).Msg("reschedule failed; the next reload or start retries it")
+		return ""
 	default:
 		log.Info().Int("scanned", out.Scanned).Int("moved", out.Moved).Int("total", out.Scanned).Msg("reschedule done")
 	}
+	return key
 }
