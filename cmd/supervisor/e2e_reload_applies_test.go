@@ -84,8 +84,13 @@ func (n *node) logLines(parts ...string) int {
 // renderedAtSixHours starts a node whose catalog route renders every 6 h, lets it render the
 // seeded rows, and moves the clock 10 minutes on: every row is then due in about 5 h 50 m.
 func renderedAtSixHours(t *testing.T, dir string) *node {
-	seed(t, dir, reloadRows)
-	n := startNodeEvery(t, dir, 2, 6*time.Hour, reloadYAML, "")
+	return renderedAtSixHoursOn(t, dir, badgerIn(dir))
+}
+
+// renderedAtSixHoursOn is renderedAtSixHours on backend b.
+func renderedAtSixHoursOn(t *testing.T, dir string, b backend) *node {
+	seedStore(t, b, reloadRows)
+	n := startNodeEvery(t, dir, 2, 6*time.Hour, reloadYAML+b.yaml, "")
 	waitFor(t, "readiness", 60*time.Second, n.ready)
 	waitFor(t, "every seeded row rendered", 60*time.Second, func() bool { _, _, ok := n.renderedRows(t); return ok })
 	n.advanceClock(10 * time.Minute)
@@ -144,7 +149,19 @@ func TestReloadShortenedIntervalMovesExistingRows(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	dir := t.TempDir()
-	n := renderedAtSixHours(t, dir)
+	shortenedByReload(t, dir, badgerIn(dir))
+}
+
+// The same on PostgreSQL: the reschedule's writes go through its funnel and its fencing.
+func TestReloadShortenedIntervalMovesExistingRowsOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	shortenedByReload(t, t.TempDir(), postgresFor(t))
+}
+
+func shortenedByReload(t *testing.T, dir string, b backend) {
+	n := renderedAtSixHoursOn(t, dir, b)
 	reloaded := n.logLines(`"worker":0`, "configuration reloaded")
 	n.setRouteInterval(t, 6*time.Hour, 3*time.Minute)
 	since := n.clockNow(t)
