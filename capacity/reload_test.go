@@ -67,6 +67,11 @@ func TestViewAndPlanAgreeAfterAReload(t *testing.T) {
 		}
 	}
 	wait("at 6h", 3/(6*3600.0))
+	for deadline := time.Now().Add(10 * time.Second); s.View().RecountedAtMs == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no recount at start")
+		}
+	}
 	pol.Store(policyOf("3m"))
 	s.Reloaded()
 	wait("after the reload to 3m", 3/180.0)
