@@ -173,6 +173,13 @@ func shortenedByReload(t *testing.T, dir string, b backend) {
 	waitFor(t, "the reschedule's log line", 30*time.Second, func() bool {
 		return n.logLines(`"worker":0`, "reschedule done", fmt.Sprintf(`"moved":%d`, reloadRows), fmt.Sprintf(`"total":%d`, reloadRows)) > 0
 	})
+	// And in /metrics: the last run's rows, not running, two runs (the start's and the reload's).
+	m := n.metrics()
+	if m["freshq_reschedule_rows_moved"] != reloadRows || m["freshq_reschedule_rows_scanned"] != reloadRows ||
+		m["freshq_reschedule_running"] != 0 || m["freshq_reschedule_runs_total"] != 2 {
+		t.Fatalf("reschedule metrics: moved %v scanned %v running %v runs %v", m["freshq_reschedule_rows_moved"],
+			m["freshq_reschedule_rows_scanned"], m["freshq_reschedule_running"], m["freshq_reschedule_runs_total"])
+	}
 }
 
 // The same cut by a restart with the changed file: the rows filed before it move too.

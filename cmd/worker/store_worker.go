@@ -203,6 +203,8 @@ func (w *worker0) Start(ctx context.Context) error {
 		Help: "Answers 304 to a conditional check, by whether worker 0 applied it as unchanged (not_modified) or refused it (refused: a page past its bounds, applied as a failure)."},
 		[]string{"result"})
 	serveReg.MustRegister(conditional)
+	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
+	w.resched.register(serveReg)
 	stale := &intake.StaleMeter{}
 	serveReg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
@@ -290,7 +292,6 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.capacity.Start(ctx); err != nil {
 		return wrap("capacity", err)
 	}
-	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
 	if err := w.resched.Start(ctx); err != nil {
 		return wrap("reschedule", err)
 	}
