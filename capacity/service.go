@@ -36,7 +36,8 @@ type Service struct {
 	// outside one.
 	Shards func() int
 
-	nudge chan struct{}
+	nudge  chan struct{}
+	reload chan struct{}
 
 	mu            sync.Mutex
 	recountedAtMs int64
@@ -46,7 +47,7 @@ type Service struct {
 // NewService returns a service with a fresh ledger and meter.
 func NewService(st Source, pol func() *policy.Policy, now func() int64, backlog func() uint64, log zerolog.Logger) *Service {
 	return &Service{Ledger: NewLedger(pol), Meter: &Meter{}, Store: st, Policy: pol, Now: now, Backlog: backlog,
-		Log: log.With().Str("component", "capacity").Logger(), nudge: make(chan struct{}, 1)}
+		Log: log.With().Str("component", "capacity").Logger(), nudge: make(chan struct{}, 1), reload: make(chan struct{}, 1)}
 }
 
 // NudgeDelay is how long after a nudge (the shards held changed) the recount runs: the moves
@@ -59,6 +60,17 @@ const NudgeDelay = 2 * time.Second
 func (s *Service) Nudge() {
 	select {
 	case s.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// Reloaded asks for a recount at once: the configuration in force changed. The ledger keeps
+// each row's contribution as the policy of its last write decided it, so without a recount
+// the demand (`freshqctl top`) would stay the old cadences' until the next periodic one, while
+// a plan (`freshqctl plan`) reads every row under the policy in force. It never blocks.
+func (s *Service) Reloaded() {
+	select {
+	case s.reload <- struct{}{}:
 	default:
 	}
 }
@@ -83,6 +95,7 @@ func (s *Service) Start(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-s.reload:
 			case <-s.nudge:
 				select {
 				case <-ctx.Done():

@@ -712,8 +712,11 @@ func validHostPort(s string) bool {
 
 // CheckReload refuses a reload that changes a key read only when the pool starts: the segment's
 // geometry (workers, shm.path, queue.max_leases, queue.ready.capacity and key_capacity), the
-// listener, the store's directory and options, and the render workers' loops. The running
-// configuration stays in force whole; data is the new file, for the line of the key named.
+// listener, the store's directory and options, the render workers' loops, and what a process
+// reads once when it starts (the supervisor's restart intensity and first readiness bound,
+// worker 0's demand flush period). Every other key applies live: a reload that accepts a key
+// must apply it (docs/CONFIGURATION.md lists which are which). The running configuration stays
+// in force whole; data is the new file, for the line of the key named.
 func CheckReload(running, next *Config, data []byte) error {
 	for _, k := range []struct {
 		path      string
@@ -743,6 +746,10 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"http.read_timeout", running.HTTP.ReadTimeout, next.HTTP.ReadTimeout},
 		{"http.write_timeout", running.HTTP.WriteTimeout, next.HTTP.WriteTimeout},
 		{"http.idle_timeout", running.HTTP.IdleTimeout, next.HTTP.IdleTimeout},
+		{"supervisor.restart_intensity", running.Supervisor.RestartIntensity, next.Supervisor.RestartIntensity},
+		{"supervisor.restart_period", running.Supervisor.RestartPeriod, next.Supervisor.RestartPeriod},
+		{"supervisor.ready_timeout", running.Supervisor.ReadyTimeout, next.Supervisor.ReadyTimeout},
+		{"freshness.demand_flush", running.Freshness.DemandFlush, next.Freshness.DemandFlush},
 	} {
 		if k.was != k.want {
 			return &FieldError{Path: k.path, Line: lineOf(data, k.path),

@@ -135,6 +135,10 @@ func TestReloadRefusesRestartOnlyKeys(t *testing.T) {
 		{"data_dir: /a\nqueue:\n  ready: {key_capacity: 512}\n", "line 3: queue.ready.key_capacity"},
 		{"data_dir: /a\nrender:\n  concurrency: 2\n", "line 3: render.concurrency"},
 		{"data_dir: /a\nstore:\n  sync_writes: true\n", "line 3: store.sync_writes"},
+		{"data_dir: /a\nsupervisor:\n  restart_intensity: 9\n", "line 3: supervisor.restart_intensity"},
+		{"data_dir: /a\nsupervisor:\n  restart_period: 2m\n", "line 3: supervisor.restart_period"},
+		{"data_dir: /a\nsupervisor:\n  ready_timeout: 2m\n", "line 3: supervisor.ready_timeout"},
+		{"data_dir: /a\nfreshness:\n  demand_flush: 2m\n", "line 3: freshness.demand_flush"},
 	} {
 		next, err := Parse([]byte(tc.yaml))
 		if err != nil {
@@ -145,7 +149,7 @@ func TestReloadRefusesRestartOnlyKeys(t *testing.T) {
 			t.Errorf("%q: got %v, want a refusal containing %q", tc.yaml, err, tc.want)
 		}
 	}
-	same := []byte("data_dir: /a\nworkers: 3\nqueue:\n  ready: {sweep_interval: 5s}\n")
+	same := []byte("data_dir: /a\nworkers: 3\nlog: {level: debug}\nqueue:\n  ready: {sweep_interval: 5s}\nroutes:\n  - {name: c, match: prefix, path: /c/, interval: 3m}\n")
 	next, err := Parse(same)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
@@ -214,4 +217,34 @@ func LaneOf(r *Row) Lane {
 		return LaneSubmitted
 	}
 	return LaneDiscovered
+}
+
+// CadenceBound is the longest cadence the configuration in force gives the row: its route's
+// interval when a route matches (Cadence clamps every carried cadence to it); else the target's
+// stored interval; else the slowest rung of render.demand.ladder; else render.default_interval.
+// A render files at most this cadence (Apply), so a row carrying a longer one was filed under
+// an earlier configuration: a reload that shortened an interval, or a restart with one
+// shortened. The reload's reschedule (intake.Targets.Reschedule) moves such rows.
+func (p *Policy) CadenceBound(r *Row) int64 {
+	switch {
+	case p.RouteInterval(r.Key) > 0:
+		return clampCadence(p.RouteInterval(r.Key))
+	case usable(r.StoredIntervalMs):
+		return r.StoredIntervalMs
+	case len(p.opts.Ladder) > 0:
+		return clampCadence(slices.Max(p.opts.Ladder).Milliseconds())
+	}
+	return clampCadence(p.defaultIntervalMs)
+}
+
+// CadenceKey is what CadenceBound depends on in the configuration: the routes (their match,
+// path and interval, in order), the ladder and render.default_interval. Two policies with the
+// same key bound every row alike, so a reload that leaves it unchanged has no row to move.
+func (p *Policy) CadenceKey() string {
+	var b strings.Builder
+	for _, r := range p.opts.Routes {
+		fmt.Fprintf(&b, "%d %q %d|", r.Match, r.Path, r.Interval)
+	}
+	fmt.Fprintf(&b, "%v|%d", p.opts.Ladder, p.opts.DefaultInterval)
+	return b.String()
 }

@@ -91,7 +91,7 @@ func run(args []string, sigs <-chan os.Signal) int {
 		log.Error().Err(err).Msg("configuration")
 		return 2
 	}
-	log = logging.WithLevel(log, cfg.Log.Level)
+	logging.SetLevel(cfg.Log.Level)
 	if cfg.Workers < 2 {
 		log.Warn().Int("workers", cfg.Workers).Msg("with fewer than 2 workers nothing renders locally; only remote renderers will")
 	}
@@ -375,11 +375,13 @@ func (s *supervisor) reload(load func() (*config.Config, []byte, error)) {
 		return
 	}
 	s.cfg.Store(cfg)
+	logging.SetLevel(cfg.Log.Level)
 	s.seg.Ready().SetEnabled(cfg.ReadyEnabled())
 	for _, c := range s.children {
 		c.signal(syscall.SIGHUP)
 	}
-	s.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Msg("configuration reloaded")
+	s.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Str("log_level", cfg.Log.Level).Msg("configuration reloaded")
+	s.log.Debug().Str("log_level", cfg.Log.Level).Msg("debug lines logged")
 }
 
 // flushMargin is how long past the drain bound a render worker has to deliver its last results

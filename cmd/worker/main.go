@@ -49,6 +49,9 @@ type env struct {
 	cur        atomic.Pointer[inForce]
 	seg        *shm.Segment
 	worker     *shm.Worker
+	// reloads is told of every reload put in force (one pending at most): worker 0 reschedules
+	// the rows the new cadences move (rescheduleService).
+	reloads chan struct{}
 }
 
 func main() {
@@ -63,7 +66,7 @@ func main() {
 
 func run(args []string, term, hup <-chan os.Signal) int {
 	fs := flag.NewFlagSet("freshq-worker", flag.ContinueOnError)
-	e := &env{}
+	e := &env{reloads: make(chan struct{}, 1)}
 	fs.IntVar(&e.index, "index", -1, "worker index (0 = the store worker)")
 	fs.StringVar(&e.configPath, "config", "", "configuration file (the supervisor's copy of the one in force)")
 	fs.StringVar(&e.dataDir, "data-dir", "", "override data_dir")
@@ -84,7 +87,7 @@ func run(args []string, term, hup <-chan os.Signal) int {
 		e.log.Error().Err(err).Msg("configuration")
 		return 2
 	}
-	e.log = logging.WithLevel(e.log, cfg.Log.Level)
+	logging.SetLevel(cfg.Log.Level)
 	if err := e.setConfig(cfg); err != nil {
 		e.log.Error().Err(err).Msg("configuration")
 		return 2
@@ -168,7 +171,13 @@ func (e *env) reloadOnHUP(ctx context.Context, hup <-chan os.Signal) {
 				e.log.Error().Err(err).Msg("reload refused; the previous configuration stays in force")
 				continue
 			}
-			e.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Msg("configuration reloaded")
+			logging.SetLevel(cfg.Log.Level)
+			select {
+			case e.reloads <- struct{}{}:
+			default: // one pending is enough: the run takes the configuration in force then
+			}
+			e.log.Info().Bool("ready_enabled", cfg.ReadyEnabled()).Str("log_level", cfg.Log.Level).Msg("configuration reloaded")
+			e.log.Debug().Str("log_level", cfg.Log.Level).Msg("debug lines logged")
 		}
 	}
 }

@@ -96,7 +96,7 @@ func runRenderWorker(ctx context.Context, e *env) error {
 		return wrap("claimer", err)
 	}
 	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.seg.Layout().Workers)), after: time.After,
-		check: &conditionalCheck{client: client, checker: render.NewChecker(assemble.RenderOptions(e.cur.Load().Config().Render))}}
+		check: &conditionalCheck{client: client}}
 	p.run(ctx)
 	return nil
 }
@@ -418,8 +418,25 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (w
 // an ok with status 304 and no body, which worker 0 applies as "unchanged, verified now". Any
 // other answer, or a failure to ask, renders the page in full.
 type conditionalCheck struct {
-	client  *wire.Client
-	checker *render.Checker // render.* as the worker started with
+	client *wire.Client
+
+	mu      sync.Mutex
+	render  *config.Render  // what checker was built from; nil: not built yet
+	checker *render.Checker // render.* in force (render.domains, the timeout, the user agents)
+}
+
+// checkerFor is the checker of the render settings in force, rebuilt when a reload changed
+// render.*, as the renderer is (renderers.get): a domain a reload took out of render.domains is
+// not checked either.
+func (c *conditionalCheck) checkerFor(e *env) *render.Checker {
+	rc := &e.cur.Load().Config().Render
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checker == nil || (c.render != rc && !reflect.DeepEqual(*c.render, *rc)) {
+		c.checker = render.NewChecker(assemble.RenderOptions(*rc))
+	}
+	c.render = rc
+	return c.checker
 }
 
 // validatorsTimeout bounds the question to worker 0 before a render.
@@ -441,7 +458,7 @@ func (c *conditionalCheck) try(ctx context.Context, e *env, j claim.Job) (wire.R
 		return wire.Result{}, false
 	}
 	device, url, _ := cachekey.Split(j.Key)
-	cr, err := c.checker.NotModified(ctx, url, device, v.ETag, v.LastModified)
+	cr, err := c.checkerFor(e).NotModified(ctx, url, device, v.ETag, v.LastModified)
 	if err != nil || !cr.NotModified {
 		e.log.Debug().Str("url", url).Int("status", cr.Status).AnErr("error", err).Msg("conditional check: render in full")
 		return wire.Result{}, false

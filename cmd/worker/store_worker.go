@@ -72,10 +72,11 @@ type worker0 struct {
 	sitemaps sitemapRuns
 	served   chan error // the control socket's Serve returned (it failed)
 	status   *sweepCounts
-	capacity *capacity.Service // nil until built
-	misses   *intake.Misses    // render on miss; stopped before the socket drains
-	watch    *missWatch        // wakes the misses' waiters on another node's commit; nil until built
-	crawlers *crawlerListener  // serve.listen; nil when off
+	capacity *capacity.Service  // nil until built
+	misses   *intake.Misses     // render on miss; stopped before the socket drains
+	watch    *missWatch         // wakes the misses' waiters on another node's commit; nil until built
+	crawlers *crawlerListener   // serve.listen; nil when off
+	resched  *rescheduleService // moves rows a reload's or a restart's cadences shortened; nil until built
 }
 
 // sweepCounts are the sweeps counted for the control socket's status.
@@ -202,6 +203,8 @@ func (w *worker0) Start(ctx context.Context) error {
 		Help: "Answers 304 to a conditional check, by whether worker 0 applied it as unchanged (not_modified) or refused it (refused: a page past its bounds, applied as a failure)."},
 		[]string{"result"})
 	serveReg.MustRegister(conditional)
+	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
+	w.resched.register(serveReg)
 	stale := &intake.StaleMeter{}
 	serveReg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
@@ -289,6 +292,9 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.capacity.Start(ctx); err != nil {
 		return wrap("capacity", err)
 	}
+	if err := w.resched.Start(ctx); err != nil {
+		return wrap("reschedule", err)
+	}
 	w.sweep = &sweepService{e: e, sweeper: sweeper, kick: kick}
 	return w.sweep.Start(ctx)
 }
@@ -306,6 +312,9 @@ func (w *worker0) Stop() {
 	w.stopped = true
 	if w.sweep != nil {
 		w.sweep.Stop()
+	}
+	if w.resched != nil {
+		w.resched.Stop() // it writes: stopped between two chunks, before the store closes
 	}
 	// A stopping node hands its shards over at once: the other nodes need not wait for a TTL,
 	// and the results still in flight here are fenced from now on (at-least-once).

@@ -3,7 +3,9 @@
 //
 // Invariants: every line of every process carries "time" and "pid", so the supervisor's and the
 // workers' lines interleaved on one stderr can be told apart; the level never falls below info
-// by accident (an unset or unknown log.level is info).
+// by accident (an unset or unknown log.level is info). The level is the process's, not a
+// logger's (SetLevel): every copy of a logger handed to a service follows it, so a reload that
+// changes log.level reaches every line of the process, in both directions.
 package logging
 
 import (
@@ -24,12 +26,14 @@ func New(format string) zerolog.Logger {
 	return l.With().Timestamp().Int("pid", os.Getpid()).Logger()
 }
 
-// WithLevel applies a log.level setting; config validation has already refused unknown levels,
-// so an unparsable one falls back to info.
-func WithLevel(l zerolog.Logger, level string) zerolog.Logger {
+// SetLevel applies a log.level setting to every logger of the process (zerolog's global
+// level), at start and on every reload; the loggers New builds log at every level, so the global
+// one alone decides. Config validation has already refused unknown levels, so an unparsable one
+// falls back to info.
+func SetLevel(level string) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
 		lvl = zerolog.InfoLevel
 	}
-	return l.Level(lvl)
+	zerolog.SetGlobalLevel(lvl)
 }
