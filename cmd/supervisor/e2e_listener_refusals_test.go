@@ -251,12 +251,12 @@ func TestEndToEndRecacheIsAllOrNothing(t *testing.T) {
 	a = recache(map[string]any{"url": outside})
 	refused(t, a, "a host outside render.domains", http.StatusNotFound, "url")
 
-	// A valid list is filed, rushed and rendered.
+	// A valid list is filed, rushed and rendered, for both devices (it names none).
 	a = recache(map[string]any{"urls": []string{origin.URL + "/r/5", origin.URL + "/r/6"}})
-	if a.code != http.StatusOK || !strings.Contains(string(a.body), `"rushed":2`) {
+	if a.code != http.StatusOK || !strings.Contains(string(a.body), `"rushed":4`) {
 		t.Fatalf("a valid list: %d %s", a.code, a.body)
 	}
-	waitFor(t, "the valid list rendered", 30*time.Second, func() bool { return origin.hitsOf("/r/5") == 1 && origin.hitsOf("/r/6") == 1 })
+	waitFor(t, "the valid list rendered", 30*time.Second, func() bool { return origin.hitsOf("/r/5") == 2 && origin.hitsOf("/r/6") == 2 })
 
 	for _, p := range []string{"/r/1", "/r/2", "/r/4"} {
 		if n.filed(origin.URL+p) || origin.hitsOf(p) != 0 {

@@ -69,9 +69,9 @@ func (o *slowOrigin) letGo() { o.once.Do(func() { close(o.release) }) }
 
 // missYAML configures a node whose render worker fetches the local origin (render.domains
 // lists its address, which the address policy refuses otherwise) and whose waiting requests
-// are capped at 100.
+// are capped at 100, all of which one site may hold.
 const missYAML = `queue: {ready: {sweep_interval: 1s}}
-page: {max_waiters: 100, max_wait: 30s}
+page: {max_waiters: 100, max_site_waiters: 100, max_wait: 30s}
 supervisor: {shutdown_timeout: 3s}
 render:
   renderer: http
