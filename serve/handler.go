@@ -69,8 +69,9 @@ type HandlerDeps struct {
 	Metrics  *Metrics
 	Demand   *Demand
 	// AdminToken is the admin listener's token in force (FRESHQ_TOKEN included), refused here
-	// even if serve.tokens were edited to hold it; "" when there is none.
-	AdminToken string
+	// so that it is never sent where crawlers' middlewares are configured; asked at each request,
+	// so a reload that changes it is refused from then on. Nil, or "": there is none.
+	AdminToken func() string
 	// Rushed, if set, is told of every expired page's row the mover handled, after the fact
 	// (a test waits on it instead of on time).
 	Rushed func(key []byte, rushed bool, err error)
@@ -331,7 +332,7 @@ func (h *Handler) authorize(r *http.Request, cfg *Settings) (int, string) {
 	if got == "" {
 		return http.StatusUnauthorized, "missing X-Prerender-Token (one of serve.tokens)"
 	}
-	if h.d.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.d.AdminToken)) == 1 {
+	if admin := h.adminToken(); admin != "" && subtle.ConstantTimeCompare([]byte(got), []byte(admin)) == 1 {
 		return http.StatusForbidden, "the admin token is not accepted on the crawler listener; use one of serve.tokens"
 	}
 	for _, tok := range cfg.Tokens {
@@ -340,6 +341,14 @@ func (h *Handler) authorize(r *http.Request, cfg *Settings) (int, string) {
 		}
 	}
 	return http.StatusForbidden, "wrong X-Prerender-Token"
+}
+
+// adminToken is the admin listener's token in force, "" when there is none.
+func (h *Handler) adminToken() string {
+	if h.d.AdminToken == nil {
+		return ""
+	}
+	return h.d.AdminToken()
 }
 
 func loopbackPeer(remote string) bool {

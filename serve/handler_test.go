@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,16 +50,19 @@ type node struct {
 	timeout chan time.Time
 	rushed  chan string
 	reg     *prometheus.Registry
+	admin   atomic.Pointer[string] // the admin token in force, as a reload changes it
 }
 
 func newNode(t testing.TB, yaml string) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, timeout: make(chan time.Time), rushed: make(chan string, 16), reg: prometheus.NewRegistry()}
+	admin := "admin-token"
+	n.admin.Store(&admin)
 	locks := &intake.KeyLocks{}
 	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
-	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: "admin-token",
+	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: func() string { return *n.admin.Load() },
 		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxBytes: 1 << 20},
 		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }})
 	if err != nil {
@@ -441,5 +445,23 @@ func TestNewHandlerRefusesAMissingDependency(t *testing.T) {
 		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
 			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
 		}
+	}
+}
+
+// The admin token refused here is the one in force: after a reload that changes it, the new one
+// is refused as the admin token (never served a page), and the old one is a wrong token.
+func TestAdminTokenRefusedAsReloaded(t *testing.T) {
+	n := newNode(t, baseYAML)
+	if e := errorOf(t, n.get("/"+page, HeaderToken, "admin-token")); !strings.Contains(e.Error, "admin token") {
+		t.Fatalf("the admin token: %+v", e)
+	}
+	next := "admin-token-2"
+	n.admin.Store(&next)
+	a := n.get("/"+page, HeaderToken, "admin-token-2")
+	if e := errorOf(t, a); a.code != 403 || !strings.Contains(e.Error, "admin token") {
+		t.Fatalf("the reloaded admin token: %d %+v, want 403 refusing the admin token", a.code, e)
+	}
+	if e := errorOf(t, n.get("/"+page, HeaderToken, "admin-token")); strings.Contains(e.Error, "admin token") {
+		t.Fatalf("the old admin token is still refused as the admin token: %+v", e)
 	}
 }

@@ -49,7 +49,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	cfg := c.e.cur.Load().Config()
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
-		AdminToken: cfg.Token})
+		AdminToken: func() string { return c.e.cur.Load().Config().Token }})
 	if err != nil {
 		ln.Close()
 		return err
