@@ -176,7 +176,8 @@ func TestEndToEndPrerenderNode(t *testing.T) {
 	if h := siteHits(t, site, "/p/1"); h != 1 {
 		t.Fatalf("the site served /p/1 %d times for two crawler requests, want 1 (freshq's render)", h)
 	}
-	if a := visit(t, site, "/gone", googlebot); a.code != 404 {
+	// The site's own 404 page, as its render made it, not a stock one.
+	if a := visit(t, site, "/gone", googlebot); a.code != 404 || !strings.Contains(a.body, "<p>gone</p>") {
 		t.Fatalf("declared 404: %d %q", a.code, a.body)
 	}
 	if a := visit(t, site, "/moved", googlebot); a.code != 301 || a.header.Get("Location") != "https://elsewhere.example/new" {
