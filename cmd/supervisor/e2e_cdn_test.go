@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,17 +18,7 @@ func cdnSite(t *testing.T, site string) string {
 	os.Chmod(filepath.Dir(dir), 0o755)
 	os.Chmod(dir, 0o755)
 	listen := freePort(t)
-	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
-error_log stderr info;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    proxy_cache_path %[1]s/cache keys_zone=cdn:1m;
+	runNginx(t, nginx, dir, listen, fmt.Sprintf(`    proxy_cache_path %[1]s/cache keys_zone=cdn:1m;
     server {
         listen %[2]s;
         location / {
@@ -38,19 +26,7 @@ http {
             add_header X-CDN-Cache $upstream_cache_status;
             proxy_pass %[3]s;
         }
-    }
-}
-`, dir, listen, site)
-	cfg := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(cfg, []byte(conf), 0o600)
-	startProcess(t, exec.Command(nginx, "-e", "stderr", "-p", dir, "-c", cfg, "-g", "daemon off;"), "")
-	waitFor(t, "the CDN listening", 20*time.Second, func() bool {
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+    }`, dir, listen, site))
 	return "http://" + listen
 }
 

@@ -229,6 +229,14 @@ func nginxSite(t *testing.T, serveAddr, token string) string {
 		}
 		conf = strings.Replace(conf, old, new, 1)
 	}
+	runNginx(t, nginx, dir, listen, conf)
+	return "http://" + listen
+}
+
+// runNginx runs Debian's nginx (the binary nginx) with its prefix in dir, the http block
+// holding httpConf, and waits until it listens on listen.
+func runNginx(t *testing.T, nginx, dir, listen, httpConf string) {
+	t.Helper()
 	main := fmt.Sprintf(`pid %[1]s/nginx.pid;
 error_log stderr info;
 events { worker_connections 256; }
@@ -243,11 +251,10 @@ http {
     scgi_temp_path %[1]s/scgi;
 %[2]s
 }
-`, dir, conf)
+`, dir, httpConf)
 	cfg := filepath.Join(dir, "nginx.conf")
 	os.WriteFile(cfg, []byte(main), 0o600)
-	cmd := exec.Command(nginx, "-e", "stderr", "-p", dir, "-c", cfg, "-g", "daemon off;")
-	startProcess(t, cmd, "")
+	startProcess(t, exec.Command(nginx, "-e", "stderr", "-p", dir, "-c", cfg, "-g", "daemon off;"), "")
 	waitFor(t, "nginx listening", 20*time.Second, func() bool {
 		c, err := net.Dial("tcp", listen)
 		if err == nil {
@@ -255,7 +262,6 @@ http {
 		}
 		return err == nil
 	})
-	return "http://" + listen
 }
 
 func TestEndToEndNginxRecipe(t *testing.T) {
