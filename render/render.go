@@ -43,7 +43,35 @@ type Result struct {
 	Duration time.Duration     // wall time of the render
 	Err      string            // the cause, for people; empty for outcome.OK
 	Timings  *Timings          // the chrome renderer's phases; nil for the other renderers
+	Signals  *Signals          // what a browser saw of the page beyond its document; nil for renderers that run no scripts
 }
+
+// Signals are what a render saw of the page besides its document: evidence for the render's
+// verdict (package verdict), which judges a render that completed before it is stored. Only a
+// renderer that runs the page's scripts can give them; nil from the others.
+type Signals struct {
+	// Exceptions counts the uncaught exceptions the page's scripts threw.
+	Exceptions int
+	// FailedRequests counts the page's own data requests (XHR and fetch to the page's site)
+	// that failed: a network error, or an answer 400–599.
+	FailedRequests int
+	// PendingRequests counts the page's own data requests still in flight when the page was
+	// captured: a page captured mid-load.
+	PendingRequests int
+	// Cold is set when the render fetched the page's scripts and styles past the browser's
+	// cache (a second look at a render that looked wrong, or an operator's recache).
+	Cold bool
+	// Evidence is a few lines for people: the first exceptions' messages and failed or
+	// pending requests' URLs, at most MaxEvidence of at most MaxEvidenceLen bytes each.
+	Evidence []string
+}
+
+// Bounds on Signals.Evidence, so that a page throwing in a loop costs a result a few hundred
+// bytes, not megabytes.
+const (
+	MaxEvidence    = 4
+	MaxEvidenceLen = 256
+)
 
 // Timings are the phases of a browser render, each from the render's start.
 type Timings struct {

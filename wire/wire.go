@@ -71,6 +71,19 @@ type Result struct {
 	Body       []byte            `json:"body,omitempty"`
 	Err        string            `json:"err,omitempty"`
 	Lease      Lease             `json:"lease"`
+	// Signals is what a browser renderer saw of the page (render.Signals); absent from
+	// renderers that run no scripts.
+	Signals *Signals `json:"signals,omitempty"`
+}
+
+// Signals is render.Signals on the wire. Validate bounds Evidence (render.MaxEvidence lines
+// of render.MaxEvidenceLen bytes) and refuses negative counts, naming results[i].signals.
+type Signals struct {
+	Exceptions      int      `json:"exceptions,omitempty"`
+	FailedRequests  int      `json:"failed_requests,omitempty"`
+	PendingRequests int      `json:"pending_requests,omitempty"`
+	Cold            bool     `json:"cold,omitempty"`
+	Evidence        []string `json:"evidence,omitempty"`
 }
 
 // Lease is a lease of the shared lease table (shm.Lease) on the wire.

@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"config":              {"cachekey", "wire"},
 	"freshness":           {},
 	"pagedigest":          {},
+	"verdict":             {},
 	"fuzz":                {},
 	"hosts":               {"cachekey", "internal/startstop", "outcome", "shm", "wire"},
 	"intake":              {"cachekey", "claim", "freshness", "hosts", "internal/startstop", "outcome", "pagedigest", "policy", "render", "shm", "sitemap", "store", "wire"},

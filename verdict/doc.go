@@ -1,0 +1,20 @@
+// Package verdict judges a render that completed before it is applied: good, or suspect with
+// named reasons. A render that returns 200 can still have lost the page (an error state, a
+// shell whose script threw, data still loading, a maintenance page, an old script kept by the
+// browser's cache); the verdict is what keeps such a render from replacing a good page.
+//
+// Evidence comes from two places: what the renderer saw (render.Signals: uncaught exceptions,
+// the page's own failed or still-pending data requests) and a comparison with the last good
+// render's Landmarks (visible text collapsed, title, h1, meta description or canonical link
+// lost) and with the route's Expect (a selector or text every good page of the route has).
+//
+// Invariants:
+//   - Judge never panics, whatever the bytes; it reads its inputs and changes none of them.
+//   - A render whose content is the last good render's (Render.Unchanged) is never suspect.
+//   - A render with no last good render to compare with is judged on its signals and Expect
+//     only; the caller stores it anyway (nothing better exists) and marks it.
+//   - Reasons have stable names (Reasons.Names), used in metrics labels, logs and the API.
+//
+// The package decides nothing about storing: intake applies a suspect as a transient failure,
+// keeps the last good page, and accepts the suspect's content once renders agree (Agreement).
+package verdict
