@@ -6,7 +6,7 @@
 //     machinery (claim, sweep, store, shm, policy, render) over the leaves (outcome, cachekey,
 //     wire, internal/...);
 //   - shm, outcome, cachekey and store (the store's contract) import nothing of freshq; wire only
-//     outcome, so that freshqctl links no store; policy only config, cachekey, outcome and store,
+//     outcome, so that freshqctl links no store; policy only cachekey, outcome and store,
 //     whose row type it decides on;
 //   - the store's contract links no storage engine: the engines (store/badgerstore on Badger,
 //     store/pgstore on pgx) import it, never the other way, and neither does policy, wire or
@@ -16,6 +16,9 @@
 //   - only config, the assembly packages (assemble, assemble/node), the binaries, the
 //     simulator and its reports, and internal/qtest depend on config, even transitively
 //     (config_test.go): every other package takes its settings as options.
+//
+//   - go.mod is what `go mod tidy` would write (tidy_test.go): a direct import is listed as
+//     direct, and nothing is required that nothing imports.
 //
 // A new import is a decision about the architecture: it changes the table, and the generated
 // list in docs/ARCHITECTURE.md with it (go test ./internal/lint/ -rewrite).
