@@ -57,12 +57,7 @@ func (c *Checker) NotModified(ctx context.Context, rawURL, device, etag, lastMod
 	req.Header.Set("User-Agent", userAgent(&c.cfg, device))
 	req.Header.Set(MarkerHeader, MarkerValue)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
-	if etag != "" {
-		req.Header.Set("If-None-Match", etag)
-	}
-	if lastModified != "" {
-		req.Header.Set("If-Modified-Since", lastModified)
-	}
+	setValidators(req.Header, etag, lastModified)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("render: conditional check of %s: %w", rawURL, err)
@@ -71,12 +66,29 @@ func (c *Checker) NotModified(ctx context.Context, rawURL, device, etag, lastMod
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection for reuse if small
 	res := CheckResult{NotModified: resp.StatusCode == http.StatusNotModified, Status: resp.StatusCode}
 	if res.NotModified {
-		res.Headers = map[string]string{}
-		for _, h := range []string{"etag", "last-modified"} {
-			if v := resp.Header.Get(h); v != "" {
-				res.Headers[h] = v
-			}
-		}
+		res.Headers = notModifiedHeaders(resp.Header)
 	}
 	return res, nil
+}
+
+// setValidators makes a request conditional on the validators that are set.
+func setValidators(h http.Header, etag, lastModified string) {
+	if etag != "" {
+		h.Set("If-None-Match", etag)
+	}
+	if lastModified != "" {
+		h.Set("If-Modified-Since", lastModified)
+	}
+}
+
+// notModifiedHeaders are what a 304 result carries: the validators the origin sent with it, so
+// that the next check asks with the newest.
+func notModifiedHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{"etag", "last-modified"} {
+		if v := h.Get(name); v != "" {
+			out[name] = v
+		}
+	}
+	return out
 }

@@ -24,7 +24,10 @@ import (
 //   - parses the URL (http or https with a host, else outcome.Failed at "request") and checks its
 //     host against render.domains (else outcome.Blocked at "policy");
 //   - sends GET with the device's User-Agent and an HTML Accept header, under one deadline of
-//     render.timeout for the whole exchange: DNS, dial, TLS, headers and every body byte;
+//     render.timeout for the whole exchange: DNS, dial, TLS, headers and every body byte; with
+//     Request.Validators, the GET is conditional (If-None-Match, If-Modified-Since, on the
+//     page's own request, never a redirect's), and a 304 to it is outcome.OK with Status 304,
+//     no body and the new validators, at "headers": the page unchanged, for one request;
 //   - follows at most render.max_redirects redirects (0: none — the first one is
 //     outcome.RedirectLoop), checking each target before it is dialled: an http(s) URL, a host in
 //     render.domains (else outcome.Blocked at "policy"), not a URL already visited on this render
@@ -140,9 +143,16 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	hreq.Header.Set("User-Agent", userAgent(&h.cfg, req.Device))
 	hreq.Header.Set(MarkerHeader, MarkerValue)
 	hreq.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+	if v := req.Validators; v != nil {
+		setValidators(hreq.Header, v.ETag, v.LastModified)
+	}
 
 	client := &http.Client{Transport: h.transport, CheckRedirect: func(next *http.Request, via []*http.Request) error {
 		ph.v.Store(phaseDial) // a new hop begins
+		// The validators are the page's: a redirect's target is another resource, whose 304
+		// would verify a page nobody asked about. (The client copies a hop's headers on.)
+		next.Header.Del("If-None-Match")
+		next.Header.Del("If-Modified-Since")
 		return h.checkRedirect(next, via)
 	}}
 	resp, err := client.Do(hreq)
@@ -179,6 +189,10 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
+	case code == http.StatusNotModified && req.Validators != nil && resp.Request == hreq:
+		// The answer to this render's own conditional request: the page is unchanged.
+		res.Outcome, res.Stage, res.Headers = outcome.OK, StageHeaders, notModifiedHeaders(resp.Header)
+		return res
 	case code == http.StatusNotFound || code == http.StatusGone:
 		o := outcome.NotFound
 		if code == http.StatusGone {
@@ -244,6 +258,10 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 	res.Outcome = outcome.OK
 	return res
 }
+
+// RendersConditionally marks the http renderer a ConditionalRenderer: given validators, its one
+// GET is the conditional check and, when the page changed, the render.
+func (h *HTTP) RendersConditionally() {}
 
 // checkRedirect vets the next hop before it is dialled.
 func (h *HTTP) checkRedirect(next *http.Request, via []*http.Request) error {

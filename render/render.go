@@ -16,6 +16,26 @@ type Request struct {
 	Key    []byte // the cache key (device|url), for logs; renderers do not interpret it
 	URL    string
 	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
+	// Validators, when set, make the render a conditional one for a ConditionalRenderer: the
+	// page's request carries them, and an answer 304 is the result. Other renderers ignore it.
+	Validators *Validators
+}
+
+// Validators are what the origin sent with the last full render of a page, for a conditional
+// request (If-None-Match, If-Modified-Since); either may be empty.
+type Validators struct {
+	ETag         string
+	LastModified string
+}
+
+// ConditionalRenderer is a renderer whose render can itself be the conditional check: given
+// Request.Validators, it sends them with the page's request and returns a 304 answer as the
+// result (outcome.OK, Status 304, no body, the new validators in Headers); any other answer is
+// the render, the page fetched once. A renderer that is not one is checked first
+// (Checker) and renders after a 200: the document fetched twice, once by the check.
+type ConditionalRenderer interface {
+	Renderer
+	RendersConditionally()
 }
 
 // The stages of Result.Stage (package outcome holds the names, which wire shares); the

@@ -346,10 +346,7 @@ func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- 
 				p.giveBack(j.Lease)
 				continue
 			}
-			res, ok := p.check.try(renderCtx, e, j)
-			if !ok {
-				res, ok = renderJob(renderCtx, e, p.rdrs.get(), j)
-			}
+			res, ok := p.check.renderJob(renderCtx, e, p.rdrs.get(), j)
 			// The host's slot is free once its render ends: the result's delivery and commit
 			// are not the host's load.
 			j.ReleaseHost(e.seg.Leases(), nowMs())
@@ -386,13 +383,13 @@ func (p *renderPool) giveBack(l shm.Lease) {
 	p.released.Add(1)
 }
 
-// renderJob renders one job. It reports false, and counts nothing, if the render was cut short
+// renderJob renders one job, conditionally when v is set (render.Request.Validators). It reports false, and counts nothing, if the render was cut short
 // by ctx's end (the drain bound): it did not finish, and its lease must be given back. A render
 // that finished as ctx ended is kept: what counts is its outcome (a cut render is
 // outcome.Timeout), not whether ctx has ended since.
-func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (wire.Result, bool) {
+func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job, v *render.Validators) (wire.Result, bool) {
 	device, url, _ := cachekey.Split(j.Key)
-	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
+	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device, Validators: v})
 	if tm := res.Timings; tm != nil {
 		e.log.Debug().Str("url", url).Str("device", device).Str("outcome", res.Outcome.String()).Dur("response", tm.Response).
 			Dur("load", tm.Load).Dur("ready", tm.Ready).Dur("captured", tm.Captured).Int("blocked", tm.Blocked).Msg("chrome render")
@@ -414,9 +411,10 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (w
 // conditionalCheck is a render worker's cheaper check: before rendering a page whose row says
 // its origin sent validators (claim.Job.Checkable), ask worker 0 whether it may be checked
 // instead (wire.Validators: the validators, and whether its bounds allow a check), and if so
-// send the origin a conditional GET; a 304 is the result,
-// an ok with status 304 and no body, which worker 0 applies as "unchanged, verified now". Any
-// other answer, or a failure to ask, renders the page in full.
+// ask the origin with a conditional GET; a 304 is the result, an ok with status 304 and no
+// body, which worker 0 applies as "unchanged, verified now". With the http renderer the
+// conditional GET is the render (a changed page is fetched once); with another, any answer but
+// a 304, or a failure to ask, renders the page in full.
 type conditionalCheck struct {
 	client *wire.Client
 
@@ -442,32 +440,49 @@ func (c *conditionalCheck) checkerFor(e *env) *render.Checker {
 // validatorsTimeout bounds the question to worker 0 before a render.
 const validatorsTimeout = 2 * time.Second
 
-// try returns the result of a conditional check of j's page when the origin answered 304, and
-// false when the page is to be rendered in full.
-func (c *conditionalCheck) try(ctx context.Context, e *env, j claim.Job) (wire.Result, bool) {
-	if c == nil || !j.Checkable {
-		// The question costs worker 0 a request and a read of the target: asked before every
-		// render, it halved what a node renders per second.
-		return wire.Result{}, false
+// renderJob renders j with rdr, asking worker 0 first, for a checkable job, whether the origin may
+// be asked conditionally (c nil: never). A ConditionalRenderer (the http renderer) then renders
+// with the validators: its one GET is the check, and a 304 or the changed page its result. Any
+// other renderer is checked first (render.Checker) and renders in full unless the origin
+// answered 304. It reports false as renderJob does, for a render cut short by ctx's end.
+func (c *conditionalCheck) renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (wire.Result, bool) {
+	v := c.ask(ctx, j)
+	if v == nil {
+		return renderJob(ctx, e, rdr, j, nil)
+	}
+	if _, ok := rdr.(render.ConditionalRenderer); ok {
+		return renderJob(ctx, e, rdr, j, v)
 	}
 	start := time.Now()
-	vctx, cancel := context.WithTimeout(ctx, validatorsTimeout)
-	v, err := c.client.Validators(vctx, j.Key)
-	cancel()
-	if err != nil || !v.Check {
-		return wire.Result{}, false
-	}
 	device, url, _ := cachekey.Split(j.Key)
 	cr, err := c.checkerFor(e).NotModified(ctx, url, device, v.ETag, v.LastModified)
 	if err != nil || !cr.NotModified {
 		e.log.Debug().Str("url", url).Int("status", cr.Status).AnErr("error", err).Msg("conditional check: render in full")
-		return wire.Result{}, false
+		return renderJob(ctx, e, rdr, j, nil)
 	}
 	return wire.Result{
 		Key: j.Key, Outcome: outcome.OK.String(), Status: 304, Stage: render.StageHeaders,
 		DurationMs: time.Since(start).Milliseconds(), Headers: cr.Headers,
 		Lease: wire.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
 	}, true
+}
+
+// ask returns the validators j's page may be checked with, or nil when it is rendered in full
+// without asking the origin conditionally: c is nil, the job is not checkable, or worker 0
+// refused or did not answer.
+func (c *conditionalCheck) ask(ctx context.Context, j claim.Job) *render.Validators {
+	if c == nil || !j.Checkable {
+		// The question costs worker 0 a request and a read of the target: asked before every
+		// render, it halved what a node renders per second.
+		return nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, validatorsTimeout)
+	v, err := c.client.Validators(vctx, j.Key)
+	cancel()
+	if err != nil || !v.Check {
+		return nil
+	}
+	return &render.Validators{ETag: v.ETag, LastModified: v.LastModified}
 }
 
 // senders is how many result batches one of workers-1 render workers keeps in flight: together

@@ -159,14 +159,13 @@ func TestConditionalCheckAsksOnlyForCheckableJobs(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	e := testEnv(t)
 	c := &conditionalCheck{client: wire.NewClient(sock)}
 	key := []byte("desktop|https://a.test/p/1")
 	for _, tc := range []struct {
 		checkable bool
 		wantAsked int64
 	}{{false, 0}, {true, 1}, {false, 1}, {true, 2}} {
-		if _, ok := c.try(context.Background(), e, claim.Job{Key: key, Checkable: tc.checkable}); ok {
+		if v := c.ask(context.Background(), claim.Job{Key: key, Checkable: tc.checkable}); v != nil {
 			t.Fatalf("checkable %v: a check was taken although worker 0 refused it", tc.checkable)
 		}
 		if got := asked.Load(); got != tc.wantAsked {

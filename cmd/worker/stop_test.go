@@ -202,7 +202,7 @@ func TestRenderFinishedAtTheDrainBoundIsKept(t *testing.T) {
 		cancel() // the drain bound passes as the render returns
 		return render.Result{Outcome: outcome.OK, Status: 200, Stage: render.StageBody, Body: []byte("<html></html>")}
 	})
-	res, ok := renderJob(ctx, e, finished, job)
+	res, ok := renderJob(ctx, e, finished, job, nil)
 	if !ok || res.Outcome != outcome.OK.String() {
 		t.Fatalf("a finished render was thrown away: %v %+v", ok, res)
 	}
@@ -211,7 +211,7 @@ func TestRenderFinishedAtTheDrainBoundIsKept(t *testing.T) {
 		cancel()
 		return render.Result{Outcome: outcome.Timeout, Stage: render.StageHeaders, Err: "canceled during headers"}
 	})
-	if _, ok := renderJob(ctx, e, cut, job); ok {
+	if _, ok := renderJob(ctx, e, cut, job, nil); ok {
 		t.Fatal("a render cut short by the drain bound was kept")
 	}
 }
