@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-serve bench-cluster sim golden lint run clean check-deploy
+.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-serve bench-render bench-cluster sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -70,6 +70,11 @@ bench-queue:
 # (scripts/bench-serve.sh; PAGES, PAGE_BYTES, SECONDS_EACH, CONNS size it).
 bench-serve: build
 	./scripts/bench-serve.sh
+
+# The render farm: freshq's chrome renderer against the prerender server on the same pages and
+# the same Chromium, in one run (scripts/bench-render.sh; PAGES, CONCURRENCY size it).
+bench-render: build
+	./scripts/bench-render.sh
 
 # The queue with 1, 2 and 3 nodes on one throwaway PostgreSQL, side by side in one run; writes
 # the table of scripts/bench/by-hand/cluster.md (scripts/bench-cluster.sh).
