@@ -25,12 +25,13 @@ import (
 // FuzzResultsDecode feeds arbitrary bodies to worker 0's decoder of the binary results batch
 // (POST /internal/results): never a panic; a refusal is one of the three marked errors; an
 // accepted batch holds no more results than its bytes can, and re-encoding what was decoded
-// decodes to the same results, in one canonical encoding.
+// decodes to the same results (their signals included), in one canonical encoding.
 func FuzzResultsDecode(f *testing.F) {
 	full := wire.EncodeResults(nil, []wire.Result{
 		{Key: []byte("desktop|https://a.test/c/1"), Outcome: "ok", Status: 200, Stage: "body", DurationMs: 87,
 			Headers: map[string]string{"content-type": "text/html", "etag": `"v1"`}, Body: []byte("<html>1</html>"),
-			Lease: wire.Lease{Slot: 17, State: 1<<40 | 3, KeyHash: 0x9e3779b97f4a7c15}},
+			Lease:   wire.Lease{Slot: 17, State: 1<<40 | 3, KeyHash: 0x9e3779b97f4a7c15},
+			Signals: &wire.Signals{Exceptions: 1, FailedRequests: 2, Cold: true, Evidence: []string{"TypeError: p is null"}}},
 		{Key: []byte("mobile|https://a.test/x"), Outcome: "timeout", Stage: "dial", DurationMs: 60_000, Err: "dial tcp: i/o timeout"},
 		{Key: []byte("k"), Outcome: "not_found", Status: 404},
 	})
@@ -54,7 +55,7 @@ func FuzzResultsDecode(f *testing.F) {
 			}
 			return
 		}
-		if len(rs)*25 > len(body) {
+		if len(rs)*26 > len(body) { // wire's smallest result
 			t.Fatalf("%d results from %d bytes", len(rs), len(body))
 		}
 		canon := wire.EncodeResults(nil, rs)

@@ -23,13 +23,19 @@ import (
 //	  "FQR"   1 byte    uvarint   count results, nothing after the last
 //
 //	result (fields in this order):
-//	+-----+---------+--------+-------+-------------+---------+------+-----+------------+-------------+----------------+
-//	| key | outcome | status | stage | duration_ms | headers | body | err | lease.slot | lease.state | lease.key_hash |
-//	+-----+---------+--------+-------+-------------+---------+------+-----+------------+-------------+----------------+
-//	  str   str       varint   str     varint        hdrs      str    str   uvarint      8 bytes LE    8 bytes LE
+//	+-----+---------+--------+-------+-------------+---------+------+-----+------------+-------------+----------------+---------+
+//	| key | outcome | status | stage | duration_ms | headers | body | err | lease.slot | lease.state | lease.key_hash | signals |
+//	+-----+---------+--------+-------+-------------+---------+------+-----+------------+-------------+----------------+---------+
+//	  str   str       varint   str     varint        hdrs      str    str   uvarint      8 bytes LE    8 bytes LE       sigs
 //
 //	str:  uvarint length, then that many bytes
 //	hdrs: uvarint count, then count (name str, value str) pairs, names distinct and ascending
+//	sigs: one byte, 0 (no signals: a renderer that runs no scripts) or 1, then
+//	      exceptions, failed_requests, pending_requests as uvarints (each at most MaxInt32),
+//	      cold as one byte (0 or 1), and the evidence: uvarint count (at most MaxSignalEvidence),
+//	      then that many str of at most MaxSignalEvidenceLen bytes
+//
+// Version 2 added the signals; version 1 had none.
 //
 // varint and uvarint are encoding/binary's. A decoder refuses a version it does not know
 // (ErrResultsVersion): the sender retries and, past its bound, drops the batch, whose leases
@@ -38,14 +44,24 @@ import (
 // ResultsContentType marks a body as a binary results batch.
 const ResultsContentType = "application/x-freshq-results"
 
-// ResultsVersion is the version EncodeResults writes and the only one DecodeResults reads.
-const ResultsVersion = 1
+// ResultsVersion is the version EncodeResults writes and the only one DecodeResults reads: a
+// render worker and its worker 0 are always of one build (the supervisor starts them from one
+// binary).
+const ResultsVersion = 2
+
+// Bounds on a result's signals (render.Signals.Evidence's, which a render worker trims to):
+// both decoders refuse more, so that a page throwing in a loop costs a result a few hundred
+// bytes.
+const (
+	MaxSignalEvidence    = 4
+	MaxSignalEvidenceLen = 256
+)
 
 const resultsMagic = "FQR"
 
 // minResultSize is the smallest encoding of one result: one byte for each of its nine
-// length-prefixed or varint fields, and the two 8-byte lease words.
-const minResultSize = 9 + 16
+// length-prefixed or varint fields, the two 8-byte lease words, and the signals' presence byte.
+const minResultSize = 9 + 16 + 1
 
 // Errors of DecodeResults.
 var (
@@ -64,7 +80,13 @@ func EncodeResults(dst []byte, rs []Result) []byte {
 	for i := range rs {
 		r := &rs[i]
 		n += 7*binary.MaxVarintLen64 + 16 + len(r.Key) + len(r.Outcome) + len(r.Stage) + len(r.Body) + len(r.Err)
-		n += binary.MaxVarintLen64
+		n += binary.MaxVarintLen64 + 1
+		if sg := r.Signals; sg != nil {
+			n += 5*binary.MaxVarintLen64 + 1
+			for _, e := range sg.Evidence {
+				n += binary.MaxVarintLen64 + len(e)
+			}
+		}
 		for k, v := range r.Headers {
 			n += 2*binary.MaxVarintLen64 + len(k) + len(v)
 		}
@@ -96,8 +118,64 @@ func EncodeResults(dst []byte, rs []Result) []byte {
 		dst = binary.AppendUvarint(dst, uint64(r.Lease.Slot))
 		dst = binary.LittleEndian.AppendUint64(dst, r.Lease.State)
 		dst = binary.LittleEndian.AppendUint64(dst, r.Lease.KeyHash)
+		dst = appendSignals(dst, r.Signals)
 	}
 	return dst
+}
+
+func appendSignals(dst []byte, sg *Signals) []byte {
+	if sg == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = binary.AppendUvarint(dst, uint64(max(0, sg.Exceptions)))
+	dst = binary.AppendUvarint(dst, uint64(max(0, sg.FailedRequests)))
+	dst = binary.AppendUvarint(dst, uint64(max(0, sg.PendingRequests)))
+	cold := byte(0)
+	if sg.Cold {
+		cold = 1
+	}
+	dst = append(dst, cold)
+	dst = binary.AppendUvarint(dst, uint64(len(sg.Evidence)))
+	for _, e := range sg.Evidence {
+		dst = appendString(dst, e)
+	}
+	return dst
+}
+
+// signals reads a result's signals section.
+func (d *decoder) signals(i int) *Signals {
+	switch present := d.byte(); {
+	case d.err != nil || present == 0:
+		return nil
+	case present != 1:
+		d.fail("result %d: signals presence byte %d", i, present)
+		return nil
+	}
+	sg := &Signals{
+		Exceptions:      int(d.uvarintMax(math.MaxInt32)),
+		FailedRequests:  int(d.uvarintMax(math.MaxInt32)),
+		PendingRequests: int(d.uvarintMax(math.MaxInt32)),
+	}
+	switch cold := d.byte(); cold {
+	case 0:
+	case 1:
+		sg.Cold = true
+	default:
+		d.fail("result %d: signals cold byte %d", i, cold)
+	}
+	n := d.uvarintMax(MaxSignalEvidence)
+	for range n {
+		e := d.bytes()
+		if len(e) > MaxSignalEvidenceLen {
+			d.fail("result %d: %d bytes of evidence, at most %d", i, len(e), MaxSignalEvidenceLen)
+		}
+		sg.Evidence = append(sg.Evidence, string(e))
+	}
+	if d.err != nil {
+		return nil
+	}
+	return sg
 }
 
 func appendBytes(dst, b []byte) []byte {
@@ -164,6 +242,7 @@ func DecodeResults(b []byte) ([]Result, error) {
 		r.Lease.Slot = uint32(d.uvarintMax(math.MaxUint32))
 		r.Lease.State = d.uint64()
 		r.Lease.KeyHash = d.uint64()
+		r.Signals = d.signals(i)
 		if d.err != nil {
 			return nil, fmt.Errorf("%w (result %d of %d)", d.err, i+1, count)
 		}
@@ -274,6 +353,19 @@ func (d *decoder) bytes() []byte {
 	s := d.b[d.off : d.off+int(n) : d.off+int(n)]
 	d.off += int(n)
 	return s
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.off >= len(d.b) {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.b[d.off]
+	d.off++
+	return v
 }
 
 func (d *decoder) uint64() uint64 {

@@ -16,7 +16,10 @@ func sampleResults() []Result {
 	return []Result{
 		{Key: []byte("desktop|https://a.test/c/1"), Outcome: "ok", Status: 200, Stage: "body", DurationMs: 1234,
 			Headers: map[string]string{"content-type": "text/html", "etag": `"x"`, "cache-control": "max-age=60"},
-			Body:    []byte("<html>1</html>"), Lease: Lease{Slot: 4095, State: 1<<63 | 12345, KeyHash: 0xdeadbeefcafef00d}},
+			Body:    []byte("<html>1</html>"), Lease: Lease{Slot: 4095, State: 1<<63 | 12345, KeyHash: 0xdeadbeefcafef00d},
+			Signals: &Signals{Exceptions: 2, FailedRequests: 1, PendingRequests: 3, Cold: true, Evidence: []string{"TypeError: x is undefined", "GET https://a.test/api/1: 500"}}},
+		{Key: []byte("desktop|https://a.test/c/2"), Outcome: "ok", Status: 200, Stage: "body", Body: []byte("<html>2</html>"),
+			Signals: &Signals{}}, // a browser that saw nothing wrong: signals, all zero
 		{Key: []byte("mobile|https://a.test/"), Outcome: "server_error", Status: 503, Stage: "headers", DurationMs: -1,
 			Err: "upstream said no", Lease: Lease{Slot: 0, State: 0, KeyHash: 1}},
 		{Key: []byte("k"), Outcome: "a future outcome"},
@@ -83,7 +86,7 @@ func TestResultsBatchRefusesWhatItCannotRead(t *testing.T) {
 	// Header names must be distinct and ascending, so that one batch has one encoding.
 	dup := append([]byte(resultsMagic), ResultsVersion, 1, 1, 'k', 2, 'o', 'k', 0, 0, 0,
 		2, 1, 'a', 0, 1, 'a', 0, 0, 0, 0)
-	dup = append(dup, make([]byte, 16)...)
+	dup = append(dup, make([]byte, 16+1)...) // the lease words, no signals
 	if _, err := DecodeResults(dup); !errors.Is(err, ErrResultsCorrupt) || !strings.Contains(err.Error(), "ascending") {
 		t.Fatalf("duplicate header: %v", err)
 	}
@@ -112,7 +115,7 @@ func TestResultsBatchDecodesWithoutCopying(t *testing.T) {
 		}
 	}
 	rs, _ := DecodeResults(b)
-	if &rs[0].Body[0] != &b[len(b)-16-1-1-len("<html/>")] {
+	if &rs[0].Body[0] != &b[len(b)-1-16-1-1-len("<html/>")] { // signals byte, lease words, slot, err
 		t.Fatal("the body was copied")
 	}
 }
@@ -176,5 +179,36 @@ func TestDecodeResultsEnforcesMaxResults(t *testing.T) {
 	}
 	if _, err := DecodeResults(EncodeResults(nil, rs[:MaxResults])); err != nil {
 		t.Fatalf("%d results: %v", MaxResults, err)
+	}
+}
+
+// A result's signals are bounded as a render worker trims them, and every byte of their
+// section has one meaning: a decoder refuses more evidence, longer evidence, and presence or
+// cold bytes other than 0 and 1.
+func TestResultsBatchRefusesSignalsOutOfBounds(t *testing.T) {
+	encode := func(sg *Signals) []byte {
+		return EncodeResults(nil, []Result{{Key: []byte("k"), Outcome: "ok", Signals: sg}})
+	}
+	within := &Signals{Exceptions: 1, Evidence: []string{strings.Repeat("e", MaxSignalEvidenceLen), "", "x", "y"}}
+	if rs, err := DecodeResults(encode(within)); err != nil || !reflect.DeepEqual(rs[0].Signals, within) {
+		t.Fatalf("signals at their bounds: %+v, %v", rs, err)
+	}
+	for name, sg := range map[string]*Signals{
+		"five lines of evidence": {Evidence: []string{"a", "b", "c", "d", "e"}},
+		"a line too long":        {Evidence: []string{strings.Repeat("e", MaxSignalEvidenceLen+1)}},
+	} {
+		if _, err := DecodeResults(encode(sg)); !errors.Is(err, ErrResultsCorrupt) {
+			t.Errorf("%s: %v, want ErrResultsCorrupt", name, err)
+		}
+	}
+	none := encode(nil)
+	none[len(none)-1] = 2 // the presence byte
+	if _, err := DecodeResults(none); !errors.Is(err, ErrResultsCorrupt) {
+		t.Errorf("presence byte 2: %v", err)
+	}
+	cold := encode(&Signals{Cold: true})
+	cold[len(cold)-2] = 2 // the cold byte, before the evidence count
+	if _, err := DecodeResults(cold); !errors.Is(err, ErrResultsCorrupt) {
+		t.Errorf("cold byte 2: %v", err)
 	}
 }
