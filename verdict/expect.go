@@ -20,13 +20,14 @@ import (
 //
 // A selector needs a parse tree: InspectExpect parses the body with html.Parse only for a route
 // that has one (and whose text, if it has one too, was found), which costs two to three times
-// the streaming pass (BenchmarkVerdict) and memory a few times the body's size (a node per element and text run). A page nested deeper than the parser's limit
-// (512 open elements) cannot be parsed: its selector is not found. The selector is type, #id,
-// .class and [attribute] selectors joined by descendant, child (>) and next-sibling (+)
-// combinators, in comma-separated alternatives (at most 16, of at most 64 compounds each); it
-// is matched in one walk of the tree, one compound test per element and compound. Pseudo-classes
-// (:has, :contains, :nth-child, whose cost can grow with the square of the page) and the ~
-// combinator are refused when it is compiled. The content of a <template> is not searched.
+// the streaming pass (BenchmarkVerdict) and memory a few times the body's size (a node per
+// element and text run). A page nested deeper than the parser's limit (512 open elements)
+// cannot be parsed: its selector is not found. The selector is type, #id, .class and
+// [attribute] selectors joined by descendant, child (>) and next-sibling (+) combinators, in
+// comma-separated alternatives (at most 16, of at most 64 compounds each); it is matched in one
+// walk of the tree, one compound test per element and compound. Pseudo-classes (:has,
+// :contains, :nth-child, whose cost can grow with the square of the page) and the ~ combinator
+// are refused when it is compiled. The content of a <template> is not searched.
 type Expect struct {
 	selector string
 	sel      *selector // nil: no selector
