@@ -33,20 +33,29 @@ func AllNames() []string { return append([]string(nil), reasonNames[:]...) }
 // set comes from a newer version or is corrupt.
 func (r Reasons) Known() bool { return r&^(1<<len(reasonNames)-1) == 0 }
 
-// Judge judges one render. last is the last good render's landmarks, nil when the page has
-// none; exp the route's Expect, nil when it has none. It never panics.
+// Judge judges one render. last is the last good render's landmarks (Render.Baseline), nil
+// when the page has none; exp the route's Expect, nil when it has none. It never panics.
+//
+// A signal counts against the render only when it has more of it than the last good render
+// had (with none, any counts): a site whose pages always throw, keep a long-poll pending or
+// ask an API that refuses a visitor would otherwise have every render suspect, and its page,
+// kept at its last good render until renders agree, stale whenever its content changes.
 func Judge(s *Settings, r *Render, last *Landmarks, exp *Expect) Verdict {
 	if r.Unchanged {
 		return Verdict{}
 	}
+	var usual Landmarks // the signals the last good render had; none without one
+	if last != nil {
+		usual = *last
+	}
 	var v Reasons
-	if r.Exceptions > 0 {
+	if r.Exceptions > int(usual.Exceptions) {
 		v |= Exception
 	}
-	if r.FailedRequests > 0 {
+	if r.FailedRequests > int(usual.FailedRequests) {
 		v |= FailedRequest
 	}
-	if r.PendingRequests > 0 {
+	if r.PendingRequests > int(usual.PendingRequests) {
 		v |= PendingRequest
 	}
 	if exp != nil && !r.ExpectFound {

@@ -101,3 +101,33 @@ func TestJudgeSignals(t *testing.T) {
 		t.Error("Known is wrong")
 	}
 }
+
+// A signal is evidence against a render only when it is new: a site whose pages throw on every
+// load, keep a long-poll pending or ask an API that fails for a visitor who is not logged in
+// would otherwise have every render judged suspect, and its page, kept at its last good render
+// until renders agree, would go stale whenever its content changes. So a render is suspect by a
+// signal when it has more of it than the last good render had; with no last good render, any
+// signal counts.
+func TestJudgeSignalsAgainstTheLastGoodRender(t *testing.T) {
+	lm := Inspect(page(t, "product"))
+	base := lm
+	base.Exceptions, base.FailedRequests, base.PendingRequests = 1, 1, 1 // the site's usual
+	same := Render{Landmarks: lm, Exceptions: 1, FailedRequests: 1, PendingRequests: 1}
+	if v := Judge(&settings, &same, &base, nil); v.Suspect() {
+		t.Errorf("the site's usual signals: %s, want good", v.Reasons)
+	}
+	more := Render{Landmarks: lm, Exceptions: 2, FailedRequests: 3, PendingRequests: 2}
+	if got, want := Judge(&settings, &more, &base, nil).Reasons.String(), "exception,failed_request,pending_request"; got != want {
+		t.Errorf("more than the usual: %s, want %s", got, want)
+	}
+	if got, want := Judge(&settings, &same, nil, nil).Reasons.String(), "exception,failed_request,pending_request"; got != want {
+		t.Errorf("no last good render: %s, want %s", got, want)
+	}
+	if b := more.Baseline(); b.Exceptions != 2 || b.FailedRequests != 3 || b.PendingRequests != 2 || b.TextLen != lm.TextLen {
+		t.Errorf("Baseline = %+v: want the landmarks with the render's signals", b)
+	}
+	huge := Render{Exceptions: 1 << 20}
+	if b := huge.Baseline(); b.Exceptions != 65535 {
+		t.Errorf("Baseline of %d exceptions = %d, want them capped at 65535", huge.Exceptions, b.Exceptions)
+	}
+}

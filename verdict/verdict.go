@@ -30,6 +30,11 @@ type Landmarks struct {
 	H1          bool // an <h1> has non-blank visible text
 	Description bool // a <meta name="description"> (name without case) with non-blank content
 	Canonical   bool // a <link> whose rel tokens include canonical, with a non-blank href
+
+	// The render's signals (Render's counts, capped at 65535), which Inspect does not see: a
+	// later render is suspect by a signal only when it has more of it than the last good
+	// render had (Judge). Set by Render.Baseline when a good render's landmarks are kept.
+	Exceptions, FailedRequests, PendingRequests uint16
 }
 
 // Render is what Judge looks at.
@@ -44,6 +49,15 @@ type Render struct {
 	// ExpectFound is whether the body has the route's Expect (InspectExpect reads it with the
 	// landmarks); ignored when the route has no Expect.
 	ExpectFound bool
+}
+
+// Baseline is what the render leaves to judge the next ones by, once it is the last good
+// render: its landmarks with its signals' counts.
+func (r *Render) Baseline() Landmarks {
+	capped := func(n int) uint16 { return uint16(min(max(n, 0), 65535)) }
+	b := r.Landmarks
+	b.Exceptions, b.FailedRequests, b.PendingRequests = capped(r.Exceptions), capped(r.FailedRequests), capped(r.PendingRequests)
+	return b
 }
 
 // Settings are the thresholds (configuration: the verdict section).
