@@ -572,7 +572,7 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 		raw, data := t.data[ev.RequestID]
 		t.mu.Unlock()
 		// A 403 the egress proxy made is the address policy's refusal, not the site's answer.
-		if st := int(ev.Response.Status); data && st >= 400 && st <= 599 && header(ev.Response.Headers, egressHeader) != "policy" {
+		if st := int(ev.Response.Status); data && dataLost(st) && header(ev.Response.Headers, egressHeader) != "policy" {
 			t.failedRequest(ev.RequestID, raw, fmt.Sprintf("HTTP %d", st))
 		}
 		return
@@ -585,6 +585,19 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 	t.docRequest = ev.RequestID
 	t.docEgress = header(ev.Response.Headers, egressHeader)
 	t.mu.Unlock()
+}
+
+// dataLost reports whether a data request's answer says the page's data did not arrive: a 5xx,
+// 408 (timed out), 429 (rate limited), or 404 and 410 (a product API answering 404 is the page
+// losing its content). Not 401, 403 or another 4xx: a real SPA asks endpoints such as /api/me
+// or /api/cart that answer 401 or 403 to a visitor who is not logged in, which a prerender
+// never is, on every load; counting them would make every render of such a site suspect.
+func dataLost(status int) bool {
+	switch status {
+	case 404, 408, 410, 429:
+		return true
+	}
+	return status >= 500 && status <= 599
 }
 
 // header is a response header's value (names are case-insensitive; HTTP/2's are lowercase).

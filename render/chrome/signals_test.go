@@ -68,7 +68,13 @@ func TestSignalsOfAPage(t *testing.T) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	})
 	s.mux.HandleFunc("/blocked/api", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) })
-	r := newRendererWithCDN(t, func(c *Options) { c.Block = []string{"*/blocked/*"} })
+	r := newRendererWithCDN(t, func(c *Options) {
+		c.Block = []string{"*/blocked/*"}
+		// Listed by name, so that the address policy lets it reach the test origin on loopback
+		// (a subdomain match allows public addresses only); it is still on the page's site,
+		// under the site.test entry.
+		c.Domains = append(c.Domains, "api.site.test")
+	})
 	s.page("/failing", `<!doctype html><html><body><p>shell</p><script>
 const x = new XMLHttpRequest(); x.open("GET", "/api/missing"); x.send();
 fetch("/api/broken").catch(() => {});
