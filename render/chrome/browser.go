@@ -107,6 +107,10 @@ type browser struct {
 	// clearAgain: a clear failed, the next render clears it.
 	cacheClearedAt time.Time
 	clearAgain     bool
+	// cacheGen counts the clears of the browser's cache; looks is what second looks found in
+	// this generation of it (secondlook.go), nil until one found something.
+	cacheGen uint64
+	looks    *looks
 }
 
 // startBrowser starts Chromium as cfg says, its every request through the proxy eg, with

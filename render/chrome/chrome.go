@@ -284,16 +284,26 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 	}
 	defer r.release(b)
 	base := res
-	t := &tab{r: r, b: b, req: req, dev: r.device(req.Device), start: start, clearCache: r.cacheClear(b, req.CacheEpoch)}
+	clearFirst, gen := r.cacheClear(b, req.CacheEpoch)
+	t := &tab{r: r, b: b, req: req, dev: r.device(req.Device), start: start, clearCache: clearFirst}
 	res = t.render(rctx, base)
 	if !t.secondLook(rctx, res) {
 		return res
 	}
 	// The page looked wrong, and some of its scripts or styles came from the browser's cache:
 	// perhaps the site deployed new ones under the same URLs and the cache still holds the old.
-	// Look again with the cache bypassed, within the same render.timeout, and take that look.
+	// Look again with the cache bypassed, within the same render.timeout, and take that look —
+	// unless the site's last second look since the cache was cleared found this very result
+	// again: the cache did not explain it then (a site that throws, or keeps a long-poll
+	// pending, on every load), and a second render would only double the cost of every render of it.
+	site := siteOf(r.cfg.Domains, u)
+	if r.skipSecondLook(b, site, wrongOf(res)) {
+		return res
+	}
 	cold := &tab{r: r, b: b, req: req, dev: t.dev, start: start, cold: true}
-	return cold.render(rctx, base)
+	out := cold.render(rctx, base)
+	r.noteSecondLook(b, gen, site, res, out)
+	return out
 }
 
 // secondLook reports whether a completed render looks wrong — its status (the document's, or
@@ -315,17 +325,21 @@ func (t *tab) secondLook(rctx context.Context, res render.Result) bool {
 // and if so counts it cleared: when it was last cleared longer ago than
 // render.chrome.cache_max_age, or when the request carries a cache epoch above the last one it
 // was cleared at (an operator's recache or rush). One render clears it; the others do not wait.
-func (r *Renderer) cacheClear(b *browser, epoch uint64) bool {
+// A clear forgets what second looks found (secondlook.go); gen is the cache's generation the
+// render runs in.
+func (r *Renderer) cacheClear(b *browser, epoch uint64) (clearFirst bool, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
 	stale := r.cfg.CacheMaxAge > 0 && now.Sub(b.cacheClearedAt) > r.cfg.CacheMaxAge
 	if !stale && epoch <= r.cacheEpoch && !b.clearAgain {
-		return false
+		return false, b.cacheGen
 	}
 	b.cacheClearedAt, b.clearAgain = now, false
+	b.cacheGen++
+	b.looks = nil
 	r.cacheEpoch = max(r.cacheEpoch, epoch)
-	return true
+	return true, b.cacheGen
 }
 
 // cacheClearFailed makes the next render on b clear the cache, since this one could not.

@@ -50,6 +50,21 @@
 //     it (the deploy test renders a second new route without a second look). This is what a
 //     deploy under the same URLs looks like: the old script renders a new route as its
 //     NotFound (a declared 404), and the cold look renders it with the new code.
+//   - Remembers, per browser, what the last second look at each site (the render.domains entry
+//     the page's host is under, else the host) found, when its cold render found the same as
+//     the warm render it repeated (the same status of 400–599 or none, and the same of
+//     exceptions, failed and pending requests): the cache did not explain it. Such a site's
+//     renders that look wrong the same way take no second look until the browser's cache is
+//     next cleared (cache_max_age, a new cache epoch), which forgets them all: the cached
+//     scripts that could explain them are gone then, and a deploy since is fetched anew. A
+//     second look is a second render; without this, a site that throws an uncaught exception
+//     or keeps a same-site long-poll pending on every load, cold or warm, would be rendered
+//     twice every time its scripts were cached. The price: a deploy that makes a site's new
+//     routes look wrong the same way a second look found unchanged (its real NotFound) reaches
+//     those routes when the cache is next cleared, not at once. A second look whose cold
+//     render fixed or changed what looked wrong keeps second looks on for the site; one that
+//     did not reach the page (a timeout, a crash) changes nothing; one begun before a clear is
+//     not kept after it. At most 1024 sites are kept, the one written longest ago dropped first.
 //   - Is ready when window.prerenderReady === true if the page defines it, whatever its network
 //     does; else when the network has been idle for render.chrome.idle after the load event.
 //     Idle: no request began or ended in that time, and every request still in flight has been
