@@ -220,7 +220,7 @@ func TestSecondLookFindingsBounded(t *testing.T) {
 
 	clearFirst, gen := r.cacheClear(b, 1)
 	if !clearFirst || gen != 1 || b.looks != nil {
-		t.Fatalf("a new cache epoch: clear %v, generation %d, looks %v", clearFirst, gen, b.looks)
+		t.Fatalf("a new cache epoch: clear %v, generation %d, second looks still kept: %v", clearFirst, gen, b.looks != nil)
 	}
 	r.noteSecondLook(b, 0, "site2.test", thrown, thrown) // begun before the clear
 	if r.skipSecondLook(b, "site2.test", wrongOf(thrown)) {
