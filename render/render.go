@@ -16,6 +16,11 @@ type Request struct {
 	Key    []byte // the cache key (device|url), for logs; renderers do not interpret it
 	URL    string
 	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
+	// CacheEpoch is worker 0's cache epoch (shm.CounterCacheEpoch) when the render was taken:
+	// an operator's recache or rush raises it, and a renderer that keeps a cache of
+	// sub-resources between renders (chrome) clears it once when it sees one above the last it
+	// cleared at. Other renderers ignore it.
+	CacheEpoch uint64
 	// Validators, when set, make the render a conditional one for a ConditionalRenderer: the
 	// page's request carries them, and an answer 304 is the result. Other renderers ignore it.
 	Validators *Validators
@@ -73,7 +78,10 @@ type Signals struct {
 	// Exceptions counts the uncaught exceptions the page's scripts threw.
 	Exceptions int
 	// FailedRequests counts the page's own data requests (XHR and fetch to the page's site)
-	// that failed: a network error, or an answer 400–599.
+	// whose data did not arrive: a network error, or an answer 5xx, 408, 429, 404 or 410. Not
+	// 401, 403 or another 4xx, which a site's account endpoints (/api/me, /api/cart) answer a
+	// visitor who is not logged in, as a prerender never is; nor a request the renderer
+	// refused itself, nor one cancelled.
 	FailedRequests int
 	// PendingRequests counts the page's own data requests still in flight when the page was
 	// captured: a page captured mid-load.
