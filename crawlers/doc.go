@@ -1,0 +1,24 @@
+// Package crawlers tells a crawler from a request that only claims to be one. It holds the
+// table of crawler families (their User-Agent patterns and the verification each documents:
+// reverse-DNS suffixes confirmed forward, or published address ranges), finds a request's
+// client address behind the proxies the operator trusts, and verifies a claimed crawler's
+// address, with a bounded cache of the answers.
+//
+// Invariants:
+//   - A family is one of Families, whatever the User-Agent or the configuration: the labels
+//     counted by family and verification (Families × Verdicts) are a bounded set.
+//   - A client address is read from a header only when the peer is a trusted proxy, and then
+//     it is the right-most address of the header that is not itself a trusted proxy: what a
+//     client writes into the header itself is to the left of what its proxy appended, and is
+//     never taken while a proxy's entry stands to its right.
+//   - Verification never waits past Options.Timeout (a lookup or a wait for a lookup slot):
+//     what times out or fails is Unverified, never an error and never a longer wait. At most
+//     Options.Concurrency lookups run at once.
+//   - The cache of verdicts holds at most Options.CacheEntries entries, each for at most
+//     Options.CacheTTL, whatever the number of addresses that claim a crawler.
+//   - A name is confirmed only forward: a reverse name matching a family's suffix counts only
+//     when that name resolves back to the address (a PTR record is the address owner's to
+//     write, and anyone may write googlebot.com into their own).
+//   - Nothing here invents an address range: a family whose documentation publishes ranges
+//     not shipped with freshq is Unverifiable until the operator's table gives them.
+package crawlers
