@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -97,15 +98,17 @@ type Table struct {
 //go:embed families.yaml
 var defaultData []byte
 
-// Default is the table shipped with freshq (families.yaml). It panics if that data does not
-// compile, which a test rules out.
-func Default() *Table {
+// Default is the table shipped with freshq (families.yaml), compiled once. It panics if that
+// data does not compile, which a test rules out.
+func Default() *Table { return defaultTable() }
+
+var defaultTable = sync.OnceValue(func() *Table {
 	t, err := Parse(defaultData)
 	if err != nil {
 		panic(err)
 	}
 	return t
-}
+})
 
 // DefaultSpecs are the shipped table's families, as data.
 func DefaultSpecs() []Spec {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/serve"
@@ -25,7 +26,8 @@ type crawlerListener struct {
 	reg     *prometheus.Registry
 	targets *intake.Targets
 	misses  *intake.Misses
-	demand  *intake.Demand // writes the counted requests into the targets
+	demand  *intake.Demand  // writes the counted requests into the targets
+	tally   *crawlers.Tally // what each crawler family got, for /v1/queue
 
 	h       *serve.Handler
 	srv     *http.Server
@@ -49,7 +51,11 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	cfg := c.e.cur.Load().Config()
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
-		AdminToken: func() string { return c.e.cur.Load().Config().Token }})
+		AdminToken: func() string { return c.e.cur.Load().Config().Token },
+		// serve.verify.* are read here, once: the verdicts' cache lives as long as the listener.
+		Verifier: crawlers.NewVerifier(crawlers.SystemResolver(), crawlers.Options{Timeout: cfg.Serve.Verify.Timeout.D(),
+			Concurrency: cfg.Serve.Verify.Concurrency, CacheEntries: cfg.Serve.Verify.CacheEntries, CacheTTL: cfg.Serve.Verify.CacheTTL.D()}, nil),
+		Tally: c.tally})
 	if err != nil {
 		ln.Close()
 		return err
