@@ -8,7 +8,7 @@ import (
 	"os"
 )
 
-// TestDNSEnv names a DNS server (host:port, over TCP) that verification asks instead of the
+// TestDNSEnv names a DNS server (host:port, over UDP) that verification asks instead of the
 // system's, so that an end-to-end test controls what a worker's lookups answer
 // (internal/testdns.Listen). Only this build, for the end-to-end tests (the tag testclock,
 // internal/testbin), reads it.
@@ -22,6 +22,6 @@ func SystemResolver() Resolver {
 	}
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
+		return d.DialContext(ctx, "udp", addr)
 	}}
 }

@@ -49,13 +49,15 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 		return err
 	}
 	cfg := c.e.cur.Load().Config()
+	// serve.verify.* are read here, once: the verdicts' cache lives as long as the listener.
+	verifier := crawlers.NewVerifier(crawlers.SystemResolver(), crawlers.Options{Timeout: cfg.Serve.Verify.Timeout.D(),
+		Concurrency: cfg.Serve.Verify.Concurrency, CacheEntries: cfg.Serve.Verify.CacheEntries, CacheTTL: cfg.Serve.Verify.CacheTTL.D()}, nil)
+	c.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "freshq_serve_verify_cache_entries",
+		Help: "Crawler verification verdicts cached, at most serve.verify.cache_entries."}, func() float64 { return float64(verifier.Len()) }))
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: func() string { return c.e.cur.Load().Config().Token },
-		// serve.verify.* are read here, once: the verdicts' cache lives as long as the listener.
-		Verifier: crawlers.NewVerifier(crawlers.SystemResolver(), crawlers.Options{Timeout: cfg.Serve.Verify.Timeout.D(),
-			Concurrency: cfg.Serve.Verify.Concurrency, CacheEntries: cfg.Serve.Verify.CacheEntries, CacheTTL: cfg.Serve.Verify.CacheTTL.D()}, nil),
-		Tally: c.tally})
+		Verifier: verifier, Tally: c.tally})
 	if err != nil {
 		ln.Close()
 		return err

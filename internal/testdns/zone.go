@@ -2,8 +2,6 @@ package testdns
 
 import (
 	"context"
-	"encoding/binary"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -38,56 +36,40 @@ func (z *Zone) Queries() int {
 	return z.queries
 }
 
-// Listen serves z over TCP on a loopback port until the test ends and returns the address,
+// Listen serves z over UDP on a loopback port until the test ends and returns the address,
 // for a process whose resolver the test points at it (crawlers.TestDNSEnv), and Resolver's.
+// Each query is answered on its own goroutine, so that a held one holds no other.
 func Listen(t testing.TB, z *Zone) string {
 	t.Helper()
 	z.released = make(chan struct{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { z.Release(); ln.Close() })
+	t.Cleanup(func() { z.Release(); pc.Close() })
 	go func() {
 		for {
-			c, err := ln.Accept()
+			buf := make([]byte, 1500)
+			n, from, err := pc.ReadFrom(buf)
 			if err != nil {
 				return
 			}
-			go z.serve(c)
+			go func() {
+				if resp, err := z.answer(buf[:n]); err == nil {
+					pc.WriteTo(resp, from)
+				}
+			}()
 		}
 	}()
-	return ln.Addr().String()
+	return pc.LocalAddr().String()
 }
 
 // Resolver is a resolver that asks the server at addr (Listen's) only.
 func Resolver(addr string) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
+		return d.DialContext(ctx, "udp", addr)
 	}}
-}
-
-func (z *Zone) serve(c net.Conn) {
-	defer c.Close()
-	for {
-		var n [2]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return
-		}
-		q := make([]byte, binary.BigEndian.Uint16(n[:]))
-		if _, err := io.ReadFull(c, q); err != nil {
-			return
-		}
-		resp, err := z.answer(q)
-		if err != nil {
-			return
-		}
-		out := binary.BigEndian.AppendUint16(nil, uint16(len(resp)))
-		if _, err := c.Write(append(out, resp...)); err != nil {
-			return
-		}
-	}
 }
 
 func (z *Zone) answer(query []byte) ([]byte, error) {
