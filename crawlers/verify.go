@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,20 @@ type Options struct {
 	CacheTTL     time.Duration // how long a verdict is kept, positive or negative
 }
 
+// Outcomes of a verification that was not answered from the cache, the outcome label of
+// Lookups: answered (DNS said yes or no), timeout (Options.Timeout passed first: a lookup
+// slot or an answer), failed (DNS failed otherwise), no_slot (no lookup slot freed in time).
+var Outcomes = []string{"answered", "timeout", "failed", "no_slot"}
+
+// Lookups is how many verifications ended with each of Outcomes.
+func (v *Verifier) Lookups() map[string]uint64 {
+	out := make(map[string]uint64, len(Outcomes))
+	for i, o := range Outcomes {
+		out[o] = v.lookups[i].Load()
+	}
+	return out
+}
+
 // maxNames bounds the reverse names of an address that are confirmed forward.
 const maxNames = 4
 
@@ -45,6 +60,9 @@ type Verifier struct {
 	opts Options
 	now  func() time.Time
 	sem  chan struct{}
+
+	// lookups counts the verifications that asked DNS, by outcome (Outcomes' order).
+	lookups [4]atomic.Uint64
 
 	mu    sync.Mutex
 	cache map[cacheKey]*list.Element
@@ -108,10 +126,19 @@ func (v *Verifier) Verify(ctx context.Context, f *Family, addr netip.Addr) strin
 	select {
 	case v.sem <- struct{}{}:
 	case <-ctx.Done():
+		v.lookups[3].Add(1)
 		return Unverified // not cached: the next request may find a slot
 	}
 	ok, answered := v.lookup(ctx, f, addr)
 	<-v.sem
+	switch {
+	case answered:
+		v.lookups[0].Add(1)
+	case ctx.Err() != nil:
+		v.lookups[1].Add(1)
+	default:
+		v.lookups[2].Add(1)
+	}
 	if answered {
 		v.store(key, ok)
 	} else {

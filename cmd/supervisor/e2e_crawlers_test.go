@@ -103,8 +103,9 @@ func TestEndToEndCrawlersVerified(t *testing.T) {
 		t.Fatalf("a forged X-Forwarded-For from an untrusted peer: %d %q, want it unverified", resp.StatusCode, body)
 	}
 
-	// A reverse lookup that never answers: unverified at serve.verify.timeout, answered while
-	// the zone still holds the query.
+	// A reverse lookup that never answers: unverified at serve.verify.timeout (the verifier's
+	// own deadline ended it, counted as a timeout, not the resolver's giving up, a failure),
+	// answered while the zone still holds the query.
 	hang := "/" + origin.URL + "/p/hang"
 	if a := crawl(t, serveAddr, hang, "X-Forwarded-For", e2eHangIP.String()); a.code != 503 || !strings.Contains(a.body, `"field":"User-Agent"`) {
 		t.Fatalf("a Googlebot whose lookup hangs: %d %v %q", a.code, a.header, a.body)
@@ -115,6 +116,9 @@ func TestEndToEndCrawlersVerified(t *testing.T) {
 	default:
 	}
 
+	if m := n.metrics(); m[`freshq_serve_verify_lookups_total{outcome="timeout"}`] != 1 || m[`freshq_serve_verify_lookups_total{outcome="failed"}`] != 0 {
+		t.Fatalf("verification lookups: %v, want the hanging one ended by serve.verify.timeout", pick(m, "freshq_serve_verify_lookups_total"))
+	}
 	for _, p := range []string{"/p/never", "/p/forged", "/p/hang"} {
 		if got := origin.hitsOf(p); got != 0 {
 			t.Fatalf("%s: the origin was asked %d times for an unverified crawler", p, got)

@@ -54,6 +54,11 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 		Concurrency: cfg.Serve.Verify.Concurrency, CacheEntries: cfg.Serve.Verify.CacheEntries, CacheTTL: cfg.Serve.Verify.CacheTTL.D()}, nil)
 	c.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "freshq_serve_verify_cache_entries",
 		Help: "Crawler verification verdicts cached, at most serve.verify.cache_entries."}, func() float64 { return float64(verifier.Len()) }))
+	for _, outcome := range crawlers.Outcomes {
+		c.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_verify_lookups_total",
+			Help:        "Crawler verifications that asked DNS, by outcome: answered, timeout (serve.verify.timeout passed first), failed, no_slot (serve.verify.concurrency busy throughout).",
+			ConstLabels: prometheus.Labels{"outcome": outcome}}, func() float64 { return float64(verifier.Lookups()[outcome]) }))
+	}
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: func() string { return c.e.cur.Load().Config().Token },
