@@ -127,7 +127,7 @@ func TestEndToEndCrawlersVerified(t *testing.T) {
 	m := n.metrics()
 	for series, want := range map[string]float64{
 		`freshq_serve_requests_total{code="200",family="google",result="miss",verification="verified"}`:   1,
-		`freshq_serve_requests_total{code="200",family="google",result="hit",verification="unverified"}`:   1,
+		`freshq_serve_requests_total{code="200",family="google",result="hit",verification="unverified"}`:  1,
 		`freshq_serve_requests_total{code="503",family="google",result="miss",verification="unverified"}`: 3,
 	} {
 		if m[series] != want {

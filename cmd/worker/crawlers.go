@@ -62,7 +62,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: func() string { return c.e.cur.Load().Config().Token },
-		Verifier: verifier, Tally: c.tally})
+		Verifier:   verifier, Tally: c.tally})
 	if err != nil {
 		ln.Close()
 		return err
