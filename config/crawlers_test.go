@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,31 @@ func TestServeVerifyCrawlersDefault(t *testing.T) {
 		}
 		if c.Serve.Verify.Timeout.D() != 2*time.Second || c.Serve.Verify.CacheEntries != ServeVerifyCacheEntriesDefault {
 			t.Errorf("%q: verify %+v", tc.yaml, c.Serve.Verify)
+		}
+	}
+}
+
+// The verifier's bounds are read when the crawler listener starts (its cache lives as long as
+// the listener), so a reload that changes one is refused at its line; the client address and
+// the family table apply live.
+func TestServeVerifyIsRestartOnly(t *testing.T) {
+	running := Default()
+	for yaml, path := range map[string]string{
+		"serve: {verify: {timeout: 1s}}\n":                          "serve.verify.timeout",
+		"serve: {verify: {concurrency: 8}}\n":                       "serve.verify.concurrency",
+		"serve: {verify: {cache_entries: 10}}\n":                    "serve.verify.cache_entries",
+		"serve: {verify: {cache_ttl: 5m}}\n":                        "serve.verify.cache_ttl",
+		"serve: {client_ip_header: X-Real-IP}\n":                    "",
+		"serve: {crawlers: [{family: openai, agents: [GPTBot]}]}\n": "",
+	} {
+		next, err := Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckReload(running, next, []byte(yaml))
+		var fe *FieldError
+		if path == "" && err != nil || path != "" && (!errors.As(err, &fe) || fe.Path != path || fe.Line != 1) {
+			t.Errorf("%s: %v, want a refusal at %q", yaml, err, path)
 		}
 	}
 }
