@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -208,5 +209,63 @@ func TestEndToEndCrawlerVerificationCacheBounded(t *testing.T) {
 	}
 	if grew := after - before; grew > 32<<20 {
 		t.Fatalf("worker 0 grew by %d MiB verifying %d addresses, want under 32 MiB", grew>>20, count)
+	}
+}
+
+// visitFrom is visit from the local address from (127.0.0.x: a client of its own to nginx),
+// with extra headers as name, value pairs.
+func visitFrom(t *testing.T, from, site, path, userAgent string, headers ...string) siteAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, site+path, nil)
+	req.Header.Set("User-Agent", userAgent)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DialContext: d.DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s from %s: %v", path, from, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return siteAnswer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// Through the shipped nginx recipe, which forwards the crawler's address in X-Forwarded-For
+// ($proxy_add_x_forwarded_for), to a crawler listener that trusts nginx (127.0.0.1) alone: a
+// "Googlebot" connecting from an address Google's DNS (the test's) confirms, 127.0.0.3, is
+// rendered on miss; one connecting from 127.0.0.2 that writes 127.0.0.3 into its own
+// X-Forwarded-For is its own address to freshq (nginx appended it, to the right), not
+// verified, and its page not stored costs no render.
+func TestEndToEndNginxRecipeForwardsTheCrawlersAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	google := netip.MustParseAddr("127.0.0.3")
+	z := &testdns.Zone{
+		Addrs: map[string][]netip.Addr{"crawl-127-0-0-3.googlebot.com": {google}},
+		Names: map[netip.Addr][]string{google: {"crawl-127-0-0-3.googlebot.com."}},
+	}
+	t.Setenv(testDNSEnv, testdns.Listen(t, z))
+	serveAddr := freePort(t)
+	n := startNode(t, t.TempDir(), 2, serveYAML(serveAddr, "  client_ip_header: X-Forwarded-For\n  trusted_proxies: [127.0.0.1/32]\n"), "")
+	site := nginxSite(t, serveAddr, "crawl-token")
+	waitFor(t, "ready", 30*time.Second, n.ready)
+
+	a := visitFrom(t, "127.0.0.2", site, "/c/forged", googlebot, "X-Forwarded-For", google.String())
+	if a.code != 503 || !strings.Contains(a.body, "User-Agent") {
+		t.Fatalf("a Googlebot from 127.0.0.2 that forged X-Forwarded-For, through nginx: %d %v %q", a.code, a.header, a.body)
+	}
+	a = visitFrom(t, google.String(), site, "/c/verified", googlebot)
+	if a.code != 200 || a.header.Get("X-Freshq-Cache") != "miss" || !strings.Contains(a.body, "<title>shell</title>") {
+		t.Fatalf("a Googlebot from a verified address, through nginx: %d %v %q", a.code, a.header, a.body)
+	}
+	if n.stored(t, site+"/c/forged") {
+		t.Fatal("the unverified Googlebot's page was filed")
+	}
+	if got := n.metrics()[`freshq_render_total{outcome="ok"}`]; got != 1 {
+		t.Fatalf("renders: %v, want the verified crawler's one", got)
 	}
 }
