@@ -269,3 +269,38 @@ func TestEndToEndNginxRecipeForwardsTheCrawlersAddress(t *testing.T) {
 		t.Fatalf("renders: %v, want the verified crawler's one", got)
 	}
 }
+
+// Through the unmodified prerender-node middleware, which sends no client address, with what
+// README shows added before it (X-Real-IP set from the connection, forwardHeaders): a
+// "Googlebot" connecting from an address the test's DNS confirms as Google's is rendered on
+// miss; one from 127.0.0.2 that writes the verified address into its own X-Real-IP is its own
+// address to freshq (the app overwrote the header), not verified, and costs no render.
+func TestEndToEndPrerenderNodeForwardsTheCrawlersAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := npmInstall(t)
+	google := netip.MustParseAddr("127.0.0.3")
+	z := &testdns.Zone{
+		Addrs: map[string][]netip.Addr{"crawl-127-0-0-3.googlebot.com": {google}},
+		Names: map[netip.Addr][]string{google: {"crawl-127-0-0-3.googlebot.com."}},
+	}
+	t.Setenv(testDNSEnv, testdns.Listen(t, z))
+	t.Setenv("FRESHQ_FORWARD_CLIENT", "1")
+	serveAddr := freePort(t)
+	n := startNode(t, t.TempDir(), 2, serveYAML(serveAddr, "  client_ip_header: X-Real-IP\n  trusted_proxies: [127.0.0.1/32]\n"), "")
+	waitFor(t, "ready", 30*time.Second, n.ready)
+	site := expressSite(t, dir, serveAddr, "crawl-token")
+
+	a := visitFrom(t, "127.0.0.2", site, "/p/forged", googlebot, "X-Real-IP", google.String())
+	if a.code != 503 || !strings.Contains(a.body, "User-Agent") {
+		t.Fatalf("a Googlebot from 127.0.0.2 that forged X-Real-IP, through prerender-node: %d %v %q", a.code, a.header, a.body)
+	}
+	if h := siteHits(t, site, "/p/forged"); h != 0 {
+		t.Fatalf("the site served /p/forged %d times for an unverified crawler, want 0", h)
+	}
+	a = visitFrom(t, google.String(), site, "/p/verified", googlebot)
+	if a.code != 200 || a.header.Get("X-Freshq-Cache") != "miss" || !strings.Contains(a.body, "site page /p/verified") {
+		t.Fatalf("a Googlebot from a verified address, through prerender-node: %d %v %q", a.code, a.header, a.body)
+	}
+}
