@@ -15,8 +15,8 @@ import (
 )
 
 func TestFamiliesAreTheCountedSet(t *testing.T) {
-	if len(Families) != len12 || len(Verdicts) != len5 {
-		t.Fatalf("Tally's cells are %d×%d, the sets %d×%d", len12, len5, len(Families), len(Verdicts))
+	if len(Families) != len12 || len(Verdicts) != len6 {
+		t.Fatalf("Tally's cells are %d×%d, the sets %d×%d", len12, len6, len(Families), len(Verdicts))
 	}
 	var names []string
 	for _, s := range DefaultSpecs() {
@@ -226,6 +226,65 @@ func TestVerifyHangingLookup(t *testing.T) {
 	case <-z.Released():
 		t.Fatal("the held query was released before the verdicts came")
 	default:
+	}
+}
+
+// Known never waits: with the address's reverse lookup held by the server, it answers Pending
+// and leaves one lookup running in the background, which a second Known does not start again
+// and Verify waits for instead of asking DNS itself; once the server answers, the verdict is
+// cached for Known. With every lookup slot taken, Known starts nothing (no_slot).
+func TestKnownStartsOneLookupInTheBackground(t *testing.T) {
+	z := zone()
+	slow := netip.MustParseAddr("66.249.66.3")
+	z.Addrs["crawl-66-249-66-3.googlebot.com"] = []netip.Addr{slow}
+	z.Names[slow] = []string{"crawl-66-249-66-3.googlebot.com."}
+	z.Hang[slow] = true
+	res := testdns.Resolver(testdns.Listen(t, z))
+	v := NewVerifier(res, Options{Timeout: time.Minute, Concurrency: 1, CacheEntries: 10, CacheTTL: time.Hour}, nil)
+	google := Default().Match("Googlebot")
+	if got := v.Known(google, slow); got != Pending {
+		t.Fatalf("Known with the lookup held: %s, want pending", got)
+	}
+	waitUntil(t, "the background lookup's query held", func() bool { return z.Held() == 1 })
+	q := z.Queries()
+	if got := v.Known(google, slow); got != Pending || z.Queries() != q {
+		t.Fatalf("Known again while its lookup runs: %s after %d more queries, want pending and none", got, z.Queries()-q)
+	}
+	// The only slot is the running lookup's: another address's lookup is not started.
+	if got := v.Known(google, fakeAddr); got != Pending || v.Lookups()["no_slot"] != 1 {
+		t.Fatalf("Known with no slot free: %s, lookups %v", got, v.Lookups())
+	}
+	done := make(chan string, 1)
+	go func() { done <- v.Verify(context.Background(), google, slow) }()
+	select {
+	case got := <-done:
+		t.Fatalf("Verify answered %s while the lookup it waits for is held", got)
+	default:
+	}
+	z.Release()
+	if got := <-done; got != Verified {
+		t.Fatalf("Verify, waiting for the background lookup: %s", got)
+	}
+	if got := v.Known(google, slow); got != Verified {
+		t.Fatalf("Known once the lookup answered: %s, want the cached verdict", got)
+	}
+	if got := v.Lookups(); got["answered"] != 1 {
+		t.Fatalf("lookups %v: want the one background lookup answered", got)
+	}
+	if got := z.Queries(); got != q+2 { // the forward confirmation of the name: A and AAAA
+		t.Fatalf("%d queries since the held one, want the forward ones alone (A, AAAA): no second reverse lookup", got-q)
+	}
+}
+
+// waitUntil polls cond until it holds, failing after a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -13,7 +13,10 @@
 //     never taken while a proxy's entry stands to its right.
 //   - Verification never waits past Options.Timeout (a lookup or a wait for a lookup slot):
 //     what times out or fails is Unverified, never an error and never a longer wait. At most
-//     Options.Concurrency lookups run at once.
+//     Options.Concurrency lookups run at once, and at most one per family and address: a
+//     request that finds one running waits for it (Verify) or leaves it running (Known).
+//   - Known never waits: it answers what is known now (Pending when nothing is) and starts
+//     the lookup in the background, within the same slots and timeout, for the next request.
 //   - The cache of verdicts holds at most Options.CacheEntries entries, each for at most
 //     Options.CacheTTL, whatever the number of addresses that claim a crawler.
 //   - A name is confirmed only forward: a reverse name matching a family's suffix counts only

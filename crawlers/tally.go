@@ -9,12 +9,12 @@ import (
 // got (hit, stale, miss) and so how fresh, for /v1/queue's freshness view. Its cells are
 // Families × Verdicts, fixed, whatever the requests. Safe for concurrent use.
 type Tally struct {
-	cells [len12][len5]cell
+	cells [len12][len6]cell
 }
 
 const (
 	len12 = 12 // len(Families)
-	len5  = 5  // len(Verdicts)
+	len6  = 6  // len(Verdicts)
 )
 
 type cell struct{ hit, stale, miss, refused atomic.Uint64 }

@@ -18,10 +18,13 @@ const (
 	Unverifiable = "unverifiable" // its family documents no verification the table holds
 	Unchecked    = "unchecked"    // verification is off (serve.verify_crawlers), or no client address is known
 	NotACrawler  = "none"         // its User-Agent claims no crawler
+	// Pending: answered before its address's verdict was known (Verifier.Known), its lookup
+	// running in the background (or, no lookup slot free then, left to a later request).
+	Pending = "pending"
 )
 
 // Verdicts are the verification label values, in the order views list them.
-var Verdicts = []string{Verified, Unverified, Unverifiable, Unchecked, NotACrawler}
+var Verdicts = []string{Verified, Unverified, Unverifiable, Unchecked, NotACrawler, Pending}
 
 // Resolver is what verification asks DNS: *net.Resolver has both.
 type Resolver interface {
@@ -39,7 +42,8 @@ type Options struct {
 
 // Outcomes of a verification that was not answered from the cache, the outcome label of
 // Lookups: answered (DNS said yes or no), timeout (Options.Timeout passed first: a lookup
-// slot or an answer), failed (DNS failed otherwise), no_slot (no lookup slot freed in time).
+// slot or an answer), failed (DNS failed otherwise), no_slot (no lookup slot freed in time, or
+// none was free for a lookup Known would have started in the background).
 var Outcomes = []string{"answered", "timeout", "failed", "no_slot"}
 
 // Lookups is how many verifications ended with each of Outcomes.
@@ -64,9 +68,17 @@ type Verifier struct {
 	// lookups counts the verifications that asked DNS, by outcome (Outcomes' order).
 	lookups [4]atomic.Uint64
 
-	mu    sync.Mutex
-	cache map[cacheKey]*list.Element
-	order *list.List // front: the most recently stored
+	mu       sync.Mutex
+	cache    map[cacheKey]*list.Element
+	order    *list.List // front: the most recently stored
+	inflight map[cacheKey]*flight
+}
+
+// flight is one lookup of a family and address, which every request for them while it runs
+// waits on (Verify) or leaves running (Known): never two at once for one address.
+type flight struct {
+	done chan struct{} // closed once ok is set and the verdict stored
+	ok   bool
 }
 
 type cacheKey struct {
@@ -89,7 +101,7 @@ func NewVerifier(res Resolver, opts Options, now func() time.Time) *Verifier {
 	opts.Concurrency = max(opts.Concurrency, 1)
 	opts.CacheEntries = max(opts.CacheEntries, 1)
 	return &Verifier{res: res, opts: opts, now: now, sem: make(chan struct{}, opts.Concurrency),
-		cache: make(map[cacheKey]*list.Element), order: list.New()}
+		cache: make(map[cacheKey]*list.Element), order: list.New(), inflight: make(map[cacheKey]*flight)}
 }
 
 // Len is how many verdicts the cache holds.
@@ -103,50 +115,144 @@ func (v *Verifier) Len() int {
 // verification, Verified for an address in its ranges or whose reverse name is the family's
 // and resolves back to it, else Unverified, also when a lookup fails or does not answer within
 // Options.Timeout, or no lookup slot frees within it. It never waits past the timeout, ctx's
-// end included. f nil is NotACrawler; an invalid addr is Unchecked.
+// end included. f nil is NotACrawler; an invalid addr is Unchecked. A lookup already running
+// for f and addr (one Known started) is waited for, not started again.
 func (v *Verifier) Verify(ctx context.Context, f *Family, addr netip.Addr) string {
-	switch {
-	case f == nil:
-		return NotACrawler
-	case !f.Verifiable():
-		return Unverifiable
-	case !addr.IsValid():
-		return Unchecked
-	case f.inRanges(addr):
-		return Verified
-	case len(f.suffixes) == 0:
-		return Unverified
+	if s, done := v.quick(f, addr); done {
+		return s
 	}
 	key := cacheKey{f.name, addr}
-	if ok, cached := v.cached(key); cached {
-		return verdict(ok)
-	}
-	ctx, cancel := context.WithTimeout(ctx, v.opts.Timeout)
+	tctx, cancel := context.WithTimeout(ctx, v.opts.Timeout)
 	defer cancel()
+	fl, known, ok := v.join(key)
+	switch {
+	case known:
+		return verdict(ok)
+	case fl != nil: // another request's lookup: waited for within this request's timeout
+		select {
+		case <-fl.done:
+			return verdict(fl.ok)
+		case <-tctx.Done():
+			return Unverified
+		}
+	}
 	select {
 	case v.sem <- struct{}{}:
-	case <-ctx.Done():
+	case <-tctx.Done():
 		v.lookups[3].Add(1)
 		return Unverified // not cached: the next request may find a slot
 	}
-	ok, answered := v.lookup(ctx, f, addr)
-	<-v.sem
+	// Run under this request's deadline, but not its cancellation: requests that joined the
+	// flight still wait for it. The flight ends by that deadline, so waiting for it is bounded.
+	deadline, _ := tctx.Deadline()
+	fctx, fcancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	fl = v.start(fctx, fcancel, key, f, addr)
+	select {
+	case <-fl.done:
+		return verdict(fl.ok)
+	case <-ctx.Done():
+		return Unverified // the client is gone: nobody reads the answer
+	}
+}
+
+// Known is the verdict on a request of family f from addr as known now, without waiting: as
+// Verify's when it needs no lookup or one is cached, else Pending, and a lookup of addr is
+// started in the background (within Options.Timeout from now, holding one of the
+// Options.Concurrency slots) unless one is running already or no slot is free (counted
+// no_slot; a later request tries again). The verdict it finds is cached for the next request.
+func (v *Verifier) Known(f *Family, addr netip.Addr) string {
+	if s, done := v.quick(f, addr); done {
+		return s
+	}
+	key := cacheKey{f.name, addr}
+	fl, known, ok := v.join(key)
 	switch {
-	case answered:
-		v.lookups[0].Add(1)
-	case ctx.Err() != nil:
-		v.lookups[1].Add(1)
+	case known:
+		return verdict(ok)
+	case fl != nil:
+		return Pending
+	}
+	select {
+	case v.sem <- struct{}{}:
 	default:
-		v.lookups[2].Add(1)
+		v.lookups[3].Add(1)
+		return Pending
 	}
-	if answered {
-		v.store(key, ok)
-	} else {
-		// A lookup that timed out is kept too, so that a resolver that hangs costs each
-		// address one timeout a TTL, not one a request.
-		v.store(key, false)
+	ctx, cancel := context.WithTimeout(context.Background(), v.opts.Timeout)
+	v.start(ctx, cancel, key, f, addr)
+	return Pending
+}
+
+// quick is the verdict that needs neither the cache nor DNS, done false when it needs them.
+func (v *Verifier) quick(f *Family, addr netip.Addr) (string, bool) {
+	switch {
+	case f == nil:
+		return NotACrawler, true
+	case !f.Verifiable():
+		return Unverifiable, true
+	case !addr.IsValid():
+		return Unchecked, true
+	case f.inRanges(addr):
+		return Verified, true
+	case len(f.suffixes) == 0:
+		return Unverified, true
 	}
-	return verdict(ok)
+	return "", false
+}
+
+// join is key's cached verdict (known), else the lookup running for it (fl), else neither.
+func (v *Verifier) join(key cacheKey) (fl *flight, known, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if ok, known := v.cachedLocked(key); known {
+		return nil, true, ok
+	}
+	return v.inflight[key], false, false
+}
+
+// start runs a lookup of key in the background under ctx, holding the slot its caller took
+// (given back when it ends), or, when another started one meanwhile, gives the slot back
+// and returns that one.
+func (v *Verifier) start(ctx context.Context, cancel context.CancelFunc, key cacheKey, f *Family, addr netip.Addr) *flight {
+	v.mu.Lock()
+	if fl := v.inflight[key]; fl != nil {
+		v.mu.Unlock()
+		<-v.sem
+		cancel()
+		return fl
+	}
+	fl := &flight{done: make(chan struct{})}
+	v.inflight[key] = fl
+	v.mu.Unlock()
+	go func() {
+		defer cancel()
+		ok, answered := v.lookup(ctx, f, addr)
+		<-v.sem
+		switch {
+		case answered:
+			v.lookups[0].Add(1)
+		case ctx.Err() != nil || pastDeadline(ctx):
+			v.lookups[1].Add(1)
+		default:
+			v.lookups[2].Add(1)
+		}
+		// A lookup that timed out or failed is kept too (unverified), so that a resolver
+		// that hangs costs each address one timeout a TTL, not one a request.
+		v.mu.Lock()
+		v.storeLocked(key, ok && answered)
+		delete(v.inflight, key)
+		fl.ok = ok && answered
+		v.mu.Unlock()
+		close(fl.done)
+	}()
+	return fl
+}
+
+// pastDeadline reports whether ctx's deadline has come: a resolver that gives up at the
+// deadline itself (its read deadline is ctx's) may return before ctx's own timer has ended ctx.
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 func verdict(ok bool) string {
@@ -192,9 +298,7 @@ func notFound(err error) bool {
 	return errors.As(err, &de) && de.IsNotFound
 }
 
-func (v *Verifier) cached(key cacheKey) (verified, ok bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+func (v *Verifier) cachedLocked(key cacheKey) (verified, ok bool) {
 	el, ok := v.cache[key]
 	if !ok {
 		return false, false
@@ -208,10 +312,8 @@ func (v *Verifier) cached(key cacheKey) (verified, ok bool) {
 	return e.verified, true
 }
 
-// store keeps a verdict, dropping the oldest stored past Options.CacheEntries.
-func (v *Verifier) store(key cacheKey, verified bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+// storeLocked keeps a verdict, dropping the oldest stored past Options.CacheEntries.
+func (v *Verifier) storeLocked(key cacheKey, verified bool) {
 	until := v.now().Add(v.opts.CacheTTL)
 	if el, ok := v.cache[key]; ok {
 		e := el.Value.(*cacheEntry)

@@ -40,9 +40,10 @@ func verifyingNode(t *testing.T) (*node, *crawlers.Tally) {
 }
 
 // A request that claims Googlebot from an address Google's DNS does not confirm gets a stored
-// page as anyone does, and for a page not stored a 503 naming User-Agent with the Retry-After
-// of its verdict, and nothing filed: no render for a claim anyone can write. Counted by family
-// and verification, in the metrics and the tally.
+// page as anyone does (without waiting for the address's first lookup: counted pending), and
+// for a page not stored a 503 naming User-Agent with the Retry-After of its verdict, and
+// nothing filed: no render for a claim anyone can write. Counted by family and verification,
+// in the metrics and the tally.
 func TestUnverifiedCrawlerGetsStoredPagesAndNoRender(t *testing.T) {
 	n, tally := verifyingNode(t)
 	n.file(t, page)
@@ -59,14 +60,15 @@ func TestUnverifiedCrawlerGetsStoredPagesAndNoRender(t *testing.T) {
 	if got := len(n.AllRows()); got != rows {
 		t.Fatalf("an unverified Googlebot's miss filed %d rows", got-rows)
 	}
-	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues(ResultHit, "200", crawlers.Google, crawlers.Unverified)); got != 1 {
-		t.Fatalf("freshq_serve_requests_total{hit,200,google,unverified} = %v", got)
+	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues(ResultHit, "200", crawlers.Google, crawlers.Pending)); got != 1 {
+		t.Fatalf("freshq_serve_requests_total{hit,200,google,pending} = %v", got)
 	}
 	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues(ResultMiss, "503", crawlers.Google, crawlers.Unverified)); got != 1 {
 		t.Fatalf("freshq_serve_requests_total{miss,503,google,unverified} = %v", got)
 	}
 	rs := tally.Rows()
-	if len(rs) != 1 || rs[0].Family != crawlers.Google || rs[0].Verification != crawlers.Unverified || rs[0].Hit != 1 || rs[0].Refused != 1 {
+	if len(rs) != 2 || rs[0].Family != crawlers.Google || rs[0].Verification != crawlers.Unverified || rs[0].Requests != 1 || rs[0].Refused != 1 ||
+		rs[1].Family != crawlers.Google || rs[1].Verification != crawlers.Pending || rs[1].Requests != 1 || rs[1].Hit != 1 {
 		t.Fatalf("the tally: %+v", rs)
 	}
 	// Verified, the same miss is one to render: filed, and waiting for it (the wait's end is a 503

@@ -241,9 +241,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// verify is the verdict on the request's claim to be a crawler of c.family, asked of the
-// verifier (within serve.verify.timeout) when verification is on.
-func (h *Handler) verify(r *http.Request, cfg *Settings, c *claim) {
+// verify is the verdict on the request's claim to be a crawler of c.family, when
+// verification is on: asked of the verifier and waited for (within serve.verify.timeout) when
+// wait, for the one answer that depends on it (a render on miss, or a 503 without one); else
+// what is known now (crawlers.Verifier.Known: the cached verdict, or pending and its lookup
+// started in the background), for an answer that is the same whatever the verdict.
+func (h *Handler) verify(r *http.Request, cfg *Settings, c *claim, wait bool) {
 	if c.family == nil || !cfg.Verify || h.d.Verifier == nil {
 		return
 	}
@@ -252,7 +255,11 @@ func (h *Handler) verify(r *http.Request, cfg *Settings, c *claim) {
 		values = r.Header.Values(cfg.ClientIPHeader)
 	}
 	addr, _ := crawlers.ClientIP(r.RemoteAddr, values, cfg.TrustedProxies)
-	c.verdict = h.d.Verifier.Verify(r.Context(), c.family, addr)
+	if wait {
+		c.verdict = h.d.Verifier.Verify(r.Context(), c.family, addr)
+	} else {
+		c.verdict = h.d.Verifier.Known(c.family, addr)
+	}
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c *claim) answer {
@@ -288,7 +295,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 	if len(domains) > 0 && !render.Allowed(domains, host) {
 		return unnamedHost(w, "host "+host+" is not one render.domains allows")
 	}
-	h.verify(r, cfg, c)
 	pg, err := h.d.Targets.Stored(key)
 	if err == nil {
 		// Counted after the lookup, and only for a key stored: see Demand.
@@ -299,6 +305,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 		if pg.Expired && !pg.Urgent {
 			h.moveUp(key, cfg)
 		}
+		h.verify(r, cfg, c, false) // a stored page is served to anyone: never waits for a lookup
 		result := ResultHit
 		if pg.Stale {
 			result = ResultStale
@@ -307,6 +314,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 	case err == nil, errors.Is(err, intake.ErrNotFound):
 		return h.miss(w, r, key, target, device, host, cfg, err == nil, c)
 	default:
+		h.verify(r, cfg, c, false)
 		return h.fail(w, ResultError, err)
 	}
 }
@@ -319,16 +327,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 // (a page that declares 404) is answered that status without rendering again within its cadence.
 func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool, c *claim) answer {
 	if len(cfg.Intake.Domains) == 0 {
+		h.verify(r, cfg, c, false)
 		return unnamedHost(w, "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
 	known, lastStatus, lastAt, err := h.d.Targets.Known(key)
 	if err != nil {
+		h.verify(r, cfg, c, false)
 		return h.fail(w, ResultMiss, err)
 	}
 	now := h.d.Now()
 	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.d.Targets.CadenceOf(key) {
+		h.verify(r, cfg, c, false)
 		return h.declared(w, lastStatus, ResultHit)
 	}
+	// The one answer that depends on the verdict: a render, or a 503 without one.
+	h.verify(r, cfg, c, true)
 	if c.verdict == crawlers.Unverified {
 		c.refused = true
 		return unverified(w, crawlers.Name(c.family), cfg.VerifyRetryAfter)

@@ -360,7 +360,7 @@ type QueueFreshness struct {
 // QueueCrawler is one crawler family and verification's answers at the crawler listener.
 type QueueCrawler struct {
 	Family       string  `json:"family"`       // google bing apple yandex baidu duckduckgo openai anthropic perplexity commoncrawl social other
-	Verification string  `json:"verification"` // verified unverified unverifiable unchecked
+	Verification string  `json:"verification"` // verified unverified unverifiable unchecked pending
 	Requests     uint64  `json:"requests"`     // hit + stale + miss + refused
 	Hit          uint64  `json:"hit"`          // a stored page within its cadence
 	Stale        uint64  `json:"stale"`        // a stored page past its cadence, served marked

@@ -73,7 +73,8 @@ func TestEndToEndCrawlersVerified(t *testing.T) {
 		t.Fatalf("the verified miss fetched the origin %d times, want 1", got)
 	}
 
-	// Unverified, a stored page: served, the origin not asked.
+	// Unverified, a stored page: served, the origin not asked, without waiting for the
+	// address's first lookup (counted pending; the lookup it starts caches the verdict).
 	if a := crawl(t, serveAddr, stored, "X-Forwarded-For", "66.249.66.1, "+e2eImpostorIP.String()); a.code != 200 || a.header.Get("X-Freshq-Cache") != "hit" || !strings.Contains(a.body, "rendered /p/stored") {
 		t.Fatalf("an unverified Googlebot asking for a stored page: %d %v %.200q", a.code, a.header, a.body)
 	}
@@ -128,7 +129,7 @@ func TestEndToEndCrawlersVerified(t *testing.T) {
 	m := n.metrics()
 	for series, want := range map[string]float64{
 		`freshq_serve_requests_total{code="200",family="google",result="miss",verification="verified"}`:   1,
-		`freshq_serve_requests_total{code="200",family="google",result="hit",verification="unverified"}`:  1,
+		`freshq_serve_requests_total{code="200",family="google",result="hit",verification="pending"}`:     1,
 		`freshq_serve_requests_total{code="503",family="google",result="miss",verification="unverified"}`: 3,
 	} {
 		if m[series] != want {
@@ -143,7 +144,7 @@ func TestEndToEndCrawlersVerified(t *testing.T) {
 	for _, r := range q.Freshness.Crawlers {
 		got[r.Family+"/"+r.Verification] = r
 	}
-	if v, u := got["google/verified"], got["google/unverified"]; v.Miss != 1 || v.Requests != 1 || u.Hit != 1 || u.Refused != 3 || u.StaleShare != 0 {
+	if v, u, p := got["google/verified"], got["google/unverified"], got["google/pending"]; v.Miss != 1 || v.Requests != 1 || u.Requests != 3 || u.Refused != 3 || p.Hit != 1 || p.Requests != 1 || p.StaleShare != 0 {
 		t.Fatalf("/v1/queue freshness crawlers: %+v", q.Freshness.Crawlers)
 	}
 }

@@ -13,8 +13,9 @@ import (
 
 // Zone is what a DNS server started by Listen answers: forward names (A and AAAA, from Addrs)
 // and reverse ones (PTR, from Names), every other name NXDOMAIN. A reverse query for an address
-// in Hang is held unanswered until Release is called or the test ends: a resolver that does not
-// answer. Fields may be changed under Lock once serving.
+// in Hang is held unanswered until Release is called or the test ends, and then answered from
+// Names as they are then (NXDOMAIN when they hold none): a resolver that does not answer, or
+// answers late. Fields may be changed under Lock once serving.
 type Zone struct {
 	sync.Mutex
 	Addrs map[string][]netip.Addr
@@ -24,9 +25,18 @@ type Zone struct {
 	released chan struct{}
 	once     sync.Once
 	queries  int
+	held     int
 }
 
-// Release answers every held query (NXDOMAIN) and holds no more.
+// Held is how many queries the server holds unanswered now.
+func (z *Zone) Held() int {
+	z.Lock()
+	defer z.Unlock()
+	return z.held
+}
+
+// Release answers every held query (from Names, NXDOMAIN for an address without one) and holds
+// no more.
 func (z *Zone) Release() { z.once.Do(func() { close(z.released) }) }
 
 // Queries is how many queries the server has read.
@@ -92,10 +102,12 @@ func (z *Zone) answer(query []byte) ([]byte, error) {
 	if isRev {
 		ptrs, known = z.Names[rev]
 		if z.Hang[rev] {
+			z.held++
 			z.Unlock()
 			<-z.released
 			z.Lock()
-			known = false
+			z.held--
+			ptrs, known = z.Names[rev]
 		}
 	} else {
 		for n, a := range z.Addrs {
