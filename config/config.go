@@ -118,8 +118,10 @@ type Serve struct {
 	// (ServeMissRateDefault), with a burst of MissBurst (ServeMissBurstDefault); past it, 503.
 	MissRate  float64 `yaml:"miss_rate"`
 	MissBurst int     `yaml:"miss_burst"`
-	// MobileAgents are substrings of a User-Agent (case-insensitive) that make a request's
-	// device mobile; any other is desktop (ServeMobileAgentsDefault).
+	// MobileAgents, when set, replaces the device patterns of the crawler table (package
+	// crawlers' families.yaml: Mobile, Android, iPhone): User-Agent substrings
+	// (case-insensitive) that make a request's device mobile, unless its family names a
+	// device; any other is desktop. Unset (nil), the table's; [] makes none mobile.
 	MobileAgents []string `yaml:"mobile_agents"`
 	// DemandBytes bounds the memory worker 0 counts crawler requests per stored page in
 	// (ServeDemandBytesDefault, ServeDemandBytesMin..ServeDemandBytesMax): keys up to the
@@ -140,8 +142,9 @@ type Serve struct {
 	VerifyCrawlers *bool `yaml:"verify_crawlers"`
 	// Verify bounds the lookups of verification.
 	Verify ServeVerify `yaml:"verify"`
-	// Crawlers replaces the crawler family table shipped with freshq (crawlers/families.yaml):
-	// each family's User-Agent substrings and its verification. Empty: the shipped table.
+	// Crawlers replaces the crawler families shipped with freshq (crawlers/families.yaml):
+	// each family's User-Agent substrings, its verification and, optionally, the device its
+	// crawlers render as. Empty: the shipped families.
 	Crawlers []CrawlerFamily `yaml:"crawlers"`
 }
 
@@ -166,6 +169,9 @@ type CrawlerFamily struct {
 	Agents     []string `yaml:"agents"`
 	ReverseDNS []string `yaml:"reverse_dns"` // reverse-name suffixes, confirmed forward
 	Ranges     []string `yaml:"ranges"`      // CIDRs the family publishes
+	// Device, when given, is the device every crawler of the family renders as (one of
+	// render's devices), whatever serve.mobile_agents or the shipped device patterns say.
+	Device string `yaml:"device"`
 }
 
 // Node names this node among the nodes that share one PostgreSQL database.

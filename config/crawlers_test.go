@@ -23,6 +23,9 @@ func TestServeCrawlerKeysAreValidated(t *testing.T) {
 		{"serve:\n  crawlers:\n    - family: openai\n      agents: [GPTBot]\n      ranges: [nonsense]\n", "line 5: serve.crawlers[0].ranges[0]: must be a CIDR"},
 		{"serve:\n  crawlers:\n    - family: openai\n", "serve.crawlers[0].agents: must list 1..64"},
 		{"serve:\n  crawlers:\n    - {family: openai, agents: [a]}\n    - {family: openai, agents: [b]}\n", "serve.crawlers[1].family: \"openai\" is given twice"},
+		{"serve:\n  crawlers:\n    - family: openai\n      agents: [GPTBot]\n      device: tv\n", "serve.crawlers[0].device: must be one of render's devices (desktop, mobile), got \"tv\""},
+		{"serve:\n  mobile_agents: [\"" + strings.Repeat("x", 129) + "\"]\n", "line 2: serve.mobile_agents[0]: must be at most 128 bytes"},
+		{"serve:\n  mobile_agents: [" + strings.Repeat("a, ", 64) + "a]\n", "line 2: serve.mobile_agents: lists 65 User-Agent substrings, at most 64"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

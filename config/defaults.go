@@ -334,9 +334,6 @@ func (c *Config) EnsureDefaults() *Config {
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
 	sv.MissBurst = cmp.Or(sv.MissBurst, ServeMissBurstDefault)
 	sv.DemandBytes = cmp.Or(sv.DemandBytes, ServeDemandBytesDefault)
-	if sv.MobileAgents == nil {
-		sv.MobileAgents = ServeMobileAgentsDefault()
-	}
 	if sv.TrustedProxies == nil {
 		sv.TrustedProxies = ServeTrustedProxiesDefault()
 	}
@@ -363,11 +360,6 @@ const (
 	ServeDemandBytesMin     = ByteSize(1 << 20)
 	ServeDemandBytesMax     = ByteSize(16 << 30)
 )
-
-// ServeMobileAgentsDefault is serve.mobile_agents' default: what the smartphone crawlers'
-// User-Agents carry (Googlebot smartphone and Bingbot mobile say "Mobile", and "Android" or
-// "iPhone").
-func ServeMobileAgentsDefault() []string { return []string{"Mobile", "Android", "iPhone"} }
 
 // ServeTrustedProxiesDefault is serve.trusted_proxies' default: loopback, where a middleware or
 // nginx on the same machine connects from.

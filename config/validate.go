@@ -451,18 +451,25 @@ func (sv *Serve) validate(c *Config, bad badFunc) {
 	if sv.DemandBytes < ServeDemandBytesMin || sv.DemandBytes > ServeDemandBytesMax {
 		bad("serve.demand_bytes", "must be %d (1MiB)..%d (16GiB) bytes, got %d", ServeDemandBytesMin, ServeDemandBytesMax, sv.DemandBytes)
 	}
+	// serve.mobile_agents is the crawler table's device patterns (package crawlers), held to
+	// its bounds.
+	if len(sv.MobileAgents) > CrawlerAgentsMax {
+		bad("serve.mobile_agents", "lists %d User-Agent substrings, at most %d", len(sv.MobileAgents), CrawlerAgentsMax)
+	}
 	for i, a := range sv.MobileAgents {
 		if strings.TrimSpace(a) == "" {
 			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must not be blank")
+		} else if len(a) > CrawlerPatternMax {
+			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must be at most %d bytes", CrawlerPatternMax)
 		}
 	}
-	sv.validateCrawlers(bad)
+	sv.validateCrawlers(bad, c.Render.DeviceNames())
 }
 
 // validateCrawlers checks the client address and crawler verification keys: a header name
 // that is one, proxies that are CIDRs, bounded lookups, and a family table whose names are the
 // counted set.
-func (sv *Serve) validateCrawlers(bad badFunc) {
+func (sv *Serve) validateCrawlers(bad badFunc, devices map[string]bool) {
 	if h := sv.ClientIPHeader; h != "" && !headerName(h) {
 		bad("serve.client_ip_header", "must be a header name such as X-Forwarded-For, got %q", h)
 	}
@@ -517,6 +524,9 @@ func (sv *Serve) validateCrawlers(bad badFunc) {
 			if _, err := netip.ParsePrefix(strings.TrimSpace(r)); err != nil {
 				bad(fmt.Sprintf("%s.ranges[%d]", path, j), "must be a CIDR: %v", err)
 			}
+		}
+		if f.Device != "" && !devices[f.Device] {
+			bad(path+".device", "must be one of render's devices (%s), got %q", strings.Join(slices.Sorted(maps.Keys(devices)), ", "), f.Device)
 		}
 	}
 }

@@ -68,6 +68,41 @@ func TestDefaultTableClassifies(t *testing.T) {
 	}
 }
 
+// The shipped table says the device as the crawler listener said it before the device
+// patterns joined it (serve.mobile_agents' former default, Mobile, Android, iPhone): the
+// smartphone crawlers render as mobile, the rest say nothing (desktop); a family that names a
+// device renders as it whatever its User-Agent carries.
+func TestTableSaysTheDevice(t *testing.T) {
+	tab := Default()
+	for ua, want := range map[string]string{
+		"Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)":     "mobile",
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/120.0 Safari/537.36":                                                           "",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 7_0 like Mac OS X) AppleWebKit/537.51.1 (KHTML, like Gecko) Version/7.0 Mobile/11A465 Safari/9537.53 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)": "mobile",
+		"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)":                                                                                                                             "",
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)":                                                                                              "",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1":                                                                                                                                 "mobile", // no crawler: as before
+		"": "",
+	} {
+		if got := tab.Device(tab.Match(ua), ua); got != want {
+			t.Errorf("%q: device %q, want %q", ua, got, want)
+		}
+	}
+	own, err := New([]Spec{{Family: Other, Agents: []string{"PhoneOnlyBot"}, Device: "mobile"}, {Family: OpenAI, Agents: []string{"GPTBot"}, Device: "desktop"}},
+		DefaultDevices()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ua, want := range map[string]string{"PhoneOnlyBot/1.0": "mobile", "Mozilla/5.0 (Linux; Android 14) Mobile GPTBot/1.1": "desktop", "Mozilla/5.0 (iPhone) SomeBot": "mobile"} {
+		if got := own.Device(own.Match(ua), ua); got != want {
+			t.Errorf("a family that names its device, %q: %q, want %q", ua, got, want)
+		}
+	}
+	var none *Table
+	if got := none.Device(nil, "iPhone"); got != "" {
+		t.Errorf("no table: %q", got)
+	}
+}
+
 func familyOf(t *Table, name string) *Family {
 	for _, f := range t.families {
 		if f.name == name {
@@ -90,6 +125,19 @@ func TestNewRefuses(t *testing.T) {
 		if _, err := New(specs); !errors.Is(err, ErrBadTable) {
 			t.Errorf("%s: %v, want ErrBadTable", name, err)
 		}
+	}
+	for name, devices := range map[string][]DeviceSpec{
+		"no device name":    {{Agents: []string{"Mobile"}}},
+		"a key's separator": {{Device: "mo|bile", Agents: []string{"Mobile"}}},
+		"blank agent":       {{Device: "mobile", Agents: []string{""}}},
+		"long agent":        {{Device: "mobile", Agents: []string{strings.Repeat("m", MaxPattern+1)}}},
+	} {
+		if _, err := New(nil, devices...); !errors.Is(err, ErrBadTable) {
+			t.Errorf("%s: %v, want ErrBadTable", name, err)
+		}
+	}
+	if _, err := New([]Spec{{Family: Google, Agents: []string{"g"}, Device: "pho ne"}}); !errors.Is(err, ErrBadTable) {
+		t.Errorf("a family's device with a blank: %v, want ErrBadTable", err)
 	}
 	if _, err := Parse([]byte("families:\n  - family: google\n    agent: [x]\n")); !errors.Is(err, ErrBadTable) {
 		t.Errorf("an unknown key: %v", err)

@@ -1,10 +1,23 @@
 // Package crawlers tells a crawler from a request that only claims to be one. It holds the
-// table of crawler families (their User-Agent patterns and the verification each documents:
-// reverse-DNS suffixes confirmed forward, or published address ranges), finds a request's
-// client address behind the proxies the operator trusts, and verifies a claimed crawler's
-// address, with a bounded cache of the answers.
+// one table of User-Agent patterns the crawler listener reads: the crawler families (their
+// patterns, the verification each documents: reverse-DNS suffixes confirmed forward, or
+// published address ranges, and optionally the device they render as) and the device patterns
+// (families.yaml's devices: Mobile, Android, iPhone make a request mobile). It finds a
+// request's client address behind the proxies the operator trusts, and verifies a claimed
+// crawler's address, with a bounded cache of the answers.
+//
+// The table is data: package config holds the operator's (serve.crawlers replaces the
+// families, serve.mobile_agents the device patterns) and validates it to the same rules, with
+// the family names and bounds a test pins equal to this package's, and assemble/node joins
+// the two (New). So this package stays a leaf that imports nothing of freshq, and config
+// needs none of it: a family's device is checked against the configuration's devices there,
+// the one place both are known.
 //
 // Invariants:
+//   - A request's device is its family's, when the table gives the family one, else the first
+//     device pattern its User-Agent carries, else none (the caller's default, desktop): one
+//     family's crawlers are of both kinds (Googlebot's smartphone and desktop crawlers share
+//     the name), so the device patterns are entries of their own, not of each family.
 //   - A family is one of Families, whatever the User-Agent or the configuration: the labels
 //     counted by family and verification (Families × Verdicts) are a bounded set.
 //   - A client address is read from a header only when the peer is a trusted proxy, and then

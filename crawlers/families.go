@@ -52,6 +52,16 @@ type Spec struct {
 	Agents     []string `yaml:"agents" json:"agents"`           // User-Agent substrings, case-insensitive
 	ReverseDNS []string `yaml:"reverse_dns" json:"reverse_dns"` // name suffixes, confirmed forward
 	Ranges     []string `yaml:"ranges" json:"ranges"`           // CIDRs the family publishes
+	// Device, when given, is the device every crawler of the family renders as, whatever
+	// the device patterns say of its User-Agent (a name the configuration's devices know).
+	Device string `yaml:"device,omitempty" json:"device,omitempty"`
+}
+
+// DeviceSpec is one device pattern of the table: a User-Agent that carries one of Agents
+// (case-insensitive) and whose family says no device renders as Device.
+type DeviceSpec struct {
+	Device string   `yaml:"device" json:"device"`
+	Agents []string `yaml:"agents" json:"agents"`
 }
 
 // Family is one family of a Table.
@@ -60,10 +70,20 @@ type Family struct {
 	agents   []string // lower case
 	suffixes []string // lower case, with a leading dot, without a trailing one
 	ranges   []netip.Prefix
+	device   string // "": the device patterns decide
 }
 
 // Name is the family's name, one of Families.
 func (f *Family) Name() string { return f.name }
+
+// Device is the device the family's crawlers render as, "" when the table's device patterns
+// decide.
+func (f *Family) Device() string {
+	if f == nil {
+		return ""
+	}
+	return f.device
+}
 
 // Verifiable reports whether the family documents a verification the table holds.
 func (f *Family) Verifiable() bool { return len(f.suffixes) > 0 || len(f.ranges) > 0 }
@@ -90,9 +110,16 @@ func (f *Family) nameMatches(name string) bool {
 	return false
 }
 
-// Table is a compiled family table: which family a User-Agent claims. Immutable.
+// Table is a compiled table of User-Agent patterns: which family a User-Agent claims, and
+// which device it renders as. Immutable.
 type Table struct {
 	families []*Family
+	devices  []device
+}
+
+type device struct {
+	name   string
+	agents []string // lower case
 }
 
 //go:embed families.yaml
@@ -112,37 +139,51 @@ var defaultTable = sync.OnceValue(func() *Table {
 
 // DefaultSpecs are the shipped table's families, as data.
 func DefaultSpecs() []Spec {
-	specs, err := decode(defaultData)
+	specs, _, err := decode(defaultData)
 	if err != nil {
 		panic(err)
 	}
 	return specs
 }
 
-// Parse compiles a family table from its YAML (or JSON) form: {families: [Spec…]}. It never
-// panics, whatever the input (fuzzed); every refusal matches ErrBadTable.
+// DefaultDevices are the shipped table's device patterns, as data.
+func DefaultDevices() []DeviceSpec {
+	_, devices, err := decode(defaultData)
+	if err != nil {
+		panic(err)
+	}
+	return devices
+}
+
+// Parse compiles a table from its YAML (or JSON) form: {families: [Spec…], devices:
+// [DeviceSpec…]}. It never panics, whatever the input (fuzzed); every refusal matches
+// ErrBadTable.
 func Parse(data []byte) (*Table, error) {
-	specs, err := decode(data)
+	specs, devices, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
-	return New(specs)
+	return New(specs, devices...)
 }
 
-func decode(data []byte) ([]Spec, error) {
+func decode(data []byte) ([]Spec, []DeviceSpec, error) {
 	var doc struct {
-		Families []Spec `yaml:"families"`
+		Families []Spec       `yaml:"families"`
+		Devices  []DeviceSpec `yaml:"devices"`
 	}
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadTable, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadTable, err)
 	}
-	return doc.Families, nil
+	return doc.Families, doc.Devices, nil
 }
 
-// New compiles specs, in match order. A family name is one of Families and appears once; a
-// family has 1..MaxAgents agents, each non-blank and at most MaxPattern bytes; reverse_dns
-// suffixes are domain names (a leading dot is added when missing); ranges are CIDRs.
-func New(specs []Spec) (*Table, error) {
+// New compiles specs and devices, each in match order. A family name is one of Families and
+// appears once; a family has 1..MaxAgents agents, each non-blank and at most MaxPattern bytes;
+// reverse_dns suffixes are domain names (a leading dot is added when missing); ranges are
+// CIDRs; a device, a family's or a pattern's, is a name of at most MaxPattern bytes without
+// blanks or '|' (a key's separator). A device pattern lists at most MaxAgents agents, each
+// non-blank and at most MaxPattern bytes; one that lists none matches nothing.
+func New(specs []Spec, devices ...DeviceSpec) (*Table, error) {
 	t := &Table{}
 	seen := map[string]bool{}
 	for i, s := range specs {
@@ -184,9 +225,44 @@ func New(specs []Spec) (*Table, error) {
 			}
 			f.ranges = append(f.ranges, p.Masked())
 		}
+		if s.Device != "" && !deviceName(s.Device) {
+			return nil, fmt.Errorf("%w: %s.device %q is not a device name", ErrBadTable, where, s.Device)
+		}
+		f.device = s.Device
 		t.families = append(t.families, f)
 	}
+	for i, d := range devices {
+		where := fmt.Sprintf("devices[%d]", i)
+		if !deviceName(d.Device) {
+			return nil, fmt.Errorf("%w: %s.device %q is not a device name", ErrBadTable, where, d.Device)
+		}
+		if len(d.Agents) > MaxAgents {
+			return nil, fmt.Errorf("%w: %s.agents lists %d User-Agent substrings, at most %d", ErrBadTable, where, len(d.Agents), MaxAgents)
+		}
+		dv := device{name: d.Device}
+		for j, a := range d.Agents {
+			if strings.TrimSpace(a) == "" || len(a) > MaxPattern {
+				return nil, fmt.Errorf("%w: %s.agents[%d] must be non-blank and at most %d bytes", ErrBadTable, where, j, MaxPattern)
+			}
+			dv.agents = append(dv.agents, strings.ToLower(a))
+		}
+		t.devices = append(t.devices, dv)
+	}
 	return t, nil
+}
+
+// deviceName reports whether d can name a device: non-blank, at most MaxPattern bytes, no
+// space, control character or '|'. Whether the configuration knows it is the caller's check.
+func deviceName(d string) bool {
+	if d == "" || len(d) > MaxPattern {
+		return false
+	}
+	for _, c := range d {
+		if c <= ' ' || c == '|' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // domainName reports whether d is a lower-case domain name of two labels or more: a suffix
@@ -231,6 +307,30 @@ func (t *Table) Match(ua string) *Family {
 		}
 	}
 	return nil
+}
+
+// Device is the device a User-Agent of family f (Match's; nil: none) renders as: f's own when
+// the table gives it one, else the first device pattern one of whose agents the User-Agent
+// carries (case-insensitive, its first 512 bytes searched), else "" (the caller's default).
+func (t *Table) Device(f *Family, ua string) string {
+	if d := f.Device(); d != "" {
+		return d
+	}
+	if t == nil || ua == "" {
+		return ""
+	}
+	if len(ua) > maxUA {
+		ua = ua[:maxUA]
+	}
+	l := strings.ToLower(ua)
+	for _, d := range t.devices {
+		for _, a := range d.agents {
+			if strings.Contains(l, a) {
+				return d.name
+			}
+		}
+	}
+	return ""
 }
 
 // Name is f's name, None for nil.

@@ -44,21 +44,22 @@ const rushQueue = 256
 // gzipMin is the smallest body worth compressing.
 const gzipMin = 1024
 
-// Settings is what the crawler listener reads of the configuration: serve.tokens,
-// serve.mobile_agents and serve.wait, with the services' settings (devices, key rules,
+// Settings is what the crawler listener reads of the configuration: serve.tokens, serve.wait
+// and the table of User-Agent patterns (families and devices), with the services' settings (devices, key rules,
 // render.domains, serve.miss_rate) of the same configuration, so that one read per request
 // gives values that agree. It is narrowed where the node is assembled (assemble/node).
 type Settings struct {
-	Intake       *intake.Settings
-	Tokens       []string      // serve.tokens: empty serves loopback clients only
-	MobileAgents []string      // serve.mobile_agents: User-Agent substrings that mean mobile
-	Wait         time.Duration // serve.wait: how long a miss waits for its render
+	Intake *intake.Settings
+	Tokens []string      // serve.tokens: empty serves loopback clients only
+	Wait   time.Duration // serve.wait: how long a miss waits for its render
 	// ClientIPHeader is serve.client_ip_header ("": the peer is the client), believed from
 	// TrustedProxies only (crawlers.ClientIP).
 	ClientIPHeader string
 	TrustedProxies []netip.Prefix
-	// Crawlers is the crawler family table in force (serve.crawlers, else the shipped one):
-	// which family a User-Agent claims. Nil: none is classified.
+	// Crawlers is the table of User-Agent patterns in force (serve.crawlers, else the shipped
+	// families; serve.mobile_agents, else the shipped device patterns): which family a
+	// User-Agent claims and which device it renders as. Nil: none is classified, every
+	// request is desktop unless X-Freshq-Device says.
 	Crawlers *crawlers.Table
 	// Verify is serve.verify_crawlers: a claimed crawler that documents a verification and
 	// fails it gets no render on miss (HandlerDeps.Verifier asks).
@@ -282,7 +283,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 		return refuse(w, http.StatusBadRequest, "url", err.Error())
 	}
 	kg := h.keyingOf(cfg.Intake)
-	device, field, err := deviceOf(r, cfg, kg.devices)
+	device, field, err := deviceOf(r, cfg.Crawlers, c.family, kg.devices)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, field, err.Error())
 	}
@@ -437,20 +438,18 @@ func loopbackPeer(remote string) bool {
 }
 
 // deviceOf is the request's device: X-Freshq-Device when given (a device the configuration
-// knows), else mobile when the User-Agent carries one of serve.mobile_agents and mobile is a
-// device, else desktop. On a refusal it names the header.
-func deviceOf(r *http.Request, cfg *Settings, names map[string]bool) (device, field string, err error) {
+// knows), else the one the table says the User-Agent renders as (its family's, else the first
+// device pattern it carries: crawlers.Table.Device) when the configuration knows it, else
+// desktop. On a refusal it names the header.
+func deviceOf(r *http.Request, table *crawlers.Table, family *crawlers.Family, names map[string]bool) (device, field string, err error) {
 	if d := r.Header.Get(HeaderDevice); d != "" {
 		if !names[d] {
 			return "", HeaderDevice, errors.New("unknown device " + strconv.Quote(d))
 		}
 		return d, "", nil
 	}
-	ua := strings.ToLower(r.UserAgent())
-	for _, p := range cfg.MobileAgents {
-		if strings.Contains(ua, strings.ToLower(p)) && names["mobile"] {
-			return "mobile", "", nil
-		}
+	if d := table.Device(family, r.UserAgent()); d != "" && names[d] {
+		return d, "", nil
 	}
 	return cachekey.DefaultDevice, "", nil
 }

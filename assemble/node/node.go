@@ -126,22 +126,33 @@ func ServeSettings(cfg *config.Config, in *intake.Settings) serve.Settings {
 			trusted = append(trusted, pr.Masked())
 		}
 	}
-	return serve.Settings{Intake: in, Tokens: sv.Tokens, MobileAgents: sv.MobileAgents, Wait: sv.Wait.D(),
+	return serve.Settings{Intake: in, Tokens: sv.Tokens, Wait: sv.Wait.D(),
 		ClientIPHeader: sv.ClientIPHeader, TrustedProxies: trusted, Crawlers: table,
 		Verify: sv.VerifyCrawlers != nil && *sv.VerifyCrawlers, VerifyRetryAfter: int(sv.Verify.CacheTTL.D().Seconds())}
 }
 
-// CrawlerTable is the crawler family table cfg puts in force: serve.crawlers, else the one
-// shipped with freshq.
+// CrawlerTable is the table of User-Agent patterns cfg puts in force: the families of
+// serve.crawlers, else the ones shipped with freshq (crawlers/families.yaml), and the device
+// patterns of serve.mobile_agents (as the one pattern of device mobile), else the shipped
+// ones. Package config holds the table as data, validated to the same rules (a test pins its
+// names and bounds to package crawlers'), and this is where it is joined to the compiled one.
 func CrawlerTable(cfg *config.Config) (*crawlers.Table, error) {
-	if len(cfg.Serve.Crawlers) == 0 {
+	sv := cfg.Serve
+	if len(sv.Crawlers) == 0 && sv.MobileAgents == nil {
 		return crawlers.Default(), nil
 	}
-	specs := make([]crawlers.Spec, len(cfg.Serve.Crawlers))
-	for i, f := range cfg.Serve.Crawlers {
-		specs[i] = crawlers.Spec{Family: f.Family, Agents: f.Agents, ReverseDNS: f.ReverseDNS, Ranges: f.Ranges}
+	specs := crawlers.DefaultSpecs()
+	if len(sv.Crawlers) > 0 {
+		specs = make([]crawlers.Spec, len(sv.Crawlers))
+		for i, f := range sv.Crawlers {
+			specs[i] = crawlers.Spec{Family: f.Family, Agents: f.Agents, ReverseDNS: f.ReverseDNS, Ranges: f.Ranges, Device: f.Device}
+		}
 	}
-	return crawlers.New(specs)
+	devices := crawlers.DefaultDevices()
+	if sv.MobileAgents != nil {
+		devices = []crawlers.DeviceSpec{{Device: "mobile", Agents: sv.MobileAgents}}
+	}
+	return crawlers.New(specs, devices...)
 }
 
 // PlanFunc is POST /v1/plan's computation over svc: the file is loaded as freshq-supervisor

@@ -53,7 +53,7 @@ serve:
   trusted_proxies: [10.0.0.0/8]
   verify: {cache_ttl: 30m}
   crawlers:
-    - {family: openai, agents: [GPTBot], ranges: [192.0.2.0/24]}
+    - {family: openai, agents: [GPTBot], ranges: [192.0.2.0/24], device: mobile}
 freshness:
   normalize: false
   request_tau: 12h
@@ -147,11 +147,20 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 	}
 
 	s := n.Serve
-	wantTable, err := crawlers.New([]crawlers.Spec{{Family: crawlers.OpenAI, Agents: []string{"GPTBot"}, Ranges: []string{"192.0.2.0/24"}}})
+	// serve.crawlers and serve.mobile_agents are joined into the one table of User-Agent
+	// patterns: the families, and mobile_agents as the device patterns.
+	wantTable, err := crawlers.New([]crawlers.Spec{{Family: crawlers.OpenAI, Agents: []string{"GPTBot"}, Ranges: []string{"192.0.2.0/24"}, Device: "mobile"}},
+		crawlers.DeviceSpec{Device: "mobile", Agents: []string{"Phone"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantServe := serve.Settings{Intake: &n.Intake, Tokens: []string{"crawler-token-1"}, MobileAgents: []string{"Phone"}, Wait: 12 * time.Second,
+	if d := s.Crawlers.Device(nil, "SomePhone/1"); d != "mobile" {
+		t.Fatalf("serve.mobile_agents [Phone]: a Phone's device %q", d)
+	}
+	if d := s.Crawlers.Device(nil, "Mozilla/5.0 (Linux; Android 14) Mobile"); d != "" {
+		t.Fatalf("serve.mobile_agents [Phone] replaces the shipped patterns: an Android device %q", d)
+	}
+	wantServe := serve.Settings{Intake: &n.Intake, Tokens: []string{"crawler-token-1"}, Wait: 12 * time.Second,
 		ClientIPHeader: "CF-Connecting-IP", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Crawlers: wantTable,
 		Verify: true, VerifyRetryAfter: 1800}
 	if !reflect.DeepEqual(s, wantServe) || s.Intake != &n.Intake {
