@@ -146,12 +146,16 @@ func (v *Verifier) Verify(ctx context.Context, f *Family, addr netip.Addr) strin
 	// flight still wait for it. The flight ends by that deadline, so waiting for it is bounded.
 	deadline, _ := tctx.Deadline()
 	fctx, fcancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	fl = v.start(fctx, fcancel, key, f, addr)
+	fl, mine := v.start(fctx, fcancel, key, f, addr)
+	end := ctx.Done() // this lookup ends by this request's deadline: waited for to its end
+	if !mine {
+		end = tctx.Done() // one started meanwhile, under its own deadline
+	}
 	select {
 	case <-fl.done:
 		return verdict(fl.ok)
-	case <-ctx.Done():
-		return Unverified // the client is gone: nobody reads the answer
+	case <-end:
+		return Unverified
 	}
 }
 
@@ -211,17 +215,17 @@ func (v *Verifier) join(key cacheKey) (fl *flight, known, ok bool) {
 }
 
 // start runs a lookup of key in the background under ctx, holding the slot its caller took
-// (given back when it ends), or, when another started one meanwhile, gives the slot back
-// and returns that one.
-func (v *Verifier) start(ctx context.Context, cancel context.CancelFunc, key cacheKey, f *Family, addr netip.Addr) *flight {
+// (given back when it ends), mine true; or, when another started one meanwhile, gives the
+// slot back and returns that one.
+func (v *Verifier) start(ctx context.Context, cancel context.CancelFunc, key cacheKey, f *Family, addr netip.Addr) (fl *flight, mine bool) {
 	v.mu.Lock()
 	if fl := v.inflight[key]; fl != nil {
 		v.mu.Unlock()
 		<-v.sem
 		cancel()
-		return fl
+		return fl, false
 	}
-	fl := &flight{done: make(chan struct{})}
+	fl = &flight{done: make(chan struct{})}
 	v.inflight[key] = fl
 	v.mu.Unlock()
 	go func() {
@@ -245,7 +249,7 @@ func (v *Verifier) start(ctx context.Context, cancel context.CancelFunc, key cac
 		v.mu.Unlock()
 		close(fl.done)
 	}()
-	return fl
+	return fl, true
 }
 
 // pastDeadline reports whether ctx's deadline has come: a resolver that gives up at the
