@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
@@ -27,6 +28,9 @@ type Queue struct {
 	// Stale is worker 0's measure of requests served stale (intake.StaleMeter), for the
 	// freshness section; nil leaves it out.
 	Stale *intake.StaleMeter
+	// Crawlers is the crawler listener's count of what each crawler family got, for the
+	// freshness section's crawlers; nil leaves them out.
+	Crawlers *crawlers.Tally
 }
 
 // Register adds the endpoint to mux.
@@ -53,6 +57,12 @@ func (q *Queue) freshness() *wire.QueueFreshness {
 	}
 	served, stale := q.Stale.Totals()
 	f := &wire.QueueFreshness{ServedRequests: served, StaleRequests: stale}
+	if q.Crawlers != nil {
+		f.Crawlers = []wire.QueueCrawler{}
+		for _, r := range q.Crawlers.Rows() {
+			f.Crawlers = append(f.Crawlers, wire.QueueCrawler(r))
+		}
+	}
 	if q.Settings != nil {
 		f.Policy = q.Settings().Freshness.Policy
 	}

@@ -119,13 +119,60 @@ type Serve struct {
 	// (ServeMissRateDefault), with a burst of MissBurst (ServeMissBurstDefault); past it, 503.
 	MissRate  float64 `yaml:"miss_rate"`
 	MissBurst int     `yaml:"miss_burst"`
-	// MobileAgents are substrings of a User-Agent (case-insensitive) that make a request's
-	// device mobile; any other is desktop (ServeMobileAgentsDefault).
+	// MobileAgents, when set, replaces the device patterns of the crawler table (package
+	// crawlers' families.yaml: Mobile, Android, iPhone): User-Agent substrings
+	// (case-insensitive) that make a request's device mobile, unless its family names a
+	// device; any other is desktop. Unset (nil), the table's; [] makes none mobile.
 	MobileAgents []string `yaml:"mobile_agents"`
 	// DemandBytes bounds the memory worker 0 counts crawler requests per stored page in
 	// (ServeDemandBytesDefault, ServeDemandBytesMin..ServeDemandBytesMax): keys up to the
 	// store's key limit long, so bounded by bytes, not keys. Read when the listener starts.
 	DemandBytes ByteSize `yaml:"demand_bytes"`
+	// ClientIPHeader names the header the site's middleware carries the client's address in
+	// (X-Forwarded-For, CF-Connecting-IP, X-Real-IP); empty, the default, takes the peer's.
+	// It is read only from a peer in TrustedProxies, right to left, and its right-most address
+	// that is no trusted proxy is the client's (package crawlers).
+	ClientIPHeader string `yaml:"client_ip_header"`
+	// TrustedProxies are the peers (CIDRs) whose ClientIPHeader is believed, and the hops of
+	// it skipped (ServeTrustedProxiesDefault: loopback).
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// VerifyCrawlers verifies a request whose User-Agent claims a crawler that documents a
+	// verification: an unverified one is served stored pages only, and costs no render on
+	// miss. Default: on when ClientIPHeader is set (behind a middleware the peer is the
+	// middleware, whose address verifies nothing).
+	VerifyCrawlers *bool `yaml:"verify_crawlers"`
+	// Verify bounds the lookups of verification.
+	Verify ServeVerify `yaml:"verify"`
+	// Crawlers replaces the crawler families shipped with freshq (crawlers/families.yaml):
+	// each family's User-Agent substrings, its verification and, optionally, the device its
+	// crawlers render as. Empty: the shipped families.
+	Crawlers []CrawlerFamily `yaml:"crawlers"`
+}
+
+// ServeVerify bounds crawler verification (serve.verify.*).
+type ServeVerify struct {
+	// Timeout bounds one verification, its reverse and forward lookups and its wait for a
+	// lookup slot (ServeVerifyTimeoutDefault): past it the request is unverified.
+	Timeout Duration `yaml:"timeout"`
+	// Concurrency is how many lookups run at once (ServeVerifyConcurrencyDefault).
+	Concurrency int `yaml:"concurrency"`
+	// CacheEntries bounds the verdicts kept, one per family and address
+	// (ServeVerifyCacheEntriesDefault); read when the listener starts.
+	CacheEntries int `yaml:"cache_entries"`
+	// CacheTTL is how long a verdict, positive or negative, is kept (ServeVerifyCacheTTLDefault).
+	CacheTTL Duration `yaml:"cache_ttl"`
+}
+
+// CrawlerFamily is one family of serve.crawlers: a family's name (one of CrawlerFamilies),
+// the User-Agent substrings that claim it, and its verification.
+type CrawlerFamily struct {
+	Family     string   `yaml:"family"`
+	Agents     []string `yaml:"agents"`
+	ReverseDNS []string `yaml:"reverse_dns"` // reverse-name suffixes, confirmed forward
+	Ranges     []string `yaml:"ranges"`      // CIDRs the family publishes
+	// Device, when given, is the device every crawler of the family renders as (one of
+	// render's devices), whatever serve.mobile_agents or the shipped device patterns say.
+	Device string `yaml:"device"`
 }
 
 // Node names this node among the nodes that share one PostgreSQL database.
@@ -529,6 +576,10 @@ func (c *Config) defaulted() []defaultedKey {
 		{"serve.miss_rate", &c.Serve.MissRate, false},
 		{"serve.miss_burst", &c.Serve.MissBurst, false},
 		{"serve.demand_bytes", &c.Serve.DemandBytes, false},
+		{"serve.verify.timeout", &c.Serve.Verify.Timeout, false},
+		{"serve.verify.concurrency", &c.Serve.Verify.Concurrency, false},
+		{"serve.verify.cache_entries", &c.Serve.Verify.CacheEntries, false},
+		{"serve.verify.cache_ttl", &c.Serve.Verify.CacheTTL, false},
 	}
 }
 
@@ -734,6 +785,10 @@ func CheckReload(running, next *Config, data []byte) error {
 		{"listen", running.Listen, next.Listen},
 		{"serve.listen", running.Serve.Listen, next.Serve.Listen},
 		{"serve.demand_bytes", running.Serve.DemandBytes, next.Serve.DemandBytes},
+		{"serve.verify.timeout", running.Serve.Verify.Timeout, next.Serve.Verify.Timeout},
+		{"serve.verify.concurrency", running.Serve.Verify.Concurrency, next.Serve.Verify.Concurrency},
+		{"serve.verify.cache_entries", running.Serve.Verify.CacheEntries, next.Serve.Verify.CacheEntries},
+		{"serve.verify.cache_ttl", running.Serve.Verify.CacheTTL, next.Serve.Verify.CacheTTL},
 		{"data_dir", running.DataDir, next.DataDir},
 		{"shm.path", running.SHM.Path, next.SHM.Path},
 		{"queue.max_leases", running.Queue.MaxLeases, next.Queue.MaxLeases},

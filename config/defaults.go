@@ -345,9 +345,15 @@ func (c *Config) EnsureDefaults() *Config {
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
 	sv.MissBurst = cmp.Or(sv.MissBurst, ServeMissBurstDefault)
 	sv.DemandBytes = cmp.Or(sv.DemandBytes, ServeDemandBytesDefault)
-	if sv.MobileAgents == nil {
-		sv.MobileAgents = ServeMobileAgentsDefault()
+	if sv.TrustedProxies == nil {
+		sv.TrustedProxies = ServeTrustedProxiesDefault()
 	}
+	sv.VerifyCrawlers = cmp.Or(sv.VerifyCrawlers, ptr(sv.ClientIPHeader != ""))
+	vf := &sv.Verify
+	vf.Timeout = cmp.Or(vf.Timeout, ServeVerifyTimeoutDefault)
+	vf.Concurrency = cmp.Or(vf.Concurrency, ServeVerifyConcurrencyDefault)
+	vf.CacheEntries = cmp.Or(vf.CacheEntries, ServeVerifyCacheEntriesDefault)
+	vf.CacheTTL = cmp.Or(vf.CacheTTL, ServeVerifyCacheTTLDefault)
 	c.Verdict.ensureDefaults()
 	return c
 }
@@ -367,10 +373,30 @@ const (
 	ServeDemandBytesMax     = ByteSize(16 << 30)
 )
 
-// ServeMobileAgentsDefault is serve.mobile_agents' default: what the smartphone crawlers'
-// User-Agents carry (Googlebot smartphone and Bingbot mobile say "Mobile", and "Android" or
-// "iPhone").
-func ServeMobileAgentsDefault() []string { return []string{"Mobile", "Android", "iPhone"} }
+// ServeTrustedProxiesDefault is serve.trusted_proxies' default: loopback, where a middleware or
+// nginx on the same machine connects from.
+func ServeTrustedProxiesDefault() []string { return []string{"127.0.0.0/8", "::1/128"} }
+
+// Crawler verification's defaults and bounds (serve.verify.*). A search engine's resolver
+// answers in milliseconds; two seconds leaves a slow one room and costs a crawler that is
+// not verified no more than that once a TTL. 65,536 verdicts hold every address a day of
+// real crawlers comes from, in a few MiB.
+const (
+	ServeVerifyTimeoutDefault      = Duration(2 * time.Second)
+	ServeVerifyTimeoutMax          = Duration(30 * time.Second)
+	ServeVerifyConcurrencyDefault  = 64
+	ServeVerifyConcurrencyMax      = 4096
+	ServeVerifyCacheEntriesDefault = 65_536
+	ServeVerifyCacheEntriesMax     = 10_000_000
+	ServeVerifyCacheTTLDefault     = Duration(time.Hour)
+	ServeVerifyCacheTTLMax         = Duration(7 * 24 * time.Hour)
+)
+
+// CrawlerFamilies are the family names serve.crawlers may use (package crawlers' Families; a
+// test pins the two equal): the family label's values, a fixed set whatever the table.
+func CrawlerFamilies() []string {
+	return []string{"google", "bing", "apple", "yandex", "baidu", "duckduckgo", "openai", "anthropic", "perplexity", "commoncrawl", "social", "other"}
+}
 
 // Freshness of content (freshness.*).
 const (

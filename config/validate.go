@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -458,11 +459,123 @@ func (sv *Serve) validate(c *Config, bad badFunc) {
 	if sv.DemandBytes < ServeDemandBytesMin || sv.DemandBytes > ServeDemandBytesMax {
 		bad("serve.demand_bytes", "must be %d (1MiB)..%d (16GiB) bytes, got %d", ServeDemandBytesMin, ServeDemandBytesMax, sv.DemandBytes)
 	}
+	// serve.mobile_agents is the crawler table's device patterns (package crawlers), held to
+	// its bounds.
+	if len(sv.MobileAgents) > CrawlerAgentsMax {
+		bad("serve.mobile_agents", "lists %d User-Agent substrings, at most %d", len(sv.MobileAgents), CrawlerAgentsMax)
+	}
 	for i, a := range sv.MobileAgents {
 		if strings.TrimSpace(a) == "" {
 			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must not be blank")
+		} else if len(a) > CrawlerPatternMax {
+			bad(fmt.Sprintf("serve.mobile_agents[%d]", i), "must be at most %d bytes", CrawlerPatternMax)
 		}
 	}
+	sv.validateCrawlers(bad, c.Render.DeviceNames())
+}
+
+// validateCrawlers checks the client address and crawler verification keys: a header name
+// that is one, proxies that are CIDRs, bounded lookups, and a family table whose names are the
+// counted set.
+func (sv *Serve) validateCrawlers(bad badFunc, devices map[string]bool) {
+	if h := sv.ClientIPHeader; h != "" && !headerName(h) {
+		bad("serve.client_ip_header", "must be a header name such as X-Forwarded-For, got %q", h)
+	}
+	for i, p := range sv.TrustedProxies {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
+			bad(fmt.Sprintf("serve.trusted_proxies[%d]", i), "must be a CIDR such as 10.0.0.0/8 or 127.0.0.1/32: %v", err)
+		}
+	}
+	v := sv.Verify
+	if v.Timeout <= 0 || v.Timeout > ServeVerifyTimeoutMax {
+		bad("serve.verify.timeout", "must be a positive duration at most %s, got %s", ServeVerifyTimeoutMax, v.Timeout)
+	}
+	if v.Concurrency < 1 || v.Concurrency > ServeVerifyConcurrencyMax {
+		bad("serve.verify.concurrency", "must be 1..%d, got %d", ServeVerifyConcurrencyMax, v.Concurrency)
+	}
+	if v.CacheEntries < 1 || v.CacheEntries > ServeVerifyCacheEntriesMax {
+		bad("serve.verify.cache_entries", "must be 1..%d, got %d", ServeVerifyCacheEntriesMax, v.CacheEntries)
+	}
+	if v.CacheTTL <= 0 || v.CacheTTL > ServeVerifyCacheTTLMax {
+		bad("serve.verify.cache_ttl", "must be a positive duration at most %s, got %s", ServeVerifyCacheTTLMax, v.CacheTTL)
+	}
+	seen := map[string]bool{}
+	for i, f := range sv.Crawlers {
+		path := fmt.Sprintf("serve.crawlers[%d]", i)
+		switch {
+		case !slices.Contains(CrawlerFamilies(), f.Family):
+			bad(path+".family", "must be one of %s, got %q", strings.Join(CrawlerFamilies(), ", "), f.Family)
+		case seen[f.Family]:
+			bad(path+".family", "%q is given twice", f.Family)
+		}
+		seen[f.Family] = true
+		if len(f.Agents) == 0 || len(f.Agents) > CrawlerAgentsMax {
+			bad(path+".agents", "must list 1..%d User-Agent substrings, got %d", CrawlerAgentsMax, len(f.Agents))
+		}
+		for j, a := range f.Agents {
+			if strings.TrimSpace(a) == "" || len(a) > CrawlerPatternMax {
+				bad(fmt.Sprintf("%s.agents[%d]", path, j), "must be non-blank and at most %d bytes", CrawlerPatternMax)
+			}
+		}
+		if len(f.ReverseDNS) > CrawlerSuffixesMax {
+			bad(path+".reverse_dns", "lists %d suffixes, at most %d", len(f.ReverseDNS), CrawlerSuffixesMax)
+		}
+		for j, d := range f.ReverseDNS {
+			if n := strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(d), "."), "."); !domainSuffix(n) || len(n) > CrawlerPatternMax {
+				bad(fmt.Sprintf("%s.reverse_dns[%d]", path, j), "must be a domain name of two labels or more (.googlebot.com), got %q", d)
+			}
+		}
+		if len(f.Ranges) > CrawlerRangesMax {
+			bad(path+".ranges", "lists %d ranges, at most %d", len(f.Ranges), CrawlerRangesMax)
+		}
+		for j, r := range f.Ranges {
+			if _, err := netip.ParsePrefix(strings.TrimSpace(r)); err != nil {
+				bad(fmt.Sprintf("%s.ranges[%d]", path, j), "must be a CIDR: %v", err)
+			}
+		}
+		if f.Device != "" && !devices[f.Device] {
+			bad(path+".device", "must be one of render's devices (%s), got %q", strings.Join(slices.Sorted(maps.Keys(devices)), ", "), f.Device)
+		}
+	}
+}
+
+// Bounds of a serve.crawlers family (package crawlers' MaxAgents, MaxSuffixes, MaxRanges,
+// MaxPattern; a test pins them equal).
+const (
+	CrawlerAgentsMax   = 64
+	CrawlerSuffixesMax = 16
+	CrawlerRangesMax   = 512
+	CrawlerPatternMax  = 128
+)
+
+// domainSuffix reports whether d is a domain name of two labels or more, letters, digits and
+// hyphens: a suffix of one label (.com) would let any name of the top-level domain verify.
+func domainSuffix(d string) bool {
+	labels := strings.Split(d, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// headerName reports whether h is an HTTP header name (a token).
+func headerName(h string) bool {
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
+			return false
+		}
+	}
+	return h != ""
 }
 
 func (h *HTTP) validate(bad badFunc) {

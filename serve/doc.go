@@ -14,6 +14,15 @@
 //     (package cachekey), so no spelling of a URL multiplies a site's limits. A hit never waits on a write: the rush is done off the request.
 //   - Every refusal (method, token, URL, device, host, rate) is a JSON error naming the field
 //     and writes nothing.
+//   - A request whose User-Agent claims a crawler that documents a verification, and whose
+//     client address (serve.client_ip_header from serve.trusted_proxies only, package crawlers)
+//     does not verify, costs no render: a page stored is served as to anyone, a page not stored
+//     is a 503 naming User-Agent (with Retry-After, as unnamedHost) and nothing is filed.
+//     Only the answer that depends on the verdict, a page not stored (a render, or the 503),
+//     waits for verification, at most serve.verify.timeout; every other answer, a stored page
+//     above all, is given at once with the verdict known then (cached, or pending while the
+//     lookup it started runs in the background: crawlers.Verifier.Known). Every request is
+//     counted by the family it claims and its verification, label values from fixed sets.
 //   - Without serve.tokens, where the loopback peer is all that authorizes a request, no web
 //     page can drive the listener: a request whose Host is not localhost or a loopback address,
 //     or that carries a browser's Origin or Sec-Fetch-Site (but none), is refused before its

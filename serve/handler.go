@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/render"
@@ -43,15 +44,29 @@ const rushQueue = 256
 // gzipMin is the smallest body worth compressing.
 const gzipMin = 1024
 
-// Settings is what the crawler listener reads of the configuration: serve.tokens,
-// serve.mobile_agents and serve.wait, with the services' settings (devices, key rules,
+// Settings is what the crawler listener reads of the configuration: serve.tokens, serve.wait
+// and the table of User-Agent patterns (families and devices), with the services' settings (devices, key rules,
 // render.domains, serve.miss_rate) of the same configuration, so that one read per request
 // gives values that agree. It is narrowed where the node is assembled (assemble/node).
 type Settings struct {
-	Intake       *intake.Settings
-	Tokens       []string      // serve.tokens: empty serves loopback clients only
-	MobileAgents []string      // serve.mobile_agents: User-Agent substrings that mean mobile
-	Wait         time.Duration // serve.wait: how long a miss waits for its render
+	Intake *intake.Settings
+	Tokens []string      // serve.tokens: empty serves loopback clients only
+	Wait   time.Duration // serve.wait: how long a miss waits for its render
+	// ClientIPHeader is serve.client_ip_header ("": the peer is the client), believed from
+	// TrustedProxies only (crawlers.ClientIP).
+	ClientIPHeader string
+	TrustedProxies []netip.Prefix
+	// Crawlers is the table of User-Agent patterns in force (serve.crawlers, else the shipped
+	// families; serve.mobile_agents, else the shipped device patterns): which family a
+	// User-Agent claims and which device it renders as. Nil: none is classified, every
+	// request is desktop unless X-Freshq-Device says.
+	Crawlers *crawlers.Table
+	// Verify is serve.verify_crawlers: a claimed crawler that documents a verification and
+	// fails it gets no render on miss (HandlerDeps.Verifier asks).
+	Verify bool
+	// VerifyRetryAfter is the Retry-After, in seconds, of a page not rendered for an
+	// unverified crawler: serve.verify.cache_ttl, when its verdict is asked again.
+	VerifyRetryAfter int
 }
 
 // HandlerDeps are what a Handler needs. Every one is required but Log, AdminToken and Rushed:
@@ -72,6 +87,11 @@ type HandlerDeps struct {
 	// so that it is never sent where crawlers' middlewares are configured; asked at each request,
 	// so a reload that changes it is refused from then on. Nil, or "": there is none.
 	AdminToken func() string
+	// Verifier verifies claimed crawlers' addresses (package crawlers), when Settings.Verify
+	// says so; nil verifies none (every claimed crawler is unchecked, as verification off).
+	Verifier *crawlers.Verifier
+	// Tally, if set, counts what each crawler family got, for /v1/queue's freshness view.
+	Tally *crawlers.Tally
 	// Rushed, if set, is told of every expired page's row the mover handled, after the fact
 	// (a test waits on it instead of on time).
 	Rushed func(key []byte, rushed bool, err error)
@@ -185,6 +205,14 @@ type answer struct {
 	code   int
 }
 
+// claim is who a request says it is for: the crawler family its User-Agent claims (nil: none)
+// and what verification said of it.
+type claim struct {
+	family  *crawlers.Family
+	verdict string
+	refused bool // a page not stored, not rendered: the claim was not verified
+}
+
 // ServeHTTP answers one crawler request: GET or HEAD of /{url}, /render/{url} or
 // /render?url=. In order: the method, the token (without serve.tokens: the Host and a
 // browser's headers, fromABrowser), the URL, the device, the key, the host; then the stored
@@ -192,12 +220,50 @@ type answer struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.init()
 	start := time.Now()
-	a := h.serve(w, r)
-	h.d.Metrics.observe(a.result, a.code, time.Since(start).Seconds())
+	cfg := h.d.Settings()
+	c := claim{family: cfg.Crawlers.Match(r.UserAgent()), verdict: crawlers.NotACrawler}
+	if c.family != nil {
+		c.verdict = crawlers.Unchecked // until verified, after the refusals
+	}
+	a := h.serve(w, r, cfg, &c)
+	family := crawlers.Name(c.family)
+	h.d.Metrics.observe(a.result, a.code, family, c.verdict, time.Since(start).Seconds())
+	if c.family != nil {
+		switch {
+		case c.refused:
+			h.d.Tally.Note(family, c.verdict, crawlers.GotRefused)
+		case a.result == ResultHit && a.code < 500:
+			h.d.Tally.Note(family, c.verdict, crawlers.GotHit)
+		case a.result == ResultStale:
+			h.d.Tally.Note(family, c.verdict, crawlers.GotStale)
+		case a.result == ResultMiss && a.code < 500 && a.code != 499:
+			h.d.Tally.Note(family, c.verdict, crawlers.GotMiss)
+		}
+	}
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
-	cfg := h.d.Settings()
+// verify is the verdict on the request's claim to be a crawler of c.family, when
+// verification is on: asked of the verifier and waited for (within serve.verify.timeout) when
+// wait, for the one answer that depends on it (a render on miss, or a 503 without one); else
+// what is known now (crawlers.Verifier.Known: the cached verdict, or pending and its lookup
+// started in the background), for an answer that is the same whatever the verdict.
+func (h *Handler) verify(r *http.Request, cfg *Settings, c *claim, wait bool) {
+	if c.family == nil || !cfg.Verify || h.d.Verifier == nil {
+		return
+	}
+	var values []string
+	if cfg.ClientIPHeader != "" {
+		values = r.Header.Values(cfg.ClientIPHeader)
+	}
+	addr, _ := crawlers.ClientIP(r.RemoteAddr, values, cfg.TrustedProxies)
+	if wait {
+		c.verdict = h.d.Verifier.Verify(r.Context(), c.family, addr)
+	} else {
+		c.verdict = h.d.Verifier.Known(c.family, addr)
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c *claim) answer {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		return refuse(w, http.StatusMethodNotAllowed, "", "the crawler listener serves pages only: GET or HEAD /{absolute URL}")
@@ -217,7 +283,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		return refuse(w, http.StatusBadRequest, "url", err.Error())
 	}
 	kg := h.keyingOf(cfg.Intake)
-	device, field, err := deviceOf(r, cfg, kg.devices)
+	device, field, err := deviceOf(r, cfg.Crawlers, c.family, kg.devices)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, field, err.Error())
 	}
@@ -240,14 +306,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 		if pg.Expired && !pg.Urgent {
 			h.moveUp(key, cfg)
 		}
+		h.verify(r, cfg, c, false) // a stored page is served to anyone: never waits for a lookup
 		result := ResultHit
 		if pg.Stale {
 			result = ResultStale
 		}
 		return answer{result, writePage(w, r, pg.ServedPage, result)}
 	case err == nil, errors.Is(err, intake.ErrNotFound):
-		return h.miss(w, r, key, target, device, host, cfg, err == nil)
+		return h.miss(w, r, key, target, device, host, cfg, err == nil, c)
 	default:
+		h.verify(r, cfg, c, false)
 		return h.fail(w, ResultError, err)
 	}
 }
@@ -258,17 +326,26 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) answer {
 // creates targets on miss, for every listener). counted: the request was counted at its lookup
 // (an expired page's); else it is once the render stored the page. A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
-func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool) answer {
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool, c *claim) answer {
 	if len(cfg.Intake.Domains) == 0 {
+		h.verify(r, cfg, c, false)
 		return unnamedHost(w, "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
 	known, lastStatus, lastAt, err := h.d.Targets.Known(key)
 	if err != nil {
+		h.verify(r, cfg, c, false)
 		return h.fail(w, ResultMiss, err)
 	}
 	now := h.d.Now()
 	if known && lastStatus >= 400 && lastStatus <= 499 && now-lastAt <= h.d.Targets.CadenceOf(key) {
+		h.verify(r, cfg, c, false)
 		return h.declared(w, lastStatus, ResultHit)
+	}
+	// The one answer that depends on the verdict: a render, or a 503 without one.
+	h.verify(r, cfg, c, true)
+	if c.verdict == crawlers.Unverified {
+		c.refused = true
+		return unverified(w, crawlers.Name(c.family), cfg.VerifyRetryAfter)
 	}
 	pg, err := h.d.Misses.Wait(r.Context(), key, target, device, cfg.Wait)
 	if err != nil && r.Context().Err() != nil {
@@ -361,20 +438,18 @@ func loopbackPeer(remote string) bool {
 }
 
 // deviceOf is the request's device: X-Freshq-Device when given (a device the configuration
-// knows), else mobile when the User-Agent carries one of serve.mobile_agents and mobile is a
-// device, else desktop. On a refusal it names the header.
-func deviceOf(r *http.Request, cfg *Settings, names map[string]bool) (device, field string, err error) {
+// knows), else the one the table says the User-Agent renders as (its family's, else the first
+// device pattern it carries: crawlers.Table.Device) when the configuration knows it, else
+// desktop. On a refusal it names the header.
+func deviceOf(r *http.Request, table *crawlers.Table, family *crawlers.Family, names map[string]bool) (device, field string, err error) {
 	if d := r.Header.Get(HeaderDevice); d != "" {
 		if !names[d] {
 			return "", HeaderDevice, errors.New("unknown device " + strconv.Quote(d))
 		}
 		return d, "", nil
 	}
-	ua := strings.ToLower(r.UserAgent())
-	for _, p := range cfg.MobileAgents {
-		if strings.Contains(ua, strings.ToLower(p)) && names["mobile"] {
-			return "mobile", "", nil
-		}
+	if d := table.Device(family, r.UserAgent()); d != "" && names[d] {
+		return d, "", nil
 	}
 	return cachekey.DefaultDevice, "", nil
 }
@@ -428,6 +503,19 @@ const unnamedHostRetryAfter = "3600"
 func unnamedHost(w http.ResponseWriter, msg string) answer {
 	w.Header().Set("Retry-After", unnamedHostRetryAfter)
 	return refuse(w, http.StatusServiceUnavailable, "url", msg)
+}
+
+// unverified answers a request for a page not stored whose User-Agent claims a crawler its
+// address is not shown to be: no render, and the answer a miss freshq will not render gets
+// (unnamedHost): 503 with Retry-After (when the verdict is asked again), which a middleware
+// relays as "come back" and never as "this page does not exist", and which the nginx recipe
+// and a worker may turn into the site's own page. Nothing is filed and nothing fetched: a
+// User-Agent anyone can write costs the site's origin nothing.
+func unverified(w http.ResponseWriter, family string, retryAfter int) answer {
+	w.Header().Set("Retry-After", strconv.Itoa(max(retryAfter, 1)))
+	return answer{ResultMiss, writeError(w, http.StatusServiceUnavailable, "User-Agent",
+		"no page stored, and a render on miss is for verified crawlers only: this request claims a "+family+
+			" crawler, and its address is not one the family's verification confirms (docs/SECURITY.md, Crawlers verified)")}
 }
 
 func refuse(w http.ResponseWriter, code int, field, msg string) answer {

@@ -53,7 +53,7 @@ type node struct {
 	admin   atomic.Pointer[string] // the admin token in force, as a reload changes it
 }
 
-func newNode(t testing.TB, yaml string) *node {
+func newNode(t testing.TB, yaml string, with ...func(*HandlerDeps)) *node {
 	e := qtest.New(t, yaml, start, shm.Options{})
 	n := &node{Env: e, timeout: make(chan time.Time), rushed: make(chan string, 16), reg: prometheus.NewRegistry()}
 	admin := "admin-token"
@@ -62,9 +62,9 @@ func newNode(t testing.TB, yaml string) *node {
 	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
 	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
-	h, err := NewHandler(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: func() string { return *n.admin.Load() },
+	h, err := newHandlerWith(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: func() string { return *n.admin.Load() },
 		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxBytes: 1 << 20},
-		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }})
+		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }}, with...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,14 @@ func newNode(t testing.TB, yaml string) *node {
 	t.Cleanup(n.h.Stop)
 	t.Cleanup(n.misses.Stop) // runs first: a failed test leaves no request waiting on Close
 	return n
+}
+
+// newHandlerWith is NewHandler over d as the with functions change it.
+func newHandlerWith(d HandlerDeps, with ...func(*HandlerDeps)) (*Handler, error) {
+	for _, f := range with {
+		f(&d)
+	}
+	return NewHandler(d)
 }
 
 type reply struct {
@@ -234,7 +242,7 @@ func TestServesTheStoredPageInEveryForm(t *testing.T) {
 	if h := n.do(http.MethodHead, "/"+page+"?a=1&b=2"); h.code != 200 || h.body != "" || h.header.Get("Content-Length") != "2413" {
 		t.Fatalf("HEAD: %d %v %q", h.code, h.header, h.body)
 	}
-	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues("hit", "200")); got < 9 {
+	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues("hit", "200", "none", "none")); got < 9 {
 		t.Fatalf("freshq_serve_requests_total{hit,200} = %v", got)
 	}
 	if c := n.h.Demand().Count([]byte("desktop|"+page+"?a=1&b=2"), n.Now()); c < 11 {
@@ -301,7 +309,7 @@ func TestRefusalsNameTheirFieldAndWriteNothing(t *testing.T) {
 		}
 		n.nothingWritten(t, tc.name)
 	}
-	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues("error", "401")); got != 1 {
+	if got := testutil.ToFloat64(n.h.d.Metrics.requests.WithLabelValues("error", "401", "none", "none")); got != 1 {
 		t.Fatalf("freshq_serve_requests_total{error,401} = %v", got)
 	}
 }

@@ -26,7 +26,8 @@ const (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freshq_serve_requests_total",
-			Help: "Crawler-listener requests by what they got (hit, stale, miss, error) and the status answered."}, []string{"result", "code"}),
+			Help: "Crawler-listener requests by what they got (hit, stale, miss, error), the status answered, the crawler family the User-Agent claims (none: no crawler) and its verification (verified, unverified, unverifiable, unchecked, none): a bounded set whatever the User-Agent."},
+			[]string{"result", "code", "family", "verification"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "freshq_serve_seconds",
 			Help:    "Crawler-listener answer time, by result.",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, 1, 5, 20}}, []string{"result"}),
@@ -37,11 +38,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(result string, code int, seconds float64) {
+func (m *Metrics) observe(result string, code int, family, verification string, seconds float64) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(result, strconv.Itoa(code)).Inc()
+	m.requests.WithLabelValues(result, strconv.Itoa(code), family, verification).Inc()
 	m.seconds.WithLabelValues(result).Observe(seconds)
 }
 

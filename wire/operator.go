@@ -351,4 +351,20 @@ type QueueFreshness struct {
 	ServedRequests float64 `json:"served_requests"`
 	StaleRequests  float64 `json:"stale_requests"`
 	StaleShare     float64 `json:"stale_share"` // stale ÷ served; 0 with none counted
+	// Crawlers is what each crawler family got at the crawler listener since worker 0
+	// started, by family and verification (a bounded set: families × verdicts), the ones with a
+	// request only; absent when worker 0 serves no crawler listener.
+	Crawlers []QueueCrawler `json:"crawlers,omitempty"`
+}
+
+// QueueCrawler is one crawler family and verification's answers at the crawler listener.
+type QueueCrawler struct {
+	Family       string  `json:"family"`       // google bing apple yandex baidu duckduckgo openai anthropic perplexity commoncrawl social other
+	Verification string  `json:"verification"` // verified unverified unverifiable unchecked pending
+	Requests     uint64  `json:"requests"`     // hit + stale + miss + refused
+	Hit          uint64  `json:"hit"`          // a stored page within its cadence
+	Stale        uint64  `json:"stale"`        // a stored page past its cadence, served marked
+	Miss         uint64  `json:"miss"`         // rendered on miss and served
+	Refused      uint64  `json:"refused"`      // not stored and not rendered: the claim was not verified (503)
+	StaleShare   float64 `json:"stale_share"`  // stale ÷ (hit + stale + miss); 0 with none
 }

@@ -18,6 +18,9 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/freshq/freshq/api"
@@ -25,6 +28,7 @@ import (
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/serve"
@@ -53,6 +57,9 @@ func New(cfg *config.Config) (*Node, error) {
 	}
 	n := &Node{Policy: pol, Claim: ClaimSettings(cfg), Sweep: SweepSettings(cfg), Intake: IntakeSettings(cfg, pol),
 		SweepInterval: cfg.Queue.Ready.SweepInterval.D()}
+	if _, err := CrawlerTable(cfg); err != nil {
+		return nil, fmt.Errorf("serve.crawlers: %w", err)
+	}
 	n.Serve = ServeSettings(cfg, &n.Intake)
 	return n, nil
 }
@@ -108,7 +115,44 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 // ServeSettings narrows cfg to what the crawler listener reads, beside in, the services'
 // settings of the same configuration.
 func ServeSettings(cfg *config.Config, in *intake.Settings) serve.Settings {
-	return serve.Settings{Intake: in, Tokens: cfg.Serve.Tokens, MobileAgents: cfg.Serve.MobileAgents, Wait: cfg.Serve.Wait.D()}
+	sv := cfg.Serve
+	table, err := CrawlerTable(cfg)
+	if err != nil { // validation refuses what crawlers.New does: New says so
+		table = crawlers.Default()
+	}
+	trusted := make([]netip.Prefix, 0, len(sv.TrustedProxies))
+	for _, p := range sv.TrustedProxies {
+		if pr, err := netip.ParsePrefix(strings.TrimSpace(p)); err == nil {
+			trusted = append(trusted, pr.Masked())
+		}
+	}
+	return serve.Settings{Intake: in, Tokens: sv.Tokens, Wait: sv.Wait.D(),
+		ClientIPHeader: sv.ClientIPHeader, TrustedProxies: trusted, Crawlers: table,
+		Verify: sv.VerifyCrawlers != nil && *sv.VerifyCrawlers, VerifyRetryAfter: int(sv.Verify.CacheTTL.D().Seconds())}
+}
+
+// CrawlerTable is the table of User-Agent patterns cfg puts in force: the families of
+// serve.crawlers, else the ones shipped with freshq (crawlers/families.yaml), and the device
+// patterns of serve.mobile_agents (as the one pattern of device mobile), else the shipped
+// ones. Package config holds the table as data, validated to the same rules (a test pins its
+// names and bounds to package crawlers'), and this is where it is joined to the compiled one.
+func CrawlerTable(cfg *config.Config) (*crawlers.Table, error) {
+	sv := cfg.Serve
+	if len(sv.Crawlers) == 0 && sv.MobileAgents == nil {
+		return crawlers.Default(), nil
+	}
+	specs := crawlers.DefaultSpecs()
+	if len(sv.Crawlers) > 0 {
+		specs = make([]crawlers.Spec, len(sv.Crawlers))
+		for i, f := range sv.Crawlers {
+			specs[i] = crawlers.Spec{Family: f.Family, Agents: f.Agents, ReverseDNS: f.ReverseDNS, Ranges: f.Ranges, Device: f.Device}
+		}
+	}
+	devices := crawlers.DefaultDevices()
+	if sv.MobileAgents != nil {
+		devices = []crawlers.DeviceSpec{{Device: "mobile", Agents: sv.MobileAgents}}
+	}
+	return crawlers.New(specs, devices...)
 }
 
 // PlanFunc is POST /v1/plan's computation over svc: the file is loaded as freshq-supervisor

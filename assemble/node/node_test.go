@@ -1,7 +1,9 @@
 package node
 
 import (
+	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/serve"
@@ -46,6 +49,11 @@ serve:
   wait: 12s
   miss_rate: 3
   miss_burst: 9
+  client_ip_header: CF-Connecting-IP
+  trusted_proxies: [10.0.0.0/8]
+  verify: {cache_ttl: 30m}
+  crawlers:
+    - {family: openai, agents: [GPTBot], ranges: [192.0.2.0/24], device: mobile}
 freshness:
   normalize: false
   request_tau: 12h
@@ -139,7 +147,22 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 	}
 
 	s := n.Serve
-	wantServe := serve.Settings{Intake: &n.Intake, Tokens: []string{"crawler-token-1"}, MobileAgents: []string{"Phone"}, Wait: 12 * time.Second}
+	// serve.crawlers and serve.mobile_agents are joined into the one table of User-Agent
+	// patterns: the families, and mobile_agents as the device patterns.
+	wantTable, err := crawlers.New([]crawlers.Spec{{Family: crawlers.OpenAI, Agents: []string{"GPTBot"}, Ranges: []string{"192.0.2.0/24"}, Device: "mobile"}},
+		crawlers.DeviceSpec{Device: "mobile", Agents: []string{"Phone"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Crawlers.Device(nil, "SomePhone/1"); d != "mobile" {
+		t.Fatalf("serve.mobile_agents [Phone]: a Phone's device %q", d)
+	}
+	if d := s.Crawlers.Device(nil, "Mozilla/5.0 (Linux; Android 14) Mobile"); d != "" {
+		t.Fatalf("serve.mobile_agents [Phone] replaces the shipped patterns: an Android device %q", d)
+	}
+	wantServe := serve.Settings{Intake: &n.Intake, Tokens: []string{"crawler-token-1"}, Wait: 12 * time.Second,
+		ClientIPHeader: "CF-Connecting-IP", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Crawlers: wantTable,
+		Verify: true, VerifyRetryAfter: 1800}
 	if !reflect.DeepEqual(s, wantServe) || s.Intake != &n.Intake {
 		t.Fatalf("serve settings:\n got %+v\nwant %+v", s, wantServe)
 	}
@@ -198,5 +221,20 @@ outer:
 		if v.Field(i).IsZero() {
 			t.Errorf("%s.%s is zero: a value the configuration sets does not reach it", name, v.Type().Field(i).Name)
 		}
+	}
+}
+
+// serve.crawlers is validated by the configuration with crawlers' own names and bounds, which
+// the config package cannot import: the two agree, so a file that loads compiles.
+func TestCrawlerFamiliesAgreeWithConfig(t *testing.T) {
+	if !slices.Equal(config.CrawlerFamilies(), crawlers.Families) {
+		t.Fatalf("config.CrawlerFamilies %v, crawlers.Families %v", config.CrawlerFamilies(), crawlers.Families)
+	}
+	if config.CrawlerAgentsMax != crawlers.MaxAgents || config.CrawlerSuffixesMax != crawlers.MaxSuffixes ||
+		config.CrawlerRangesMax != crawlers.MaxRanges || config.CrawlerPatternMax != crawlers.MaxPattern {
+		t.Fatal("config's serve.crawlers bounds differ from package crawlers'")
+	}
+	if got := config.ServeTrustedProxiesDefault(); len(got) != len(crawlers.LoopbackProxies()) {
+		t.Fatalf("serve.trusted_proxies default %v", got)
 	}
 }

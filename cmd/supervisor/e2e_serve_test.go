@@ -210,8 +210,8 @@ func TestEndToEndCrawlerListener(t *testing.T) {
 	waitFor(t, "the recached page rendered again, for both devices", 30*time.Second, func() bool { return origin.hitsOf("/p/1") == 3 })
 
 	m := n.metrics()
-	if m[`freshq_serve_requests_total{code="200",result="hit"}`] < 1 || m[`freshq_serve_requests_total{code="200",result="miss"}`] < 2 ||
-		m[`freshq_serve_requests_total{code="401",result="error"}`] != 1 || m[`freshq_serve_seconds_count{result="hit"}`] < 1 {
+	if m[`freshq_serve_requests_total{code="200",family="google",result="hit",verification="unchecked"}`] < 1 || m[`freshq_serve_requests_total{code="200",family="google",result="miss",verification="unchecked"}`] < 2 ||
+		m[`freshq_serve_requests_total{code="401",family="google",result="error",verification="unchecked"}`] != 1 || m[`freshq_serve_seconds_count{result="hit"}`] < 1 {
 		t.Fatalf("serve series: %v", pick(m, "freshq_serve_"))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/serve"
@@ -25,7 +26,8 @@ type crawlerListener struct {
 	reg     *prometheus.Registry
 	targets *intake.Targets
 	misses  *intake.Misses
-	demand  *intake.Demand // writes the counted requests into the targets
+	demand  *intake.Demand  // writes the counted requests into the targets
+	tally   *crawlers.Tally // what each crawler family got, for /v1/queue
 
 	h       *serve.Handler
 	srv     *http.Server
@@ -47,9 +49,20 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 		return err
 	}
 	cfg := c.e.cur.Load().Config()
+	// serve.verify.* are read here, once: the verdicts' cache lives as long as the listener.
+	verifier := crawlers.NewVerifier(crawlers.SystemResolver(), crawlers.Options{Timeout: cfg.Serve.Verify.Timeout.D(),
+		Concurrency: cfg.Serve.Verify.Concurrency, CacheEntries: cfg.Serve.Verify.CacheEntries, CacheTTL: cfg.Serve.Verify.CacheTTL.D()}, nil)
+	c.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "freshq_serve_verify_cache_entries",
+		Help: "Crawler verification verdicts cached, at most serve.verify.cache_entries."}, func() float64 { return float64(verifier.Len()) }))
+	for _, outcome := range crawlers.Outcomes {
+		c.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_verify_lookups_total",
+			Help:        "Crawler verifications that asked DNS, by outcome: answered, timeout (serve.verify.timeout passed first), failed, no_slot (serve.verify.concurrency busy throughout).",
+			ConstLabels: prometheus.Labels{"outcome": outcome}}, func() float64 { return float64(verifier.Lookups()[outcome]) }))
+	}
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
-		AdminToken: func() string { return c.e.cur.Load().Config().Token }})
+		AdminToken: func() string { return c.e.cur.Load().Config().Token },
+		Verifier:   verifier, Tally: c.tally})
 	if err != nil {
 		ln.Close()
 		return err

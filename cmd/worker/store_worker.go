@@ -18,6 +18,7 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
@@ -260,7 +261,11 @@ func (w *worker0) Start(ctx context.Context) error {
 	}
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer}).Register(mux)
 	view := clusterView(st, cfg, func() float64 { return e.policy().Boost() })
-	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Settings: e.intakeSettings, Stale: stale}).Register(mux)
+	var tally *crawlers.Tally // what each crawler family got, when worker 0 serves crawlers
+	if e.serveFD > 0 {
+		tally = &crawlers.Tally{}
+	}
+	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Settings: e.intakeSettings, Stale: stale, Crawlers: tally}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: node.PlanFunc(w.capacity)}).Register(mux)
 	(&api.Cluster{View: view}).Register(mux)
@@ -275,7 +280,7 @@ func (w *worker0) Start(ctx context.Context) error {
 		if err != nil {
 			return wrap("demand", err)
 		}
-		w.crawlers = &crawlerListener{e: e, reg: serveReg, targets: targetsSvc, misses: w.misses, demand: demand}
+		w.crawlers = &crawlerListener{e: e, reg: serveReg, targets: targetsSvc, misses: w.misses, demand: demand, tally: tally}
 		if err := w.crawlers.Start(ctx); err != nil {
 			return wrap("crawler listener", err)
 		}

@@ -15,8 +15,7 @@
 //     storetest, clustertest);
 //   - only config, the assembly packages (assemble, assemble/node), the binaries, the
 //     simulator and its reports, and internal/qtest depend on config, even transitively
-//     (config_test.go): every other package takes its settings as options.
-//
+//     (config_test.go): every other package takes its settings as options;
 //   - go.mod is what `go mod tidy` would write (tidy_test.go): a direct import is listed as
 //     direct, and nothing is required that nothing imports.
 //

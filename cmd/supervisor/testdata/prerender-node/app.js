@@ -7,6 +7,12 @@ const prerender = require('prerender-node');
 const hits = {};
 const app = express();
 app.get('/__hits', (req, res) => res.json({ hits: hits[req.query.path] || 0 }));
+if (process.env.FRESHQ_FORWARD_CLIENT) {
+  // What README's "Put freshq in front of your site" shows: prerender-node sends no client
+  // address, so the app sets X-Real-IP itself (overwriting what the visitor sent) and forwards it.
+  app.use((req, res, next) => { req.headers['x-real-ip'] = req.socket.remoteAddress; next(); });
+  prerender.set('forwardHeaders', true);
+}
 app.use(prerender.set('prerenderServiceUrl', process.env.FRESHQ_SERVE).set('prerenderToken', process.env.FRESHQ_SERVE_TOKEN));
 app.use((req, res) => {
   hits[req.path] = (hits[req.path] || 0) + 1;
