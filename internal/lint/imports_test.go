@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"verdict":             {},
 	"fuzz":                {},
 	"hosts":               {"cachekey", "internal/startstop", "outcome", "shm", "wire"},
-	"intake":              {"cachekey", "claim", "freshness", "hosts", "internal/startstop", "outcome", "pagedigest", "policy", "render", "shm", "sitemap", "store", "wire"},
+	"intake":              {"cachekey", "claim", "freshness", "hosts", "internal/startstop", "outcome", "pagedigest", "policy", "render", "shm", "sitemap", "store", "verdict", "wire"},
 	"internal/clock":      {},
 	"internal/connguard":  {},
 	"internal/grantlog":   {},
