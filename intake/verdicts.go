@@ -231,7 +231,7 @@ func (a *Applier) Accept(key []byte) (*Suspect, error) {
 	case err != nil:
 		return nil, &StoreError{err}
 	case notOwner:
-		return nil, ErrShardNotOwned
+		return nil, &kindError{kind: ErrStore, msg: "not applied: " + ErrShardNotOwned.Error(), cause: ErrShardNotOwned}
 	case len(filed) == 0 || !filed[0]:
 		return nil, fieldErr("url", ErrNotFound)
 	}
