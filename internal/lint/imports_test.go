@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	"cmd/worker": {"api", "assemble", "assemble/node", "cachekey", "capacity", "claim", "cluster", "config", "freshness", "hosts", "intake",
 		"internal/clock", "internal/connguard", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
 		"outcome", "policy", "render", "render/chrome", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "verdict", "wire"},
-	"config":              {"cachekey", "wire"},
+	"config":              {"cachekey", "verdict", "wire"},
 	"freshness":           {},
 	"pagedigest":          {},
 	"verdict":             {},
