@@ -60,7 +60,7 @@ func TestSuspectsInspectAndAccept(t *testing.T) {
 	if code, b, _ := call("GET", "/v1/targets?url=https://shop.test/p/1", ""); code != 200 || json.Unmarshal(b, &ex) != nil || ex.Verdict == nil {
 		t.Fatalf("explain: %d %s", code, b)
 	}
-	if v := ex.Verdict; v.Result != "suspect" || strings.Join(v.Reasons, ",") != "exception,failed_request" || v.Agree == nil || v.Agree.Count != 1 || v.Marked || v.AtMs == 0 {
+	if v := ex.Verdict; v.Result != "suspect" || strings.Join(v.Reasons, ",") != "exception,failed_request,lost_title" || v.Agree == nil || v.Agree.Count != 1 || v.Marked || v.AtMs == 0 {
 		t.Fatalf("explained verdict %+v", *v)
 	}
 
