@@ -398,3 +398,28 @@ func TestNoVerdictMakesAServablePageUnservable(t *testing.T) {
 	}
 	t.Logf("%d judged renders, every one leaving a servable page servable", n)
 }
+
+// A result's signals are evidence for its verdict: ones no renderer sends (a negative count,
+// evidence past its bounds) refuse the batch by name, results[i].signals, before anything is
+// applied.
+func TestValidateRefusesSignalsPastTheirBounds(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	ok := wire.Result{Key: v.key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: wire.Lease{Slot: 1, KeyHash: shm.KeyHash(v.key)}}
+	for name, s := range map[string]*wire.Signals{
+		"negative exceptions":  {Exceptions: -1},
+		"negative pending":     {PendingRequests: -3},
+		"too many evidence":    {Evidence: []string{"a", "b", "c", "d", "e"}},
+		"a long evidence line": {Evidence: []string{strings.Repeat("x", 257)}},
+	} {
+		r := ok
+		r.Signals = s
+		if field, err := v.a.Validate([]wire.Result{ok, r}); field != "results[1].signals" || err == nil {
+			t.Errorf("%s: %q %v, want results[1].signals refused", name, field, err)
+		}
+	}
+	r := ok
+	r.Signals = &wire.Signals{Exceptions: 2, FailedRequests: 1, Evidence: []string{strings.Repeat("x", 256), "b", "c", "d"}}
+	if field, err := v.a.Validate([]wire.Result{r}); err != nil {
+		t.Fatalf("signals within bounds: %s %v", field, err)
+	}
+}
