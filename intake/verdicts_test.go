@@ -423,3 +423,27 @@ func TestValidateRefusesSignalsPastTheirBounds(t *testing.T) {
 		t.Fatalf("signals within bounds: %s %v", field, err)
 	}
 }
+
+// A page stored before verdicts were kept (a target with no verdict state, its page rendered
+// well) is the good page there is: a suspect render is not applied over it, and a render of the
+// same content (the digest the target kept of its last full render) is never suspect.
+func TestAPageStoredBeforeVerdictsIsTheGoodOne(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	tg := v.target(t)
+	tg.Verdict = store.Verdict{} // as a version of before the verdicts wrote it
+	sch := qtest.Must(store.NewSchedule(v.key, v.e.Now(), true, 0, store.Lanes{}))(t)
+	if err := v.e.Store.WriteSchedules([]store.Write{{Schedule: sch, Target: &tg}}); err != nil {
+		t.Fatal(err)
+	}
+	before := v.page(t)
+	v.render(t, suspectBody, thrown)
+	if after := v.page(t); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a suspect replaced a page stored before verdicts: now %.40q", after.Body)
+	}
+	v.e.Advance(hour)
+	v.render(t, goodBody, thrown) // the stored content again, with an exception seen
+	if tg := v.target(t); tg.Verdict.Reasons != 0 || !tg.Verdict.HasGood || tg.Failures.Count != 0 {
+		t.Fatalf("the stored content rendered again: verdict %+v failures %+v, want good", tg.Verdict, tg.Failures)
+	}
+}
