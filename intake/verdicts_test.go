@@ -484,3 +484,43 @@ func TestASuspectRenderIsLogged(t *testing.T) {
 		t.Fatalf("log line %+v", line)
 	}
 }
+
+// A route's expect (routes[].expect, through the node's settings) judges its pages: a render
+// without what every good page of the route has is suspect (expect_missing) even when nothing
+// else is lost; a page of another route is not asked for it.
+func TestARoutesExpectJudgesItsPages(t *testing.T) {
+	e := qtest.New(t, `
+routes:
+  - {name: product, match: prefix, path: /p/, expect: {selector: "#add-to-cart"}}
+`, start, shm.Options{})
+	set := qtest.Settings(e, IntakeSettingsOf)
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now, Suspects: NewSuspects()})
+	apply := func(key []byte, body string) store.Target {
+		t.Helper()
+		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
+			t.Fatalf("apply: %+v %v", st, err)
+		}
+		e.Advance(set().ReleaseGrace.Milliseconds() + 1)
+		tg, err := e.Store.GetTarget(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg
+	}
+	product, blog := []byte("desktop|https://a.test/p/1"), []byte("desktop|https://a.test/blog/1")
+	for _, k := range [][]byte{product, blog} {
+		e.Put(string(k), start-hour, true, 0, store.Lanes{NeverRendered: true})
+	}
+	with := `<title>Shoe</title><h1>Shoe</h1><button id="add-to-cart">Add</button>`
+	without := `<title>Shoe</title><h1>Shoe</h1><p>Sold out</p>`
+	if tg := apply(product, with); tg.Verdict.Reasons != 0 || !tg.Verdict.HasGood {
+		t.Fatalf("a product page with its button: %+v", tg.Verdict)
+	}
+	if tg := apply(product, without); verdict.Reasons(tg.Verdict.Reasons) != verdict.ExpectMissing || tg.Failures.LastClass != SuspectClass {
+		t.Fatalf("a product page without its button: %v, failures %+v", verdict.Reasons(tg.Verdict.Reasons), tg.Failures)
+	}
+	apply(blog, with)
+	if tg := apply(blog, without); tg.Verdict.Reasons != 0 {
+		t.Fatalf("a page of another route was asked for the product's expect: %v", verdict.Reasons(tg.Verdict.Reasons))
+	}
+}
