@@ -24,9 +24,9 @@ import (
 //     Agree renders with one content span AgreeSpan, the site really changed: that render is
 //     applied as the page and its landmarks become the good ones. An operator's accept
 //     (Applier.Accept) is the same, at once.
-//   - A page with no good render (never rendered, or its stored page a marked one) stores a
-//     suspect anyway, nothing better existing, and marks it; the next render replaces it as
-//     any render would.
+//   - A page with no good render (never rendered, its stored page a marked one, or its page
+//     dropped by an operator's wait, which marks the target) stores a suspect anyway, nothing
+//     better existing, and marks it; the next render replaces it as any render would.
 //   - A good render clears the agreement and the mark, and its landmarks and digest become the
 //     last good ones.
 //

@@ -524,3 +524,29 @@ routes:
 		t.Fatalf("a page of another route was asked for the product's expect: %v", verdict.Reasons(tg.Verdict.Reasons))
 	}
 }
+
+// An operator's wait drops the stored page: no good page is left to keep, so the next render
+// is stored whatever its verdict (marked when suspect), as a page never rendered well would be.
+func TestAfterAWaitTheNextRenderIsStored(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	if _, err := v.targets.Prioritize(wire.PrioritizeRequest{URL: "https://a.test/p/1", Mode: "wait"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.e.Store.GetPage(v.key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after a wait the page reads %v, want none", err)
+	}
+	v.e.Advance(hour)
+	v.render(t, suspectBody, thrown)
+	if got := v.served(t); got != suspectBody {
+		t.Fatalf("served %.30q, want the render after the wait though suspect", got)
+	}
+	if tg := v.target(t); !tg.Verdict.Marked || tg.Failures.Count != 0 {
+		t.Fatalf("verdict %+v failures %+v, want marked, no failure", tg.Verdict, tg.Failures)
+	}
+	v.e.Advance(hour)
+	v.render(t, goodBody, nil)
+	if tg := v.target(t); tg.Verdict.Marked || !tg.Verdict.HasGood || v.served(t) != goodBody {
+		t.Fatalf("after a good render: %+v", tg.Verdict)
+	}
+}

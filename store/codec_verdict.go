@@ -9,7 +9,7 @@ import (
 // decides; the store keeps it opaque but well-formed): the last good render's landmarks and
 // content digest, the last verdict (its reasons, a bit set the store does not interpret, and
 // when), the run of suspect renders that agree on one content (Agree), and whether the stored
-// page is a first render judged suspect (Marked). The zero value is "never judged": a target
+// page is not a good one (Marked). The zero value is "never judged": a target
 // written before verdicts existed decodes to it.
 type Verdict struct {
 	HasGood    bool      // a good render is known: Good and GoodDigest are its
@@ -18,7 +18,7 @@ type Verdict struct {
 	Reasons    uint32    // the last verdict's reasons; 0: good
 	AtMs       int64     // when the last verdict was given; 0: never
 	Agree      Agreement // the suspect renders in a row with one content
-	Marked     bool      // the stored page is a first render judged suspect
+	Marked     bool      // no good page is stored: the page, if any, is a suspect stored for want of one, or a wait dropped it
 }
 
 // Landmarks are verdict.Landmarks as the store keeps them.

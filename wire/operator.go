@@ -42,7 +42,8 @@ type Explanation struct {
 
 // Verdict is a target's last render verdict (docs/RENDERING.md, "Render verdicts"): good, or
 // suspect with its reasons' names; the run of suspect renders agreeing on one content, when
-// there is one; and whether the stored page is a first render judged suspect (marked).
+// there is one; and whether no good page is stored (marked: the page, if any, is a render
+// judged suspect stored for want of a good one, or an operator's wait dropped it).
 type Verdict struct {
 	Result  string        `json:"result"` // good or suspect
 	Reasons []string      `json:"reasons"`

@@ -113,7 +113,7 @@ func (a *app) printExplanation(ex *wire.Explanation) {
 			line += fmt.Sprintf(", %d agreeing since %s", v.Agree.Count, a.ago(time.UnixMilli(v.Agree.FirstMs)))
 		}
 		if v.Marked {
-			line += "; the stored page is a first render judged suspect"
+			line += "; no good page stored (the next render is stored whatever its verdict)"
 		}
 		row("verdict", "%s", line)
 	}
