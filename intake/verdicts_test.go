@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"sync"
@@ -548,5 +549,63 @@ func TestAfterAWaitTheNextRenderIsStored(t *testing.T) {
 	v.render(t, goodBody, nil)
 	if tg := v.target(t); tg.Verdict.Marked || !tg.Verdict.HasGood || v.served(t) != goodBody {
 		t.Fatalf("after a good render: %+v", tg.Verdict)
+	}
+}
+
+// V1 over histories: random sequences of renders (good pages, error pages, maintenance pages,
+// empty shells; with and without a browser's signals), waits and accepts, applied through the
+// Applier at random intervals. After every step, a page that was servable before it is
+// servable after it, and a good page is replaced only by a good render, an agreement or an
+// accept.
+func TestNoHistoryMakesAServablePageUnservable(t *testing.T) {
+	bodies := []string{goodBody, goodBody + "<p>more stock</p>", suspectBody,
+		"<html><title>Shoe</title><p>Down for maintenance</p></html>", "<html><div id=app></div></html>",
+		"<html><title>Shoe</title><h1>Shoe</h1><p>Loading…</p></html>"}
+	signals := []*wire.Signals{nil, nil, thrown, {PendingRequests: 2}, {FailedRequests: 1}}
+	var kept, replacedByGood int
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0x5eed))
+		v := newVerdictEnv(t, true)
+		for step := range 60 {
+			before, servable := v.targets.Page(v.key)
+			tgBefore, _ := v.e.Store.GetTarget(v.key) // none before the first render
+			var what string
+			switch r := rng.IntN(20); {
+			case r == 0:
+				what = "wait"
+				if _, err := v.targets.Prioritize(wire.PrioritizeRequest{URL: "https://a.test/p/1", Mode: "wait"}); err != nil {
+					t.Fatal(err)
+				}
+			case r == 1:
+				what = "accept"
+				_, _ = v.a.Accept(v.key)
+			default:
+				b, s := bodies[rng.IntN(len(bodies))], signals[rng.IntN(len(signals))]
+				what = fmt.Sprintf("render %.20q signals %+v", b, s)
+				v.render(t, b, s)
+			}
+			after, err := v.targets.Page(v.key)
+			if servable == nil && err != nil && what != "wait" {
+				t.Fatalf("seed %d step %d (%s): the page was servable and is not: %v", seed, step, what, err)
+			}
+			tg := v.target(t)
+			good := tgBefore.Verdict.HasGood && !tgBefore.Verdict.Marked && servable == nil
+			changed := servable == nil && (err != nil || !bytes.Equal(after.Body, before.Body) || after.RenderedAtMs != before.RenderedAtMs)
+			if good && !changed && tg.Failures.LastClass == SuspectClass {
+				kept++
+			}
+			if good && changed {
+				replacedByGood++
+			}
+			// A good page that changed was replaced by the render that is the good one now.
+			if good && changed && what != "wait" && what != "accept" && (!tg.Verdict.HasGood || tg.Verdict.Marked || tg.Verdict.Agree.Count != 0) {
+				t.Fatalf("seed %d step %d (%s): a suspect replaced a good page (verdict %+v)", seed, step, what, tg.Verdict)
+			}
+			v.e.Advance(int64(rng.IntN(20)) * 60_000)
+		}
+	}
+	t.Logf("good pages kept under a suspect render %d times, replaced by a good render or an agreement %d times", kept, replacedByGood)
+	if kept == 0 || replacedByGood == 0 {
+		t.Fatal("the histories did not exercise both cases")
 	}
 }
