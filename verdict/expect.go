@@ -13,20 +13,21 @@ import (
 // of a route has. A page lacking it is suspect (ExpectMissing).
 //
 // The text is matched case-sensitively against the page's visible text (what Inspect counts:
-// outside script, style, template, noscript and head) with every run of whitespace, in the
+// outside script, style, template, noscript, iframe, head and comments) with every run of whitespace, in the
 // page and in the text, taken as one space; elements join their text with nothing between, so
 // "<b>Add</b> to cart" has "Add to cart". It is found in the same streaming pass that reads the
 // landmarks, in bounded memory.
 //
 // A selector needs a parse tree: InspectExpect parses the body with html.Parse only for a route
-// that has one, which costs about three times the streaming pass and memory a few times the
-// body's size (a node per element and text run). A page nested deeper than the parser's limit
-// (512 open elements) cannot be parsed: its selector is not found. The selector is type, #id,
-// .class and [attribute] selectors joined by descendant, child (>) and next-sibling (+)
-// combinators, in comma-separated alternatives (at most 16, of at most 64 compounds each); it
-// is matched in one walk of the tree, one compound test per element and compound. Pseudo-classes
-// (:has, :contains, :nth-child, whose cost can grow with the square of the page) and the ~
-// combinator are refused when it is compiled. The content of a <template> is not searched.
+// that has one (and whose text, if it has one too, was found), which costs two to three times
+// the streaming pass (BenchmarkVerdict) and memory a few times the body's size (a node per
+// element and text run). A page nested deeper than the parser's limit (512 open elements)
+// cannot be parsed: its selector is not found. The selector is type, #id, .class and
+// [attribute] selectors joined by descendant, child (>) and next-sibling (+) combinators, in
+// comma-separated alternatives (at most 16, of at most 64 compounds each); it is matched in one
+// walk of the tree, one compound test per element and compound. Pseudo-classes (:has,
+// :contains, :nth-child, whose cost can grow with the square of the page) and the ~ combinator
+// are refused when it is compiled. The content of a <template> is not searched.
 type Expect struct {
 	selector string
 	sel      *selector // nil: no selector

@@ -21,7 +21,8 @@ func Inspect(body []byte) Landmarks {
 // InspectExpect reads an HTML body's landmarks and reports whether it has what exp expects, in
 // one pass over the body when exp has no selector (a text expectation is matched while the
 // landmarks are read). A selector needs a parse tree, built only then (see Expect). A nil exp
-// is found. The applier calls this once per render: Inspect and Found are the same work split.
+// is found. The applier calls this once per render, on the decoded body: Inspect is it without
+// an expect, and Found its second result, each a whole pass of its own.
 func InspectExpect(body []byte, exp *Expect) (Landmarks, bool) {
 	var s scanner
 	if exp != nil && exp.text != "" {
@@ -56,7 +57,7 @@ type scanner struct {
 	isTitle bool // the raw text being read is the document's title
 
 	// The expected text, matched against the normalised visible text (runs of whitespace as
-	// one space, leading whitespace dropped); window holds the text not yet searched plus the
+	// one space, leading and trailing ones dropped); window holds the text not yet searched plus the
 	// last len(needle)-1 bytes already searched, so that a match across two chunks is found.
 	needle  string
 	window  []byte
