@@ -109,9 +109,10 @@ type Applier struct {
 	digesters digesterCache
 }
 
-// ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional and
-// Stale, which only observe; each required one carries a guarantee that would silently go if
-// it were left out:
+// ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional,
+// Stale and Verdicts, which only observe, and Suspects, an inspection aid (without it nothing is
+// kept to look at or accept; the verdicts are the same); each required one carries a guarantee
+// that would silently go if it were left out:
 //   - Writer: every write passes the sweep's wrapper (sweep.Changes), so that a sweep never
 //     publishes a row written after its snapshot;
 //   - Locks: the key locks shared with every other read-decide-write of worker 0, so that no
