@@ -37,6 +37,10 @@
 //     that commits (a batch whose commit fails is observed by its retry). A fenced result
 //     changes nothing, host state included: a duplicate, a forged or lapsed lease, or a result
 //     naming any host it likes cannot pause, throttle or evict a host.
+//   - A suspect render never replaces a good page (verdicts.go). Every result that would store
+//     a page is judged first; a suspect one over a good page is applied as a transient failure,
+//     the page left exactly as it was, until renders agree or an operator accepts it. No
+//     verdict makes a servable page unservable (V1).
 //   - Background work stops. A sitemap run fetches and writes under the context
 //     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
 //     passes is shut once the chunk in flight has committed), so the store may be closed.
@@ -105,9 +109,10 @@ type Applier struct {
 	digesters digesterCache
 }
 
-// ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional and
-// Stale, which only observe; each required one carries a guarantee that would silently go if
-// it were left out:
+// ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional,
+// Stale and Verdicts, which only observe, and Suspects, an inspection aid (without it nothing is
+// kept to look at or accept; the verdicts are the same); each required one carries a guarantee
+// that would silently go if it were left out:
 //   - Writer: every write passes the sweep's wrapper (sweep.Changes), so that a sweep never
 //     publishes a row written after its snapshot;
 //   - Locks: the key locks shared with every other read-decide-write of worker 0, so that no
@@ -143,6 +148,11 @@ type ApplierDeps struct {
 	// crawler requests served since the previous observation and how many of them were
 	// served stale (staleServed). nil: not measured.
 	Stale *StaleMeter
+	// Suspects keeps the bodies of suspect renders not applied, for inspection and accept
+	// (Accept); nil: none kept, and nothing to accept.
+	Suspects *Suspects
+	// Verdicts counts suspect renders and accepted suspects; nil: not counted.
+	Verdicts VerdictCounter
 }
 
 // MissWaker is woken (Applied) for each result committed, after the commit and under the
@@ -219,6 +229,7 @@ const applyCommitBound = time.Minute
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	set, tu := a.d.Settings(), a.d.Tuning.Load()
 	digests := a.digests(set, results)
+	judg := judgments(set, results) // the verdicts' reads of the bodies, outside the locks too
 	keys := make([][]byte, len(results))
 	for i := range results {
 		keys[i] = results[i].Key
@@ -234,9 +245,10 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	// notOwner[j]: the funnel found change j's shard held by another node (store.Current).
 	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
-	holders := make([]uint64, 0, len(results))  // the holder of each change's lease
-	var conditional []condResult                // the 304 results among the changes
-	served := make([]servedStale, len(results)) // what each change observed of its requests
+	holders := make([]uint64, 0, len(results))       // the holder of each change's lease
+	var conditional []condResult                     // the 304 results among the changes
+	served := make([]servedStale, len(results))      // what each change observed of its requests
+	verdicts := make([]verdictOutcome, len(results)) // what each change's verdict did
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
@@ -271,7 +283,8 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(set, tu, r, cur, digests[i], verified, now, &served[j])
+				verdicts[j] = verdictOutcome{}
+				return decide(set, tu, r, cur, digests[i], judg[i], verified, now, &served[j], &verdicts[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -305,6 +318,11 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			if filed[c.change] {
 				a.d.Conditional(c.applied)
 			}
+		}
+	}
+	for j, i := range index {
+		if filed[j] && verdicts[j].judged {
+			a.afterVerdict(set, &results[i], judg[i], &verdicts[j], now)
 		}
 	}
 	observed := make([]int, 0, len(refused)+len(index))
@@ -429,7 +447,11 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+//
+// A judged result (j not nil) gets its verdict first (judge, verdicts.go), which says in vo
+// what it did: a suspect that is not applied is decided as a transient failure of class
+// SuspectClass, its page not stored.
+func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, j *judgment, verified *store.Page, now int64, sv *servedStale, vo *verdictOutcome) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -448,6 +470,18 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 			return decideNotModified(set, tu, r, row, t, verified, now, sv)
 		}
 	}
+	failClass, suspect := t.Failures.LastClass, false
+	if j != nil && o == outcome.OK {
+		var stored bool
+		if stored, *vo = judge(set, j, &t, row, digest, now); !stored {
+			// A transient failure whose streak is the suspects' own: policy continues a
+			// streak of its class (transient), so only a suspect one is continued.
+			o, suspect, failClass = outcome.Failed, true, ""
+			if t.Failures.LastClass == SuspectClass {
+				failClass = policy.ClassTransient.String()
+			}
+		}
+	}
 	d := set.Policy.Apply(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
@@ -455,10 +489,13 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 		StoredIntervalMs: row.StoredIntervalMs,
 		DemandRung:       t.DemandRung,
 		FailCount:        t.Failures.Count,
-		FailClass:        t.Failures.LastClass,
+		FailClass:        failClass,
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
 	}, o, now)
+	if suspect {
+		d.FailClass = SuspectClass
+	}
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
 			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)
@@ -623,7 +660,8 @@ var outcomeList = func() string {
 // outcome names; a status of 200..599 (a final response: the page may be stored and served
 // with it; 1xx never ends a render), or 0 for an outcome that may have had no response; a
 // non-negative duration; a Location header only with a 3xx status and only an absolute
-// http(s) URL (what the local renderers store: render.CheckLocation); and a lease that can be this table's grant for this key
+// http(s) URL (what the local renderers store: render.CheckLocation); signals within their
+// bounds (checkSignals); and a lease that can be this table's grant for this key
 // (shm.Leases.Valid: slot in range, key hash the key's). Whether the lease is still held is not checked here: that is
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
@@ -658,11 +696,33 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 				return f("headers.location"), err
 			}
 		}
+		if err := checkSignals(r.Signals); err != nil {
+			return f("signals"), err
+		}
 		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err
 		}
 	}
 	return "", nil
+}
+
+// checkSignals refuses a browser's signals no renderer sends: a negative count, or evidence
+// past render.MaxEvidence lines of render.MaxEvidenceLen bytes (a render worker trims its own).
+func checkSignals(s *wire.Signals) error {
+	switch {
+	case s == nil:
+		return nil
+	case s.Exceptions < 0 || s.FailedRequests < 0 || s.PendingRequests < 0:
+		return errors.New("a negative count")
+	case len(s.Evidence) > render.MaxEvidence:
+		return fmt.Errorf("%d evidence lines, at most %d", len(s.Evidence), render.MaxEvidence)
+	}
+	for _, line := range s.Evidence {
+		if len(line) > render.MaxEvidenceLen {
+			return fmt.Errorf("an evidence line of %d bytes, at most %d", len(line), render.MaxEvidenceLen)
+		}
+	}
+	return nil
 }
 
 // checkResultKey refuses a result key that is not a cache key: a device, the separator, and an

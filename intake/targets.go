@@ -415,7 +415,20 @@ func (t *Targets) prioritize(keys [][]byte, mode string, inflight inFlight) (int
 		if err != nil {
 			return 0, err
 		}
-		writes = append(writes, store.Write{Schedule: sch, DropPage: mode == "wait"})
+		w := store.Write{Schedule: sch, DropPage: mode == "wait"}
+		if mode == "wait" {
+			// No good page is stored any more: the next render refills it whatever its
+			// verdict (verdicts.go), as a page never rendered well would be.
+			tg, err := t.store.GetTarget(k)
+			switch {
+			case err == nil && !tg.Verdict.Marked:
+				tg.Verdict.Marked = true
+				w.Target = &tg
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return 0, err
+			}
+		}
+		writes = append(writes, w)
 	}
 	if len(writes) == 0 {
 		return 0, nil
