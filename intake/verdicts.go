@@ -56,6 +56,15 @@ type judgment struct {
 	accept bool
 }
 
+// render is what verdict.Judge looks at of the result, but whether it is unchanged.
+func (j *judgment) render() verdict.Render {
+	in := verdict.Render{Landmarks: j.landmarks, ExpectFound: j.found}
+	if s := j.signals; s != nil {
+		in.Exceptions, in.FailedRequests, in.PendingRequests = s.Exceptions, s.FailedRequests, s.PendingRequests
+	}
+	return in
+}
+
 // judged reports whether r is judged: an ok render with a 2xx status and a body the store can
 // hold. Redirects and the other statuses a page may declare are the page's word, not a render
 // that lost it.
@@ -109,10 +118,8 @@ func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest ui
 		// its digest the last full render's (the stored page's).
 		unchanged = digest == t.Fresh.Digest
 	}
-	in := verdict.Render{Landmarks: j.landmarks, Unchanged: unchanged, ExpectFound: j.found}
-	if s := j.signals; s != nil {
-		in.Exceptions, in.FailedRequests, in.PendingRequests = s.Exceptions, s.FailedRequests, s.PendingRequests
-	}
+	in := j.render()
+	in.Unchanged = unchanged
 	vset := set.verdictSettings()
 	v := verdict.Judge(vset, &in, last, j.expect)
 	vs.AtMs = now
@@ -121,7 +128,7 @@ func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest ui
 		out.accepted = true
 	}
 	if !v.Suspect() {
-		setGood(vs, j.landmarks, digest)
+		setGood(vs, in.Baseline(), digest)
 		out.applied = true
 		return true, out
 	}
@@ -131,7 +138,7 @@ func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest ui
 	out.agree = ag.Count
 	if ag.Agreed(vset) {
 		// The site really changed: this content is the page now, and the one to compare with.
-		setGood(vs, j.landmarks, digest)
+		setGood(vs, in.Baseline(), digest)
 		vs.Reasons = uint32(v.Reasons)
 		out.applied, out.accepted = true, true
 		return true, out
@@ -147,19 +154,21 @@ func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest ui
 	return false, out
 }
 
-// setGood makes the render of landmarks and digest the last good one: the agreement and the
-// mark cleared.
+// setGood makes the render of landmarks (its verdict.Render.Baseline: the content's landmarks
+// and the render's signals) and digest the last good one: the agreement and the mark cleared.
 func setGood(vs *store.Verdict, lm verdict.Landmarks, digest uint64) {
 	at := vs.AtMs
 	*vs = store.Verdict{HasGood: true, Good: storeLandmarks(lm), GoodDigest: digest, AtMs: at}
 }
 
 func landmarksOf(l store.Landmarks) verdict.Landmarks {
-	return verdict.Landmarks{TextLen: l.TextLen, Title: l.Title, H1: l.H1, Description: l.Description, Canonical: l.Canonical}
+	return verdict.Landmarks{TextLen: l.TextLen, Title: l.Title, H1: l.H1, Description: l.Description, Canonical: l.Canonical,
+		Exceptions: l.Exceptions, FailedRequests: l.FailedRequests, PendingRequests: l.PendingRequests}
 }
 
 func storeLandmarks(l verdict.Landmarks) store.Landmarks {
-	return store.Landmarks{TextLen: l.TextLen, Title: l.Title, H1: l.H1, Description: l.Description, Canonical: l.Canonical}
+	return store.Landmarks{TextLen: l.TextLen, Title: l.Title, H1: l.H1, Description: l.Description, Canonical: l.Canonical,
+		Exceptions: l.Exceptions, FailedRequests: l.FailedRequests, PendingRequests: l.PendingRequests}
 }
 
 func agreementOf(a store.Agreement) verdict.Agreement {
@@ -193,7 +202,9 @@ func (a *Applier) afterVerdict(set *Settings, r *wire.Result, j *judgment, vo *v
 		a.d.Suspects.Drop(r.Key)
 		return
 	}
-	a.d.Suspects.Put(newSuspect(set, r.Key, vo.reasons, now, vo.agree, vo.digest, r.Status, r.Headers, r.Body, j.landmarks), set.keepBytes())
+	// Kept with its signals, so that an operator's accept makes them the good render's too.
+	in := j.render()
+	a.d.Suspects.Put(newSuspect(set, r.Key, vo.reasons, now, vo.agree, vo.digest, r.Status, r.Headers, r.Body, in.Baseline()), set.keepBytes())
 }
 
 // Accept applies key's kept suspect render as its page now: the operator's word that it is the
@@ -214,7 +225,10 @@ func (a *Applier) Accept(key []byte) (*Suspect, error) {
 	set, tu := a.d.Settings(), a.d.Tuning.Load()
 	r := wire.Result{Key: key, Outcome: okName, Status: e.Status, Headers: e.Headers, Body: e.Body}
 	digest := a.digests(set, []wire.Result{r})[0]
-	j := &judgment{landmarks: e.Landmarks, accept: true}
+	// The kept landmarks carry the suspect's signals (afterVerdict): they become the good
+	// render's, so that the next render is judged against what this one had.
+	j := &judgment{landmarks: e.Landmarks, accept: true, signals: &wire.Signals{Exceptions: int(e.Landmarks.Exceptions),
+		FailedRequests: int(e.Landmarks.FailedRequests), PendingRequests: int(e.Landmarks.PendingRequests)}}
 	defer a.d.Locks.Lock([][]byte{key})()
 	now := a.d.Now()
 	var (

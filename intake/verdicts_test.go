@@ -609,3 +609,46 @@ func TestNoHistoryMakesAServablePageUnservable(t *testing.T) {
 		t.Fatal("the histories did not exercise both cases")
 	}
 }
+
+// A site whose pages throw on every load (a third-party widget, say) has that exception in its
+// good render too: its next render, with new content and the same exception, is good and
+// applied, and only a render that throws more than the good one did is suspect by it.
+func TestSignalsAreJudgedAgainstTheGoodRenders(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	span := v.a.d.Settings().verdictSettings().AgreeSpan.Milliseconds()
+	// No good render to compare with: each throwing render is stored, marked, until renders of
+	// the same content agree over the span and it becomes the good one, exception and all.
+	for range 3 {
+		v.render(t, goodBody, thrown)
+		v.e.Advance(span / 2)
+	}
+	tg := v.target(t)
+	if !tg.Verdict.HasGood || tg.Verdict.Marked || tg.Verdict.Good.Exceptions != 1 {
+		t.Fatalf("after agreeing renders that threw once: verdict %+v, want a good render with its exception kept", tg.Verdict)
+	}
+	changed := strings.Replace(goodBody, "A fine shoe.", "A finer shoe.", 1)
+	v.render(t, changed, thrown)
+	if got := v.served(t); got != changed {
+		t.Fatalf("a render with the site's usual exception and new content: served %.60q, want the new content", got)
+	}
+	twice := &wire.Signals{Exceptions: 2}
+	v.render(t, strings.Replace(changed, "finer", "finest", 1), twice)
+	if got := v.served(t); got != changed {
+		t.Fatalf("a render that threw twice where the good one threw once replaced the page: %.60q", got)
+	}
+	if r := verdict.Reasons(v.target(t).Verdict.Reasons); r != verdict.Exception {
+		t.Fatalf("reasons %v, want exception", r)
+	}
+	// An operator accepts it: its two exceptions become the site's usual.
+	if _, err := v.a.Accept(v.key); err != nil {
+		t.Fatal(err)
+	}
+	if g := v.target(t).Verdict.Good; g.Exceptions != 2 {
+		t.Fatalf("after an accept: good landmarks %+v, want the accepted render's two exceptions", g)
+	}
+	latest := strings.Replace(changed, "finer", "latest", 1)
+	v.render(t, latest, twice)
+	if got := v.served(t); got != latest {
+		t.Fatalf("after the accept, a render with two exceptions and new content: served %.60q, want it", got)
+	}
+}

@@ -21,13 +21,16 @@ type Verdict struct {
 	Marked     bool      // no good page is stored: the page, if any, is a suspect stored for want of one, or a wait dropped it
 }
 
-// Landmarks are verdict.Landmarks as the store keeps them.
+// Landmarks are verdict.Landmarks as the store keeps them: the good render's content
+// landmarks, and its signals' counts, against which a later render's are judged.
 type Landmarks struct {
 	TextLen     uint32
 	Title       bool
 	H1          bool
 	Description bool
 	Canonical   bool
+
+	Exceptions, FailedRequests, PendingRequests uint16
 }
 
 // Agreement is verdict.Agreement as the store keeps it. Count 0 is no run, and then every
@@ -62,15 +65,19 @@ func (v Verdict) validate() error {
 //	+-------+-------------+--------------+----------+---------+--------------+-----------+-------------+------------+
 //	| flags | goodTextLen | goodDigest   | reasons  | atMs    | agreeDigest  | agreeCount| agreeFirstMs| agreeLastMs|
 //	+-------+-------------+--------------+----------+---------+--------------+-----------+-------------+------------+
-//	                                                                                                    53
+//	53              55                  57                  59
+//	+---------------+-------------------+-------------------+
+//	| goodExceptions| goodFailedRequests| goodPendingRequests|
+//	+---------------+-------------------+-------------------+
 //
 //	flags  bit 0 a good render is known, bit 1 marked, bits 2..5 the good render's title, h1,
 //	       description, canonical; bits 6..7 are 0
+//	good…  u16 each: the good render's signals (verdict.Render.Baseline)
 //
-// Canonical: without bit 0, bits 2..5, goodTextLen and goodDigest are 0; an agreement of count
+// Canonical: without bit 0, bits 2..5, goodTextLen, goodDigest and the good signals are 0; an agreement of count
 // 0 is all zeros; agreeLastMs ≥ agreeFirstMs; a section whose every field is zero is refused
 // (that target is version 1's or 2's to write), so every value has one encoding.
-const verdictLen = 53
+const verdictLen = 59
 
 const (
 	verdictHasGood = 1 << iota
@@ -101,7 +108,10 @@ func (v Verdict) append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, v.Agree.Digest)
 	b = binary.BigEndian.AppendUint32(b, v.Agree.Count)
 	b = binary.BigEndian.AppendUint64(b, uint64(v.Agree.FirstMs))
-	return binary.BigEndian.AppendUint64(b, uint64(v.Agree.LastMs))
+	b = binary.BigEndian.AppendUint64(b, uint64(v.Agree.LastMs))
+	b = binary.BigEndian.AppendUint16(b, v.Good.Exceptions)
+	b = binary.BigEndian.AppendUint16(b, v.Good.FailedRequests)
+	return binary.BigEndian.AppendUint16(b, v.Good.PendingRequests)
 }
 
 func (v *Verdict) decode(d *decoder) {
@@ -121,6 +131,7 @@ func (v *Verdict) decode(d *decoder) {
 	q.Agree.Count = d.u32()
 	q.Agree.FirstMs = d.nonNeg("agreement first")
 	q.Agree.LastMs = d.nonNeg("agreement last")
+	q.Good.Exceptions, q.Good.FailedRequests, q.Good.PendingRequests = d.u16(), d.u16(), d.u16()
 	if d.err != nil {
 		return
 	}

@@ -7,7 +7,8 @@ import (
 )
 
 func sampleVerdict() Verdict {
-	return Verdict{HasGood: true, Good: Landmarks{TextLen: 4321, Title: true, H1: true, Canonical: true},
+	return Verdict{HasGood: true, Good: Landmarks{TextLen: 4321, Title: true, H1: true, Canonical: true,
+		Exceptions: 1, FailedRequests: 65535, PendingRequests: 2},
 		GoodDigest: 0xfedcba9876543210, Reasons: 1<<0 | 1<<3, AtMs: 1_700_000_200_000,
 		Agree: Agreement{Digest: 0x1122334455667788, Count: 2, FirstMs: 1_700_000_100_000, LastMs: 1_700_000_200_000}}
 }
