@@ -40,7 +40,7 @@ func ChromeOptions(c config.Render) chrome.Options {
 	ch := c.Chrome
 	return chrome.Options{
 		Options: RenderOptions(c),
-		Path:    ch.Path, Idle: ch.Idle.D(), LongRequest: ch.LongRequest.D(), BlockTypes: ch.BlockTypes, Block: ch.Block,
+		Path:    ch.Path, Idle: ch.Idle.D(), LongRequest: ch.LongRequest.D(), DataWait: ch.DataWait.D(), CacheMaxAge: ch.CacheMaxAge.D(), BlockTypes: ch.BlockTypes, Block: ch.Block,
 		KeepScripts: ch.KeepScripts, RecycleAfter: ch.RecycleAfter, MaxRSS: int64(ch.MaxRSS), User: ch.User,
 		NoSandbox: ch.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
 	}

@@ -31,6 +31,8 @@ render:
     path: /opt/chromium
     idle: 300ms
     long_request: 1500ms
+    data_wait: 7s
+    cache_max_age: 3m
     block_types: [image]
     block: ["*/ads/*"]
     keep_scripts: true
@@ -60,6 +62,7 @@ render:
 	}
 	ch.Devices = map[string]chrome.Device{"tablet": ch.Devices["tablet"]} // compared below
 	wantChrome := chrome.Options{Options: want, Path: "/opt/chromium", Idle: 300 * time.Millisecond, LongRequest: 1500 * time.Millisecond,
+		DataWait: 7 * time.Second, CacheMaxAge: 3 * time.Minute,
 		BlockTypes: []string{"image"}, Block: []string{"*/ads/*"}, KeepScripts: true, RecycleAfter: 17, MaxRSS: 100 << 20,
 		User: "nobody", NoSandbox: true, DefaultDevice: config.DefaultDevice,
 		Devices: map[string]chrome.Device{"tablet": {Width: 800, Height: 1200, Scale: 2, Mobile: true, UserAgent: "ua/1 site-renders/3"}}}

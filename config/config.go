@@ -289,6 +289,8 @@ type Chrome struct {
 	Path         string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
 	Idle         Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
 	LongRequest  Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
+	DataWait     Duration `yaml:"data_wait"`     // ChromeDataWaitDefault: how long a same-site XHR or fetch in flight keeps holding a page (past it, a long-poll)
+	CacheMaxAge  Duration `yaml:"cache_max_age"` // ChromeCacheMaxAgeDefault: the browser's cache is cleared before a render when it was last cleared longer ago; 0: never by age
 	BlockTypes   []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
 	Block        []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
 	KeepScripts  bool     `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
@@ -477,6 +479,8 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.chrome.path", &r.Chrome.Path, false},
 		{"render.chrome.idle", &r.Chrome.Idle, false},
 		{"render.chrome.long_request", &r.Chrome.LongRequest, false},
+		{"render.chrome.data_wait", &r.Chrome.DataWait, false},
+		{"render.chrome.cache_max_age", &r.Chrome.CacheMaxAge, true}, // 0: the cache is never cleared for its age
 		{"render.chrome.recycle_after", &r.Chrome.RecycleAfter, false},
 		{"render.chrome.max_rss", &r.Chrome.MaxRSS, false},
 		{"render.chrome.user", &r.Chrome.User, false},

@@ -127,7 +127,16 @@ const (
 	// ChromeLongRequestDefault is render.chrome.long_request: a page's own data fetch answers well
 	// within 2 s (four times render.chrome.idle), while a long-poll or a stream is held open for
 	// tens of seconds; past it a request no longer keeps a page from being idle.
-	ChromeLongRequestDefault  = Duration(2 * time.Second)
+	ChromeLongRequestDefault = Duration(2 * time.Second)
+	// ChromeDataWaitDefault is render.chrome.data_wait: a same-site XHR or fetch (the page's
+	// own data) keeps holding the page while in flight for up to this long, so that a slow API
+	// (3 s) is waited for rather than captured as "Loading…"; past it the request is taken to
+	// be a long-poll.
+	ChromeDataWaitDefault = Duration(10 * time.Second)
+	// ChromeCacheMaxAgeDefault is render.chrome.cache_max_age: the longest a sub-resource
+	// (a script, a style) the browser cached is used before the cache is cleared, whatever
+	// max-age the site gave it, so that a site's deploy under the same URLs reaches renders.
+	ChromeCacheMaxAgeDefault  = Duration(10 * time.Minute)
 	ChromeRecycleAfterDefault = 1000
 	ChromeMaxRSSDefault       = ByteSize(2 << 30)
 	ChromeMaxRSSMin           = ByteSize(64 << 20)
@@ -265,6 +274,8 @@ func (c *Config) EnsureDefaults() *Config {
 	ch.Path = cmp.Or(ch.Path, ChromePathDefault)
 	ch.Idle = cmp.Or(ch.Idle, ChromeIdleDefault)
 	ch.LongRequest = cmp.Or(ch.LongRequest, ChromeLongRequestDefault)
+	ch.DataWait = cmp.Or(ch.DataWait, ChromeDataWaitDefault)
+	ch.CacheMaxAge = cmp.Or(ch.CacheMaxAge, ChromeCacheMaxAgeDefault)
 	if ch.BlockTypes == nil {
 		ch.BlockTypes = ChromeBlockTypesDefault()
 	}

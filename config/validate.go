@@ -352,6 +352,12 @@ func (r *Render) validateChrome(bad badFunc) {
 	if c.LongRequest <= 0 { // at or past render.timeout it never applies: every request holds
 		bad("render.chrome.long_request", "must be positive, got %s", c.LongRequest)
 	}
+	if c.DataWait <= 0 { // at or past render.timeout a same-site request holds until the timeout
+		bad("render.chrome.data_wait", "must be positive, got %s", c.DataWait)
+	}
+	if c.CacheMaxAge < 0 {
+		bad("render.chrome.cache_max_age", "must be 0 (no bound) or positive, got %s", c.CacheMaxAge)
+	}
 	for i, t := range c.BlockTypes {
 		if !slices.Contains(ChromeResourceTypes, t) {
 			bad(fmt.Sprintf("render.chrome.block_types[%d]", i), "must be one of %s, got %q", strings.Join(ChromeResourceTypes, ", "), t)

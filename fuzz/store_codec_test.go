@@ -104,6 +104,13 @@ func FuzzStoreTarget(f *testing.F) {
 	seedTruncations(f, mustMarshal(f, store.Target{URL: "https://shop.example/", Source: store.SourceAPI,
 		Fresh: store.Freshness{Changed: 1, ChangedHours: 0.5, UnchangedHours: 12, Requests: 3, RequestsAtMs: 9,
 			Digest: 42, DigestAtMs: 8, Conditional: 2, ETag: `"e"`, LastModified: "Tue, 01 Dec 2026 10:00:00 GMT"}}))
+	// Version 3: the verdict section, without and with the freshness section.
+	seedTruncations(f, mustMarshal(f, store.Target{URL: "https://shop.example/v", Source: store.SourceSitemap,
+		Verdict: store.Verdict{Marked: true, Reasons: 1, AtMs: 7}}))
+	seedTruncations(f, mustMarshal(f, store.Target{URL: "https://shop.example/w", Source: store.SourceAPI,
+		Fresh: store.Freshness{Digest: 42, DigestAtMs: 8},
+		Verdict: store.Verdict{HasGood: true, Good: store.Landmarks{TextLen: 900, Title: true, H1: true, Description: true, Canonical: true},
+			GoodDigest: 42, Reasons: 0x10, AtMs: 9, Agree: store.Agreement{Digest: 43, Count: 2, FirstMs: 3, LastMs: 9}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var v store.Target
 		err := v.UnmarshalBinary(b)

@@ -16,6 +16,11 @@ type Request struct {
 	Key    []byte // the cache key (device|url), for logs; renderers do not interpret it
 	URL    string
 	Device string // e.g. "desktop", "mobile": picks the User-Agent from render.user_agents
+	// CacheEpoch is worker 0's cache epoch (shm.CounterCacheEpoch) when the render was taken:
+	// an operator's recache or rush raises it, and a renderer that keeps a cache of
+	// sub-resources between renders (chrome) clears it once when it sees one above the last it
+	// cleared at. Other renderers ignore it.
+	CacheEpoch uint64
 }
 
 // The stages of Result.Stage (package outcome holds the names, which wire shares); the

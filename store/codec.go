@@ -17,6 +17,7 @@ const (
 	tagRowV2        = 0x22 // codec_row.go, with the rank interval
 	tagTargetV1     = 0x31 // codec_target.go
 	tagTargetV2     = 0x32 // codec_target.go, with the freshness section of codec_freshness.go
+	tagTargetV3     = 0x33 // codec_target.go, with the verdict section of codec_verdict.go (freshness optional)
 	tagPageV1       = 0x41 // codec_page.go
 	tagPageV2       = 0x42 // codec_page.go, with the decoded length of a compressed body
 )

@@ -93,6 +93,8 @@ type Target struct {
 	// Fresh is the freshness-of-content state (codec_freshness.go); zero until a render or a
 	// crawler request is observed.
 	Fresh Freshness
+	// Verdict is the render verdicts' state (codec_verdict.go); zero until a render is judged.
+	Verdict Verdict
 }
 
 // HasValidators reports whether the page's origin sent a validator (an ETag or a
@@ -121,7 +123,10 @@ func (t *Target) Validate() error {
 	case len(t.Device) > maxShortLen, len(t.Route) > maxShortLen, len(t.Failures.LastClass) > maxShortLen:
 		return fmt.Errorf("%w: device, route or failure class longer than %d bytes", ErrInvalidTarget, maxShortLen)
 	}
-	return t.Fresh.validate()
+	if err := t.Fresh.validate(); err != nil {
+		return err
+	}
+	return t.Verdict.validate()
 }
 
 // Target format, version 1 (tag 0x31). A fixed part, then four length-prefixed strings.
@@ -150,16 +155,24 @@ func (t *Target) Validate() error {
 // section (codec_freshness.go). A target whose Fresh is zero is always written as version 1,
 // so a store keeps decoding for a binary of before the freshness state until a render or a
 // request gives a target some, and every value has one encoding.
+//
+// Version 3 (tag 0x33) is version 1's bytes under its own tag, a byte saying whether the
+// freshness section follows (1) or not (0), the freshness section when it does, then the
+// verdict section (codec_verdict.go). A target whose Verdict is zero is written as version 1
+// or 2, so targets no render was judged for keep decoding for a binary of before the verdicts.
 const targetFixedLen = 66
 
-// AppendBinary appends the encoding to b: version 1 when Fresh is zero, else version 2. It
-// implements encoding.BinaryAppender.
+// AppendBinary appends the encoding to b: version 3 when Verdict is not zero, else version 1
+// when Fresh is zero, else version 2. It implements encoding.BinaryAppender.
 func (t Target) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return b, err
 	}
 	tag := byte(tagTargetV1)
-	if !t.Fresh.IsZero() {
+	switch {
+	case !t.Verdict.IsZero():
+		tag = tagTargetV3
+	case !t.Fresh.IsZero():
 		tag = tagTargetV2
 	}
 	b = append(b, tag, byte(t.Source), byte(t.Terminal), t.DemandRung)
@@ -176,15 +189,23 @@ func (t Target) AppendBinary(b []byte) ([]byte, error) {
 	b = appendString(b, t.Device)
 	b = appendString(b, t.Route)
 	b = appendString(b, t.Failures.LastClass)
-	if tag == tagTargetV2 {
+	switch {
+	case tag == tagTargetV2:
 		b = t.Fresh.append(b)
+	case tag == tagTargetV3 && t.Fresh.IsZero():
+		b = append(b, 0)
+		b = t.Verdict.append(b)
+	case tag == tagTargetV3:
+		b = append(b, 1)
+		b = t.Fresh.append(b)
+		b = t.Verdict.append(b)
 	}
 	return b, nil
 }
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (t Target) MarshalBinary() ([]byte, error) {
-	return t.AppendBinary(make([]byte, 0, targetFixedLen+len(t.URL)+len(t.Device)+len(t.Route)+16))
+	return t.AppendBinary(make([]byte, 0, targetFixedLen+len(t.URL)+len(t.Device)+len(t.Route)+16+1+verdictLen))
 }
 
 // UnmarshalBinary decodes b into t. Any input that is not a valid encoding returns an error
@@ -192,8 +213,8 @@ func (t Target) MarshalBinary() ([]byte, error) {
 func (t *Target) UnmarshalBinary(b []byte) error {
 	d := decoder{what: "target", b: b}
 	version := d.u8()
-	if d.err == nil && version != tagTargetV1 && version != tagTargetV2 {
-		d.fail("unknown tag 0x%02x (want 0x%02x or 0x%02x)", version, tagTargetV1, tagTargetV2)
+	if d.err == nil && version != tagTargetV1 && version != tagTargetV2 && version != tagTargetV3 {
+		d.fail("unknown tag 0x%02x (want 0x%02x, 0x%02x or 0x%02x)", version, tagTargetV1, tagTargetV2, tagTargetV3)
 	}
 	var q Target
 	q.Source = Source(d.u8())
@@ -212,8 +233,18 @@ func (t *Target) UnmarshalBinary(b []byte) error {
 	q.Device = d.str("device", maxShortLen)
 	q.Route = d.str("route", maxShortLen)
 	q.Failures.LastClass = d.str("failure class", maxShortLen)
-	if version == tagTargetV2 {
+	switch version {
+	case tagTargetV2:
 		q.Fresh.decode(&d)
+	case tagTargetV3:
+		switch fresh := d.u8(); {
+		case d.err != nil:
+		case fresh == 1:
+			q.Fresh.decode(&d)
+		case fresh != 0:
+			d.fail("freshness presence byte %d (want 0 or 1)", fresh)
+		}
+		q.Verdict.decode(&d)
 	}
 	if err := d.done(); err != nil {
 		return err

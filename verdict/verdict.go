@@ -22,11 +22,14 @@ const (
 
 // Landmarks summarise a good render: what a later render must keep to be believed.
 type Landmarks struct {
-	TextLen     uint32 // bytes of visible text (outside script, style, template, noscript), whitespace runs counted once
-	Title       bool   // a non-empty <title>
-	H1          bool   // a non-empty <h1>
-	Description bool   // a non-empty <meta name="description">
-	Canonical   bool   // a <link rel="canonical"> with an href
+	// TextLen is the bytes of visible text: outside script, style, template, noscript, iframe,
+	// head and comments, entities decoded, each run of whitespace between text counted as one
+	// byte (leading and trailing ones not at all).
+	TextLen     uint32
+	Title       bool // the document's <title> (its first outside svg/math) has non-blank text
+	H1          bool // an <h1> has non-blank visible text
+	Description bool // a <meta name="description"> (name without case) with non-blank content
+	Canonical   bool // a <link> whose rel tokens include canonical, with a non-blank href
 }
 
 // Render is what Judge looks at.
@@ -38,7 +41,8 @@ type Render struct {
 	Exceptions      int
 	FailedRequests  int
 	PendingRequests int
-	// ExpectFound is Expect.Found of the body; ignored when the route has no Expect.
+	// ExpectFound is whether the body has the route's Expect (InspectExpect reads it with the
+	// landmarks); ignored when the route has no Expect.
 	ExpectFound bool
 }
 

@@ -103,6 +103,10 @@ type browser struct {
 	inflight int        // renders running on it
 	retired  bool       // no new render begins on it; it closes when inflight reaches 0
 	idle     []*tabConn // open tabs no render uses (tabs.go)
+	// The browser's cache was last cleared then (its start: a new profile's cache is empty);
+	// clearAgain: a clear failed, the next render clears it.
+	cacheClearedAt time.Time
+	clearAgain     bool
 }
 
 // startBrowser starts Chromium as cfg says, its every request through the proxy eg, with

@@ -46,6 +46,12 @@ type Renderer struct {
 
 	rssCheckedAt atomic.Int64 // unix ns of the last RSS look
 	restarts     atomic.Int64
+
+	// now is the clock render.chrome.cache_max_age is measured by; tests set their own.
+	now func() time.Time
+	// cacheEpoch is the highest render.Request.CacheEpoch the browser's cache was cleared at
+	// (under mu).
+	cacheEpoch uint64
 }
 
 // rssEvery is how often, at most, the browser's memory is looked at. Summing the Pss of its
@@ -75,7 +81,7 @@ func New(cfg Options, hooks Hooks) (*Renderer, error) {
 	if _, err := account(cfg.User); err != nil {
 		return nil, err
 	}
-	r := &Renderer{cfg: cfg, hooks: hooks, blockTypes: map[network.ResourceType]bool{}, startLimit: startTimeout}
+	r := &Renderer{cfg: cfg, hooks: hooks, blockTypes: map[network.ResourceType]bool{}, startLimit: startTimeout, now: time.Now}
 	for _, t := range cfg.BlockTypes {
 		r.blockTypes[resourceType(t)] = true
 	}
@@ -96,6 +102,7 @@ func New(cfg Options, hooks Hooks) (*Renderer, error) {
 		eg.close()
 		return nil, err
 	}
+	b.cacheClearedAt = r.now() // a new profile: its cache is empty
 	r.cur = b
 	return r, nil
 }
@@ -185,6 +192,7 @@ func (r *Renderer) acquire(ctx context.Context) (*browser, error) {
 		if err != nil {
 			return nil, err
 		}
+		b.cacheClearedAt = r.now()
 		r.cur = b
 	}
 	b := r.cur
@@ -275,8 +283,56 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 		return failed(res, outcome.Failed, render.StageBrowser, err.Error())
 	}
 	defer r.release(b)
-	t := &tab{r: r, b: b, req: req, dev: r.device(req.Device), start: start}
-	return t.render(rctx, res)
+	base := res
+	t := &tab{r: r, b: b, req: req, dev: r.device(req.Device), start: start, clearCache: r.cacheClear(b, req.CacheEpoch)}
+	res = t.render(rctx, base)
+	if !t.secondLook(rctx, res) {
+		return res
+	}
+	// The page looked wrong, and some of its scripts or styles came from the browser's cache:
+	// perhaps the site deployed new ones under the same URLs and the cache still holds the old.
+	// Look again with the cache bypassed, within the same render.timeout, and take that look.
+	cold := &tab{r: r, b: b, req: req, dev: t.dev, start: start, cold: true}
+	return cold.render(rctx, base)
+}
+
+// secondLook reports whether a completed render looks wrong — its status (the document's, or
+// the one the page declared) is 400–599, or its scripts threw, or its own data requests failed
+// or were still pending — while some of its sub-resources came from the browser's cache.
+func (t *tab) secondLook(rctx context.Context, res render.Result) bool {
+	sig := res.Signals
+	if t.cold || sig == nil || rctx.Err() != nil || !t.b.alive() {
+		return false
+	}
+	t.mu.Lock()
+	cached := t.cachedSub
+	t.mu.Unlock()
+	wrong := (res.Status >= 400 && res.Status <= 599) || sig.Exceptions > 0 || sig.FailedRequests > 0 || sig.PendingRequests > 0
+	return wrong && cached
+}
+
+// cacheClear reports whether the render about to begin on b clears the browser's cache first,
+// and if so counts it cleared: when it was last cleared longer ago than
+// render.chrome.cache_max_age, or when the request carries a cache epoch above the last one it
+// was cleared at (an operator's recache or rush). One render clears it; the others do not wait.
+func (r *Renderer) cacheClear(b *browser, epoch uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	stale := r.cfg.CacheMaxAge > 0 && now.Sub(b.cacheClearedAt) > r.cfg.CacheMaxAge
+	if !stale && epoch <= r.cacheEpoch && !b.clearAgain {
+		return false
+	}
+	b.cacheClearedAt, b.clearAgain = now, false
+	r.cacheEpoch = max(r.cacheEpoch, epoch)
+	return true
+}
+
+// cacheClearFailed makes the next render on b clear the cache, since this one could not.
+func (r *Renderer) cacheClearFailed(b *browser) {
+	r.mu.Lock()
+	b.clearAgain = true
+	r.mu.Unlock()
 }
 
 // device is the emulation of a device name (Options.Devices).

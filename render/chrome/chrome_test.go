@@ -89,7 +89,8 @@ func defaultOptions() Options {
 	return Options{
 		Options: render.Options{Renderer: "chrome", Concurrency: d.Concurrency, Timeout: d.Timeout.D(), Domains: d.Domains,
 			UserAgent: d.UserAgent, UserAgents: d.UserAgents, MaxBody: int64(d.MaxBody), MaxRedirects: d.MaxRedirects},
-		Path: d.Chrome.Path, Idle: d.Chrome.Idle.D(), LongRequest: d.Chrome.LongRequest.D(), BlockTypes: d.Chrome.BlockTypes,
+		Path: d.Chrome.Path, Idle: d.Chrome.Idle.D(), LongRequest: d.Chrome.LongRequest.D(), DataWait: d.Chrome.DataWait.D(),
+		CacheMaxAge: d.Chrome.CacheMaxAge.D(), BlockTypes: d.Chrome.BlockTypes,
 		Block: d.Chrome.Block, KeepScripts: d.Chrome.KeepScripts, RecycleAfter: d.Chrome.RecycleAfter, MaxRSS: int64(d.Chrome.MaxRSS),
 		User: d.Chrome.User, NoSandbox: d.Chrome.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
 	}

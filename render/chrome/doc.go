@@ -28,18 +28,46 @@
 //     Fetch domain where every request is already vetted, because the alternatives reach too
 //     far: Network.setCacheDisabled turns the cache off for every request of the tab, and
 //     clearing a cache entry clears the whole browser's cache.
+//   - Does not keep a site's old scripts for long after the site deploys new ones under the same
+//     URLs (app.js with max-age of a day): the browser's cache is cleared
+//     (Network.clearBrowserCache, through the tab of the render that finds it due, once)
+//     before a render when it was last cleared longer ago than render.chrome.cache_max_age
+//     (default 10m; by the renderer's clock, from the browser's start), and when the render's
+//     request carries a cache epoch (render.Request.CacheEpoch, worker 0's counter that an
+//     operator's recache or rush raises) above the last one it was cleared at.
+//   - Takes a second look, cold, at a render that looks wrong while some of its sub-resources
+//     came from the browser's cache (Network.requestServedFromCache, or a response from the disk
+//     or prefetch cache): its status (the document's, or the page's declared one) is 400–599, or
+//     its scripts threw, or its own data requests failed or were still pending. The page is
+//     rendered once more in the same Render call and render.timeout, on a tab whose cache is
+//     turned off for that render (Network.setCacheDisabled, turned back on before the tab is
+//     kept), and that render's result is returned, Signals.Cold set. The tab's switch rather
+//     than no-cache headers on sub-resources in the Fetch domain: a script Blink holds in its
+//     renderer's memory cache is answered there and never reaches the Fetch domain (its
+//     requestServedFromCache is how it is seen at all), while the switch bypasses that cache
+//     too; and it bypasses the caches only for reading, so the new script the second look
+//     fetched replaces the old in the HTTP cache and the next render of the site is warm with
+//     it (the deploy test renders a second new route without a second look). This is what a
+//     deploy under the same URLs looks like: the old script renders a new route as its
+//     NotFound (a declared 404), and the cold look renders it with the new code.
 //   - Is ready when window.prerenderReady === true if the page defines it, whatever its network
 //     does; else when the network has been idle for render.chrome.idle after the load event.
 //     Idle: no request began or ended in that time, and every request still in flight has been
-//     so for longer than render.chrome.long_request (default 2 s). EventSource and WebSocket
-//     connections never hold a page; a long-poll, a hanging beacon or a stream over fetch is
-//     told from a page's own data fetch only by its age, and a page's data fetch answers well
-//     within 2 s (four times the default idle), while a long-poll is held for tens of seconds:
-//     such a page is ready about render.chrome.long_request after its long request began,
-//     rather than timing out. Puppeteer's networkidle2 (idle with at most 2 connections open)
-//     was not taken: it captures a page whose two slow data fetches have not answered yet, a
-//     page stored without its content, where this rule waits for them. A page that is not
-//     ready within render.timeout is outcome.Timeout with no body: nothing of it is stored.
+//     so for longer than its bound. The page's own data requests — an XHR or fetch of the main
+//     frame to its site (the document's host, or a host under the same render.domains entry) —
+//     are bounded by render.chrome.data_wait (default 10 s); every other request by
+//     render.chrome.long_request (default 2 s). EventSource and WebSocket connections never
+//     hold a page. A long-poll, a hanging beacon or a stream over fetch is told from a page's
+//     own data fetch only by its age: a third party's request is not the page's content, and
+//     is let go at 2 s (four times the default idle); the site's own API is the content, and a
+//     slow one answers in seconds (a product page whose API answers in 3 s would otherwise be
+//     captured showing "Loading…"), while a long-poll is held for tens of seconds: past
+//     data_wait a same-site request is taken to be one, and the page is ready about data_wait
+//     after it began rather than timing out, reported with it pending (Signals). Puppeteer's
+//     networkidle2 (idle with at most 2 connections open) was not taken: it captures a page
+//     whose two slow data fetches have not answered yet, a page stored without its content,
+//     where this rule waits for them. A page that is not ready within render.timeout is
+//     outcome.Timeout with no body: nothing of it is stored.
 //   - Hears the tab's Network and Page events in one place, in the order the browser sent them
 //     (chromedp.Listen), and remembers the requests that ended: a request's end handled before
 //     its start (they arrive together on a cache hit) would otherwise look in flight forever,
@@ -48,7 +76,14 @@
 //   - Captures the serialized DOM (with its doctype), <script> elements removed but JSON-LD
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
 //     meta tags' status, else the document's response status; noindex.
-//   - Reports its phases in Result.Timings.
+//   - Reports its phases in Result.Timings, and what it saw of the page besides its document in
+//     Result.Signals, the evidence package verdict judges before a completed render replaces a
+//     stored page: uncaught exceptions (Runtime.exceptionThrown, of this render's document),
+//     the page's own data requests that failed (a network error, or an answer 400–599; not
+//     one freshq refused — render.chrome.block, block_types, the address policy — nor one
+//     cancelled) and those still in flight when the DOM was captured, with a few lines of
+//     evidence (render.MaxEvidence of render.MaxEvidenceLen bytes). Signals is nil only for a
+//     render whose document never committed.
 //   - Parks the tab on about:blank, waiting until the blank document is committed (its page's
 //     scripts and requests end there), and gives it back for the next render; a tab that
 //     crashed, failed to park or whose render did not end cleanly (a timeout) is closed.

@@ -117,9 +117,10 @@ func TestDocumentFromOriginEveryRender(t *testing.T) {
 }
 
 // A connection held open for good does not keep a page from being ready: an EventSource never
-// holds it (ready about render.chrome.idle after the last request), a long-poll no longer does
-// once in flight for render.chrome.long_request. A page that defines prerenderReady is still
-// captured only when it is true.
+// holds it (ready about render.chrome.idle after the last request), a same-site long-poll (an
+// XHR or fetch to the page's site) no longer does once in flight for render.chrome.data_wait,
+// and is reported pending. A page that defines prerenderReady is still captured only when it
+// is true.
 func TestLongLivedConnections(t *testing.T) {
 	s := newSite(t)
 	hang := make(chan struct{})
@@ -162,8 +163,9 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 		c.Timeout = 30 * time.Second
 		c.Idle = config.ChromeIdleDefault.D()
 		c.LongRequest = config.ChromeLongRequestDefault.D()
+		c.DataWait = 3 * time.Second // the default, 10 s, would only make the test longer
 	})
-	idle, long := config.ChromeIdleDefault.D(), config.ChromeLongRequestDefault.D()
+	idle, long, dataWait := config.ChromeIdleDefault.D(), config.ChromeLongRequestDefault.D(), 3*time.Second
 	for _, c := range []struct {
 		path, want  string
 		longRequest time.Duration // render.chrome.long_request for this render
@@ -173,7 +175,7 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 		// render's time: the page is ready once its fetch has been answered and idle passed.
 		// (The upper bounds leave seconds for a machine busy with other tests.)
 		{"/es", `<p id="data">fetched content</p>`, 15 * time.Second, idle, 6 * time.Second},
-		{"/longpoll", `<p id="data">fetched content</p>`, long, long - 300*time.Millisecond, long + idle + 3*time.Second},
+		{"/longpoll", `<p id="data">fetched content</p>`, long, dataWait - 300*time.Millisecond, dataWait + idle + 3*time.Second},
 	} {
 		r.cfg.LongRequest = c.longRequest // no render is in flight
 		res := render1(t, r, render.Request{URL: s.url(c.path)})
@@ -183,6 +185,9 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 		}
 		if wait := res.Timings.Ready - res.Timings.Load; wait < c.min || wait > c.max {
 			t.Errorf("%s: ready %s after the load event, want between %s and %s", c.path, wait, c.min, c.max)
+		}
+		if wantPending := map[string]int{"/es": 0, "/longpoll": 1}[c.path]; res.Signals == nil || res.Signals.PendingRequests != wantPending {
+			t.Errorf("%s: signals %+v, want %d pending", c.path, res.Signals, wantPending)
 		}
 	}
 	r.cfg.LongRequest = long

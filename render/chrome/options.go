@@ -14,6 +14,8 @@ type Options struct {
 	Path         string        // render.chrome.path: the browser's executable
 	Idle         time.Duration // render.chrome.idle: network quiet after load that makes a page ready
 	LongRequest  time.Duration // render.chrome.long_request: a request older than this no longer holds idleness
+	DataWait     time.Duration // render.chrome.data_wait: a same-site XHR or fetch holds idleness until this old
+	CacheMaxAge  time.Duration // render.chrome.cache_max_age: the browser's cache is cleared when last cleared longer ago; 0: never by age
 	BlockTypes   []string      // render.chrome.block_types: resource types refused before they load
 	Block        []string      // render.chrome.block: URL patterns refused before they load
 	KeepScripts  bool          // render.chrome.keep_scripts: keep <script> elements in the captured page

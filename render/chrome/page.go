@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+
+	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -16,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/freshq/freshq/outcome"
@@ -70,6 +74,16 @@ type tab struct {
 	blocked    int
 	proxyAuth  map[fetch.RequestID]bool // requests whose proxy challenge was answered once
 	timings    render.Timings
+
+	// What the page showed besides its document (render.Signals), under mu.
+	cold       bool                         // a second look with the browser's cache bypassed (Renderer.Render)
+	clearCache bool                         // the browser's cache is cleared before navigating (Renderer.cacheClear)
+	exceptions int                          // uncaught exceptions of the page's scripts
+	failed     int                          // the page's own data requests that failed
+	data       map[network.RequestID]string // the page's own data requests (XHR, fetch to its site) → URL
+	failedIDs  map[network.RequestID]bool   // those counted as failed, once each
+	evidence   []string                     // the first lines of evidence, at most render.MaxEvidence
+	cachedSub  bool                         // a sub-resource was answered from the browser's cache
 }
 
 func (t *tab) since() time.Duration { return time.Since(t.start) }
@@ -79,13 +93,41 @@ func (t *tab) since() time.Duration { return time.Since(t.start) }
 func (t *tab) render(ctx context.Context, res render.Result) render.Result {
 	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
 	t.net, t.docHops, t.proxyAuth = newActivity(), map[string]bool{}, map[fetch.RequestID]bool{}
+	t.data, t.failedIDs = map[network.RequestID]string{}, map[network.RequestID]bool{}
 	c, err := t.tabFor(ctx)
 	if err != nil {
 		return t.classifyErr(ctx, res, err)
 	}
+	if err := t.prepareCache(ctx, c); err != nil {
+		t.r.giveBack(t.b, c, false)
+		return t.classifyErr(ctx, res, err)
+	}
 	out, clean := t.run(ctx, c, res)
+	if t.cold && clean {
+		// The tab goes back to the cache it shares with every other render.
+		_, err := cdp.Call(ctx, c.target, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: false})
+		clean = err == nil
+	}
 	t.r.giveBack(t.b, c, clean)
 	return out
+}
+
+// prepareCache clears the browser's cache before the render when the renderer asked it to
+// (render.chrome.cache_max_age, a cache epoch), and turns the cache off on the tab for a
+// second look (tab.cold). Clearing is the browser's, through whichever tab asks.
+func (t *tab) prepareCache(ctx context.Context, c *tabConn) error {
+	if t.clearCache {
+		if _, err := cdp.Call(ctx, c.target, network.ClearBrowserCache, cdp.Empty{}); err != nil {
+			t.r.cacheClearFailed(t.b)
+			return fmt.Errorf("clearing the browser's cache: %w", err)
+		}
+	}
+	if t.cold {
+		if _, err := cdp.Call(ctx, c.target, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+			return fmt.Errorf("bypassing the browser's cache: %w", err)
+		}
+	}
+	return nil
 }
 
 // tabFor borrows a tab and sets the device's emulation on it. A borrowed tab that fails that
@@ -355,15 +397,20 @@ func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
 func (t *tab) onEvent(ev any) {
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		t.mu.Lock()
-		t.net.sent(ev.RequestID, ev.Type, time.Now())
-		t.mu.Unlock()
+		t.requestSent(ev)
 	case *network.EventLoadingFinished:
 		t.requestEnded(ev.RequestID)
 	case *network.EventLoadingFailed:
+		t.requestFailed(ev)
 		t.requestEnded(ev.RequestID)
 	case *network.EventResponseReceived:
 		t.responseReceived(ev)
+	case *network.EventRequestServedFromCache:
+		t.mu.Lock()
+		t.cachedSub = true // documents never are: they are fetched with no-cache (fromOrigin)
+		t.mu.Unlock()
+	case *runtime.EventExceptionThrown:
+		t.exceptionThrown(ev)
 	case *page.EventFrameNavigated:
 		if ev.Frame != nil && ev.Frame.ParentID == "" && ev.Frame.URL != "about:blank" {
 			t.mu.Lock()
@@ -388,8 +435,150 @@ func (t *tab) requestEnded(id network.RequestID) {
 	t.mu.Unlock()
 }
 
+// requestSent notes a request, and whether it is the page's own data request: an XHR or
+// fetch of the main frame's document to its site (the document's host, or a host under the
+// same render.domains entry). Those hold the page up to render.chrome.data_wait, and their
+// failures and those still pending are the render's signals.
+func (t *tab) requestSent(ev *network.EventRequestWillBeSent) {
+	var raw string
+	if ev.Request != nil {
+		raw = ev.Request.URL
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, data := t.data[ev.RequestID] // a redirect of a data request stays one
+	if !data && (ev.Type == network.ResourceTypeXHR || ev.Type == network.ResourceTypeFetch) && ev.FrameID == t.mainFrame &&
+		t.committed && sameSite(t.r.cfg.Domains, ev.DocumentURL, raw) {
+		t.data[ev.RequestID] = raw
+		data = true
+	}
+	t.net.sent(ev.RequestID, ev.Type, data, raw, time.Now())
+}
+
+// sameSite reports whether url is on the site of the document docURL: the same host, or both
+// under one render.domains entry (shop.example.com and api.example.com under example.com).
+func sameSite(domains []string, docURL, reqURL string) bool {
+	d, err1 := url.Parse(docURL)
+	u, err2 := url.Parse(reqURL)
+	if err1 != nil || err2 != nil || d.Hostname() == "" || u.Hostname() == "" {
+		return false
+	}
+	if strings.EqualFold(d.Hostname(), u.Hostname()) {
+		return true
+	}
+	for _, e := range domains {
+		entry := []string{e}
+		if render.Allowed(entry, d.Host) && render.Allowed(entry, u.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// requestFailed counts a data request of the page that failed on the network: not one freshq
+// refused (render.chrome.block, block_types, the address policy) nor one cancelled (by the
+// page, or as the tab left it).
+func (t *tab) requestFailed(ev *network.EventLoadingFailed) {
+	t.mu.Lock()
+	url, data := t.data[ev.RequestID]
+	t.mu.Unlock()
+	if !data || ev.Canceled || ev.BlockedReason != "" || strings.Contains(ev.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
+		return
+	}
+	if strings.Contains(ev.ErrorText, "ERR_TUNNEL_CONNECTION_FAILED") && t.r.egress.refusedRecently(hostPort(url), t.start) {
+		return // the address policy refused it
+	}
+	t.failedRequest(ev.RequestID, url, ev.ErrorText)
+}
+
+func (t *tab) failedRequest(id network.RequestID, url, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failedIDs[id] {
+		return
+	}
+	t.failedIDs[id] = true
+	t.failed++
+	t.addEvidence("failed request: " + url + " (" + why + ")")
+}
+
+// exceptionThrown counts an uncaught exception of the page's scripts (of this render's document:
+// not one of the page the tab held before).
+func (t *tab) exceptionThrown(ev *runtime.EventExceptionThrown) {
+	msg := "uncaught exception"
+	if d := ev.ExceptionDetails; d != nil {
+		msg = d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg, _, _ = strings.Cut(d.Exception.Description, "\n") // the message, not the stack
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.committed {
+		return
+	}
+	t.exceptions++
+	t.addEvidence("exception: " + msg)
+}
+
+// addEvidence keeps a line of evidence, within render.MaxEvidence lines of
+// render.MaxEvidenceLen bytes. t.mu is held.
+func (t *tab) addEvidence(line string) {
+	if len(t.evidence) < render.MaxEvidence {
+		t.evidence = append(t.evidence, truncate(line, render.MaxEvidenceLen))
+	}
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// signals are what the render saw of the page besides its document, or nil when its document
+// never committed (the page never loaded).
+func (t *tab) signals() *render.Signals {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.committed {
+		return nil
+	}
+	pending := t.net.pendingData()
+	sort.Strings(pending)
+	sig := &render.Signals{Exceptions: t.exceptions, FailedRequests: t.failed, PendingRequests: len(pending), Cold: t.cold}
+	sig.Evidence = append(sig.Evidence, t.evidence...)
+	for _, u := range pending {
+		if len(sig.Evidence) >= render.MaxEvidence {
+			break
+		}
+		sig.Evidence = append(sig.Evidence, truncate("pending request: "+u, render.MaxEvidenceLen))
+	}
+	return sig
+}
+
 func (t *tab) responseReceived(ev *network.EventResponseReceived) {
-	if ev.Type != network.ResourceTypeDocument || ev.FrameID != t.mainFrame || ev.Response == nil {
+	if ev.Response == nil {
+		return
+	}
+	if ev.Type != network.ResourceTypeDocument {
+		t.mu.Lock()
+		if ev.Response.FromDiskCache || ev.Response.FromPrefetchCache {
+			t.cachedSub = true
+		}
+		url, data := t.data[ev.RequestID]
+		t.mu.Unlock()
+		// A 403 the egress proxy made is the address policy's refusal, not the site's answer.
+		if st := int(ev.Response.Status); data && st >= 400 && st <= 599 && header(ev.Response.Headers, egressHeader) != "policy" {
+			t.failedRequest(ev.RequestID, url, fmt.Sprintf("HTTP %d", st))
+		}
+		return
+	}
+	if ev.FrameID != t.mainFrame {
 		return
 	}
 	t.mu.Lock()
@@ -415,7 +604,7 @@ func header(h network.Headers, name string) string {
 // render.chrome.idle without a request in flight after the load event. ok is false when the
 // render ended instead, with its result.
 func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res render.Result) (render.Result, bool) {
-	idle, longRequest := t.r.cfg.Idle, t.r.cfg.LongRequest
+	idle, longRequest, dataWait := t.r.cfg.Idle, t.r.cfg.LongRequest, t.r.cfg.DataWait
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	now := make(chan time.Time, 1)
@@ -442,7 +631,7 @@ func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res 
 			continue
 		}
 		t.mu.Lock()
-		quiet := t.net.quiet(time.Now(), idle, longRequest) && t.since()-t.timings.Load >= idle
+		quiet := t.net.quiet(time.Now(), idle, longRequest, dataWait) && t.since()-t.timings.Load >= idle
 		t.mu.Unlock()
 		if quiet {
 			break
@@ -610,8 +799,9 @@ func (t *tab) judge(res render.Result, body string) render.Result {
 	return render.JudgePage(res, robots)
 }
 
-// finish adds the render's timings.
+// finish adds the render's timings and signals.
 func (t *tab) finish(_ context.Context, res render.Result) render.Result {
+	res.Signals = t.signals()
 	t.mu.Lock()
 	tm := t.timings
 	tm.Blocked = t.blocked

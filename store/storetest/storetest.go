@@ -59,6 +59,7 @@ var tests = []test{
 	{"DropPageInTheSameWrite", testDropPageInTheSameWrite},
 	{"ForEachSchedulePrefix", testForEachSchedulePrefix},
 	{"TargetKeepsFreshness", testTargetKeepsFreshness},
+	{"TargetKeepsVerdict", testTargetKeepsVerdict},
 	{"RankIntervalReadsBack", testRankIntervalReadsBack},
 	// Modify.
 	{"ModifyDecidesOnCurrentRowAndTarget", testModifyDecidesOnCurrent},
