@@ -11,8 +11,8 @@
 // Each default and each bound that is a choice is one named constant (defaults.go), read by
 // EnsureDefaults and Validate alike; docs/CONFIGURATION.md's table is tested against Default().
 //
-// It imports nothing of freshq but cachekey (a leaf), whose rules for device names and cache
-// keys it applies.
+// Of freshq it imports cachekey, whose rules for device names and cache keys it applies, wire,
+// and verdict (a leaf), which compiles routes[].expect so that a bad selector is refused at load.
 package config
 
 import (
@@ -66,6 +66,7 @@ type Config struct {
 	Cluster    Cluster    `yaml:"cluster"`    // shard leases, with store.backend postgres
 	Serve      Serve      `yaml:"serve"`      // the crawler-facing listener
 	Freshness  Freshness  `yaml:"freshness"`  // freshness of content: change and demand observed
+	Verdict    Verdict    `yaml:"verdict"`    // how a completed render is judged before it is applied
 }
 
 // Freshness configures freshness of content: how a render's content is told changed or not
@@ -373,6 +374,9 @@ type Route struct {
 	// ChangeInterval is how often the route's pages are taken to change before their own
 	// renders tell (the estimator's prior); 0 = the cadence.
 	ChangeInterval Duration `yaml:"change_interval"`
+	// Expect is what every good page of the route has (a selector, a text): a render without
+	// it is suspect and does not replace the page.
+	Expect RouteExpect `yaml:"expect"`
 }
 
 // MinIntervalDivisor: a route without min_interval is rendered at most every cadence ÷ 16

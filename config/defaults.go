@@ -348,6 +348,7 @@ func (c *Config) EnsureDefaults() *Config {
 	if sv.MobileAgents == nil {
 		sv.MobileAgents = ServeMobileAgentsDefault()
 	}
+	c.Verdict.ensureDefaults()
 	return c
 }
 

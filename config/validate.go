@@ -46,6 +46,7 @@ func (c *Config) Validate() error {
 	c.Serve.validate(c, bad)
 	c.Log.validate(bad)
 	c.Freshness.validate(bad)
+	c.Verdict.validate(bad)
 	c.validateAcross(bad)
 	if len(errs) == 0 {
 		return nil // not a nil FieldErrors, which would be a non-nil error
@@ -263,6 +264,7 @@ func validateRoutes(routes []Route, bad badFunc) {
 		default:
 			bad(path+".trailing_slash", "must be keep, add or strip, got %q", rt.TrailingSlash)
 		}
+		validateExpect(path, rt.Expect, bad)
 		names[rt.Name] = true
 	}
 }

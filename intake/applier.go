@@ -143,6 +143,11 @@ type ApplierDeps struct {
 	// crawler requests served since the previous observation and how many of them were
 	// served stale (staleServed). nil: not measured.
 	Stale *StaleMeter
+	// Suspects keeps the bodies of suspect renders not applied, for inspection and accept
+	// (Accept); nil: none kept, and nothing to accept.
+	Suspects *Suspects
+	// Verdicts counts suspect renders and accepted suspects; nil: not counted.
+	Verdicts VerdictCounter
 }
 
 // MissWaker is woken (Applied) for each result committed, after the commit and under the
@@ -219,6 +224,7 @@ const applyCommitBound = time.Minute
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	set, tu := a.d.Settings(), a.d.Tuning.Load()
 	digests := a.digests(set, results)
+	judg := judgments(set, results) // the verdicts' reads of the bodies, outside the locks too
 	keys := make([][]byte, len(results))
 	for i := range results {
 		keys[i] = results[i].Key
@@ -237,6 +243,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	holders := make([]uint64, 0, len(results))  // the holder of each change's lease
 	var conditional []condResult                // the 304 results among the changes
 	served := make([]servedStale, len(results)) // what each change observed of its requests
+	verdicts := make([]verdictOutcome, len(results)) // what each change's verdict did
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
@@ -271,7 +278,8 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					notOwner[j] = true
 					return store.Write{}, false, nil
 				}
-				return decide(set, tu, r, cur, digests[i], verified, now, &served[j])
+				verdicts[j] = verdictOutcome{}
+				return decide(set, tu, r, cur, digests[i], judg[i], verified, now, &served[j], &verdicts[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -305,6 +313,11 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			if filed[c.change] {
 				a.d.Conditional(c.applied)
 			}
+		}
+	}
+	for j, i := range index {
+		if filed[j] && verdicts[j].judged {
+			a.afterVerdict(set, &results[i], judg[i], &verdicts[j], now)
 		}
 	}
 	observed := make([]int, 0, len(refused)+len(index))
@@ -429,7 +442,11 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // never before the Change's MinDueMs), never the stored one (which a row from an older
 // version may hold out of range). ok is false when the row no longer exists: a result must
 // not resurrect a row deleted while it rendered.
-func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, verified *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+//
+// A judged result (j not nil) gets its verdict first (judge, verdicts.go), which says in vo
+// what it did: a suspect that is not applied is decided as a transient failure of class
+// SuspectClass, its page not stored.
+func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, j *judgment, verified *store.Page, now int64, sv *servedStale, vo *verdictOutcome) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -448,6 +465,18 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 			return decideNotModified(set, tu, r, row, t, verified, now, sv)
 		}
 	}
+	failClass, suspect := t.Failures.LastClass, false
+	if j != nil && o == outcome.OK {
+		var stored bool
+		if stored, *vo = judge(set, j, &t, row, digest, now); !stored {
+			// A transient failure whose streak is the suspects' own: policy continues a
+			// streak of its class (transient), so only a suspect one is continued.
+			o, suspect, failClass = outcome.Failed, true, ""
+			if t.Failures.LastClass == SuspectClass {
+				failClass = policy.ClassTransient.String()
+			}
+		}
+	}
 	d := set.Policy.Apply(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
@@ -455,10 +484,13 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 		StoredIntervalMs: row.StoredIntervalMs,
 		DemandRung:       t.DemandRung,
 		FailCount:        t.Failures.Count,
-		FailClass:        t.Failures.LastClass,
+		FailClass:        failClass,
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
 	}, o, now)
+	if suspect {
+		d.FailClass = SuspectClass
+	}
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
 			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)

@@ -8,6 +8,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/verdict"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -68,7 +69,27 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
 	}
 	ex.Freshness = explainFreshness(set, t.tuning.Load(), key, cadence, &tgt.Fresh, now)
+	ex.Verdict = explainVerdict(&tgt.Verdict)
 	return ex, nil
+}
+
+// explainVerdict is the target's last verdict; nil when no render of it was judged.
+func explainVerdict(v *store.Verdict) *wire.Verdict {
+	if v.AtMs == 0 {
+		return nil
+	}
+	reasons := verdict.Reasons(v.Reasons)
+	out := &wire.Verdict{Result: "good", Reasons: reasons.Names(), AtMs: v.AtMs, Marked: v.Marked}
+	if reasons != 0 {
+		out.Result = "suspect"
+	}
+	if out.Reasons == nil {
+		out.Reasons = []string{}
+	}
+	if v.Agree.Count > 0 {
+		out.Agree = &wire.VerdictAgree{Count: int(v.Agree.Count), FirstMs: v.Agree.FirstMs}
+	}
+	return out
 }
 
 // ServedPage is a stored page that may be served, with its age.

@@ -8,6 +8,7 @@ import (
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/verdict"
 )
 
 // Settings is everything worker 0's services read of the configuration, with the policy it
@@ -31,6 +32,35 @@ type Settings struct {
 	Sitemap   SitemapSettings
 	Freshness FreshnessSettings
 	Routes    map[string]RouteSettings // by route name; a route absent here has every default
+
+	// Verdict is the verdict section's thresholds (verdict.*); the zero value (a test's
+	// settings) is DefaultVerdict.
+	Verdict verdict.Settings
+	// KeepBytes is verdict.keep_bytes: the suspect bodies worker 0 keeps for inspection, in
+	// bytes at most (Suspects); 0 is DefaultKeepBytes.
+	KeepBytes int64
+}
+
+// The verdict defaults: what a node without a verdict section runs with.
+var DefaultVerdict = verdict.Settings{CollapseRatio: 0.33, MinText: 200, Agree: 3, AgreeSpan: 30 * time.Minute}
+
+// DefaultKeepBytes is verdict.keep_bytes's default: 32 MiB of suspect bodies.
+const DefaultKeepBytes = 32 << 20
+
+// verdictSettings is s.Verdict, or DefaultVerdict when it is unset.
+func (s *Settings) verdictSettings() *verdict.Settings {
+	if s.Verdict == (verdict.Settings{}) {
+		return &DefaultVerdict
+	}
+	return &s.Verdict
+}
+
+// keepBytes is s.KeepBytes, or DefaultKeepBytes when it is unset.
+func (s *Settings) keepBytes() int64 {
+	if s.KeepBytes <= 0 {
+		return DefaultKeepBytes
+	}
+	return s.KeepBytes
 }
 
 // SiteOf is the site of key's host (cachekey.Sites of render.domains): the unit the crawler
@@ -94,6 +124,8 @@ type RouteSettings struct {
 	Requests       float64       // routes[].requests: 0 = freshness.requests
 	MinInterval    time.Duration // routes[].min_interval: 0 = cadence ÷ MinIntervalDiv
 	ChangeInterval time.Duration // routes[].change_interval: 0 = the cadence
+	// Expect is routes[].expect: what every good page of the route has; nil: nothing.
+	Expect *verdict.Expect
 }
 
 // route returns the settings of key's route and whether it has one.

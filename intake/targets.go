@@ -321,6 +321,9 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 			return 0, &StoreError{err}
 		}
 	}
+	if req.Mode == "rush" && len(keys) > 0 {
+		t.seg.BumpCacheEpoch() // before the rows are due: their renders fetch the site's scripts anew
+	}
 	matched := 0
 	for start := 0; start < len(keys); start += ChunkItems {
 		n, err := t.prioritize(keys[start:min(start+ChunkItems, len(keys))], req.Mode, revokeInFlight)

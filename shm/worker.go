@@ -111,7 +111,14 @@ const (
 	// left due, unleased.
 	CounterRenderRefusedHost = CounterMissWaiters + 1
 
-	numNamedCounters = CounterRenderRefusedHost + 1
+	// CounterCacheEpoch is worker 0's cache epoch: an operator's rush or recache (intake's
+	// Prioritize, mode rush) raises it before the rows it rushes can be claimed; each render
+	// worker reads it before a render and passes it on (render.Request.CacheEpoch), and the
+	// chrome renderer clears its browser's cache once when it sees one above the last it
+	// cleared at. Never lowered: a render worker restarted keeps comparing against it.
+	CounterCacheEpoch = CounterRenderRefusedHost + 1
+
+	numNamedCounters = CounterCacheEpoch + 1
 )
 
 // Histogram geometry, fixed by the layout.

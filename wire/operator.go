@@ -37,6 +37,51 @@ type Explanation struct {
 	LastRender *RenderInfo    `json:"last_render,omitempty"`
 	Page       *PageFreshness `json:"page,omitempty"`
 	Freshness  *Freshness     `json:"freshness,omitempty"`
+	Verdict    *Verdict       `json:"verdict,omitempty"`
+}
+
+// Verdict is a target's last render verdict (docs/RENDERING.md, "Render verdicts"): good, or
+// suspect with its reasons' names; the run of suspect renders agreeing on one content, when
+// there is one; and whether the stored page is a first render judged suspect (marked).
+type Verdict struct {
+	Result  string        `json:"result"` // good or suspect
+	Reasons []string      `json:"reasons"`
+	AtMs    int64         `json:"at_ms"`
+	Agree   *VerdictAgree `json:"agree,omitempty"`
+	Marked  bool          `json:"marked"`
+}
+
+// VerdictAgree is the run of suspect renders with one content: how many, since when.
+type VerdictAgree struct {
+	Count   int   `json:"count"`
+	FirstMs int64 `json:"first_ms"`
+}
+
+// SuspectList is GET /v1/suspects: the suspect renders worker 0 keeps (of one site, or all),
+// newest first, and the bytes they hold against verdict.keep_bytes.
+type SuspectList struct {
+	Site      string    `json:"site,omitempty"`
+	Suspects  []Suspect `json:"suspects"`
+	KeptBytes int64     `json:"kept_bytes"`
+}
+
+// Suspect is one kept suspect render.
+type Suspect struct {
+	Key        string   `json:"key"`
+	URL        string   `json:"url"`
+	Device     string   `json:"device"`
+	Reasons    []string `json:"reasons"`
+	AtMs       int64    `json:"at_ms"`
+	AgreeCount int      `json:"agree_count"`
+	Status     int      `json:"status"`
+	Bytes      int      `json:"bytes"`
+}
+
+// AcceptSuspect is POST /v1/suspects/accept's body: the page whose kept suspect render is
+// applied as its page now.
+type AcceptSuspect struct {
+	URL    string `json:"url"`
+	Device string `json:"device,omitempty"`
 }
 
 // Freshness explains a page's freshness of content: what was observed of its changes and its

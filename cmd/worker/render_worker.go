@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/cachekey"
@@ -392,7 +393,9 @@ func (p *renderPool) giveBack(l shm.Lease) {
 // outcome.Timeout), not whether ctx has ended since.
 func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (wire.Result, bool) {
 	device, url, _ := cachekey.Split(j.Key)
-	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device})
+	// The cache epoch an operator's rush or recache raised (worker 0's block): a chrome
+	// renderer clears its browser's cache once when it sees a new one.
+	res := rdr.Render(ctx, render.Request{Key: j.Key, URL: url, Device: device, CacheEpoch: e.seg.CacheEpoch()})
 	if tm := res.Timings; tm != nil {
 		e.log.Debug().Str("url", url).Str("device", device).Str("outcome", res.Outcome.String()).Dur("response", tm.Response).
 			Dur("load", tm.Load).Dur("ready", tm.Ready).Dur("captured", tm.Captured).Int("blocked", tm.Blocked).Msg("chrome render")
@@ -407,8 +410,31 @@ func renderJob(ctx context.Context, e *env, rdr render.Renderer, j claim.Job) (w
 	return wire.Result{
 		Key: j.Key, Outcome: res.Outcome.String(), Status: res.Status, Stage: res.Stage,
 		DurationMs: res.Duration.Milliseconds(), Headers: res.Headers, Body: res.Body, Err: res.Err,
-		Lease: wire.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
+		Lease:   wire.Lease{Slot: j.Lease.Slot, State: j.Lease.State, KeyHash: j.Lease.KeyHash},
+		Signals: wireSignals(res.Signals),
 	}, true
+}
+
+// wireSignals is a render's signals for worker 0, trimmed to the bounds wire.Validate holds
+// them to (render.MaxEvidence lines of render.MaxEvidenceLen bytes), so that a renderer's
+// overlong evidence never costs the result its delivery; nil for a renderer that gives none.
+func wireSignals(s *render.Signals) *wire.Signals {
+	if s == nil {
+		return nil
+	}
+	out := &wire.Signals{Exceptions: max(s.Exceptions, 0), FailedRequests: max(s.FailedRequests, 0),
+		PendingRequests: max(s.PendingRequests, 0), Cold: s.Cold}
+	for _, line := range s.Evidence[:min(len(s.Evidence), render.MaxEvidence)] {
+		if len(line) > render.MaxEvidenceLen {
+			n := render.MaxEvidenceLen
+			for n > 0 && !utf8.RuneStart(line[n]) {
+				n--
+			}
+			line = line[:n]
+		}
+		out.Evidence = append(out.Evidence, line)
+	}
+	return out
 }
 
 // conditionalCheck is a render worker's cheaper check: before rendering a page whose row says

@@ -1,0 +1,384 @@
+package intake
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/bits"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/verdict"
+	"github.com/freshq/freshq/wire"
+)
+
+// countVerdicts is a VerdictCounter of a test.
+type countVerdicts struct {
+	mu       sync.Mutex
+	reasons  map[string]int
+	accepted int
+}
+
+func (c *countVerdicts) Suspect(r verdict.Reasons) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reasons == nil {
+		c.reasons = map[string]int{}
+	}
+	for _, n := range r.Names() {
+		c.reasons[n]++
+	}
+}
+
+func (c *countVerdicts) Accepted() { c.mu.Lock(); c.accepted++; c.mu.Unlock() }
+
+// verdictEnv is a store with one target, key, and an Applier that keeps suspects.
+type verdictEnv struct {
+	e        *qtest.Env
+	a        *Applier
+	targets  *Targets
+	suspects *Suspects
+	counts   *countVerdicts
+	key      []byte
+}
+
+func newVerdictEnv(t *testing.T, neverRendered bool) *verdictEnv {
+	t.Helper()
+	e := qtest.New(t, "", start, shm.Options{})
+	key := []byte("desktop|https://a.test/p/1")
+	e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: neverRendered})
+	v := &verdictEnv{e: e, key: key, suspects: NewSuspects(), counts: &countVerdicts{}}
+	set := qtest.Settings(e, IntakeSettingsOf)
+	locks := &KeyLocks{}
+	v.a = newApplier(t, ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now,
+		Suspects: v.suspects, Verdicts: v.counts})
+	v.targets = qtest.Must(NewTargets(TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
+	return v
+}
+
+// render applies one ok render of body with sig, and lets the release grace pass.
+func (v *verdictEnv) render(t *testing.T, body string, sig *wire.Signals) {
+	t.Helper()
+	r := wire.Result{Key: v.key, Outcome: "ok", Status: 200, Body: []byte(body), Signals: sig,
+		Headers: map[string]string{"content-type": "text/html"}, Lease: grant(t, v.e, v.key)}
+	if st, err := v.a.Apply([]wire.Result{r}); err != nil || st.Applied != 1 {
+		t.Fatalf("apply: %+v %v", st, err)
+	}
+	v.e.Advance(v.a.d.Settings().ReleaseGrace.Milliseconds() + 1) // past the release grace
+}
+
+func (v *verdictEnv) page(t *testing.T) store.Page {
+	t.Helper()
+	pg, err := v.e.Store.GetPage(v.key)
+	if err != nil {
+		t.Fatalf("stored page: %v", err)
+	}
+	return pg
+}
+
+func (v *verdictEnv) target(t *testing.T) store.Target {
+	t.Helper()
+	tg, err := v.e.Store.GetTarget(v.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// body returns the served page's body, decoded.
+func (v *verdictEnv) served(t *testing.T) string {
+	t.Helper()
+	sp, err := v.targets.Page(v.key)
+	if err != nil {
+		t.Fatalf("the page is not servable: %v", err)
+	}
+	b, err := PlainBody(&sp.Page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var (
+	goodBody    = "<html><title>Shoe</title><h1>Shoe</h1><p>" + strings.Repeat("A fine shoe. ", 40) + "</p></html>"
+	suspectBody = "<html><title>Oops</title><p>Something went wrong</p></html>"
+	thrown      = &wire.Signals{Exceptions: 1, Evidence: []string{"TypeError: x is undefined"}}
+)
+
+// A suspect render over a good page is not applied: the stored page stays byte for byte what it
+// was, and servable; the row is retried as a transient failure of class suspect after policy's
+// backoff; the suspect body is kept for inspection, counted and its agreement begun.
+func TestASuspectRenderLeavesTheGoodPageServed(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	before := v.page(t)
+	if tg := v.target(t); !tg.Verdict.HasGood || tg.Verdict.Marked || tg.Verdict.Reasons != 0 {
+		t.Fatalf("after a good render: verdict %+v, want a good render known", tg.Verdict)
+	}
+
+	now := v.e.Now()
+	v.render(t, suspectBody, thrown)
+	if after := v.page(t); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the stored page changed under a suspect render: now %.40q rendered at %d, was %.40q at %d",
+			after.Body, after.RenderedAtMs, before.Body, before.RenderedAtMs)
+	}
+	if got := v.served(t); got != goodBody {
+		t.Fatalf("served %q, want the good page", got)
+	}
+	tg := v.target(t)
+	if tg.Failures.LastClass != SuspectClass || tg.Failures.Count != 1 {
+		t.Fatalf("failures %+v, want one of class %q", tg.Failures, SuspectClass)
+	}
+	if verdict.Reasons(tg.Verdict.Reasons) != verdict.Exception || tg.Verdict.AtMs != now || tg.Verdict.Agree.Count != 1 || tg.Verdict.Marked {
+		t.Fatalf("verdict %+v, want exception at %d, agreement of 1, not marked", tg.Verdict, now)
+	}
+	row, err := v.e.Store.GetSchedule(v.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backoff := v.e.Policy().Backoff(1, true)
+	if row.DueAtMs != now+backoff || !row.Lanes.Failing {
+		t.Fatalf("row due %d (failing %v), want retried after the transient backoff at %d", row.DueAtMs, row.Lanes.Failing, now+backoff)
+	}
+	kept, ok := v.suspects.Get(v.key)
+	if !ok || string(kept.Body) != suspectBody || kept.Reasons != verdict.Exception || kept.Agree != 1 {
+		t.Fatalf("kept suspect %+v %v, want its body", kept, ok)
+	}
+	if v.counts.reasons["exception"] != 1 || len(v.counts.reasons) != 1 {
+		t.Fatalf("suspects counted %v, want one exception", v.counts.reasons)
+	}
+	// A second suspect continues the suspects' own streak.
+	v.e.Advance(backoff)
+	v.render(t, suspectBody, thrown)
+	if tg := v.target(t); tg.Failures.LastClass != SuspectClass || tg.Failures.Count != 2 || tg.Verdict.Agree.Count != 2 {
+		t.Fatalf("second suspect: failures %+v, agreement %+v", tg.Failures, tg.Verdict.Agree)
+	}
+	if after := v.page(t); !reflect.DeepEqual(after, before) {
+		t.Fatal("the stored page changed under a second suspect render")
+	}
+}
+
+// Agreement decides: Agree (3) suspect renders with one content over at least AgreeSpan (30m)
+// are the site's real change, applied as the page; fewer, or a shorter span, are not, and a
+// render of other content starts the run again.
+func TestSuspectsAgreeingOverTheSpanAreApplied(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	first := v.e.Now()
+	step := func(at time.Duration, body string) {
+		t.Helper()
+		v.e.Advance(first + at.Milliseconds() - v.e.Now())
+		v.render(t, body, thrown)
+	}
+	step(0, suspectBody)
+	step(10*time.Minute, suspectBody)
+	step(12*time.Minute, suspectBody+"<!-- other -->") // another content: a new run of one
+	step(20*time.Minute, suspectBody+"<!-- other -->")
+	step(25*time.Minute, suspectBody+"<!-- other -->") // 3 in a row over 13 minutes: not yet
+	if got, ag := v.served(t), v.target(t).Verdict.Agree; got != goodBody || ag.Count != 3 || ag.FirstMs != first+(12*time.Minute).Milliseconds() {
+		t.Fatalf("three agreeing over 13m: served %.30q, agreement %+v; want the good page, a run of 3", got, ag)
+	}
+	step(41*time.Minute, suspectBody+"<!-- other -->") // 4 over 29 minutes: not yet
+	if got := v.served(t); got != goodBody {
+		t.Fatalf("four agreeing over 29m: served %.30q, want the good page", got)
+	}
+	if v.counts.accepted != 0 {
+		t.Fatalf("%d accepted before the span", v.counts.accepted)
+	}
+	step(42*time.Minute, suspectBody+"<!-- other -->") // 5 over 30 minutes: agreed
+	if got := v.served(t); got != suspectBody+"<!-- other -->" {
+		t.Fatalf("five agreeing over 30m: served %.30q, want the new content", got)
+	}
+	tg := v.target(t)
+	if !tg.Verdict.HasGood || tg.Verdict.Agree != (store.Agreement{}) || tg.Verdict.Marked || tg.Failures.Count != 0 {
+		t.Fatalf("after agreement: verdict %+v failures %+v; want it the good render, agreement cleared, no failures", tg.Verdict, tg.Failures)
+	}
+	if _, ok := v.suspects.Get(v.key); ok || v.counts.accepted != 1 {
+		t.Fatalf("after agreement: kept %v, accepted %d; want none kept, one accepted", ok, v.counts.accepted)
+	}
+	// Its content is the good one now: the same render again is never suspect.
+	v.e.Advance(hour)
+	v.render(t, suspectBody+"<!-- other -->", thrown)
+	if tg := v.target(t); tg.Verdict.Reasons != 0 || tg.Failures.Count != 0 {
+		t.Fatalf("the accepted content rendered again: verdict %+v failures %+v, want good (unchanged)", tg.Verdict, tg.Failures)
+	}
+}
+
+// A page with no good render stores its first render even when it is suspect, marked; the
+// next render replaces it as any render would, and a good one clears the mark.
+func TestAFirstRenderJudgedSuspectIsStoredAndMarked(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, suspectBody, thrown)
+	if got := v.served(t); got != suspectBody {
+		t.Fatalf("served %.30q, want the first render though suspect", got)
+	}
+	if tg := v.target(t); !tg.Verdict.Marked || tg.Verdict.HasGood || tg.Failures.Count != 0 {
+		t.Fatalf("verdict %+v failures %+v, want marked, no good render, no failure", tg.Verdict, tg.Failures)
+	}
+	if _, ok := v.suspects.Get(v.key); ok {
+		t.Fatal("a suspect stored as the page is kept besides")
+	}
+	v.e.Advance(hour)
+	other := suspectBody + "<p>again</p>"
+	v.render(t, other, thrown)
+	if got := v.served(t); got != other {
+		t.Fatalf("served %.30q, want the next render to replace a marked page", got)
+	}
+	v.e.Advance(hour)
+	v.render(t, goodBody, nil)
+	if tg := v.target(t); tg.Verdict.Marked || !tg.Verdict.HasGood || v.served(t) != goodBody {
+		t.Fatalf("after a good render: verdict %+v, want the mark cleared and the good render known", tg.Verdict)
+	}
+}
+
+// An operator's accept applies the kept suspect as the page at once, in place of agreement.
+func TestAcceptAppliesTheKeptSuspect(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	if _, err := v.a.Accept(v.key); !errors.Is(err, ErrNotFound) || fieldOf(err) != "url" {
+		t.Fatalf("accept with nothing kept: %v, want not found naming url", err)
+	}
+	v.render(t, suspectBody, thrown)
+	lastRender := v.target(t).LastRender
+	if _, err := v.a.Accept(v.key); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.served(t); got != suspectBody {
+		t.Fatalf("served %.30q after accept, want the kept suspect", got)
+	}
+	tg := v.target(t)
+	if !tg.Verdict.HasGood || tg.Verdict.Reasons != 0 || tg.Verdict.Agree.Count != 0 || tg.Failures.Count != 0 || tg.LastRender != lastRender {
+		t.Fatalf("after accept: %+v; want it the good render, no failures, the last render unchanged", tg)
+	}
+	if _, ok := v.suspects.Get(v.key); ok || v.counts.accepted != 1 {
+		t.Fatalf("after accept: kept %v, accepted %d", ok, v.counts.accepted)
+	}
+	if _, err := v.a.Accept(v.key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a second accept: %v, want not found", err)
+	}
+}
+
+func fieldOf(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
+
+// The kept bodies are bounded in bytes: one per key, the newest winning, the oldest evicted.
+func TestSuspectsKeepTheNewestWithinTheirBytes(t *testing.T) {
+	s := NewSuspects()
+	put := func(key string, n int) {
+		s.Put(&Suspect{Key: key, Site: "a.test", Body: bytes.Repeat([]byte("x"), n)}, 100)
+	}
+	put("k1", 40)
+	put("k2", 40)
+	put("k1", 30) // replaces k1's, and is the newest
+	if s.Bytes() != 2+40+2+30 {
+		t.Fatalf("kept %d bytes", s.Bytes())
+	}
+	put("k3", 40) // over 100: the oldest (k2) goes
+	if _, ok := s.Get([]byte("k2")); ok {
+		t.Fatal("the oldest entry was not evicted")
+	}
+	if list := s.Site("a.test"); len(list) != 2 || list[0].Key != "k3" || list[1].Key != "k1" {
+		t.Fatalf("site list %v, want k3 then k1", list)
+	}
+	put("k4", 200) // larger than the bound: not kept, and evicts nothing
+	if _, ok := s.Get([]byte("k4")); ok || s.Bytes() != 2+30+2+40 {
+		t.Fatalf("an entry over the bound was kept (%d bytes)", s.Bytes())
+	}
+}
+
+// judgmentFor returns a judgment that verdict.Judge finds exactly reasons in, compared with
+// lastGood (every landmark, 1000 bytes of text) under an Expect.
+func judgmentFor(reasons verdict.Reasons) *judgment {
+	j := &judgment{signals: &wire.Signals{}, expect: &verdict.Expect{}, found: reasons&verdict.ExpectMissing == 0,
+		landmarks: verdict.Landmarks{TextLen: 1000, Title: true, H1: true, Description: true, Canonical: true}}
+	if reasons&verdict.Exception != 0 {
+		j.signals.Exceptions = 2
+	}
+	if reasons&verdict.FailedRequest != 0 {
+		j.signals.FailedRequests = 1
+	}
+	if reasons&verdict.PendingRequest != 0 {
+		j.signals.PendingRequests = 3
+	}
+	if reasons&verdict.TextCollapsed != 0 {
+		j.landmarks.TextLen = 10
+	}
+	j.landmarks.Title = reasons&verdict.LostTitle == 0
+	j.landmarks.H1 = reasons&verdict.LostH1 == 0
+	j.landmarks.Description = reasons&verdict.LostDescription == 0
+	j.landmarks.Canonical = reasons&verdict.LostCanonical == 0
+	return j
+}
+
+var lastGood = store.Landmarks{TextLen: 1000, Title: true, H1: true, Description: true, Canonical: true}
+
+// V1: no verdict makes a servable page unservable. For every set of reasons (each alone, and
+// every combination), and whatever was stored before (a good page, a marked one, none), a page
+// that was servable before a judged render is applied is servable after it; a good page is
+// left byte for byte as it was.
+func TestNoVerdictMakesAServablePageUnservable(t *testing.T) {
+	all := verdict.Reasons(1<<len(verdict.AllNames()) - 1)
+	e := qtest.New(t, "", start, shm.Options{})
+	set := qtest.Settings(e, IntakeSettingsOf)
+	targets := qtest.Must(NewTargets(TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
+	n := 0
+	for r := verdict.Reasons(0); r <= all; r++ {
+		if bits.OnesCount32(uint32(r)) > 3 && r != all {
+			continue // each reason, every pair and triple, and all of them
+		}
+		for _, before := range []string{"good", "marked", "none"} {
+			key := []byte(fmt.Sprintf("desktop|https://a.test/v1/%d/%s", r, before))
+			e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: before != "good"})
+			var old *store.Page
+			if before != "none" {
+				tg := targetFromKey(key, true)
+				tg.Verdict = store.Verdict{HasGood: before == "good", Good: lastGood, GoodDigest: 1, AtMs: 1, Marked: before == "marked"}
+				if before == "marked" {
+					tg.Verdict.Good, tg.Verdict.GoodDigest = store.Landmarks{}, 0
+				}
+				old = &store.Page{Status: 200, Body: []byte("<p>before</p>"), RenderedAtMs: e.Now()}
+				sch := qtest.Must(store.NewSchedule(key, e.Now()+hour, true, 0, store.Lanes{NeverRendered: before != "good"}))(t)
+				if err := e.Store.WriteSchedules([]store.Write{{Schedule: sch, Target: &tg, Page: old}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := targets.Page(key); err != nil {
+					t.Fatalf("%s page not servable before: %v", before, err)
+				}
+			}
+			j := judgmentFor(r)
+			res := wire.Result{Key: key, Outcome: "ok", Status: 200, Body: []byte("<p>after</p>")}
+			var vo verdictOutcome
+			var sv servedStale
+			if _, err := e.Store.Modify([]store.Change{{Key: key, MinDueMs: e.Now(), Decide: func(cur store.Current) (store.Write, bool, error) {
+				return decide(set(), nil, &res, cur, 2, j, nil, e.Now(), &sv, &vo)
+			}}}); err != nil {
+				t.Fatal(err)
+			}
+			if before == "good" && vo.reasons != r {
+				t.Fatalf("reasons %v: judged %v", r, vo.reasons)
+			}
+			sp, err := targets.Page(key)
+			switch {
+			case before != "none" && err != nil:
+				t.Fatalf("reasons %v over a %s page: the page was servable and is not: %v", r, before, err)
+			case before == "none" && err != nil:
+				t.Fatalf("reasons %v, no page before: the render was not stored: %v", r, err)
+			case before == "good" && r != 0 && !reflect.DeepEqual(sp.Page, *old):
+				t.Fatalf("reasons %v over a good page: it changed to %q", r, sp.Body)
+			}
+			n++
+		}
+	}
+	t.Logf("%d judged renders, every one leaving a servable page servable", n)
+}
