@@ -227,7 +227,8 @@ type verdictView struct {
 }
 
 // explainVerdict reads GET /v1/targets?url= (desktop): the explanation, its verdict (nil when
-// the answer has none) and the raw answer, for messages.
+// the answer has none) and, for messages, the answer's verdict as it came (the whole answer
+// when it has none, or is not a 200).
 func (n *node) explainVerdict(t *testing.T, u string) (wire.Explanation, *verdictView, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + n.addr + "/v1/targets?device=desktop&url=" + url.QueryEscape(u))
@@ -237,18 +238,26 @@ func (n *node) explainVerdict(t *testing.T, u string) (wire.Explanation, *verdic
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var ex wire.Explanation
+	var raw struct {
+		Verdict json.RawMessage `json:"verdict"`
+	}
 	var v struct {
 		Verdict *verdictView `json:"verdict"`
 	}
-	if resp.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(b, &ex); err != nil {
-			t.Fatalf("explain %s: %v: %s", u, err, b)
-		}
-		if err := json.Unmarshal(b, &v); err != nil {
-			t.Fatalf("explain %s: the verdict: %v: %s", u, err, b)
-		}
+	if resp.StatusCode != http.StatusOK {
+		return ex, nil, fmt.Sprintf("%d %s", resp.StatusCode, b)
 	}
-	return ex, v.Verdict, string(b)
+	if err := json.Unmarshal(b, &ex); err != nil {
+		t.Fatalf("explain %s: %v: %s", u, err, b)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("explain %s: the verdict: %v: %s", u, err, b)
+	}
+	json.Unmarshal(b, &raw)
+	if v.Verdict == nil {
+		return ex, nil, "no verdict in " + string(b)
+	}
+	return ex, v.Verdict, `"verdict": ` + string(raw.Verdict)
 }
 
 // renderDone reports whether u's row holds no lease of a render in flight: worker 0 has
@@ -366,7 +375,7 @@ func shopBreaks(t *testing.T, pages []string, breakShop func(o *shopOrigin), rea
 	}
 	for _, p := range pages {
 		if _, v, raw := n.explainVerdict(t, o.URL+p); v == nil || v.Result != "suspect" || !slices.Contains(v.Reasons, reason) {
-			t.Errorf("%s: /v1/targets gives no suspect verdict naming %s: %.600s", p, reason, raw)
+			t.Errorf("%s: /v1/targets gives no suspect verdict naming %s: %.1500s", p, reason, raw)
 		}
 	}
 
@@ -385,7 +394,7 @@ func shopBreaks(t *testing.T, pages []string, breakShop func(o *shopOrigin), rea
 	for _, p := range pages {
 		crawlGood(t, serveAddr, o.URL+p, "after the shop is mended", append([]string{"Blue Kettle Mk II"}, good[p][1:]...), []string{"Something went wrong"})
 		if _, v, raw := n.explainVerdict(t, o.URL+p); v == nil || v.Result != "good" {
-			t.Errorf("%s: /v1/targets gives no good verdict after the mended render: %.600s", p, raw)
+			t.Errorf("%s: /v1/targets gives no good verdict after the mended render: %.1500s", p, raw)
 		}
 	}
 }
@@ -490,7 +499,7 @@ func TestEndToEndVerdictNoGoodRenderIsStoredAndMarked(t *testing.T) {
 		t.Errorf("last render %+v, want a 200 stored", ex.LastRender)
 	}
 	if v == nil || !v.Marked || v.Result != "suspect" || !slices.Contains(v.Reasons, "failed_request") {
-		t.Errorf("/v1/targets does not say the page is marked, suspect for failed_request: %.800s", raw)
+		t.Errorf("/v1/targets does not say the page is marked, suspect for failed_request: %.1500s", raw)
 	}
 	if by, _ := suspectCounts(n.metrics()); by["failed_request"] == 0 {
 		t.Errorf(`freshq_render_suspect_total{reason="failed_request"} = 0; suspect counts %v`, by)
@@ -597,7 +606,7 @@ func TestEndToEndVerdictMaintenancePageKeepsGoodPage(t *testing.T) {
 		t.Errorf("no text_collapsed or lost_* in freshq_render_suspect_total after the maintenance render; suspect counts %v", by)
 	}
 	if _, v, raw := n.explainVerdict(t, u); v == nil || v.Result != "suspect" {
-		t.Errorf("/v1/targets gives no suspect verdict for the maintenance render: %.600s", raw)
+		t.Errorf("/v1/targets gives no suspect verdict for the maintenance render: %.1500s", raw)
 	}
 }
 
@@ -663,7 +672,7 @@ func TestEndToEndVerdictRealShrinkAcceptedAfterAgreement(t *testing.T) {
 		kept(pathA, fmt.Sprintf("page A after agreeing render %d, all within seconds", i))
 	}
 	if _, v, raw := n.explainVerdict(t, o.URL+pathA); v == nil || v.Result != "suspect" || v.Agree.Count != 3 {
-		t.Errorf("page A after three agreeing renders: want a suspect verdict with agree.count 3: %.600s", raw)
+		t.Errorf("page A after three agreeing renders: want a suspect verdict with agree.count 3: %.1500s", raw)
 	}
 	if _, acc := suspectCounts(n.metrics()); acc != 0 {
 		t.Errorf("freshq_render_suspect_accepted_total = %v before any run spanned verdict.agree_span", acc)
