@@ -240,9 +240,9 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	// notOwner[j]: the funnel found change j's shard held by another node (store.Current).
 	notOwner := make([]bool, len(results))
 	heldKey := make(map[uint64]bool, len(results))
-	holders := make([]uint64, 0, len(results))  // the holder of each change's lease
-	var conditional []condResult                // the 304 results among the changes
-	served := make([]servedStale, len(results)) // what each change observed of its requests
+	holders := make([]uint64, 0, len(results))       // the holder of each change's lease
+	var conditional []condResult                     // the 304 results among the changes
+	served := make([]servedStale, len(results))      // what each change observed of its requests
 	verdicts := make([]verdictOutcome, len(results)) // what each change's verdict did
 	for i := range results {
 		r := &results[i]

@@ -73,6 +73,14 @@ func (s *Settings) SiteOf(key []byte) string {
 	return s.Hosts.Sites.OfKey(key)
 }
 
+// SiteOfHost is the site of host, as SiteOf names a key's.
+func (s *Settings) SiteOfHost(host string) string {
+	if s.Hosts.Sites == nil {
+		return cachekey.NewSites(s.Domains).Of([]byte(host))
+	}
+	return s.Hosts.Sites.Of([]byte(host))
+}
+
 // MissLimits bound render on miss (Misses) and the crawler listener's moves of expired rows.
 type MissLimits struct {
 	Flights int // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉

@@ -71,10 +71,11 @@ func judgments(set *Settings, results []wire.Result) []*judgment {
 		if !judged(r) {
 			continue
 		}
-		j := &judgment{landmarks: verdict.Inspect(r.Body), signals: r.Signals}
+		j := &judgment{signals: r.Signals}
 		if rs, ok := set.route(r.Key); ok && rs.Expect != nil {
-			j.expect, j.found = rs.Expect, rs.Expect.Found(r.Body)
+			j.expect = rs.Expect
 		}
+		j.landmarks, j.found = verdict.InspectExpect(r.Body, j.expect) // one pass for both
 		out[i] = j
 	}
 	return out
@@ -231,7 +232,7 @@ func (a *Applier) Accept(key []byte) (*Suspect, error) {
 	case err != nil:
 		return nil, &StoreError{err}
 	case notOwner:
-		return nil, ErrShardNotOwned
+		return nil, &kindError{kind: ErrStore, msg: "not applied: " + ErrShardNotOwned.Error(), cause: ErrShardNotOwned}
 	case len(filed) == 0 || !filed[0]:
 		return nil, fieldErr("url", ErrNotFound)
 	}

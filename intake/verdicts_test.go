@@ -135,8 +135,9 @@ func TestASuspectRenderLeavesTheGoodPageServed(t *testing.T) {
 	if tg.Failures.LastClass != SuspectClass || tg.Failures.Count != 1 {
 		t.Fatalf("failures %+v, want one of class %q", tg.Failures, SuspectClass)
 	}
-	if verdict.Reasons(tg.Verdict.Reasons) != verdict.Exception || tg.Verdict.AtMs != now || tg.Verdict.Agree.Count != 1 || tg.Verdict.Marked {
-		t.Fatalf("verdict %+v, want exception at %d, agreement of 1, not marked", tg.Verdict, now)
+	want := verdict.Exception | verdict.TextCollapsed | verdict.LostH1
+	if verdict.Reasons(tg.Verdict.Reasons) != want || tg.Verdict.AtMs != now || tg.Verdict.Agree.Count != 1 || tg.Verdict.Marked {
+		t.Fatalf("verdict %+v (%v), want %v at %d, agreement of 1, not marked", tg.Verdict, verdict.Reasons(tg.Verdict.Reasons), want, now)
 	}
 	row, err := v.e.Store.GetSchedule(v.key)
 	if err != nil {
@@ -147,11 +148,11 @@ func TestASuspectRenderLeavesTheGoodPageServed(t *testing.T) {
 		t.Fatalf("row due %d (failing %v), want retried after the transient backoff at %d", row.DueAtMs, row.Lanes.Failing, now+backoff)
 	}
 	kept, ok := v.suspects.Get(v.key)
-	if !ok || string(kept.Body) != suspectBody || kept.Reasons != verdict.Exception || kept.Agree != 1 {
+	if !ok || string(kept.Body) != suspectBody || kept.Reasons != want || kept.Agree != 1 {
 		t.Fatalf("kept suspect %+v %v, want its body", kept, ok)
 	}
-	if v.counts.reasons["exception"] != 1 || len(v.counts.reasons) != 1 {
-		t.Fatalf("suspects counted %v, want one exception", v.counts.reasons)
+	if c := v.counts.reasons; c["exception"] != 1 || c["text_collapsed"] != 1 || c["lost_h1"] != 1 || len(c) != 3 {
+		t.Fatalf("suspects counted %v, want one each of exception, text_collapsed, lost_h1", c)
 	}
 	// A second suspect continues the suspects' own streak.
 	v.e.Advance(backoff)
@@ -161,6 +162,21 @@ func TestASuspectRenderLeavesTheGoodPageServed(t *testing.T) {
 	}
 	if after := v.page(t); !reflect.DeepEqual(after, before) {
 		t.Fatal("the stored page changed under a second suspect render")
+	}
+}
+
+// A renderer that runs no scripts gives no signals: a maintenance page served with 200 is
+// suspect by what it lost of the good page alone, and the good page stays served.
+func TestAMaintenancePageWithoutSignalsIsSuspect(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	before := v.page(t)
+	v.render(t, "<html><title>Shoe</title><p>Down for maintenance, back soon.</p></html>", nil)
+	if after := v.page(t); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a maintenance page replaced the good page: now %.40q", after.Body)
+	}
+	if tg := v.target(t); verdict.Reasons(tg.Verdict.Reasons) != verdict.TextCollapsed|verdict.LostH1 || tg.Failures.LastClass != SuspectClass {
+		t.Fatalf("verdict %v, failures %+v; want text_collapsed,lost_h1 retried as a suspect", verdict.Reasons(tg.Verdict.Reasons), tg.Failures)
 	}
 }
 

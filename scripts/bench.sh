@@ -13,7 +13,8 @@ benchtime=${BENCHTIME:-1s}
 # name:package[:benchtime[:regexp]]. Order is the order of the report. The queue benchmark
 # runs real processes and counts one op per job, so it takes a fixed number of jobs. The
 # store's writes are amortised over the compactions they cause, which a one-second run ends
-# before paying, so they take a fixed 300,000 writes, in a process of their own.
+# before paying, so they take a fixed 300,000 writes, in a process of their own. The verdict
+# reads whole pages, milliseconds each: 200 renders per benchmark are enough.
 sections=(
   shm:./shm
   store:./store/badgerstore::'BulkLoad|SweepDue500k|RSS1M|SeekFirstDue'
@@ -21,6 +22,7 @@ sections=(
   sweep:./sweep
   apply:./api
   queue:./cmd/supervisor:50000x:QueueOverhead
+  verdict:./verdict:200x
 )
 
 tmp=$(mktemp)

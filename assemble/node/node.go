@@ -80,8 +80,10 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 	q, r, fr := cfg.Queue, cfg.Render, cfg.Freshness
 	routes := make(map[string]intake.RouteSettings, len(cfg.Routes))
 	for _, rt := range cfg.Routes {
+		// A validated configuration's expects compile (config refuses the others at load).
+		expect, _ := rt.Expect.Compile()
 		routes[rt.Name] = intake.RouteSettings{ServeStale: rt.ServeStale == nil || *rt.ServeStale, Strip: rt.Strip,
-			Requests: rt.Requests, MinInterval: rt.MinInterval.D(), ChangeInterval: rt.ChangeInterval.D()}
+			Requests: rt.Requests, MinInterval: rt.MinInterval.D(), ChangeInterval: rt.ChangeInterval.D(), Expect: expect}
 	}
 	return intake.Settings{
 		Policy:          pol,
@@ -101,7 +103,9 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 			Normalize: fr.Normalize == nil || *fr.Normalize, RequestTau: fr.RequestTau.D(), Requests: fr.Requests,
 			Threshold: fr.Threshold, PriorWeight: fr.PriorWeight, MinIntervalDiv: config.MinIntervalDivisor,
 			ConditionalEvery: fr.ConditionalEvery, ConditionalMaxAge: fr.ConditionalMaxAge.D()},
-		Routes: routes,
+		Routes:    routes,
+		Verdict:   cfg.Verdict.Settings(),
+		KeepBytes: int64(cfg.Verdict.KeepBytes),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/serve"
 	"github.com/freshq/freshq/sitemap"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/verdict"
 )
 
 // everyValue sets every key the services read to something other than its default.
@@ -21,7 +22,7 @@ const everyValue = `
 workers: 5
 routes:
   - {name: home, match: exact, path: /, interval: 1h, serve_stale: false, strip: ["x-\\d+"], requests: 7,
-     min_interval: 5m, change_interval: 2h}
+     min_interval: 5m, change_interval: 2h, expect: {selector: "#cart", text: "Add to cart"}}
 queue:
   lease_ttl: 12m
   max_remote_leases: 33
@@ -54,6 +55,7 @@ freshness:
   prior_weight: 3
   conditional_every: 5
   conditional_max_age: 96h
+verdict: {collapse_ratio: 0.5, min_text: 300, agree: 4, agree_span: 1h, keep_bytes: 8MiB}
 `
 
 func parse(t *testing.T) *config.Config {
@@ -101,6 +103,10 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := n.Intake
+	expect, err := verdict.CompileExpect("#cart", "Add to cart")
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := intake.Settings{
 		Policy:          n.Policy,
 		Devices:         cfg.Render.DeviceNames(),
@@ -118,7 +124,9 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 			Requests: 0.5, Threshold: 2, PriorWeight: 3, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
 			ConditionalMaxAge: 96 * time.Hour},
 		Routes: map[string]intake.RouteSettings{"home": {ServeStale: false, Strip: []string{`x-\d+`}, Requests: 7,
-			MinInterval: 5 * time.Minute, ChangeInterval: 2 * time.Hour}},
+			MinInterval: 5 * time.Minute, ChangeInterval: 2 * time.Hour, Expect: expect}},
+		Verdict:   verdict.Settings{CollapseRatio: 0.5, MinText: 300, Agree: 4, AgreeSpan: time.Hour},
+		KeepBytes: 8 << 20,
 	}
 	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("intake settings:\n got %+v\nwant %+v", in, want)
@@ -133,7 +141,11 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 	// normalize and serve_stale are false on purpose (their defaults are true).
 	noZeroField(t, "FreshnessSettings", reflect.ValueOf(in.Freshness), "Normalize")
 	noZeroField(t, "RouteSettings", reflect.ValueOf(in.Routes["home"]), "ServeStale")
+	noZeroField(t, "verdict.Settings", reflect.ValueOf(in.Verdict))
 	def := IntakeSettings(config.Default(), n.Policy)
+	if def.Verdict != intake.DefaultVerdict || def.KeepBytes != intake.DefaultKeepBytes {
+		t.Fatalf("verdict defaults: %+v, keep %d; want intake's defaults", def.Verdict, def.KeepBytes)
+	}
 	if !def.Freshness.Normalize || !def.Freshness.On || def.Freshness.Policy != config.PolicyFreshness {
 		t.Fatalf("defaults: %+v", def.Freshness)
 	}

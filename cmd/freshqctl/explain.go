@@ -103,5 +103,19 @@ func (a *app) printExplanation(ex *wire.Explanation) {
 	} else {
 		row("page", "none stored")
 	}
+	if v := ex.Verdict; v != nil {
+		line := v.Result
+		if len(v.Reasons) > 0 {
+			line += " (" + strings.Join(v.Reasons, ", ") + ")"
+		}
+		line += ", " + a.ago(time.UnixMilli(v.AtMs))
+		if v.Agree != nil {
+			line += fmt.Sprintf(", %d agreeing since %s", v.Agree.Count, a.ago(time.UnixMilli(v.Agree.FirstMs)))
+		}
+		if v.Marked {
+			line += "; the stored page is a first render judged suspect"
+		}
+		row("verdict", "%s", line)
+	}
 	tw.Flush()
 }

@@ -40,6 +40,10 @@
 //	    check: how many stored keys the cache-key rules in force (keys.drop_params, routes'
 //	    keep_params and trailing_slash) would change. migrate: move them, schedule, target and
 //	    page together, in batches, until none is left; interrupted, run it again to continue.
+//	suspects [--site HOST] | suspects accept URL [--device D]
+//	    The suspect renders worker 0 keeps beside the good pages they did not replace (a render
+//	    that completed but may have lost the page): URL, device, reasons, how many agreed, size.
+//	    accept: apply the kept render as the page now, in place of the renders' agreement.
 //
 // Global flags, before or after the command:
 //
@@ -127,6 +131,7 @@ func init() {
 		{"plan", "--config FILE", "what a proposed configuration would do to demand and lateness", runPlan},
 		{"cluster", "", "nodes, and each node's shards with epochs and floors", runCluster},
 		{"keys", "check|migrate [--batch N]", "stored keys the key rules would change; move them", runKeys},
+		{"suspects", "[--site HOST] | accept URL [--device D]", "suspect renders kept beside good pages; accept one as the page", runSuspects},
 	}
 }
 

@@ -218,8 +218,13 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.watch.Start(ctx); err != nil {
 		return wrap("miss watch", err)
 	}
+	// Render verdicts: the suspect renders not applied are kept in worker 0's memory for
+	// inspection (intake.Suspects says why memory), and counted with worker 0's own series.
+	suspects := intake.NewSuspects()
+	verdicts := newVerdictMetrics(serveReg)
 	applier, err := intake.NewApplier(intake.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
 		Settings: e.intakeSettings, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness, Stale: stale, Tuning: tuning,
+		Suspects: suspects, Verdicts: verdicts,
 		Conditional: func(applied bool) {
 			if applied {
 				conditional.WithLabelValues("not_modified").Inc()
@@ -266,6 +271,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	(&api.Cluster{View: view}).Register(mux)
 	(&api.Keys{Targets: targetsSvc}).Register(mux)
 	(&api.Explain{Targets: targetsSvc}).Register(mux)
+	(&api.Suspects{Applier: applier}).Register(mux)
 
 	// The crawler listener: worker 0 serves pages itself, one store read from the request, on
 	// the socket the supervisor listens on (so it outlives a restart of worker 0).

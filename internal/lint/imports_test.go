@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"cmd/supervisor":      {"assemble", "config", "hosts", "internal/clock", "internal/connguard", "internal/logging", "internal/testhold", "outcome", "shm", "wire"},
 	"cmd/worker": {"api", "assemble", "assemble/node", "cachekey", "capacity", "claim", "cluster", "config", "freshness", "hosts", "intake",
 		"internal/clock", "internal/connguard", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
-		"outcome", "policy", "render", "render/chrome", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "wire"},
+		"outcome", "policy", "render", "render/chrome", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "verdict", "wire"},
 	"config":              {"cachekey", "verdict", "wire"},
 	"freshness":           {},
 	"pagedigest":          {},
