@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/cascadia"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
 	"github.com/freshq/freshq/verdict"
 )
 
@@ -29,7 +33,8 @@ var verdictSettings = verdict.Settings{CollapseRatio: 0.33, MinText: 200, Agree:
 
 // FuzzInspect reads any body's landmarks, as the applier does for every render: Inspect never
 // panics, changes nothing in the body, gives the same landmarks twice, and InspectExpect (with
-// a text and with a selector) reads the same landmarks as Inspect, with Found agreeing.
+// a text and with a selector) reads the same landmarks as Inspect, with Found agreeing; the
+// expect selector's own matcher finds what cascadia finds (outside templates).
 func FuzzInspect(f *testing.F) {
 	for _, s := range verdictSeeds {
 		f.Add([]byte(s))
@@ -38,10 +43,12 @@ func FuzzInspect(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	sel, err := verdict.CompileExpect("#add-to-cart, main h1", "")
+	const selector = "#add-to-cart, main h1, div > p + p, ul li > a"
+	sel, err := verdict.CompileExpect(selector, "")
 	if err != nil {
 		f.Fatal(err)
 	}
+	theirs := cascadia.MustCompile(selector)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		kept := bytes.Clone(body)
 		lm := verdict.Inspect(body)
@@ -63,7 +70,27 @@ func FuzzInspect(f *testing.F) {
 		if !bytes.Equal(body, kept) {
 			t.Fatalf("InspectExpect changed the body: %q → %q", kept, body)
 		}
+		if doc, err := html.Parse(bytes.NewReader(body)); err == nil {
+			dropTemplates(doc)
+			if want := cascadia.Query(doc, theirs) != nil; sel.Found(body) != want {
+				t.Fatalf("selector %q: found %v, cascadia %v", selector, !want, want)
+			}
+		}
 	})
+}
+
+// dropTemplates removes every <template>: its content is not part of the page, and cascadia,
+// unlike an expect selector, would search it.
+func dropTemplates(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode && c.DataAtom == atom.Template {
+			n.RemoveChild(c)
+		} else {
+			dropTemplates(c)
+		}
+		c = next
+	}
 }
 
 // FuzzJudgePair judges one body against another as its last good render: Judge never panics,

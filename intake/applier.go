@@ -37,6 +37,10 @@
 //     that commits (a batch whose commit fails is observed by its retry). A fenced result
 //     changes nothing, host state included: a duplicate, a forged or lapsed lease, or a result
 //     naming any host it likes cannot pause, throttle or evict a host.
+//   - A suspect render never replaces a good page (verdicts.go). Every result that would store
+//     a page is judged first; a suspect one over a good page is applied as a transient failure,
+//     the page left exactly as it was, until renders agree or an operator accepts it. No
+//     verdict makes a servable page unservable (V1).
 //   - Background work stops. A sitemap run fetches and writes under the context
 //     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
 //     passes is shut once the chunk in flight has committed), so the store may be closed.
@@ -655,7 +659,8 @@ var outcomeList = func() string {
 // outcome names; a status of 200..599 (a final response: the page may be stored and served
 // with it; 1xx never ends a render), or 0 for an outcome that may have had no response; a
 // non-negative duration; a Location header only with a 3xx status and only an absolute
-// http(s) URL (what the local renderers store: render.CheckLocation); and a lease that can be this table's grant for this key
+// http(s) URL (what the local renderers store: render.CheckLocation); signals within their
+// bounds (checkSignals); and a lease that can be this table's grant for this key
 // (shm.Leases.Valid: slot in range, key hash the key's). Whether the lease is still held is not checked here: that is
 // fencing, decided under the key's lock by Apply. A body over store.MaxPageBody is not refused
 // here: Apply applies it as too_large, and the rest of the batch with it.
@@ -690,11 +695,33 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 				return f("headers.location"), err
 			}
 		}
+		if err := checkSignals(r.Signals); err != nil {
+			return f("signals"), err
+		}
 		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err
 		}
 	}
 	return "", nil
+}
+
+// checkSignals refuses a browser's signals no renderer sends: a negative count, or evidence
+// past render.MaxEvidence lines of render.MaxEvidenceLen bytes (a render worker trims its own).
+func checkSignals(s *wire.Signals) error {
+	switch {
+	case s == nil:
+		return nil
+	case s.Exceptions < 0 || s.FailedRequests < 0 || s.PendingRequests < 0:
+		return errors.New("a negative count")
+	case len(s.Evidence) > render.MaxEvidence:
+		return fmt.Errorf("%d evidence lines, at most %d", len(s.Evidence), render.MaxEvidence)
+	}
+	for _, line := range s.Evidence {
+		if len(line) > render.MaxEvidenceLen {
+			return fmt.Errorf("an evidence line of %d bytes, at most %d", len(line), render.MaxEvidenceLen)
+		}
+	}
+	return nil
 }
 
 // checkResultKey refuses a result key that is not a cache key: a device, the separator, and an

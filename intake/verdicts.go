@@ -103,7 +103,13 @@ func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest ui
 		l := landmarksOf(vs.Good)
 		last = &l
 	}
-	in := verdict.Render{Landmarks: j.landmarks, Unchanged: vs.HasGood && digest == vs.GoodDigest, ExpectFound: j.found}
+	unchanged := vs.HasGood && digest == vs.GoodDigest
+	if !vs.HasGood && !vs.Marked && !row.NeverRendered && t.Fresh.Digest != 0 {
+		// A page stored before verdicts were kept: its render is the good one there is, and
+		// its digest the last full render's (the stored page's).
+		unchanged = digest == t.Fresh.Digest
+	}
+	in := verdict.Render{Landmarks: j.landmarks, Unchanged: unchanged, ExpectFound: j.found}
 	if s := j.signals; s != nil {
 		in.Exceptions, in.FailedRequests, in.PendingRequests = s.Exceptions, s.FailedRequests, s.PendingRequests
 	}

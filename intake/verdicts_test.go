@@ -2,6 +2,7 @@ package intake
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
@@ -50,6 +53,11 @@ type verdictEnv struct {
 
 func newVerdictEnv(t *testing.T, neverRendered bool) *verdictEnv {
 	t.Helper()
+	return newVerdictEnvLog(t, neverRendered, zerolog.Nop())
+}
+
+func newVerdictEnvLog(t *testing.T, neverRendered bool, log zerolog.Logger) *verdictEnv {
+	t.Helper()
 	e := qtest.New(t, "", start, shm.Options{})
 	key := []byte("desktop|https://a.test/p/1")
 	e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: neverRendered})
@@ -57,7 +65,7 @@ func newVerdictEnv(t *testing.T, neverRendered bool) *verdictEnv {
 	set := qtest.Settings(e, IntakeSettingsOf)
 	locks := &KeyLocks{}
 	v.a = newApplier(t, ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now,
-		Suspects: v.suspects, Verdicts: v.counts})
+		Suspects: v.suspects, Verdicts: v.counts, Log: log})
 	v.targets = qtest.Must(NewTargets(TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
 	return v
 }
@@ -397,4 +405,82 @@ func TestNoVerdictMakesAServablePageUnservable(t *testing.T) {
 		}
 	}
 	t.Logf("%d judged renders, every one leaving a servable page servable", n)
+}
+
+// A result's signals are evidence for its verdict: ones no renderer sends (a negative count,
+// evidence past its bounds) refuse the batch by name, results[i].signals, before anything is
+// applied.
+func TestValidateRefusesSignalsPastTheirBounds(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	ok := wire.Result{Key: v.key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: wire.Lease{Slot: 1, KeyHash: shm.KeyHash(v.key)}}
+	for name, s := range map[string]*wire.Signals{
+		"negative exceptions":  {Exceptions: -1},
+		"negative pending":     {PendingRequests: -3},
+		"too many evidence":    {Evidence: []string{"a", "b", "c", "d", "e"}},
+		"a long evidence line": {Evidence: []string{strings.Repeat("x", 257)}},
+	} {
+		r := ok
+		r.Signals = s
+		if field, err := v.a.Validate([]wire.Result{ok, r}); field != "results[1].signals" || err == nil {
+			t.Errorf("%s: %q %v, want results[1].signals refused", name, field, err)
+		}
+	}
+	r := ok
+	r.Signals = &wire.Signals{Exceptions: 2, FailedRequests: 1, Evidence: []string{strings.Repeat("x", 256), "b", "c", "d"}}
+	if field, err := v.a.Validate([]wire.Result{r}); err != nil {
+		t.Fatalf("signals within bounds: %s %v", field, err)
+	}
+}
+
+// A page stored before verdicts were kept (a target with no verdict state, its page rendered
+// well) is the good page there is: a suspect render is not applied over it, and a render of the
+// same content (the digest the target kept of its last full render) is never suspect.
+func TestAPageStoredBeforeVerdictsIsTheGoodOne(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	tg := v.target(t)
+	tg.Verdict = store.Verdict{} // as a version of before the verdicts wrote it
+	sch := qtest.Must(store.NewSchedule(v.key, v.e.Now(), true, 0, store.Lanes{}))(t)
+	if err := v.e.Store.WriteSchedules([]store.Write{{Schedule: sch, Target: &tg}}); err != nil {
+		t.Fatal(err)
+	}
+	before := v.page(t)
+	v.render(t, suspectBody, thrown)
+	if after := v.page(t); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a suspect replaced a page stored before verdicts: now %.40q", after.Body)
+	}
+	v.e.Advance(hour)
+	v.render(t, goodBody, thrown) // the stored content again, with an exception seen
+	if tg := v.target(t); tg.Verdict.Reasons != 0 || !tg.Verdict.HasGood || tg.Failures.Count != 0 {
+		t.Fatalf("the stored content rendered again: verdict %+v failures %+v, want good", tg.Verdict, tg.Failures)
+	}
+}
+
+// Each suspect render is one JSON log line with stable field names: the key and URL, the
+// reasons' names, the agreement's count, the content digest, and whether it was applied.
+func TestASuspectRenderIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	v := newVerdictEnvLog(t, true, zerolog.New(&buf))
+	v.render(t, goodBody, nil)
+	if strings.Contains(buf.String(), "render suspect") {
+		t.Fatalf("a good render was logged as suspect: %s", buf.String())
+	}
+	v.render(t, suspectBody, thrown)
+	var line struct {
+		Message    string   `json:"message"`
+		Key        string   `json:"key"`
+		URL        string   `json:"url"`
+		Reasons    []string `json:"reasons"`
+		AgreeCount int      `json:"agree_count"`
+		Digest     string   `json:"digest"`
+		Applied    *bool    `json:"applied"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line); err != nil {
+		t.Fatalf("log %q: %v", buf.String(), err)
+	}
+	if line.Message != "render suspect" || line.Key != string(v.key) || line.URL != "https://a.test/p/1" ||
+		strings.Join(line.Reasons, ",") != "exception,text_collapsed,lost_h1" || line.AgreeCount != 1 || line.Digest == "" ||
+		line.Applied == nil || *line.Applied {
+		t.Fatalf("log line %+v", line)
+	}
 }

@@ -58,7 +58,10 @@ type Signals struct {
 	// Exceptions counts the uncaught exceptions the page's scripts threw.
 	Exceptions int
 	// FailedRequests counts the page's own data requests (XHR and fetch to the page's site)
-	// that failed: a network error, or an answer 400–599.
+	// whose data did not arrive: a network error, or an answer 5xx, 408, 429, 404 or 410. Not
+	// 401, 403 or another 4xx, which a site's account endpoints (/api/me, /api/cart) answer a
+	// visitor who is not logged in, as a prerender never is; nor a request the renderer
+	// refused itself, nor one cancelled.
 	FailedRequests int
 	// PendingRequests counts the page's own data requests still in flight when the page was
 	// captured: a page captured mid-load.

@@ -18,7 +18,8 @@
 //   - Inspect's work is linear in the body and its memory a few words plus the tokenizer's
 //     buffer (the longest token); an expected text adds a fixed window (32 KiB plus the text).
 //     Only a route with an expect selector has its renders parsed into a tree (Expect says
-//     what that costs), and its selectors are limited to those matched in linear time.
+//     what that costs); its selectors are limited to those matched in one walk of the tree,
+//     one compound test per element and compound.
 //   - Inspect of the same bytes gives the same Landmarks, so a render identical to the last
 //     good one has its landmarks and is never suspect for a landmark or a collapse.
 //   - A render whose content is the last good render's (Render.Unchanged) is never suspect.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/html"
 )
 
@@ -20,17 +19,18 @@ import (
 // landmarks, in bounded memory.
 //
 // A selector needs a parse tree: InspectExpect parses the body with html.Parse only for a route
-// that has one. That costs about as much time again as the streaming pass several times over
-// and memory several times the body's size (a tree node per element and text run), and a page
-// nested deeper than the parser's limit (512 open elements) cannot be parsed: its selector is
-// not found. To keep the match linear in the page, a selector is made of type, #id, .class
-// and [attribute] selectors joined by descendant, child (>) and next-sibling (+) combinators,
-// in comma-separated groups; pseudo-classes (whose cost can grow with the square of the page:
-// :has, :contains, :nth-child) and the ~ combinator are refused when it is compiled.
+// that has one, which costs about three times the streaming pass and memory a few times the
+// body's size (a node per element and text run). A page nested deeper than the parser's limit
+// (512 open elements) cannot be parsed: its selector is not found. The selector is type, #id,
+// .class and [attribute] selectors joined by descendant, child (>) and next-sibling (+)
+// combinators, in comma-separated alternatives (at most 16, of at most 64 compounds each); it
+// is matched in one walk of the tree, one compound test per element and compound. Pseudo-classes
+// (:has, :contains, :nth-child, whose cost can grow with the square of the page) and the ~
+// combinator are refused when it is compiled. The content of a <template> is not searched.
 type Expect struct {
 	selector string
-	sel      cascadia.SelectorGroup // nil: no selector
-	text     string                 // normalised; "": no text
+	sel      *selector // nil: no selector
+	text     string    // normalised; "": no text
 }
 
 // MaxExpectText is the longest expected text, in bytes after its whitespace is normalised: a
@@ -56,14 +56,11 @@ func CompileExpect(selector, text string) (*Expect, error) {
 	}
 	e := &Expect{selector: selector, text: norm}
 	if selector != "" {
-		if err := linearSelector(selector); err != nil {
-			return nil, fmt.Errorf("%w: selector %q: %w", ErrExpect, selector, err)
-		}
-		g, err := cascadia.ParseGroup(selector)
+		sel, err := parseSelector(selector)
 		if err != nil {
 			return nil, fmt.Errorf("%w: selector %q: %w", ErrExpect, selector, err)
 		}
-		e.sel = g
+		e.sel = sel
 	}
 	return e, nil
 }
@@ -99,7 +96,7 @@ func (e *Expect) selectorFound(body []byte) bool {
 		// Only a page nested past the parser's limit: nothing can be matched in it.
 		return false
 	}
-	return cascadia.Query(doc, e.sel) != nil
+	return e.sel.found(doc)
 }
 
 // normaliseText trims s and takes each run of whitespace in it as one space, as the page's
@@ -120,36 +117,4 @@ func normaliseText(s string) string {
 		b.WriteByte(c)
 	}
 	return strings.TrimSuffix(b.String(), " ")
-}
-
-// linearSelector refuses what cascadia would match at a cost beyond linear in the page:
-// pseudo-classes and pseudo-elements (a ':' outside an attribute selector, a string or an
-// escape) and the subsequent-sibling combinator '~'.
-func linearSelector(sel string) error {
-	var quote byte
-	bracket := false
-	for i := 0; i < len(sel); i++ {
-		c := sel[i]
-		switch {
-		case c == '\\':
-			i++ // an escaped character is part of a name (".sm\:hidden")
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case bracket:
-			if c == ']' {
-				bracket = false
-			}
-		case c == '[':
-			bracket = true
-		case c == ':':
-			return errors.New("pseudo-classes are not allowed (put a text in expect.text)")
-		case c == '~':
-			return errors.New("the ~ combinator is not allowed")
-		}
-	}
-	return nil
 }

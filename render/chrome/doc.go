@@ -79,11 +79,16 @@
 //   - Reports its phases in Result.Timings, and what it saw of the page besides its document in
 //     Result.Signals, the evidence package verdict judges before a completed render replaces a
 //     stored page: uncaught exceptions (Runtime.exceptionThrown, of this render's document),
-//     the page's own data requests that failed (a network error, or an answer 400–599; not
-//     one freshq refused — render.chrome.block, block_types, the address policy — nor one
-//     cancelled) and those still in flight when the DOM was captured, with a few lines of
-//     evidence (render.MaxEvidence of render.MaxEvidenceLen bytes). Signals is nil only for a
-//     render whose document never committed.
+//     the page's own data requests that failed and those still in flight when the DOM was
+//     captured, with a few lines of evidence (render.MaxEvidence of render.MaxEvidenceLen
+//     bytes). Signals is nil only for a render whose document never committed.
+//   - Counts as failed only a data request that says the page's data did not arrive: a network
+//     error, or an answer 5xx, 408, 429, 404 or 410 (a product API answering 404 is the page
+//     losing its content). Not 401, 403 or any other 4xx: a real SPA asks endpoints such as
+//     /api/me or /api/cart that answer 401 or 403 to a visitor who is not logged in, which a
+//     prerender never is, and every render of such a site would be suspect and looked at twice.
+//     Nor one freshq refused (render.chrome.block, block_types, the address policy), nor one
+//     cancelled (by the page, or as the tab left it).
 //   - Parks the tab on about:blank, waiting until the blank document is committed (its page's
 //     scripts and requests end there), and gives it back for the next render; a tab that
 //     crashed, failed to park or whose render did not end cleanly (a timeout) is closed.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-
 	"sort"
 	"strings"
 	"sync"
@@ -455,7 +454,7 @@ func (t *tab) requestSent(ev *network.EventRequestWillBeSent) {
 	t.net.sent(ev.RequestID, ev.Type, data, raw, time.Now())
 }
 
-// sameSite reports whether url is on the site of the document docURL: the same host, or both
+// sameSite reports whether reqURL is on the site of the document docURL: the same host, or both
 // under one render.domains entry (shop.example.com and api.example.com under example.com).
 func sameSite(domains []string, docURL, reqURL string) bool {
 	d, err1 := url.Parse(docURL)
@@ -480,18 +479,18 @@ func sameSite(domains []string, docURL, reqURL string) bool {
 // page, or as the tab left it).
 func (t *tab) requestFailed(ev *network.EventLoadingFailed) {
 	t.mu.Lock()
-	url, data := t.data[ev.RequestID]
+	raw, data := t.data[ev.RequestID]
 	t.mu.Unlock()
 	if !data || ev.Canceled || ev.BlockedReason != "" || strings.Contains(ev.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
 		return
 	}
-	if strings.Contains(ev.ErrorText, "ERR_TUNNEL_CONNECTION_FAILED") && t.r.egress.refusedRecently(hostPort(url), t.start) {
+	if strings.Contains(ev.ErrorText, "ERR_TUNNEL_CONNECTION_FAILED") && t.r.egress.refusedRecently(hostPort(raw), t.start) {
 		return // the address policy refused it
 	}
-	t.failedRequest(ev.RequestID, url, ev.ErrorText)
+	t.failedRequest(ev.RequestID, raw, ev.ErrorText)
 }
 
-func (t *tab) failedRequest(id network.RequestID, url, why string) {
+func (t *tab) failedRequest(id network.RequestID, raw, why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.failedIDs[id] {
@@ -499,7 +498,7 @@ func (t *tab) failedRequest(id network.RequestID, url, why string) {
 	}
 	t.failedIDs[id] = true
 	t.failed++
-	t.addEvidence("failed request: " + url + " (" + why + ")")
+	t.addEvidence("failed request: " + raw + " (" + why + ")")
 }
 
 // exceptionThrown counts an uncaught exception of the page's scripts (of this render's document:
@@ -570,11 +569,11 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 		if ev.Response.FromDiskCache || ev.Response.FromPrefetchCache {
 			t.cachedSub = true
 		}
-		url, data := t.data[ev.RequestID]
+		raw, data := t.data[ev.RequestID]
 		t.mu.Unlock()
 		// A 403 the egress proxy made is the address policy's refusal, not the site's answer.
-		if st := int(ev.Response.Status); data && st >= 400 && st <= 599 && header(ev.Response.Headers, egressHeader) != "policy" {
-			t.failedRequest(ev.RequestID, url, fmt.Sprintf("HTTP %d", st))
+		if st := int(ev.Response.Status); data && dataLost(st) && header(ev.Response.Headers, egressHeader) != "policy" {
+			t.failedRequest(ev.RequestID, raw, fmt.Sprintf("HTTP %d", st))
 		}
 		return
 	}
@@ -586,6 +585,19 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 	t.docRequest = ev.RequestID
 	t.docEgress = header(ev.Response.Headers, egressHeader)
 	t.mu.Unlock()
+}
+
+// dataLost reports whether a data request's answer says the page's data did not arrive: a 5xx,
+// 408 (timed out), 429 (rate limited), or 404 and 410 (a product API answering 404 is the page
+// losing its content). Not 401, 403 or another 4xx: a real SPA asks endpoints such as /api/me
+// or /api/cart that answer 401 or 403 to a visitor who is not logged in, which a prerender
+// never is, on every load; counting them would make every render of such a site suspect.
+func dataLost(status int) bool {
+	switch status {
+	case 404, 408, 410, 429:
+		return true
+	}
+	return status >= 500 && status <= 599
 }
 
 // header is a response header's value (names are case-insensitive; HTTP/2's are lowercase).

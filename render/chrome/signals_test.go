@@ -68,7 +68,13 @@ func TestSignalsOfAPage(t *testing.T) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	})
 	s.mux.HandleFunc("/blocked/api", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) })
-	r := newRendererWithCDN(t, func(c *Options) { c.Block = []string{"*/blocked/*"} })
+	r := newRendererWithCDN(t, func(c *Options) {
+		c.Block = []string{"*/blocked/*"}
+		// Listed by name, so that the address policy lets it reach the test origin on loopback
+		// (a subdomain match allows public addresses only); it is still on the page's site,
+		// under the site.test entry.
+		c.Domains = append(c.Domains, "api.site.test")
+	})
 	s.page("/failing", `<!doctype html><html><body><p>shell</p><script>
 const x = new XMLHttpRequest(); x.open("GET", "/api/missing"); x.send();
 fetch("/api/broken").catch(() => {});
@@ -204,5 +210,28 @@ fetch("/api/product/7").then(r => r.text()).then(t => { document.getElementById(
 	}
 	if res.Signals == nil || res.Signals.PendingRequests != 1 || !evidenceHas(res.Signals, "/poll") {
 		t.Errorf("same-site long-poll's signals: %+v", res.Signals)
+	}
+}
+
+// An exception thrown in a third party's frame (an ad, a widget on another site) is not the
+// page's: it does not count. One the page's own scripts throw beside it does. (A cross-site frame
+// runs in a renderer process of its own, a target whose events the render does not listen to.)
+func TestSignalsExceptionsOfTheMainFrameOnly(t *testing.T) {
+	s := newSite(t)
+	s.mux.HandleFunc("/widget", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><html><body><script>throw new Error("the widget broke")</script></body></html>`))
+	})
+	r := newRendererWithCDN(t, nil)
+	s.page("/framed", `<!doctype html><html><body><p>page</p><iframe src="`+s.on("cdn.test", "/widget")+`"></iframe></body></html>`)
+	s.page("/both", `<!doctype html><html><body><p>page</p><iframe src="`+s.on("cdn.test", "/widget")+`"></iframe>
+<script>setTimeout(() => { throw new Error("the page broke") }, 100)</script></body></html>`)
+	res := render1(t, r, render.Request{URL: s.url("/framed")})
+	if res.Outcome != outcome.OK || res.Signals == nil || res.Signals.Exceptions != 0 || s.count("/widget") != 1 {
+		t.Errorf("a third party's frame threw: %v %s, widget fetched %d times, signals %+v", res.Outcome, res.Err, s.count("/widget"), res.Signals)
+	}
+	res = render1(t, r, render.Request{URL: s.url("/both")})
+	if res.Signals == nil || res.Signals.Exceptions != 1 || !evidenceHas(res.Signals, "the page broke") || evidenceHas(res.Signals, "widget") {
+		t.Errorf("the page and a frame threw: signals %+v", res.Signals)
 	}
 }
