@@ -87,7 +87,9 @@ func (bw *browserWatch) listen(ev any) {
 	case *runtime.EventExceptionThrown:
 		bw.bad = append(bw.bad, "exception: "+e.ExceptionDetails.Text)
 	case *cdplog.EventEntryAdded:
-		if e.Entry.Level == cdplog.EntryLevelError || e.Entry.Level == cdplog.EntryLevelWarning {
+		// The browser asks for /favicon.ico of its own accord when a document (the chart opened
+		// alone) names no icon: the API refuses it without the token, and that is no page's error.
+		if (e.Entry.Level == cdplog.EntryLevelError || e.Entry.Level == cdplog.EntryLevelWarning) && e.Entry.URL != bw.origin+"/favicon.ico" {
 			bw.bad = append(bw.bad, fmt.Sprintf("log %s %s: %s %s", e.Entry.Level, e.Entry.Source, e.Entry.Text, e.Entry.URL))
 		}
 	case *network.EventRequestWillBeSent:
