@@ -48,6 +48,7 @@ func FuzzConsoleParams(f *testing.F) {
 	f.Add("/ui/preview", "\xff", "mobile\x00", "delete", "", "", true)
 	f.Add("/ui/action", strings.Repeat("a", 5000), "", "nope", "", "", true)
 	f.Add("/ui/login", "", "", "", "", "", false)
+	f.Add("/ui/action", "https://shop.test/p/1", "", "recache", "", "", false)
 	f.Fuzz(func(t *testing.T, path, u, device, op, prefix, csrf string, useCSRF bool) {
 		api := &consoleAPI{}
 		c, err := console.New(console.Options{Token: func() string { return "tok" }, API: &http.Client{Transport: api},
