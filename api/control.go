@@ -37,6 +37,7 @@ import (
 	"context"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -79,12 +80,14 @@ type Control struct {
 	// Targets answers a render worker's question before a render (wire.PathValidators);
 	// nil: never check, always render.
 	Targets *intake.Targets
+	// Renders is the log of recent renders the results are recorded into; nil: none.
+	Renders *renderlog.Log
 }
 
 // Register adds the internal endpoints to mux.
 func (c *Control) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathClaim, c.claim)
-	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(c.Applier, c.Limit, true))
+	mux.HandleFunc("POST "+wire.PathResults, loggedResultsHandler(c.Applier, c.Limit, true, c.Renders))
 	mux.HandleFunc("GET "+wire.PathStatus, func(w http.ResponseWriter, r *http.Request) { ok(w, c.Status()) })
 	mux.HandleFunc("POST "+wire.PathValidators, c.validators)
 	// Profiles of worker 0, on its 0600 socket only (the public listener refuses /internal/):

@@ -5,6 +5,7 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -16,6 +17,8 @@ type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
 	Applier *intake.Applier
 	Limit   *Limiter // admits results requests by their bytes; nil: none
+	// Renders is the log of recent renders the results are recorded into; nil: none.
+	Renders *renderlog.Log
 
 	leases *intake.Remote
 }
@@ -28,7 +31,7 @@ func (x *Remote) Register(mux *http.ServeMux) {
 	// The remote leases are the Applier's: its lease table, locks, settings and clock.
 	x.leases = a.NewRemote(x.Claimer)
 	mux.HandleFunc("POST /v1/claim", x.claim)
-	mux.HandleFunc("POST /v1/results", resultsHandler(a, x.Limit, false))
+	mux.HandleFunc("POST /v1/results", loggedResultsHandler(a, x.Limit, false, x.Renders))
 	mux.HandleFunc("POST /v1/leases/extend", x.extend)
 	mux.HandleFunc("POST /v1/leases/release", x.release)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -23,6 +24,12 @@ import (
 // ApplyStats); otherwise 200 with the ApplyStats, which count what was applied, skipped and
 // fenced.
 func resultsHandler(a *intake.Applier, limit *Limiter, binaryOK bool) http.HandlerFunc {
+	return loggedResultsHandler(a, limit, binaryOK, nil)
+}
+
+// loggedResultsHandler is resultsHandler that also records each batch the applier took into
+// the log of recent renders (nil: none), once Deliver returns.
+func loggedResultsHandler(a *intake.Applier, limit *Limiter, binaryOK bool, log *renderlog.Log) http.HandlerFunc {
 	return limit.Wrap(wire.MaxResultsBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		results, err := readResults(w, r, binaryOK)
 		if err != nil {
@@ -34,6 +41,7 @@ func resultsHandler(a *intake.Applier, limit *Limiter, binaryOK bool) http.Handl
 			fail(w, err)
 			return
 		}
+		log.RecordResults(results)
 		ok(w, st)
 	})).ServeHTTP
 }

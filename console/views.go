@@ -225,16 +225,17 @@ type Renders struct {
 
 // RenderEntry is one render of the log.
 type RenderEntry struct {
-	At         string `json:"at"`
-	URL        string `json:"url"`
-	Device     string `json:"device"`
-	Outcome    string `json:"outcome"`
-	Status     int    `json:"status"`
-	DurationMs int64  `json:"duration_ms"`
-	Changed    bool   `json:"changed"`
-	Verdict    string `json:"verdict,omitempty"`
-	Class      string `json:"class,omitempty"`
-	Error      string `json:"error,omitempty"`
+	At         string   `json:"at"`
+	URL        string   `json:"url"`
+	Device     string   `json:"device"`
+	Outcome    string   `json:"outcome"`
+	Status     int      `json:"status"`
+	DurationMs int64    `json:"duration_ms"`
+	Changed    bool     `json:"changed"`
+	Verdict    string   `json:"verdict,omitempty"`
+	Class      string   `json:"class,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Evidence   []string `json:"evidence,omitempty"`
 }
 
 func (c *Console) pageView(w http.ResponseWriter, r *http.Request, sess string) {

@@ -22,6 +22,7 @@ import (
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
@@ -230,7 +231,9 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err != nil {
 		return wrap("applier", err)
 	}
+	renders := renderlog.New(func() time.Time { return time.UnixMilli(nowMs()) })
 	control := &api.Control{
+		Renders: renders,
 		Index:   index,
 		Applier: applier,
 		Targets: targetsSvc,
@@ -258,7 +261,8 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err != nil {
 		return wrap("remote claimer", err)
 	}
-	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer}).Register(mux)
+	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer, Renders: renders}).Register(mux)
+	(&api.Renders{Log: renders}).Register(mux)
 	view := clusterView(st, cfg, func() float64 { return e.policy().Boost() })
 	(&api.Queue{Seg: e.seg, Now: nowMs, Cluster: view, Capacity: w.capacity.View, Settings: e.intakeSettings, Stale: stale}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
