@@ -308,6 +308,14 @@ serve: {listen: %s, tokens: [crawl-token]}
 	bw.check(t, "page")
 	api.get("/v1/targets?url="+url.QueryEscape(pageURL), &target)
 	before := target.LastRender.At
+	type history struct {
+		Renders []console.RenderEntry `json:"renders"`
+	}
+	var h0 history
+	api.get("/v1/renders?url="+url.QueryEscape(pageURL), &h0)
+	if len(h0.Renders) == 0 {
+		t.Fatal("/v1/renders has no render of a rendered page")
+	}
 	run("recache", chromedp.Click(css(`#action-recache`)), chromedp.WaitVisible(css(`#done`)))
 	var after wire.Explanation
 	api.get("/v1/targets?url="+url.QueryEscape(pageURL), &after)
@@ -318,6 +326,28 @@ serve: {listen: %s, tokens: [crawl-token]}
 		run("reloading the page", chromedp.Navigate(origin+"/ui/page?url="+url.QueryEscape(pageURL)), chromedp.WaitVisible(css(`#last-render`)))
 		return !strings.Contains(text("#last-render"), before.UTC().Format("2006-01-02 15:04:05Z"))
 	})
+	// The page's history: the recache's render is in /v1/renders, and the page view lists
+	// the renders /v1/renders lists.
+	var h1 history
+	waitFor(t, "the recache's render in the page's history", 60*time.Second, func() bool {
+		return api.get("/v1/renders?url="+url.QueryEscape(pageURL), &h1) == http.StatusOK && len(h1.Renders) > len(h0.Renders)
+	})
+	if h1.Renders[0].Outcome != "ok" {
+		t.Errorf("the recache's render: %+v, want ok", h1.Renders[0])
+	}
+	sameMoment(t, "page history", func() string {
+		var h history
+		api.get("/v1/renders?url="+url.QueryEscape(pageURL), &h)
+		return fmt.Sprintf("%d %s", len(h.Renders), h.Renders[0].Outcome)
+	}, func() string {
+		run("reloading the page", chromedp.Navigate(origin+"/ui/page?url="+url.QueryEscape(pageURL)), chromedp.WaitVisible(css(`#renders`)))
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#renders tr").length - 1`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d %s", rows, text("#renders tr:nth-child(2) td:nth-child(2)"))
+	})
+	shot("page-history")
 	bw.check(t, "page after recache")
 
 	// Sites, failures, cluster.
