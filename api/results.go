@@ -41,7 +41,7 @@ func loggedResultsHandler(a *intake.Applier, limit *Limiter, binaryOK bool, log 
 			fail(w, err)
 			return
 		}
-		log.RecordResults(results)
+		log.RecordResults(results, st)
 		ok(w, st)
 	})).ServeHTTP
 }

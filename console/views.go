@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -215,7 +216,7 @@ type PageDetail struct {
 	Target      wire.Explanation
 	Renders     *Renders // nil: the API keeps no log of renders
 	Done        string
-	PreviewQ    string
+	Preview     template.URL // the preview's address, its query encoded once
 }
 
 // Renders is GET /v1/renders' answer as the console reads it.
@@ -250,7 +251,7 @@ func (c *Console) pageView(w http.ResponseWriter, r *http.Request, sess string) 
 		c.fail(w, r, sess, http.StatusBadRequest, "device", err.Error())
 		return
 	}
-	d := PageDetail{URL: u, Device: dev, Done: doneLabel(q.Get("done")), PreviewQ: pageQuery(u, dev)}
+	d := PageDetail{URL: u, Device: dev, Done: doneLabel(q.Get("done")), Preview: template.URL(Prefix + "preview?" + pageQuery(u, dev))}
 	aq := url.Values{"url": {u}}
 	if dev != "" {
 		aq.Set("device", dev)

@@ -87,13 +87,25 @@ func cut(s string) string {
 	return s
 }
 
-// RecordResults logs a batch of results as worker 0 took them.
-func (l *Log) RecordResults(results []wire.Result) {
+// RecordResults logs a batch of results as worker 0 took them, but those the applier fenced
+// (st.FencedItems: their lease was not held, so they changed nothing) and, when st says some
+// were fenced without naming them all, none of the batch's that it cannot tell apart.
+func (l *Log) RecordResults(results []wire.Result, st wire.ApplyStats) {
 	if l == nil {
 		return
 	}
+	fenced := map[int]bool{}
+	for _, it := range st.FencedItems {
+		fenced[it.Index] = true
+	}
+	if st.Fenced > len(fenced) {
+		return // which of them were fenced is not known: log none rather than a false render
+	}
 	now := l.now()
 	for i := range results {
+		if fenced[i] {
+			continue
+		}
 		r := &results[i]
 		dev, u, ok := cachekey.Split(r.Key)
 		if !ok {

@@ -51,7 +51,7 @@ func TestLogIsBoundedInBytes(t *testing.T) {
 	long := strings.Repeat("x", 100_000)
 	for i := range 50_000 {
 		l.RecordResults([]wire.Result{{Key: cachekey.New("desktop", "https://shop.test/"+strconv.Itoa(i)+"/"+long[:2000]), Outcome: "server_error",
-			Err: long, Signals: &wire.Signals{Evidence: []string{long, long, long, long, long}}}})
+			Err: long, Signals: &wire.Signals{Evidence: []string{long, long, long, long, long}}}}, wire.ApplyStats{})
 	}
 	n, b := l.Len()
 	if b > MaxBytes || n == 0 {
@@ -60,5 +60,15 @@ func TestLogIsBoundedInBytes(t *testing.T) {
 	e := l.Failures()[0]
 	if len(e.Error) > MaxText+3 || len(e.Evidence) != MaxEvidence || len(e.Evidence[0]) > MaxText+3 || len(e.URL) > MaxText+3 {
 		t.Errorf("an entry is not cut: error %d bytes, %d evidence lines", len(e.Error), len(e.Evidence))
+	}
+}
+
+// A fenced result changed nothing: it is not logged as a render.
+func TestFencedResultsAreNotLogged(t *testing.T) {
+	l := New(time.Now)
+	rs := []wire.Result{{Key: cachekey.New("desktop", "https://shop.test/a"), Outcome: "ok"}, {Key: cachekey.New("desktop", "https://shop.test/b"), Outcome: "ok"}}
+	l.RecordResults(rs, wire.ApplyStats{Applied: 1, Fenced: 1, FencedItems: []wire.ItemError{{Index: 1}}})
+	if len(l.Page("https://shop.test/a", "")) != 1 || len(l.Page("https://shop.test/b", "")) != 0 {
+		t.Errorf("a: %v, b: %v; want a logged and b, fenced, not", l.Page("https://shop.test/a", ""), l.Page("https://shop.test/b", ""))
 	}
 }

@@ -304,6 +304,10 @@ serve: {listen: %s, tokens: [crawl-token]}
 	if err != nil || sandbox != "" {
 		t.Errorf("the preview frame's sandbox is %q (%v), want an empty one: no script", sandbox, err)
 	}
+	previewSrc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("preview").src`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	shot("page")
 	bw.check(t, "page")
 	api.get("/v1/targets?url="+url.QueryEscape(pageURL), &target)
@@ -420,8 +424,18 @@ serve: {listen: %s, tokens: [crawl-token]}
 		defer resp.Body.Close()
 		return resp.StatusCode, resp.Header.Get("Location")
 	}
-	var q0 wire.QueueView
-	api.get("/v1/queue", &q0)
+	// The preview the page's frame loads is the stored page, under its sandbox CSP.
+	preq, _ := http.NewRequest(http.MethodGet, previewSrc, nil)
+	preq.AddCookie(sess)
+	presp, err := http.DefaultClient.Do(preq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pbody, _ := io.ReadAll(presp.Body)
+	presp.Body.Close()
+	if presp.StatusCode != http.StatusOK || !strings.Contains(string(pbody), "<h1>"+pageURL+"</h1>") || presp.Header.Get("Content-Security-Policy") != console.PreviewCSP {
+		t.Errorf("the preview %s: %d %q CSP %q, want the stored page under %q", previewSrc, presp.StatusCode, pbody, presp.Header.Get("Content-Security-Policy"), console.PreviewCSP)
+	}
 	if code, _ := send(http.MethodPost, "/ui/action", "", url.Values{"op": {"delete"}, "url": {pageURL}}, sess, false); code != http.StatusForbidden {
 		t.Errorf("a POST without the CSRF token: %d, want 403", code)
 	}
