@@ -153,6 +153,17 @@ type ApplierDeps struct {
 	Suspects *Suspects
 	// Verdicts counts suspect renders and accepted suspects; nil: not counted.
 	Verdicts VerdictCounter
+	// Renders is told of every result applied, after its commit (the recent renders and
+	// failures the console shows); nil: none kept.
+	Renders RenderLog
+}
+
+// RenderLog keeps what the Applier applied: each result filed, with whether its content
+// changed since the page's previous render and its verdict ("good", the suspect's reasons
+// joined by commas, or "" for a result that was not judged). Called after the commit, under
+// the key's lock; it must not block.
+type RenderLog interface {
+	Applied(r *wire.Result, changed bool, verdict string)
 }
 
 // MissWaker is woken (Applied) for each result committed, after the commit and under the
@@ -346,6 +357,14 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		switch {
 		case filed[j]:
 			st.Applied++
+			if a.d.Renders != nil {
+				vo := &verdicts[j]
+				verdict := ""
+				if vo.judged {
+					verdict = vo.reasons.String()
+				}
+				a.d.Renders.Applied(&results[index[j]], vo.changed, verdict)
+			}
 			// After the commit and before the key's lock is let go: a waiter woken now reads
 			// the page this result stored.
 			a.d.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
@@ -498,6 +517,7 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 	}
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
+			vo.changed = ob.changed
 			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}

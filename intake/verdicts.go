@@ -99,6 +99,7 @@ type verdictOutcome struct {
 	accepted bool            // a suspect applied as the page by agreement or an operator
 	agree    int
 	digest   uint64
+	changed  bool // the content changed since the page's previous render (observeContent)
 }
 
 // judge gives the verdict of a judged result under the key's lock, from the target's state, and

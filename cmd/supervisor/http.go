@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/console"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/outcome"
@@ -106,6 +107,8 @@ func (s *supervisor) handler() http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]string{"error": "worker 0 is unavailable; retry shortly"})
 	}
+	mux.HandleFunc("GET /v1/series", s.seriesHandler)
+	mux.Handle(console.Prefix, s.consoleHandler())
 	mux.Handle("/", internalGuard(s.noClaimsWhileStopping(s.pageWaits(proxy))))
 	return s.hostGuard(crossOrigin(s.authorize(s.bulkDeadlines(mux))))
 }
@@ -235,6 +238,10 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if strings.HasPrefix(r.URL.Path, console.Prefix) {
+			s.authorizeConsole(w, r, next, ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1)
+			return
+		}
 		if !ok && r.Method == http.MethodPost && r.URL.Path == "/recache" {
 			got, ok = bodyToken(r)
 		}
@@ -247,6 +254,23 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 		connguard.Authenticated(r.Context())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authorizeConsole is authorize under /ui/: the bearer token (bearer) or the console's session
+// cookie, which only the token's holder got (package console), lets a request in as
+// authenticated; the login form and its assets are answered to anyone, still counted against
+// the peer's bound on unauthenticated connections; anything else is sent to the login form.
+func (s *supervisor) authorizeConsole(w http.ResponseWriter, r *http.Request, next http.Handler, bearer bool) {
+	switch {
+	case bearer || s.console != nil && s.console.Authenticated(r):
+		connguard.Authenticated(r.Context())
+		next.ServeHTTP(w, r)
+	case console.Public(r):
+		next.ServeHTTP(w, r)
+	default:
+		connguard.Refused(w)
+		console.Unauthenticated(w, r)
+	}
 }
 
 // bodyToken reads the token the hosted prerender service's tools send in a recache's body

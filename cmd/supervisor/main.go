@@ -30,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/console"
 	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/internal/testhold"
@@ -279,6 +280,8 @@ type supervisor struct {
 	adminFile    *os.File        // the admin listener's socket (listen), for a handover
 	drain        connguard.Drain // the admin listener's stop
 	sockets      inheritedSockets
+	console      *console.Console // the console at /ui/ (consoleHandler)
+	series       *console.Ring    // the overview's series: one sample a minute (sampleSeries)
 }
 
 // run starts everything and blocks until a signal or a restart storm ends it.
@@ -286,6 +289,7 @@ func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-cha
 	cfg := s.cfg.Load()
 	s.fatal = make(chan error, 1)
 	s.status = wire.NewClient(s.socket)
+	s.series = console.NewRing()
 	// Each socket is inherited (systemd's, or a handover's) or bound here (listeners.go).
 	ln, adminFile, err := s.sockets.listenAdmin(cfg.Listen)
 	if err != nil {
@@ -320,6 +324,7 @@ func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-cha
 		c.start()
 	}
 	go s.notifySystemd()
+	go s.sampleSeries()
 
 	code := 0
 loop:

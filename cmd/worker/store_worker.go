@@ -23,6 +23,7 @@ import (
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
@@ -221,11 +222,12 @@ func (w *worker0) Start(ctx context.Context) error {
 	}
 	// Render verdicts: the suspect renders not applied are kept in worker 0's memory for
 	// inspection (intake.Suspects says why memory), and counted with worker 0's own series.
+	renders := renderlog.New(func() time.Time { return time.UnixMilli(nowMs()) })
 	suspects := intake.NewSuspects()
 	verdicts := newVerdictMetrics(serveReg)
 	applier, err := intake.NewApplier(intake.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
 		Settings: e.intakeSettings, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness, Stale: stale, Tuning: tuning,
-		Suspects: suspects, Verdicts: verdicts,
+		Suspects: suspects, Verdicts: verdicts, Renders: renders,
 		Conditional: func(applied bool) {
 			if applied {
 				conditional.WithLabelValues("not_modified").Inc()
@@ -265,6 +267,7 @@ func (w *worker0) Start(ctx context.Context) error {
 		return wrap("remote claimer", err)
 	}
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer}).Register(mux)
+	(&api.Renders{Log: renders}).Register(mux)
 	view := clusterView(st, cfg, func() float64 { return e.policy().Boost() })
 	var tally *crawlers.Tally // what each crawler family got, when worker 0 serves crawlers
 	if e.serveFD > 0 {
