@@ -52,6 +52,7 @@ import (
 	"github.com/freshq/freshq/claim"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -107,6 +108,8 @@ type Writer interface {
 type Applier struct {
 	d         ApplierDeps
 	digesters digesterCache
+	// coldAtMs is when a suspect last raised the cache epoch (coldRetry).
+	coldAtMs atomic.Int64
 }
 
 // ApplierDeps are what an Applier needs. Every one is required but Log, Test, Conditional,

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/store"
@@ -203,9 +204,29 @@ func (a *Applier) afterVerdict(set *Settings, r *wire.Result, j *judgment, vo *v
 		a.d.Suspects.Drop(r.Key)
 		return
 	}
+	a.coldRetry(now)
 	// Kept with its signals, so that an operator's accept makes them the good render's too.
 	in := j.render()
 	a.d.Suspects.Put(newSuspect(set, r.Key, vo.reasons, now, vo.agree, vo.digest, r.Status, r.Headers, r.Body, in.Baseline()), set.keepBytes())
+}
+
+// coldRetryEvery bounds how often suspects raise the cache epoch.
+const coldRetryEvery = time.Minute
+
+// coldRetry raises the cache epoch for a suspect render not applied, so that its retry, and the
+// node's next renders, fetch the site's scripts and styles anew: a browser that kept a site's
+// old script after a deploy renders the new route wrong again and again while its cache is
+// warm, and the row is retried to be believed only once it was rendered cold. At most once a
+// coldRetryEvery: a site answering errors on every page must not keep the node's browsers cold,
+// and what one clear fixes, the next renders see.
+func (a *Applier) coldRetry(now int64) {
+	last := a.coldAtMs.Load()
+	if last != 0 && now-last < coldRetryEvery.Milliseconds() {
+		return
+	}
+	if a.coldAtMs.CompareAndSwap(last, now) {
+		a.d.Seg.BumpCacheEpoch()
+	}
 }
 
 // Accept applies key's kept suspect render as its page now: the operator's word that it is the

@@ -652,3 +652,27 @@ func TestSignalsAreJudgedAgainstTheGoodRenders(t *testing.T) {
 		t.Fatalf("after the accept, a render with two exceptions and new content: served %.60q, want it", got)
 	}
 }
+
+// A suspect is rendered again with a cold cache before it is believed: it raises the cache
+// epoch, so the node's browsers fetch the site's scripts anew for the retry (a deploy's new
+// app.js under a URL the browser cached is one cause a warm retry would repeat). At most once
+// a minute, so that a site answering errors on every page does not keep the node's browsers
+// cold.
+func TestASuspectRendersItsRetryWithAColdCache(t *testing.T) {
+	v := newVerdictEnv(t, true)
+	v.render(t, goodBody, nil)
+	epoch := v.e.Seg.CacheEpoch()
+	v.render(t, suspectBody, nil)
+	if got := v.e.Seg.CacheEpoch(); got != epoch+1 {
+		t.Fatalf("after a suspect: cache epoch %d, want %d", got, epoch+1)
+	}
+	v.render(t, suspectBody+" ", nil)
+	if got := v.e.Seg.CacheEpoch(); got != epoch+1 {
+		t.Fatalf("a second suspect within the minute raised the cache epoch again: %d", got)
+	}
+	v.e.Advance(time.Minute.Milliseconds())
+	v.render(t, suspectBody+"  ", nil)
+	if got := v.e.Seg.CacheEpoch(); got != epoch+2 {
+		t.Fatalf("a suspect a minute later: cache epoch %d, want %d", got, epoch+2)
+	}
+}
