@@ -75,7 +75,8 @@ func (s *Service) Reloaded() {
 	}
 }
 
-// Start recounts at once in the background, then every Every, until Stop or ctx's end.
+// Start recounts at once in the background, then every Every (every UntunedRecountEvery while
+// queue.policy freshness waits for its first tuning: nextRecount), until Stop or ctx's end.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, start, done := s.StartInit(ctx)
 	if !start {
@@ -87,12 +88,12 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	go func() {
 		defer done()
-		t := time.NewTicker(every)
-		defer t.Stop()
 		for {
 			s.recount(ctx)
+			t := time.NewTimer(s.nextRecount(every))
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
 			case <-t.C:
 			case <-s.reload:
@@ -103,9 +104,32 @@ func (s *Service) Start(ctx context.Context) error {
 				case <-time.After(NudgeDelay):
 				}
 			}
+			t.Stop()
 		}
 	}()
 	return nil
+}
+
+// UntunedRecountEvery is the recount period while queue.policy freshness has no tuning yet:
+// the tuning starts at the first recount after the meter has counted TuneMinRenders renders,
+// so a node waits at most this long past that, not a whole recount period. A recount reads
+// every row; until the first tuning, which a farm reaches within minutes, that is one read
+// every 30 seconds.
+const UntunedRecountEvery = 30 * time.Second
+
+// nextRecount is the time to the next periodic recount: every, or UntunedRecountEvery while
+// the freshness tuning is on and has not tuned yet.
+func (s *Service) nextRecount(every time.Duration) time.Duration {
+	if s.Freshness == nil || s.Freshness.Settings == nil || !s.Freshness.Settings().On {
+		return every
+	}
+	s.mu.Lock()
+	untuned := s.Freshness.tunedAtMs == 0
+	s.mu.Unlock()
+	if untuned {
+		return min(every, UntunedRecountEvery)
+	}
+	return every
 }
 
 // Recount recounts demand now (Ledger.Recount), logging its drift; a failure is logged and the
