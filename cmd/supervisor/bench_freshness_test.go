@@ -275,6 +275,9 @@ type wire0 struct {
 	ServedRequests float64 `json:"served_requests"`
 	StaleRequests  float64 `json:"stale_requests"`
 	StaleShare     float64 `json:"stale_share"`
+	// the last 15 minutes (absent before freshq kept a window)
+	WindowServed     float64 `json:"window_served_requests"`
+	WindowStaleShare float64 `json:"window_stale_share"`
 }
 
 var benchVersion = regexp.MustCompile(`data-bench-version="(\d+)"`)
@@ -463,7 +466,7 @@ func (run *freshBenchRun) report(runs []*freshPolicyRun) {
 	fmt.Printf("\n%s: %d hosts, %d pages (%d never change), route interval %s, demand %.1f renders/s against %.2f measured (%.1f×), crawler %.0f requests/s, runs of %s measured from minute %d, seed %d\n",
 		run.corpus, run.hosts, run.pages, still, run.interval, float64(run.pages)/run.interval.Seconds(), capacity,
 		float64(run.pages)/run.interval.Seconds()/capacity, run.rate, run.length, int(run.from.Minutes()), run.seed)
-	fmt.Println("| policy | stale share (truth, window) | truth since start | freshq reported (since start) | requests in window (not served) | origin answers in window (304) | renders/s | to never-changing pages | freshq renders (304) | origin full answers, whole run |")
+	fmt.Println("| policy | stale share (truth, window) | truth since start | freshq reported (since start; last 15 min) | requests in window (not served) | origin answers in window (304) | renders/s | to never-changing pages | freshq renders (304) | origin full answers, whole run |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	shares := map[string]float64{}
 	for k, pr := range runs {
@@ -475,8 +478,8 @@ func (run *freshBenchRun) report(runs []*freshPolicyRun) {
 			}
 		}
 		notModified := pr.metrics[`freshq_render_conditional_total{result="not_modified"}`]
-		fmt.Printf("| %s | %.1f %% | %.1f %% | %.1f %% of %.0f | %d (%d) | %d (%d) | %.2f | %d | %.0f (%.0f) | %d |\n",
-			pr.policy, 100*shares[pr.policy], 100*share(pr.staleAll, pr.freshAll), 100*pr.reported.StaleShare, pr.reported.ServedRequests,
+		fmt.Printf("| %s | %.1f %% | %.1f %% | %.1f %% of %.0f; %.1f %% of %.0f | %d (%d) | %d (%d) | %.2f | %d | %.0f (%.0f) | %d |\n",
+			pr.policy, 100*shares[pr.policy], 100*share(pr.staleAll, pr.freshAll), 100*pr.reported.StaleShare, pr.reported.ServedRequests, 100*pr.reported.WindowStaleShare, pr.reported.WindowServed,
 			pr.stale+pr.fresh+pr.other, pr.other, cs[k].fullWin+cs[k].checksWin, cs[k].checksWin,
 			float64(cs[k].fullWin+cs[k].checksWin)/window, cs[k].stillWin, renders, notModified, cs[k].full)
 	}

@@ -205,7 +205,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	serveReg.MustRegister(conditional)
 	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
 	w.resched.register(serveReg)
-	stale := &intake.StaleMeter{}
+	stale := &intake.StaleMeter{Now: nowMs}
 	serveReg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
 			Help: "Crawler requests served between two observations of their page's content, counted at the second."},
