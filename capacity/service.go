@@ -179,7 +179,7 @@ func (s *Service) tune(pol *policy.Policy, fs FreshSettings, pages []FreshPage) 
 	defer s.mu.Unlock()
 	t, ok := TuneFreshness(FreshInput{Demand: s.Ledger.Demand(), Measured: s.Meter.Rate(now), Boost: pol.Boost(),
 		Backlog: backlog, SweepMs: fs.SweepMs, PrevPerSecond: f.perSecond, PrevStretch: f.stretch, PrevAtMs: f.tunedAtMs,
-		NowMs: now, Pages: pages})
+		NowMs: now, Pages: pages, StretchFactor: fs.StretchFactor})
 	if !ok {
 		return
 	}

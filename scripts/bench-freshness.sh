@@ -13,7 +13,9 @@
 #   MINUTES=11 FROM=5 scripts/bench-freshness.sh
 #
 # MINUTES (default 6) is each run's length, FROM (default 2) the minute the figures are
-# measured from; HOSTS (default "1 4") the corpora; SEED (default 1); PAGES, RATE size the
+# measured from; HOSTS (default "1 4") the corpora; SEED (default 1); STRETCH (default "2";
+# "" for none) freshness.stretch_factor values, each a third node beside the two at the
+# defaults, on the same origin schedule and crawler; PAGES, RATE size the
 # corpus and the crawler (default: 2.6 × the capacity's renders a minute; 30 requests a second).
 # The machine is shared: the load average is printed with the tables.
 set -euo pipefail
@@ -22,7 +24,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 FRESHQ_BENCH_MINUTES=${MINUTES:-6} FRESHQ_BENCH_FROM=${FROM:-2} FRESHQ_BENCH_HOSTS=${HOSTS:-"1 4"} \
-FRESHQ_BENCH_SEED=${SEED:-1} ${PAGES:+FRESHQ_BENCH_PAGES=$PAGES} ${RATE:+FRESHQ_BENCH_RATE=$RATE} \
+FRESHQ_BENCH_SEED=${SEED:-1} FRESHQ_BENCH_STRETCH=${STRETCH-2} ${PAGES:+FRESHQ_BENCH_PAGES=$PAGES} ${RATE:+FRESHQ_BENCH_RATE=$RATE} \
   go test -run '^$' -bench '^BenchmarkFreshness$' -benchtime 1x -timeout 60m ./cmd/supervisor/ >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-grep -E '^\||^[^ ]+( sites| site):' "$out"
+grep -E '^\||^[^ ]+( sites| site)[:,]' "$out"

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,7 +57,9 @@ import (
 // Sized by FRESHQ_BENCH_MINUTES (a run's length, default 6), FRESHQ_BENCH_FROM (the minute the
 // figures are measured from, default 2), FRESHQ_BENCH_PAGES (default: 2.6 × the capacity's
 // renders a minute), FRESHQ_BENCH_RATE (crawler requests a second, 30), FRESHQ_BENCH_SEED (1),
-// FRESHQ_BENCH_HOSTS (the corpora, by their numbers of hosts: default "1 4").
+// FRESHQ_BENCH_HOSTS (the corpora, by their numbers of hosts: default "1 4"),
+// FRESHQ_BENCH_STRETCH (freshness.stretch_factor values, each run as one more node beside the
+// two at the defaults: default none).
 func BenchmarkFreshness(b *testing.B) {
 	minutes := benchEnvInt(b, "FRESHQ_BENCH_MINUTES", 6)
 	from := benchEnvInt(b, "FRESHQ_BENCH_FROM", 2)
@@ -71,6 +74,7 @@ func BenchmarkFreshness(b *testing.B) {
 	run := freshBenchRun{
 		pages: pages, rate: float64(rate), seed: seed, concurrency: concurrency,
 		length: time.Duration(minutes) * time.Minute, from: time.Duration(from) * time.Minute, interval: time.Minute,
+		stretch: strings.Fields(cmpEnv("FRESHQ_BENCH_STRETCH", "")),
 	}
 	for _, f := range strings.Fields(cmpEnv("FRESHQ_BENCH_HOSTS", "1 4")) {
 		hosts, err := strconv.Atoi(f)
@@ -93,6 +97,7 @@ type freshBenchRun struct {
 	concurrency        int
 	length, from       time.Duration
 	interval           time.Duration // the route's interval
+	stretch            []string      // freshness.stretch_factor values run beside the defaults
 	schedule           *freshSchedule
 	requests           []freshRequest
 	start              time.Time
@@ -193,10 +198,17 @@ type freshOrigin struct {
 	checks  []atomic.Int64 // 304s per page
 	// the same counts at the start of the window
 	fullFrom, checksFrom []int64
+	// per page: the last answer's time (ns since the start, 0 = none yet) and the longest time
+	// between two answers ending in the window
+	mu      sync.Mutex
+	last    []int64
+	longest []time.Duration
+	from    time.Duration
 }
 
 func newFreshOrigin(b *testing.B, s *freshSchedule, hosts int) *freshOrigin {
-	o := &freshOrigin{s: s, full: make([]atomic.Int64, len(s.cost)), checks: make([]atomic.Int64, len(s.cost))}
+	o := &freshOrigin{s: s, full: make([]atomic.Int64, len(s.cost)), checks: make([]atomic.Int64, len(s.cost)),
+		last: make([]int64, len(s.cost)), longest: make([]time.Duration, len(s.cost))}
 	for h := range hosts {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", h+1))
 		if err != nil {
@@ -232,7 +244,14 @@ func (o *freshOrigin) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not started", http.StatusServiceUnavailable)
 		return
 	}
-	v := o.s.version(i, time.Since(*start).Seconds())
+	since := time.Since(*start)
+	v := o.s.version(i, since.Seconds())
+	o.mu.Lock()
+	if prev := o.last[i]; prev > 0 && since >= o.from {
+		o.longest[i] = max(o.longest[i], since-time.Duration(prev))
+	}
+	o.last[i] = int64(since)
+	o.mu.Unlock()
 	if o.s.validators[i] {
 		etag := fmt.Sprintf(`"p%d-v%d"`, i, v)
 		w.Header().Set("ETag", etag)
@@ -291,8 +310,13 @@ func (run *freshBenchRun) measure(b *testing.B) {
 		domains[h] = fmt.Sprintf("%q", fmt.Sprintf("127.0.0.%d", h+1))
 	}
 	var runs []*freshPolicyRun
-	for _, policy := range []string{"ready", "freshness"} {
-		pr := &freshPolicyRun{policy: policy, serve: freePort(b), origin: newFreshOrigin(b, run.schedule, run.hosts)}
+	type variant struct{ name, policy, extra string }
+	variants := []variant{{"ready", "ready", ""}, {"freshness", "freshness", ""}}
+	for _, f := range run.stretch {
+		variants = append(variants, variant{"freshness, stretch_factor " + f, "freshness", "freshness: {stretch_factor: " + f + "}\n"})
+	}
+	for _, v := range variants {
+		pr := &freshPolicyRun{policy: v.name, serve: freePort(b), origin: newFreshOrigin(b, run.schedule, run.hosts)}
 		yaml := fmt.Sprintf(`queue: {policy: %s, ready: {sweep_interval: 1s}}
 supervisor: {shutdown_timeout: 3s}
 render:
@@ -304,7 +328,7 @@ serve:
   listen: %s
   tokens: [crawl-token]
   wait: 20s
-`, policy, run.concurrency, strings.Join(domains, ", "), pr.serve)
+%s`, v.policy, run.concurrency, strings.Join(domains, ", "), pr.serve, v.extra)
 		pr.node = startNodeEvery(b, b.TempDir(), 2, run.interval, yaml, "")
 		runs = append(runs, pr)
 	}
@@ -313,6 +337,7 @@ serve:
 	}
 	run.start = time.Now()
 	for _, pr := range runs {
+		pr.origin.from = run.from
 		pr.origin.start.Store(&run.start)
 		var body bytes.Buffer
 		for i := range run.pages {
@@ -414,6 +439,27 @@ func (pr *freshPolicyRun) crawlOne(client *http.Client, run *freshBenchRun, rq f
 	}
 }
 
+// tunings counts the node's "freshness tuned" log lines and says when the first came.
+func (pr *freshPolicyRun) tunings(start time.Time) (int, string) {
+	n, first := 0, "-"
+	for _, line := range strings.Split(pr.node.log.String(), "\n") {
+		if !strings.Contains(line, `"freshness tuned"`) {
+			continue
+		}
+		n++
+		if n > 1 {
+			continue
+		}
+		var l struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && !l.Time.IsZero() {
+			first = fmt.Sprintf("%.0f s", l.Time.Sub(start).Seconds())
+		}
+	}
+	return n, first
+}
+
 func share(stale, fresh int) float64 {
 	if stale+fresh == 0 {
 		return math.NaN()
@@ -455,6 +501,27 @@ func (run *freshBenchRun) report(runs []*freshPolicyRun) {
 		muTotal += opt[i].Mu
 	}
 	plan := freshness.Optimal(opt, capacity*3600)
+	// The optimum within ready's longest interval (the ceiling freshq keeps to): every page
+	// rendered at least once in the longest interval ready left a page in the window.
+	var readyLongest time.Duration
+	longest := make([]time.Duration, len(runs))
+	for k, pr := range runs {
+		pr.origin.mu.Lock()
+		for _, d := range pr.origin.longest {
+			longest[k] = max(longest[k], d)
+		}
+		pr.origin.mu.Unlock()
+		if pr.policy == "ready" {
+			readyLongest = longest[k]
+		}
+	}
+	bounded := slices.Clone(opt)
+	if readyLongest > 0 {
+		for i := range bounded {
+			bounded[i].MinPerHour = 3600 / readyLongest.Seconds()
+		}
+	}
+	boundedPlan := freshness.Optimal(bounded, capacity*3600)
 	optStale, optStill := 0.0, 0.0
 	for i, p := range opt {
 		optStale += p.Mu * freshness.StaleShare(p.Lambda, plan.PerHour[i])
@@ -463,11 +530,15 @@ func (run *freshBenchRun) report(runs []*freshPolicyRun) {
 		}
 	}
 	optShare := optStale / muTotal
+	boundedStale := 0.0
+	for i, p := range bounded {
+		boundedStale += p.Mu * freshness.StaleShare(p.Lambda, boundedPlan.PerHour[i])
+	}
 	fmt.Printf("\n%s: %d hosts, %d pages (%d never change), route interval %s, demand %.1f renders/s against %.2f measured (%.1f×), crawler %.0f requests/s, runs of %s measured from minute %d, seed %d\n",
 		run.corpus, run.hosts, run.pages, still, run.interval, float64(run.pages)/run.interval.Seconds(), capacity,
 		float64(run.pages)/run.interval.Seconds()/capacity, run.rate, run.length, int(run.from.Minutes()), run.seed)
-	fmt.Println("| policy | stale share (truth, window) | truth since start | freshq reported (since start; last 15 min) | requests in window (not served) | origin answers in window (304) | renders/s | to never-changing pages | freshq renders (304) | origin full answers, whole run |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| policy | stale share (truth, window) | truth since start | freshq reported (since start; last 15 min) | requests in window (not served) | origin answers in window (304) | renders/s | to never-changing pages | freshq renders (304) | origin full answers, whole run | longest interval | freshness tunings (first at) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	shares := map[string]float64{}
 	for k, pr := range runs {
 		shares[pr.policy] = share(pr.stale, pr.fresh)
@@ -478,12 +549,18 @@ func (run *freshBenchRun) report(runs []*freshPolicyRun) {
 			}
 		}
 		notModified := pr.metrics[`freshq_render_conditional_total{result="not_modified"}`]
-		fmt.Printf("| %s | %.1f %% | %.1f %% | %.1f %% of %.0f; %.1f %% of %.0f | %d (%d) | %d (%d) | %.2f | %d | %.0f (%.0f) | %d |\n",
+		tunings, first := pr.tunings(run.start)
+		fmt.Printf("| %s | %.1f %% | %.1f %% | %.1f %% of %.0f; %.1f %% of %.0f | %d (%d) | %d (%d) | %.2f | %d | %.0f (%.0f) | %d | %.0f s | %d (%s) |\n",
 			pr.policy, 100*shares[pr.policy], 100*share(pr.staleAll, pr.freshAll), 100*pr.reported.StaleShare, pr.reported.ServedRequests, 100*pr.reported.WindowStaleShare, pr.reported.WindowServed,
 			pr.stale+pr.fresh+pr.other, pr.other, cs[k].fullWin+cs[k].checksWin, cs[k].checksWin,
-			float64(cs[k].fullWin+cs[k].checksWin)/window, cs[k].stillWin, renders, notModified, cs[k].full)
+			float64(cs[k].fullWin+cs[k].checksWin)/window, cs[k].stillWin, renders, notModified, cs[k].full, longest[k].Seconds(), tunings, first)
 	}
-	fmt.Printf("| optimum | %.1f %% (expected) | | | | %.0f | %.2f | %.0f | | |\n", 100*optShare, capacity*window, capacity, optStill*window/3600)
+	fmt.Printf("| optimum | %.1f %% (expected) | | | | %.0f | %.2f | %.0f | | | | |\n", 100*optShare, capacity*window, capacity, optStill*window/3600)
+	fmt.Printf("| optimum within ready's longest interval | %.1f %% (expected) | | | | %.0f | %.2f | | | | %.0f s | |\n", 100*boundedStale/muTotal, capacity*window, capacity, readyLongest.Seconds())
 	fmt.Printf("%s: stale share ready %.1f %% freshness %.1f %% optimum %.1f %% (freshness/ready %.2f, freshness/optimum %.2f)\n",
 		run.corpus, 100*shares["ready"], 100*shares["freshness"], 100*optShare, shares["freshness"]/shares["ready"], shares["freshness"]/optShare)
+	for _, f := range run.stretch {
+		sh := shares["freshness, stretch_factor "+f]
+		fmt.Printf("%s: stale share freshness with stretch_factor %s %.1f %% (/ready %.2f, /optimum %.2f)\n", run.corpus, f, 100*sh, sh/shares["ready"], sh/optShare)
+	}
 }

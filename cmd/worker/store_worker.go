@@ -124,7 +124,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	w.capacity.Freshness = &capacity.FreshTuner{Cell: tuning,
 		Settings: func() capacity.FreshSettings {
 			set := e.intakeSettings()
-			return capacity.FreshSettings{On: set.Freshness.On, SweepMs: set.SweepInterval.Milliseconds()}
+			return capacity.FreshSettings{On: set.Freshness.On, SweepMs: set.SweepInterval.Milliseconds(), StretchFactor: set.Freshness.StretchFactor}
 		},
 		Page: func(key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
 			return freshPage(e.intakeSettings(), tuning.Load(), key, row, t, now)

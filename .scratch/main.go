@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/freshq/freshq/freshness"
+)
+
+// freshSchedule is the hidden truth: every page's change times, cost and validators.
+type freshSchedule struct {
+	meanChange []float64   // seconds between changes; 0 = never changes
+	changes    [][]float64 // change times, seconds since the start
+	cost       []time.Duration
+	validators []bool
+	popularity []float64 // share of the crawler's requests
+}
+
+func newFreshSchedule(seed uint64, pages int, horizon time.Duration) *freshSchedule {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	s := &freshSchedule{
+		meanChange: make([]float64, pages), changes: make([][]float64, pages),
+		cost: make([]time.Duration, pages), validators: make([]bool, pages), popularity: make([]float64, pages),
+	}
+	for i := range pages {
+		s.cost[i] = time.Duration((0.5 + 0.3*rng.Float64()) * float64(time.Second))
+		s.validators[i] = rng.Float64() < 0.5
+		if rng.Float64() < 0.3 {
+			continue
+		}
+		s.meanChange[i] = math.Exp(math.Log(20) + rng.Float64()*(math.Log(1200)-math.Log(20)))
+		for t := rng.ExpFloat64() * s.meanChange[i]; t < horizon.Seconds(); t += rng.ExpFloat64() * s.meanChange[i] {
+			s.changes[i] = append(s.changes[i], t)
+		}
+	}
+	// Popularity: a random ranking, but a fifth of the pages take their ranks (the same set
+	// of ranks) in order of change rate, the fastest changing the most popular.
+	rank := rng.Perm(pages)
+	chosen := rng.Perm(pages)[:pages/5]
+	ranks := make([]int, len(chosen))
+	for j, p := range chosen {
+		ranks[j] = rank[p]
+	}
+	sort.Ints(ranks)
+	sort.Slice(chosen, func(a, c int) bool { return changeRate(s.meanChange[chosen[a]]) > changeRate(s.meanChange[chosen[c]]) })
+	for j, p := range chosen {
+		rank[p] = ranks[j]
+	}
+	total := 0.0
+	for i := range pages {
+		s.popularity[i] = 1 / float64(rank[i]+1) // Zipf, exponent 1
+		total += s.popularity[i]
+	}
+	for i := range pages {
+		s.popularity[i] /= total
+	}
+	return s
+}
+
+func changeRate(mean float64) float64 {
+	if mean == 0 {
+		return 0
+	}
+	return 1 / mean
+}
+
+// version is page i's version at sec seconds after the start: the changes up to then.
+func (s *freshSchedule) version(i int, sec float64) int {
+	return sort.SearchFloat64s(s.changes[i], sec+1e-9)
+}
+
+
+func main() {
+	s := newFreshSchedule(1, 960, 7*time.Minute)
+	for _, longest := range []float64{0, 150, 180, 200, 240, 300, 400, 600} {
+		pages := make([]freshness.Page, 960)
+		mu := 0.0
+		for i := range pages {
+			pages[i] = freshness.Page{Lambda: 3600 * changeRate(s.meanChange[i]), Mu: 3600 * 30 * s.popularity[i], MaxPerHour: 3600 / 3.75}
+			if longest > 0 { pages[i].MinPerHour = 3600 / longest }
+			mu += pages[i].Mu
+		}
+		for _, cap := range []float64{5.2} {
+			plan := freshness.Optimal(pages, cap*3600)
+			st := 0.0
+			for i, p := range pages { st += p.Mu * freshness.StaleShare(p.Lambda, plan.PerHour[i]) }
+			// ready: every page at cap/960 per second
+			rd := 0.0
+			for _, p := range pages { rd += p.Mu * freshness.StaleShare(p.Lambda, cap*3600/960) }
+			fmt.Printf("longest %4.0f s cap %.1f: optimum %.1f %% ready(uniform) %.1f %% bound %v\n", longest, cap, 100*st/mu, 100*rd/mu, plan.Bound)
+		}
+	}
+}
