@@ -75,22 +75,28 @@ func (s *freshSchedule) version(i int, sec float64) int {
 
 func main() {
 	s := newFreshSchedule(1, 960, 7*time.Minute)
-	for _, longest := range []float64{0, 150, 180, 200, 240, 300, 400, 600} {
-		pages := make([]freshness.Page, 960)
+	meanL := 0.0
+	for i := range 960 { meanL += 3600 * changeRate(s.meanChange[i]) }
+	meanL /= 960
+	for _, longest := range []float64{0, 200, 240, 300, 400} {
+		truth := make([]freshness.Page, 960)
+		blind := make([]freshness.Page, 960)
 		mu := 0.0
-		for i := range pages {
-			pages[i] = freshness.Page{Lambda: 3600 * changeRate(s.meanChange[i]), Mu: 3600 * 30 * s.popularity[i], MaxPerHour: 3600 / 3.75}
-			if longest > 0 { pages[i].MinPerHour = 3600 / longest }
-			mu += pages[i].Mu
+		for i := range truth {
+			truth[i] = freshness.Page{Lambda: 3600 * changeRate(s.meanChange[i]), Mu: 3600 * 30 * s.popularity[i], MaxPerHour: 3600 / 3.75}
+			if longest > 0 { truth[i].MinPerHour = 3600 / longest }
+			blind[i] = truth[i]
+			blind[i].Lambda = meanL
+			mu += truth[i].Mu
 		}
-		for _, cap := range []float64{5.2} {
-			plan := freshness.Optimal(pages, cap*3600)
-			st := 0.0
-			for i, p := range pages { st += p.Mu * freshness.StaleShare(p.Lambda, plan.PerHour[i]) }
-			// ready: every page at cap/960 per second
-			rd := 0.0
-			for _, p := range pages { rd += p.Mu * freshness.StaleShare(p.Lambda, cap*3600/960) }
-			fmt.Printf("longest %4.0f s cap %.1f: optimum %.1f %% ready(uniform) %.1f %% bound %v\n", longest, cap, 100*st/mu, 100*rd/mu, plan.Bound)
+		cap := 5.2
+		pt := freshness.Optimal(truth, cap*3600)
+		pb := freshness.Optimal(blind, cap*3600)
+		st, sb := 0.0, 0.0
+		for i, p := range truth {
+			st += p.Mu * freshness.StaleShare(p.Lambda, pt.PerHour[i])
+			sb += p.Mu * freshness.StaleShare(p.Lambda, pb.PerHour[i])
 		}
+		fmt.Printf("longest %4.0f s: optimum %.1f %%, knowing only request rates %.1f %%\n", longest, 100*st/mu, 100*sb/mu)
 	}
 }

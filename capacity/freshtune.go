@@ -234,6 +234,7 @@ type FreshTuner struct {
 	perSecond float64
 	stretch   map[string]float64
 	tunedAtMs int64
+	tunings   int // tunings since worker 0 started: the recount period grows with them (nextRecount)
 }
 
 // tapPages returns src with every row it hands the recount's read, and the row's target, also

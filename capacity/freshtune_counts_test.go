@@ -47,8 +47,8 @@ func TestTuneFreshnessStartsOnCounts(t *testing.T) {
 }
 
 // Until its first tuning, a Service under queue.policy freshness recounts every
-// UntunedRecountEvery (the tuning rides on the recount), and at its period once tuned; without
-// the policy it keeps its period.
+// UntunedRecountEvery (the tuning rides on the recount), then at twice that after each tuning,
+// up to its period; without the policy it keeps its period.
 func TestServiceRecountsSoonUntilTuned(t *testing.T) {
 	now := int64(1_700_000_000_000)
 	cfg, err := config.Parse([]byte("routes:\n  - {name: c, match: prefix, path: /c/, interval: 1m}\n"))
@@ -79,8 +79,18 @@ func TestServiceRecountsSoonUntilTuned(t *testing.T) {
 		if on && s.Freshness.Cell.Load() == nil {
 			t.Fatalf("not tuned after %d renders", TuneMinRenders)
 		}
+		want = every
+		if on {
+			want = 2 * UntunedRecountEvery
+		}
+		if got := s.nextRecount(every); got != want {
+			t.Fatalf("policy on %v, after the first tuning: next recount in %v, want %v", on, got, want)
+		}
+		for range 6 {
+			s.Recount()
+		}
 		if got := s.nextRecount(every); got != every {
-			t.Fatalf("policy on %v, after the recount: next recount in %v, want %v", on, got, every)
+			t.Fatalf("policy on %v, after seven tunings: next recount in %v, want the period %v", on, got, every)
 		}
 	}
 }

@@ -14,8 +14,8 @@
 //     and cadence), so the sums never drift by rounding; only a missed or misordered update
 //     can make them drift.
 //   - The recount (Ledger.Recount) reads every schedule row and its target and rebuilds the
-//     counts exactly. Worker 0 runs it at start and every RecountEvery (every
-//     UntunedRecountEvery while the freshness tuning waits for its first); it logs the drift
+//     counts exactly. Worker 0 runs it at start and every RecountEvery (under the freshness
+//     policy every UntunedRecountEvery until the first tuning, doubling after each); it logs the drift
 //     between the incremental figure and the recount (one line, "capacity recount") and
 //     replaces the first by the second. A write that lands while the recount reads wins over
 //     what the recount read of that key.
