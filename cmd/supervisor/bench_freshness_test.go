@@ -30,7 +30,8 @@ import (
 // capacity. It runs two corpora one after the other: one site (every page on one host, its
 // renders capped by politeness) and several (the same pages over four hosts, 127.0.0.1–4, each
 // its own site); within a corpus the two policies run at the same time, each node with its own
-// origin servers on the same hidden schedule, and the same crawler requests (one seed).
+// origin servers on the same hidden schedule, and the same crawler requests (one seed); a
+// freshness.stretch_factor of FRESHQ_BENCH_STRETCH runs as one more node beside them.
 //
 // The origin (freshOrigin) knows every version of every page: 30 % of the pages never change,
 // the others change as a Poisson process with a mean interval drawn log-uniformly between 20 s
@@ -51,8 +52,16 @@ import (
 //
 // The optimum is computed offline from the origin's schedule: the water-filling rates
 // (freshness.Optimal) over the pages' true change and request rates, bounded by the route's
-// min_interval, for the render rate the nodes measured in the window (the higher of the two),
-// and its expected stale share.
+// min_interval, for the render rate the nodes measured in the window (the highest), and its
+// expected stale share; and the same with every page rendered at least once in the longest
+// interval ready left a page in the window (what freshness keeps to at stretch_factor 1; in a
+// run of a few of ready's cycles that interval is cut short by the run's end, and this
+// optimum is then pinned at its bound).
+//
+// Beside the figures each node's row has its longest interval between two origin answers to a
+// page ending in the window, and its "freshness tuned" log lines (how many, and when the first
+// came); freshq's renders less its 304s against the origin's full answers shows whether a page
+// is ever fetched twice for one render.
 //
 // Sized by FRESHQ_BENCH_MINUTES (a run's length, default 6), FRESHQ_BENCH_FROM (the minute the
 // figures are measured from, default 2), FRESHQ_BENCH_PAGES (default: 2.6 × the capacity's
