@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-serve bench-render bench-cluster sim golden lint run clean check-deploy
+.PHONY: build test race fuzz stress stress-steps bench bench-queue bench-serve bench-render bench-freshness bench-cluster sim golden lint run clean check-deploy
 
 build:
 	$(GO) build $(PKGS)
@@ -75,6 +75,12 @@ bench-serve: build
 # the same Chromium, in one run (scripts/bench-render.sh; PAGES, CONCURRENCY size it).
 bench-render: build
 	./scripts/bench-render.sh
+
+# Freshness of content on the real processes: ready and freshness side by side on an origin
+# whose pages change on a hidden schedule, one site and four, against the optimum for the same
+# rates and capacity (scripts/bench-freshness.sh; MINUTES, FROM, HOSTS, SEED size it).
+bench-freshness:
+	./scripts/bench-freshness.sh
 
 # The queue with 1, 2 and 3 nodes on one throwaway PostgreSQL, side by side in one run; writes
 # the table of scripts/bench/by-hand/cluster.md (scripts/bench-cluster.sh).

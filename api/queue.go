@@ -69,6 +69,11 @@ func (q *Queue) freshness() *wire.QueueFreshness {
 	if served > 0 {
 		f.StaleShare = stale / served
 	}
+	f.WindowS = intake.StaleWindow / 1000
+	f.WindowServedRequests, f.WindowStaleRequests = q.Stale.Window()
+	if f.WindowServedRequests > 0 {
+		f.WindowStaleShare = f.WindowStaleRequests / f.WindowServedRequests
+	}
 	return f
 }
 

@@ -62,6 +62,9 @@ type FreshInput struct {
 	PrevAtMs      int64
 	NowMs         int64
 	Pages         []FreshPage
+	// StretchFactor scales the stretch past 1 (freshness.stretch_factor, FactorStretch): 1 (or
+	// 0) keeps every ceiling at ready's projected longest interval.
+	StretchFactor float64
 }
 
 // FreshTuning is what the Applier files due times with under queue.policy freshness.
@@ -87,6 +90,22 @@ func StretchOf(ageOverCadence float64) float64 {
 		return 1
 	}
 	return min(ageOverCadence, MaxStretch)
+}
+
+// FactorStretch is stretch s with its part past 1 scaled by factor (freshness.stretch_factor):
+// 1 + (s − 1)·factor, within [1, MaxStretch·max(factor, 1)]. While capacity suffices (s = 1)
+// the ceiling stays the route's interval whatever the factor. Under scarcity, ready's longest
+// interval is close to its mean when a route's pages are alike (ready renders them in turn):
+// ceilings there ask for the whole capacity and leave the threshold nothing to give the pages
+// that change, so freshness renders as ready does. A factor above 1 is the operator's trade:
+// pages that do not change may wait longer than under ready, so that those that do are
+// rendered more often. A factor below 1 (0: unset) is 1.
+func FactorStretch(s, factor float64) float64 {
+	factor = max(factor, 1)
+	if !(s > 1) {
+		return 1
+	}
+	return min(1+(s-1)*factor, MaxStretch*factor)
 }
 
 // StretchTauMs is the time constant with which the ceilings follow the projected stretch
@@ -126,13 +145,28 @@ func SmoothStretch(prev, raw map[string]float64, elapsedMs int64) map[string]flo
 // the farm's return.
 const MaxStretch = 16
 
+// TuneMinRenders is how many renders the meter must have counted before a tuning plans with
+// them when its window is not yet whole: the capacity is then known to within about 7 %
+// (1/√200) and the renders have observed that many pages once, which is what the estimates
+// steer by. A node rendering a few pages a second tunes within a minute or two of its start
+// instead of after a whole window (15 minutes) and the next recount (10 more): the first
+// twenty minutes of a new install, a restart or a new site are no longer run at the
+// configuration's starting threshold, under which a new site's pages barely steer.
+const TuneMinRenders = 200
+
+// measuredEnough reports whether capacity c is measured well enough to tune with: a whole
+// window (MeterWindow, to its resolution) with a render in it, or TuneMinRenders renders.
+func measuredEnough(c Capacity) bool {
+	return c.Renders >= TuneMinRenders || c.Renders > 0 && c.WindowMs >= MeterWindow-meterBucketMs
+}
+
 // TuneFreshness computes the threshold and the ceilings for the capacity in, and each route's
-// pooled change rate from its pages' histories. ok is false when
-// the meter has not yet measured a whole window (MeterWindow, to its resolution) or measured no render: the caller
+// pooled change rate from its pages' histories. ok is false when the meter has measured neither
+// a whole window with a render in it nor TuneMinRenders renders (measuredEnough): the caller
 // keeps what it had, the configuration's freshness.threshold at the start.
 func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 	c := in.Measured
-	if c.WindowMs < MeterWindow-meterBucketMs || c.Renders == 0 {
+	if !measuredEnough(c) {
 		return FreshTuning{}, false
 	}
 	perSweep := c.PerSecond * float64(max(in.SweepMs, 0)) / 1000
@@ -144,7 +178,7 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 	p := Project(in.Demand, c, in.Boost, in.Backlog)
 	raw := make(map[string]float64, len(p.LongestByRoute))
 	for route, age := range p.LongestByRoute {
-		raw[route] = StretchOf(age)
+		raw[route] = FactorStretch(StretchOf(age), in.StretchFactor)
 	}
 	t.Stretch = SmoothStretch(in.PrevStretch, raw, in.NowMs-in.PrevAtMs)
 	pooled := map[string]*freshness.History{}
@@ -179,6 +213,8 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 type FreshSettings struct {
 	On      bool  // queue.policy is freshness: without it nothing is tuned
 	SweepMs int64 // queue.ready.sweep_interval
+	// StretchFactor is freshness.stretch_factor (FreshInput.StretchFactor); 0 is 1.
+	StretchFactor float64
 }
 
 // FreshTuner tunes queue.policy freshness at every recount of a Service (Service.Freshness):
@@ -198,6 +234,7 @@ type FreshTuner struct {
 	perSecond float64
 	stretch   map[string]float64
 	tunedAtMs int64
+	tunings   int // tunings since worker 0 started: the recount period grows with them (nextRecount)
 }
 
 // tapPages returns src with every row it hands the recount's read, and the row's target, also

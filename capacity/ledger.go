@@ -14,7 +14,8 @@
 //     and cadence), so the sums never drift by rounding; only a missed or misordered update
 //     can make them drift.
 //   - The recount (Ledger.Recount) reads every schedule row and its target and rebuilds the
-//     counts exactly. Worker 0 runs it at start and every RecountEvery; it logs the drift
+//     counts exactly. Worker 0 runs it at start and every RecountEvery (under the freshness
+//     policy every UntunedRecountEvery until the first tuning, doubling after each); it logs the drift
 //     between the incremental figure and the recount (one line, "capacity recount") and
 //     replaces the first by the second. A write that lands while the recount reads wins over
 //     what the recount read of that key.
@@ -26,7 +27,8 @@
 //     behind by N renders/h".
 //   - Under queue.policy freshness the recount also tunes the threshold and the ceilings
 //     production files due times with (TuneFreshness, Service.Freshness): ν from the meter's
-//     capacity and every row's estimates, the ceilings from Project; the tuning is published
+//     capacity and every row's estimates, the ceilings from Project, once the meter has
+//     counted TuneMinRenders renders or a whole window; the tuning is published
 //     whole (freshness.TuningCell) and never computed on a render's path.
 //
 // Invariants: after Recount returns, the counts equal a recount of the store as of the end of

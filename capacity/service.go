@@ -75,7 +75,8 @@ func (s *Service) Reloaded() {
 	}
 }
 
-// Start recounts at once in the background, then every Every, until Stop or ctx's end.
+// Start recounts at once in the background, then every Every (every UntunedRecountEvery while
+// queue.policy freshness waits for its first tuning: nextRecount), until Stop or ctx's end.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, start, done := s.StartInit(ctx)
 	if !start {
@@ -87,12 +88,12 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	go func() {
 		defer done()
-		t := time.NewTicker(every)
-		defer t.Stop()
 		for {
 			s.recount(ctx)
+			t := time.NewTimer(s.nextRecount(every))
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
 			case <-t.C:
 			case <-s.reload:
@@ -103,9 +104,32 @@ func (s *Service) Start(ctx context.Context) error {
 				case <-time.After(NudgeDelay):
 				}
 			}
+			t.Stop()
 		}
 	}()
 	return nil
+}
+
+// UntunedRecountEvery is the recount period while queue.policy freshness has no tuning yet:
+// the tuning starts at the first recount after the meter has counted TuneMinRenders renders,
+// so a node waits at most this long past that, not a whole recount period. After each tuning
+// the period doubles until it reaches the recount period (30 s, 1, 2, 4, 8 minutes, then 10):
+// the first tuning reads estimates made of a render or two per page and request counts of a
+// minute, and the next ones, soon after, read what the renders since have observed, so a new
+// site is steered by what it is seen to do within minutes, and a steady one is retuned at the
+// recount period. A recount reads every row; on a large store the early ones are a handful.
+const UntunedRecountEvery = 30 * time.Second
+
+// nextRecount is the time to the next periodic recount: every, or under queue.policy
+// freshness UntunedRecountEvery doubled at every tuning so far, at most every.
+func (s *Service) nextRecount(every time.Duration) time.Duration {
+	if s.Freshness == nil || s.Freshness.Settings == nil || !s.Freshness.Settings().On {
+		return every
+	}
+	s.mu.Lock()
+	tunings := s.Freshness.tunings
+	s.mu.Unlock()
+	return min(every, UntunedRecountEvery<<min(tunings, 20))
 }
 
 // Recount recounts demand now (Ledger.Recount), logging its drift; a failure is logged and the
@@ -155,11 +179,12 @@ func (s *Service) tune(pol *policy.Policy, fs FreshSettings, pages []FreshPage) 
 	defer s.mu.Unlock()
 	t, ok := TuneFreshness(FreshInput{Demand: s.Ledger.Demand(), Measured: s.Meter.Rate(now), Boost: pol.Boost(),
 		Backlog: backlog, SweepMs: fs.SweepMs, PrevPerSecond: f.perSecond, PrevStretch: f.stretch, PrevAtMs: f.tunedAtMs,
-		NowMs: now, Pages: pages})
+		NowMs: now, Pages: pages, StretchFactor: fs.StretchFactor})
 	if !ok {
 		return
 	}
 	f.perSecond, f.stretch, f.tunedAtMs = t.PerSecond, t.Stretch, now
+	f.tunings++
 	f.Cell.Store(&t.Tuning) // ν, the stretch and the routes' pooled change rates
 	s.Log.Info().Float64("nu", t.Nu).Float64("capacity_per_second", t.PerSecond).Bool("saturated", t.Saturated).
 		Int("pages", len(pages)).Msg("freshness tuned")

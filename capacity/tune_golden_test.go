@@ -19,7 +19,7 @@ import (
 // measured capacity and pages, as worker 0 computes it at a recount. `go test ./capacity
 // -run GoldenTune -rewrite` rewrites the outputs from the code; review the diff.
 //
-//	tune capacity=<renders/s> backlog=<rows> sweep=<duration> [prev=<renders/s>] [boost=<b>] [window=<duration>]
+//	tune capacity=<renders/s> backlog=<rows> sweep=<duration> [prev=<renders/s>] [boost=<b>] [window=<duration>] [renders=<n>]
 //	class <route> submitted|discovered <renders/s>
 //	page <route> <lambda/h> <mu/h> <cadence> <min_interval> [<changed>/<changed hours> <unchanged hours>]
 func TestGoldenTune(t *testing.T) {
@@ -48,7 +48,7 @@ func TestGoldenTune(t *testing.T) {
 		}
 		in := FreshInput{Boost: num(arg("boost", "2")), SweepMs: dur(arg("sweep", "1h")), PrevPerSecond: num(arg("prev", "0"))}
 		in.Backlog = uint64(num(arg("backlog", "0")))
-		in.Measured = Capacity{PerSecond: num(arg("capacity", "0")), WindowMs: dur(arg("window", "15m")), Renders: 1000}
+		in.Measured = Capacity{PerSecond: num(arg("capacity", "0")), WindowMs: dur(arg("window", "15m")), Renders: int64(num(arg("renders", "1000")))}
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 			f := strings.Fields(line)
 			switch {
@@ -75,7 +75,7 @@ func TestGoldenTune(t *testing.T) {
 		}
 		tu, ok := TuneFreshness(in)
 		if !ok {
-			return "not tuned: the meter's window is not complete\n"
+			return "not tuned: the meter has measured neither a whole window nor enough renders\n"
 		}
 		var out strings.Builder
 		fmt.Fprintf(&out, "saturated=%v capacity %.4g/s nu %.4g\n", tu.Saturated, tu.PerSecond, tu.Nu)

@@ -92,6 +92,11 @@ type Freshness struct {
 	// PriorWeight is how many renders the route's change_interval counts as
 	// (FreshnessPriorWeightDefault): a page's own renders outweigh it after about as many.
 	PriorWeight float64 `yaml:"prior_weight"`
+	// StretchFactor is, under queue.policy freshness and scarcity, how far past ready's
+	// projected longest interval a page's ceiling may be (FreshnessStretchFactorDefault: 1,
+	// never past it): the ceiling is the route's interval × (1 + (S − 1) × StretchFactor),
+	// S the stretch ready is projected to leave the route at (capacity.TuneFreshness).
+	StretchFactor float64 `yaml:"stretch_factor"`
 	// ConditionalEvery bounds conditional checks: before rendering a page whose origin sent
 	// validators (ETag, Last-Modified), a render worker asks the origin with If-None-Match /
 	// If-Modified-Since, and a 304 counts as unchanged without a render; at least every

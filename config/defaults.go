@@ -336,6 +336,7 @@ func (c *Config) EnsureDefaults() *Config {
 	fr.Requests = cmp.Or(fr.Requests, FreshnessRequestsDefault)
 	fr.Threshold = cmp.Or(fr.Threshold, FreshnessThresholdDefault)
 	fr.PriorWeight = cmp.Or(fr.PriorWeight, FreshnessPriorWeightDefault)
+	fr.StretchFactor = cmp.Or(fr.StretchFactor, FreshnessStretchFactorDefault)
 	fr.ConditionalEvery = cmp.Or(fr.ConditionalEvery, FreshnessConditionalEveryDefault)
 	fr.ConditionalMaxAge = cmp.Or(fr.ConditionalMaxAge, FreshnessConditionalMaxAgeDefault)
 	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyFreshness)
@@ -406,6 +407,9 @@ const (
 	FreshnessRequestsDefault    = 0.1                      // requests an hour of a page never requested
 	FreshnessThresholdDefault   = 1.0                      // a render that prevents one stale serve is due
 	FreshnessPriorWeightDefault = 1.0                      // the route's prior counts as one render
+	// under scarcity a page's ceiling is ready's projected longest interval, never past it
+	FreshnessStretchFactorDefault = 1.0
+	FreshnessStretchFactorMax     = 16.0
 	// a page is rendered in full at least every 10th time, and at least weekly
 	FreshnessConditionalEveryDefault  = 10
 	FreshnessConditionalMaxAgeDefault = Duration(7 * 24 * time.Hour)

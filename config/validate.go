@@ -625,4 +625,7 @@ func (f *Freshness) validate(bad badFunc) {
 	if !(f.PriorWeight >= 0) || f.PriorWeight > 1e6 {
 		bad("freshness.prior_weight", "must be 0..1000000, got %v", f.PriorWeight)
 	}
+	if !(f.StretchFactor >= 1) || f.StretchFactor > FreshnessStretchFactorMax {
+		bad("freshness.stretch_factor", "must be 1..%v, got %v", FreshnessStretchFactorMax, f.StretchFactor)
+	}
 }

@@ -120,6 +120,7 @@ type FreshnessSettings struct {
 	Requests          float64       // freshness.requests: the request rate of a page never counted
 	Threshold         float64       // freshness.threshold
 	PriorWeight       float64       // freshness.prior_weight
+	StretchFactor     float64       // freshness.stretch_factor: how far past ready's longest a ceiling may be
 	MinIntervalDiv    int64         // a route without min_interval renders at most every cadence ÷ this
 	ConditionalEvery  int           // freshness.conditional_every
 	ConditionalMaxAge time.Duration // freshness.conditional_max_age

@@ -392,11 +392,20 @@ type KeysMigrate struct {
 // requests served between two observations of their page's content (a render or a 304), those
 // served after it had changed (expected: when the content changed over the interval, the part
 // after the change). A request is counted once the observation after it is applied.
+//
+// The Window fields are the same counted over the last 15 minutes (by when they were counted),
+// so that a farm's share is seen apart from its first pass and a setting's effect shows within
+// the quarter hour.
 type QueueFreshness struct {
 	Policy         string  `json:"policy"` // queue.policy in force
 	ServedRequests float64 `json:"served_requests"`
 	StaleRequests  float64 `json:"stale_requests"`
 	StaleShare     float64 `json:"stale_share"` // stale ÷ served; 0 with none counted
+	// WindowS is the window's length in seconds (900).
+	WindowS              float64 `json:"window_s"`
+	WindowServedRequests float64 `json:"window_served_requests"`
+	WindowStaleRequests  float64 `json:"window_stale_requests"`
+	WindowStaleShare     float64 `json:"window_stale_share"` // 0 with none counted
 	// Crawlers is what each crawler family got at the crawler listener since worker 0
 	// started, by family and verification (a bounded set: families × verdicts), the ones with a
 	// request only; absent when worker 0 serves no crawler listener.

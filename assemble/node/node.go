@@ -108,7 +108,7 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 			URLs: cfg.Sitemap.URLs, Refetch: cfg.Sitemap.Refetch.D()},
 		Freshness: intake.FreshnessSettings{Policy: q.Policy, On: q.Policy == config.PolicyFreshness,
 			Normalize: fr.Normalize == nil || *fr.Normalize, RequestTau: fr.RequestTau.D(), Requests: fr.Requests,
-			Threshold: fr.Threshold, PriorWeight: fr.PriorWeight, MinIntervalDiv: config.MinIntervalDivisor,
+			Threshold: fr.Threshold, PriorWeight: fr.PriorWeight, StretchFactor: fr.StretchFactor, MinIntervalDiv: config.MinIntervalDivisor,
 			ConditionalEvery: fr.ConditionalEvery, ConditionalMaxAge: fr.ConditionalMaxAge.D()},
 		Routes:    routes,
 		Verdict:   cfg.Verdict.Settings(),

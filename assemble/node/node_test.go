@@ -61,6 +61,7 @@ freshness:
   requests: 0.5
   threshold: 2
   prior_weight: 3
+  stretch_factor: 2
   conditional_every: 5
   conditional_max_age: 96h
 verdict: {collapse_ratio: 0.5, min_text: 300, agree: 4, agree_span: 1h, keep_bytes: 8MiB}
@@ -129,7 +130,7 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour,
 			URLs: []string{"https://shop.test/sitemap.xml"}, Refetch: 6 * time.Hour},
 		Freshness: intake.FreshnessSettings{Policy: "freshness", On: true, Normalize: false, RequestTau: 12 * time.Hour,
-			Requests: 0.5, Threshold: 2, PriorWeight: 3, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
+			Requests: 0.5, Threshold: 2, PriorWeight: 3, StretchFactor: 2, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
 			ConditionalMaxAge: 96 * time.Hour},
 		Routes: map[string]intake.RouteSettings{"home": {ServeStale: false, Strip: []string{`x-\d+`}, Requests: 7,
 			MinInterval: 5 * time.Minute, ChangeInterval: 2 * time.Hour, Expect: expect}},

@@ -126,7 +126,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	w.capacity.Freshness = &capacity.FreshTuner{Cell: tuning,
 		Settings: func() capacity.FreshSettings {
 			set := e.intakeSettings()
-			return capacity.FreshSettings{On: set.Freshness.On, SweepMs: set.SweepInterval.Milliseconds()}
+			return capacity.FreshSettings{On: set.Freshness.On, SweepMs: set.SweepInterval.Milliseconds(), StretchFactor: set.Freshness.StretchFactor}
 		},
 		Page: func(key []byte, row store.Row, t *store.Target, now int64) (capacity.FreshPage, bool) {
 			return freshPage(e.intakeSettings(), tuning.Load(), key, row, t, now)
@@ -207,7 +207,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	serveReg.MustRegister(conditional)
 	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
 	w.resched.register(serveReg)
-	stale := &intake.StaleMeter{}
+	stale := &intake.StaleMeter{Now: nowMs}
 	serveReg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
 			Help: "Crawler requests served between two observations of their page's content, counted at the second."},
