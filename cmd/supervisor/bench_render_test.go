@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,12 +42,7 @@ import (
 // concurrency c of the sweep each render worker has render.concurrency ⌈c/2⌉.
 func BenchmarkRenderFarm(b *testing.B) {
 	for _, tool := range []string{"chromium", "node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				b.Fatalf("CI is set and %s is missing", tool)
-			}
-			b.Skipf("no %s here", tool)
-		}
+		needTool(b, tool)
 	}
 	perKind := benchEnvInt(b, "FRESHQ_BENCH_PAGES", 8)
 	var conc []int
@@ -59,7 +53,7 @@ func BenchmarkRenderFarm(b *testing.B) {
 		}
 		conc = append(conc, c)
 	}
-	deps := npmInstallDir(b, "bench-render")
+	deps := npmCI(b, "bench-render")
 	site := newBenchSite(b, deps)
 	run := 0
 	urls := func() []farmPage {
@@ -127,29 +121,6 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive integer", name, v)
 	}
 	return n
-}
-
-// npmInstallDir installs testdata/<name>'s pinned packages (package-lock.json) into a temp dir.
-func npmInstallDir(b *testing.B, name string) string {
-	b.Helper()
-	dir := b.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name, f))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), data, 0o600); err != nil {
-			b.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return dir
 }
 
 // farmPage is one page of a run and the text its good render has.

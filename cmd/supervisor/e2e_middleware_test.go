@@ -27,7 +27,7 @@ const googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.co
 
 // needTool returns the path of the first of names found, skipping the test when none is
 // (failing it where CI is set).
-func needTool(t *testing.T, names ...string) string {
+func needTool(t testing.TB, names ...string) string {
 	t.Helper()
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {

@@ -54,7 +54,7 @@ serve:
 
 // npmCI installs the pinned packages of testdata/<from> (package.json and its lock) with npm ci
 // in a directory of the test's, and returns it.
-func npmCI(t *testing.T, from string) string {
+func npmCI(t testing.TB, from string) string {
 	t.Helper()
 	npm := needTool(t, "npm")
 	dir := t.TempDir()
