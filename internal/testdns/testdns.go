@@ -68,6 +68,12 @@ func answer(query []byte, table map[string][]netip.Addr) ([]byte, error) {
 		return nil, err
 	}
 	addrs, known := table[strings.ToLower(strings.TrimSuffix(q.Name.String(), "."))]
+	return reply(h, q, known, addrs, nil)
+}
+
+// reply is the answer to q of a query with header h: the name's addresses of q's type (A or
+// AAAA) and, for a PTR question, its names; NXDOMAIN when the name is not known.
+func reply(h dnsmessage.Header, q dnsmessage.Question, known bool, addrs []netip.Addr, ptrs []string) ([]byte, error) {
 	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired, RecursionAvailable: true}
 	if !known {
 		rh.RCode = dnsmessage.RCodeNameError
@@ -85,6 +91,7 @@ func answer(query []byte, table map[string][]netip.Addr) ([]byte, error) {
 	}
 	rr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
 	for _, a := range addrs {
+		var err error
 		switch {
 		case q.Type == dnsmessage.TypeA && a.Unmap().Is4():
 			err = b.AResource(rr, dnsmessage.AResource{A: a.Unmap().As4()})
@@ -93,6 +100,17 @@ func answer(query []byte, table map[string][]netip.Addr) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	if q.Type == dnsmessage.TypePTR {
+		for _, n := range ptrs {
+			ptr, err := dnsmessage.NewName(strings.TrimSuffix(n, ".") + ".")
+			if err != nil {
+				return nil, err
+			}
+			if err := b.PTRResource(rr, dnsmessage.PTRResource{PTR: ptr}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return b.Finish()

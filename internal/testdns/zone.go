@@ -117,45 +117,7 @@ func (z *Zone) answer(query []byte) ([]byte, error) {
 		}
 	}
 	z.Unlock()
-	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired, RecursionAvailable: true}
-	if !known {
-		rh.RCode = dnsmessage.RCodeNameError
-	}
-	b := dnsmessage.NewBuilder(nil, rh)
-	b.EnableCompression()
-	if err := b.StartQuestions(); err != nil {
-		return nil, err
-	}
-	if err := b.Question(q); err != nil {
-		return nil, err
-	}
-	if err := b.StartAnswers(); err != nil {
-		return nil, err
-	}
-	rr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
-	for _, a := range addrs {
-		switch {
-		case q.Type == dnsmessage.TypeA && a.Unmap().Is4():
-			err = b.AResource(rr, dnsmessage.AResource{A: a.Unmap().As4()})
-		case q.Type == dnsmessage.TypeAAAA && a.Is6() && !a.Is4In6():
-			err = b.AAAAResource(rr, dnsmessage.AAAAResource{AAAA: a.As16()})
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if q.Type == dnsmessage.TypePTR {
-		for _, n := range ptrs {
-			ptr, err := dnsmessage.NewName(strings.TrimSuffix(n, ".") + ".")
-			if err != nil {
-				return nil, err
-			}
-			if err := b.PTRResource(rr, dnsmessage.PTRResource{PTR: ptr}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return b.Finish()
+	return reply(h, q, known, addrs, ptrs)
 }
 
 // reverseAddr is the address of an in-addr.arpa or ip6.arpa name.
