@@ -33,8 +33,11 @@ test:
 # tests of their protocol mutations, which exist only under that tag (store.Mutations). The last
 # runs shm's multi-process tests without the race detector too: its instrumentation slows every
 # process down and hides interleavings that the uninstrumented build meets within a few runs.
+# The first run's timeout is go test's bound on one package's binary: cmd/supervisor's
+# end-to-end tests under the race detector take 9–10 minutes on a 2-core machine, past the
+# default 10m (a bound on a hang, not a measure of speed).
 race:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
 	$(GO) test -race -count=1 -tags testclock ./internal/clock/
 	$(GO) test -race -count=1 -tags testclock -run '^TestMutation' ./store/...
