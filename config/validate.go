@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/crawlers"
 )
 
 // badFunc records one problem of one field; each section's validator calls it for every value
@@ -521,7 +522,7 @@ func (sv *Serve) validateCrawlers(bad badFunc, devices map[string]bool) {
 			bad(path+".reverse_dns", "lists %d suffixes, at most %d", len(f.ReverseDNS), CrawlerSuffixesMax)
 		}
 		for j, d := range f.ReverseDNS {
-			if n := strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(d), "."), "."); !domainSuffix(n) || len(n) > CrawlerPatternMax {
+			if n := strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(d), "."), "."); !crawlers.DomainSuffix(n) || len(n) > CrawlerPatternMax {
 				bad(fmt.Sprintf("%s.reverse_dns[%d]", path, j), "must be a domain name of two labels or more (.googlebot.com), got %q", d)
 			}
 		}
@@ -547,26 +548,6 @@ const (
 	CrawlerRangesMax   = 512
 	CrawlerPatternMax  = 128
 )
-
-// domainSuffix reports whether d is a domain name of two labels or more, letters, digits and
-// hyphens: a suffix of one label (.com) would let any name of the top-level domain verify.
-func domainSuffix(d string) bool {
-	labels := strings.Split(d, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for _, c := range l {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // headerName reports whether h is an HTTP header name (a token).
 func headerName(h string) bool {

@@ -210,7 +210,7 @@ func New(specs []Spec, devices ...DeviceSpec) (*Table, error) {
 		}
 		for j, sfx := range s.ReverseDNS {
 			d := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(sfx, "."), "."))
-			if !domainName(d) || len(d) > MaxPattern {
+			if !DomainSuffix(d) || len(d) > MaxPattern {
 				return nil, fmt.Errorf("%w: %s.reverse_dns[%d] %q is not a domain name of two labels or more", ErrBadTable, where, j, sfx)
 			}
 			f.suffixes = append(f.suffixes, "."+d)
@@ -265,9 +265,11 @@ func deviceName(d string) bool {
 	return true
 }
 
-// domainName reports whether d is a lower-case domain name of two labels or more: a suffix
-// of one label (".com") would let any name of the TLD verify.
-func domainName(d string) bool {
+// DomainSuffix reports whether d is a lower-case domain name of two labels or more, letters,
+// digits and hyphens: a suffix of one label (".com") would let any name of the TLD verify.
+// The configuration checks serve.crawlers' suffixes with it, so a table it accepts is one New
+// accepts.
+func DomainSuffix(d string) bool {
 	labels := strings.Split(d, ".")
 	if len(labels) < 2 {
 		return false

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -123,24 +122,14 @@ func expressSite(t *testing.T, dir, serveAddr, token string) string {
 
 func npmInstall(t *testing.T) string {
 	t.Helper()
-	npm := needTool(t, "npm")
 	needTool(t, "node")
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "app.js"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "prerender-node", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	dir := npmCI(t, "prerender-node")
+	b, err := os.ReadFile(filepath.Join("testdata", "prerender-node", "app.js"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
+	if err := os.WriteFile(filepath.Join(dir, "app.js"), b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

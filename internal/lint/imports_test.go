@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	"cmd/worker": {"api", "assemble", "assemble/node", "cachekey", "capacity", "claim", "cluster", "config", "crawlers", "freshness", "hosts", "intake",
 		"internal/clock", "internal/connguard", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
 		"outcome", "policy", "render", "render/chrome", "renderlog", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "verdict", "wire"},
-	"config":              {"cachekey", "verdict", "wire"},
+	"config":              {"cachekey", "crawlers", "verdict", "wire"},
 	"console":             {"wire"},
 	"crawlers":            {},
 	"freshness":           {},
