@@ -11,8 +11,12 @@
 // Each default and each bound that is a choice is one named constant (defaults.go), read by
 // EnsureDefaults and Validate alike; docs/CONFIGURATION.md's table is tested against Default().
 //
+// Reading the file is bounded by its size (nesting depth and alias expansion, checked before
+// anything decodes) and every error names its line: both are config/yamlfile's job.
+//
 // Of freshq it imports cachekey, whose rules for device names and cache keys it applies, wire,
-// and verdict (a leaf), which compiles routes[].expect so that a bad selector is refused at load.
+// the leaves verdict, which compiles routes[].expect so that a bad selector is refused at load,
+// and crawlers, whose table serve.crawlers is checked against, and its own config/yamlfile.
 package config
 
 import (
@@ -33,6 +37,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/config/yamlfile"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -875,20 +880,24 @@ func Parse(data []byte) (*Config, error) { return ParseContext(context.Backgroun
 // ParseContext is Parse that gives up once ctx is done: for a file that arrives with a request.
 // What parsing a file costs is bounded by its size, wherever it comes from: before any parse,
 // a file whose collections nest deeper than MaxNestingDepth is refused with its line
-// (boundDepth, a scan of the bytes); the file is then parsed once, and before anything decodes
+// (yamlfile.BoundDepth, a scan of the bytes); the file is then parsed once, and before anything decodes
 // the tree, one whose aliases and merge keys stand for more than MaxAliasNodes nodes is refused
-// with the line of the alias (boundAliases). The one tree is decoded, defaulted and searched
+// with the line of the alias (yamlfile.BoundAliases). The one tree is decoded, defaulted and searched
 // for the lines of errors; ctx is checked between each step and within the alias walk.
 func ParseContext(ctx context.Context, data []byte) (*Config, error) {
-	if err := boundDepth(data); err != nil {
-		return nil, err
+	if err := yamlfile.BoundDepth(data); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(yaml.FormatError(err, false, false)))
 	}
-	if err := boundAliases(ctx, file); err != nil {
-		return nil, err
+	if err := yamlfile.BoundAliases(ctx, file); err != nil {
+		var r *yamlfile.Refusal
+		if errors.As(err, &r) {
+			return nil, &FieldError{Path: r.Path, Line: r.Line, Msg: r.Msg}
+		}
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := resolveAliases(file); err != nil {
 		return nil, err
@@ -910,7 +919,7 @@ func ParseContext(ctx context.Context, data []byte) (*Config, error) {
 		var errs FieldErrors
 		if errors.As(err, &errs) {
 			for _, fe := range errs {
-				fe.Line = lineOfFile(file, fe.Path)
+				fe.Line = yamlfile.Line(file, fe.Path)
 			}
 		}
 		return nil, err
@@ -955,6 +964,25 @@ func firstTagLine(data []byte) int {
 // LineOf is the line of the key at a dotted path in a configuration file, or of its nearest
 // parent the file sets, or 0: for errors about a value that a caller checks outside Validate.
 func LineOf(data []byte, path string) int { return lineOf(data, path) }
+
+// MaxNestingDepth bounds how deeply a configuration file's collections nest (yamlfile says why).
+const MaxNestingDepth = yamlfile.MaxNestingDepth
+
+// MaxAliasNodes bounds the YAML nodes a file's aliases and merge keys stand for (yamlfile says
+// why).
+const MaxAliasNodes = yamlfile.MaxAliasNodes
+
+// lineOf is yamlfile.Line on bytes: 0 for a file too deep to parse or not YAML.
+func lineOf(data []byte, path string) int {
+	if yamlfile.BoundDepth(data) != nil {
+		return 0
+	}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return 0
+	}
+	return yamlfile.Line(file, path)
+}
 
 // Duration is a time.Duration that also accepts a "d" (24 h) unit, as in 7d or 1d12h.
 type Duration time.Duration

@@ -1,4 +1,4 @@
-package config
+package yamlfile
 
 import (
 	"fmt"
@@ -6,30 +6,18 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 )
 
-// lineOf finds the line of the YAML key at a dotted path such as queue.lease_ttl,
-// routes[2].match or render.devices.tv.big.width, or of its nearest parent the file sets, or 0.
+// Line finds the line of the YAML key at a dotted path such as queue.lease_ttl,
+// routes[2].match or render.devices.tv.big.width in a parsed file, or of its nearest parent
+// the file sets, or 0.
 //
 // It walks the file's nodes itself rather than through a YAML path expression for two reasons:
 // the line it gives is the key's own (a nested block's value starts on the next line, and an
 // error there would point past its key), and a map key may hold dots (a device named tv.big),
 // which a path expression would split. At each mapping the longest key that the rest of the
 // path continues with wins.
-func lineOf(data []byte, path string) int {
-	if boundDepth(data) != nil {
-		return 0
-	}
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return 0
-	}
-	return lineOfFile(file, path)
-}
-
-// lineOfFile is lineOf on a file already parsed.
-func lineOfFile(file *ast.File, path string) int {
+func Line(file *ast.File, path string) int {
 	if file == nil || len(file.Docs) == 0 {
 		return 0
 	}
@@ -53,9 +41,9 @@ func lineOfFile(file *ast.File, path string) int {
 		}
 		var best *ast.MappingValueNode
 		for _, mv := range mappingValues(node) {
-			k := keyText(mv.Key)
+			k := KeyText(mv.Key)
 			continues := rest == k || strings.HasPrefix(rest, k+".") || strings.HasPrefix(rest, k+"[")
-			if continues && (best == nil || len(k) > len(keyText(best.Key))) {
+			if continues && (best == nil || len(k) > len(KeyText(best.Key))) {
 				best = mv
 			}
 		}
@@ -64,7 +52,7 @@ func lineOfFile(file *ast.File, path string) int {
 		}
 		line = best.Key.GetToken().Position.Line
 		node = best.Value
-		rest = strings.TrimPrefix(rest[len(keyText(best.Key)):], ".")
+		rest = strings.TrimPrefix(rest[len(KeyText(best.Key)):], ".")
 	}
 	return line
 }
@@ -92,7 +80,8 @@ func mappingValues(n ast.Node) []*ast.MappingValueNode {
 	return nil
 }
 
-func keyText(k ast.MapKeyNode) string {
+// KeyText is a mapping key as the dotted paths name it.
+func KeyText(k ast.MapKeyNode) string {
 	if s, ok := k.(ast.ScalarNode); ok {
 		return fmt.Sprint(s.GetValue())
 	}

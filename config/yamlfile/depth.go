@@ -1,4 +1,4 @@
-package config
+package yamlfile
 
 import (
 	"bytes"
@@ -12,12 +12,13 @@ import (
 // lines 2,000 deep took seconds and gigabytes), so a deeper file is refused before any parse.
 const MaxNestingDepth = 64
 
-// boundDepth scans data once, without parsing it, for collections nested deeper than
+// BoundDepth scans data once, without parsing it, for collections nested deeper than
 // MaxNestingDepth, and refuses the file with the line where the bound is passed. The scan
 // errs towards depth: a plain scalar holding brackets (a regular expression not quoted) may
 // count, which only matters 64 levels deep. Quoted scalars, comments and block scalars'
-// content (after | or >) do not count.
-func boundDepth(data []byte) error {
+// content (after | or >) do not count. The error names the line only: the caller says what
+// file was refused.
+func BoundDepth(data []byte) error {
 	var (
 		levels     []int // block levels' columns
 		flow       int   // open flow collections
@@ -113,7 +114,7 @@ func boundDepth(data []byte) error {
 		}
 	}
 	if exceededAt > 0 {
-		return fmt.Errorf("%w: line %d: collections nest deeper than %d levels", ErrInvalid, exceededAt, MaxNestingDepth)
+		return fmt.Errorf("line %d: collections nest deeper than %d levels", exceededAt, MaxNestingDepth)
 	}
 	return nil
 }

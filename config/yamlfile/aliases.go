@@ -1,4 +1,4 @@
-package config
+package yamlfile
 
 import (
 	"context"
@@ -16,13 +16,14 @@ import (
 // devices or headers between a few routes stands for a few hundred.
 const MaxAliasNodes = 10_000
 
-// boundAliases walks the parsed file in document order, as the decoder resolves anchors, and
+// BoundAliases walks the parsed file in document order, as the decoder resolves anchors, and
 // refuses it once its aliases stand for more than MaxAliasNodes nodes, naming the line and
 // path of the alias that crossed the bound. An alias to an anchor not defined above it is
 // refused too: the decoder would fail on it, and counting it as nothing would let it through
 // unbounded should the decoder ever resolve it. It reads the AST only, never expanding an alias,
-// so its work and memory are linear in the file; it checks ctx as it goes.
-func boundAliases(ctx context.Context, file *ast.File) error {
+// so its work and memory are linear in the file; it checks ctx as it goes and returns ctx's
+// error as it is once ctx is done. A refusal is a *Refusal.
+func BoundAliases(ctx context.Context, file *ast.File) error {
 	b := aliasBound{ctx: ctx, anchors: map[string]int{}}
 	for _, doc := range file.Docs {
 		if _, err := b.size(doc.Body, ""); err != nil {
@@ -47,7 +48,7 @@ func (b *aliasBound) size(n ast.Node, path string) (int, error) {
 	}
 	if b.visited++; b.visited%1024 == 0 {
 		if err := b.ctx.Err(); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return 0, err
 		}
 	}
 	switch v := n.(type) {
@@ -85,7 +86,7 @@ func (b *aliasBound) size(n ast.Node, path string) (int, error) {
 		}
 		return total, nil
 	case *ast.MappingValueNode:
-		child := keyText(v.Key)
+		child := KeyText(v.Key)
 		if path != "" {
 			child = path + "." + child
 		}
@@ -116,5 +117,15 @@ func (b *aliasBound) refuse(alias *ast.AliasNode, path, msg string) error {
 	if path == "" {
 		path = "body"
 	}
-	return &FieldError{Path: path, Line: alias.GetToken().Position.Line, Msg: msg}
+	return &Refusal{Path: path, Line: alias.GetToken().Position.Line, Msg: msg}
 }
+
+// Refusal is a file refused at an alias: the dotted path of the key it sits under, its line,
+// and why.
+type Refusal struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (r *Refusal) Error() string { return fmt.Sprintf("%s: line %d: %s", r.Path, r.Line, r.Msg) }
