@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
 )
 
 // apiError is the body of an API error.
@@ -181,51 +183,14 @@ func (a *app) encodeJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// durationText is a short human duration: 6h, 1d12h, 90m, 45s, 350ms.
-func durationText(d time.Duration) string {
-	neg := d < 0
-	if neg {
-		d = -d
-	}
-	var s string
-	switch {
-	case d == 0:
-		s = "0s"
-	case d < time.Second:
-		s = fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d.Minutes()))
-		if sec := int(d.Seconds()) % 60; sec != 0 {
-			s += fmt.Sprintf("%ds", sec)
-		}
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d.Hours()))
-		if m := int(d.Minutes()) % 60; m != 0 {
-			s += fmt.Sprintf("%dm", m)
-		}
-	default:
-		days := int(d.Hours()) / 24
-		s = fmt.Sprintf("%dd", days)
-		if h := int(d.Hours()) % 24; h != 0 {
-			s += fmt.Sprintf("%dh", h)
-		}
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
-
 // ago reads t relative to now: "3m ago", "in 5h".
 func (a *app) ago(t time.Time) string {
 	d := a.now().Sub(t).Round(time.Second)
 	switch {
 	case d > 0:
-		return durationText(d) + " ago"
+		return clitext.Duration(d) + " ago"
 	case d < 0:
-		return "in " + durationText(-d)
+		return "in " + clitext.Duration(-d)
 	}
 	return "now"
 }

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -39,9 +40,9 @@ func printCluster(a *app, v *wire.ClusterView) {
 		}
 		d := now.Sub(msTime(ms)).Round(time.Second)
 		if d < 0 {
-			return "in " + durationText(-d)
+			return "in " + clitext.Duration(-d)
 		}
-		return durationText(d) + " ago"
+		return clitext.Duration(d) + " ago"
 	}
 	fmt.Fprintf(a.stdout, "cluster seen from %s at %s (the database's clock)\n\n", v.Self, stamp(now))
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -72,7 +73,7 @@ func printCluster(a *app, v *wire.ClusterView) {
 		}
 	}
 	fmt.Fprintf(a.stdout, "\n%s (lease TTL %s): %d with nobody, %s expired, %s below floor\n", plural(len(v.Shards), "shard"),
-		durationText(time.Duration(v.LeaseTTLMs)*time.Millisecond), nobody, plural(expired, "lease"), plural(below, "row"))
+		clitext.Duration(time.Duration(v.LeaseTTLMs)*time.Millisecond), nobody, plural(expired, "lease"), plural(below, "row"))
 	if below > 0 {
 		fmt.Fprintln(a.stdout, "rows below their shard's floor are never rendered: anything but 0 is a bug")
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/top"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -60,14 +61,14 @@ func TestCapacityAgainstARunningSupervisor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples, err := parseMetrics(resp.Body)
+	samples, err := top.ParseMetrics(resp.Body)
 	resp.Body.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]float64{}
 	for _, s := range samples {
-		got[s.name+"/"+s.labels["lane"]] = s.value
+		got[s.Name+"/"+s.Labels["lane"]] = s.Value
 	}
 	if !closeTo(got["freshq_demand_renders_per_second/submitted"], want) || got["freshq_capacity_renders_per_second/"] <= 0 ||
 		got["freshq_projected_lateness_ratio/submitted"] < 1 {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -54,14 +55,14 @@ func (a *app) printExplanation(ex *wire.Explanation) {
 	due := "due " + stamp(ex.DueAt)
 	switch d := secs(ex.DueInSec).Round(time.Second); {
 	case d < 0:
-		due += ", overdue by " + durationText(-d)
+		due += ", overdue by " + clitext.Duration(-d)
 	case d > 0:
-		due += ", in " + durationText(d)
+		due += ", in " + clitext.Duration(d)
 	default:
 		due += ", now"
 	}
 	row("due", "%s", strings.TrimPrefix(due, "due "))
-	cad := durationText(secs(ex.Cadence.Seconds).Round(time.Second)) + " from " + ex.Cadence.Origin
+	cad := clitext.Duration(secs(ex.Cadence.Seconds).Round(time.Second)) + " from " + ex.Cadence.Origin
 	if ex.Cadence.Route != "" {
 		cad += " (route " + ex.Cadence.Route + ")"
 	}
@@ -89,7 +90,7 @@ func (a *app) printExplanation(ex *wire.Explanation) {
 	}
 	if r := ex.LastRender; r != nil {
 		row("last render", "status %d, %s in %s, %s", r.Status, sizeText(r.Bytes),
-			durationText(time.Duration(r.DurationMs)*time.Millisecond), a.ago(r.At))
+			clitext.Duration(time.Duration(r.DurationMs)*time.Millisecond), a.ago(r.At))
 	} else {
 		row("last render", "never")
 	}
@@ -98,8 +99,8 @@ func (a *app) printExplanation(ex *wire.Explanation) {
 		if !p.Servable {
 			serve = "NOT servable (past cadence + swr)"
 		}
-		row("page", "age %s = %.2f× cadence, swr %s, %s", durationText(secs(p.AgeSec).Round(time.Second)),
-			p.AgeOverCadence, durationText(secs(p.SWRSec).Round(time.Second)), serve)
+		row("page", "age %s = %.2f× cadence, swr %s, %s", clitext.Duration(secs(p.AgeSec).Round(time.Second)),
+			p.AgeOverCadence, clitext.Duration(secs(p.SWRSec).Round(time.Second)), serve)
 	} else {
 		row("page", "none stored")
 	}

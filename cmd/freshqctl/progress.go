@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
 )
 
 // progressBar draws one line on a terminal, redrawn in place with a carriage return:
@@ -42,7 +44,7 @@ func (p *progressBar) line(done int64, items, rejected int, elapsed time.Duratio
 	if rejected > 0 {
 		fmt.Fprintf(&b, "  %d rejected", rejected)
 	}
-	return truncate(b.String(), 79)
+	return clitext.Truncate(b.String(), 79)
 }
 
 func (p *progressBar) update(done int64, items, rejected int) {

@@ -6,28 +6,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
+	"github.com/freshq/freshq/cmd/freshqctl/top"
 	"github.com/freshq/freshq/wire"
 )
-
-// laneOrder is the order lanes are shown in; unknown lanes follow, sorted.
-var laneOrder = []string{"urgent", "submitted", "discovered", "cold"}
-
-func orderedLanes(m map[string]uint64) []string {
-	out := []string{}
-	seen := map[string]bool{}
-	for _, l := range laneOrder {
-		out = append(out, l)
-		seen[l] = true
-	}
-	var extra []string
-	for l := range m {
-		if !seen[l] {
-			extra = append(extra, l)
-		}
-	}
-	sort.Strings(extra)
-	return append(out, extra...)
-}
 
 func runQueue(a *app, args []string) error {
 	fs := a.newFlags("queue")
@@ -69,7 +51,7 @@ func (a *app) printQueue(q *wire.QueueView) {
 	if f.PinnedKeyHash != 0 {
 		since := ""
 		if f.PinnedSinceMs > 0 {
-			since = " for " + durationText(a.now().Sub(msTime(f.PinnedSinceMs)).Round(time.Second))
+			since = " for " + clitext.Duration(a.now().Sub(msTime(f.PinnedSinceMs)).Round(time.Second))
 		}
 		row("", "pinned%s by key hash %016x", since, f.PinnedKeyHash)
 	} else {
@@ -107,7 +89,7 @@ func (a *app) printQueue(q *wire.QueueView) {
 	fmt.Fprintln(a.stdout)
 	fmt.Fprintf(a.stdout, "%-12s %12s\n", "LANE", "BACKLOG")
 	total := uint64(0)
-	for _, l := range orderedLanes(q.Backlog) {
+	for _, l := range clitext.Lanes(q.Backlog) {
 		fmt.Fprintf(a.stdout, "%-12s %12d\n", l, q.Backlog[l])
 		total += q.Backlog[l]
 	}
@@ -134,7 +116,7 @@ func (a *app) printQueue(q *wire.QueueView) {
 			held = append(held, q.Hosts[i])
 		}
 	}
-	for _, l := range hostLines(held, len(held), a.now()) {
+	for _, l := range top.HostLines(held, len(held), a.now()) {
 		fmt.Fprintln(a.stdout, l)
 	}
 }

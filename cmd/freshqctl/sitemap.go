@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -141,8 +142,8 @@ func (a *app) followSitemap(id string, poll time.Duration) error {
 			return a.sitemapDone(id, &run, raw, a.now().Sub(start))
 		}
 		if live {
-			line := truncate(fmt.Sprintf("sitemap run %s: %s  %s  %s", id, run.Status, sitemapCounts(&run),
-				durationText(a.now().Sub(start).Round(time.Second))), 79)
+			line := clitext.Truncate(fmt.Sprintf("sitemap run %s: %s  %s  %s", id, run.Status, sitemapCounts(&run),
+				clitext.Duration(a.now().Sub(start).Round(time.Second))), 79)
 			pad := ""
 			if n := len([]rune(line)); n < width {
 				pad = strings.Repeat(" ", width-n)
@@ -164,7 +165,7 @@ func (a *app) sitemapDone(id string, run *wire.SitemapRun, raw []byte, took time
 	if a.json {
 		a.printJSON(raw)
 	} else {
-		fmt.Fprintf(a.stdout, "sitemap run %s %s in %s\n  %s\n", id, run.Status, durationText(took.Round(time.Second)), sitemapCounts(run))
+		fmt.Fprintf(a.stdout, "sitemap run %s %s in %s\n  %s\n", id, run.Status, clitext.Duration(took.Round(time.Second)), sitemapCounts(run))
 		sample := func(what string, list []string) {
 			if len(list) == 0 {
 				return
@@ -174,7 +175,7 @@ func (a *app) sitemapDone(id string, run *wire.SitemapRun, raw []byte, took time
 				if i == 5 {
 					break
 				}
-				fmt.Fprintf(a.stdout, "    %s\n", truncate(s, 74))
+				fmt.Fprintf(a.stdout, "    %s\n", clitext.Truncate(s, 74))
 			}
 		}
 		var fails []string

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/clitext"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -489,8 +490,8 @@ func (a *app) printImportSummary(s *importSummary) {
 	if name != "-" {
 		name = filepath.Base(name)
 	}
-	fmt.Fprintln(a.stdout, truncate(fmt.Sprintf("%s %s: %s, %d accepted, %d rejected in %s", verb, name, plural(s.Items, "item"),
-		s.Accepted, s.Rejected, durationText(time.Duration(s.Seconds*float64(time.Second)))), 79))
+	fmt.Fprintln(a.stdout, clitext.Truncate(fmt.Sprintf("%s %s: %s, %d accepted, %d rejected in %s", verb, name, plural(s.Items, "item"),
+		s.Accepted, s.Rejected, clitext.Duration(time.Duration(s.Seconds*float64(time.Second)))), 79))
 	for _, e := range s.Errors {
 		where := fmt.Sprintf("line %d", e.Line)
 		if e.Item > 0 {
@@ -502,18 +503,9 @@ func (a *app) printImportSummary(s *importSummary) {
 		if e.Field != "" {
 			msg = e.Field + ": " + msg
 		}
-		fmt.Fprintf(a.stdout, "  %s: %s\n", where, truncate(oneLine(msg), 66))
+		fmt.Fprintf(a.stdout, "  %s: %s\n", where, clitext.Truncate(oneLine(msg), 66))
 	}
 	if more := s.Rejected - len(s.Errors); more > 0 && len(s.Errors) > 0 {
 		fmt.Fprintf(a.stdout, "  … and %d more rejected\n", more)
 	}
-}
-
-// truncate cuts s to n runes with an ellipsis.
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/top"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -60,7 +61,7 @@ func TestTopShowsHosts(t *testing.T) {
 	}
 	fits(t, r.stdout)
 	r = at(t, f.srv, "top", "--once", "--json")
-	var fr frame
+	var fr top.Frame
 	if err := json.Unmarshal([]byte(r.stdout), &fr); err != nil || len(fr.Hosts) != 10 || fr.HostsHeld != 13 || fr.Hosts[1].Host != "api.example" {
 		t.Fatalf("--json %q: %v", r.stdout, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/cmd/freshqctl/top"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -37,75 +38,35 @@ func metricsText(renders, grants int) string {
 	return b.String()
 }
 
-func TestParseSample(t *testing.T) {
-	s, err := parseSample(`m{a="x\"y",b="1\\2", c="\n"} 1.5e3 1700000000`)
-	if err != nil || s.name != "m" || s.labels["a"] != `x"y` || s.labels["b"] != `1\2` || s.labels["c"] != "\n" || s.value != 1500 {
-		t.Fatalf("%+v %v", s, err)
-	}
-	s, err = parseSample("m +Inf")
-	if err != nil || !math.IsInf(s.value, 1) {
-		t.Fatalf("%+v %v", s, err)
-	}
-	for _, bad := range []string{"m", `m{a="x} 1`, `m{a=x} 1`, "m{a=\"x\"} one"} {
-		if _, err := parseSample(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
-func TestHistogramQuantile(t *testing.T) {
-	h := histogram{bounds: []float64{0.1, 0.5, 1, math.Inf(1)}, counts: []float64{50, 80, 90, 100}, count: 100, sum: 40}
-	if v, inf, ok := h.quantile(0.5); !ok || inf || v != 0.1 {
-		t.Fatalf("p50 %v %v %v", v, inf, ok)
-	}
-	if v, _, _ := h.quantile(0.65); math.Abs(v-0.3) > 1e-9 {
-		t.Fatalf("p65 %v", v)
-	}
-	if v, inf, _ := h.quantile(0.95); !inf || v != 1 {
-		t.Fatalf("p95 %v %v", v, inf)
-	}
-	if v, ok := h.shareAbove(1); !ok || math.Abs(v-0.1) > 1e-9 {
-		t.Fatalf("share above 1: %v", v)
-	}
-	if _, _, ok := (histogram{}).quantile(0.5); ok {
-		t.Fatal("an empty histogram has a quantile")
-	}
-	// A counter reset (worker restart) falls back to the current values.
-	d := h.sub(histogram{bounds: h.bounds, counts: []float64{60, 90, 100, 200}, count: 200})
-	if d.count != 100 {
-		t.Fatalf("sub across a reset %+v", d)
-	}
-}
-
 func TestMakeFrame(t *testing.T) {
-	parse := func(text string, at time.Time) *scrape {
-		s, err := parseMetrics(strings.NewReader(text))
+	parse := func(text string, at time.Time) *top.Scrape {
+		s, err := top.ParseMetrics(strings.NewReader(text))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newScrape(s, at)
+		return top.NewScrape(s, at)
 	}
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	first := parse(metricsText(1000, 100), t0)
-	f := makeFrame(first, nil)
+	f := top.MakeFrame(first, nil)
 	if f.Window != "since start" || f.RenderRate != nil || *f.OKShare != 0.9 || f.Restarts != 1 || len(f.Lanes) != 4 {
 		t.Fatalf("first frame %+v", f)
 	}
 	sub := f.Lanes[1]
-	if sub.Lane != "submitted" || sub.Backlog != 12000 || sub.Grants != 100 || *sub.P50 != 0.1 || !sub.p90Inf || *sub.Mean != 0.5 || math.Abs(*sub.Late-0.2) > 1e-9 {
+	if sub.Lane != "submitted" || sub.Backlog != 12000 || sub.Grants != 100 || *sub.P50 != 0.1 || !sub.P90Inf || *sub.Mean != 0.5 || math.Abs(*sub.Late-0.2) > 1e-9 {
 		t.Fatalf("submitted %+v", sub)
 	}
 	if f.Lanes[3].P50 != nil || f.Lanes[3].GrantRate != nil {
 		t.Fatalf("cold %+v", f.Lanes[3])
 	}
 	second := parse(metricsText(3000, 300), t0.Add(2*time.Second))
-	f = makeFrame(second, first)
+	f = top.MakeFrame(second, first)
 	if f.Window != "last 2s" || *f.RenderRate != 1000 || *f.Lanes[1].GrantRate != 100 || *f.Lanes[0].GrantRate != 0 {
 		t.Fatalf("second frame %+v %+v", f, f.Lanes[1])
 	}
 	var b strings.Builder
 	a := &app{server: "http://127.0.0.1:8420"}
-	a.printFrame(&b, f, 2*time.Second, true)
+	top.Print(&b, a.server, f, 2*time.Second, true)
 	out := b.String()
 	fits(t, out)
 	for _, want := range []string{"127.0.0.1:8420  12:00:02Z  every 2s, Ctrl-C quits", "renders 3000 (1000.0/s), 90.0% ok  leases 8  ready 1200  floor pinned 3s",
@@ -139,7 +100,7 @@ func TestTop(t *testing.T) {
 	}
 	fits(t, r.stdout)
 	r = at(t, f.srv, "top", "--once", "--json")
-	var fr frame
+	var fr top.Frame
 	if err := json.Unmarshal([]byte(r.stdout), &fr); err != nil || len(fr.Lanes) != 4 || fr.Lanes[1].Backlog != 12000 {
 		t.Fatalf("--json %q: %v", r.stdout, err)
 	}
@@ -212,7 +173,7 @@ func TestTopShowsCapacity(t *testing.T) {
 	}
 	fits(t, r.stdout)
 	r = at(t, f.srv, "top", "--once", "--json")
-	var fr frame
+	var fr top.Frame
 	if err := json.Unmarshal([]byte(r.stdout), &fr); err != nil || fr.Capacity == nil || fr.Capacity.Demand.Total != 0.25 {
 		t.Fatalf("--json %q: %v", r.stdout, err)
 	}
@@ -229,23 +190,23 @@ func TestTopShowsTheFarm(t *testing.T) {
 		t.Fatalf("top --once lacks %q:\n%s", want, r.stdout)
 	}
 	fits(t, r.stdout)
-	if l := farmLine(&wire.QueueFarm{}); !strings.Contains(l, "no share") {
+	if l := top.FarmLine(&wire.QueueFarm{}); !strings.Contains(l, "no share") {
 		t.Fatalf("a node not among the live ones: %q", l)
 	}
-	if l := farmLine(nil); l != "" {
+	if l := top.FarmLine(nil); l != "" {
 		t.Fatalf("a node alone: %q", l)
 	}
 }
 
 // top shows the measured share of requests served stale once some were counted.
 func TestTopFreshnessLine(t *testing.T) {
-	if l := freshnessLine(nil); l != "" {
+	if l := top.FreshnessLine(nil); l != "" {
 		t.Fatalf("no section: %q", l)
 	}
-	if l := freshnessLine(&wire.QueueFreshness{Policy: "ready"}); l != "" {
+	if l := top.FreshnessLine(&wire.QueueFreshness{Policy: "ready"}); l != "" {
 		t.Fatalf("nothing counted: %q", l)
 	}
-	if l := freshnessLine(&wire.QueueFreshness{Policy: "freshness", ServedRequests: 200, StaleRequests: 25, StaleShare: 0.125}); l != "served stale 12.5% of 200 crawler requests (policy freshness)" {
+	if l := top.FreshnessLine(&wire.QueueFreshness{Policy: "freshness", ServedRequests: 200, StaleRequests: 25, StaleShare: 0.125}); l != "served stale 12.5% of 200 crawler requests (policy freshness)" {
 		t.Fatalf("line %q", l)
 	}
 }
@@ -291,7 +252,7 @@ func TestTopCluster(t *testing.T) {
 	}
 	fits(t, r.stdout)
 	r = at(t, f.srv, "top", "--once", "--cluster", "--json")
-	var fr frame
+	var fr top.Frame
 	if err := json.Unmarshal([]byte(r.stdout), &fr); err != nil || fr.FarmCapacity == nil || fr.FarmCapacity.Reporting != 2 || fr.FarmCapacity.Capacity.Capacity.Renders != 810 {
 		t.Fatalf("--json %q: %v", r.stdout, err)
 	}
