@@ -7,7 +7,8 @@
 //     wire, internal/...);
 //   - shm, outcome, cachekey and store (the store's contract) import nothing of freshq; wire only
 //     outcome, so that freshqctl links no store; policy only cachekey, outcome and store,
-//     whose row type it decides on;
+//     whose row type it decides on (leafRules in imports_test.go holds this sentence to the
+//     table, so it cannot drift from it);
 //   - the store's contract links no storage engine: the engines (store/badgerstore on Badger,
 //     store/pgstore on pgx) import it, never the other way, and neither does policy, wire or
 //     freshqctl link one (TestContractLinksNoEngine, over go list -deps);
@@ -20,7 +21,13 @@
 //     direct, and nothing is required that nothing imports.
 //
 // A new import is a decision about the architecture: it changes the table, and the generated
-// list in docs/ARCHITECTURE.md with it (go test ./internal/lint/ -rewrite).
+// blocks of docs/ARCHITECTURE.md with it (archdoc_test.go; go test ./internal/lint/ -rewrite
+// writes them, go test ./internal/lint/ fails while they differ): the package table, one line
+// per package with its layer, its imports and the first sentence of its doc comment, and the
+// layers, each package drawn one layer above the highest package it imports. They work for any
+// table, so a merge that adds or moves packages only reruns -rewrite. The same test keeps
+// docs/ARCHITECTURE.md a map (at most 250 lines of at most 400 characters): the detail is in
+// each package's doc comment.
 //
 // One rule is about a generated document: docs/BENCHMARKS.md ends with the sections measured by
 // hand (scripts/bench/by-hand), as scripts/bench.sh copies them, so a figure edited into the

@@ -77,6 +77,23 @@ var allowed = map[string][]string{
 	"wire":                {"outcome"},
 }
 
+// leafRules are the imports internal/lint's package doc states in words for the packages at
+// the bottom of the picture; TestLeafRulesAreTheTable holds the words to the table.
+var leafRules = map[string][]string{
+	"shm": {}, "outcome": {}, "cachekey": {}, "store": {},
+	"wire":   {"outcome"},
+	"policy": {"cachekey", "outcome", "store"},
+}
+
+func TestLeafRulesAreTheTable(t *testing.T) {
+	for name, want := range leafRules {
+		got := slices.Sorted(slices.Values(allowed[name]))
+		if !slices.Equal(got, want) {
+			t.Errorf("internal/lint's doc says %s imports %v of freshq; the table says %v: change the one that is wrong", name, want, got)
+		}
+	}
+}
+
 // testHelpers may be imported by tests only.
 var testHelpers = []string{"internal/qtest", "internal/pgtest", "internal/testdns", "internal/testbin",
 	"store/storetest", "cluster/clustertest"}
