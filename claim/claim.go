@@ -10,7 +10,8 @@
 //   - A claim served from the ready set reads no index: the Claimer holds no store, and touches
 //     the Fallback only when the ready set is cold, exhausted, disabled or busy.
 //   - Every failure of the ready path degrades to the old order (the floored index scan), never
-//     to a stall. The scan pages by (due, key), so leased rows sharing one due time never hide
+//     to a stall: New refuses a claimer without a fallback unless it is named NoFallback (one
+//     meant to serve from the ready set alone). The scan pages by (due, key), so leased rows sharing one due time never hide
 //     the rows behind them, and a claim that found only leased rows within its bound says so
 //     (ErrQueuedBehindLeases) instead of answering "nothing due".
 //   - A lease's TTL lies in [MinLeaseTTL, queue.lease_ttl] whatever path grants it.

@@ -2,7 +2,8 @@
 // prerender middleware speaks (prerender-node, the nginx and Apache recipes, Cloudflare
 // workers), GET or HEAD of /{absolute URL}, /render/{url} and /render?url=, answered from the
 // stored pages. Worker 0 serves it itself, on a socket the supervisor listens on and hands it,
-// so that a page is one store read away and no proxy hop (docs/ARCHITECTURE.md, Serving).
+// so that a page is one store read away and no proxy hop (docs/ARCHITECTURE.md, Serving
+// crawlers).
 //
 // Invariants:
 //   - Pages only. Nothing else of the API is reachable here, and the only state a request
@@ -33,4 +34,29 @@
 //     a crawler asks for is the page a sitemap filed.
 //   - A stale page is served, marked (X-Freshq-Cache: stale, X-Freshq-Stale: true), never
 //     refused, unless its route says serve_stale: false.
+//
+// How a page is served, and why so:
+//   - The socket. The supervisor binds it once, or inherits it (systemd's socket unit, or a
+//     handover from the supervisor it replaces: cmd/supervisor/listeners.go), and hands it to
+//     worker 0 (-serve-fd), so it outlives the supervisor and a restart of worker 0, whose
+//     connections wait in the accept queue meanwhile.
+//   - A hit is two reads of the store's read view (page and schedule row) in the request's
+//     goroutine: no proxy hop through the supervisor, and no queue behind the write funnel (a
+//     Badger read transaction would wait for a commit being written, so the store's reads
+//     share one the funnel renews after each commit, docs/store.md). The pages crawlers ask for
+//     most come from the store's read cache, which the funnel empties of a key before it writes
+//     it. Files every process could read were the other choice: they would double the pages'
+//     storage and need their own atomic write and GC, for a rate the measurement
+//     (docs/BENCHMARKS.md, serve) shows worker 0 reaching over half of from files anyway.
+//   - Pages of 1 KiB or more are stored gzipped, compressed once when the render is applied,
+//     and written as stored to a client that accepts gzip; one that does not gets them streamed
+//     through a gzip reader, never decompressed whole, with the plain length recorded at write
+//     time (page v2) as their Content-Length.
+//   - Demand. Requests per stored key are counted after the page's lookup, decayed (two
+//     generations of one hour), in worker 0's memory (Demand, bounded by serve.demand_bytes),
+//     not in the row, so a hit never waits on a write; every freshness.demand_flush worker 0
+//     writes the counts into the targets' request counters (intake.Demand) in one funnel batch
+//     under the keys' locks, and once more when the listener stops.
+//   - On a cluster each node serves the pages its store reads; a miss rendered by another node
+//     wakes its waiters here within a period of the commit (intake.Misses.Watch).
 package serve

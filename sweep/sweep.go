@@ -11,6 +11,15 @@
 // Result.Rows and Result.Backlog count the rows the sweep read: with the class merge, only
 // those, not every due row.
 //
+// What it publishes: the best queue.ready.capacity rows under the lane shares (policy's
+// selector turns away a row the lane order could not publish given what it already holds, so a
+// merge reads about K rows, not K per lane), each host within its share of the set (hosts.go,
+// hosts.Allowance.EntryCap), and never a row leased at that moment or written since the pass's
+// snapshot (Changes, which New refuses to be without). The merge also stops once every host the
+// store holds rows of is paused or at its cap (store.HostLister). On Badger each published
+// row is handed to the store as a row hint, so that its result need not read it again (RH1,
+// store/badgerstore/hints.go).
+//
 // # Who owns what
 //
 // The sweep owns the claim floor (invariant F1, docs/ARCHITECTURE.md). It is the only reader that sees every due row, so
