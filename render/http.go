@@ -136,15 +136,9 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		GotConn:      func(httptrace.GotConnInfo) { ph.v.CompareAndSwap(phaseDial, phaseRequest) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { ph.v.CompareAndSwap(phaseRequest, phaseHeaders) },
 	})
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
+	hreq, err := h.newRequest(rctx, u, req)
 	if err != nil {
 		return failed(res, outcome.Failed, StageRequest, "bad URL: "+errText(err))
-	}
-	hreq.Header.Set("User-Agent", userAgent(&h.cfg, req.Device))
-	hreq.Header.Set(MarkerHeader, MarkerValue)
-	hreq.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
-	if v := req.Validators; v != nil {
-		setValidators(hreq.Header, v.ETag, v.LastModified)
 	}
 
 	client := &http.Client{Transport: h.transport, CheckRedirect: func(next *http.Request, via []*http.Request) error {
@@ -163,36 +157,69 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 		res.Headers = keepHeaders(resp.Header)
 	}
 	if err != nil {
-		var re *redirectError
-		switch {
-		case errors.As(err, &re):
-			res.Headers = nil // those of a 3xx, not of a page
-			return failed(res, re.outcome, re.stage, re.msg)
-		case errors.Is(err, ErrAddressPolicy):
-			var ue *url.Error
-			if errors.As(err, &ue) && ue.URL != "" {
-				res.FinalURL = ue.URL
-			}
-			return failed(res, outcome.Blocked, StagePolicy, errText(err))
-		case rctx.Err() != nil:
-			return failed(res, outcome.Timeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout, ph.stage()))
-		default:
-			var ue *url.Error
-			if errors.As(err, &ue) && ue.URL != "" {
-				res.FinalURL = ue.URL // the hop that failed, which may be a redirect's target
-			}
-			o, msg := classifyErr(err)
-			return failed(res, o, ph.stage(), msg)
-		}
+		return h.transportFailed(rctx, res, &ph, err)
 	}
 	defer resp.Body.Close()
+	if r, done := h.byStatus(res, resp, req.Validators != nil && resp.Request == hreq); done {
+		return r
+	}
+	return h.readPage(rctx, res, resp)
+}
 
+// newRequest is the GET of a render: the renderer's user agent for the device, the marker
+// header, and the validators of a conditional render.
+func (h *HTTP) newRequest(ctx context.Context, u *url.URL, req Request) (*http.Request, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("User-Agent", userAgent(&h.cfg, req.Device))
+	hreq.Header.Set(MarkerHeader, MarkerValue)
+	hreq.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+	if v := req.Validators; v != nil {
+		setValidators(hreq.Header, v.ETag, v.LastModified)
+	}
+	return hreq, nil
+}
+
+// transportFailed is the result of a request that got no page: a refused redirect, an
+// address the policy forbids, the render's timeout, or a network error, each with the stage
+// it reached.
+func (h *HTTP) transportFailed(rctx context.Context, res Result, ph *phase, err error) Result {
+	var re *redirectError
+	switch {
+	case errors.As(err, &re):
+		res.Headers = nil // those of a 3xx, not of a page
+		return failed(res, re.outcome, re.stage, re.msg)
+	case errors.Is(err, ErrAddressPolicy):
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.URL != "" {
+			res.FinalURL = ue.URL
+		}
+		return failed(res, outcome.Blocked, StagePolicy, errText(err))
+	case rctx.Err() != nil:
+		return failed(res, outcome.Timeout, ph.stage(), ctxErr(rctx, h.cfg.Timeout, ph.stage()))
+	default:
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.URL != "" {
+			res.FinalURL = ue.URL // the hop that failed, which may be a redirect's target
+		}
+		o, msg := classifyErr(err)
+		return failed(res, o, ph.stage(), msg)
+	}
+}
+
+// byStatus settles a render by its response's status, done=false for a 2xx whose body is
+// read next. ownConditional says the request carried this render's validators and was not
+// redirected, so a 304 answers it.
+func (h *HTTP) byStatus(res Result, resp *http.Response, ownConditional bool) (_ Result, done bool) {
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
-	case code == http.StatusNotModified && req.Validators != nil && resp.Request == hreq:
+		return res, false
+	case code == http.StatusNotModified && ownConditional:
 		// The answer to this render's own conditional request: the page is unchanged.
 		res.Outcome, res.Stage, res.Headers = outcome.OK, StageHeaders, notModifiedHeaders(resp.Header)
-		return res
+		return res, true
 	case code == http.StatusNotFound || code == http.StatusGone:
 		o := outcome.NotFound
 		if code == http.StatusGone {
@@ -205,20 +232,25 @@ func (h *HTTP) Render(ctx context.Context, req Request) (res Result) {
 				res.Body = body
 			}
 		}
-		return failed(res, o, StageHeaders, "status "+resp.Status)
+		return failed(res, o, StageHeaders, "status "+resp.Status), true
 	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code == http.StatusTooManyRequests:
-		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status+" (retryable)")
+		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status+" (retryable)"), true
 	case code >= 400 && code <= 499:
-		return failed(res, outcome.ClientError, StageHeaders, "status "+resp.Status)
+		return failed(res, outcome.ClientError, StageHeaders, "status "+resp.Status), true
 	case code >= 500 && code <= 599:
-		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status)
+		return failed(res, outcome.ServerError, StageHeaders, "status "+resp.Status), true
 	default:
-		return failed(res, outcome.Failed, StageHeaders, "unexpected status "+resp.Status)
+		return failed(res, outcome.Failed, StageHeaders, "unexpected status "+resp.Status), true
 	}
+}
 
+// readPage reads a 2xx's body within render.max_body and judges it: noindex by header or
+// meta tag, a status the page declares, or a page.
+func (h *HTTP) readPage(rctx context.Context, res Result, resp *http.Response) Result {
 	noindexHeader := headerNoindex(resp.Header.Values("X-Robots-Tag"))
 	limit := h.cfg.MaxBody
 	var body []byte
+	var err error
 	if resp.ContentLength > limit {
 		err = errTooLarge
 	} else {
