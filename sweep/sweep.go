@@ -300,27 +300,13 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	sel := s.selector(k, pol.Shares())
 	plans := newHostPlans(s.opts.Segment, set, k, now)
 	res := Result{Disabled: !enabled}
-	var head struct {
-		key     []byte
-		row     policy.Row
-		stored  store.Row // as the pass read it: the unpin hatch files only over this
-		cadence int64
-		ok      bool
-	}
+	var head floorHead
 	maxRows := set.SweepCap
 	if !enabled {
 		maxRows = 1 // only the floor's head is needed
 	}
 	var pr policy.Row
 	// consider scores one due row and offers it to the set, as both ways of reading do.
-	noteHead := func(r *store.DueRow, pr policy.Row, cadence int64) {
-		// The head is the earliest row: the first one, from a backend that iterates in due
-		// order (store.Pass), but any backend may hand over rows in its own order.
-		if !head.ok || r.DueAtMs < head.stored.DueAtMs || r.DueAtMs == head.stored.DueAtMs && bytes.Compare(r.Key, head.key) < 0 {
-			head.key, head.row, head.stored, head.cadence, head.ok = bytes.Clone(r.Key), pr, r.Row, cadence, true
-			head.row.Key = head.key
-		}
-	}
 	consider := func(r *store.DueRow) {
 		pr = *r
 		cadence, origin := pol.Cadence(&pr)
@@ -329,7 +315,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		} else {
 			res.Resolved++
 		}
-		noteHead(r, pr, cadence)
+		head.note(r, pr, cadence)
 		if !enabled {
 			return
 		}
@@ -367,19 +353,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	var stats store.PassStats
 	if cp, ok := s.classPass(pass, pol, enabled); ok {
 		res.Classes = true
-		var first store.DueRow
-		var ok bool
-		if first, ok, err = cp.ReadHead(); err == nil {
-			if ok { // the floor's head, read from the due index: the true first due row
-				cadence, _ := pol.Cadence(&first)
-				noteHead(&first, first, cadence)
-			}
-			settled := plans.settled(cp)
-			if s.readOn {
-				settled = nil
-			}
-			stats, res.HostsSettled, err = readClasses(ctx, cp, pol.Boost(), now, maxRows, sel, settled, consider)
-		}
+		stats, res.HostsSettled, err = s.readByClass(ctx, cp, pol, plans, now, maxRows, sel, &head, consider)
 	} else {
 		err = pass.IterateDue(maxRows, chunkRows, func(due []store.DueRow) error {
 			if err := ctx.Err(); err != nil {
@@ -399,6 +373,40 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	res.FloorMs, res.Advanced = pass.AdvanceFloor(set.FloorGuard.Milliseconds())
 	pass.Close() // the iterator and snapshot are released before anything below writes
 
+	s.recordFloor(stats, now, &res)
+
+	if enabled {
+		items := sel.Result()
+		plans.promote(items, s.opts.Mode) // a row promoted displaces one: as many are left out
+		items = plans.spread(items)
+		pub := s.opts.Segment.Ready().Publish(s.readyEntries(items, fenceVersion, now, &res), now)
+		res.Gen, res.Published = pub.Gen, pub.Published
+	}
+	return res, s.followPin(&head, set, now, &res)
+}
+
+// readByClass reads a pass through the class index: the floor's head first, from the due
+// index (the true first due row), then the classes' heads, leaving out the hosts whose
+// plans are settled (unless the sweep is told to read on).
+func (s *Sweeper) readByClass(ctx context.Context, cp store.ClassPass, pol *policy.Policy, plans *hostPlans, now int64, maxRows int, sel *policy.Selector[value], head *floorHead, consider func(*store.DueRow)) (store.PassStats, bool, error) {
+	first, ok, err := cp.ReadHead()
+	if err != nil {
+		return store.PassStats{}, false, err
+	}
+	if ok {
+		cadence, _ := pol.Cadence(&first)
+		head.note(&first, first, cadence)
+	}
+	settled := plans.settled(cp)
+	if s.readOn {
+		settled = nil
+	}
+	return readClasses(ctx, cp, pol.Boost(), now, maxRows, sel, settled, consider)
+}
+
+// recordFloor tells the segment's claim floor what the pass found: the next due time, and
+// when the floor last advanced.
+func (s *Sweeper) recordFloor(stats store.PassStats, now int64, res *Result) {
 	floor := s.opts.Segment.Floor()
 	if stats.HasNextDue {
 		res.NextDueMs = stats.NextDueMs
@@ -407,41 +415,64 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	if res.Advanced {
 		floor.SetAdvancedAt(now)
 	}
+}
 
-	if enabled {
-		items := sel.Result()
-		plans.promote(items, s.opts.Mode) // a row promoted displaces one: as many are left out
-		items = plans.spread(items)
-		entries := make([]shm.Entry, 0, len(items))
-		leases := s.opts.Segment.Leases()
-		for _, it := range items {
-			h := shm.KeyHash(it.Value.key)
-			if _, held := leases.Lookup(h, now); held {
-				res.ExcludedLeased++
-				continue
-			}
-			if s.opts.Hints != nil {
-				s.opts.Hints.HintRow(it.Value.key, it.Value.row) // before the check: see RowHints
-			}
-			if s.opts.Changes.changedSince(h) {
-				if s.opts.Hints != nil {
-					s.opts.Hints.DropHint(it.Value.key)
-				}
-				res.ExcludedChanged++
-				continue
-			}
-			entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
-				Submitted: it.Value.row.Submitted, Checkable: it.Value.row.Checkable, Lane: uint8(it.Lane), Key: it.Value.key,
-				Fence: fenceVersion})
-		}
-		pub := s.opts.Segment.Ready().Publish(entries, now)
-		res.Gen, res.Published = pub.Gen, pub.Published
+// floorHead is the earliest due row a pass read: the row that holds the claim floor.
+type floorHead struct {
+	key     []byte
+	row     policy.Row
+	stored  store.Row // as the pass read it: the unpin hatch files only over this
+	cadence int64
+	ok      bool
+}
+
+// note keeps r if it comes before the head so far. The head is the earliest row: the first
+// one, from a backend that iterates in due order (store.Pass), but any backend may hand over
+// rows in its own order.
+func (h *floorHead) note(r *store.DueRow, pr policy.Row, cadence int64) {
+	if !h.ok || r.DueAtMs < h.stored.DueAtMs || r.DueAtMs == h.stored.DueAtMs && bytes.Compare(r.Key, h.key) < 0 {
+		h.key, h.row, h.stored, h.cadence, h.ok = bytes.Clone(r.Key), pr, r.Row, cadence, true
+		h.row.Key = h.key
 	}
+}
 
+// readyEntries are the selected items the ready set may hold: not a row leased now, nor one
+// written since the pass's snapshot (its score may be stale). Each carries the fence version
+// read before the snapshot.
+func (s *Sweeper) readyEntries(items []policy.Item[value], fenceVersion uint32, now int64, res *Result) []shm.Entry {
+	entries := make([]shm.Entry, 0, len(items))
+	leases := s.opts.Segment.Leases()
+	for _, it := range items {
+		h := shm.KeyHash(it.Value.key)
+		if _, held := leases.Lookup(h, now); held {
+			res.ExcludedLeased++
+			continue
+		}
+		if s.opts.Hints != nil {
+			s.opts.Hints.HintRow(it.Value.key, it.Value.row) // before the check: see RowHints
+		}
+		if s.opts.Changes.changedSince(h) {
+			if s.opts.Hints != nil {
+				s.opts.Hints.DropHint(it.Value.key)
+			}
+			res.ExcludedChanged++
+			continue
+		}
+		entries = append(entries, shm.Entry{Score: it.Score, DueAtMs: it.DueAtMs, CadenceMs: it.Value.cadenceMs,
+			Submitted: it.Value.row.Submitted, Checkable: it.Value.row.Checkable, Lane: uint8(it.Lane), Key: it.Value.key,
+			Fence: fenceVersion})
+	}
+	return entries
+}
+
+// followPin records how long the floor's head has held the claim floor, warns at half of
+// sweep.unpin_after, and files the row forward (unpin) once it has held it that long.
+func (s *Sweeper) followPin(head *floorHead, set *Settings, now int64, res *Result) error {
+	floor := s.opts.Segment.Floor()
 	if !head.ok {
 		s.pin = pinState{}
 		floor.SetPin(0, 0)
-		return res, nil
+		return nil
 	}
 	if !bytes.Equal(s.pin.key, head.key) || s.pin.dueAtMs != head.row.DueAtMs {
 		s.pin = pinState{key: head.key, dueAtMs: head.row.DueAtMs, sinceMs: now}
@@ -459,12 +490,12 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	if res.PinnedForMs >= unpinAfter {
 		filed, err := s.unpin(&head.row, head.stored, head.cadence, now)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Unpinned = filed
 		s.pin = pinState{}
 	}
-	return res, nil
+	return nil
 }
 
 // unpin files the row at the floor's head forward: due now, with the cadence the sweep
