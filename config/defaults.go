@@ -239,7 +239,33 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Store.ReadCache = cmp.Or(c.Store.ReadCache, ReadCacheDefault)
 	c.Store.Postgres.Shards = cmp.Or(c.Store.Postgres.Shards, PostgresShardsDefault)
 
-	q := &c.Queue
+	c.Queue.ensureDefaults()
+	c.Render.ensureDefaults()
+	if c.Keys.DropParams == nil {
+		c.Keys.DropParams = DropParamsDefault() // an explicit [] is kept: drop none
+	}
+
+	c.Page.SWRTTL = cmp.Or(c.Page.SWRTTL, SWRTTLDefault)
+	c.Page.MaxWait = cmp.Or(c.Page.MaxWait, MaxWaitDefault)
+	c.Page.MaxWaiters = cmp.Or(c.Page.MaxWaiters, MaxWaitersDefault)
+	c.Page.MaxSiteWaiters = cmp.Or(c.Page.MaxSiteWaiters, (c.Page.MaxWaiters+3)/4)
+	c.Sitemap.MinTTL = cmp.Or(c.Sitemap.MinTTL, MinTTLDefault)
+	c.Sitemap.MaxDepth = cmp.Or(c.Sitemap.MaxDepth, MaxDepthDefault)
+	c.Sitemap.MaxDecompressed = cmp.Or(c.Sitemap.MaxDecompressed, MaxDecompressedDefault)
+	c.Sitemap.Refetch = cmp.Or(c.Sitemap.Refetch, RefetchDefault)
+
+	c.Supervisor.ensureDefaults()
+	c.Cluster.LeaseTTL = cmp.Or(c.Cluster.LeaseTTL, ClusterLeaseTTLDefault)
+	c.HTTP.ensureDefaults()
+	c.Freshness.ensureDefaults()
+	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyFreshness)
+	c.Serve.ensureDefaults()
+	c.Verdict.ensureDefaults()
+	return c
+}
+
+// ensureDefaults sets every unset key of queue: to its default.
+func (q *Queue) ensureDefaults() {
 	q.LeaseTTL = cmp.Or(q.LeaseTTL, LeaseTTLDefault)
 	q.MaxLeases = cmp.Or(q.MaxLeases, MaxLeasesDefault)
 	q.MaxRemoteLeases = cmp.Or(q.MaxRemoteLeases, max(1, q.MaxLeases/MaxRemoteLeasesDivisor))
@@ -255,8 +281,10 @@ func (c *Config) EnsureDefaults() *Config {
 	q.Lanes.UrgentMaxShare = cmp.Or(q.Lanes.UrgentMaxShare, UrgentMaxShareDefault)
 	q.Lanes.MinShare.Discovered = cmp.Or(q.Lanes.MinShare.Discovered, ptr(DiscoveredMinShareDefault))
 	q.Lanes.MinShare.Cold = cmp.Or(q.Lanes.MinShare.Cold, ptr(ColdMinShareDefault))
+}
 
-	r := &c.Render
+// ensureDefaults sets every unset key of render: to its default.
+func (r *Render) ensureDefaults() {
 	r.Renderer = cmp.Or(r.Renderer, RendererDefault)
 	r.Concurrency = cmp.Or(r.Concurrency, ConcurrencyDefault)
 	r.Timeout = cmp.Or(r.Timeout, TimeoutDefault)
@@ -295,21 +323,10 @@ func (c *Config) EnsureDefaults() *Config {
 	if len(r.Demand.Ladder) == 0 {
 		r.Demand.Ladder = LadderDefault()
 	}
+}
 
-	if c.Keys.DropParams == nil {
-		c.Keys.DropParams = DropParamsDefault() // an explicit [] is kept: drop none
-	}
-
-	c.Page.SWRTTL = cmp.Or(c.Page.SWRTTL, SWRTTLDefault)
-	c.Page.MaxWait = cmp.Or(c.Page.MaxWait, MaxWaitDefault)
-	c.Page.MaxWaiters = cmp.Or(c.Page.MaxWaiters, MaxWaitersDefault)
-	c.Page.MaxSiteWaiters = cmp.Or(c.Page.MaxSiteWaiters, (c.Page.MaxWaiters+3)/4)
-	c.Sitemap.MinTTL = cmp.Or(c.Sitemap.MinTTL, MinTTLDefault)
-	c.Sitemap.MaxDepth = cmp.Or(c.Sitemap.MaxDepth, MaxDepthDefault)
-	c.Sitemap.MaxDecompressed = cmp.Or(c.Sitemap.MaxDecompressed, MaxDecompressedDefault)
-	c.Sitemap.Refetch = cmp.Or(c.Sitemap.Refetch, RefetchDefault)
-
-	s := &c.Supervisor
+// ensureDefaults sets every unset key of supervisor: to its default.
+func (s *Supervisor) ensureDefaults() {
 	s.RestartIntensity = cmp.Or(s.RestartIntensity, RestartIntensityDefault)
 	s.RestartPeriod = cmp.Or(s.RestartPeriod, RestartPeriodDefault)
 	s.BackoffMin = cmp.Or(s.BackoffMin, BackoffMinDefault)
@@ -317,10 +334,10 @@ func (c *Config) EnsureDefaults() *Config {
 	s.ShutdownTimeout = cmp.Or(s.ShutdownTimeout, ShutdownTimeoutDefault)
 	s.ReadyTimeout = cmp.Or(s.ReadyTimeout, ReadyTimeoutDefault)
 	s.WatchdogStall = cmp.Or(s.WatchdogStall, WatchdogStallDefault)
+}
 
-	c.Cluster.LeaseTTL = cmp.Or(c.Cluster.LeaseTTL, ClusterLeaseTTLDefault)
-
-	h := &c.HTTP
+// ensureDefaults sets every unset key of http: to its default.
+func (h *HTTP) ensureDefaults() {
 	h.MaxConns = cmp.Or(h.MaxConns, MaxConnsDefault)
 	h.MaxUnauthenticated = cmp.Or(h.MaxUnauthenticated, min(MaxUnauthenticatedDefault, h.MaxConns))
 	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
@@ -328,8 +345,11 @@ func (c *Config) EnsureDefaults() *Config {
 	h.WriteTimeout = cmp.Or(h.WriteTimeout, WriteTimeoutDefault)
 	h.BulkTimeout = cmp.Or(h.BulkTimeout, BulkTimeoutDefault)
 	h.IdleTimeout = cmp.Or(h.IdleTimeout, IdleTimeoutDefault)
+}
 
-	fr := &c.Freshness
+// ensureDefaults sets every unset key of freshness: to its default (queue.policy is the
+// Config's, which names freshness the default).
+func (fr *Freshness) ensureDefaults() {
 	fr.Normalize = cmp.Or(fr.Normalize, ptr(FreshnessNormalizeDefault))
 	fr.RequestTau = cmp.Or(fr.RequestTau, FreshnessRequestTauDefault)
 	fr.DemandFlush = cmp.Or(fr.DemandFlush, FreshnessDemandFlushDefault)
@@ -339,9 +359,10 @@ func (c *Config) EnsureDefaults() *Config {
 	fr.StretchFactor = cmp.Or(fr.StretchFactor, FreshnessStretchFactorDefault)
 	fr.ConditionalEvery = cmp.Or(fr.ConditionalEvery, FreshnessConditionalEveryDefault)
 	fr.ConditionalMaxAge = cmp.Or(fr.ConditionalMaxAge, FreshnessConditionalMaxAgeDefault)
-	c.Queue.Policy = cmp.Or(c.Queue.Policy, PolicyFreshness)
+}
 
-	sv := &c.Serve
+// ensureDefaults sets every unset key of serve: to its default.
+func (sv *Serve) ensureDefaults() {
 	sv.Wait = cmp.Or(sv.Wait, ServeWaitDefault)
 	sv.MissRate = cmp.Or(sv.MissRate, ServeMissRateDefault)
 	sv.MissBurst = cmp.Or(sv.MissBurst, ServeMissBurstDefault)
@@ -355,8 +376,6 @@ func (c *Config) EnsureDefaults() *Config {
 	vf.Concurrency = cmp.Or(vf.Concurrency, ServeVerifyConcurrencyDefault)
 	vf.CacheEntries = cmp.Or(vf.CacheEntries, ServeVerifyCacheEntriesDefault)
 	vf.CacheTTL = cmp.Or(vf.CacheTTL, ServeVerifyCacheTTLDefault)
-	c.Verdict.ensureDefaults()
-	return c
 }
 
 // The crawler listener's defaults (serve.*). serve.wait is the prerender server's own page
