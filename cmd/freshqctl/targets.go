@@ -353,6 +353,23 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// openImport opens the file an import reads ("-": standard input) and says its size when it is
+// a regular file (0: unknown), for the progress bar.
+func (a *app) openImport(name string) (io.ReadCloser, int64, error) {
+	if name == "-" {
+		return io.NopCloser(a.stdin), 0, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		total = st.Size()
+	}
+	return f, total, nil
+}
+
 func runImport(a *app, args []string) error {
 	fs := a.newFlags("import")
 	format := fs.String("format", "", "ndjson or csv (default: csv for a .csv file, else ndjson; NDJSON may also be a JSON array)")
@@ -370,23 +387,11 @@ func runImport(a *app, args []string) error {
 		return usagef("--format must be ndjson or csv, not %q", *format)
 	}
 	name := pos[0]
-	var (
-		in    io.Reader
-		total int64
-	)
-	if name == "-" {
-		in = a.stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			total = st.Size()
-		}
-		in = f
+	in, total, err := a.openImport(name)
+	if err != nil {
+		return err
 	}
+	defer in.Close()
 	if *format == "" {
 		*format = "ndjson"
 		if strings.EqualFold(filepath.Ext(name), ".csv") {
