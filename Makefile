@@ -23,7 +23,7 @@ build:
 # target for a bounded time. The tests that need PostgreSQL share one throwaway cluster that
 # scripts/pg-test.sh starts for the run and removes when it ends, pass or fail; a server named
 # by FRESHQ_TEST_PG_DSN is used instead. (`make race` alone lets each test binary start its own,
-# see internal/pgtest.)
+# see testkit/pgtest.)
 test:
 	./scripts/pg-test.sh run $(MAKE) --no-print-directory race fuzz
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )

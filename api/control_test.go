@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/internal/intaketest"
+	"github.com/freshq/freshq/testkit/intaketest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"

@@ -3,8 +3,8 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"github.com/freshq/freshq/internal/intaketest"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/intaketest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"net/http"
 	"net/url"
 	"testing"

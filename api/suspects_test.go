@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/intaketest"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/intaketest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/intaketest"
+	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"

@@ -3,7 +3,7 @@
 // render.Options, chrome.Options), so that the packages that do the work import no
 // configuration and a test of one of them states every value it runs with. The services'
 // settings (claim, sweep, intake, serve) are narrowed by its sibling assemble/node, kept apart
-// so that the test helper internal/qtest, which compiles a test's policy here, does not import
+// so that the test helper testkit/qtest, which compiles a test's policy here, does not import
 // the services whose tests use it.
 //
 // Invariant: a value reaches a domain package only through the options built here (or by the

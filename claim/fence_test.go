@@ -3,7 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"testing"
 
 	"github.com/freshq/freshq/shm"

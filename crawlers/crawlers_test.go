@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/testkit/testdns"
 )
 
 func TestFamiliesAreTheCountedSet(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 // TestDNSEnv names a DNS server (host:port, over UDP) that verification asks instead of the
 // system's, so that an end-to-end test controls what a worker's lookups answer
-// (internal/testdns.Listen). Only this build, for the end-to-end tests (the tag testclock,
-// internal/testbin), reads it.
+// (testkit/testdns.Listen). Only this build, for the end-to-end tests (the tag testclock,
+// testkit/testbin), reads it.
 const TestDNSEnv = "FRESHQ_TEST_DNS"
 
 // SystemResolver is the resolver verification asks: the system's, or TestDNSEnv's server.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/freshq/freshq/assemble/node"
-	"github.com/freshq/freshq/internal/intaketest"
+	"github.com/freshq/freshq/testkit/intaketest"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/freshq/freshq/assemble/node"
-	"github.com/freshq/freshq/internal/intaketest"
+	"github.com/freshq/freshq/testkit/intaketest"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 )
 

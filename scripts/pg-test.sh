@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for a whole test or benchmark run, shared by every test binary
-# through FRESHQ_TEST_PG_DSN (internal/pgtest starts the same kind of cluster per binary when the
+# through FRESHQ_TEST_PG_DSN (testkit/pgtest starts the same kind of cluster per binary when the
 # variable is unset; keep the settings of the two in step).
 #
 #   pg-test.sh start          initdb + start a cluster in a fresh temp dir; prints the dir

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/freshq/freshq/crawlers"
-	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/testkit/testdns"
 )
 
 var verifyYAML = strings.Replace(baseYAML, "  miss_rate: 1\n", "  miss_rate: 1\n  client_ip_header: X-Forwarded-For\n  verify:\n    cache_ttl: 1h\n", 1)

@@ -4,7 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"github.com/freshq/freshq/internal/intaketest"
+	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // The parser alone over a 50,000-URL file (the protocol's maximum per file): memory is bounded by

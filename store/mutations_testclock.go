@@ -4,7 +4,7 @@ package store
 
 // Mutations are deliberate breaks of a store's protocol, each the defect a test must be able
 // to catch: a test that sets one and still passes checks nothing. This build is for tests
-// only (the tag testclock, internal/testbin): in any other build Mutations is empty
+// only (the tag testclock, testkit/testbin): in any other build Mutations is empty
 // (mutations_off.go) and the stores cannot break the protocol.
 type Mutations struct {
 	// NaiveAdvance makes a pass advance the floor the way the floor protocol forbids: to

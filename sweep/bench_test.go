@@ -13,7 +13,7 @@ import (
 
 	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"

@@ -3,7 +3,7 @@
 // the crawler listener (serve.Settings), each with only what its package reads. It is the
 // sibling of package assemble (which narrows the configuration for the packages below the
 // services: policy, hosts, render, chrome), kept apart so that the test helpers those services'
-// tests share (internal/qtest) can build a policy through assemble without importing the
+// tests share (testkit/qtest) can build a policy through assemble without importing the
 // services themselves.
 //
 // A Node is one configuration's settings, all of them: a worker builds one at start and one at
@@ -199,7 +199,7 @@ func configField(err error) string {
 }
 
 // ClaimSettingsOf, SweepSettingsOf and ServeSettingsOf are the narrowings in the form the
-// services' tests take them (internal/qtest.Settings): from a configuration and the policy
+// services' tests take them (testkit/qtest.Settings): from a configuration and the policy
 // compiled from it. IntakeSettings has that form already.
 func ClaimSettingsOf(cfg *config.Config, _ *policy.Policy) claim.Settings { return ClaimSettings(cfg) }
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/testbin"
+	"github.com/freshq/freshq/testkit/testbin"
 	"github.com/freshq/freshq/wire"
 )
 

@@ -20,7 +20,7 @@ import (
 const benchShift = 30 * 24 * time.Hour
 
 // BenchmarkQueueCluster measures the queue with 1, 2 and 3 nodes on one PostgreSQL database
-// (internal/pgtest's server, a fresh database per sub-benchmark), side by side in one run: the
+// (testkit/pgtest's server, a fresh database per sub-benchmark), side by side in one run: the
 // same pipeline as BenchmarkQueueOverhead (claim, lease, sim render at zero latency, result,
 // batched reschedule), each node a real supervisor with two workers (worker 0 and one render
 // worker), on this machine's cores together with the database's server.

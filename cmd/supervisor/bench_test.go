@@ -42,7 +42,7 @@ func resultsCommitted(seg *shm.Segment, workers int) uint64 {
 }
 
 // BenchmarkQueueOverhead measures the queue itself, on Badger or, with FRESHQ_BENCH_STORE=postgres,
-// on a fresh PostgreSQL database of internal/pgtest's server (then also the server's CPU per job): claim → lease → render (the sim renderer at
+// on a fresh PostgreSQL database of testkit/pgtest's server (then also the server's CPU per job): claim → lease → render (the sim renderer at
 // zero latency) → result → batched reschedule, across real processes. One op is one job: the
 // benchmark seeds b.N targets, starts the supervisor, and times from readiness until worker 0
 // has acknowledged every result. It reports jobs/s, the CPU per job of all its processes

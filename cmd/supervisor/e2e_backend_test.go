@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/store/pgstore"
@@ -32,7 +32,7 @@ func badgerIn(dataDir string) backend {
 	}}
 }
 
-// postgresFor is a fresh PostgreSQL database (internal/pgtest: skipped without a server,
+// postgresFor is a fresh PostgreSQL database (testkit/pgtest: skipped without a server,
 // failed under CI).
 func postgresFor(t testing.TB) backend {
 	dsn := pgtest.NewDatabase(t)

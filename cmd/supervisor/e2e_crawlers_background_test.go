@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/testkit/testdns"
 )
 
 // A claimed Googlebot asking for a stored page is answered at once, whatever its lookup is

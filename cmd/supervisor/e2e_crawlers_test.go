@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/testkit/testdns"
 	"github.com/freshq/freshq/wire"
 )
 

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/internal/clock"
-	"github.com/freshq/freshq/internal/pgtest"
-	"github.com/freshq/freshq/internal/testbin"
+	"github.com/freshq/freshq/testkit/pgtest"
+	"github.com/freshq/freshq/testkit/testbin"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )

@@ -5,7 +5,7 @@
 //
 // Tests that run real processes (the supervisor and its workers) must make time pass without
 // sleeping, for example to let a killed worker's leases lapse. For them only, a build with the
-// tag testclock (internal/testbin builds the end-to-end tests' binaries so) reads EnvFile at init:
+// tag testclock (testkit/testbin builds the end-to-end tests' binaries so) reads EnvFile at init:
 // it may name a file of 8 bytes holding a little-endian int64 offset in ms, which every process
 // maps and adds to the wall clock, so the test moves time for all of them at once by writing the
 // file. Unset, even that build is the plain wall clock. The hook is a build tag rather than a

@@ -1,5 +1,5 @@
 // Package grantlog is a test switch: in a binary built for the end-to-end tests (the build tag
-// testclock, internal/testbin), when FRESHQ_TEST_GRANT_LOG names a file, every process of a
+// testclock, testkit/testbin), when FRESHQ_TEST_GRANT_LOG names a file, every process of a
 // node appends to it one line per grant and per shard acquire, release and loss, so that an
 // end-to-end test can check from what the nodes did, not from the lease table, that no shard
 // was granted by two nodes at once. Unset it does nothing and costs nothing; in any other

@@ -16,10 +16,10 @@ import (
 // narrow it into each package's options (assemble, assemble/node), and the programs that put
 // a node (or a simulated one) together from a file: the binaries, the simulator that drives
 // the production code from a configuration as worker 0 does, and its report commands. The
-// test helper internal/qtest reads a test's YAML. Every other package, the domain packages,
+// test helper testkit/qtest reads a test's YAML. Every other package, the domain packages,
 // gets its settings through the options built by assemble.
 var assemblers = []string{"config", "assemble", "assemble/node", "cmd/freshqctl", "cmd/supervisor", "cmd/worker",
-	"sim", "sim/freshreport", "sim/simreport", "internal/qtest"}
+	"sim", "sim/freshreport", "sim/simreport", "testkit/qtest"}
 
 // TestOnlyAssemblersDependOnConfig fails when a package outside assemblers depends on config,
 // directly or through any chain of imports (go list -deps): a domain package that could read

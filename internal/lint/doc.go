@@ -12,10 +12,10 @@
 //   - the store's contract links no storage engine: the engines (store/badgerstore on Badger,
 //     store/pgstore on pgx) import it, never the other way, and neither does policy, wire or
 //     freshqctl link one (TestContractLinksNoEngine, over go list -deps);
-//   - no production package imports a test helper (internal/qtest, internal/pgtest, testdns,
+//   - no production package imports a test helper (testkit/qtest, testkit/pgtest, testdns,
 //     storetest, clustertest);
 //   - only config, the assembly packages (assemble, assemble/node), the binaries, the
-//     simulator and its reports, and internal/qtest depend on config, even transitively
+//     simulator and its reports, and testkit/qtest depend on config, even transitively
 //     (config_test.go): every other package takes its settings as options;
 //   - go.mod is what `go mod tidy` would write (tidy_test.go): a direct import is listed as
 //     direct, and nothing is required that nothing imports.

@@ -48,15 +48,15 @@ var allowed = map[string][]string{
 	"internal/clock":      {},
 	"internal/connguard":  {},
 	"internal/grantlog":   {},
-	"internal/intaketest": {"intake"},
+	"testkit/intaketest": {"intake"},
 	"internal/invariants": {},
 	"internal/lint":       {},
 	"internal/logging":    {},
-	"internal/pgtest":     {},
-	"internal/qtest":      {"assemble", "config", "policy", "shm", "store", "store/badgerstore"},
+	"testkit/pgtest":     {},
+	"testkit/qtest":      {"assemble", "config", "policy", "shm", "store", "store/badgerstore"},
 	"internal/startstop":  {},
-	"internal/testbin":    {},
-	"internal/testdns":    {},
+	"testkit/testbin":    {},
+	"testkit/testdns":    {},
 	"internal/testhold":   {},
 	"outcome":             {},
 	"policy":              {"cachekey", "outcome", "store"},
@@ -95,7 +95,7 @@ func TestLeafRulesAreTheTable(t *testing.T) {
 }
 
 // testHelpers may be imported by tests only.
-var testHelpers = []string{"internal/qtest", "internal/pgtest", "internal/testdns", "internal/testbin",
+var testHelpers = []string{"testkit/qtest", "testkit/pgtest", "testkit/testdns", "testkit/testbin",
 	"store/storetest", "cluster/clustertest"}
 
 type pkg struct {

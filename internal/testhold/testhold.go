@@ -2,7 +2,7 @@
 // does anything else: the window in which a signal's default action would kill a process that
 // has not yet installed its handlers.
 //
-// In a test build (the build tag testclock, which internal/testbin gives the binaries the
+// In a test build (the build tag testclock, which testkit/testbin gives the binaries the
 // end-to-end tests run), Hold waits for SIGUSR1 when EnvHold is set, after announcing itself on
 // stderr (Announce). In every other build Hold does nothing and reads no environment, so no
 // shipped binary can be made to hold by its environment; TestProductionBinariesLinkNoTestHook

@@ -10,7 +10,7 @@ import (
 
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
-	"github.com/freshq/freshq/internal/testbin"
+	"github.com/freshq/freshq/testkit/testbin"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/render/chrome"
 )

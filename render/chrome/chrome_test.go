@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/testkit/testdns"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 )

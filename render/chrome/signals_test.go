@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/testdns"
+	"github.com/freshq/freshq/testkit/testdns"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 )

@@ -13,7 +13,7 @@ import (
 )
 
 // EnvSurvive names the environment variable that, in a binary built for the end-to-end tests
-// (the testclock build tag, internal/testbin) and only there, starts every browser so that it
+// (the testclock build tag, testkit/testbin) and only there, starts every browser so that it
 // would outlive its render worker: in a session of its own, without the parent-death signal,
 // and holding a writer of its own DevTools command pipe, so that the pipe never reads EOF when
 // the worker dies. It exists to show that the test of "no Chromium outlives a render worker

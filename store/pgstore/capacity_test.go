@@ -15,7 +15,7 @@ import (
 
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"

@@ -3,9 +3,9 @@ package pgstore_test
 import (
 	"testing"
 
-	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // TestMain stops the PostgreSQL cluster the binary started for its tests, if it started one
-// (internal/pgtest: without FRESHQ_TEST_PG_DSN, the first test that needs a database starts it).
+// (testkit/pgtest: without FRESHQ_TEST_PG_DSN, the first test that needs a database starts it).
 func TestMain(m *testing.M) { pgtest.Main(m) }

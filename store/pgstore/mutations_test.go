@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 )

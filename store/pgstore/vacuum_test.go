@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/internal/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
 )
