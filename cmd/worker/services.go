@@ -41,40 +41,6 @@ type gcService struct{ st store.Store }
 func (g gcService) Start(context.Context) error { g.st.StartGC(); return nil }
 func (g gcService) Stop()                       { g.st.StopGC() }
 
-// delivery is a render worker's result sender (deliver) as a service. The render loops queue
-// results on in; Stop takes no more and returns once every result queued has been delivered
-// or dropped. It must therefore be called once no render loop can queue any more.
-//
-// Start's ctx is the flush bound: when it ends, the send attempt in progress is cut and what is
-// left is dropped, its leases released (see deliver), so that Stop returns soon after.
-type delivery struct {
-	startstop.BaseStartStop
-	e        *env
-	sender   resultSender
-	in       chan pending
-	inFlight int
-}
-
-func newDelivery(e *env, sender resultSender, queue, inFlight int) *delivery {
-	return &delivery{e: e, sender: sender, in: make(chan pending, queue), inFlight: inFlight}
-}
-
-func (d *delivery) Start(flush context.Context) error {
-	flush, start, done := d.StartInit(flush)
-	if !start {
-		return nil
-	}
-	go func() {
-		defer done()
-		deliver(d.e, d.sender, d.in, d.inFlight, flush)
-	}()
-	return nil
-}
-
-// Stop ends the queue and waits until what it held is delivered or dropped. A delivery is
-// started once: its queue, once ended, is not reopened.
-func (d *delivery) Stop() { d.StopWith(func() { close(d.in) }) }
-
 // sitemapRuns is worker 0's sitemap runs (intake.SitemapRuns). workerStop stops them on a
 // bound of its own: Stop waits for the runs, and a run cut in its commit is waited for no longer
 // than the stop's finishTimeout.
@@ -83,5 +49,4 @@ type sitemapRuns = startstop.Service
 var (
 	_ startstop.Service = (*sweepService)(nil)
 	_ startstop.Service = gcService{}
-	_ startstop.Service = (*delivery)(nil)
 )
