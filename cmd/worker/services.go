@@ -5,34 +5,12 @@ import (
 
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/store"
-	"github.com/freshq/freshq/sweep"
 )
 
 // The long-running pieces of the workers, each a startstop.Service: stoppable without having
 // been started, and twice, and stopped only once its goroutines have returned. Worker 0 starts
 // and stops them in the order worker0.Stop names; a render worker's pool stops its delivery
 // last.
-
-// sweepService is worker 0's sweep loop (sweepLoop) as a service.
-type sweepService struct {
-	startstop.BaseStartStop
-	e       *env
-	sweeper *sweep.Sweeper
-	kick    <-chan struct{} // a claim found the ready set exhausted: sweep early
-}
-
-// Start sweeps at once and then on the loop's schedule, until Stop or ctx's end.
-func (s *sweepService) Start(ctx context.Context) error {
-	ctx, start, done := s.StartInit(ctx)
-	if !start {
-		return nil
-	}
-	go func() {
-		defer done()
-		sweepLoop(ctx, s.e, s.sweeper, s.kick)
-	}()
-	return nil
-}
 
 // gcService is the store's value-log GC (store.Store.StartGC and StopGC, which keep the
 // contract already: the store does not import startstop).
@@ -47,6 +25,5 @@ func (g gcService) Stop()                       { g.st.StopGC() }
 type sitemapRuns = startstop.Service
 
 var (
-	_ startstop.Service = (*sweepService)(nil)
 	_ startstop.Service = gcService{}
 )

@@ -27,6 +27,7 @@ import (
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/sweeploop"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -68,8 +69,8 @@ type worker0 struct {
 	member   memberService // the cluster's membership; a no-op on Badger
 	farm     farmService   // the hosts' limits and pauses across the cluster; a no-op on Badger
 	gc       gcService
-	sweep    *sweepService // nil until built
-	srv      *http.Server  // nil until the socket listens
+	sweep    *sweeploop.Service // nil until built
+	srv      *http.Server       // nil until the socket listens
 	inflight *handlers
 	sitemaps sitemapRuns
 	served   chan error // the control socket's Serve returned (it failed)
@@ -159,7 +160,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	writer := changes.Wrap(cst)
 	locks := &intake.KeyLocks{} // every read-decide-write of worker 0 holds its keys' locks
 	sweeps := w.status
-	belowFloor := &belowFloorAlarm{st: st}
+	belowFloor := sweeploop.NewBelowFloorAlarm(st)
 	// The embedded store takes the rows the sweep publishes as hints, so that their results
 	// need not read them again; it may, as worker 0 is its only writer. PostgreSQL's rows can
 	// be written by other nodes, so it takes none.
@@ -172,7 +173,7 @@ func (w *worker0) Start(ctx context.Context) error {
 				return
 			}
 			sweeps.ok.Add(1)
-			if n, counted := belowFloor.afterSweep(nowMs()); counted {
+			if n, counted := belowFloor.AfterSweep(nowMs()); counted {
 				e.worker.Set(shm.CounterBelowFloor, uint64(n))
 			}
 		},
@@ -181,9 +182,9 @@ func (w *worker0) Start(ctx context.Context) error {
 		return wrap("sweeper", err)
 	}
 	// A fallback claim that finds the ready set exhausted asks for an early sweep.
-	kick := make(chan struct{}, 1)
-	index := kickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.policy, Settings: e.claimSettings, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
-		ready: e.seg.Ready(), kick: kick}
+	sweepLoop := sweeploop.New(sweeper, func() time.Duration { return e.cur.Load().node.SweepInterval }, nowMs)
+	index := sweeploop.KickingFallback{Fallback: &claim.IndexSource{Scanner: st, Segment: e.seg, Policy: e.policy, Settings: e.claimSettings, Now: nowMs, Granted: grantHook(grants), Worker: e.worker},
+		Ready: e.seg.Ready(), Kick: sweepLoop.Kick()}
 	// One byte budget for every heavy request of worker 0 (results, bulk targets, sitemap bodies).
 	heavy := api.NewLimiter(api.DefaultHeavyBytes, 0)
 	// One targets service for every entry point that writes targets: the admin API, sitemap
@@ -309,7 +310,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := w.resched.Start(ctx); err != nil {
 		return wrap("reschedule", err)
 	}
-	w.sweep = &sweepService{e: e, sweeper: sweeper, kick: kick}
+	w.sweep = sweepLoop
 	return w.sweep.Start(ctx)
 }
 
@@ -484,111 +485,6 @@ func (h *handlers) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n
-}
-
-// sweepLoop sweeps at once, then every queue.ready.sweep_interval as it stands after each
-// sweep (a reload changes the interval without a restart), and early when a claim finds the
-// ready set exhausted, two sweep durations after the claim asked (kickWait). A sweep that left
-// a paused host's rows out sweeps again when the pause ends, if that is sooner than the tick.
-// Whatever the reason, the next sweep waits at least as long as the last one took (sweepWait),
-// so sweeping takes at most half of worker 0 however hard the claims press and however large
-// the due set a sweep reads.
-func sweepLoop(ctx context.Context, e *env, s *sweep.Sweeper, kick <-chan struct{}) {
-	for {
-		start := time.Now()
-		res, _ := s.Sweep(ctx)
-		took := time.Since(start)
-		interval := e.cur.Load().node.SweepInterval
-		resumes := res.HostResumeMs > 0
-		resumeIn := time.Duration(res.HostResumeMs-nowMs()) * time.Millisecond
-		wait := sweepWait(interval, took, resumes, resumeIn)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		case <-kick:
-			t.Stop()
-			if gap := kickWait(took, time.Since(start)-took, wait); gap > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(gap):
-				}
-			}
-		}
-	}
-}
-
-// minResumeWait spaces a sweep for a host's pause end from the sweep before it.
-const minResumeWait = 10 * time.Millisecond
-
-// kickWait is how long the sweep loop waits, once a claim found the ready set exhausted
-// sinceEnd after a sweep that took took, before it sweeps early: two sweep durations (20 ms at
-// least), never past the wait the loop was in (sweepWait, counted from the sweep's end).
-func kickWait(took, sinceEnd, wait time.Duration) time.Duration {
-	return max(0, min(max(2*took, 20*time.Millisecond), wait-sinceEnd))
-}
-
-// sweepWait is how long the sweep loop waits after a sweep that took took: the interval, or
-// until a paused host resumes (resumes: in resumeIn) if that is sooner, spaced minResumeWait at
-// least;
-// and never less than took, so that a sweep longer than the interval (a due set that outgrew
-// it: a store of one host whose limit keeps the ready set from filling reads the whole due set)
-// leaves worker 0 at least half of its time for results, writes and serving.
-func sweepWait(interval, took time.Duration, resumes bool, resumeIn time.Duration) time.Duration {
-	wait := interval
-	if resumes {
-		wait = min(wait, max(resumeIn, minResumeWait))
-	}
-	return max(wait, took)
-}
-
-// kickingFallback is worker 0's index fallback; when the ready set is exhausted (rather than
-// cold or disabled) it also asks the sweep loop to run early.
-type kickingFallback struct {
-	claim.Fallback
-	ready *shm.Ready
-	kick  chan<- struct{}
-}
-
-func (k kickingFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]claim.Job, error) {
-	if st := k.ready.Stats(); st.Enabled && st.Gen > 0 && st.Taken >= st.Count {
-		select {
-		case k.kick <- struct{}{}:
-		default:
-		}
-	}
-	return k.Fallback.ClaimIndex(ctx, req)
-}
-
-// belowFloorEvery is how often worker 0 counts the rows below the floor (freshq_below_floor).
-// The count reads the due index below the floor, where every row rescheduled since the last
-// compaction (Badger) or vacuum (PostgreSQL) left a dead entry: a read that grows with the
-// store, which after every sweep delayed the next one.
-const belowFloorEvery = 10 * time.Second
-
-// belowFloorAlarm counts (up to a bound) the rows filed below the floor, F1 says there are
-// none, at most once per belowFloorEvery. It is called from the sweeper's goroutine only.
-type belowFloorAlarm struct {
-	st      store.Store
-	counted bool  // whether it has counted yet: the first sweep's count is never skipped
-	lastMs  int64 // when it last counted
-}
-
-// afterSweep counts the rows below the floor if belowFloorEvery has passed since the last
-// count (or the clock went back), and reports whether it did.
-func (a *belowFloorAlarm) afterSweep(nowMs int64) (n int, counted bool) {
-	if a.counted && nowMs >= a.lastMs && nowMs-a.lastMs < belowFloorEvery.Milliseconds() {
-		return 0, false
-	}
-	a.counted, a.lastMs = true, nowMs
-	n, err := a.st.RowsBelowFloor(10_000)
-	if err != nil {
-		return 0, true
-	}
-	return n, true
 }
 
 // listenUnix listens on path, mode 0600, replacing a stale socket left by a killed worker 0.

@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"cmd/supervisor":      {"assemble", "config", "console", "hosts", "internal/clock", "internal/connguard", "internal/logging", "internal/testhold", "outcome", "shm", "wire"},
 	"cmd/worker": {"api", "assemble", "assemble/node", "capacity", "claim", "cluster", "config", "crawlers", "freshness", "hosts", "intake",
 		"internal/clock", "internal/connguard", "internal/grantlog", "internal/logging", "internal/startstop", "internal/testhold",
-		"policy", "render", "render/chrome", "renderlog", "renderloop", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "verdict", "wire"},
+		"policy", "render", "render/chrome", "renderlog", "renderloop", "serve", "shm", "store", "store/badgerstore", "store/pgstore", "sweep", "sweeploop", "verdict", "wire"},
 	"config":              {"cachekey", "crawlers", "verdict", "wire"},
 	"console":             {"wire"},
 	"crawlers":            {},
@@ -76,6 +76,7 @@ var allowed = map[string][]string{
 	"store/pgstore":       {"cluster", "store"},
 	"store/storetest":     {"internal/invariants", "store"},
 	"sweep":               {"hosts", "policy", "shm", "store"},
+	"sweeploop":           {"claim", "internal/startstop", "shm", "sweep"},
 	"wire":                {"outcome"},
 }
 
