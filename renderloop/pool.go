@@ -10,6 +10,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
@@ -60,38 +61,63 @@ type pending struct {
 	claimedAt time.Time
 }
 
-// Run is a render worker (workers 1..N-1): render.concurrency loops of claim, render, report.
+// Service is a render worker (workers 1..N-1) as a startstop.Service: render.concurrency loops
+// of claim, render, report.
 //
-// It claims only once worker 0 serves. On ctx's end (SIGTERM) it stops claiming at once and
-// gives back, without rendering them, the jobs it had claimed but not begun; it waits for the
-// renders in flight up to supervisor.shutdown_timeout and cancels the rest, giving their
-// leases back too (no grace: the rows are claimable at once, not after a TTL); then it
-// delivers every result it holds to worker 0, which the supervisor stops only after this
-// worker has exited. A lease given back is counted (shm.CounterReleasedUnrendered), never
-// silently dropped. The whole stop takes at most shutdown_timeout + renderFlushTimeout,
-// whatever worker 0 does (see renderPool.run).
-func Run(ctx context.Context, e *Deps) error {
+// Start builds the renderer and the claimer, gives back the host slots of this worker's dead
+// incarnations, and runs the pool, which claims only once worker 0 serves. Stop (or the end of
+// Start's ctx) stops it: it stops claiming at once and gives back, without rendering them, the
+// jobs it had claimed but not begun; it waits for the renders in flight up to
+// supervisor.shutdown_timeout and cancels the rest, giving their leases back too (no grace: the
+// rows are claimable at once, not after a TTL); then it delivers every result it holds to
+// worker 0, which the supervisor stops only after this worker has exited, and closes the
+// renderer. A lease given back is counted (shm.CounterReleasedUnrendered), never silently
+// dropped. The whole stop takes at most shutdown_timeout + renderFlushTimeout, whatever worker
+// 0 does (see renderPool.run).
+type Service struct {
+	startstop.BaseStartStop
+	e *Deps
+}
+
+// New is the render worker of e.
+func New(e *Deps) *Service { return &Service{e: e} }
+
+// Start starts the render worker; an error (a renderer that cannot be built) leaves nothing
+// running.
+func (s *Service) Start(ctx context.Context) error {
+	e := s.e
 	rdrs, err := newRenderers(e)
 	if err != nil {
 		return fmt.Errorf("renderer: %w", err)
 	}
-	defer rdrs.close() // after the renders: a browser is killed and its profile removed
 	releaseDeadHostSlots(e)
 	client := wire.NewClient(e.Socket)
-	if !waitForWorker0(ctx, e, client) {
-		return nil
-	}
 	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
 	claimer, err := claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker, Fallback: fallback, Settings: e.Claim, Now: e.Now, Holder: e.Holder,
 		Granted: e.Granted})
 	if err != nil {
+		rdrs.close()
 		return fmt.Errorf("claimer: %w", err)
 	}
-	p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.Seg.Layout().Workers)), after: time.After,
-		check: &conditionalCheck{client: client}}
-	p.run(ctx)
+	ctx, start, done := s.StartInit(ctx)
+	if !start {
+		rdrs.close()
+		return nil
+	}
+	go func() {
+		defer done()
+		defer rdrs.close() // after the renders: a browser is killed and its profile removed
+		if !waitForWorker0(ctx, e, client) {
+			return
+		}
+		p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.Seg.Layout().Workers)), after: time.After,
+			check: &conditionalCheck{client: client}}
+		p.run(ctx)
+	}()
 	return nil
 }
+
+var _ startstop.Service = (*Service)(nil)
 
 // releaseDeadHostSlots gives back the host slots of this worker index's earlier incarnations:
 // they were killed mid-render (a worker that stops gives its own back), and each of their

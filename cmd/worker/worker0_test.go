@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/node"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
@@ -53,7 +54,7 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 	e := worker0Env(t)
 	var logged bytes.Buffer // warnings and errors: a clean stop, and a second one, log none
 	e.log = zerolog.New(zerolog.SyncWriter(&logged)).Level(zerolog.WarnLevel)
-	w := newWorker0(e)
+	w := newNode(e)
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +94,15 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 		t.Fatalf("the store was left open by the stop: %v", err)
 	}
 	reopened.Close()
-	if err := w.Start(context.Background()); !errors.Is(err, errWorker0Stopped) {
-		t.Fatalf("Start after Stop: %v, want errWorker0Stopped", err)
+	if err := w.Start(context.Background()); !errors.Is(err, node.ErrStopped) {
+		t.Fatalf("Start after Stop: %v, want node.ErrStopped", err)
 	}
 }
 
 // Stop without Start touches nothing; a Start that fails half-way is stopped by the same Stop.
 func TestWorker0StopWithoutStart(t *testing.T) {
 	e := worker0Env(t)
-	newWorker0(e).Stop()
+	newNode(e).Stop()
 	if _, err := os.Stat(e.cur.Load().Config().DataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a stop without a start made the data directory: %v", err)
 	}
@@ -111,7 +112,7 @@ func TestWorker0StopWithoutStart(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(e.socketPath, "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w := newWorker0(e)
+	w := newNode(e)
 	if err := w.Start(context.Background()); err == nil {
 		t.Fatal("Start succeeded without its control socket")
 	}
@@ -121,4 +122,13 @@ func TestWorker0StopWithoutStart(t *testing.T) {
 		t.Fatalf("a failed start's stop left the store open: %v", err)
 	}
 	reopened.Close()
+}
+
+func within(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second): // a failure's bound only: a passing run never waits for it
+		t.Fatalf("%s did not happen", what)
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -9,8 +9,7 @@ import (
 
 // The long-running pieces of the workers, each a startstop.Service: stoppable without having
 // been started, and twice, and stopped only once its goroutines have returned. Worker 0 starts
-// and stops them in the order worker0.Stop names; a render worker's pool stops its delivery
-// last.
+// and stops them in the order of its list (worker0.services).
 
 // gcService is the store's value-log GC (store.Store.StartGC and StopGC, which keep the
 // contract already: the store does not import startstop).
@@ -24,6 +23,4 @@ func (g gcService) Stop()                       { g.st.StopGC() }
 // than the stop's finishTimeout.
 type sitemapRuns = startstop.Service
 
-var (
-	_ startstop.Service = gcService{}
-)
+var _ startstop.Service = gcService{}
