@@ -9,8 +9,8 @@ import (
 	"github.com/freshq/freshq/sweep"
 )
 
-// A node's narrowings of the configuration (assemble/node), which these tests pass to
-// qtest.Settings. assemble/node imports this package, so its own tests may not import it:
+// A node's narrowings of the configuration (assemble/settings), which these tests pass to
+// qtest.Settings. assemble/settings imports this package, so its own tests may not import it:
 // node_test.go, an external test file of the same test binary, sets them, and the tests run
 // with exactly the settings a node would give them, not a copy of the narrowing.
 var (

@@ -2,12 +2,12 @@ package api_test
 
 import (
 	"github.com/freshq/freshq/api"
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 )
 
 func init() {
-	api.ParsePlanOf = node.ParsePlan
-	api.IntakeSettingsOf = node.IntakeSettings
-	api.ClaimSettingsOf = node.ClaimSettingsOf
-	api.SweepSettingsOf = node.SweepSettingsOf
+	api.ParsePlanOf = settings.ParsePlan
+	api.IntakeSettingsOf = settings.IntakeSettings
+	api.ClaimSettingsOf = settings.ClaimSettingsOf
+	api.SweepSettingsOf = settings.SweepSettingsOf
 }

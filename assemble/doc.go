@@ -2,7 +2,7 @@
 // is read and narrowed into each package's own options (policy.Options, hosts.Limits,
 // render.Options, chrome.Options), so that the packages that do the work import no
 // configuration and a test of one of them states every value it runs with. The services'
-// settings (claim, sweep, intake, serve) are narrowed by its sibling assemble/node, kept apart
+// settings (claim, sweep, intake, serve) are narrowed by its sibling assemble/settings, kept apart
 // so that the test helper testkit/qtest, which compiles a test's policy here, does not import
 // the services whose tests use it.
 //

@@ -1,11 +1,11 @@
 package claim_test
 
 import (
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/claim"
 )
 
 func init() {
-	claim.ClaimSettingsOf = node.ClaimSettingsOf
-	claim.SweepSettingsOf = node.SweepSettingsOf
+	claim.ClaimSettingsOf = settings.ClaimSettingsOf
+	claim.SweepSettingsOf = settings.SweepSettingsOf
 }

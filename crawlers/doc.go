@@ -8,7 +8,7 @@
 //
 // The table is data: package config holds the operator's (serve.crawlers replaces the
 // families, serve.mobile_agents the device patterns) and validates it to the same rules, with
-// the family names and bounds a test pins equal to this package's, and assemble/node joins
+// the family names and bounds a test pins equal to this package's, and assemble/settings joins
 // the two (New). So this package stays a leaf that imports nothing of freshq, and config
 // needs none of it: a family's device is checked against the configuration's devices there,
 // the one place both are known.

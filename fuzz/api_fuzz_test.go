@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"hash/fnv"
 	"io"
@@ -244,7 +244,7 @@ func (refuseTransport) RoundTrip(*http.Request) (*http.Response, error) {
 	return nil, errors.New("fetches are refused in this test")
 }
 
-// newFuzzWorker0 wires worker 0's handlers as runStoreWorker does (the same types, options
+// newFuzzWorker0 wires worker 0's handlers as package node assembles them (the same types, options
 // and sharing: one Limiter, one KeyLocks, every write through sweep.Changes), then files four
 // targets, renders c/0 through the remote endpoints so that it has a page, and takes a live
 // lease. What differs from the binary: no sweep loop and no GC run, no listener, an injected
@@ -255,7 +255,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	if err != nil {
 		f.Fatal(err)
 	}
-	nd, err := node.New(cfg)
+	nd, err := settings.New(cfg)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	(&api.Explain{Targets: targetsSvc}).Register(mux)
 	(&api.Keys{Targets: targets.Targets}).Register(mux)
 	(&api.Plan{Compute: func(ctx context.Context, file []byte) (wire.Plan, error) {
-		next, err := node.ParsePlan(ctx, file)
+		next, err := settings.ParsePlan(ctx, file)
 		if err != nil {
 			return wire.Plan{}, err
 		}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/freshq/freshq/assemble"
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -91,7 +91,7 @@ func FuzzPlanEndpoint(f *testing.F) {
 	cur := mustPolicy(config.Default())
 	mux := http.NewServeMux()
 	(&api.Plan{Compute: func(ctx context.Context, file []byte) (wire.Plan, error) {
-		next, err := node.ParsePlan(ctx, file)
+		next, err := settings.ParsePlan(ctx, file)
 		if err != nil {
 			return wire.Plan{}, err
 		}

@@ -3,7 +3,7 @@ package fuzz
 import (
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"math/rand/v2"
 	"sync"
@@ -222,8 +222,8 @@ func checkHostHistory(log []hostDelivery, table *shm.Hosts, end int64) []string 
 
 func runHostHistory(t *testing.T, seed uint64) {
 	e := qtest.New(t, hostHistoryYAML, fenceStartMs, shm.Options{LeaseCapacity: 64, LeaseWindow: 8, HostCapacity: 32})
-	r := &hostRun{e: e, applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, node.IntakeSettings), Now: e.Now,
-		Log: qtest.Log(nil), Hosts: &hosts.Tracker{Seg: e.Seg, Limits: func() *hosts.Limits { return &qtest.Settings(e, node.IntakeSettings)().Hosts }, Log: zerolog.Nop()}})}
+	r := &hostRun{e: e, applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now,
+		Log: qtest.Log(nil), Hosts: &hosts.Tracker{Seg: e.Seg, Limits: func() *hosts.Limits { return &qtest.Settings(e, settings.IntakeSettings)().Hosts }, Log: zerolog.Nop()}})}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		rng := rand.New(rand.NewPCG(seed, uint64(g)))

@@ -1,12 +1,12 @@
 package intake_test
 
 import (
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/intake"
 )
 
 func init() {
-	intake.IntakeSettingsOf = node.IntakeSettings
-	intake.ClaimSettingsOf = node.ClaimSettingsOf
-	intake.SweepSettingsOf = node.SweepSettingsOf
+	intake.IntakeSettingsOf = settings.IntakeSettings
+	intake.ClaimSettingsOf = settings.ClaimSettingsOf
+	intake.SweepSettingsOf = settings.SweepSettingsOf
 }

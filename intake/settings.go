@@ -14,7 +14,7 @@ import (
 // Settings is everything worker 0's services read of the configuration, with the policy it
 // was compiled with, so that one read gives a policy and settings that agree: a service loads
 // it once per request, result batch or run, and a reload applies to the next one. It is
-// narrowed from the configuration where the node is assembled (assemble/node); no package of
+// narrowed from the configuration where the node is assembled (assemble/settings); no package of
 // the services reads the configuration itself.
 type Settings struct {
 	Policy *policy.Policy

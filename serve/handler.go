@@ -47,7 +47,7 @@ const gzipMin = 1024
 // Settings is what the crawler listener reads of the configuration: serve.tokens, serve.wait
 // and the table of User-Agent patterns (families and devices), with the services' settings (devices, key rules,
 // render.domains, serve.miss_rate) of the same configuration, so that one read per request
-// gives values that agree. It is narrowed where the node is assembled (assemble/node).
+// gives values that agree. It is narrowed where the node is assembled (assemble/settings).
 type Settings struct {
 	Intake *intake.Settings
 	Tokens []string      // serve.tokens: empty serves loopback clients only

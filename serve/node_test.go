@@ -1,11 +1,11 @@
 package serve_test
 
 import (
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/serve"
 )
 
 func init() {
-	serve.IntakeSettingsOf = node.IntakeSettings
-	serve.ServeSettingsOf = node.ServeSettingsOf
+	serve.IntakeSettingsOf = settings.IntakeSettings
+	serve.ServeSettingsOf = settings.ServeSettingsOf
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/assemble/node"
+	"github.com/freshq/freshq/assemble/settings"
 	"math"
 	"runtime"
 	"slices"
@@ -410,7 +410,7 @@ func newRun(c *Corpus, opts Options, sc Scenario) (*run, error) {
 		return nil, fmt.Errorf("corpus has duplicate keys: %d rows for %d pages", r.ds.Len(), n)
 	}
 	polFn := func() *policy.Policy { return pol }
-	sweepSet, claimSet := node.SweepSettings(cfg), node.ClaimSettings(cfg)
+	sweepSet, claimSet := settings.SweepSettings(cfg), settings.ClaimSettings(cfg)
 	sweepFn := func() *sweep.Settings { return &sweepSet }
 	claimFn := func() *claim.Settings { return &claimSet }
 	now := func() int64 { return r.nowMs }

@@ -15,7 +15,7 @@ import (
 // render worker reads, and is counted as a host refusal, not applied.
 func TestWorker0ResultsPauseTheirHost(t *testing.T) {
 	e := worker0Env(t)
-	w := newWorker0(e)
+	w := newNode(e)
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

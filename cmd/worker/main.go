@@ -3,11 +3,12 @@
 // sweep, serves the control socket and applies every write. Workers 1..N-1 render: they claim
 // from the shared-memory ready set, render, and send results to worker 0 in batches.
 //
-// The long-running pieces are services (internal/startstop: stoppable without having been
-// started, and twice; a stop returns once their goroutines have): worker 0 (worker0) is
-// assembled from the store's GC, the control socket with its sitemap runs
-// (intake.SitemapRuns) and the sweep loop, and stops them in the order worker0.Stop gives; a render worker's result sender (delivery) stops last, once its
-// render loops have.
+// This package only parses flags, loads the configuration, assembles and runs: a worker is an
+// ordered list of services (package node: worker 0's store, sweep loop (sweeploop), control
+// socket and crawler listener; a render worker's render pool (renderloop)), started in order
+// and stopped in the reverse order (internal/startstop). What the binary still gives node is
+// worker 0's store engine and its part in a cluster (openstore.go, cluster.go,
+// capacity_cluster.go), passed in as functions.
 //
 // Signals: SIGTERM drains and exits 0; SIGHUP rereads the configuration (the supervisor's copy
 // of the configuration in force; a bad one is logged and the old one kept). SIGINT is ignored:
@@ -20,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,11 +30,18 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/logging"
+	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/internal/testhold"
+	"github.com/freshq/freshq/node"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // env is what both roles share.
@@ -46,11 +53,11 @@ type env struct {
 	socketPath string
 	serveFD    int // the crawler listener's socket, inherited from the supervisor; 0: none
 	log        zerolog.Logger
-	cur        atomic.Pointer[inForce]
+	cur        atomic.Pointer[node.InForce]
 	seg        *shm.Segment
 	worker     *shm.Worker
 	// reloads is told of every reload put in force (one pending at most): worker 0 reschedules
-	// the rows the new cadences move (rescheduleService).
+	// the rows the new cadences move.
 	reloads chan struct{}
 }
 
@@ -120,12 +127,7 @@ func run(args []string, term, hup <-chan os.Signal) int {
 	go e.reloadOnHUP(ctx, hup)
 	go e.heartbeat(ctx)
 
-	if e.index == 0 {
-		err = runStoreWorker(ctx, e)
-	} else {
-		err = runRenderWorker(ctx, e)
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err := runNode(ctx, e); err != nil && !errors.Is(err, context.Canceled) {
 		e.log.Error().Err(err).Msg("worker failed")
 		return 1
 	}
@@ -200,9 +202,51 @@ func (e *env) heartbeat(ctx context.Context) {
 // holder identifies this process's leases.
 func (e *env) holder() uint64 { return uint64(os.Getpid())<<16 | uint64(e.index) }
 
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
+// setConfig narrows cfg (validated) and puts it in force.
+func (e *env) setConfig(cfg *config.Config) error {
+	f, err := node.NewInForce(cfg)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	e.cur.Store(f)
+	return nil
+}
+
+// runNode assembles this worker (package node) and runs it until ctx ends or, for worker 0,
+// its control socket fails; then it stops it.
+func runNode(ctx context.Context, e *env) error {
+	n := newNode(e)
+	defer n.Stop()
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-n.Failed():
+		e.log.Error().Err(err).Msg("control socket stopped")
+	}
+	return nil
+}
+
+// newNode is this worker's node: its settings, and the store engine and cluster services that
+// the binary still assembles.
+func newNode(e *env) *node.Node {
+	return node.New(node.Settings{Index: e.index, Holder: e.holder(), Socket: e.socketPath, ServeFD: e.serveFD, InForce: &e.cur, Reloads: e.reloads},
+		node.Deps{Seg: e.seg, Worker: e.worker, Log: e.log, Now: nowMs,
+			OpenStore: func(ctx context.Context, cfg *config.Config) (store.Store, error) {
+				return openStore(ctx, cfg, e.seg.Floor(), pgFenced(e.worker), e.log)
+			},
+			GrantLog: func(cfg *config.Config) (*grantlog.Log, func([]byte, int64)) {
+				gl := openGrantLog(e, cfg)
+				return gl, grantHook(gl)
+			},
+			Cluster: node.Cluster{
+				Services: func(cfg *config.Config, st store.Store, gl *grantlog.Log, tracker *hosts.Tracker, svc *capacity.Service) (startstop.Service, startstop.Service) {
+					farm := newFarm(e, cfg, st, tracker)
+					clusterCapacity(st, svc)
+					return memberService{newMember(e, cfg, st, gl, farm, svc)}, farmService{farm}
+				},
+				MissWatch: func(st store.Store, misses *intake.Misses) startstop.Service { return newMissWatch(st, misses) },
+				View:      clusterView,
+			}})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/node"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/wire"
@@ -53,7 +54,7 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 	e := worker0Env(t)
 	var logged bytes.Buffer // warnings and errors: a clean stop, and a second one, log none
 	e.log = zerolog.New(zerolog.SyncWriter(&logged)).Level(zerolog.WarnLevel)
-	w := newWorker0(e)
+	w := newNode(e)
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +94,15 @@ func TestWorker0StartsServesAndStops(t *testing.T) {
 		t.Fatalf("the store was left open by the stop: %v", err)
 	}
 	reopened.Close()
-	if err := w.Start(context.Background()); !errors.Is(err, errWorker0Stopped) {
-		t.Fatalf("Start after Stop: %v, want errWorker0Stopped", err)
+	if err := w.Start(context.Background()); !errors.Is(err, node.ErrStopped) {
+		t.Fatalf("Start after Stop: %v, want node.ErrStopped", err)
 	}
 }
 
 // Stop without Start touches nothing; a Start that fails half-way is stopped by the same Stop.
 func TestWorker0StopWithoutStart(t *testing.T) {
 	e := worker0Env(t)
-	newWorker0(e).Stop()
+	newNode(e).Stop()
 	if _, err := os.Stat(e.cur.Load().Config().DataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a stop without a start made the data directory: %v", err)
 	}
@@ -111,7 +112,7 @@ func TestWorker0StopWithoutStart(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(e.socketPath, "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w := newWorker0(e)
+	w := newNode(e)
 	if err := w.Start(context.Background()); err == nil {
 		t.Fatal("Start succeeded without its control socket")
 	}
@@ -123,44 +124,11 @@ func TestWorker0StopWithoutStart(t *testing.T) {
 	reopened.Close()
 }
 
-// The sweep loop's wait: the interval; sooner for a paused host's resumption, never sooner than
-// minResumeWait (also when the pause already ended); and never shorter than the sweep took, so
-// that a sweep longer than the interval leaves worker 0 half its time.
-func TestSweepWaitIsNeverShorterThanTheSweep(t *testing.T) {
-	const s, ms = time.Second, time.Millisecond
-	for _, c := range []struct {
-		interval, took time.Duration
-		resumes        bool
-		resumeIn, want time.Duration
-	}{
-		{s, 150 * ms, false, 0, s},
-		{s, 150 * ms, true, 300 * ms, 300 * ms},
-		{s, 5 * ms, true, -40 * ms, minResumeWait},
-		{s, 3 * s, false, 0, 3 * s},
-		{s, 3 * s, true, 100 * ms, 3 * s},
-		{500 * ms, 400 * ms, true, 2 * s, 500 * ms},
-	} {
-		if got := sweepWait(c.interval, c.took, c.resumes, c.resumeIn); got != c.want {
-			t.Errorf("interval %v, took %v, resumes %v in %v: wait %v, want %v", c.interval, c.took, c.resumes, c.resumeIn, got, c.want)
-		}
-	}
-}
-
-// An early sweep for an exhausted set waits two sweep durations (20 ms at least), but never
-// past the sweep the loop was waiting for; since that wait is never shorter than the sweep,
-// sweeps stay at least a sweep apart whatever their length.
-func TestKickWaitSpacesEarlySweeps(t *testing.T) {
-	const s, ms = time.Second, time.Millisecond
-	for _, c := range []struct{ took, sinceEnd, wait, want time.Duration }{
-		{100 * ms, 10 * ms, s, 200 * ms},
-		{2 * ms, 0, s, 20 * ms},
-		{100 * ms, 900 * ms, s, 100 * ms},
-		{3 * s, 0, 3 * s, 3 * s},
-		{3 * s, 2 * s, 3 * s, s},
-		{100 * ms, 2 * s, s, 0},
-	} {
-		if got := kickWait(c.took, c.sinceEnd, c.wait); got != c.want {
-			t.Errorf("took %v, kicked %v after, waiting %v: %v, want %v", c.took, c.sinceEnd, c.wait, got, c.want)
-		}
+func within(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second): // a failure's bound only: a passing run never waits for it
+		t.Fatalf("%s did not happen", what)
 	}
 }

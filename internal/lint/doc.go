@@ -14,7 +14,7 @@
 //     freshqctl link one (TestContractLinksNoEngine, over go list -deps);
 //   - no production package imports a test helper (testkit/qtest, testkit/pgtest, testdns,
 //     storetest, clustertest);
-//   - only config, the assembly packages (assemble, assemble/node), the binaries, the
+//   - only config, the assembly packages (assemble, assemble/settings), the binaries, the
 //     simulator and its reports, and testkit/qtest depend on config, even transitively
 //     (config_test.go): every other package takes its settings as options;
 //   - go.mod is what `go mod tidy` would write (tidy_test.go): a direct import is listed as

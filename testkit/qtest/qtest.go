@@ -98,7 +98,7 @@ func (e *Env) Advance(ms int64) { e.clock.Add(ms) }
 func (e *Env) Policy() *policy.Policy { return e.pol.Load() }
 
 // Config is the configuration in force: a test narrows it to a service's settings as a node
-// does (assemble/node), through its package's test hook.
+// does (assemble/settings), through its package's test hook.
 func (e *Env) Config() *config.Config { return e.cfg.Load() }
 
 // Reload swaps in the configuration yaml, as SIGHUP does.
@@ -210,7 +210,7 @@ type Source interface {
 }
 
 // Settings returns the settings in force of a service, narrowed by of (a node's narrowing,
-// assemble/node, which each package's tests receive through a hook) from src's configuration
+// assemble/settings, which each package's tests receive through a hook) from src's configuration
 // and policy: read again after a Reload, and the same pointer until then, as a worker's are.
 func Settings[T any](src Source, of func(*config.Config, *policy.Policy) T) func() *T {
 	var (

@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestConditionalCheckerFollowsAReload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.setConfig(cfg); err != nil {
+		if err := setConfig(e, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // leasingClaimer hands out jobs without end, each under a real lease of the test's segment.
 type leasingClaimer struct {
-	e       *env
+	e       *Deps
 	next    atomic.Int64
 	mu      sync.Mutex
 	granted []shm.Lease
@@ -32,7 +32,7 @@ func (c *leasingClaimer) Claim(ctx context.Context, n int) ([]claim.Job, error) 
 	var jobs []claim.Job
 	for range n {
 		key := fmt.Appendf(nil, "desktop|https://shop.test/%d", c.next.Add(1))
-		l, st := c.e.seg.Leases().Acquire(shm.KeyHash(key), nowMs(), 600_000, c.e.holder())
+		l, st := c.e.Seg.Leases().Acquire(shm.KeyHash(key), nowMs(), 600_000, c.e.Holder)
 		if st != shm.Acquired {
 			break
 		}
@@ -103,12 +103,12 @@ func within(t *testing.T, what string, ch <-chan struct{}) {
 	}
 }
 
-func poolEnv(t *testing.T, concurrency int) *env {
+func poolEnv(t *testing.T, concurrency int) *Deps {
 	e := testEnv(t)
 	cfg := config.Default()
 	cfg.Render.Concurrency = concurrency
 	cfg.Supervisor.ShutdownTimeout = config.Duration(7 * time.Second)
-	if err := e.setConfig(cfg); err != nil {
+	if err := setConfig(e, cfg); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -126,7 +126,7 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 	rdr := &instantRenderer{}
 	w0 := &stuckWorker0{first: make(chan int, 1)}
 	after, asked := testTimers()
-	p := &renderPool{e: e, claimer: claimer, rdrs: &renderers{e: e, cur: e.cur.Load(), rdr: rdr}, sender: w0, inFlight: 1, after: after}
+	p := &renderPool{e: e, claimer: claimer, rdrs: &renderers{e: e, cur: e.Settings().Render, rdr: rdr}, sender: w0, inFlight: 1, after: after}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	returned := make(chan struct{})
@@ -175,8 +175,8 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 	within(t, "the stop, once the flush bound passed", returned)
 
 	granted := claimer.leases()
-	dropped := e.worker.Load(shm.CounterResultsDropped)
-	released := e.worker.Load(shm.CounterReleasedUnrendered)
+	dropped := e.Worker.Load(shm.CounterResultsDropped)
+	released := e.Worker.Load(shm.CounterReleasedUnrendered)
 	t.Logf("%d granted, %d rendered, %d dropped, %d given back unrendered, %d delivery attempts",
 		len(granted), rdr.renders.Load(), dropped, released, w0.calls.Load())
 	if n := w0.timedOut.Load(); n != 0 {
@@ -186,7 +186,7 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 		t.Fatalf("%d granted, but %d dropped + %d given back", len(granted), dropped, released)
 	}
 	for _, l := range granted {
-		if info, ok := e.seg.Leases().Lookup(l.KeyHash, nowMs()); ok && !info.Released {
+		if info, ok := e.Seg.Leases().Lookup(l.KeyHash, nowMs()); ok && !info.Released {
 			t.Fatalf("a lease outlived the stop: %+v", info)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"sync/atomic"
@@ -22,16 +22,16 @@ func (c *closingRenderer) CloseIdleConnections() { c.closed.Add(1) }
 func TestRenderersRebuildOnlyWhenRenderChanges(t *testing.T) {
 	e := poolEnv(t, 1)
 	var built []*closingRenderer
-	r := &renderers{e: e, cur: e.cur.Load(), build: func(config.Render) (render.Renderer, error) {
+	r := &renderers{e: e, cur: e.Settings().Render, build: func(any) (render.Renderer, error) {
 		c := &closingRenderer{}
 		built = append(built, c)
 		return c, nil
 	}}
-	r.rdr, _ = r.build(r.cur.Config().Render)
+	r.rdr, _ = r.build(r.cur)
 	reload := func(change func(*config.Config)) {
-		cfg := *e.cur.Load().Config()
+		cfg := *currentConfig(e)
 		change(&cfg)
-		if err := e.setConfig(&cfg); err != nil {
+		if err := setConfig(e, &cfg); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"context"
@@ -14,12 +14,16 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/internal/clock"
+	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
-func testEnv(t *testing.T) *env {
+func testEnv(t *testing.T) *Deps {
 	t.Helper()
 	seg, err := shm.Create(filepath.Join(t.TempDir(), "seg"), shm.Options{Workers: 2})
 	if err != nil {
@@ -30,8 +34,37 @@ func testEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{index: 1, log: zerolog.Nop(), seg: seg, worker: w}
+	var cur atomic.Pointer[config.Config]
+	cur.Store(config.Default())
+	e := &Deps{Index: 1, Holder: uint64(os.Getpid())<<16 | 1, Log: zerolog.Nop(), Seg: seg, Worker: w, Now: nowMs,
+		Settings: func() Settings {
+			cfg := cur.Load()
+			return Settings{Concurrency: cfg.Render.Concurrency, Renderer: cfg.Render.Renderer,
+				ShutdownTimeout: cfg.Supervisor.ShutdownTimeout.D(), Render: &cfg.Render}
+		},
+		NewChecker: func(r any) *render.Checker { return render.NewChecker(assemble.RenderOptions(*r.(*config.Render))) },
+	}
+	configs.Store(e, &cur)
+	return e
 }
+
+// configs is each test Deps' configuration in force, which setConfig replaces as a reload does.
+var configs sync.Map // *Deps → *atomic.Pointer[config.Config]
+
+// setConfig puts cfg in force for e, as a reload would.
+func setConfig(e *Deps, cfg *config.Config) error {
+	c, _ := configs.Load(e)
+	c.(*atomic.Pointer[config.Config]).Store(cfg)
+	return nil
+}
+
+// currentConfig is the configuration in force for e.
+func currentConfig(e *Deps) *config.Config {
+	c, _ := configs.Load(e)
+	return c.(*atomic.Pointer[config.Config]).Load()
+}
+
+func nowMs() int64 { return clock.NowMs() }
 
 // gatedSender is worker 0 as a test controls it: each call reports itself on calls, then
 // blocks until the test lets it through on release.
@@ -100,7 +133,7 @@ func TestDeliverKeepsSeveralBatchesInFlight(t *testing.T) {
 	}
 	observed := uint64(0)
 	for i := range len(shm.ResultLatencyBuckets) + 1 {
-		observed += e.worker.Load(shm.CounterResultLatency + shm.Counter(i))
+		observed += e.Worker.Load(shm.CounterResultLatency + shm.Counter(i))
 	}
 	if observed != total {
 		t.Fatalf("claim-to-result latency observed for %d results, want %d", observed, total)

@@ -1,4 +1,4 @@
-package main
+package sweeploop
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func (c *countingStore) RowsBelowFloor(int) (int, error) {
 // clock, and again at once if the clock goes back.
 func TestBelowFloorAlarmCountsOncePerInterval(t *testing.T) {
 	st := &countingStore{n: 3}
-	a := &belowFloorAlarm{st: st}
+	a := NewBelowFloorAlarm(st)
 	every := belowFloorEvery.Milliseconds()
 	steps := []struct {
 		nowMs   int64
@@ -39,7 +39,7 @@ func TestBelowFloorAlarmCountsOncePerInterval(t *testing.T) {
 	}
 	calls := 0
 	for i, s := range steps {
-		n, counted := a.afterSweep(s.nowMs)
+		n, counted := a.AfterSweep(s.nowMs)
 		if counted != s.counted {
 			t.Fatalf("step %d at %d: counted %v, want %v", i, s.nowMs, counted, s.counted)
 		}
@@ -57,8 +57,8 @@ func TestBelowFloorAlarmCountsOncePerInterval(t *testing.T) {
 
 // A count that fails reports 0 rows, counted: the gauge is not left at an old alarm.
 func TestBelowFloorAlarmFailedCountIsZero(t *testing.T) {
-	a := &belowFloorAlarm{st: &countingStore{n: 5, err: errors.New("no database")}}
-	if n, counted := a.afterSweep(1); n != 0 || !counted {
+	a := NewBelowFloorAlarm(&countingStore{n: 5, err: errors.New("no database")})
+	if n, counted := a.AfterSweep(1); n != 0 || !counted {
 		t.Fatalf("a failed count gave %d rows, counted %v; want 0, true", n, counted)
 	}
 }

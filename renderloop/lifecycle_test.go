@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func TestRefusedBatchIsNotRetried(t *testing.T) {
 		var hashes []uint64
 		for i := range 3 {
 			key := fmt.Appendf(nil, "k%d", i)
-			l, st := e.seg.Leases().Acquire(shm.KeyHash(key), nowMs(), 60_000, 7)
+			l, st := e.Seg.Leases().Acquire(shm.KeyHash(key), nowMs(), 60_000, 7)
 			if st != shm.Acquired {
 				t.Fatalf("acquire: %v", st)
 			}
@@ -103,11 +103,11 @@ func TestRefusedBatchIsNotRetried(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%d: the batch is still being retried", code)
 		}
-		if len(r.batches) != 1 || e.worker.Load(shm.CounterResultsDropped) != 3 {
-			t.Fatalf("%d: %d attempts, %d dropped; want 1 attempt, 3 dropped", code, len(r.batches), e.worker.Load(shm.CounterResultsDropped))
+		if len(r.batches) != 1 || e.Worker.Load(shm.CounterResultsDropped) != 3 {
+			t.Fatalf("%d: %d attempts, %d dropped; want 1 attempt, 3 dropped", code, len(r.batches), e.Worker.Load(shm.CounterResultsDropped))
 		}
 		for _, h := range hashes {
-			if _, st := e.seg.Leases().Acquire(h, nowMs(), 60_000, 8); st != shm.Acquired {
+			if _, st := e.Seg.Leases().Acquire(h, nowMs(), 60_000, 8); st != shm.Acquired {
 				t.Fatalf("%d: a dropped result's row is not claimable at once: %v", code, st)
 			}
 		}
@@ -119,7 +119,7 @@ func TestRefusedBatchIsNotRetried(t *testing.T) {
 func TestFlushBoundGivesUpAndReleases(t *testing.T) {
 	e := testEnv(t)
 	r := &recordingSender{err: fmt.Errorf("%w: gone", wire.ErrUnavailable)}
-	lease, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 7)
+	lease, st := e.Seg.Leases().Acquire(42, nowMs(), 60_000, 7)
 	if st != shm.Acquired {
 		t.Fatalf("acquire: %v", st)
 	}
@@ -135,13 +135,13 @@ func TestFlushBoundGivesUpAndReleases(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("still retrying after the flush bound")
 	}
-	if e.worker.Load(shm.CounterResultsDropped) != 1 {
+	if e.Worker.Load(shm.CounterResultsDropped) != 1 {
 		t.Fatal("the undeliverable result was not counted")
 	}
-	if info, ok := e.seg.Leases().Lookup(42, nowMs()); ok && !info.Released {
+	if info, ok := e.Seg.Leases().Lookup(42, nowMs()); ok && !info.Released {
 		t.Fatalf("the lease is still held: %+v", info)
 	}
-	if _, st := e.seg.Leases().Acquire(42, nowMs(), 60_000, 8); st != shm.Acquired {
+	if _, st := e.Seg.Leases().Acquire(42, nowMs(), 60_000, 8); st != shm.Acquired {
 		t.Fatalf("the row is not claimable at once: %v", st)
 	}
 }
@@ -150,8 +150,8 @@ func TestFlushBoundGivesUpAndReleases(t *testing.T) {
 // pause, instead of failing a claim per attempt while worker 0 opens the store.
 func TestWaitForWorker0(t *testing.T) {
 	e := testEnv(t)
-	e.socketPath = filepath.Join(t.TempDir(), "w0.sock")
-	ln, err := net.Listen("unix", e.socketPath)
+	e.Socket = filepath.Join(t.TempDir(), "w0.sock")
+	ln, err := net.Listen("unix", e.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestWaitForWorker0(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	ready := make(chan bool, 1)
-	go func() { ready <- waitForWorker0(context.Background(), e, wire.NewClient(e.socketPath)) }()
+	go func() { ready <- waitForWorker0(context.Background(), e, wire.NewClient(e.Socket)) }()
 	select {
 	case ok := <-ready:
 		if !ok || calls.Load() != 3 {

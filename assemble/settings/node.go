@@ -13,7 +13,7 @@
 //
 // Invariant: a value of the configuration reaches a service only through what is built here;
 // each function is tested to carry every value (node_test.go).
-package node
+package settings
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestConditionalHTTPRenderFetchesAChangedPageOnce(t *testing.T) {
 	e := testEnv(t)
 	cfg := config.Default() // what a checker would be built from, had the render not been the check
 	cfg.Render.Domains = []string{"127.0.0.1"}
-	if err := e.setConfig(cfg); err != nil {
+	if err := setConfig(e, cfg); err != nil {
 		t.Fatal(err)
 	}
 	c := &conditionalCheck{client: validatorsSocket(t, `"v1"`)}

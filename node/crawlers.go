@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 			Help:        "Crawler verifications that asked DNS, by outcome: answered, timeout (serve.verify.timeout passed first), failed, no_slot (serve.verify.concurrency busy throughout).",
 			ConstLabels: prometheus.Labels{"outcome": outcome}}, func() float64 { return float64(verifier.Lookups()[outcome]) }))
 	}
-	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: nowMs, Log: c.e.log,
+	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: c.e.now, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: func() string { return c.e.cur.Load().Config().Token },
 		Verifier:   verifier, Tally: c.tally})

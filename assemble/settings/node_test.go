@@ -1,4 +1,4 @@
-package node
+package settings
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package main
+package renderloop
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 // never costs the result its delivery.
 func TestRenderJobCarriesSignalsAndCacheEpoch(t *testing.T) {
 	e := testEnv(t)
-	e.seg.BumpCacheEpoch()
-	e.seg.BumpCacheEpoch()
+	e.Seg.BumpCacheEpoch()
+	e.Seg.BumpCacheEpoch()
 	var gotEpoch uint64
 	long := strings.Repeat("é", 400) // 800 bytes: cut on a rune boundary
 	rdr := rendererFunc(func(_ context.Context, req render.Request) render.Result {
