@@ -71,11 +71,16 @@ var allowed = map[string][]string{
 	"sim/simreport":       {"config", "sim"},
 	"sitemap":             {"cachekey", "policy", "render"},
 	"store":               {},
-	"store/badgerstore":   {"cachekey", "internal/invariants", "store"},
-	"store/pgstore":       {"cluster", "store"},
-	"store/storetest":     {"internal/invariants", "store"},
-	"sweep":               {"hosts", "policy", "shm", "store"},
-	"wire":                {"outcome"},
+	"store/badgerstore": {"internal/invariants", "store", "store/badgerstore/internal/funnel", "store/badgerstore/internal/keyfilter",
+		"store/badgerstore/internal/keyspace", "store/badgerstore/internal/readcache"},
+	"store/badgerstore/internal/funnel":    {"internal/invariants", "store", "store/badgerstore/internal/keyfilter", "store/badgerstore/internal/keyspace", "store/badgerstore/internal/readcache"},
+	"store/badgerstore/internal/keyfilter": {"cachekey", "store", "store/badgerstore/internal/keyspace"},
+	"store/badgerstore/internal/keyspace":  {"store"},
+	"store/badgerstore/internal/readcache": {},
+	"store/pgstore":                        {"cluster", "store"},
+	"store/storetest":                      {"internal/invariants", "store"},
+	"sweep":                                {"hosts", "policy", "shm", "store"},
+	"wire":                                 {"outcome"},
 }
 
 // testHelpers may be imported by tests only.

@@ -1,7 +1,6 @@
 package badgerstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
 // The class index (docs/store-format.md). A store opened with a Classifier keeps its due index
@@ -30,39 +30,10 @@ import (
 // classifier, so an index is never read that a write made without it left behind
 // (openClassIndex).
 
-const (
-	classKeyHeaderLen  = len(prefixClass) + 4 + 8
-	classPrintValueLen = 8
-)
-
-// appendClassKey appends the class-index key of (class, dueAtMs, cacheKey) to dst.
-func appendClassKey(dst []byte, class uint32, dueAtMs int64, cacheKey []byte) []byte {
-	dst = append(dst, prefixClass...)
-	dst = binary.BigEndian.AppendUint32(dst, class)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(dueAtMs))
-	return append(dst, cacheKey...)
-}
-
-func classKey(class uint32, dueAtMs int64, cacheKey []byte) []byte {
-	return appendClassKey(make([]byte, 0, classKeyHeaderLen+len(cacheKey)), class, dueAtMs, cacheKey)
-}
-
 // DecodeClassKey splits a class-index key (prefix included) into its class, due time and
 // cacheKey. cacheKey aliases k. A key that is not one is an error wrapping store.ErrCorruption.
 func DecodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err error) {
-	if len(k) < classKeyHeaderLen || string(k[:len(prefixClass)]) != prefixClass {
-		return 0, 0, nil, corruptionf("class key %q: not a class-index key", k)
-	}
-	class = binary.BigEndian.Uint32(k[len(prefixClass):])
-	u := binary.BigEndian.Uint64(k[len(prefixClass)+4 : classKeyHeaderLen])
-	if u > math.MaxInt64 {
-		return 0, 0, nil, corruptionf("class key %q: due time out of range", k)
-	}
-	cacheKey = k[classKeyHeaderLen:]
-	if err := store.ValidateKey(cacheKey); err != nil {
-		return 0, 0, nil, corruptionf("class key %q: %v", k, err)
-	}
-	return class, int64(u), cacheKey, nil
+	return keyspace.DecodeClass(k)
 }
 
 var _ store.ClassPass = (*badgerPass)(nil)
@@ -75,9 +46,9 @@ func (p *badgerPass) ClassFingerprint() (uint64, bool) {
 	return 0, false
 }
 
-// StoredHosts implements store.HostLister (hostset.go: H1). Asked after the snapshot was
+// StoredHosts implements store.HostLister (package keyfilter: H1). Asked after the snapshot was
 // taken, it holds the host of every row the snapshot holds.
-func (p *badgerPass) StoredHosts() ([]string, bool) { return p.s.keys.hosts.hosts() }
+func (p *badgerPass) StoredHosts() ([]string, bool) { return p.s.keys.Hosts() }
 
 // ReadHead implements store.ClassPass.
 func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
@@ -136,12 +107,12 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	all := make(map[uint32]int64, len(p.bounds))
 	for _, b := range p.bounds { // in class order
 		it := p.classIter(b.class)
-		it.Seek(classKey(b.class, max(p.stats.FloorMs, b.boundMs), nil))
+		it.Seek(keyspace.Class(b.class, max(p.stats.FloorMs, b.boundMs), nil))
 		if !it.Valid() {
 			continue
 		}
 		item := it.Item()
-		class, due, key, err := DecodeClassKey(item.Key())
+		class, due, key, err := keyspace.DecodeClass(item.Key())
 		if err != nil {
 			return heads, err
 		}
@@ -189,9 +160,9 @@ func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n i
 	}
 	it := p.classIter(class)
 	read := 0
-	for it.Seek(append(classKey(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
+	for it.Seek(append(keyspace.Class(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
 		item := it.Item()
-		c, due, key, err := DecodeClassKey(item.Key())
+		c, due, key, err := keyspace.DecodeClass(item.Key())
 		if err != nil {
 			return dst, false, err
 		}

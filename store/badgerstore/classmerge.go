@@ -3,7 +3,6 @@ package badgerstore
 import (
 	"bytes"
 	"container/heap"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
 // The due order of a store that keeps its due index under classes (classindex.go). Such a store
@@ -45,9 +45,9 @@ type dueCursor struct {
 // dueSeek returns the d/ key a walk from c seeks to.
 func (c dueCursor) dueSeek() []byte {
 	if c.ms < 0 {
-		return dueKey(0, nil)
+		return keyspace.Due(0, nil)
 	}
-	k := dueKey(c.ms, c.key)
+	k := keyspace.Due(c.ms, c.key)
 	if c.after {
 		// The smallest key after (ms, key): the key itself with a 0x00 byte appended, since
 		// no other cacheKey lies between a key and that extension.
@@ -59,9 +59,9 @@ func (c dueCursor) dueSeek() []byte {
 // classSeek returns the c/ key a walk from c seeks to in class.
 func (c dueCursor) classSeek(class uint32) []byte {
 	if c.ms < 0 {
-		return classKey(class, 0, nil)
+		return keyspace.Class(class, 0, nil)
 	}
-	k := classKey(class, c.ms, c.key)
+	k := keyspace.Class(class, c.ms, c.key)
 	if c.after {
 		k = append(k, 0)
 	}
@@ -85,8 +85,7 @@ const (
 // with no row left past the cursor, would read through the next class's tombstones to its
 // first rows.
 func newClassIterator(txn *badger.Txn, class uint32) *badger.Iterator {
-	prefix := binary.BigEndian.AppendUint32([]byte(prefixClass), class)
-	return txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
+	return txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: keyspace.ClassPrefix(class)})
 }
 
 // classBound is a lower bound of the due times of a class's rows (protocol.go: B1).
@@ -145,7 +144,7 @@ func readRun(it *badger.Iterator, r *classRun, n int, nowMs int64) error {
 	r.rows, r.next, r.more, r.opened = r.rows[:0], 0, false, true
 	for ; it.Valid(); it.Next() {
 		item := it.Item()
-		class, due, key, err := DecodeClassKey(item.Key())
+		class, due, key, err := keyspace.DecodeClass(item.Key())
 		if err != nil {
 			return err
 		}
@@ -207,7 +206,7 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 			// would step over one by one.
 			seek := from.classSeek(r.class)
 			if r.boundMs > from.ms {
-				seek = classKey(r.class, r.boundMs, nil)
+				seek = keyspace.Class(r.class, r.boundMs, nil)
 			}
 			r.it.Seek(seek)
 			if err := readRun(r.it, r, headRows, nowMs); err != nil {
@@ -270,23 +269,23 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 // with the due time of its first such row: one seek per class. Open seeds the class bounds with
 // it (from 0); a pass's self-check reads the heads from its floor with it, without the bounds.
 func classHeadsAt(txn *badger.Txn, fromMs int64) (map[uint32]int64, error) {
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(keyspace.PrefixClass)})
 	defer it.Close()
 	heads := make(map[uint32]int64)
-	for it.Seek([]byte(prefixClass)); it.Valid(); {
-		class, due, _, err := DecodeClassKey(it.Item().Key())
+	for it.Seek([]byte(keyspace.PrefixClass)); it.Valid(); {
+		class, due, _, err := keyspace.DecodeClass(it.Item().Key())
 		if err != nil {
 			return nil, err
 		}
 		if due < fromMs {
-			it.Seek(classKey(class, fromMs, nil))
+			it.Seek(keyspace.Class(class, fromMs, nil))
 			continue
 		}
 		heads[class] = due
 		if class == math.MaxUint32 {
 			break
 		}
-		it.Seek(classKey(class+1, fromMs, nil))
+		it.Seek(keyspace.Class(class+1, fromMs, nil))
 	}
 	return heads, nil
 }

@@ -14,15 +14,15 @@
 // one opened with it, never both (classindex.go, classmerge.go).
 //
 // Every value is encoded by the codecs of package store (the records' MarshalBinary), drawn
-// byte by byte there and in docs/store-format.md; this package spells only the keys (keys.go).
+// byte by byte there and in docs/store-format.md; this package spells only the keys (package keyspace).
 // The store treats a cacheKey (device + "|" + normalised URL) as opaque bytes of length
 // 1..store.MaxKeyLen.
 //
 // # Promises
 //
 // One writer. WriteSchedule, WriteSchedules, Modify, RefileIfUnchanged and DeleteTarget (the
-// funnel, funnel.go) are the only code that writes (TestFunnelIsTheOnlyWriter parses the
-// package to prove it). A schedule row and its due-index entry change in one transaction,
+// funnel, package funnel) are the only code that writes (TestFunnelIsTheOnlyWriter parses the
+// engine's packages to prove it). A schedule row and its due-index entry change in one transaction,
 // so no index entry exists without its row nor a row without its entry, at every instant and
 // after any crash (VerifyIndex checks it). A put states submitted and the effective interval
 // explicitly: store.Schedule values are built only by store.NewSchedule, and the zero value is
@@ -51,14 +51,14 @@
 // index entry to delete. A Bloom filter of the keys that have a row, built by Open from every
 // s/ key and extended by the committer before it stages a row, lets a write of a key new to
 // the store skip that read: every key with a row is in the filter, so its "no" is certain
-// (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows). The
+// (package keyfilter). Open costs one key-only scan of s/ for it (~0.33 s per million rows). The
 // same scan and stages keep the hosts the store holds rows of, while they are few, for a
-// sweep to stop once every one is capped (hostset.go, H1: never missing one).
+// sweep to stop once every one is capped (package keyfilter, H1: never missing one).
 //
 // Reads a result can skip (RH1). Worker 0's sweep leaves each row it publishes with the store
 // as a hint, as its pass read it, and a result's Modify takes that row instead of reading it
 // again: a hinted row is the key's row as Badger holds it, because every staged write drops its
-// key's hint and the sweep drops the hint of a row written after its snapshot (hints.go).
+// key's hint and the sweep drops the hint of a row written after its snapshot (the funnel's hints.go).
 //
 // Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
 // store.MinDueMs or after store.MaxDueMs is refused with store.ErrImplausibleDue, and nothing of its call is
@@ -114,4 +114,12 @@
 // store/pgstore instead, where the floor is per shard and lives in the database. Only
 // cmd/worker (openStore) chooses between them; everything above sees a store.Store, and the
 // conformance suite (store/storetest) runs the same tests against both.
+//
+// # Packages
+//
+// The engine's parts below it, each with one job (internal: only this package uses them):
+// internal/keyspace spells the keys; internal/funnel is the write funnel, the only writer;
+// internal/keyfilter is the key filter and the stored hosts (K1, H1); internal/readcache is the
+// read cache. This package holds the store itself: Open and Close, the floor protocol
+// (protocol.go), the read view, passes, scans and the walk of the due order, maintenance.
 package badgerstore

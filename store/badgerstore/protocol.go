@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/freshq/freshq/store/badgerstore/internal/funnel"
 )
 
 // This file is the floor protocol (invariant F1: nothing strands; docs/ARCHITECTURE.md, Invariants), made exact by
@@ -57,14 +59,13 @@ import (
 // Leased rows need nothing here: a row being rendered keeps its index entry at its old due
 // time until its result is written through the funnel, so the floor cannot pass it.
 
-// beginInflight registers a funnel batch, whose earliest new due time is b.minDue
+// beginInflight registers a funnel batch, whose earliest new due time is minDue
 // (math.MaxInt64 for a batch of deletes), and lowers the floor to it. It runs before the
 // batch's first transaction commits. Two batches can be in flight at once (the committer
 // builds one while Badger writes the other).
-func (s *Store) beginInflight(b *batch) {
+func (s *Store) beginInflight(b *funnel.Batch, minDue int64) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
-	minDue := b.minDue
 	s.inflight[b] = minDue
 	if minDue == math.MaxInt64 {
 		return
@@ -77,7 +78,7 @@ func (s *Store) beginInflight(b *batch) {
 }
 
 // endInflight unregisters the batch once all its transactions are done.
-func (s *Store) endInflight(b *batch) {
+func (s *Store) endInflight(b *funnel.Batch) {
 	s.floorMu.Lock()
 	delete(s.inflight, b)
 	s.floorMu.Unlock()

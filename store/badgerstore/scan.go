@@ -9,6 +9,7 @@ import (
 
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
 // dueStats is what one walk of the due index observed.
@@ -42,7 +43,7 @@ func (s *Store) walkDue(txn *badger.Txn, bounds []classBound, from dueCursor, no
 func walkDueIndex(txn *badger.Txn, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
 	seek, fromMs := from.dueSeek(), from.ms
 	var st dueStats
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(keyspace.PrefixDue)})
 	defer it.Close()
 	var row store.Row
 	decode := row.Projection.UnmarshalBinary
@@ -53,7 +54,7 @@ func walkDueIndex(txn *badger.Txn, from dueCursor, nowMs int64, maxRows int, vis
 			return st, nil
 		}
 		item := it.Item()
-		due, key, err := DecodeDueKey(item.Key())
+		due, key, err := keyspace.DecodeDue(item.Key())
 		if err != nil {
 			return st, err
 		}
@@ -147,7 +148,7 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	p := scheduleKey(prefix)
+	p := keyspace.Schedule(prefix)
 	return s.db.View(func(txn *badger.Txn) error {
 		s.catchUpView(txn.ReadTs())
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
@@ -175,7 +176,7 @@ func (s *Store) ForEachScheduleWithTarget(ctx context.Context, fn func(key []byt
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	sp, tp := []byte(prefixSchedule), []byte(prefixTarget)
+	sp, tp := []byte(keyspace.PrefixSchedule), []byte(keyspace.PrefixTarget)
 	return s.db.View(func(txn *badger.Txn) error {
 		s.catchUpView(txn.ReadTs())
 		rows := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: sp})
