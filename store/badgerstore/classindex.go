@@ -9,6 +9,7 @@ import (
 
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
 	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
@@ -22,7 +23,7 @@ import (
 // the row, in the same transaction, exactly as it writes d/ in a store without a classifier:
 // the index holds every row's (dueAt, cacheKey, projection) once, under the class the store's
 // classifier gives it. The rows in plain due order are the merge of the classes
-// (classmerge.go).
+// (package dueorder).
 //
 // A row's class depends on the configuration its classifier was built from. The classifier's
 // fingerprint is stored under m/class: Open rebuilds the index when it differs, and rebuilds d/
@@ -63,12 +64,12 @@ func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
 		return first, false, err
 	}
 	if p.stats.Capped { // a second row was due: the next due time is past it
-		st, err := p.s.walkDue(p.txn, p.bounds, dueCursor{ms: p.stats.NowMs + 1}, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
+		st, err := p.s.walkDue(p.txn, p.bounds, dueorder.Cursor{Ms: p.stats.NowMs + 1}, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
 		if err != nil && !errors.Is(err, errStopWalk) {
 			return first, false, fmt.Errorf("store: next due after %d: %w", p.stats.NowMs, err)
 		}
-		if st.hasFirstDue {
-			p.stats.NextDueMs, p.stats.HasNextDue = st.firstDue, true
+		if st.HasFirstDue {
+			p.stats.NextDueMs, p.stats.HasNextDue = st.FirstDue, true
 		}
 		p.stats.Capped = false
 	}
@@ -84,7 +85,7 @@ func (p *badgerPass) classIter(class uint32) *badger.Iterator {
 		if p.classIts == nil {
 			p.classIts = make(map[uint32]*badger.Iterator)
 		}
-		it = newClassIterator(p.txn, class)
+		it = dueorder.NewClassIterator(p.txn, class)
 		p.classIts[class] = it
 	}
 	return it
@@ -106,8 +107,8 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	var heads []store.ClassHead
 	all := make(map[uint32]int64, len(p.bounds))
 	for _, b := range p.bounds { // in class order
-		it := p.classIter(b.class)
-		it.Seek(keyspace.Class(b.class, max(p.stats.FloorMs, b.boundMs), nil))
+		it := p.classIter(b.Class)
+		it.Seek(keyspace.Class(b.Class, max(p.stats.FloorMs, b.BoundMs), nil))
 		if !it.Valid() {
 			continue
 		}
@@ -134,9 +135,9 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 }
 
 // checkHeads panics unless heads holds every class's first row from the floor in the pass's
-// snapshot, as read without the bounds (classHeadsAt).
+// snapshot, as read without the bounds (dueorder.ClassHeadsAt).
 func (p *badgerPass) checkHeads(heads map[uint32]int64) {
-	want, err := classHeadsAt(p.txn, p.stats.FloorMs)
+	want, err := dueorder.ClassHeadsAt(p.txn, p.stats.FloorMs)
 	if err != nil {
 		panic(fmt.Sprintf("store: invariant: %v", err))
 	}

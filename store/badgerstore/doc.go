@@ -11,7 +11,7 @@
 //	m/class                            → the fingerprint of the classifier c/ was built with
 //
 // The due index is d/ in a store opened without Options.Classifier, and c/ (with m/class) in
-// one opened with it, never both (classindex.go, classmerge.go).
+// one opened with it, never both (classindex.go; the merge of the classes is package dueorder).
 //
 // Every value is encoded by the codecs of package store (the records' MarshalBinary), drawn
 // byte by byte there and in docs/store-format.md; this package spells only the keys (package keyspace).
@@ -75,7 +75,7 @@
 // sweep reads each class in due order, from its head, only as far as it needs
 // (store.ClassPass). Everything that needs the rows in plain due order (the floored scan, a
 // pass's IterateDue, the floor's head in ReadHead) reads the merge of the classes
-// (classmerge.go), which is that order exactly: the floor protocol sees the true minimum, as
+// (package dueorder), which is that order exactly: the floor protocol sees the true minimum, as
 // from a full iteration. One index instead of two is two fewer LSM entries for every result
 // a render writes. Open rebuilds c/ when the classifier's fingerprint is not the one stored,
 // drops d/ when a classifier is given, and rebuilds d/ and drops c/ when none is.
@@ -120,6 +120,7 @@
 // The engine's parts below it, each with one job (internal: only this package uses them):
 // internal/keyspace spells the keys; internal/funnel is the write funnel, the only writer;
 // internal/keyfilter is the key filter and the stored hosts (K1, H1); internal/readcache is the
-// read cache. This package holds the store itself: Open and Close, the floor protocol
-// (protocol.go), the read view, passes, scans and the walk of the due order, maintenance.
+// read cache; internal/dueorder walks the due index in due order (d/, or the merge of the
+// classes). This package holds the store itself: Open and Close, the floor protocol and the
+// class bounds (protocol.go), the read view, passes, scans, verification and maintenance.
 package badgerstore

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
 	"github.com/freshq/freshq/store/badgerstore/internal/funnel"
 )
 
@@ -164,7 +165,7 @@ func (p *badgerPass) isClosed() bool {
 
 // Class bounds (B1). In a store with a classifier, classLow holds for every class that has a
 // row a due time no later than any of the class's rows: the merge of the classes
-// (classmerge.go) leaves a class unread while its bound lies past the rows it needs. A class
+// (package dueorder) leaves a class unread while its bound lies past the rows it needs. A class
 // with no entry has no row.
 //
 // The bounds move like the floor, class by class:
@@ -206,18 +207,18 @@ func (s *Store) lowerClassBounds(lows map[uint32]int64) {
 }
 
 // classBounds returns a copy of the class bounds, for a walk whose snapshot is already open.
-func (s *Store) classBounds() []classBound {
+func (s *Store) classBounds() []dueorder.Bound {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	return s.classBoundsLocked()
 }
 
-func (s *Store) classBoundsLocked() []classBound {
-	out := make([]classBound, 0, len(s.classLow))
+func (s *Store) classBoundsLocked() []dueorder.Bound {
+	out := make([]dueorder.Bound, 0, len(s.classLow))
 	for c, d := range s.classLow {
-		out = append(out, classBound{class: c, boundMs: d})
+		out = append(out, dueorder.Bound{Class: c, BoundMs: d})
 	}
-	slices.SortFunc(out, func(a, b classBound) int { return cmp.Compare(a.class, b.class) })
+	slices.SortFunc(out, func(a, b dueorder.Bound) int { return cmp.Compare(a.Class, b.Class) })
 	return out
 }
 

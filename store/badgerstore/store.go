@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
 	"github.com/freshq/freshq/store/badgerstore/internal/funnel"
 	"github.com/freshq/freshq/store/badgerstore/internal/keyfilter"
 	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
@@ -87,7 +88,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.Classifier != nil {
 		// B1 from the classes' first rows, before anything can write.
 		err := db.View(func(txn *badger.Txn) (err error) {
-			s.classLow, err = classHeadsAt(txn, 0)
+			s.classLow, err = dueorder.ClassHeadsAt(txn, 0)
 			return err
 		})
 		if err != nil {

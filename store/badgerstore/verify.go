@@ -14,7 +14,7 @@ import (
 // every entry its row. It reads every row and entry, with one point read per record: an
 // operator's and a test's tool, not something to run per sweep.
 //
-// In a store with a classifier the class index is the due index (classmerge.go): each of its
+// In a store with a classifier the class index is the due index (package dueorder walks it): each of its
 // entries counts under Entries and ClassEntries, each disagreement with the rows under both
 // pairs of counts, and a d/ entry, which such a store never keeps, as an entry without its row.
 func (s *Store) VerifyIndex() (store.IndexReport, error) {

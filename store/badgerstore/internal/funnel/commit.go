@@ -312,7 +312,7 @@ func (f *Funnel) opCost(o *op) (count, size int64) {
 		count++
 		size += int64(k) + vl + 12
 	}
-	// The due index: d/ in a store without a classifier, c/ in one with (badgerstore's classmerge.go).
+	// The due index: d/ in a store without a classifier, c/ in one with (package dueorder).
 	dueLen := keyspace.DueKeyHeaderLen + len(o.key)
 	if f.cfg.Classifier != nil {
 		dueLen = keyspace.ClassKeyHeaderLen + len(o.key)
