@@ -20,6 +20,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
 	"github.com/freshq/freshq/store/storetest"
 )
 
@@ -215,9 +216,9 @@ func bareIterate(db *badger.DB, nowMs int64) (int, error) {
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
-	end := dueCursor{ms: nowMs + 1}.dueSeek()
+	end := dueorder.Cursor{Ms: nowMs + 1}.DueSeek()
 	n := 0
-	for it.Seek(dueCursor{}.dueSeek()); it.Valid(); it.Next() {
+	for it.Seek(dueorder.Cursor{}.DueSeek()); it.Valid(); it.Next() {
 		if string(it.Item().Key()) >= string(end) {
 			break
 		}
@@ -234,7 +235,7 @@ func bareSeek(db *badger.DB, fromMs int64) (int64, error) {
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
 	defer it.Close()
-	if it.Seek(dueCursor{ms: fromMs}.dueSeek()); !it.Valid() {
+	if it.Seek(dueorder.Cursor{Ms: fromMs}.DueSeek()); !it.Valid() {
 		return 0, fmt.Errorf("no due row at or after %d", fromMs)
 	}
 	due, _, err := DecodeDueKey(it.Item().Key())

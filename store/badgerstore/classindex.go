@@ -1,7 +1,6 @@
 package badgerstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
 // The class index (docs/store-format.md). A store opened with a Classifier keeps its due index
@@ -22,7 +23,7 @@ import (
 // the row, in the same transaction, exactly as it writes d/ in a store without a classifier:
 // the index holds every row's (dueAt, cacheKey, projection) once, under the class the store's
 // classifier gives it. The rows in plain due order are the merge of the classes
-// (classmerge.go).
+// (package dueorder).
 //
 // A row's class depends on the configuration its classifier was built from. The classifier's
 // fingerprint is stored under m/class: Open rebuilds the index when it differs, and rebuilds d/
@@ -30,39 +31,10 @@ import (
 // classifier, so an index is never read that a write made without it left behind
 // (openClassIndex).
 
-const (
-	classKeyHeaderLen  = len(prefixClass) + 4 + 8
-	classPrintValueLen = 8
-)
-
-// appendClassKey appends the class-index key of (class, dueAtMs, cacheKey) to dst.
-func appendClassKey(dst []byte, class uint32, dueAtMs int64, cacheKey []byte) []byte {
-	dst = append(dst, prefixClass...)
-	dst = binary.BigEndian.AppendUint32(dst, class)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(dueAtMs))
-	return append(dst, cacheKey...)
-}
-
-func classKey(class uint32, dueAtMs int64, cacheKey []byte) []byte {
-	return appendClassKey(make([]byte, 0, classKeyHeaderLen+len(cacheKey)), class, dueAtMs, cacheKey)
-}
-
 // DecodeClassKey splits a class-index key (prefix included) into its class, due time and
 // cacheKey. cacheKey aliases k. A key that is not one is an error wrapping store.ErrCorruption.
 func DecodeClassKey(k []byte) (class uint32, dueAtMs int64, cacheKey []byte, err error) {
-	if len(k) < classKeyHeaderLen || string(k[:len(prefixClass)]) != prefixClass {
-		return 0, 0, nil, corruptionf("class key %q: not a class-index key", k)
-	}
-	class = binary.BigEndian.Uint32(k[len(prefixClass):])
-	u := binary.BigEndian.Uint64(k[len(prefixClass)+4 : classKeyHeaderLen])
-	if u > math.MaxInt64 {
-		return 0, 0, nil, corruptionf("class key %q: due time out of range", k)
-	}
-	cacheKey = k[classKeyHeaderLen:]
-	if err := store.ValidateKey(cacheKey); err != nil {
-		return 0, 0, nil, corruptionf("class key %q: %v", k, err)
-	}
-	return class, int64(u), cacheKey, nil
+	return keyspace.DecodeClass(k)
 }
 
 var _ store.ClassPass = (*badgerPass)(nil)
@@ -75,9 +47,9 @@ func (p *badgerPass) ClassFingerprint() (uint64, bool) {
 	return 0, false
 }
 
-// StoredHosts implements store.HostLister (hostset.go: H1). Asked after the snapshot was
+// StoredHosts implements store.HostLister (package keyfilter: H1). Asked after the snapshot was
 // taken, it holds the host of every row the snapshot holds.
-func (p *badgerPass) StoredHosts() ([]string, bool) { return p.s.keys.hosts.hosts() }
+func (p *badgerPass) StoredHosts() ([]string, bool) { return p.s.keys.Hosts() }
 
 // ReadHead implements store.ClassPass.
 func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
@@ -92,12 +64,12 @@ func (p *badgerPass) ReadHead() (store.DueRow, bool, error) {
 		return first, false, err
 	}
 	if p.stats.Capped { // a second row was due: the next due time is past it
-		st, err := p.s.walkDue(p.txn, p.bounds, dueCursor{ms: p.stats.NowMs + 1}, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
+		st, err := p.s.walkDue(p.txn, p.bounds, dueorder.Cursor{Ms: p.stats.NowMs + 1}, math.MaxInt64, 0, func([]byte, *store.Row) error { return errStopWalk })
 		if err != nil && !errors.Is(err, errStopWalk) {
 			return first, false, fmt.Errorf("store: next due after %d: %w", p.stats.NowMs, err)
 		}
-		if st.hasFirstDue {
-			p.stats.NextDueMs, p.stats.HasNextDue = st.firstDue, true
+		if st.HasFirstDue {
+			p.stats.NextDueMs, p.stats.HasNextDue = st.FirstDue, true
 		}
 		p.stats.Capped = false
 	}
@@ -113,7 +85,7 @@ func (p *badgerPass) classIter(class uint32) *badger.Iterator {
 		if p.classIts == nil {
 			p.classIts = make(map[uint32]*badger.Iterator)
 		}
-		it = newClassIterator(p.txn, class)
+		it = dueorder.NewClassIterator(p.txn, class)
 		p.classIts[class] = it
 	}
 	return it
@@ -135,13 +107,13 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 	var heads []store.ClassHead
 	all := make(map[uint32]int64, len(p.bounds))
 	for _, b := range p.bounds { // in class order
-		it := p.classIter(b.class)
-		it.Seek(classKey(b.class, max(p.stats.FloorMs, b.boundMs), nil))
+		it := p.classIter(b.Class)
+		it.Seek(keyspace.Class(b.Class, max(p.stats.FloorMs, b.BoundMs), nil))
 		if !it.Valid() {
 			continue
 		}
 		item := it.Item()
-		class, due, key, err := DecodeClassKey(item.Key())
+		class, due, key, err := keyspace.DecodeClass(item.Key())
 		if err != nil {
 			return heads, err
 		}
@@ -163,9 +135,9 @@ func (p *badgerPass) ClassHeads() ([]store.ClassHead, error) {
 }
 
 // checkHeads panics unless heads holds every class's first row from the floor in the pass's
-// snapshot, as read without the bounds (classHeadsAt).
+// snapshot, as read without the bounds (dueorder.ClassHeadsAt).
 func (p *badgerPass) checkHeads(heads map[uint32]int64) {
-	want, err := classHeadsAt(p.txn, p.stats.FloorMs)
+	want, err := dueorder.ClassHeadsAt(p.txn, p.stats.FloorMs)
 	if err != nil {
 		panic(fmt.Sprintf("store: invariant: %v", err))
 	}
@@ -189,9 +161,9 @@ func (p *badgerPass) ReadClass(class uint32, afterMs int64, afterKey []byte, n i
 	}
 	it := p.classIter(class)
 	read := 0
-	for it.Seek(append(classKey(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
+	for it.Seek(append(keyspace.Class(class, afterMs, afterKey), 0)); it.Valid(); it.Next() {
 		item := it.Item()
-		c, due, key, err := DecodeClassKey(item.Key())
+		c, due, key, err := keyspace.DecodeClass(item.Key())
 		if err != nil {
 			return dst, false, err
 		}

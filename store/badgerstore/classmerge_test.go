@@ -432,7 +432,7 @@ func TestClassBoundsHoldUnderInterleaving(t *testing.T) {
 		quiet.Lock()
 		bound := map[uint32]int64{}
 		for _, b := range st.classBounds() {
-			bound[b.class] = b.boundMs
+			bound[b.Class] = b.BoundMs
 		}
 		err = st.ForEachSchedule(nil, func(k []byte, r store.Row) error {
 			c := modClassifier{5}.Class(k, r.Projection)
@@ -489,8 +489,8 @@ func TestClassBoundsCountWritesDuringAPass(t *testing.T) {
 	p.AdvanceFloor(100)
 	p.Close()
 	for _, cb := range st.classBounds() {
-		if cb.class == c.Class(a, store.Projection{}) && cb.boundMs > 3000 {
-			t.Fatalf("class %d raised to %d past the row filed during the pass at 3000", cb.class, cb.boundMs)
+		if cb.Class == c.Class(a, store.Projection{}) && cb.BoundMs > 3000 {
+			t.Fatalf("class %d raised to %d past the row filed during the pass at 3000", cb.Class, cb.BoundMs)
 		}
 	}
 	res, err := st.ScanDue(0, 10_000, 2)

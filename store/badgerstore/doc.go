@@ -11,18 +11,18 @@
 //	m/class                            → the fingerprint of the classifier c/ was built with
 //
 // The due index is d/ in a store opened without Options.Classifier, and c/ (with m/class) in
-// one opened with it, never both (classindex.go, classmerge.go).
+// one opened with it, never both (classindex.go; the merge of the classes is package dueorder).
 //
 // Every value is encoded by the codecs of package store (the records' MarshalBinary), drawn
-// byte by byte there and in docs/store-format.md; this package spells only the keys (keys.go).
+// byte by byte there and in docs/store-format.md; this package spells only the keys (package keyspace).
 // The store treats a cacheKey (device + "|" + normalised URL) as opaque bytes of length
 // 1..store.MaxKeyLen.
 //
 // # Promises
 //
 // One writer. WriteSchedule, WriteSchedules, Modify, RefileIfUnchanged and DeleteTarget (the
-// funnel, funnel.go) are the only code that writes (TestFunnelIsTheOnlyWriter parses the
-// package to prove it). A schedule row and its due-index entry change in one transaction,
+// funnel, package funnel) are the only code that writes (TestFunnelIsTheOnlyWriter parses the
+// engine's packages to prove it). A schedule row and its due-index entry change in one transaction,
 // so no index entry exists without its row nor a row without its entry, at every instant and
 // after any crash (VerifyIndex checks it). A put states submitted and the effective interval
 // explicitly: store.Schedule values are built only by store.NewSchedule, and the zero value is
@@ -51,14 +51,14 @@
 // index entry to delete. A Bloom filter of the keys that have a row, built by Open from every
 // s/ key and extended by the committer before it stages a row, lets a write of a key new to
 // the store skip that read: every key with a row is in the filter, so its "no" is certain
-// (keyfilter.go). Open costs one key-only scan of s/ for it (~0.33 s per million rows). The
+// (package keyfilter). Open costs one key-only scan of s/ for it (~0.33 s per million rows). The
 // same scan and stages keep the hosts the store holds rows of, while they are few, for a
-// sweep to stop once every one is capped (hostset.go, H1: never missing one).
+// sweep to stop once every one is capped (package keyfilter, H1: never missing one).
 //
 // Reads a result can skip (RH1). Worker 0's sweep leaves each row it publishes with the store
 // as a hint, as its pass read it, and a result's Modify takes that row instead of reading it
 // again: a hinted row is the key's row as Badger holds it, because every staged write drops its
-// key's hint and the sweep drops the hint of a row written after its snapshot (hints.go).
+// key's hint and the sweep drops the hint of a row written after its snapshot (the funnel's hints.go).
 //
 // Plausible due times. With Options.RefuseImplausibleDue (worker 0 sets it), a put due before
 // store.MinDueMs or after store.MaxDueMs is refused with store.ErrImplausibleDue, and nothing of its call is
@@ -75,7 +75,7 @@
 // sweep reads each class in due order, from its head, only as far as it needs
 // (store.ClassPass). Everything that needs the rows in plain due order (the floored scan, a
 // pass's IterateDue, the floor's head in ReadHead) reads the merge of the classes
-// (classmerge.go), which is that order exactly: the floor protocol sees the true minimum, as
+// (package dueorder), which is that order exactly: the floor protocol sees the true minimum, as
 // from a full iteration. One index instead of two is two fewer LSM entries for every result
 // a render writes. Open rebuilds c/ when the classifier's fingerprint is not the one stored,
 // drops d/ when a classifier is given, and rebuilds d/ and drops c/ when none is.
@@ -114,4 +114,13 @@
 // store/pgstore instead, where the floor is per shard and lives in the database. Only
 // cmd/worker (openStore) chooses between them; everything above sees a store.Store, and the
 // conformance suite (store/storetest) runs the same tests against both.
+//
+// # Packages
+//
+// The engine's parts below it, each with one job (internal: only this package uses them):
+// internal/keyspace spells the keys; internal/funnel is the write funnel, the only writer;
+// internal/keyfilter is the key filter and the stored hosts (K1, H1); internal/readcache is the
+// read cache; internal/dueorder walks the due index in due order (d/, or the merge of the
+// classes). This package holds the store itself: Open and Close, the floor protocol and the
+// class bounds (protocol.go), the read view, passes, scans, verification and maintenance.
 package badgerstore

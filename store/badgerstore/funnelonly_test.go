@@ -5,7 +5,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,13 +15,14 @@ import (
 )
 
 // The funnel is the only writer of s/ and d/ (the package doc, Promises). TestFunnelIsTheOnlyWriter proves it
-// from the package's own source, so a later edit cannot quietly add a second writer:
+// from the engine's own source (this package and every package under it), so a later edit
+// cannot quietly add a second writer:
 //
 //  1. every call of a Badger write method (Set, SetEntry, Delete, Update, NewWriteBatch,
 //     NewStreamWriter, DropPrefix, DropAll, DB.Load, NewTransaction with anything but false,
-//     …) is in funnel.go: no other file writes anything at all;
-//  2. the prefix literals "s/" and "d/" appear only in keys.go, which builds keys and writes
-//     nothing.
+//     …) is in package funnel (internal/funnel): no other file writes anything at all;
+//  2. the prefix literals "s/" and "d/" appear only in package keyspace's keys.go, which
+//     builds keys and writes nothing.
 //
 // Test files are exempt: they plant corruption and loss on purpose.
 
@@ -30,21 +33,28 @@ var badgerWrites = map[string]bool{
 	"NewTransactionAt": true, "SetDiscardTs": true,
 }
 
-// funnelViolations lists the writes and prefix literals of file name that break the rules.
+// The files allowed to write, and to spell the prefixes, by their path below this package.
+const (
+	writerDir = "internal/funnel"
+	keysFile  = "internal/keyspace/keys.go"
+)
+
+// funnelViolations lists the writes and prefix literals of file name (its path below this
+// package, slash-separated) that break the rules.
 func funnelViolations(fset *token.FileSet, name string, f *ast.File) []string {
 	var out []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.BasicLit:
-			if n.Kind != token.STRING || name == "keys.go" {
+			if n.Kind != token.STRING || name == keysFile {
 				return true
 			}
 			if v, err := strconv.Unquote(n.Value); err == nil && (strings.HasPrefix(v, "s/") || strings.HasPrefix(v, "d/")) {
-				out = append(out, fmt.Sprintf("%s: literal %s outside keys.go", fset.Position(n.Pos()), n.Value))
+				out = append(out, fmt.Sprintf("%s: literal %s outside %s", fset.Position(n.Pos()), n.Value, keysFile))
 			}
 		case *ast.CallExpr:
 			sel, ok := n.Fun.(*ast.SelectorExpr)
-			if !ok || name == "funnel.go" {
+			if !ok || path.Dir(name) == writerDir {
 				return true
 			}
 			m := sel.Sel.Name
@@ -61,7 +71,7 @@ func funnelViolations(fset *token.FileSet, name string, f *ast.File) []string {
 				}
 			}
 			if write {
-				out = append(out, fmt.Sprintf("%s: %s call outside funnel.go", fset.Position(n.Pos()), m))
+				out = append(out, fmt.Sprintf("%s: %s call outside package funnel", fset.Position(n.Pos()), m))
 			}
 		}
 		return true
@@ -81,17 +91,20 @@ func receiverName(e ast.Expr) string {
 }
 
 func TestFunnelIsTheOnlyWriter(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	var files []string
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			files = append(files, filepath.ToSlash(p))
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	checked := 0
+	checked, writers, keys := 0, 0, 0
 	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
+		src, err := os.ReadFile(filepath.FromSlash(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,12 +113,18 @@ func TestFunnelIsTheOnlyWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		checked++
+		if path.Dir(name) == writerDir {
+			writers++
+		}
+		if name == keysFile {
+			keys++
+		}
 		for _, v := range funnelViolations(fset, name, f) {
 			t.Error(v)
 		}
 	}
-	if checked < 10 {
-		t.Fatalf("only %d source files checked: is the test running in the package directory?", checked)
+	if checked < 10 || writers == 0 || keys == 0 {
+		t.Fatalf("%d source files checked, %d of package funnel, %d keys.go: is the test running in the package directory?", checked, writers, keys)
 	}
 }
 
@@ -131,7 +150,7 @@ func bad(s *Store, txn *badger.Txn) {
 	if len(got) != 6 {
 		t.Fatalf("checker found %d violations, want 6:\n%s", len(got), strings.Join(got, "\n"))
 	}
-	if v := funnelViolations(fset, "funnel.go", f); len(v) != 1 { // only the literal
-		t.Fatalf("in funnel.go the checker found %v, want only the literal", v)
+	if v := funnelViolations(fset, writerDir+"/funnel.go", f); len(v) != 1 { // only the literal
+		t.Fatalf("in package funnel the checker found %v, want only the literal", v)
 	}
 }

@@ -61,7 +61,7 @@ func rawSet(t testing.TB, st *Store, k, v []byte) {
 		t.Fatal(err)
 	}
 	if cacheKey, ok := bytes.CutPrefix(k, []byte(prefixSchedule)); ok {
-		st.keys.add(cacheKey)
+		st.keys.Add(cacheKey)
 	}
 	st.publishView() // as a funnel commit does, so the Get methods read it
 }

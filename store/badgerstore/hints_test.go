@@ -1,11 +1,7 @@
 package badgerstore
 
 import (
-	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/store"
 )
@@ -46,13 +42,13 @@ func TestRowHintSavesOneRead(t *testing.T) {
 	if seen := modifySeeing(t, st, "k", 200); !seen.HasRow || seen.Row != row {
 		t.Fatalf("the change saw %+v, want the hinted row %+v", seen, row)
 	}
-	if n := st.hintsUsed.Load(); n != 1 {
+	if n := st.HintsUsed(); n != 1 {
 		t.Fatalf("hints used: %d, want 1", n)
 	}
 	if seen := modifySeeing(t, st, "k", 300); seen.Row.DueAtMs != 200 {
 		t.Fatalf("the second change saw %+v, want the row the first filed", seen.Row)
 	}
-	if n := st.hintsUsed.Load(); n != 1 {
+	if n := st.HintsUsed(); n != 1 {
 		t.Fatalf("hints used after the second change: %d, want still 1", n)
 	}
 }
@@ -68,50 +64,8 @@ func TestRowHintIsDroppedByAWriteOfItsKey(t *testing.T) {
 	if seen.Row.DueAtMs != 150 || seen.Row.EffectiveIntervalMs != 7_200_000 {
 		t.Fatalf("the change saw %+v, want the row the write filed (due 150)", seen.Row)
 	}
-	if n := st.hintsUsed.Load(); n != 0 {
+	if n := st.HintsUsed(); n != 0 {
 		t.Fatalf("hints used: %d, want 0", n)
 	}
 	mustVerify(t, st)
-}
-
-// With invariants enabled the funnel checks every hint it uses against Badger; the check
-// itself must catch a hint that differs.
-func TestRowHintCheckCatchesAStaleHint(t *testing.T) {
-	st := openTest(t, nil)
-	row := storedRow(t, st)
-	o := &op{key: []byte("k"), sKey: scheduleKey([]byte("k"))}
-	check := func(hinted store.Row) (msg string) {
-		defer func() {
-			if r := recover(); r != nil {
-				msg, _ = r.(string)
-			}
-		}()
-		if err := st.db.View(func(txn *badger.Txn) error { st.checkHint(txn, o, hinted); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return ""
-	}
-	if msg := check(row); msg != "" {
-		t.Fatalf("the stored row as its own hint: %s", msg)
-	}
-	stale := row
-	stale.DueAtMs--
-	if msg := check(stale); !strings.Contains(msg, "invariant RH1") {
-		t.Fatalf("a stale hint passed the check (%q)", msg)
-	}
-}
-
-// The hints are bounded: at maxRowHints the map starts again, so unused hints cannot grow
-// without end.
-func TestRowHintsAreBounded(t *testing.T) {
-	st := openTest(t, nil)
-	for i := range maxRowHints + 10 {
-		st.HintRow([]byte("k"+strconv.Itoa(i)), store.Row{DueAtMs: int64(i)})
-	}
-	st.hintMu.Lock()
-	n := len(st.hints)
-	st.hintMu.Unlock()
-	if n != 10 {
-		t.Fatalf("%d hints held after %d, want 10 (the map started again at %d)", n, maxRowHints+10, maxRowHints)
-	}
 }

@@ -14,7 +14,7 @@ import (
 func checkK1(t *testing.T, st *Store, step int) {
 	t.Helper()
 	err := st.ForEachSchedule(nil, func(key []byte, _ store.Row) error {
-		if !st.keys.mayHave(key) {
+		if !st.keys.MayHave(key) {
 			return fmt.Errorf("row %q is not in the key filter", key)
 		}
 		return nil
@@ -27,7 +27,7 @@ func checkK1(t *testing.T, st *Store, step int) {
 // checkH1 fails t if the host of a key with a schedule row is not among the stored hosts.
 func checkH1(t *testing.T, st *Store, step int) {
 	t.Helper()
-	hosts, ok := st.keys.hosts.hosts()
+	hosts, ok := st.keys.Hosts()
 	if !ok {
 		t.Fatalf("step %d: H1: a handful of hosts not listed", step)
 	}
@@ -44,7 +44,7 @@ func checkH1(t *testing.T, st *Store, step int) {
 
 // TestKeyFilterK1 runs random funnel writes, deletes, conditional refiles and reopens over a
 // small key space of five hosts and checks after every step that every key with a schedule row
-// is in the key filter and its host in the stored hosts (H1, hostset.go), and that the index
+// is in the key filter and its host in the stored hosts (H1, package keyfilter), and that the index
 // still matches the rows (a filter that wrongly skipped a read would leave the old index entry
 // behind).
 func TestKeyFilterK1(t *testing.T) {
@@ -118,12 +118,12 @@ func TestKeyFilterSkipsReadsOfNewKeysOnly(t *testing.T) {
 	load(100)
 	// The filter is sized for ≥ 2^20 keys at 1 % false positives; with 2,000 in it, a false
 	// "may have" is far rarer than 1 in 100.
-	if got := st.readsSkipped.Load(); got < n*99/100 {
+	if got := st.fn.ReadsSkipped(); got < n*99/100 {
 		t.Fatalf("new keys: %d of %d reads skipped", got, n)
 	}
-	before := st.readsSkipped.Load()
+	before := st.fn.ReadsSkipped()
 	load(200)
-	if got := st.readsSkipped.Load(); got != before {
+	if got := st.fn.ReadsSkipped(); got != before {
 		t.Fatalf("rewrite of existing keys skipped %d reads", got-before)
 	}
 	if err := st.Close(); err != nil {
@@ -133,7 +133,7 @@ func TestKeyFilterSkipsReadsOfNewKeysOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	load(300)
-	if got := st.readsSkipped.Load(); got != 0 {
+	if got := st.fn.ReadsSkipped(); got != 0 {
 		t.Fatalf("rewrite after reopen skipped %d reads: the filter was not rebuilt from s/", got)
 	}
 	if rep := mustVerify(t, st); rep.Rows != n {

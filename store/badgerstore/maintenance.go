@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
 // maxRewritesPerGC bounds one GC run: each rewrite copies a value-log file's live entries, and
@@ -127,9 +128,9 @@ func (s *Store) Reconcile(nowMs int64) (restored int, err error) {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	s.catchUpView(txn.ReadTs())
-	tit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixTarget)})
+	tit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(keyspace.PrefixTarget)})
 	defer tit.Close()
-	sit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})
+	sit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(keyspace.PrefixSchedule)})
 	defer sit.Close()
 	sit.Rewind()
 
@@ -145,11 +146,11 @@ func (s *Store) Reconcile(nowMs int64) (restored int, err error) {
 	}
 	for tit.Rewind(); tit.Valid(); tit.Next() {
 		checked++
-		ck := tit.Item().Key()[len(prefixTarget):]
-		for sit.Valid() && bytes.Compare(sit.Item().Key()[len(prefixSchedule):], ck) < 0 {
+		ck := tit.Item().Key()[len(keyspace.PrefixTarget):]
+		for sit.Valid() && bytes.Compare(sit.Item().Key()[len(keyspace.PrefixSchedule):], ck) < 0 {
 			sit.Next()
 		}
-		if sit.Valid() && bytes.Equal(sit.Item().Key()[len(prefixSchedule):], ck) {
+		if sit.Valid() && bytes.Equal(sit.Item().Key()[len(keyspace.PrefixSchedule):], ck) {
 			continue
 		}
 		missing++

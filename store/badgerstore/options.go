@@ -87,7 +87,7 @@ type Options struct {
 	// BlockCacheSize caches decompressed blocks (default 16 MiB). With CompressionNone
 	// blocks are read from the memory-mapped table in place and the cache matters little.
 	BlockCacheSize int64
-	// ReadCacheBytes bounds the read cache (readcache.go): the stored values of the rows,
+	// ReadCacheBytes bounds the read cache (package readcache): the stored values of the rows,
 	// targets and pages read most, so that a page crawlers ask for often costs no LSM lookup
 	// (default 64 MiB, about ten thousand pages of 6 KB gzipped; negative: none). It is a fixed
 	// cost, not one per row.

@@ -7,6 +7,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
 )
 
 // badgerPass is one sweep pass over the due index: a snapshot, the floor as it was when the snapshot
@@ -27,7 +28,7 @@ type badgerPass struct {
 	closed     bool  // guarded by Store.floorMu
 	iterated   bool
 	classIts   map[uint32]*badger.Iterator // each class's iterator (classindex.go), opened on first use
-	bounds     []classBound                // the class bounds as the snapshot was taken (protocol.go: B1)
+	bounds     []dueorder.Bound            // the class bounds as the snapshot was taken (protocol.go: B1)
 	// heads is every class's first row from the floor in the snapshot, once ClassHeads has
 	// read them all: what AdvanceFloor raises the class bounds to.
 	heads map[uint32]int64
@@ -78,15 +79,15 @@ func (p *badgerPass) IterateDue(maxRows, chunk int, fn func([]store.DueRow) erro
 	p.iterated = true
 	c := newChunkPipe(chunk, fn)
 	defer c.close() // on every path, a panicking walk included: the consumer never leaks
-	st, err := p.s.walkDue(p.txn, p.bounds, dueCursor{ms: p.stats.FloorMs}, p.stats.NowMs, maxRows, c.add)
+	st, err := p.s.walkDue(p.txn, p.bounds, dueorder.Cursor{Ms: p.stats.FloorMs}, p.stats.NowMs, maxRows, c.add)
 	if err == nil {
 		err = c.flush()
 	}
 	fnErr := c.stop()
-	p.stats.Rows = st.rows
-	p.stats.FirstDueMs, p.stats.HasFirstDue = st.firstDue, st.hasFirstDue
-	p.stats.NextDueMs, p.stats.HasNextDue = st.nextDue, st.hasNextDue
-	p.stats.Capped, p.stats.Complete = st.capped, st.complete
+	p.stats.Rows = st.Rows
+	p.stats.FirstDueMs, p.stats.HasFirstDue = st.FirstDue, st.HasFirstDue
+	p.stats.NextDueMs, p.stats.HasNextDue = st.NextDue, st.HasNextDue
+	p.stats.Capped, p.stats.Complete = st.Capped, st.Complete
 	switch {
 	case fnErr != nil:
 		return fnErr

@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
+	"github.com/freshq/freshq/store/badgerstore/internal/funnel"
 )
 
 // This file is the floor protocol (invariant F1: nothing strands; docs/ARCHITECTURE.md, Invariants), made exact by
@@ -57,14 +60,13 @@ import (
 // Leased rows need nothing here: a row being rendered keeps its index entry at its old due
 // time until its result is written through the funnel, so the floor cannot pass it.
 
-// beginInflight registers a funnel batch, whose earliest new due time is b.minDue
+// beginInflight registers a funnel batch, whose earliest new due time is minDue
 // (math.MaxInt64 for a batch of deletes), and lowers the floor to it. It runs before the
 // batch's first transaction commits. Two batches can be in flight at once (the committer
 // builds one while Badger writes the other).
-func (s *Store) beginInflight(b *batch) {
+func (s *Store) beginInflight(b *funnel.Batch, minDue int64) {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
-	minDue := b.minDue
 	s.inflight[b] = minDue
 	if minDue == math.MaxInt64 {
 		return
@@ -77,7 +79,7 @@ func (s *Store) beginInflight(b *batch) {
 }
 
 // endInflight unregisters the batch once all its transactions are done.
-func (s *Store) endInflight(b *batch) {
+func (s *Store) endInflight(b *funnel.Batch) {
 	s.floorMu.Lock()
 	delete(s.inflight, b)
 	s.floorMu.Unlock()
@@ -163,7 +165,7 @@ func (p *badgerPass) isClosed() bool {
 
 // Class bounds (B1). In a store with a classifier, classLow holds for every class that has a
 // row a due time no later than any of the class's rows: the merge of the classes
-// (classmerge.go) leaves a class unread while its bound lies past the rows it needs. A class
+// (package dueorder) leaves a class unread while its bound lies past the rows it needs. A class
 // with no entry has no row.
 //
 // The bounds move like the floor, class by class:
@@ -205,18 +207,18 @@ func (s *Store) lowerClassBounds(lows map[uint32]int64) {
 }
 
 // classBounds returns a copy of the class bounds, for a walk whose snapshot is already open.
-func (s *Store) classBounds() []classBound {
+func (s *Store) classBounds() []dueorder.Bound {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	return s.classBoundsLocked()
 }
 
-func (s *Store) classBoundsLocked() []classBound {
-	out := make([]classBound, 0, len(s.classLow))
+func (s *Store) classBoundsLocked() []dueorder.Bound {
+	out := make([]dueorder.Bound, 0, len(s.classLow))
 	for c, d := range s.classLow {
-		out = append(out, classBound{class: c, boundMs: d})
+		out = append(out, dueorder.Bound{Class: c, BoundMs: d})
 	}
-	slices.SortFunc(out, func(a, b classBound) int { return cmp.Compare(a.class, b.class) })
+	slices.SortFunc(out, func(a, b dueorder.Bound) int { return cmp.Compare(a.Class, b.Class) })
 	return out
 }
 

@@ -21,7 +21,7 @@ func TestReadCacheKeepsWhatIsReadAndDropsWhatIsWritten(t *testing.T) {
 		return &store.Page{Status: 200, Body: []byte(body), RenderedAtMs: 5}
 	}
 	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, key, 100, true, 1000, store.Lanes{}), Page: page("<p>one</p>")})
-	if _, ok := st.rc.get(pageKey([]byte(key))); ok {
+	if _, ok := st.rc.Get(pageKey([]byte(key))); ok {
 		t.Fatal("a page is cached before anyone read it")
 	}
 	got, err := st.GetPage([]byte(key))
@@ -29,14 +29,14 @@ func TestReadCacheKeepsWhatIsReadAndDropsWhatIsWritten(t *testing.T) {
 		t.Fatalf("%q %v", got.Body, err)
 	}
 	got.Body[1] = 'X' // the caller's copy: nothing of it reaches the cache
-	if v, ok := st.rc.get(pageKey([]byte(key))); !ok || !bytes.Contains(v, []byte("<p>one</p>")) {
+	if v, ok := st.rc.Get(pageKey([]byte(key))); !ok || !bytes.Contains(v, []byte("<p>one</p>")) {
 		t.Fatalf("the page read is not cached as stored (%v)", ok)
 	}
 	if again, err := st.GetPage([]byte(key)); err != nil || string(again.Body) != "<p>one</p>" {
 		t.Fatalf("read from the cache: %q %v", again.Body, err)
 	}
 	mustWrite(t, st, store.Write{Schedule: mustSchedule(t, key, 200, true, 1000, store.Lanes{}), Page: page("<p>two</p>")})
-	if v, ok := st.rc.get(pageKey([]byte(key))); ok && !bytes.Contains(v, []byte("<p>two</p>")) {
+	if v, ok := st.rc.Get(pageKey([]byte(key))); ok && !bytes.Contains(v, []byte("<p>two</p>")) {
 		t.Fatal("the acknowledged write left the old page cached")
 	}
 	if got, err := st.GetPage([]byte(key)); err != nil || string(got.Body) != "<p>two</p>" {
@@ -130,7 +130,7 @@ func TestGetPageSharedIsTheCachedValue(t *testing.T) {
 	if !reflect.DeepEqual(held, copied) {
 		t.Fatalf("GetPageShared %+v, GetPage %+v", held, copied)
 	}
-	v, ok := st.rc.get(pageKey([]byte(key)))
+	v, ok := st.rc.Get(pageKey([]byte(key)))
 	if !ok || &held.Body[0] != &v[len(v)-len(held.Body)] {
 		t.Fatal("a hit's body is not the cached value")
 	}

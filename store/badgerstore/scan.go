@@ -7,20 +7,10 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
-
-// dueStats is what one walk of the due index observed.
-type dueStats struct {
-	rows        int
-	firstDue    int64
-	hasFirstDue bool
-	nextDue     int64 // the first due time past now, if the walk reached one
-	hasNextDue  bool
-	capped      bool // stopped at maxRows with a further due row waiting
-	complete    bool // reached a row past now or the end of the index
-}
 
 // walkDue iterates the due order of txn from the cursor up to and including nowMs, key-only
 // (the projection is the index entry's inline value, so no value-log read happens), calling
@@ -29,67 +19,20 @@ type dueStats struct {
 // not-yet-due time), at the end of the index, or at the first error.
 //
 // A store with a classifier keeps its due index under classes and walks their merge
-// (walkClasses), bounded by bounds, the class bounds copied after txn was opened (B1); one
-// without walks the d/ index (walkDueIndex) and ignores them.
-func (s *Store) walkDue(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
+// (dueorder.WalkClasses), bounded by bounds, the class bounds copied after txn was opened (B1); one
+// without walks the d/ index (dueorder.WalkIndex) and ignores them.
+func (s *Store) walkDue(txn *badger.Txn, bounds []dueorder.Bound, from dueorder.Cursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueorder.Stats, error) {
 	if s.opts.Classifier != nil {
-		return walkClasses(txn, bounds, from, nowMs, maxRows, visit)
+		return dueorder.WalkClasses(txn, bounds, from, nowMs, maxRows, visit)
 	}
-	return walkDueIndex(txn, from, nowMs, maxRows, visit)
-}
-
-// walkDueIndex is walkDue over the d/ index. key aliases Badger's buffer.
-func walkDueIndex(txn *badger.Txn, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
-	seek, fromMs := from.dueSeek(), from.ms
-	var st dueStats
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixDue)})
-	defer it.Close()
-	var row store.Row
-	decode := row.Projection.UnmarshalBinary
-	prev := int64(-1)
-	for it.Seek(seek); ; it.Next() {
-		if !it.Valid() {
-			st.complete = true
-			return st, nil
-		}
-		item := it.Item()
-		due, key, err := DecodeDueKey(item.Key())
-		if err != nil {
-			return st, err
-		}
-		if invariants.Enabled {
-			if due < prev || due < fromMs {
-				panic(fmt.Sprintf("store: invariant: due index out of order: %d after %d, from %d", due, prev, fromMs))
-			}
-			prev = due
-		}
-		if due > nowMs {
-			st.nextDue, st.hasNextDue, st.complete = due, true, true
-			return st, nil
-		}
-		if maxRows > 0 && st.rows >= maxRows {
-			st.capped = true
-			return st, nil
-		}
-		if err := item.Value(decode); err != nil {
-			return st, fmt.Errorf("due entry %q: %w", key, err)
-		}
-		row.DueAtMs = due
-		if !st.hasFirstDue {
-			st.firstDue, st.hasFirstDue = due, true
-		}
-		st.rows++
-		if err := visit(key, &row); err != nil {
-			return st, err
-		}
-	}
+	return dueorder.WalkIndex(txn, from, nowMs, maxRows, visit)
 }
 
 // ScanDue is the floored index scan, the claim path's fallback: the due rows from floorMs up
 // to nowMs, at most limit of them, in ascending due order, with their projections. It reads a
 // consistent snapshot and never touches s/, t/ or p/. It does not move the floor.
 func (s *Store) ScanDue(floorMs, nowMs int64, limit int) (store.ScanResult, error) {
-	return s.scanDue(dueCursor{ms: floorMs}, nowMs, limit)
+	return s.scanDue(dueorder.Cursor{Ms: floorMs}, nowMs, limit)
 }
 
 // ScanDueAfter continues a scan strictly after the row (afterMs, afterKey): the due rows
@@ -102,10 +45,10 @@ func (s *Store) ScanDueAfter(afterMs int64, afterKey []byte, nowMs int64, limit 
 	if afterMs < 0 {
 		return s.ScanDue(0, nowMs, limit)
 	}
-	return s.scanDue(dueCursor{ms: afterMs, key: afterKey, after: true}, nowMs, limit)
+	return s.scanDue(dueorder.Cursor{Ms: afterMs, Key: afterKey, After: true}, nowMs, limit)
 }
 
-func (s *Store) scanDue(from dueCursor, nowMs int64, limit int) (store.ScanResult, error) {
+func (s *Store) scanDue(from dueorder.Cursor, nowMs int64, limit int) (store.ScanResult, error) {
 	var res store.ScanResult
 	if limit <= 0 {
 		return res, fmt.Errorf("%w: limit %d", store.ErrInvalidArgument, limit)
@@ -116,7 +59,7 @@ func (s *Store) scanDue(from dueCursor, nowMs int64, limit int) (store.ScanResul
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	s.catchUpView(txn.ReadTs())
-	var bounds []classBound
+	var bounds []dueorder.Bound
 	if s.opts.Classifier != nil {
 		bounds = s.classBounds() // after the snapshot: B1
 	}
@@ -132,11 +75,11 @@ func (s *Store) scanDue(from dueCursor, nowMs int64, limit int) (store.ScanResul
 		return nil
 	})
 	if err != nil {
-		return store.ScanResult{}, fmt.Errorf("store: scan due from %d: %w", from.ms, err)
+		return store.ScanResult{}, fmt.Errorf("store: scan due from %d: %w", from.Ms, err)
 	}
-	res.FirstDueMs, res.HasFirstDue = st.firstDue, st.hasFirstDue
-	res.NextDueMs, res.HasNextDue = st.nextDue, st.hasNextDue
-	res.Capped = st.capped
+	res.FirstDueMs, res.HasFirstDue = st.FirstDue, st.HasFirstDue
+	res.NextDueMs, res.HasNextDue = st.NextDue, st.HasNextDue
+	res.Capped = st.Capped
 	return res, nil
 }
 
@@ -147,7 +90,7 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	p := scheduleKey(prefix)
+	p := keyspace.Schedule(prefix)
 	return s.db.View(func(txn *badger.Txn) error {
 		s.catchUpView(txn.ReadTs())
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
@@ -175,7 +118,7 @@ func (s *Store) ForEachScheduleWithTarget(ctx context.Context, fn func(key []byt
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	sp, tp := []byte(prefixSchedule), []byte(prefixTarget)
+	sp, tp := []byte(keyspace.PrefixSchedule), []byte(keyspace.PrefixTarget)
 	return s.db.View(func(txn *badger.Txn) error {
 		s.catchUpView(txn.ReadTs())
 		rows := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: sp})

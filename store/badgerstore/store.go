@@ -11,9 +11,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/dueorder"
+	"github.com/freshq/freshq/store/badgerstore/internal/funnel"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyfilter"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
+	"github.com/freshq/freshq/store/badgerstore/internal/readcache"
 )
 
-// Store is the schedule store of one node: a Badger database, its write funnel and its scans.
+// Store is the schedule store of one node: a Badger database, its write funnel (package
+// funnel) and its scans.
 // All methods are safe for concurrent use, except that Close must not race a pass or scan in
 // progress.
 type Store struct {
@@ -24,26 +30,12 @@ type Store struct {
 
 	closed atomic.Bool
 
-	// Funnel (funnel.go). sendMu orders sends against Close closing reqs.
-	sendMu        sync.RWMutex
-	sendClosed    bool
-	reqs          chan *request
-	committerDone chan struct{}
-
-	pl   pipeline   // committer-owned (funnel.go)
-	keys *keyFilter // committer-owned once the committer starts (keyfilter.go)
-	// readsSkipped counts funnel writes whose row read the key filter proved unnecessary.
-	readsSkipped atomic.Uint64
-	// hintsUsed counts funnel writes whose row came from a row hint (hints.go).
-	hintsUsed atomic.Uint64
-
-	// Row hints (hints.go): key → the row the sweep published, unwritten since.
-	hintMu sync.Mutex
-	hints  map[string]store.Row
+	fn   *funnel.Funnel    // the only writer (package funnel)
+	keys *keyfilter.Filter // the funnel's; passes read its hosts (StoredHosts)
 
 	// The F1 critical section (protocol.go).
 	floorMu  sync.Mutex
-	inflight map[*batch]int64 // batches registered and not yet acknowledged → min new due
+	inflight map[*funnel.Batch]int64 // batches registered and not yet acknowledged → min new due
 	passes   map[*badgerPass]struct{}
 	head     store.MemFloor   // the floor without its guard: where a scan may start (HeadMs)
 	classLow map[uint32]int64 // with a classifier: a lower bound of each class's due times (B1)
@@ -52,8 +44,8 @@ type Store struct {
 	view       atomic.Pointer[readView]
 	viewMu     sync.Mutex // publishers only
 	viewClosed bool
-	gcRunning  atomic.Int32 // value-log GC runs in progress: reads do not use the view
-	rc         *readCache   // the values read most (readcache.go); nil: none
+	gcRunning  atomic.Int32     // value-log GC runs in progress: reads do not use the view
+	rc         *readcache.Cache // the values read most (package readcache); nil: none
 
 	// Maintenance (maintenance.go).
 	gcMu   sync.Mutex
@@ -82,38 +74,42 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
 	s := &Store{
-		db:            db,
-		opts:          o,
-		log:           o.Logger.With().Str("component", "store").Logger(),
-		floor:         o.Floor,
-		reqs:          make(chan *request, o.QueueLen),
-		committerDone: make(chan struct{}),
-		passes:        make(map[*badgerPass]struct{}),
-		inflight:      make(map[*batch]int64),
+		db:       db,
+		opts:     o,
+		log:      o.Logger.With().Str("component", "store").Logger(),
+		floor:    o.Floor,
+		passes:   make(map[*badgerPass]struct{}),
+		inflight: make(map[*funnel.Batch]int64),
 	}
-	s.pl.classLows = make(map[uint32]int64)
 	s.setHead(o.Floor.Load())
-	if err := s.openClassIndex(); err != nil {
+	if err := funnel.OpenIndex(db, o.Classifier, s.log); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
 	if o.Classifier != nil {
 		// B1 from the classes' first rows, before anything can write.
 		err := db.View(func(txn *badger.Txn) (err error) {
-			s.classLow, err = classHeadsAt(txn, 0)
+			s.classLow, err = dueorder.ClassHeadsAt(txn, 0)
 			return err
 		})
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("store: read the class heads: %w", err), db.Close())
 		}
 	}
-	keys, rows, err := buildKeyFilter(db)
+	keys, rows, err := keyfilter.Build(db)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
 	s.keys = keys
-	s.rc = newReadCache(o.ReadCacheBytes)
+	s.rc = readcache.New(o.ReadCacheBytes)
 	s.publishView()
-	go s.commitLoop()
+	s.fn = funnel.Start(db, funnel.Config{
+		Classifier:           o.Classifier,
+		ValueThreshold:       o.ValueThreshold,
+		MaxBatchWrites:       o.MaxBatchWrites,
+		QueueLen:             o.QueueLen,
+		RefuseImplausibleDue: o.RefuseImplausibleDue,
+		Signals:              &s.opts.TestSignals,
+	}, s.log, (*protocol)(s), keys, s.rc)
 	lsm, vlog := db.Size()
 	s.log.Info().Str("dir", dir).Bool("sync_writes", o.SyncWrites).
 		Int64("lsm_bytes", lsm).Int64("vlog_bytes", vlog).Int("rows", rows).
@@ -129,11 +125,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.StopGC()
-	s.sendMu.Lock()
-	s.sendClosed = true
-	close(s.reqs)
-	s.sendMu.Unlock()
-	<-s.committerDone
+	s.fn.Close()
 
 	s.floorMu.Lock()
 	open := make([]*badgerPass, 0, len(s.passes))
@@ -145,14 +137,14 @@ func (s *Store) Close() error {
 		p.Close()
 	}
 	s.closeView()
-	s.rc.close()
+	s.rc.Close()
 
 	start := time.Now()
 	err := s.db.Close()
 	if err != nil {
 		err = fmt.Errorf("store: close: %w", err)
 	}
-	s.log.Info().Err(err).Uint64("reads_skipped", s.readsSkipped.Load()).Uint64("hints_used", s.hintsUsed.Load()).
+	s.log.Info().Err(err).Uint64("reads_skipped", s.fn.ReadsSkipped()).Uint64("hints_used", s.fn.HintsUsed()).
 		Dur("took", time.Since(start)).Msg("store closed")
 	return err
 }
@@ -171,19 +163,19 @@ func (s *Store) Floor() store.FloorCell { return s.floor }
 // GetSchedule returns the schedule row of cacheKey, or ErrNotFound.
 func (s *Store) GetSchedule(cacheKey []byte) (store.Row, error) {
 	var r store.Row
-	return r, s.get(scheduleKey(cacheKey), cacheKey, "schedule row", r.UnmarshalBinary)
+	return r, s.get(keyspace.Schedule(cacheKey), cacheKey, "schedule row", r.UnmarshalBinary)
 }
 
 // GetTarget returns the target of cacheKey, or ErrNotFound.
 func (s *Store) GetTarget(cacheKey []byte) (store.Target, error) {
 	var t store.Target
-	return t, s.get(targetKey(cacheKey), cacheKey, "target", t.UnmarshalBinary)
+	return t, s.get(keyspace.Target(cacheKey), cacheKey, "target", t.UnmarshalBinary)
 }
 
 // GetPage returns the page of cacheKey, or ErrNotFound. The page's body is the caller's.
 func (s *Store) GetPage(cacheKey []byte) (store.Page, error) {
 	var p store.Page
-	return p, s.get(pageKey(cacheKey), cacheKey, "page", p.UnmarshalBinary)
+	return p, s.get(keyspace.Page(cacheKey), cacheKey, "page", p.UnmarshalBinary)
 }
 
 // GetPageShared is GetPage whose page body, when the read cache holds the page, is the cached
@@ -195,7 +187,7 @@ func (s *Store) GetPageShared(cacheKey []byte) (store.Page, error) {
 	if err := store.ValidateKey(cacheKey); err != nil {
 		return p, err
 	}
-	if v, ok := s.rc.get(pageKey(cacheKey)); ok && !s.closed.Load() {
+	if v, ok := s.rc.Get(keyspace.Page(cacheKey)); ok && !s.closed.Load() {
 		if err := p.UnmarshalShared(v); err != nil {
 			return store.Page{}, fmt.Errorf("store: get page %q: %w", cacheKey, err)
 		}
@@ -211,10 +203,10 @@ func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) 
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if v, ok := s.rc.get(k); ok {
+	if v, ok := s.rc.Get(k); ok {
 		return decode(v)
 	}
-	gen := s.rc.generation() // before the view is acquired: readcache.go
+	gen := s.rc.Generation() // before the view is acquired: package readcache
 	read := func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
 		if err != nil {
@@ -224,7 +216,7 @@ func (s *Store) get(k, cacheKey []byte, what string, decode func([]byte) error) 
 			if err := decode(val); err != nil {
 				return err
 			}
-			s.rc.fill(k, val, gen)
+			s.rc.Fill(k, val, gen)
 			return nil
 		})
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
 // VerifyIndex checks, over one snapshot, that every schedule row has its due-index entry and
 // every entry its row. It reads every row and entry, with one point read per record: an
 // operator's and a test's tool, not something to run per sweep.
 //
-// In a store with a classifier the class index is the due index (classmerge.go): each of its
+// In a store with a classifier the class index is the due index (package dueorder walks it): each of its
 // entries counts under Entries and ClassEntries, each disagreement with the rows under both
 // pairs of counts, and a d/ entry, which such a store never keeps, as an entry without its row.
 func (s *Store) VerifyIndex() (store.IndexReport, error) {
@@ -28,7 +29,7 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		s.catchUpView(txn.ReadTs())
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSchedule)})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(keyspace.PrefixSchedule)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			rep.Rows++
@@ -39,9 +40,9 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 				note(item.Key())
 				continue
 			}
-			ck := item.Key()[len(prefixSchedule):]
+			ck := item.Key()[len(keyspace.PrefixSchedule):]
 			if c := s.opts.Classifier; c != nil {
-				switch _, err := txn.Get(classKey(c.Class(ck, r.Projection), r.DueAtMs, ck)); {
+				switch _, err := txn.Get(keyspace.Class(c.Class(ck, r.Projection), r.DueAtMs, ck)); {
 				case errors.Is(err, badger.ErrKeyNotFound):
 					rep.RowsWithoutEntry++
 					rep.RowsWithoutClassEntry++
@@ -51,7 +52,7 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 				}
 				continue
 			}
-			switch _, err := txn.Get(dueKey(r.DueAtMs, ck)); {
+			switch _, err := txn.Get(keyspace.Due(r.DueAtMs, ck)); {
 			case errors.Is(err, badger.ErrKeyNotFound):
 				rep.RowsWithoutEntry++
 				note(item.Key())
@@ -67,7 +68,7 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 			rep.Entries, rep.EntriesWithoutRow = rep.ClassEntries, rep.ClassEntriesWithoutRow
 		}
 
-		dit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixDue)})
+		dit := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(keyspace.PrefixDue)})
 		defer dit.Close()
 		for dit.Rewind(); dit.Valid(); dit.Next() {
 			rep.Entries++
@@ -77,7 +78,7 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 				note(item.Key())
 				continue
 			}
-			due, ck, err := DecodeDueKey(item.Key())
+			due, ck, err := keyspace.DecodeDue(item.Key())
 			var p store.Projection
 			if err == nil {
 				err = item.Value(p.UnmarshalBinary)
@@ -107,12 +108,12 @@ func (s *Store) VerifyIndex() (store.IndexReport, error) {
 // verifyClassEntries checks that every class-index entry has its row, at its due time, with its
 // projection, under the class the classifier gives it.
 func verifyClassEntries(txn *badger.Txn, c store.Classifier, rep *store.IndexReport, note func([]byte)) error {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixClass)})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(keyspace.PrefixClass)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		rep.ClassEntries++
 		item := it.Item()
-		class, due, ck, err := DecodeClassKey(item.Key())
+		class, due, ck, err := keyspace.DecodeClass(item.Key())
 		var p store.Projection
 		if err == nil {
 			err = item.Value(p.UnmarshalBinary)
@@ -138,7 +139,7 @@ func verifyClassEntries(txn *badger.Txn, c store.Classifier, rep *store.IndexRep
 // projection p: what an index entry (d/ or c/) says of it. An error is a read that failed, not
 // a row that is missing or differs.
 func rowHasEntry(txn *badger.Txn, ck []byte, due int64, p store.Projection) (bool, error) {
-	row, err := txn.Get(scheduleKey(ck))
+	row, err := txn.Get(keyspace.Schedule(ck))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
 	} else if err != nil {

@@ -1,7 +1,8 @@
-package badgerstore
+package funnel
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -30,40 +31,49 @@ import (
 // hints help less.
 const maxRowHints = 1 << 17
 
+// rowHints is the hints held: key → the row the sweep published, unwritten since.
+type rowHints struct {
+	mu sync.Mutex
+	m  map[string]store.Row
+}
+
 // HintRow records row as key's schedule row as the caller's pass read it. The caller must
 // hold to RH1: see sweep.RowHints.
-func (s *Store) HintRow(key []byte, row store.Row) {
-	s.hintMu.Lock()
-	defer s.hintMu.Unlock()
-	if s.hints == nil || len(s.hints) >= maxRowHints {
-		s.hints = make(map[string]store.Row)
+func (f *Funnel) HintRow(key []byte, row store.Row) {
+	h := &f.hints
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxRowHints {
+		h.m = make(map[string]store.Row)
 	}
-	s.hints[string(key)] = row
+	h.m[string(key)] = row
 }
 
 // DropHint forgets key's hint, if any.
-func (s *Store) DropHint(key []byte) {
-	s.hintMu.Lock()
-	defer s.hintMu.Unlock()
-	delete(s.hints, string(key))
+func (f *Funnel) DropHint(key []byte) {
+	h := &f.hints
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, string(key))
 }
 
-// HintsUsed is how many results were applied over a row hint since Open.
-func (s *Store) HintsUsed() uint64 { return s.hintsUsed.Load() }
+// HintsUsed is how many results were applied over a row hint since Start.
+func (f *Funnel) HintsUsed() uint64 { return f.hintsUsed.Load() }
 
 // takeHint returns and forgets key's hint.
-func (s *Store) takeHint(key []byte) (store.Row, bool) {
-	s.hintMu.Lock()
-	defer s.hintMu.Unlock()
-	row, ok := s.hints[string(key)]
+func (f *Funnel) takeHint(key []byte) (store.Row, bool) {
+	h := &f.hints
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	row, ok := h.m[string(key)]
 	if ok {
-		delete(s.hints, string(key))
+		delete(h.m, string(key))
 	}
 	return row, ok
 }
 
 // checkHint panics unless hinted is o's row as txn reads it (RH1).
-func (s *Store) checkHint(txn *badger.Txn, o *op, hinted store.Row) {
+func checkHint(txn *badger.Txn, o *op, hinted store.Row) {
 	item, err := txn.Get(o.sKey)
 	if err != nil {
 		panic(fmt.Sprintf("store: invariant RH1: row %q is hinted, and its read returned %v", o.key, err))

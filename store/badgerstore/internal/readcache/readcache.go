@@ -1,4 +1,4 @@
-package badgerstore
+package readcache
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 	"github.com/maypok86/otter/v2"
 )
 
-// The read cache: the stored values of the keys read most, so that a page crawlers ask for
+// Cache is the read cache: the stored values of the keys read most, so that a page crawlers ask for
 // again and again costs no LSM lookup. Serving a page reads two keys (the page and its
 // schedule row); with every lookup a binary search per level of tables, those reads were a
 // quarter of worker 0's CPU when it served crawlers at 64 connections. Requests follow a
@@ -20,13 +20,13 @@ import (
 // Invariant: a Get returns a value its read view would return, or a newer one, never an
 // older one. Every row, target and page is written by the funnel (the class index rebuild
 // writes only class keys; a value-log GC moves values without changing them), and the funnel
-// brackets each transaction's commit: before it commits, begin drops every key the
-// transaction may write and refuses fills until end, which its completion calls after the
+// brackets each transaction's commit: before it commits, Begin drops every key the
+// transaction may write and refuses fills until End, which its completion calls after the
 // fresh view is published. A fill is refused as well when any transaction began or ended
 // between the moment its reader took the generation (before it acquired its view) and the
 // fill. So no value read from a view that lacks a commit is cached once that commit has begun,
-// and a view caught up early (a sweep pass's, readview.go) is never contradicted by the cache.
-type readCache struct {
+// and a view caught up early (a sweep pass's: badgerstore's readview.go) is never contradicted by the cache.
+type Cache struct {
 	mu       sync.Mutex    // serialises fills against begin and end
 	gen      atomic.Uint64 // moved by begin and end
 	inflight int           // commits begun and not ended; under mu
@@ -37,13 +37,13 @@ type readCache struct {
 // its share of the hash table.
 const readCacheOverhead = 96
 
-// newReadCache returns a cache of at most maxBytes of keys and values, or nil (no cache) for
+// New returns a cache of at most maxBytes of keys and values, or nil (no cache) for
 // maxBytes ≤ 0.
-func newReadCache(maxBytes int64) *readCache {
+func New(maxBytes int64) *Cache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &readCache{cache: otter.Must(&otter.Options[string, []byte]{
+	return &Cache{cache: otter.Must(&otter.Options[string, []byte]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher: func(k string, v []byte) uint32 {
 			return uint32(min(len(k)+len(v)+readCacheOverhead, 1<<31))
@@ -51,25 +51,25 @@ func newReadCache(maxBytes int64) *readCache {
 	})}
 }
 
-// generation is taken by a reader before it acquires its view, and handed to fill.
-func (c *readCache) generation() uint64 {
+// Generation is taken by a reader before it acquires its view, and handed to Fill.
+func (c *Cache) Generation() uint64 {
 	if c == nil {
 		return 0
 	}
 	return c.gen.Load()
 }
 
-// get returns key's cached value. The caller must not modify it.
-func (c *readCache) get(key []byte) ([]byte, bool) {
+// Get returns key's cached value. The caller must not modify it.
+func (c *Cache) Get(key []byte) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
 	return c.cache.GetIfPresent(string(key))
 }
 
-// fill caches a copy of val for key, read from a view acquired after generation gen was
+// Fill caches a copy of val for key, read from a view acquired after generation gen was
 // taken, unless a commit began or ended since, or one is in progress.
-func (c *readCache) fill(key, val []byte, gen uint64) {
+func (c *Cache) Fill(key, val []byte, gen uint64) {
 	if c == nil {
 		return
 	}
@@ -78,14 +78,14 @@ func (c *readCache) fill(key, val []byte, gen uint64) {
 	if c.inflight > 0 || c.gen.Load() != gen {
 		return
 	}
-	// Absent, or present with a value no commit has changed since it was cached (begin drops
+	// Absent, or present with a value no commit has changed since it was cached (Begin drops
 	// a key before its commit): either way the value is current.
 	c.cache.SetIfAbsent(string(key), append([]byte(nil), val...))
 }
 
-// begin drops the keys a transaction may write, before it commits, and refuses fills until
+// Begin drops the keys a transaction may write, before it commits, and refuses fills until
 // its end.
-func (c *readCache) begin(keys func(yield func([]byte))) {
+func (c *Cache) Begin(keys func(yield func([]byte))) {
 	if c == nil {
 		return
 	}
@@ -96,9 +96,9 @@ func (c *readCache) begin(keys func(yield func([]byte))) {
 	keys(func(k []byte) { c.cache.Invalidate(string(k)) })
 }
 
-// end marks a transaction begun with begin complete (committed or not), after the view that
+// End marks a transaction begun with Begin complete (committed or not), after the view that
 // sees it was published.
-func (c *readCache) end() {
+func (c *Cache) End() {
 	if c == nil {
 		return
 	}
@@ -108,8 +108,8 @@ func (c *readCache) end() {
 	c.gen.Add(1)
 }
 
-// close stops the cache's goroutines.
-func (c *readCache) close() {
+// Close stops the cache's goroutines.
+func (c *Cache) Close() {
 	if c != nil {
 		c.cache.StopAllGoroutines()
 	}

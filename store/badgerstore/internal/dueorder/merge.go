@@ -1,9 +1,8 @@
-package badgerstore
+package dueorder
 
 import (
 	"bytes"
 	"container/heap"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -11,62 +10,27 @@ import (
 
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/badgerstore/internal/keyspace"
 )
 
-// The due order of a store that keeps its due index under classes (classindex.go). Such a store
+// The due order of a store that keeps its due index under classes (badgerstore's classindex.go). Such a store
 // writes no d/ entries: the class index holds every row once, ordered by (class, due, key), and
-// the rows in due order are the merge of its classes. walkClasses is that merge, and it is what
+// the rows in due order are the merge of its classes. WalkClasses is that merge, and it is what
 // the floored scan (ScanDue), a pass's IterateDue and the floor's head read in such a store.
 //
 // The merge keeps one run of buffered rows per class it has opened, in a heap ordered by each
 // run's first row (due, then key: the order of the d/ index it replaces). Opening a class, and
 // reading on once its run is spent, costs a seek, about 10 µs on a large store, so a merge that
 // sought every class would cost a claim's scan of one row 3 ms over 300 classes. It does not:
-// the store keeps a lower bound of every class's due times (the class bounds, protocol.go), and
+// the store keeps a lower bound of every class's due times (the class bounds, badgerstore's protocol.go), and
 // a class waits in the heap, unopened, under its bound. It is opened only when its bound comes
 // first, that is when one of its rows could be the next row of the walk. A scan of a page of rows
 // from the head opens the classes whose bound lies at or before the page's last row, not all.
 //
 // A run reads a class no further than its first row past now: that row is the class's say in
 // the walk's next due time, and nothing after it can be. Each class it opens has an iterator
-// of its own, bounded to the class (newClassIterator), so that a class with nothing past the
+// of its own, bounded to the class (NewClassIterator), so that a class with nothing past the
 // cursor ends there, not in the tombstones at the head of the class after it.
-
-// dueCursor is where a walk of the due order starts: at the first row at or after (ms, key),
-// or strictly after it when after is set. A nil key is the first key of ms. A cursor before 0
-// seeks from 0: no due time is negative, and the index's unsigned order would put a negative
-// one after every other.
-type dueCursor struct {
-	ms    int64
-	key   []byte
-	after bool
-}
-
-// dueSeek returns the d/ key a walk from c seeks to.
-func (c dueCursor) dueSeek() []byte {
-	if c.ms < 0 {
-		return dueKey(0, nil)
-	}
-	k := dueKey(c.ms, c.key)
-	if c.after {
-		// The smallest key after (ms, key): the key itself with a 0x00 byte appended, since
-		// no other cacheKey lies between a key and that extension.
-		k = append(k, 0)
-	}
-	return k
-}
-
-// classSeek returns the c/ key a walk from c seeks to in class.
-func (c dueCursor) classSeek(class uint32) []byte {
-	if c.ms < 0 {
-		return classKey(class, 0, nil)
-	}
-	k := classKey(class, c.ms, c.key)
-	if c.after {
-		k = append(k, 0)
-	}
-	return k
-}
 
 // classHeadRows is how many rows the merge reads when it opens a class, classRunRows how many
 // it reads on each later seek into the class: few at first, since a scan of a page of rows may
@@ -77,22 +41,15 @@ const (
 	classRunRows  = 64
 )
 
-// newClassIterator returns a key-only iterator over one class's entries. Its prefix is the
+// NewClassIterator returns a key-only iterator over one class's entries. Its prefix is the
 // class's, so that neither a seek nor a step past the class's last row reads on into the next
 // class: the head of a class holds the tombstones of the rows that left it (a rendered row
 // leaves the never-rendered lane's class), and Badger's iterator steps over tombstones one by
 // one, reading two live entries ahead. An iterator over the whole index, sought to a class
 // with no row left past the cursor, would read through the next class's tombstones to its
 // first rows.
-func newClassIterator(txn *badger.Txn, class uint32) *badger.Iterator {
-	prefix := binary.BigEndian.AppendUint32([]byte(prefixClass), class)
-	return txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
-}
-
-// classBound is a lower bound of the due times of a class's rows (protocol.go: B1).
-type classBound struct {
-	class   uint32
-	boundMs int64
+func NewClassIterator(txn *badger.Txn, class uint32) *badger.Iterator {
+	return txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: keyspace.ClassPrefix(class)})
 }
 
 // classRun is one class in the merge: unopened, waiting under its bound, or opened, with its
@@ -100,7 +57,7 @@ type classBound struct {
 type classRun struct {
 	class   uint32
 	opened  bool
-	it      *badger.Iterator // the class's own (newClassIterator), from its opening
+	it      *badger.Iterator // the class's own (NewClassIterator), from its opening
 	boundMs int64            // unopened: where the class's rows start, no earlier than the walk's cursor
 	rows    []store.DueRow
 	next    int  // rows[next] is the class's first row not yet handed out
@@ -145,7 +102,7 @@ func readRun(it *badger.Iterator, r *classRun, n int, nowMs int64) error {
 	r.rows, r.next, r.more, r.opened = r.rows[:0], 0, false, true
 	for ; it.Valid(); it.Next() {
 		item := it.Item()
-		class, due, key, err := DecodeClassKey(item.Key())
+		class, due, key, err := keyspace.DecodeClass(item.Key())
 		if err != nil {
 			return err
 		}
@@ -169,12 +126,12 @@ func readRun(it *badger.Iterator, r *classRun, n int, nowMs int64) error {
 	return nil
 }
 
-// walkClasses is walkDue over the class index: the rows of every class from the cursor on,
+// WalkClasses is WalkIndex over the class index: the rows of every class from the cursor on,
 // merged in (due, key) order, with the same stopping rules and statistics. bounds must hold a
 // lower bound of every class that has a row in txn's snapshot (B1); a class not in it is never
 // read.
-func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (dueStats, error) {
-	var st dueStats
+func WalkClasses(txn *badger.Txn, bounds []Bound, from Cursor, nowMs int64, maxRows int, visit func(key []byte, r *store.Row) error) (Stats, error) {
+	var st Stats
 	var opened []*badger.Iterator
 	defer func() {
 		for _, it := range opened {
@@ -187,27 +144,27 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 	}
 	runs := make(runHeap, 0, len(bounds))
 	for _, b := range bounds {
-		if b.boundMs == math.MaxInt64 {
+		if b.BoundMs == math.MaxInt64 {
 			continue // no row
 		}
-		runs = append(runs, &classRun{class: b.class, boundMs: max(b.boundMs, from.ms)})
+		runs = append(runs, &classRun{class: b.Class, boundMs: max(b.BoundMs, from.Ms)})
 	}
 	heap.Init(&runs)
 
 	var row store.Row
-	prev := dueCursor{ms: -1}
+	prev := Cursor{Ms: -1}
 	for len(runs) > 0 {
 		r := runs[0]
 		if !r.opened {
 			// The class's bound comes first: one of its rows may be the walk's next.
-			r.it = newClassIterator(txn, r.class)
+			r.it = NewClassIterator(txn, r.class)
 			opened = append(opened, r.it)
 			// From the bound when it lies past the cursor: by B1 no row of the class is below
 			// it, and the tombstones of the rows moved out of the class may be, which a seek
 			// would step over one by one.
-			seek := from.classSeek(r.class)
-			if r.boundMs > from.ms {
-				seek = classKey(r.class, r.boundMs, nil)
+			seek := from.ClassSeek(r.class)
+			if r.boundMs > from.Ms {
+				seek = keyspace.Class(r.class, r.boundMs, nil)
 			}
 			r.it.Seek(seek)
 			if err := readRun(r.it, r, headRows, nowMs); err != nil {
@@ -222,23 +179,23 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 		}
 		d := &r.rows[r.next]
 		if invariants.Enabled {
-			if d.DueAtMs < prev.ms || (d.DueAtMs == prev.ms && bytes.Compare(d.Key, prev.key) <= 0) || d.DueAtMs < from.ms {
-				panic(fmt.Sprintf("store: invariant: class merge out of order: (%d, %q) after (%d, %q), from %d", d.DueAtMs, d.Key, prev.ms, prev.key, from.ms))
+			if d.DueAtMs < prev.Ms || (d.DueAtMs == prev.Ms && bytes.Compare(d.Key, prev.Key) <= 0) || d.DueAtMs < from.Ms {
+				panic(fmt.Sprintf("store: invariant: class merge out of order: (%d, %q) after (%d, %q), from %d", d.DueAtMs, d.Key, prev.Ms, prev.Key, from.Ms))
 			}
-			prev = dueCursor{ms: d.DueAtMs, key: d.Key}
+			prev = Cursor{Ms: d.DueAtMs, Key: d.Key}
 		}
 		if d.DueAtMs > nowMs {
-			st.nextDue, st.hasNextDue, st.complete = d.DueAtMs, true, true
+			st.NextDue, st.HasNextDue, st.Complete = d.DueAtMs, true, true
 			return st, nil
 		}
-		if maxRows > 0 && st.rows >= maxRows {
-			st.capped = true
+		if maxRows > 0 && st.Rows >= maxRows {
+			st.Capped = true
 			return st, nil
 		}
-		if !st.hasFirstDue {
-			st.firstDue, st.hasFirstDue = d.DueAtMs, true
+		if !st.HasFirstDue {
+			st.FirstDue, st.HasFirstDue = d.DueAtMs, true
 		}
-		st.rows++
+		st.Rows++
 		row = d.Row
 		if err := visit(d.Key, &row); err != nil {
 			return st, err
@@ -252,7 +209,7 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 			continue
 		}
 		last := r.rows[len(r.rows)-1]
-		r.it.Seek(dueCursor{ms: last.DueAtMs, key: last.Key, after: true}.classSeek(r.class))
+		r.it.Seek(Cursor{Ms: last.DueAtMs, Key: last.Key, After: true}.ClassSeek(r.class))
 		if err := readRun(r.it, r, classRunRows, nowMs); err != nil {
 			return st, err
 		}
@@ -262,31 +219,31 @@ func walkClasses(txn *badger.Txn, bounds []classBound, from dueCursor, nowMs int
 		}
 		heap.Fix(&runs, 0)
 	}
-	st.complete = true
+	st.Complete = true
 	return st, nil
 }
 
-// classHeadsAt returns every class present in txn's snapshot that has a row at or after fromMs,
+// ClassHeadsAt returns every class present in txn's snapshot that has a row at or after fromMs,
 // with the due time of its first such row: one seek per class. Open seeds the class bounds with
 // it (from 0); a pass's self-check reads the heads from its floor with it, without the bounds.
-func classHeadsAt(txn *badger.Txn, fromMs int64) (map[uint32]int64, error) {
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(prefixClass)})
+func ClassHeadsAt(txn *badger.Txn, fromMs int64) (map[uint32]int64, error) {
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(keyspace.PrefixClass)})
 	defer it.Close()
 	heads := make(map[uint32]int64)
-	for it.Seek([]byte(prefixClass)); it.Valid(); {
-		class, due, _, err := DecodeClassKey(it.Item().Key())
+	for it.Seek([]byte(keyspace.PrefixClass)); it.Valid(); {
+		class, due, _, err := keyspace.DecodeClass(it.Item().Key())
 		if err != nil {
 			return nil, err
 		}
 		if due < fromMs {
-			it.Seek(classKey(class, fromMs, nil))
+			it.Seek(keyspace.Class(class, fromMs, nil))
 			continue
 		}
 		heads[class] = due
 		if class == math.MaxUint32 {
 			break
 		}
-		it.Seek(classKey(class+1, fromMs, nil))
+		it.Seek(keyspace.Class(class+1, fromMs, nil))
 	}
 	return heads, nil
 }

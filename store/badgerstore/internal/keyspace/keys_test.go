@@ -1,4 +1,4 @@
-package badgerstore
+package keyspace
 
 import (
 	"bytes"
@@ -12,20 +12,20 @@ func TestDueKeyOrderAndDecode(t *testing.T) {
 	dues := []int64{0, 1, 255, 256, 1 << 40, math.MaxInt64}
 	var prev []byte
 	for _, d := range dues {
-		k := dueKey(d, []byte("k"))
+		k := Due(d, []byte("k"))
 		if prev != nil && bytes.Compare(prev, k) >= 0 {
 			t.Fatalf("due key of %d does not sort after its predecessor", d)
 		}
 		prev = k
-		got, ck, err := DecodeDueKey(k)
+		got, ck, err := DecodeDue(k)
 		if err != nil || got != d || string(ck) != "k" {
 			t.Fatalf("decode %x: %d %q %v", k, got, ck, err)
 		}
 	}
-	for _, bad := range [][]byte{nil, []byte("d/"), []byte("s/12345678k"), dueKey(1, nil),
+	for _, bad := range [][]byte{nil, []byte("d/"), []byte("s/12345678k"), Due(1, nil),
 		append([]byte("d/\x80\x00\x00\x00\x00\x00\x00\x00"), 'k')} {
-		if _, _, err := DecodeDueKey(bad); !store.IsCorruptionError(err) {
-			t.Fatalf("DecodeDueKey(%q): %v, want corruption", bad, err)
+		if _, _, err := DecodeDue(bad); !store.IsCorruptionError(err) {
+			t.Fatalf("DecodeDue(%q): %v, want corruption", bad, err)
 		}
 	}
 }
