@@ -18,7 +18,7 @@
 // snapshot (Changes, which New refuses to be without). The merge also stops once every host the
 // store holds rows of is paused or at its cap (store.HostLister). On Badger each published
 // row is handed to the store as a row hint, so that its result need not read it again (RH1,
-// store/badgerstore/hints.go).
+// store/badgerstore/internal/funnel/hints.go).
 //
 // # Who owns what
 //
