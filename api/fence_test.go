@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // fenceNode is worker 0's writers over one store, wired as worker 0 wires them: one KeyLocks,

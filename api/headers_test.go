@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

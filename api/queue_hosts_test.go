@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

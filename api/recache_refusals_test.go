@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/intaketest"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/intaketest"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // POST /recache checks the whole list before it writes: a key over the store's limit (400) or

@@ -10,9 +10,9 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

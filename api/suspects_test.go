@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/intaketest"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/intaketest"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // When the store fails a chunk, the answer says exactly what landed: the chunks before it

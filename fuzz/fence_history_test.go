@@ -22,11 +22,11 @@ import (
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/intake"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

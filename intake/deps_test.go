@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // mustTargets is NewTargets(d), failing tb if d lacks a dependency.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

@@ -3,9 +3,9 @@ package intake
 import (
 	"testing"
 
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

@@ -6,9 +6,9 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
 

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/testdns"
 	"github.com/freshq/freshq/outcome"
+	"github.com/freshq/freshq/testkit/testdns"
 )
 
 const page = `<!doctype html><html><head><title>hello</title></head><body><p>hello</p></body></html>`

@@ -13,11 +13,11 @@ import (
 
 	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // The sweep benchmark runs on one corpus of 1,000,000 rows whose due times are one ms apart, so

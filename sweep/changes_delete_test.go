@@ -3,9 +3,9 @@ package sweep
 import (
 	"testing"
 
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // A delete is a write like any other: a sweep whose snapshot still holds the row must learn

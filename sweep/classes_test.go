@@ -8,10 +8,10 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 
-	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // newEnv is the sweep tests' node: its store keeps the class index, as worker 0's does, so

@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // backend is the store a node runs on, as a test seeds it before the node starts and reads it

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/wire"
 )
 

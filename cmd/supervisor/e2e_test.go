@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/internal/clock"
-	"github.com/freshq/freshq/testkit/pgtest"
-	"github.com/freshq/freshq/testkit/testbin"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/pgtest"
+	"github.com/freshq/freshq/testkit/testbin"
 )
 
 // These tests run the real binaries: the supervisor forks real workers that share a real

@@ -10,9 +10,9 @@ import (
 
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
-	"github.com/freshq/freshq/testkit/testbin"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/render/chrome"
+	"github.com/freshq/freshq/testkit/testbin"
 )
 
 // testSwitchPrefix begins the name of every environment variable that switches on test-only

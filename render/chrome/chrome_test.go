@@ -18,9 +18,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/testkit/testdns"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/testkit/testdns"
 )
 
 // needChromium skips a test on a machine without Chromium, and fails it where CI is set: CI

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/testdns"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/testkit/testdns"
 )
 
 // newRendererWithCDN is newRenderer with a third party besides the site: cdn.test, its own

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // An advance that finds nothing to advance (the node holds no shard yet, or has lost every

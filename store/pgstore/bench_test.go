@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // benchDueRows is the size of the sweep benchmark's due set; FRESHQ_BENCH_SWEEP_ROWS changes it.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // A node's capacity figures travel with its heartbeat: a row no node published figures into

@@ -9,10 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 func openClassified(t *testing.T, dsn string, c store.Classifier) *pgstore.Store {

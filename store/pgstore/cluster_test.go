@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cluster"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 const clusterShards = 16

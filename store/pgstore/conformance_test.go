@@ -6,10 +6,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // conformanceShards is S for the suite's databases: few enough that the interleaving test's

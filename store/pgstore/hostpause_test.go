@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // TestHostPauseBoard: a pause published by one node is read by another; a later pause of a

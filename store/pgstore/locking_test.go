@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // The proof that PostgreSQL's row locks serialise a floor advance against a write in flight

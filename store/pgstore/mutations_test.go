@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // The suite's tests of protocol mutations (store.Mutations, compiled in only with the tag

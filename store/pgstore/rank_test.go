@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // The capacity recount's read (ForEachOwnedRow, outside the store contract) gives a row's

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // Every row carries shard = Shard(key, S), S being the default for a new schema; and

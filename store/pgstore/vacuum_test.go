@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/storetest"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // Renders leave a dead tuple per row moved: once they reach the vacuum's least count, worker
