@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/console"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/shm/shmmetrics"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -72,7 +73,7 @@ func (s *supervisor) sampleSeries() {
 		s.series = console.NewRing()
 	}
 	client := s.workerAPIClient(5 * time.Second)
-	lanes := len(laneNames)
+	lanes := len(shmmetrics.Lanes)
 	prev := make([][]uint64, lanes)
 	lastMinute := int64(-1)
 	for !s.stopping.Load() {

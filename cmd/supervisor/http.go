@@ -25,11 +25,8 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/net/netutil"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/console"
-	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/connguard"
-	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
@@ -75,7 +72,9 @@ const (
 // endpoints (bulkDeadlines).
 func (s *supervisor) handler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{s: s})
+	if s.metrics != nil { // nil only in unit tests of the handler
+		reg.MustRegister(s.metrics)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, s.serveGatherer()}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -413,171 +412,15 @@ func notify(state string) {
 	daemon.SdNotify(false, state)
 }
 
-// collector turns the segment's counters into the metrics docs/METRICS.md lists, at
-// each scrape.
-type collector struct{ s *supervisor }
-
-var (
-	descClaim     = prometheus.NewDesc("freshq_claim_granted_total", "Jobs granted, by where they came from.", []string{"source"}, nil)
-	descSweep     = prometheus.NewDesc("freshq_ready_sweep_seconds", "Duration of the last sweep, and sweeps by outcome.", []string{"outcome"}, nil)
-	descSweeps    = prometheus.NewDesc("freshq_ready_sweeps_total", "Sweeps by outcome.", []string{"outcome"}, nil)
-	descPublished = prometheus.NewDesc("freshq_ready_published", "Entries in the active ready-set generation.", nil, nil)
-	descReadyGen  = prometheus.NewDesc("freshq_ready_generation", "The active ready-set generation (0 = cold).", nil, nil)
-	descCadence   = prometheus.NewDesc("freshq_ready_cadence_total", "Rows scored, by where their cadence came from.", []string{"origin"}, nil)
-	descBacklog   = prometheus.NewDesc("freshq_backlog", "Due rows at the last sweep, by lane.", []string{"lane"}, nil)
-	descLateness  = prometheus.NewDesc("freshq_lateness_ratio", "Lateness ratio (now - due) / cadence at grant, by lane.", []string{"lane"}, nil)
-	descRender    = prometheus.NewDesc("freshq_render_total", "Render attempts by outcome.", []string{"outcome"}, nil)
-	descRenderSec = prometheus.NewDesc("freshq_render_seconds", "Render duration.", nil, nil)
-	descRefused   = prometheus.NewDesc("freshq_lease_refused_total", "Takes refused at grant time because the row was leased, by cause.", []string{"cause"}, nil)
-	descLeases    = prometheus.NewDesc("freshq_leases_live", "Live leases of rows (host slots are not counted).", nil, nil)
-	// A timestamp in seconds, as Prometheus names them (promtool rejects an abbreviated unit such
-	// as freshq_floor_ms).
-	descFloor       = prometheus.NewDesc("freshq_floor_timestamp_seconds", "The claim floor, seconds since the epoch.", nil, nil)
-	descPinned      = prometheus.NewDesc("freshq_floor_pinned_seconds", "How long the row at the floor's head has held it.", nil, nil)
-	descBelow       = prometheus.NewDesc("freshq_below_floor", "Rows below the claim floor (must be 0).", nil, nil)
-	descRestarts    = prometheus.NewDesc("freshq_worker_restarts_total", "Worker restarts.", []string{"worker"}, nil)
-	descDropped     = prometheus.NewDesc("freshq_results_dropped_total", "Results given up after the delivery bound.", nil, nil)
-	descGivenBack   = prometheus.NewDesc("freshq_leases_released_unrendered_total", "Leases a render worker gave back without a result when it stopped: claimed but not begun, or cancelled at the drain bound.", nil, nil)
-	descResultLat   = prometheus.NewDesc("freshq_claim_to_result_seconds", "From claim to worker 0's commit of the result.", nil, nil)
-	descChromeBlock = prometheus.NewDesc("freshq_chrome_blocked_requests_total", "Requests the chrome renderer refused before they loaded: by resource type, by URL pattern, or by policy (render.domains, the address policy, a scheme other than http(s)).", []string{"reason"}, nil)
-	descChromeRest  = prometheus.NewDesc("freshq_chrome_restarts_total", "Browsers the chrome renderer retired for a new one: after render.chrome.recycle_after renders, over render.chrome.max_rss, or crashed.", []string{"reason"}, nil)
-	descHeartbeat   = prometheus.NewDesc("freshq_worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat.", []string{"worker"}, nil)
-	// The cluster (store.backend postgres): what the fence refused, counted in shared memory,
-	// and this node's shards, the number from worker 0's block and each one from its cluster view.
-	descGrantsFenced   = prometheus.NewDesc("freshq_grants_fenced_total", "Takes refused by the node's fence: their shard was given up, or its leases were not renewed in time.", nil, nil)
-	descAdvancesFenced = prometheus.NewDesc("freshq_floor_advances_fenced_total", "Shard floor advances refused because the node no longer held the shard at its epoch.", nil, nil)
-	descResultsFenced  = prometheus.NewDesc("freshq_results_fenced_total", "Results refused because the node no longer held the row's shard.", nil, nil)
-	descShardsOwned    = prometheus.NewDesc("freshq_cluster_shards_owned", "Shards this node holds by lease.", nil, nil)
-	descShardsMoved    = prometheus.NewDesc("freshq_cluster_shard_moves_total", "Shards this node acquired, and gave up (handed over or found lost).", []string{"direction"}, nil)
-	descShardEpoch     = prometheus.NewDesc("freshq_shard_epoch", "The epoch of this node's lease of each shard it holds.", []string{"shard"}, nil)
-	descShardFloor     = prometheus.NewDesc("freshq_shard_floor_timestamp_seconds", "The floor of each shard this node holds, seconds since the epoch.", []string{"shard"}, nil)
-	descShardBelow     = prometheus.NewDesc("freshq_shard_rows_below_floor", "Rows due below the floor of each shard this node holds (must be 0; counted up to 1000 a shard).", []string{"shard"}, nil)
-	laneNames          = []string{"urgent", "submitted", "discovered", "cold"}
-	allDescriptions    = []*prometheus.Desc{descClaim, descSweep, descSweeps, descPublished, descReadyGen, descCadence, descBacklog,
-		descLateness, descRender, descRenderSec, descRefused, descLeases, descFloor, descPinned, descBelow, descRestarts,
-		descDropped, descGivenBack, descHeartbeat, descResultLat, descChromeBlock, descChromeRest,
-		descGrantsFenced, descAdvancesFenced, descResultsFenced, descShardsOwned, descShardsMoved, descShardEpoch, descShardFloor, descShardBelow}
-)
-
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range allDescriptions {
-		ch <- d
-	}
-	for _, d := range capacityDescriptions {
-		ch <- d
-	}
-	for _, d := range missDescriptions {
-		ch <- d
-	}
-	for _, d := range hostDescriptions {
-		ch <- d
-	}
-}
-
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	seg := c.s.seg
-	now := clock.Now()
-	workers := make([]*shm.Worker, len(c.s.children))
-	for i := range workers {
-		workers[i], _ = seg.Worker(i)
-	}
-	sum := func(ctr shm.Counter) float64 {
-		t := uint64(0)
-		for _, w := range workers {
-			t += w.Load(ctr)
-		}
-		return float64(t)
-	}
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	histogram := func(d *prometheus.Desc, base shm.Counter, bounds []float64, scale float64, labels ...string) {
-		buckets := make(map[float64]uint64, len(bounds))
-		cum := uint64(0)
-		for i, b := range bounds {
-			cum += uint64(sum(base + shm.Counter(i)))
-			buckets[b] = cum
-		}
-		count := cum + uint64(sum(base+shm.Counter(len(bounds))))
-		total := sum(base+shm.Counter(len(bounds)+1)) / scale
-		ch <- prometheus.MustNewConstHistogram(d, count, total, buckets, labels...)
-	}
-
-	counter(descClaim, sum(shm.CounterClaimReady), "ready")
-	counter(descClaim, sum(shm.CounterClaimIndex), "index")
-	w0 := workers[0]
-	gauge(descSweep, float64(w0.Load(shm.CounterSweepMicros))/1e6, "last")
-	counter(descSweeps, float64(w0.Load(shm.CounterSweeps)), "ok")
-	counter(descSweeps, float64(w0.Load(shm.CounterSweepFailures)), "failed")
-	counter(descSweeps, float64(w0.Load(shm.CounterSweepCapped)), "capped")
-	rs := seg.Ready().Stats()
-	gauge(descPublished, float64(rs.Count))
-	gauge(descReadyGen, float64(rs.Gen))
-	counter(descCadence, float64(w0.Load(shm.CounterCadenceCarried)), "carried")
-	counter(descCadence, float64(w0.Load(shm.CounterCadenceResolved)), "resolved")
-	for lane, name := range laneNames {
-		gauge(descBacklog, float64(w0.Load(shm.CounterBacklog+shm.Counter(lane))), name)
-		histogram(descLateness, shm.CounterLateness+shm.Counter(lane)*shm.LatenessStride, shm.LatenessBuckets[:], 1e6, name)
-	}
-	for i, o := range outcome.All() {
-		counter(descRender, sum(shm.CounterRenderOutcome+shm.Counter(i)), o.String())
-	}
-	histogram(descRenderSec, shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], 1e6)
-	histogram(descResultLat, shm.CounterResultLatency, shm.ResultLatencyBuckets[:], 1e6)
-	ls := seg.Leases().Stats(now.UnixMilli())
-	counter(descRefused, float64(ls.RefusedHeld), "held")
-	counter(descRefused, float64(ls.RefusedFull), "full")
-	counter(descRefused, float64(ls.RefusedContended), "contended")
-	gauge(descLeases, float64(ls.Live))
-	floor := seg.Floor().Load()
-	gauge(descFloor, float64(floor)/1000)
-	pinned := 0.0
-	if h, since := seg.Floor().Pin(); h != 0 && since > 0 {
-		pinned = now.Sub(time.UnixMilli(since)).Seconds()
-	}
-	gauge(descPinned, pinned)
-	gauge(descBelow, float64(w0.Load(shm.CounterBelowFloor)))
-	counter(descDropped, sum(shm.CounterResultsDropped))
-	counter(descGivenBack, sum(shm.CounterReleasedUnrendered))
-	for i, reason := range shm.ChromeBlockReasons {
-		counter(descChromeBlock, sum(shm.CounterChromeBlocked+shm.Counter(i)), reason)
-	}
-	for i, reason := range shm.ChromeRestartReasons {
-		counter(descChromeRest, sum(shm.CounterChromeRestarts+shm.Counter(i)), reason)
-	}
-	for i, w := range workers {
-		st := w.Status()
-		idx := strconv.Itoa(i)
-		counter(descRestarts, float64(st.Restarts), idx)
-		age := 0.0
-		if st.HeartbeatMs > 0 {
-			age = now.Sub(time.UnixMilli(st.HeartbeatMs)).Seconds()
-		}
-		gauge(descHeartbeat, age, idx)
-	}
-	c.collectCluster(w0, sum, counter, gauge)
-	c.collectCapacity(gauge)
-	gauge(descMissFlights, float64(w0.Load(shm.CounterMissFlights)))
-	gauge(descMissWaiters, float64(w0.Load(shm.CounterMissWaiters)))
-	c.collectHosts(now.UnixMilli(), sum, counter, gauge)
-}
-
-// Render on miss (POST /v1/pages?wait=, the crawler listener's misses), from worker 0's block.
-var (
-	descMissFlights  = prometheus.NewDesc("freshq_render_on_miss_flights", "Renders on miss in flight: one per page that requests wait for.", nil, nil)
-	descMissWaiters  = prometheus.NewDesc("freshq_render_on_miss_waiters", "Requests waiting for a render on miss (at most page.max_waiters).", nil, nil)
-	missDescriptions = []*prometheus.Desc{descMissFlights, descMissWaiters}
-)
+// serveScrapeTimeout bounds the read of worker 0's crawler-listener series at a scrape.
+const serveScrapeTimeout = time.Second
 
 // serveGatherer gathers worker 0's crawler-listener series (package serve) at a scrape, over
 // the control socket. A worker 0 that does not answer leaves them out of that scrape (a
 // missing series is honest, a stale one is not); they restart from zero with worker 0, as
 // counters may.
 func (s *supervisor) serveGatherer() prometheus.Gatherer {
-	client := &http.Client{Timeout: capacityScrapeTimeout, Transport: &http.Transport{
+	client := &http.Client{Timeout: serveScrapeTimeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", s.socket)
@@ -604,74 +447,6 @@ func (s *supervisor) serveGatherer() prometheus.Gatherer {
 		}
 		return out, nil
 	})
-}
-
-// clusterScrapeTimeout bounds the read of worker 0's cluster view at a scrape: a database that
-// does not answer leaves the shard series out of this scrape, not /metrics hanging.
-const clusterScrapeTimeout = time.Second
-
-// collectCluster exports the cluster's series on PostgreSQL (nothing on Badger, whose node is in
-// no cluster). The fence's refusals and the number of shards held are worker 0's and the render
-// workers' counters in shared memory, there while worker 0 restarts. Each shard's epoch, floor
-// and rows below it live only in the database: they are read from worker 0's cluster view at
-// the scrape, for the leases the node holds unexpired, and left out of a scrape during which
-// worker 0 or the database does not answer (a missing series is honest, a stale one is not).
-func (c *collector) collectCluster(w0 *shm.Worker, sum func(shm.Counter) float64, counter, gauge func(*prometheus.Desc, float64, ...string)) {
-	if c.s.cfg.Load().Store.Backend != config.StoreBackendPostgres {
-		return
-	}
-	counter(descGrantsFenced, sum(shm.CounterGrantsFenced))
-	counter(descAdvancesFenced, float64(w0.Load(shm.CounterAdvancesFenced)))
-	counter(descResultsFenced, float64(w0.Load(shm.CounterResultsFenced)))
-	gauge(descShardsOwned, float64(w0.Load(shm.CounterShardsOwned)))
-	counter(descShardsMoved, float64(w0.Load(shm.CounterShardsAcquired)), "acquired")
-	counter(descShardsMoved, float64(w0.Load(shm.CounterShardsLost)), "lost")
-	ctx, cancel := context.WithTimeout(context.Background(), clusterScrapeTimeout)
-	defer cancel()
-	v, err := c.s.status.Cluster(ctx)
-	if err != nil {
-		return
-	}
-	for _, sh := range v.Shards {
-		if sh.Owner != v.Self || sh.ExpiresAtMs <= v.NowMs {
-			continue
-		}
-		label := strconv.Itoa(sh.Shard)
-		gauge(descShardEpoch, float64(sh.Epoch), label)
-		gauge(descShardFloor, float64(sh.FloorMs)/1000, label)
-		gauge(descShardBelow, float64(sh.RowsBelowFloor), label)
-	}
-}
-
-// The capacity series: worker 0's demand, measured capacity and projection (package capacity).
-var (
-	descDemand    = prometheus.NewDesc("freshq_demand_renders_per_second", "Renders per second the schedule asks for (Σ 1/cadence over live rows), by lane.", []string{"lane"}, nil)
-	descCapacity  = prometheus.NewDesc("freshq_capacity_renders_per_second", "Renders completed per second, smoothed over 15 minutes.", nil, nil)
-	descProjected = prometheus.NewDesc("freshq_projected_lateness_ratio", "Projected steady-state age ÷ cadence at render, by lane (1 = on time).", []string{"lane"}, nil)
-
-	capacityDescriptions = []*prometheus.Desc{descDemand, descCapacity, descProjected}
-)
-
-// capacityScrapeTimeout bounds the read of worker 0's capacity view at a scrape.
-const capacityScrapeTimeout = time.Second
-
-// collectCapacity exports the capacity series from worker 0's capacity view, read over the
-// control socket at the scrape. A worker 0 that does not answer leaves them out of this scrape
-// (a missing series is honest, a stale one is not).
-func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...string)) {
-	ctx, cancel := context.WithTimeout(context.Background(), capacityScrapeTimeout)
-	defer cancel()
-	v, err := c.s.status.Capacity(ctx)
-	if err != nil {
-		return
-	}
-	for _, lane := range laneNames {
-		gauge(descDemand, v.Demand.ByLane[lane], lane)
-		if r, ok := v.Projection.ByLane[lane]; ok {
-			gauge(descProjected, r, lane)
-		}
-	}
-	gauge(descCapacity, v.Capacity.PerSecond)
 }
 
 // pageWaits gives a request that waits for a render on miss (POST /v1/pages?wait=) the time

@@ -27,14 +27,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/console"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/connguard"
 	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/shm/shmmetrics"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -194,6 +198,20 @@ func run(args []string, sigs <-chan os.Signal) int {
 		log: log, seg: seg, bin: bin, workerConfig: workerConfig, logFormat: *logFormat, socket: socket, sockets: sockets,
 	}
 	s.cfg.Store(cfg)
+	s.status = wire.NewClient(s.socket)
+	if s.metrics, err = shmmetrics.New(shmmetrics.Options{
+		Segment:   seg,
+		Workers:   cfg.Workers,
+		Clustered: func() bool { return s.cfg.Load().Store.Backend == config.StoreBackendPostgres },
+		HostLimits: func() hosts.Limits {
+			c := s.cfg.Load()
+			return assemble.HostsLimits(c.Render.Hosts, c.Render.Domains...)
+		},
+		Worker0: s.status,
+	}); err != nil {
+		log.Error().Err(err).Msg("metrics")
+		return 1
+	}
 	return s.run(load, sigs)
 }
 
@@ -282,13 +300,13 @@ type supervisor struct {
 	sockets      inheritedSockets
 	console      *console.Console // the console at /ui/ (consoleHandler)
 	series       *console.Ring    // the overview's series: one sample a minute (sampleSeries)
+	metrics      prometheus.Collector
 }
 
 // run starts everything and blocks until a signal or a restart storm ends it.
 func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-chan os.Signal) int {
 	cfg := s.cfg.Load()
 	s.fatal = make(chan error, 1)
-	s.status = wire.NewClient(s.socket)
 	s.series = console.NewRing()
 	// Each socket is inherited (systemd's, or a handover's) or bound here (listeners.go).
 	ln, adminFile, err := s.sockets.listenAdmin(cfg.Listen)
