@@ -3,6 +3,7 @@ package shmmetrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -46,15 +47,15 @@ type Collector struct{ o Options }
 func New(o Options) (*Collector, error) {
 	switch {
 	case o.Segment == nil:
-		return nil, errors.Join(ErrMissing, errors.New("Segment"))
+		return nil, fmt.Errorf("%w: Segment", ErrMissing)
 	case o.Workers < 1:
-		return nil, errors.Join(ErrMissing, errors.New("Workers"))
+		return nil, fmt.Errorf("%w: Workers", ErrMissing)
 	case o.Clustered == nil:
-		return nil, errors.Join(ErrMissing, errors.New("Clustered"))
+		return nil, fmt.Errorf("%w: Clustered", ErrMissing)
 	case o.HostLimits == nil:
-		return nil, errors.Join(ErrMissing, errors.New("HostLimits"))
+		return nil, fmt.Errorf("%w: HostLimits", ErrMissing)
 	case o.Worker0 == nil:
-		return nil, errors.Join(ErrMissing, errors.New("Worker0"))
+		return nil, fmt.Errorf("%w: Worker0", ErrMissing)
 	}
 	return &Collector{o: o}, nil
 }

@@ -1,10 +1,11 @@
-package main
+package admin
 
 import (
 	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,12 +13,10 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -27,53 +26,106 @@ import (
 
 	"github.com/freshq/freshq/console"
 	"github.com/freshq/freshq/internal/connguard"
-	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
-// publicServer wraps the public listener: at most http.max_conns connections at once (more
+// Options are the admin listener's dependencies.
+type Options struct {
+	// Settings are the settings in force, read at each request: a reload applies at once.
+	Settings func() Settings
+	Socket   string // worker 0's control socket: the proxy's and the serve series' way in
+	// Status asks worker 0 whether it serves, for /readyz (bounded in time by the caller).
+	Status func(ctx context.Context) (wire.Status, error)
+	// Stopping reports whether the pool's stop began: remote claims are then refused.
+	Stopping func() bool
+	// Metrics are the series answered from shared memory at /metrics (shmmetrics); nil: none.
+	Metrics prometheus.Collector
+	// Console is the console at /ui/, Series the overview's GET /v1/series (package ui).
+	Console *console.Console
+	Series  http.HandlerFunc
+}
+
+// Settings are the admin listener's settings: listen, token, http.* and page.max_wait in the
+// configuration.
+type Settings struct {
+	Listen string   // the listener's address, for the Host check
+	Token  string   // the bearer token; "": none
+	Hosts  []string // http.hosts: names the Host header may carry besides listen's host and localhost
+	// The connection bounds (http.max_conns, http.max_unauthenticated) and time bounds
+	// (http.read_header_timeout, read_timeout, write_timeout, idle_timeout, bulk_timeout).
+	MaxConns, MaxUnauthenticated                                           int
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, BulkTimeout time.Duration
+	PageMaxWait                                                            time.Duration // page.max_wait: the longest wait for a render on miss
+}
+
+// ErrMissing is returned by New when a dependency is missing.
+var ErrMissing = errors.New("admin: missing dependency")
+
+// Server is the admin listener's HTTP surface.
+type Server struct {
+	o     Options
+	waits waitStop        // closed when the stop begins: requests waiting for a render on miss end
+	drain connguard.Drain // the listener's stop
+}
+
+// New is the admin listener's surface over o.
+func New(o Options) (*Server, error) {
+	if o.Settings == nil || o.Socket == "" || o.Status == nil || o.Stopping == nil || o.Console == nil || o.Series == nil {
+		return nil, fmt.Errorf("%w: Settings, Socket, Status, Stopping, Console and Series", ErrMissing)
+	}
+	return &Server{o: o}, nil
+}
+
+// EndWaits ends the requests waiting for a render on miss, and refuses the next ones' waits:
+// the pool stops, and its render workers render nothing more. Safe twice.
+func (s *Server) EndWaits() { s.waits.stop() }
+
+// Stop drains the admin listener served by srv (connguard.Drain): connections open get
+// DrainGrace to send one more request or close, then the requests in flight get DrainBound.
+func (s *Server) Stop(srv *http.Server) { s.drain.Stop(srv, DrainGrace, DrainBound) }
+
+// HTTPServer wraps the public listener: at most http.max_conns connections at once (more
 // wait in the kernel's accept queue), and every connection bounded in time — its headers within
 // http.read_header_timeout, a request within http.read_timeout, an answer within
 // http.write_timeout, an idle keep-alive within http.idle_timeout — so that a client that
 // sends slowly (slowloris) or never closes holds a connection only that long. Bulk endpoints
 // get http.bulk_timeout instead, per request (see bulkDeadlines). A peer holds at most
 // http.max_unauthenticated connections before its requests pass authorize (connguard). Its
-// stop is a drain (s.drain, connguard.Drain): the socket may outlive this supervisor.
-func (s *supervisor) publicServer(ln net.Listener) (*http.Server, net.Listener) {
-	h := s.cfg.Load().HTTP
+// stop is a drain (Stop, connguard.Drain): the socket may outlive this supervisor.
+func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
+	h := s.o.Settings()
 	srv := &http.Server{
 		ConnContext:       connguard.ConnContext,
 		ConnState:         s.drain.ConnState,
-		Handler:           s.drain.Handler(s.handler()),
-		ReadHeaderTimeout: h.ReadHeaderTimeout.D(),
-		ReadTimeout:       h.ReadTimeout.D(),
-		WriteTimeout:      h.WriteTimeout.D(),
-		IdleTimeout:       h.IdleTimeout.D(),
+		Handler:           s.drain.Handler(s.Handler()),
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadTimeout:       h.ReadTimeout,
+		WriteTimeout:      h.WriteTimeout,
+		IdleTimeout:       h.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
 	// connguard outside: a connection it closes gives its max_conns slot back at once.
 	return srv, s.drain.Listener(connguard.Listen(netutil.LimitListener(ln, h.MaxConns), h.MaxUnauthenticated,
-		func() bool { return s.cfg.Load().Token != "" }))
+		func() bool { return s.o.Settings().Token != "" }))
 }
 
-// The admin listener's drain at a stop (connguard.Drain): connections open get
-// listenerDrainGrace to send one more request or close, then the requests still in flight get
-// listenerDrainBound.
+// The admin listener's drain at a stop (connguard.Drain): connections open get DrainGrace to
+// send one more request or close, then the requests still in flight get DrainBound.
 const (
-	listenerDrainGrace = 2 * time.Second
-	listenerDrainBound = 5 * time.Second
+	DrainGrace = 2 * time.Second
+	DrainBound = 5 * time.Second
 )
 
-// handler is the public listener: /metrics, /healthz and /readyz are answered from shared
+// Handler is the public listener: /metrics, /healthz and /readyz are answered from shared
 // memory, so they work while worker 0 restarts; everything else goes to worker 0.
 //
 // In front of everything, in this order: the Host check (hostGuard), the cross-origin check
 // on writes (crossOrigin), the bearer token (authorize), and per-request deadlines of bulk
 // endpoints (bulkDeadlines).
-func (s *supervisor) handler() http.Handler {
+func (s *Server) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
-	if s.metrics != nil { // nil only in unit tests of the handler
-		reg.MustRegister(s.metrics)
+	if s.o.Metrics != nil {
+		reg.MustRegister(s.o.Metrics)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, s.serveGatherer()}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -82,7 +134,7 @@ func (s *supervisor) handler() http.Handler {
 		json.NewEncoder(w).Encode(map[string]any{"ok": true})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.worker0Status(r.Context())
+		st, err := s.o.Status(r.Context())
 		ready := err == nil && st.Serving && st.Sweeps+st.SweepFails > 0
 		w.Header().Set("Content-Type", "application/json")
 		if !ready {
@@ -96,7 +148,7 @@ func (s *supervisor) handler() http.Handler {
 	proxy.Transport = &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", s.socket)
+			return d.DialContext(ctx, "unix", s.o.Socket)
 		},
 		MaxIdleConnsPerHost: 32,
 	}
@@ -106,8 +158,8 @@ func (s *supervisor) handler() http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]string{"error": "worker 0 is unavailable; retry shortly"})
 	}
-	mux.HandleFunc("GET /v1/series", s.seriesHandler)
-	mux.Handle(console.Prefix, s.consoleHandler())
+	mux.HandleFunc("GET /v1/series", s.o.Series)
+	mux.Handle(console.Prefix, s.o.Console)
 	mux.Handle("/", internalGuard(s.noClaimsWhileStopping(s.pageWaits(proxy))))
 	return s.hostGuard(crossOrigin(s.authorize(s.bulkDeadlines(mux))))
 }
@@ -122,10 +174,10 @@ var bulkEndpoints = map[string]bool{
 
 // bulkDeadlines moves the connection's read and write deadlines of a bulk request to
 // http.bulk_timeout from now. Every other request keeps the server's shorter bounds.
-func (s *supervisor) bulkDeadlines(next http.Handler) http.Handler {
+func (s *Server) bulkDeadlines(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if bulkEndpoints[r.Method+" "+r.URL.Path] {
-			deadline := time.Now().Add(s.cfg.Load().HTTP.BulkTimeout.D())
+			deadline := time.Now().Add(s.o.Settings().BulkTimeout)
 			rc := http.NewResponseController(w)
 			rc.SetReadDeadline(deadline)
 			rc.SetWriteDeadline(deadline)
@@ -148,10 +200,10 @@ func (s *supervisor) bulkDeadlines(next http.Handler) http.Handler {
 //
 // The port is not compared: a port forward or a proxy may change it. /healthz and /readyz are
 // exempt, so that a load balancer's probe, which may send any Host, still gets its answer.
-func (s *supervisor) hostGuard(next http.Handler) http.Handler {
+func (s *Server) hostGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cfg := s.cfg.Load()
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || hostAllowed(cfg.Listen, cfg.HTTP.Hosts, r.Host) {
+		cfg := s.o.Settings()
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || hostAllowed(cfg.Listen, cfg.Hosts, r.Host) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -224,9 +276,9 @@ func crossOrigin(next http.Handler) http.Handler {
 // health probes, when one is set. Startup refuses a listener beyond loopback without one. A
 // request that passes frees its connection of the per-peer bound on unauthenticated ones; a
 // refused one closes its connection (connguard).
-func (s *supervisor) authorize(next http.Handler) http.Handler {
+func (s *Server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token := s.cfg.Load().Token
+		token := s.o.Settings().Token
 		if token == "" { // nothing to check: every connection is as good as authenticated
 			connguard.Authenticated(r.Context())
 			next.ServeHTTP(w, r)
@@ -259,9 +311,9 @@ func (s *supervisor) authorize(next http.Handler) http.Handler {
 // cookie, which only the token's holder got (package console), lets a request in as
 // authenticated; the login form and its assets are answered to anyone, still counted against
 // the peer's bound on unauthenticated connections; anything else is sent to the login form.
-func (s *supervisor) authorizeConsole(w http.ResponseWriter, r *http.Request, next http.Handler, bearer bool) {
+func (s *Server) authorizeConsole(w http.ResponseWriter, r *http.Request, next http.Handler, bearer bool) {
 	switch {
-	case bearer || s.console != nil && s.console.Authenticated(r):
+	case bearer || s.o.Console.Authenticated(r):
 		connguard.Authenticated(r.Context())
 		next.ServeHTTP(w, r)
 	case console.Public(r):
@@ -292,8 +344,8 @@ func bodyToken(r *http.Request) (string, bool) {
 	return call.PrerenderToken, true
 }
 
-// loopbackOnly reports whether addr listens on loopback only.
-func loopbackOnly(addr string) bool {
+// LoopbackOnly reports whether addr listens on loopback only.
+func LoopbackOnly(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
@@ -309,9 +361,9 @@ func loopbackOnly(addr string) bool {
 // stays up while the render workers drain, and a lease granted then would only be given back
 // or lapse. 503 with Retry-After says "come back to the next instance". Results, extensions
 // and releases still pass: they end leases that remote renders already hold.
-func (s *supervisor) noClaimsWhileStopping(next http.Handler) http.Handler {
+func (s *Server) noClaimsWhileStopping(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.stopping.Load() && r.Method == http.MethodPost && r.URL.Path == "/v1/claim" {
+		if s.o.Stopping() && r.Method == http.MethodPost && r.URL.Path == "/v1/claim" {
 			w.Header().Set("Retry-After", "5")
 			wire.WriteError(w, http.StatusServiceUnavailable, "", "freshq is stopping: no new leases; retry shortly")
 			return
@@ -331,87 +383,6 @@ func internalGuard(next http.Handler) http.Handler {
 	})
 }
 
-// worker0Status asks worker 0 whether it serves, over the supervisor's one status client
-// (s.status): /readyz and the systemd loop reuse its keep-alive connections. A client per call
-// left one idle unix connection behind per /readyz request, in both processes, until the idle
-// timeout closed it.
-func (s *supervisor) worker0Status(ctx context.Context) (wire.Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return s.status.Status(ctx)
-}
-
-// notifySystemd sends READY=1 once worker 0 serves and its first sweep finished (or failed,
-// or ready_timeout passed), then WATCHDOG=1 at half the watchdog interval for as long as every
-// worker's heartbeat keeps advancing, and a one-line STATUS= summary.
-func (s *supervisor) notifySystemd() {
-	cfg := s.cfg.Load().Supervisor
-	deadline := time.Now().Add(cfg.ReadyTimeout.D())
-	for !s.stopping.Load() {
-		st, err := s.worker0Status(context.Background())
-		if err == nil && st.Sweeps+st.SweepFails > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			s.log.Warn().Dur("ready_timeout", cfg.ReadyTimeout.D()).Msg("first sweep not finished; reporting ready anyway")
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if s.stopping.Load() {
-		return
-	}
-	notify("READY=1")
-	s.log.Info().Msg("ready")
-	interval, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || interval <= 0 {
-		interval = 0
-	}
-	tick := 10 * time.Second
-	if interval > 0 {
-		tick = interval / 2
-	}
-	last := make([]uint64, len(s.children))
-	lastMove := make([]time.Time, len(s.children))
-	for i := range lastMove {
-		lastMove[i] = time.Now()
-	}
-	for !s.stopping.Load() {
-		time.Sleep(tick)
-		healthy := true
-		stall := s.cfg.Load().Supervisor.WatchdogStall.D()
-		for i := range s.children {
-			w, err := s.seg.Worker(i)
-			if err != nil {
-				continue
-			}
-			if b := w.Status().Beats; b != last[i] {
-				last[i], lastMove[i] = b, time.Now()
-			} else if time.Since(lastMove[i]) > stall {
-				healthy = false
-			}
-		}
-		rs := s.seg.Ready().Stats()
-		notify("STATUS=" + statusLine(rs, s.seg.Floor().Load(), healthy))
-		if interval > 0 && healthy {
-			notify("WATCHDOG=1")
-		}
-	}
-}
-
-func statusLine(rs shm.ReadyStats, floor int64, healthy bool) string {
-	state := "healthy"
-	if !healthy {
-		state = "a worker's heartbeat stalled"
-	}
-	return "gen " + strconv.FormatUint(rs.Gen, 10) + ", ready " + strconv.FormatUint(rs.Taken, 10) + "/" +
-		strconv.FormatUint(rs.Count, 10) + ", floor " + time.UnixMilli(floor).UTC().Format(time.RFC3339) + ", " + state
-}
-
-func notify(state string) {
-	daemon.SdNotify(false, state)
-}
-
 // serveScrapeTimeout bounds the read of worker 0's crawler-listener series at a scrape.
 const serveScrapeTimeout = time.Second
 
@@ -419,11 +390,11 @@ const serveScrapeTimeout = time.Second
 // the control socket. A worker 0 that does not answer leaves them out of that scrape (a
 // missing series is honest, a stale one is not); they restart from zero with worker 0, as
 // counters may.
-func (s *supervisor) serveGatherer() prometheus.Gatherer {
+func (s *Server) serveGatherer() prometheus.Gatherer {
 	client := &http.Client{Timeout: serveScrapeTimeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", s.socket)
+			return d.DialContext(ctx, "unix", s.o.Socket)
 		},
 		MaxIdleConnsPerHost: 1,
 	}}
@@ -455,14 +426,14 @@ func (s *supervisor) serveGatherer() prometheus.Gatherer {
 // longer wait). And it ends the wait when the pool stops (waitStop): the render workers stop
 // first and render nothing more, so the waiter is answered 503 at once by the proxy's error
 // handler instead of holding the listener's shutdown up until its wait runs out.
-func (s *supervisor) pageWaits(next http.Handler) http.Handler {
+func (s *Server) pageWaits(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/pages" || !r.URL.Query().Has("wait") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		cfg := s.cfg.Load()
-		deadline := time.Now().Add(max(cfg.HTTP.ReadTimeout.D(), cfg.HTTP.WriteTimeout.D()) + cfg.Page.MaxWait.D())
+		cfg := s.o.Settings()
+		deadline := time.Now().Add(max(cfg.ReadTimeout, cfg.WriteTimeout) + cfg.PageMaxWait)
 		rc := http.NewResponseController(w)
 		rc.SetReadDeadline(deadline)
 		rc.SetWriteDeadline(deadline)
