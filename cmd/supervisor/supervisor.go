@@ -66,8 +66,8 @@ func (s *supervisor) run(load func() (*config.Config, []byte, error), sigs <-cha
 	s.log.Info().Str("listen", ln.Addr().String()).Int("workers", cfg.Workers).Str("data_dir", cfg.DataDir).
 		Str("shm", cfg.SHM.Path).Str("socket", s.socket).Str("inherited_from", s.sockets.From).Msg("freshq supervisor started")
 
-	// Started in this order, stopped in the reverse one below: the workers, then what watches
-	// them (systemd's notifications, the console's series), which return once the stop began.
+	// The workers, then what watches them (systemd's notifications, the console's series):
+	// these return once the pool's stop began (BeginStop, below).
 	s.pool.Start()
 	go sdnotify.Run(sdnotify.Options{Segment: s.seg, Workers: cfg.Workers, Status: s.worker0Status, Stopping: s.pool.Stopping,
 		ReadyTimeout:  s.cfg.Load().Supervisor.ReadyTimeout.D(),
