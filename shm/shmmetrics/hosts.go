@@ -1,11 +1,10 @@
-package main
+package shmmetrics
 
 import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -14,7 +13,7 @@ import (
 // The politeness series, read from shared memory at the scrape (package hosts): the host
 // table and the host tokens in the lease table, there while worker 0 restarts. A host label
 // would be unbounded — a farm renders for as many hosts as its targets name — so the per-host
-// series cover only hosts the table holds, and at most hostSeriesMax of them each.
+// series cover only hosts the table holds, and at most HostSeriesMax of them each.
 var (
 	descHostPaused   = prometheus.NewDesc("freshq_host_paused", "1 for each host paused now by a Retry-After (the longest pauses, at most 20 hosts).", []string{"host"}, nil)
 	descHostInflight = prometheus.NewDesc("freshq_host_inflight", "Renders in flight of each host the host table holds (the 20 with the most).", []string{"host"}, nil)
@@ -24,39 +23,38 @@ var (
 	hostDescriptions = []*prometheus.Desc{descHostPaused, descHostInflight, descRenderRefuse, descHostsTracked}
 )
 
-// hostSeriesMax bounds each per-host series' hosts at a scrape.
-const hostSeriesMax = 20
+// HostSeriesMax bounds each per-host series' hosts at a scrape.
+const HostSeriesMax = 20
 
 // collectHosts exports the politeness series at nowMs.
-func (c *collector) collectHosts(nowMs int64, sum func(shm.Counter) float64, counter, gauge func(*prometheus.Desc, float64, ...string)) {
-	counter(descRenderRefuse, sum(shm.CounterRenderRefusedHost), "host")
+func (c *Collector) collectHosts(e emit, nowMs int64) {
+	e.counter(descRenderRefuse, e.sum(shm.CounterRenderRefusedHost), "host")
 	// The table is kept per site, and so are the limits (overrides folded into their sites).
-	cfg := c.s.cfg.Load()
-	lim := assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...)
-	rows := hosts.Rows(c.s.seg, lim.Max, nowMs)
-	gauge(descHostsTracked, float64(len(rows)))
+	lim := c.o.HostLimits()
+	rows := hosts.Rows(c.o.Segment, lim.Max, nowMs)
+	e.gauge(descHostsTracked, float64(len(rows)))
 	for _, r := range topPaused(rows) {
-		gauge(descHostPaused, 1, r.Host)
+		e.gauge(descHostPaused, 1, r.Host)
 	}
 	for _, r := range topInFlight(rows) {
-		gauge(descHostInflight, float64(r.InFlight), r.Host)
+		e.gauge(descHostInflight, float64(r.InFlight), r.Host)
 	}
 }
 
 // topPaused is the paused hosts of rows (sorted by hosts.Compare: the paused first, the
-// longest pause first), at most hostSeriesMax.
+// longest pause first), at most HostSeriesMax.
 func topPaused(rows []wire.QueueHost) []wire.QueueHost {
 	n := 0
-	for n < len(rows) && n < hostSeriesMax && rows[n].Paused {
+	for n < len(rows) && n < HostSeriesMax && rows[n].Paused {
 		n++
 	}
 	return rows[:n]
 }
 
-// topInFlight is the hostSeriesMax hosts of rows with the most renders in flight (ties: the
+// topInFlight is the HostSeriesMax hosts of rows with the most renders in flight (ties: the
 // most held back first), on a copy.
 func topInFlight(rows []wire.QueueHost) []wire.QueueHost {
 	by := slices.Clone(rows)
 	slices.SortStableFunc(by, func(a, b wire.QueueHost) int { return b.InFlight - a.InFlight })
-	return by[:min(len(by), hostSeriesMax)]
+	return by[:min(len(by), HostSeriesMax)]
 }

@@ -1,4 +1,4 @@
-package main
+package shmmetrics
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // first), so a throttled host with none in flight is left out; and every series passes
 // promlint.
 func TestHostMetrics(t *testing.T) {
-	s := metricsSupervisor(t, config.StoreBackendBadger, nil)
+	s := metricsFixture(t, config.StoreBackendBadger, nil)
 	now := time.Now().UnixMilli()
 	h := s.seg.Hosts()
 	for i := range 25 {
@@ -66,7 +66,7 @@ func TestHostMetrics(t *testing.T) {
 
 // An empty host table exposes no per-host series, and the refused counter at 0.
 func TestHostMetricsEmpty(t *testing.T) {
-	out := scrape(t, metricsSupervisor(t, config.StoreBackendBadger, nil))
+	out := scrape(t, metricsFixture(t, config.StoreBackendBadger, nil))
 	got := strings.Join(hostLines(out), "\n")
 	want := "# TYPE freshq_hosts_tracked gauge\nfreshq_hosts_tracked 0\n# TYPE freshq_render_refused_total counter\nfreshq_render_refused_total{cause=\"host\"} 0"
 	if got != want {

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"io"
@@ -34,13 +34,13 @@ func slowWorker0(t *testing.T, delay time.Duration, release chan struct{}) strin
 }
 
 // publicListener serves s's public handler with its connection bounds on a free port.
-func publicListener(t *testing.T, s *supervisor) string {
+func publicListener(t *testing.T, s *fixture) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, ln := s.publicServer(ln)
+	srv, ln := s.HTTPServer(ln)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
@@ -54,8 +54,7 @@ func TestPageWaitOutlastsTheConnectionTimeouts(t *testing.T) {
 	cfg := config.Default()
 	cfg.HTTP.ReadTimeout, cfg.HTTP.WriteTimeout = config.Duration(bound), config.Duration(bound)
 	cfg.Page.MaxWait = config.Duration(5 * time.Second)
-	s := &supervisor{socket: slowWorker0(t, 3*bound, nil)}
-	s.cfg.Store(cfg)
+	s := newFixture(t, cfg, slowWorker0(t, 3*bound, nil))
 	base := publicListener(t, s)
 	resp, err := http.Post(base+"/v1/pages?url=https://a.test/&wait=2s", "", nil)
 	if err != nil {
@@ -77,8 +76,7 @@ func TestPageWaitOutlastsTheConnectionTimeouts(t *testing.T) {
 func TestPageWaitEndsAtTheStop(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	s := &supervisor{socket: slowWorker0(t, time.Hour, release)}
-	s.cfg.Store(config.Default())
+	s := newFixture(t, config.Default(), slowWorker0(t, time.Hour, release))
 	base := publicListener(t, s)
 	answer := make(chan *http.Response, 1)
 	go func() {

@@ -1,4 +1,4 @@
-package main
+package shmmetrics
 
 import (
 	"net"
@@ -25,7 +25,7 @@ func capacityAt() wire.Capacity {
 // The capacity series are worker 0's figures, read from its capacity view at the scrape; they
 // pass Prometheus' lint; with worker 0 down they are absent, not stale.
 func TestCapacityMetrics(t *testing.T) {
-	s := metricsSupervisor(t, config.StoreBackendBadger, nil)
+	s := metricsFixture(t, config.StoreBackendBadger, nil)
 	ln, err := net.Listen("unix", s.socket)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package rundir
 
 import (
 	"errors"
@@ -8,28 +8,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/shm"
 )
 
 func TestLockIsExclusiveAndNamesItsHolder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "supervisor.lock")
-	l, err := acquireLock(path)
+	l, err := AcquireLock(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = acquireLock(path)
-	if !errors.Is(err, errInUse) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
-		t.Fatalf("second lock: %v, want errInUse naming pid %d", err, os.Getpid())
+	_, err = AcquireLock(path)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second lock: %v, want ErrInUse naming pid %d", err, os.Getpid())
 	}
-	l.release()
-	l2, err := acquireLock(path)
+	l.Release()
+	l2, err := AcquireLock(path)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
-	l2.release()
+	l2.Release()
 }
 
 // A lock file may sit in a directory others can write (shm.path in /dev/shm, say): a name
@@ -63,8 +60,8 @@ func TestLockRefusesAPlantedFile(t *testing.T) {
 		if err := mk(path); err != nil {
 			t.Fatal(err)
 		}
-		if l, err := acquireLock(path); err == nil {
-			l.release()
+		if l, err := AcquireLock(path); err == nil {
+			l.Release()
 			t.Errorf("a planted %s was taken as the lock", name)
 		} else if !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v does not name the file", name, err)
@@ -80,45 +77,44 @@ func TestLockRefusesAPlantedFile(t *testing.T) {
 
 func TestRuntimeDirMustBePrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rt")
-	if err := ensurePrivateDir(dir); err != nil {
+	if err := EnsurePrivateDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("created %v %v, want mode 0700", st.Mode(), err)
 	}
 	os.Chmod(dir, 0o755)
-	if err := ensurePrivateDir(dir); err == nil || !strings.Contains(err.Error(), "private") {
+	if err := EnsurePrivateDir(dir); err == nil || !strings.Contains(err.Error(), "private") {
 		t.Fatalf("a 0755 runtime directory: %v, want a refusal", err)
 	}
 	link := filepath.Join(t.TempDir(), "link")
 	os.Symlink(t.TempDir(), link)
-	if err := ensurePrivateDir(link); err == nil {
+	if err := EnsurePrivateDir(link); err == nil {
 		t.Fatal("a symlink accepted as the runtime directory")
 	}
 	t.Setenv("RUNTIME_DIRECTORY", "/run/freshq:/run/other")
-	if got := runtimeDir(); got != "/run/freshq" {
-		t.Fatalf("runtimeDir under systemd: %s", got)
+	if got := Dir(); got != "/run/freshq" {
+		t.Fatalf("Dir under systemd: %s", got)
 	}
 }
 
 // The socket and segment of the default runtime directory stay within a unix socket address.
 func TestDefaultPathsFit(t *testing.T) {
 	t.Setenv("RUNTIME_DIRECTORY", "")
-	c := config.Default()
-	c.DataDir = "/var/lib/freshq/" + strings.Repeat("x", 200)
-	if err := resolvePaths(c, runtimeDir()); err != nil {
+	dataDir, seg, err := ResolvePaths("/var/lib/freshq/"+strings.Repeat("x", 200), "", Dir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(runtimeDir(), poolName(c.DataDir)+".sock")
-	if len(sock) > maxSocketPath || filepath.Dir(c.SHM.Path) != runtimeDir() {
-		t.Fatalf("socket %s (%d bytes), segment %s", sock, len(sock), c.SHM.Path)
+	sock := filepath.Join(Dir(), PoolName(dataDir)+".sock")
+	if len(sock) > MaxSocketPath || filepath.Dir(seg) != Dir() {
+		t.Fatalf("socket %s (%d bytes), segment %s", sock, len(sock), seg)
 	}
 }
 
 func TestRemoveIfSameLeavesAReplacedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "seg")
 	os.WriteFile(path, []byte("mine"), 0o600)
-	id, err := statID(path)
+	id, err := StatID(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +127,7 @@ func TestRemoveIfSameLeavesAReplacedFile(t *testing.T) {
 	defer f.Close()
 	os.WriteFile(path+".new", []byte("theirs"), 0o600)
 	os.Rename(path+".new", path)
-	if removeIfSame(path, id) {
+	if RemoveIfSame(path, id) {
 		t.Fatal("removed a file that replaced ours")
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -139,65 +135,15 @@ func TestRemoveIfSameLeavesAReplacedFile(t *testing.T) {
 	}
 }
 
-// A segment larger than the free space of its filesystem is refused at start, naming the line
-// of the key that sizes it.
+// A segment larger than the free space of its filesystem is refused before it is created.
 func TestSegmentLargerThanFreeSpaceIsRefused(t *testing.T) {
-	data := []byte("queue:\n  ready:\n    capacity: 16777216\n    key_capacity: 32768\n    sweep_cap: 16777216\n")
-	c, err := config.Parse(data)
-	if err != nil {
-		t.Fatal(err)
+	path := filepath.Join(t.TempDir(), "x.seg")
+	err := CheckSegmentSpace(path, shm.Options{ReadyCapacity: 16777216, KeyCapacity: 32768, LeaseCapacity: 4096, Workers: 4})
+	var ns *NoSpaceError
+	if !errors.As(err, &ns) || ns.Size <= ns.Free || ns.Dir != filepath.Dir(path) {
+		t.Fatalf("got %v, want a NoSpaceError for %s", err, filepath.Dir(path))
 	}
-	c.SHM.Path = filepath.Join(t.TempDir(), "x.seg")
-	opts := shm.Options{ReadyCapacity: c.Queue.Ready.Capacity, KeyCapacity: c.Queue.Ready.KeyCapacity, LeaseCapacity: c.Queue.MaxLeases, Workers: c.Workers}
-	err = checkSegmentSpace(c, opts, data)
-	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "line 3: queue.ready.capacity") {
-		t.Fatalf("got %v, want a refusal at line 3", err)
-	}
-	small := config.Default()
-	small.SHM.Path = c.SHM.Path
-	if err := checkSegmentSpace(small, shm.Options{Workers: 3}, nil); err != nil {
+	if err := CheckSegmentSpace(path, shm.Options{Workers: 3}); err != nil {
 		t.Fatalf("the default segment: %v", err)
-	}
-}
-
-// The start-up token check runs on every reload: a reload that drops the token while the
-// listener reaches beyond loopback is refused, and the token in force stays.
-func TestReloadDroppingTheTokenIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "freshq.yaml")
-	t.Setenv("FRESHQ_TOKEN", "")
-	write := func(s string) {
-		if err := os.WriteFile(path, []byte("data_dir: "+dir+"\nlisten: 0.0.0.0:8420\n"+s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("token: s3cret\n")
-	l := loader{path: path, rt: dir}
-	cfg, _, err := l.load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg, err := shm.Create(filepath.Join(dir, "seg"), shm.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seg.Close()
-	s := &supervisor{log: zerolog.Nop(), seg: seg, workerConfig: filepath.Join(dir, "workers.yaml")}
-	s.cfg.Store(cfg)
-	write("")
-	s.reload(l.load)
-	if s.cfg.Load().Token != "s3cret" {
-		t.Fatal("a reload without a token was applied to a listener beyond loopback")
-	}
-	if _, err := os.Stat(s.workerConfig); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the refused file reached the workers' copy: %v", err)
-	}
-	if _, _, err := l.load(); err == nil || !strings.Contains(err.Error(), "token") {
-		t.Fatalf("load: %v, want the token named", err)
-	}
-	write("token: n3w\n")
-	s.reload(l.load)
-	if s.cfg.Load().Token != "n3w" {
-		t.Fatal("a good reload was refused")
 	}
 }

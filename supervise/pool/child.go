@@ -1,4 +1,4 @@
-package main
+package pool
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // child is one worker slot: the current process in it and its restart history.
 type child struct {
 	index    int
-	s        *supervisor
+	p        *Pool
 	restarts *intensity
 
 	mu      sync.Mutex
@@ -34,17 +34,17 @@ func (c *child) start() {
 		return
 	}
 	c.done = make(chan struct{})
-	cfg := c.s.cfg.Load()
+	cfg := c.p.o.Settings()
 	// The worker reads the configuration in force (the supervisor's validated copy), never the
 	// operator's file: a bad edit or a refused reload cannot reach a restarted worker.
-	args := []string{"-index", strconv.Itoa(c.index), "-config", c.s.workerConfig, "-data-dir", cfg.DataDir,
-		"-shm", cfg.SHM.Path, "-socket", c.s.socket, "-log-format", c.s.logFormat}
-	if c.index == 0 && c.s.serveFile != nil {
+	args := []string{"-index", strconv.Itoa(c.index), "-config", c.p.o.WorkerConfig, "-data-dir", cfg.DataDir,
+		"-shm", cfg.SegmentPath, "-socket", c.p.o.Socket, "-log-format", c.p.o.LogFormat}
+	if c.index == 0 && c.p.o.ServeFile != nil {
 		args = append(args, "-serve-fd", "3") // ExtraFiles[0] is the child's descriptor 3
 	}
-	cmd := exec.Command(c.s.bin, args...)
-	if c.index == 0 && c.s.serveFile != nil {
-		cmd.ExtraFiles = []*os.File{c.s.serveFile}
+	cmd := exec.Command(c.p.o.Bin, args...)
+	if c.index == 0 && c.p.o.ServeFile != nil {
+		cmd.ExtraFiles = []*os.File{c.p.o.ServeFile}
 	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// Workers die with the supervisor. Pdeathsig fires when the thread that forked exits, so the
@@ -65,16 +65,16 @@ func (c *child) start() {
 		c.exitedWith(err)
 	}()
 	if err := <-started; err != nil {
-		c.s.log.Error().Err(err).Int("worker", c.index).Msg("starting worker")
+		c.p.o.Log.Error().Err(err).Int("worker", c.index).Msg("starting worker")
 		go c.exitedWith(err)
 		return
 	}
 	c.proc = cmd.Process
-	if w, err := c.s.seg.Worker(c.index); err == nil && c.starts > 0 {
+	if w, err := c.p.o.Segment.Worker(c.index); err == nil && c.starts > 0 {
 		w.NoteRestart()
 	}
 	c.starts++
-	c.s.log.Info().Int("worker", c.index).Int("child_pid", c.proc.Pid).Msg("worker started")
+	c.p.o.Log.Info().Int("worker", c.index).Int("child_pid", c.proc.Pid).Msg("worker started")
 }
 
 // mayStart reports whether this worker may (re)start. A render worker may not once the pool
@@ -83,9 +83,9 @@ func (c *child) start() {
 // would have every one of them dropped.
 func (c *child) mayStart() bool {
 	if c.index == 0 {
-		return !c.s.closing.Load()
+		return !c.p.closing.Load()
 	}
-	return !c.s.stopping.Load()
+	return !c.p.stopping.Load()
 }
 
 // exitedWith decides what a worker's exit means: nothing once it may not start again,
@@ -95,20 +95,20 @@ func (c *child) exitedWith(err error) {
 	if !c.mayStart() {
 		return
 	}
-	cfg := c.s.cfg.Load().Supervisor
-	c.s.log.Error().Err(err).Int("worker", c.index).Msg("worker exited")
+	cfg := c.p.o.Settings()
+	c.p.o.Log.Error().Err(err).Int("worker", c.index).Msg("worker exited")
 	if !c.restarts.allow(time.Now()) {
 		select {
-		case c.s.fatal <- fmt.Errorf("more than %d restarts within %s", cfg.RestartIntensity, cfg.RestartPeriod):
+		case c.p.fatal <- fmt.Errorf("more than %d restarts within %s", cfg.RestartIntensity, cfg.RestartPeriod):
 		default:
 		}
 		return
 	}
 	c.mu.Lock()
-	c.backoff = min(max(2*c.backoff, cfg.BackoffMin.D()), cfg.BackoffMax.D())
+	c.backoff = min(max(2*c.backoff, cfg.BackoffMin), cfg.BackoffMax)
 	wait := c.backoff
-	if c.s.stopping.Load() {
-		wait = cfg.BackoffMin.D()
+	if c.p.stopping.Load() {
+		wait = cfg.BackoffMin
 	}
 	c.mu.Unlock()
 	time.Sleep(wait)
@@ -117,7 +117,7 @@ func (c *child) exitedWith(err error) {
 	go func(done <-chan struct{}) {
 		select {
 		case <-done:
-		case <-time.After(cfg.RestartPeriod.D()):
+		case <-time.After(cfg.RestartPeriod):
 			c.mu.Lock()
 			c.backoff = 0
 			c.mu.Unlock()

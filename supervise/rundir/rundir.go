@@ -1,4 +1,4 @@
-package main
+package rundir
 
 import (
 	"errors"
@@ -8,27 +8,21 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/shm"
 )
 
-// One pool per data directory and per segment: the supervisor holds an exclusive flock on a lock
-// file in data_dir and on one next to the segment for its whole life, so a second supervisor on
-// either refuses to start (naming the holder's pid) before it touches anything. The segment and
-// worker 0's socket live in a private runtime directory (mode 0700, owned by this user, created
-// before anything listens), so no other user can squat their names or connect to the socket.
+// MaxSocketPath is the longest path a unix socket address holds (sun_path, less its NUL).
+const MaxSocketPath = 107
 
-// maxSocketPath is the longest path a unix socket address holds (sun_path, less its NUL).
-const maxSocketPath = 107
+// ErrInUse is returned when another supervisor holds a lock.
+var ErrInUse = errors.New("in use by another freshq supervisor")
 
-// errInUse is returned when another supervisor holds a lock.
-var errInUse = errors.New("in use by another freshq supervisor")
-
-// runtimeDir is systemd's RuntimeDirectory= when there is one, else /dev/shm/freshq-<uid>.
-func runtimeDir() string {
+// Dir is systemd's RuntimeDirectory= when there is one, else /dev/shm/freshq-<uid>.
+func Dir() string {
 	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
 		first, _, _ := strings.Cut(d, ":") // several RuntimeDirectory= entries are colon-separated
 		return first
@@ -36,9 +30,9 @@ func runtimeDir() string {
 	return filepath.Join("/dev/shm", "freshq-"+strconv.Itoa(os.Getuid()))
 }
 
-// ensurePrivateDir creates dir mode 0700 if it is missing, and refuses one that is not a
+// EnsurePrivateDir creates dir mode 0700 if it is missing, and refuses one that is not a
 // directory, is a symlink, belongs to another user or is open to group or others.
-func ensurePrivateDir(dir string) error {
+func EnsurePrivateDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("runtime directory %s: %w", dir, err)
 	}
@@ -57,36 +51,36 @@ func ensurePrivateDir(dir string) error {
 	return nil
 }
 
-// poolName names a data directory's segment, socket and worker configuration in the runtime
+// PoolName names a data directory's segment, socket and worker configuration in the runtime
 // directory: two pools of one user on two data directories do not meet there.
-func poolName(absDataDir string) string {
+func PoolName(absDataDir string) string {
 	h := fnv.New64a()
 	h.Write([]byte(absDataDir))
 	return fmt.Sprintf("freshq-%016x", h.Sum64())
 }
 
-// resolvePaths makes data_dir absolute and puts a defaulted segment in the runtime directory.
-// It is deterministic, so a reload of the same file resolves to the same paths.
-func resolvePaths(c *config.Config, rt string) error {
-	abs, err := filepath.Abs(c.DataDir)
+// ResolvePaths makes dataDir absolute and puts a defaulted segment (segment "") in the
+// runtime directory rt. It is deterministic, so a reload of the same file resolves to the same
+// paths.
+func ResolvePaths(dataDir, segment, rt string) (absDataDir, segmentPath string, err error) {
+	abs, err := filepath.Abs(dataDir)
 	if err != nil {
-		return fmt.Errorf("data_dir: %w", err)
+		return "", "", fmt.Errorf("data_dir: %w", err)
 	}
-	c.DataDir = abs
-	if c.SHM.Path == "" {
-		c.SHM.Path = filepath.Join(rt, poolName(abs)+".seg")
+	if segment == "" {
+		segment = filepath.Join(rt, PoolName(abs)+".seg")
 	}
-	return nil
+	return abs, segment, nil
 }
 
-// lock is an exclusive flock on a file that holds its owner's pid.
-type lock struct {
+// Lock is an exclusive flock on a file that holds its owner's pid.
+type Lock struct {
 	f    *os.File
 	path string
 }
 
-// acquireLock takes the flock on path (created if missing) without waiting. A file another
-// supervisor holds yields an error wrapping errInUse that names its pid. The file is removed on
+// AcquireLock takes the flock on path (created if missing) without waiting. A file another
+// supervisor holds yields an error wrapping ErrInUse that names its pid. The file is removed on
 // release; a lock taken on a file that was removed and re-created meanwhile is dropped and
 // taken again on the new one, so two supervisors never hold locks on two files of one name.
 //
@@ -94,7 +88,7 @@ type lock struct {
 // can write (/dev/shm): a name planted there is refused, never followed or written. The open
 // does not follow a symlink (O_NOFOLLOW), and what it opened must be a regular file of this
 // user with one link (ownFile), so a planted link to one of our files is not truncated.
-func acquireLock(path string) (*lock, error) {
+func AcquireLock(path string) (*Lock, error) {
 	for range 10 {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
 		if errors.Is(err, unix.ELOOP) {
@@ -113,9 +107,9 @@ func acquireLock(path string) (*lock, error) {
 			f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				if pid := strings.TrimSpace(string(b[:n])); pid != "" {
-					return nil, fmt.Errorf("%s is %w (pid %s)", path, errInUse, pid)
+					return nil, fmt.Errorf("%s is %w (pid %s)", path, ErrInUse, pid)
 				}
-				return nil, fmt.Errorf("%s is %w", path, errInUse)
+				return nil, fmt.Errorf("%s is %w", path, ErrInUse)
 			}
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
@@ -132,7 +126,7 @@ func acquireLock(path string) (*lock, error) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		return &lock{f: f, path: path}, nil
+		return &Lock{f: f, path: path}, nil
 	}
 	return nil, fmt.Errorf("lock %s: the file keeps changing under us", path)
 }
@@ -154,9 +148,9 @@ func ownFile(f *os.File) error {
 	return nil
 }
 
-// release removes the file, if it is still the one locked, and drops the lock, in that order:
+// Release removes the file, if it is still the one locked, and drops the lock, in that order:
 // whoever opens the name next creates a new file.
-func (l *lock) release() {
+func (l *Lock) Release() {
 	var held, now unix.Stat_t
 	if unix.Fstat(int(l.f.Fd()), &held) == nil && unix.Lstat(l.path, &now) == nil && held.Ino == now.Ino && held.Dev == now.Dev {
 		os.Remove(l.path)
@@ -164,42 +158,66 @@ func (l *lock) release() {
 	l.f.Close()
 }
 
-// fileID is a file's identity: a segment is removed only if it is still the one we created.
-type fileID struct{ dev, ino uint64 }
+// FileID is a file's identity: a segment is removed only if it is still the one we created.
+type FileID struct{ dev, ino uint64 }
 
-func statID(path string) (fileID, error) {
+// StatID is the identity of the file at path.
+func StatID(path string) (FileID, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return fileID{}, err
+		return FileID{}, err
 	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
+	return FileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
 
-// removeIfSame removes path only if it is still the file id names.
-func removeIfSame(path string, id fileID) bool {
-	now, err := statID(path)
+// RemoveIfSame removes path only if it is still the file id names.
+func RemoveIfSame(path string, id FileID) bool {
+	now, err := StatID(path)
 	if err != nil || now != id {
 		return false
 	}
 	return os.Remove(path) == nil
 }
 
-// checkSegmentSpace refuses a segment larger than the free space of the filesystem that will
-// hold it: a tmpfs file is sparse, so creating it succeeds and the first touch of a page that
-// does not fit kills a worker with SIGBUS. data is the configuration file, for the line.
-func checkSegmentSpace(c *config.Config, opts shm.Options, data []byte) error {
+// NoSpaceError is CheckSegmentSpace's refusal: the segment is Size bytes, more than the Free
+// bytes free in Dir.
+type NoSpaceError struct {
+	Size, Free uint64
+	Dir        string
+}
+
+func (e *NoSpaceError) Error() string {
+	return fmt.Sprintf("the segment is %d bytes, more than the %d bytes free in %s", e.Size, e.Free, e.Dir)
+}
+
+// CheckSegmentSpace refuses (*NoSpaceError) a segment at path larger than the free space of the
+// filesystem that will hold it: a tmpfs file is sparse, so creating it succeeds and the first
+// touch of a page that does not fit kills a worker with SIGBUS.
+func CheckSegmentSpace(path string, opts shm.Options) error {
 	size, err := shm.SizeFor(opts)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(c.SHM.Path)
+	dir := filepath.Dir(path)
 	var fs unix.Statfs_t
 	if err := unix.Statfs(dir, &fs); err != nil {
 		return fmt.Errorf("shm.path: %s: %w", dir, err)
 	}
 	if free := fs.Bavail * uint64(fs.Bsize); size > free {
-		return &config.FieldError{Path: "queue.ready.capacity", Line: config.LineOf(data, "queue.ready.capacity"),
-			Msg: fmt.Sprintf("the segment it sizes (with queue.ready.key_capacity, queue.max_leases and workers) is %d bytes, more than the %d bytes free in %s", size, free, dir)}
+		return &NoSpaceError{Size: size, Free: free, Dir: dir}
 	}
 	return nil
+}
+
+// AcquireLockWaiting is AcquireLock, waiting up to wait while another supervisor holds the
+// lock: a supervisor that took over waits for the one it replaces to finish its stop.
+func AcquireLockWaiting(path string, wait time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := AcquireLock(path)
+		if err == nil || !errors.Is(err, ErrInUse) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

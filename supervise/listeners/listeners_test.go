@@ -1,4 +1,4 @@
-package main
+package listeners
 
 import (
 	"net"
@@ -50,17 +50,17 @@ func TestInheritedCrawlerSocketNeedsServeListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	in := inheritedSockets{files: map[string]*os.File{fdCrawler: f}, from: "systemd"}
+	in := Inherited{files: map[string]*os.File{fdCrawler: f}, From: "systemd"}
 	cfg := &config.Config{Listen: "127.0.0.1:8420"}
-	if err := in.check(cfg); err == nil || !strings.Contains(err.Error(), "serve.listen is not set") {
+	if err := in.Check(cfg.Listen, cfg.Serve.Listen); err == nil || !strings.Contains(err.Error(), "serve.listen is not set") {
 		t.Fatalf("without serve.listen: %v", err)
 	}
 	cfg.Serve.Listen = "127.0.0.1:1"
-	if err := in.check(cfg); err == nil || !strings.Contains(err.Error(), "not on 127.0.0.1:1") {
+	if err := in.Check(cfg.Listen, cfg.Serve.Listen); err == nil || !strings.Contains(err.Error(), "not on 127.0.0.1:1") {
 		t.Fatalf("on another address: %v", err)
 	}
 	cfg.Serve.Listen = ln.Addr().String()
-	if err := in.check(cfg); err != nil {
+	if err := in.Check(cfg.Listen, cfg.Serve.Listen); err != nil {
 		t.Fatalf("on its address: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package pool
 
 import (
 	"os"
@@ -13,9 +13,9 @@ import (
 	"github.com/freshq/freshq/shm"
 )
 
-// sleeperPool is a supervisor whose workers are a script that sleeps: real processes that a
-// test can kill, with nothing of freshq in them.
-func sleeperPool(t *testing.T, workers int) *supervisor {
+// sleeperPool is a pool whose workers are a script that sleeps: real processes that a test
+// can kill, with nothing of freshq in them.
+func sleeperPool(t *testing.T, workers int) *Pool {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "worker.sh")
@@ -26,26 +26,30 @@ func sleeperPool(t *testing.T, workers int) *supervisor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Supervisor.BackoffMin = config.Duration(time.Millisecond)
-	s := &supervisor{log: zerolog.Nop(), seg: seg, bin: bin, workerConfig: filepath.Join(dir, "w.yaml"), fatal: make(chan error, 1)}
-	s.cfg.Store(cfg)
+	cfg := config.Default().Supervisor
+	set := Settings{DataDir: dir, SegmentPath: filepath.Join(dir, "seg"), RestartIntensity: cfg.RestartIntensity,
+		RestartPeriod: cfg.RestartPeriod.D(), BackoffMin: time.Millisecond, BackoffMax: cfg.BackoffMax.D()}
+	p, err := New(Options{Log: zerolog.Nop(), Segment: seg, Bin: bin, WorkerConfig: filepath.Join(dir, "w.yaml"),
+		Socket: filepath.Join(dir, "w0.sock"), Settings: func() Settings { return set }, Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
 	restarts := newIntensity(100, time.Minute)
 	for i := range workers {
-		c := &child{index: i, s: s, restarts: restarts}
-		s.children = append(s.children, c)
+		c := &child{index: i, p: p, restarts: restarts}
+		p.children = append(p.children, c)
 		c.start()
 	}
 	t.Cleanup(func() {
-		s.closing.Store(true)
-		s.stopping.Store(true)
-		for _, c := range s.children {
+		p.closing.Store(true)
+		p.stopping.Store(true)
+		for _, c := range p.children {
 			c.signal(syscall.SIGKILL)
 			<-c.exited()
 		}
 		seg.Close()
 	})
-	return s
+	return p
 }
 
 func (c *child) pid() int {
@@ -73,9 +77,9 @@ func killAndWait(t *testing.T, c *child) {
 // is restarted, so that they are not all dropped. Once worker 0 is told to stop itself, nothing
 // restarts, and a render worker never restarts once the stop began.
 func TestWorker0IsRestartedWhileRenderWorkersDrain(t *testing.T) {
-	s := sleeperPool(t, 2)
-	w0, w1 := s.children[0], s.children[1]
-	s.stopping.Store(true)
+	p := sleeperPool(t, 2)
+	w0, w1 := p.children[0], p.children[1]
+	p.stopping.Store(true)
 
 	killAndWait(t, w1)
 	before := w0.pid()
@@ -89,7 +93,7 @@ func TestWorker0IsRestartedWhileRenderWorkersDrain(t *testing.T) {
 	if w1.start(); w1.startCount() != 1 {
 		t.Fatalf("a render worker was started during the stop (%d starts)", w1.startCount())
 	}
-	s.closing.Store(true)
+	p.closing.Store(true)
 	killAndWait(t, w0)
 	if w0.start(); w0.startCount() != 2 {
 		t.Fatalf("worker 0 was started after it was told to stop (%d starts)", w0.startCount())
@@ -100,4 +104,16 @@ func (c *child) startCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.starts
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package shmmetrics
 
 import (
 	"bytes"
@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
@@ -31,9 +33,16 @@ var clusterAt = wire.ClusterView{
 	},
 }
 
-// metricsSupervisor is a supervisor with a segment of two workers, store.backend as given, and
-// a worker 0 on a unix socket answering /v1/cluster with view (nil: no worker 0 listening).
-func metricsSupervisor(t *testing.T, backend string, view *wire.ClusterView) *supervisor {
+// fixture is a collector over a segment of two workers, with store.backend as given, and a
+// worker 0 on a unix socket (socket) answering /v1/cluster with view (nil: no worker 0
+// listening).
+type fixture struct {
+	seg    *shm.Segment
+	socket string
+	c      *Collector
+}
+
+func metricsFixture(t *testing.T, backend string, view *wire.ClusterView) *fixture {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sv")
 	if err != nil {
@@ -47,11 +56,19 @@ func metricsSupervisor(t *testing.T, backend string, view *wire.ClusterView) *su
 	t.Cleanup(func() { seg.Close() })
 	cfg := config.Default()
 	cfg.Store.Backend = backend
-	s := &supervisor{seg: seg, socket: filepath.Join(dir, "w0.sock"), children: make([]*child, 2)}
-	s.cfg.Store(cfg)
-	s.status = wire.NewClient(s.socket)
+	f := &fixture{seg: seg, socket: filepath.Join(dir, "w0.sock")}
+	f.c, err = New(Options{
+		Segment:    seg,
+		Workers:    2,
+		Clustered:  func() bool { return cfg.Store.Backend == config.StoreBackendPostgres },
+		HostLimits: func() hosts.Limits { return assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...) },
+		Worker0:    wire.NewClient(f.socket),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if view != nil {
-		ln, err := net.Listen("unix", s.socket)
+		ln, err := net.Listen("unix", f.socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,14 +78,14 @@ func metricsSupervisor(t *testing.T, backend string, view *wire.ClusterView) *su
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 	}
-	return s
+	return f
 }
 
-// scrape collects the supervisor's metrics, as /metrics would expose them.
-func scrape(t *testing.T, s *supervisor) string {
+// scrape collects the collector's metrics, as /metrics would expose them.
+func scrape(t *testing.T, f *fixture) string {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&collector{s: s})
+	reg.MustRegister(f.c)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +103,7 @@ func scrape(t *testing.T, s *supervisor) string {
 // over every worker); each shard's series are the node's own shards only, read from worker 0's
 // cluster view at scrape time: shards 0 and 2, not b's shard 1 nor shard 3, whose lease expired.
 func TestClusterMetrics(t *testing.T) {
-	s := metricsSupervisor(t, config.StoreBackendPostgres, &clusterAt)
+	s := metricsFixture(t, config.StoreBackendPostgres, &clusterAt)
 	w0, _ := s.seg.Worker(0)
 	w1, _ := s.seg.Worker(1)
 	w0.Add(shm.CounterGrantsFenced, 1)
@@ -144,14 +161,14 @@ func clusterLines(out string) []string {
 // answer it has the counters of shared memory and no shard series (none is better than a stale
 // or made-up one). Every other metric is there in both.
 func TestClusterMetricsAbsent(t *testing.T) {
-	out := scrape(t, metricsSupervisor(t, config.StoreBackendBadger, &clusterAt))
+	out := scrape(t, metricsFixture(t, config.StoreBackendBadger, &clusterAt))
 	if !strings.Contains(out, "freshq_claim_granted_total") {
 		t.Fatalf("badger: the scrape lacks the other metrics:\n%s", out)
 	}
 	if got := clusterLines(out); len(got) > 0 {
 		t.Errorf("badger: cluster series exposed:\n%s", strings.Join(got, "\n"))
 	}
-	out = scrape(t, metricsSupervisor(t, config.StoreBackendPostgres, nil))
+	out = scrape(t, metricsFixture(t, config.StoreBackendPostgres, nil))
 	if !strings.Contains(out, "freshq_claim_granted_total") || !strings.Contains(out, "freshq_cluster_shards_owned 0") ||
 		!strings.Contains(out, "freshq_grants_fenced_total 0") {
 		t.Fatalf("worker 0 down: the scrape lacks the other metrics or the shared memory's cluster counters:\n%s", out)
@@ -167,7 +184,7 @@ func TestClusterMetricsAbsent(t *testing.T) {
 // scripts/check-deploy.sh: names with units spelled out, counters ending in _total. (This is why
 // a shard's floor is freshq_shard_floor_timestamp_seconds, not freshq_shard_floor_ms.)
 func TestMetricsPassPromlint(t *testing.T) {
-	out := scrape(t, metricsSupervisor(t, config.StoreBackendPostgres, &clusterAt))
+	out := scrape(t, metricsFixture(t, config.StoreBackendPostgres, &clusterAt))
 	problems, err := promlint.New(strings.NewReader(out)).Lint()
 	if err != nil {
 		t.Fatal(err)

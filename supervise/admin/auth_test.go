@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"io"
@@ -14,10 +14,9 @@ import (
 // The bearer token is compared in constant time (crypto/subtle) and whole: a prefix, an
 // extension or a same-length guess is refused like no token at all.
 func TestAuthorizeComparesTheWholeToken(t *testing.T) {
-	s := &supervisor{}
 	cfg := config.Default()
 	cfg.Token = "s3cret-token"
-	s.cfg.Store(cfg)
+	s := newFixture(t, cfg, "")
 	h := s.authorize(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	for header, want := range map[string]int{
 		"":                     http.StatusUnauthorized,
@@ -45,10 +44,9 @@ func TestAuthorizeComparesTheWholeToken(t *testing.T) {
 // Authorization header, and the body reaches the API unchanged. A body over the API's bound
 // is refused unread.
 func TestRecacheTokenInTheBody(t *testing.T) {
-	s := &supervisor{}
 	cfg := config.Default()
 	cfg.Token = "s3cret-token"
-	s.cfg.Store(cfg)
+	s := newFixture(t, cfg, "")
 	var seen string
 	h := s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

@@ -1,12 +1,16 @@
-package main
+package ui
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/console"
 	"github.com/freshq/freshq/internal/clock"
@@ -14,46 +18,72 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
+// Options are the console's dependencies.
+type Options struct {
+	// Token is the admin token in force: the console's sessions are keyed on it.
+	Token   func() string
+	Socket  string // worker 0's control socket
+	Segment *shm.Segment
+	// Stopping reports whether the pool's stop began: the sampler then returns.
+	Stopping func() bool
+	Log      zerolog.Logger
+}
+
+// ErrMissing is returned by New when a dependency is missing.
+var ErrMissing = errors.New("ui: missing dependency")
+
+// UI is the console at /ui/ and the series its overview charts.
+type UI struct {
+	o       Options
+	console *console.Console
+	series  *console.Ring // the overview's series: one sample a minute (Run)
+}
+
+// New is the console (package console) reading the operator API over worker 0's socket, its
+// sessions keyed on the admin token in force, its chart the series ring.
+func New(o Options) (*UI, error) {
+	if o.Token == nil || o.Socket == "" || o.Segment == nil || o.Stopping == nil {
+		return nil, fmt.Errorf("%w: Token, Socket, Segment and Stopping", ErrMissing)
+	}
+	u := &UI{o: o, series: console.NewRing()}
+	c, err := console.New(console.Options{
+		Token:  o.Token,
+		API:    u.workerAPIClient(10 * time.Second),
+		Now:    clock.Now,
+		Series: u.series.Snapshot,
+		Log:    o.Log.With().Str("component", "console").Logger(),
+	})
+	if err != nil { // the templates are embedded: only a broken build gets here
+		panic(err)
+	}
+	u.console = c
+	return u, nil
+}
+
+// Console is the console's handler, to mount at console.Prefix; its Authenticated tells a
+// request with a session.
+func (u *UI) Console() *console.Console { return u.console }
+
 // workerAPIClient is an HTTP client whose requests to http://worker0/… reach worker 0's control
 // socket, as the admin listener's proxy sends them: the console's client of the operator API.
-func (s *supervisor) workerAPIClient(timeout time.Duration) *http.Client {
+func (u *UI) workerAPIClient(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", s.socket)
+			return d.DialContext(ctx, "unix", u.o.Socket)
 		},
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     time.Minute,
 	}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// consoleHandler is the console (package console) at /ui/, reading the operator API over
-// worker 0's socket, its sessions keyed on the admin token in force, its chart the series ring.
-func (s *supervisor) consoleHandler() http.Handler {
-	if s.series == nil {
-		s.series = console.NewRing()
-	}
-	c, err := console.New(console.Options{
-		Token:  func() string { return s.cfg.Load().Token },
-		API:    s.workerAPIClient(10 * time.Second),
-		Now:    clock.Now,
-		Series: s.series.Snapshot,
-		Log:    s.log.With().Str("component", "console").Logger(),
-	})
-	if err != nil { // the templates are embedded: only a broken build gets here
-		panic(err)
-	}
-	s.console = c
-	return c
-}
-
-// seriesHandler answers GET /v1/series: the ring of one-minute samples the overview charts,
+// SeriesHandler answers GET /v1/series: the ring of one-minute samples the overview charts,
 // oldest first.
-func (s *supervisor) seriesHandler(w http.ResponseWriter, _ *http.Request) {
+func (u *UI) SeriesHandler(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	samples := []console.Sample{}
-	if s.series != nil {
-		samples = s.series.Snapshot()
+	if u.series != nil {
+		samples = u.series.Snapshot()
 	}
 	json.NewEncoder(w).Encode(map[string]any{"minute_ms": 60000, "samples": samples})
 }
@@ -62,24 +92,22 @@ func (s *supervisor) seriesHandler(w http.ResponseWriter, _ *http.Request) {
 // at the first look in each minute of the clock (clock.Now, which tests move).
 const seriesPoll = time.Second
 
-// sampleSeries keeps the series ring: at each new minute of the clock, a sample of the
+// Run keeps the series ring: at each new minute of the clock, a sample of the
 // renders per second, backlog and stale share as GET /v1/queue answers them, and the lateness
 // ratio of the grants since the last sample from the freshq_lateness_ratio histograms in
 // shared memory (the first sample: since the start of the workers' counters). A minute in
 // which worker 0 does not answer is sampled from shared memory only.
-func (s *supervisor) sampleSeries() {
-	if s.series == nil {
-		s.series = console.NewRing()
-	}
-	client := s.workerAPIClient(5 * time.Second)
-	lanes := len(laneNames)
+// It returns once the pool's stop began.
+func (u *UI) Run() {
+	client := u.workerAPIClient(5 * time.Second)
+	lanes := len(console.Lanes)
 	prev := make([][]uint64, lanes)
 	lastMinute := int64(-1)
-	for !s.stopping.Load() {
+	for !u.o.Stopping() {
 		now := clock.NowMs()
 		if m := now / 60000; m != lastMinute {
 			lastMinute = m
-			s.series.Add(s.sample(client, now, prev))
+			u.series.Add(u.sample(client, now, prev))
 		}
 		time.Sleep(seriesPoll)
 	}
@@ -87,7 +115,7 @@ func (s *supervisor) sampleSeries() {
 
 // sample takes one sample at now; prev holds each lane's cumulative bucket counts at the last
 // sample and is updated.
-func (s *supervisor) sample(client *http.Client, now int64, prev [][]uint64) console.Sample {
+func (u *UI) sample(client *http.Client, now int64, prev [][]uint64) console.Sample {
 	sm := console.Sample{AtMs: now}
 	var q wire.QueueView
 	if resp, err := client.Get("http://worker0/v1/queue"); err == nil {
@@ -106,16 +134,16 @@ func (s *supervisor) sample(client *http.Client, now int64, prev [][]uint64) con
 		sm.StaleShare = q.Freshness.StaleShare
 	}
 	if q.Backlog == nil { // worker 0 did not answer: the backlog gauges are in shared memory too
-		w0, _ := s.seg.Worker(0)
+		w0, _ := u.o.Segment.Worker(0)
 		for i := range console.Lanes {
 			sm.Backlog[i] = w0.Load(shm.CounterBacklog + shm.Counter(i))
 		}
 	}
-	n := int(s.seg.Layout().Workers)
+	n := int(u.o.Segment.Layout().Workers)
 	for lane := range prev {
 		counts := make([]uint64, len(shm.LatenessBuckets)+1)
 		for i := range n {
-			w, _ := s.seg.Worker(i)
+			w, _ := u.o.Segment.Worker(i)
 			for b := range counts {
 				counts[b] += w.Load(shm.CounterLateness + shm.Counter(lane)*shm.LatenessStride + shm.Counter(b))
 			}

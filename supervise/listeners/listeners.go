@@ -1,4 +1,4 @@
-package main
+package listeners
 
 import (
 	"errors"
@@ -14,28 +14,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"golang.org/x/sys/unix"
-
-	"github.com/freshq/freshq/config"
 )
-
-// The listening sockets outlive the supervisor, so that a restart or an upgrade refuses no
-// connection: whoever holds a socket while no supervisor serves it, the kernel queues the
-// connections in its accept backlog until the next supervisor's worker 0 (crawler listener) or
-// the supervisor itself (admin listener) accepts them. Two holders, by name:
-//
-//   - systemd's socket activation (deploy/freshq-admin.socket, deploy/freshq-crawler.socket):
-//     systemd binds the sockets and keeps them open across `systemctl restart`; the
-//     supervisor finds them as LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES say, by their
-//     FileDescriptorName= (fdAdmin, fdCrawler);
-//   - a handover (SIGUSR2, handOver): the running supervisor starts the binary now at its
-//     path with its sockets as descriptors 3 and on, named in envHandoverFDs, for the child of
-//     the pid in envHandoverPID only; the child confirms on a pipe (fdReady) that it takes
-//     over, and only then does the old supervisor stop as on SIGTERM, which answers every
-//     request it accepted (the listeners' drain, connguard.Drain).
-//
-// A socket found neither way is bound by the supervisor itself, as before. An inherited
-// socket must be on the address the configuration names (listen, serve.listen): the token
-// rule and the Host check judge the configured address, so they must judge the real one.
 
 // The names of the inherited descriptors: systemd's FileDescriptorName= or the handover's.
 const (
@@ -51,27 +30,27 @@ const (
 	envHandoverFDs = "FRESHQ_HANDOVER_FDNAMES"
 )
 
-// errHandoverUnderSystemd refuses a handover under systemd, whose service would end with its
+// ErrHandoverUnderSystemd refuses a handover under systemd, whose service would end with its
 // main process: there, the socket units keep the sockets and `systemctl restart` upgrades.
-var errHandoverUnderSystemd = errors.New("running under systemd (NOTIFY_SOCKET is set): restart the unit instead, its sockets (freshq-admin.socket, freshq-crawler.socket) queue the connections meanwhile")
+var ErrHandoverUnderSystemd = errors.New("running under systemd (NOTIFY_SOCKET is set): restart the unit instead, its sockets (freshq-admin.socket, freshq-crawler.socket) queue the connections meanwhile")
 
-// inheritedSockets are the sockets this supervisor was given, by name, and from whom.
-type inheritedSockets struct {
+// Inherited are the sockets this supervisor was given, by name, and from whom.
+type Inherited struct {
 	files map[string]*os.File // fdAdmin, fdCrawler
-	from  string              // "systemd" or "handover"; "" when nothing was inherited
+	From  string              // "systemd" or "handover"; "" when nothing was inherited
 	ready *os.File            // a handover's pipe (fdReady), nil otherwise
 }
 
-// inheritSockets takes the descriptors passed by systemd or by a handover, and clears their
+// Inherit takes the descriptors passed by systemd or by a handover, and clears their
 // environment so that no worker inherits it. A name it does not know, or one given twice, is
 // refused: a socket nobody would ever accept on would queue its connections for nothing.
-func inheritSockets() (inheritedSockets, error) {
-	in := inheritedSockets{files: map[string]*os.File{}}
+func Inherit() (Inherited, error) {
+	in := Inherited{files: map[string]*os.File{}}
 	var files []*os.File
 	switch {
 	case os.Getenv("LISTEN_PID") != "":
 		files = activation.Files(true) // none unless LISTEN_PID is this process; clears LISTEN_*
-		in.from = "systemd"
+		in.From = "systemd"
 	case os.Getenv(envHandoverPID) != "":
 		parent := os.Getenv(envHandoverPID)
 		names := strings.Split(os.Getenv(envHandoverFDs), ":")
@@ -80,7 +59,7 @@ func inheritSockets() (inheritedSockets, error) {
 		if parent != strconv.Itoa(os.Getppid()) {
 			return in, nil // meant for another process: this one inherited only the environment
 		}
-		in.from = "handover"
+		in.From = "handover"
 		for i, name := range names {
 			fd := 3 + i
 			syscall.CloseOnExec(fd) // a worker must not inherit them
@@ -90,7 +69,7 @@ func inheritSockets() (inheritedSockets, error) {
 	for _, f := range files {
 		name := f.Name()
 		switch {
-		case name == fdReady && in.from == "handover":
+		case name == fdReady && in.From == "handover":
 			in.ready = f
 			continue
 		case name != fdAdmin && name != fdCrawler:
@@ -101,18 +80,19 @@ func inheritSockets() (inheritedSockets, error) {
 		in.files[name] = f
 	}
 	if len(files) == 0 {
-		in.from = ""
+		in.From = ""
 	}
 	return in, nil
 }
 
-// check refuses sockets the configuration does not match: the crawler socket without
-// serve.listen, or a socket on another address than its key names.
-func (in inheritedSockets) check(cfg *config.Config) error {
-	if in.files[fdCrawler] != nil && cfg.Serve.Listen == "" {
+// Check refuses sockets the configuration does not match: the crawler socket without
+// serve.listen (crawler empty), or a socket on another address than its key names (listen:
+// admin, serve.listen: crawler).
+func (in Inherited) Check(admin, crawler string) error {
+	if in.files[fdCrawler] != nil && crawler == "" {
 		return fmt.Errorf("a %q socket was inherited but serve.listen is not set", fdCrawler)
 	}
-	for name, key := range map[string]string{fdAdmin: cfg.Listen, fdCrawler: cfg.Serve.Listen} {
+	for name, key := range map[string]string{fdAdmin: admin, fdCrawler: crawler} {
 		f := in.files[name]
 		if f == nil {
 			continue
@@ -164,9 +144,9 @@ func sameAddress(want string, sa syscall.Sockaddr) error {
 	return fmt.Errorf("listens on %s, not on %s as the configuration says", got, want)
 }
 
-// listenAdmin is the admin listener: the inherited socket, or one bound on addr. file is a
+// ListenAdmin is the admin listener: the inherited socket, or one bound on addr. file is a
 // descriptor of the socket, kept for a handover.
-func (in inheritedSockets) listenAdmin(addr string) (ln net.Listener, file *os.File, err error) {
+func (in Inherited) ListenAdmin(addr string) (ln net.Listener, file *os.File, err error) {
 	if f := in.files[fdAdmin]; f != nil {
 		ln, err = net.FileListener(f)
 		return ln, f, err
@@ -181,9 +161,9 @@ func (in inheritedSockets) listenAdmin(addr string) (ln net.Listener, file *os.F
 	return ln, file, nil
 }
 
-// listenCrawler is the crawler listener's socket, for worker 0: the inherited one, or one
+// ListenCrawler is the crawler listener's socket, for worker 0: the inherited one, or one
 // bound on addr.
-func (in inheritedSockets) listenCrawler(addr string) (*os.File, net.Addr, error) {
+func (in Inherited) ListenCrawler(addr string) (*os.File, net.Addr, error) {
 	f := in.files[fdCrawler]
 	if f == nil {
 		ln, err := net.Listen("tcp", addr)
@@ -227,9 +207,9 @@ func socketFile(ln net.Listener, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil // os.NewFile's Fd leaves the mode as it is
 }
 
-// confirm tells the supervisor that handed over that this one takes over: from now on it
-// stops, and this one waits for its locks (handoverWait).
-func (in inheritedSockets) confirm() {
+// Confirm tells the supervisor that handed over that this one takes over: from now on it
+// stops, and this one waits for its locks.
+func (in Inherited) Confirm() {
 	if in.ready == nil {
 		return
 	}
@@ -237,23 +217,17 @@ func (in inheritedSockets) confirm() {
 	in.ready.Close()
 }
 
-// handoverWait bounds how long a supervisor that took over waits for the old one's locks: the
-// old one's whole stop (the render workers', the listener's and worker 0's bounds) and a margin.
-func handoverWait(cfg *config.Config) time.Duration {
-	return 2*(cfg.Supervisor.ShutdownTimeout.D()+flushMargin) + listenerDrainGrace + listenerDrainBound + 10*time.Second
-}
-
 // handoverConfirmTimeout bounds how long the old supervisor waits for the new one to confirm:
 // it reads and checks its configuration, nothing more, before it does.
 const handoverConfirmTimeout = 30 * time.Second
 
-// handOver starts the binary now at this supervisor's path, with its arguments and the
-// listening sockets, and returns its pid once it confirmed that it takes over. Any error leaves
-// this supervisor serving as it was: a bad binary or a bad configuration file stops only the
-// new process (which then says why on the same stderr).
-func (s *supervisor) handOver() (int, error) {
+// HandOver starts the binary now at this process's path, with its arguments and the listening
+// sockets (admin, and crawler unless it is nil), and returns its pid once it confirmed that it
+// takes over. Any error leaves this supervisor serving as it was: a bad binary or a bad
+// configuration file stops only the new process (which then says why on the same stderr).
+func HandOver(admin, crawler *os.File) (int, error) {
 	if os.Getenv("NOTIFY_SOCKET") != "" {
-		return 0, errHandoverUnderSystemd
+		return 0, ErrHandoverUnderSystemd
 	}
 	exe, err := os.Executable() // the path, also when the running file was replaced
 	if err != nil {
@@ -264,9 +238,9 @@ func (s *supervisor) handOver() (int, error) {
 		return 0, fmt.Errorf("handover pipe: %w", err)
 	}
 	defer r.Close()
-	files, names := []*os.File{s.adminFile}, []string{fdAdmin}
-	if s.serveFile != nil {
-		files, names = append(files, s.serveFile), append(names, fdCrawler)
+	files, names := []*os.File{admin}, []string{fdAdmin}
+	if crawler != nil {
+		files, names = append(files, crawler), append(names, fdCrawler)
 	}
 	files, names = append(files, w), append(names, fdReady)
 	cmd := exec.Command(exe, os.Args[1:]...)
@@ -308,17 +282,4 @@ outer:
 		out = append(out, kv)
 	}
 	return out
-}
-
-// acquireLockWaiting is acquireLock, waiting up to wait while another supervisor holds the
-// lock: a supervisor that took over waits for the one it replaces to finish its stop.
-func acquireLockWaiting(path string, wait time.Duration) (*lock, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		l, err := acquireLock(path)
-		if err == nil || !errors.Is(err, errInUse) || time.Now().After(deadline) {
-			return l, err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

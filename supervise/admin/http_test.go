@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"encoding/json"
@@ -14,10 +14,9 @@ import (
 )
 
 func TestBearerTokenGuardsEverythingButHealth(t *testing.T) {
-	s := &supervisor{}
 	cfg := config.Default()
 	cfg.Token = "s3cret"
-	s.cfg.Store(cfg)
+	s := newFixture(t, cfg, "")
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	h := s.authorize(ok)
 	for _, tc := range []struct {
@@ -48,7 +47,7 @@ func TestLoopbackOnly(t *testing.T) {
 		"127.0.0.1:8420": true, "[::1]:8420": true, "localhost:8420": true,
 		"0.0.0.0:8420": false, ":8420": false, "10.1.2.3:8420": false, "nonsense": false,
 	} {
-		if got := loopbackOnly(addr); got != want {
+		if got := LoopbackOnly(addr); got != want {
 			t.Errorf("%s: %v, want %v", addr, got, want)
 		}
 	}
@@ -97,10 +96,9 @@ func TestHostAllowed(t *testing.T) {
 // The guards in front of the API: Host first, then the cross-origin check on writes; each
 // refusal is a JSON error naming the header, and what programs send passes.
 func TestPublicGuards(t *testing.T) {
-	s := &supervisor{}
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:8420"
-	s.cfg.Store(cfg)
+	s := newFixture(t, cfg, "")
 	reached := 0
 	h := s.hostGuard(crossOrigin(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		reached++
@@ -201,10 +199,9 @@ func fakeWorker0(t *testing.T) string {
 // Retry-After and a JSON error, while the endpoints that end leases (results, extend, release)
 // stay open, so that a remote's renders in flight still land or go back.
 func TestRemoteClaimsRefusedWhileStopping(t *testing.T) {
-	s := &supervisor{socket: fakeWorker0(t)}
 	cfg := config.Default()
-	s.cfg.Store(cfg)
-	h := s.handler()
+	s := newFixture(t, cfg, fakeWorker0(t))
+	h := s.Handler()
 	post := func(path string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8420"+path, strings.NewReader(`{}`))
 		rec := httptest.NewRecorder()
