@@ -57,7 +57,7 @@ func Of(seg *shm.Segment, cfg *Limits, host []byte, nowMs int64) Allowance {
 
 // Admit takes a render slot of the host of key for holder, for ttlMs: none while the host is
 // paused, none past its limit of renders in flight, across every process of the node, since
-// each slot is a host token of the lease table (shm.Leases.AdmitHost). ok is false when the
+// each slot is a host token of the lease table (AdmitToken). ok is false when the
 // host refuses; nothing is then held.
 func Admit(seg *shm.Segment, cfg *Limits, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
 	host := cfg.Site(key)
@@ -65,7 +65,7 @@ func Admit(seg *shm.Segment, cfg *Limits, key []byte, nowMs, ttlMs int64, holder
 	if a.Paused {
 		return shm.Lease{}, false
 	}
-	return seg.Leases().AdmitHost(shm.HostHash(host), a.Limit, shm.KeyHash(key), nowMs, ttlMs, holder)
+	return AdmitToken(seg.Leases(), shm.HostHash(host), a.Limit, shm.KeyHash(key), nowMs, ttlMs, holder)
 }
 
 // Tokens is the range of host tokens (0..Tokens-1) a render of host may hold under cfg: its

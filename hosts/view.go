@@ -34,7 +34,7 @@ func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm shm.HostFarm, no
 	a := Allow(st.Hash, *st, true, hostMax, farm, nowMs)
 	r := wire.QueueHost{
 		Host: st.Host, Paused: a.Paused, Limit: a.Limit, Max: a.Max,
-		InFlight: seg.Leases().HostInFlight(st.Hash, a.Max, nowMs),
+		InFlight: InFlight(seg.Leases(), st.Hash, a.Max, nowMs),
 		Cause:    st.Cause.String(), Status: int(st.Status), SinceMs: st.SinceMs,
 	}
 	if since, ok := jsonTime(st.SinceMs); ok {
