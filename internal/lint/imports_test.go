@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"pagedigest":          {},
 	"verdict":             {},
 	"fuzz":                {},
-	"hosts":               {"cachekey", "internal/startstop", "outcome", "shm", "wire"},
+	"hosts":               {"cachekey", "internal/startstop", "outcome", "policy", "shm", "wire"},
 	"intake":              {"cachekey", "claim", "freshness", "hosts", "internal/startstop", "outcome", "pagedigest", "policy", "render", "shm", "sitemap", "store", "verdict", "wire"},
 	"internal/clock":      {},
 	"internal/connguard":  {},
