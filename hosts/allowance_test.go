@@ -27,7 +27,7 @@ func TestAllow(t *testing.T) {
 		{"max above the lease table's", shm.HostState{}, true, MaxTokens + 5, Allowance{Max: MaxTokens, Share: MaxTokens, Limit: MaxTokens}},
 		{"max below one", shm.HostState{}, false, 0, Allowance{Max: 1, Share: 1, Limit: 1}},
 	} {
-		if got := Allow(1, c.st, c.found, c.max, shm.HostFarm{}, now); got != c.want {
+		if got := Allow(1, c.st, c.found, c.max, Membership{}, now); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}

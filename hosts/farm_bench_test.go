@@ -16,15 +16,15 @@ func BenchmarkAdmit(b *testing.B) {
 	lim := Limits{MaxConcurrency: 4}
 	for _, farm := range []struct {
 		name string
-		f    shm.HostFarm
+		f    Membership
 	}{
-		{"alone", shm.HostFarm{}},
-		{"farm-of-3", shm.HostFarm{Index: 1, Nodes: 3, PrevIndex: 1, PrevNodes: 3, SinceMs: t0 - 3_600_000,
+		{"alone", Membership{}},
+		{"farm-of-3", Membership{Index: 1, Nodes: 3, PrevIndex: 1, PrevNodes: 3, SinceMs: t0 - 3_600_000,
 			GraceMs: 4_500, RoundMs: 18_000}},
 	} {
 		b.Run(farm.name, func(b *testing.B) {
 			seg := memSegment(b)
-			seg.Hosts().SetFarm(farm.f)
+			setMembership(seg, farm.f)
 			keys := make([][]byte, 64)
 			for i := range keys {
 				keys[i] = []byte(fmt.Sprintf("desktop|https://shop.example/p/%d", i))

@@ -146,8 +146,8 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	}
 	// The host's own state, as a node alone would have it: the farm's division is no news of
 	// the host's.
-	was := Allow(cur.Hash, cur, true, maxInFlight, shm.HostFarm{}, now).Limit
-	a := Allow(next.Hash, next, true, maxInFlight, shm.HostFarm{}, now)
+	was := Allow(cur.Hash, cur, true, maxInFlight, Membership{}, now).Limit
+	a := Allow(next.Hash, next, true, maxInFlight, Membership{}, now)
 	limit, paused := a.Limit, a.Paused
 	var msg string
 	switch {

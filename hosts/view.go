@@ -21,7 +21,7 @@ import (
 // maxOf(host), its configured maximum), whether it is paused now and its renders in flight
 // (its host tokens held), sorted by Compare.
 func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.QueueHost {
-	states, farm := seg.Hosts().Snapshot(), seg.Hosts().Farm()
+	states, farm := seg.Hosts().Snapshot(), MembershipOf(seg)
 	out := make([]wire.QueueHost, 0, len(states))
 	for i := range states {
 		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), farm, nowMs))
@@ -30,7 +30,7 @@ func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.Que
 	return out
 }
 
-func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm shm.HostFarm, nowMs int64) wire.QueueHost {
+func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm Membership, nowMs int64) wire.QueueHost {
 	a := Allow(st.Hash, *st, true, hostMax, farm, nowMs)
 	r := wire.QueueHost{
 		Host: st.Host, Paused: a.Paused, Limit: a.Limit, Max: a.Max,

@@ -6,16 +6,16 @@ import (
 )
 
 // TestFarmWordsNeverTear: a reader racing worker 0's rewrites of the farm words gets one of the
-// memberships written, whole, never a mix of two (the words hold one membership only together),
-// and a segment never written says "no farm".
+// sets of words written, whole, never a mix of two (the words hold one membership only
+// together), and a segment never written reads all zero ("no farm").
 func TestFarmWordsNeverTear(t *testing.T) {
 	seg := newTestSegment(t, Options{Workers: 2})
-	if f := seg.Hosts().Farm(); f != (HostFarm{}) {
-		t.Fatalf("a new segment's farm: %+v, want none", f)
+	if w := seg.Hosts().LoadFarm(); w != ([FarmWords]uint64{}) {
+		t.Fatalf("a new segment's farm words: %v, want zero", w)
 	}
-	a := HostFarm{Index: 0, Nodes: 3, PrevIndex: 1, PrevNodes: 2, SinceMs: 1, GraceMs: 2, RoundMs: 3, ClockOffsetMs: 4}
-	b := HostFarm{Index: 2, Nodes: 4, PrevIndex: 0, PrevNodes: FarmNone, SinceMs: 10, GraceMs: 20, RoundMs: 30, ClockOffsetMs: -40}
-	seg.Hosts().SetFarm(a)
+	a := [FarmWords]uint64{3<<16 | 1<<32 | 2<<48, 1, 2, 3, 4}
+	b := [FarmWords]uint64{2 | 4<<16 | 0xffff<<48, 10, 20, 30, ^uint64(39)}
+	seg.Hosts().StoreFarm(a)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -28,22 +28,22 @@ func TestFarmWordsNeverTear(t *testing.T) {
 			default:
 			}
 			if i%2 == 0 {
-				seg.Hosts().SetFarm(b)
+				seg.Hosts().StoreFarm(b)
 			} else {
-				seg.Hosts().SetFarm(a)
+				seg.Hosts().StoreFarm(a)
 			}
 		}
 	}()
 	for range 20_000 {
-		if f := seg.Hosts().Farm(); f != a && f != b && f != (HostFarm{}) {
+		if w := seg.Hosts().LoadFarm(); w != a && w != b && w != ([FarmWords]uint64{}) {
 			close(stop)
 			wg.Wait()
-			t.Fatalf("a torn read: %+v", f)
+			t.Fatalf("a torn read: %v", w)
 		}
 	}
 	close(stop)
 	wg.Wait()
-	if f := seg.Hosts().Farm(); f != a && f != b {
-		t.Fatalf("after the writes: %+v", f)
+	if w := seg.Hosts().LoadFarm(); w != a && w != b {
+		t.Fatalf("after the writes: %v", w)
 	}
 }

@@ -19,7 +19,7 @@ import (
 //
 //	0   stores     uint64  slots written since the segment was created
 //	8   evictions  uint64  hosts dropped from a full window to make room (their state is lost)
-//	16  farm       the node's membership in its cluster (HostFarm, farm.go), six words
+//	16  farm       the node's membership in its cluster (package hosts), five words and a sequence word (farm.go)
 //
 // Then HostCapacity slots of 320 bytes, each read under its own sequence lock:
 //

@@ -440,11 +440,12 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	hosts.Store(gone)
 	hosts.Delete(HostHash([]byte(gone.Host)))
 	hs := hosts.Stats()
-	hosts.SetFarm(HostFarm{Index: 1, Nodes: 3, PrevIndex: 0, PrevNodes: FarmNone, SinceMs: 20_000,
-		GraceMs: 4500, RoundMs: 18_000, ClockOffsetMs: -7})
+	// The farm words' meaning is package hosts' (its TestMembershipWords); here, their places.
+	farm := uint64(1 | 3<<16 | 0<<32 | 0xffff<<48)
+	hosts.StoreFarm([FarmWords]uint64{farm, 20_000, 4500, 18_000, uint64(0xffff_ffff_ffff_fff9)})
 	blocks["Host table / Control line"] = docBlock{base: l.hosts.off, values: map[string]uint64{
 		"stores": hs.Stores, "evictions": hs.Evictions,
-		"farm": 1 | 3<<16 | 0<<32 | FarmNone<<48, "farmSince": 20_000, "farmGrace": 4500, "farmRound": 18_000,
+		"farm": farm, "farmSince": 20_000, "farmGrace": 4500, "farmRound": 18_000,
 		"farmOffset": uint64(0xffff_ffff_ffff_fff9), "farmSeq": 2,
 	}}
 	h := HostHash([]byte(shop.Host))
