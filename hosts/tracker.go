@@ -120,7 +120,7 @@ func (t *Tracker) Adopt(host string, untilMs int64, status int, now int64) {
 		return
 	}
 	delete(t.streaks, h)
-	t.Log.Info().Str("host", host).Str("cause", next.Cause.String()).Int("status", status).Str("source", "farm").
+	t.Log.Info().Str("host", host).Str("cause", CauseName(next.Cause)).Int("status", status).Str("source", "farm").
 		Str("paused_until", time.UnixMilli(untilMs).UTC().Format(pausedUntilFormat)).Msg("host paused")
 }
 
@@ -160,7 +160,7 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	default:
 		return
 	}
-	e := t.Log.Info().Str("host", next.Host).Str("cause", next.Cause.String()).Int("status", int(next.Status)).Int("limit", limit)
+	e := t.Log.Info().Str("host", next.Host).Str("cause", CauseName(next.Cause)).Int("status", int(next.Status)).Int("limit", limit)
 	if paused {
 		e = e.Str("paused_until", time.UnixMilli(next.PausedUntilMs).UTC().Format(pausedUntilFormat))
 	}

@@ -35,7 +35,7 @@ func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm Membership, nowM
 	r := wire.QueueHost{
 		Host: st.Host, Paused: a.Paused, Limit: a.Limit, Max: a.Max,
 		InFlight: InFlight(seg.Leases(), st.Hash, a.Max, nowMs),
-		Cause:    st.Cause.String(), Status: int(st.Status), SinceMs: st.SinceMs,
+		Cause:    CauseName(st.Cause), Status: int(st.Status), SinceMs: st.SinceMs,
 	}
 	if since, ok := jsonTime(st.SinceMs); ok {
 		r.Since = since
@@ -79,4 +79,17 @@ func Compare(a, b wire.QueueHost) int {
 		return 1
 	}
 	return strings.Compare(a.Host, b.Host)
+}
+
+// CauseName is the name of why a host is held back, as /v1/queue, the host metrics and the log
+// lines say it: "retry_after" (a refusal paused it), "errors" (its errors lowered its limit),
+// or "none".
+func CauseName(c shm.HostCause) string {
+	switch c {
+	case shm.HostCauseRetryAfter:
+		return "retry_after"
+	case shm.HostCauseErrors:
+		return "errors"
+	}
+	return "none"
 }

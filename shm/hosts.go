@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // The host table holds the politeness state of the hosts that are not at their defaults: a
@@ -66,7 +64,7 @@ const (
 	seqReadAttempts = 16
 )
 
-// HostCause says why a host is not at its defaults.
+// HostCause says why a host is not at its defaults (its name for people: hosts.CauseName).
 type HostCause uint8
 
 const (
@@ -74,16 +72,6 @@ const (
 	HostCauseRetryAfter           // a 429, or a 503 with Retry-After, paused it
 	HostCauseErrors               // consecutive 5xx or timeouts lowered its limit
 )
-
-func (c HostCause) String() string {
-	switch c {
-	case HostCauseRetryAfter:
-		return "retry_after"
-	case HostCauseErrors:
-		return "errors"
-	}
-	return "none"
-}
 
 // HostState is one host's politeness state.
 type HostState struct {
@@ -98,14 +86,8 @@ type HostState struct {
 	Status        uint16 // the HTTP status that last changed the state; 0 for a timeout
 }
 
-// HostHash is the 64-bit hash of a host name, never 0 (0 marks a free slot).
-func HostHash(host []byte) uint64 {
-	h := xxhash.Sum64(host)
-	if h == 0 {
-		h = 1
-	}
-	return h
-}
+// HostHash is the 64-bit hash of a host name, never 0 (0 marks a free slot): KeyHash's.
+func HostHash(host []byte) uint64 { return KeyHash(host) }
 
 func (t *Hosts) init(s *Segment) {
 	base := s.layout.hosts.off
