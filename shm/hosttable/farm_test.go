@@ -1,4 +1,4 @@
-package shm
+package hosttable
 
 import (
 	"sync"
@@ -9,13 +9,13 @@ import (
 // sets of words written, whole, never a mix of two (the words hold one membership only
 // together), and a segment never written reads all zero ("no farm").
 func TestFarmWordsNeverTear(t *testing.T) {
-	seg := newTestSegment(t, Options{Workers: 2})
-	if w := seg.Hosts().LoadFarm(); w != ([FarmWords]uint64{}) {
+	table := newTable(t, 4)
+	if w := table.LoadFarm(); w != ([FarmWords]uint64{}) {
 		t.Fatalf("a new segment's farm words: %v, want zero", w)
 	}
 	a := [FarmWords]uint64{3<<16 | 1<<32 | 2<<48, 1, 2, 3, 4}
 	b := [FarmWords]uint64{2 | 4<<16 | 0xffff<<48, 10, 20, 30, ^uint64(39)}
-	seg.Hosts().StoreFarm(a)
+	table.StoreFarm(a)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -28,14 +28,14 @@ func TestFarmWordsNeverTear(t *testing.T) {
 			default:
 			}
 			if i%2 == 0 {
-				seg.Hosts().StoreFarm(b)
+				table.StoreFarm(b)
 			} else {
-				seg.Hosts().StoreFarm(a)
+				table.StoreFarm(a)
 			}
 		}
 	}()
 	for range 20_000 {
-		if w := seg.Hosts().LoadFarm(); w != a && w != b && w != ([FarmWords]uint64{}) {
+		if w := table.LoadFarm(); w != a && w != b && w != ([FarmWords]uint64{}) {
 			close(stop)
 			wg.Wait()
 			t.Fatalf("a torn read: %v", w)
@@ -43,7 +43,7 @@ func TestFarmWordsNeverTear(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if w := seg.Hosts().LoadFarm(); w != a && w != b {
+	if w := table.LoadFarm(); w != a && w != b {
 		t.Fatalf("after the writes: %v", w)
 	}
 }

@@ -1,4 +1,4 @@
-package shm
+package hosttable
 
 import (
 	"sync/atomic"
@@ -14,14 +14,14 @@ import (
 // its store with no one never writes them, and all zero means "no farm".
 const FarmWords = 5
 
-func (t *Hosts) farmWord(i int) *uint64 {
+func (t *Table) farmWord(i int) *uint64 {
 	return (*uint64)(unsafe.Add(t.control, 16+8*i))
 }
 
 // LoadFarm copies the farm words. Any process may call it; it never blocks: a read racing
 // worker 0's write returns the last complete one it can copy, or all zero (no farm) after
 // seqReadAttempts, which only a writer killed mid-write leaves.
-func (t *Hosts) LoadFarm() (w [FarmWords]uint64) {
+func (t *Table) LoadFarm() (w [FarmWords]uint64) {
 	seq := t.farmWord(FarmWords)
 	for range seqReadAttempts {
 		s := atomic.LoadUint64(seq)
@@ -39,7 +39,7 @@ func (t *Hosts) LoadFarm() (w [FarmWords]uint64) {
 }
 
 // StoreFarm writes the farm words. Only worker 0 may call it.
-func (t *Hosts) StoreFarm(w [FarmWords]uint64) {
+func (t *Table) StoreFarm(w [FarmWords]uint64) {
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
 	seq := t.farmWord(FarmWords)
