@@ -48,11 +48,11 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmitTokenRelease measures what politeness adds to a grant: taking a slot of a host
+// BenchmarkHostTokenRelease measures what politeness adds to a grant: taking a slot of a host
 // limited to 4 (render.hosts.max_concurrency's default) and giving it back, with 0 or 3 of its
 // slots held by other renders (three held: a take tries 2.5 tokens on average before the free
 // one), to set beside a row lease's acquire and release (shm.BenchmarkLeaseAcquireRelease).
-func BenchmarkAdmitTokenRelease(b *testing.B) {
+func BenchmarkHostTokenRelease(b *testing.B) {
 	for _, held := range []int{0, 3} {
 		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
 			seg := tokenSegment(b)
