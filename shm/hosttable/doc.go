@@ -1,5 +1,5 @@
 // Package hosttable is the segment's host table (package shm gives it: Segment.Hosts): its
-// memory layout and its atomic access, nothing that decides. It stores the politeness state
+// memory layout and its atomic access. It stores the politeness state
 // of the hosts that are not at their defaults, a host paused by a Retry-After or whose limit
 // of renders in flight was lowered by its errors, and the farm words; package hosts gives them
 // their meaning and makes every decision. Worker 0 is the table's one writer; every process
