@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
@@ -28,7 +29,7 @@ func TestQueueHosts(t *testing.T) {
 	h.Store(shm.HostState{Host: "slow.example", Limit: 2, Cause: shm.HostCauseErrors, SinceMs: now - 6000})
 	h.Store(shm.HostState{Host: "over.example", PausedUntilMs: now - 1, Cause: shm.HostCauseRetryAfter, Status: 429, SinceMs: now - 9000})
 	for i := range 2 { // two renders of api.example in flight, granted before its limit fell
-		if _, ok := e.Seg.Leases().AdmitHost(shm.HostHash([]byte("api.example")), 4, uint64(i), now, 60_000, 7); !ok {
+		if _, ok := hosts.AdmitToken(e.Seg.Leases(), shm.HostHash([]byte("api.example")), 4, uint64(i), now, 60_000, 7); !ok {
 			t.Fatal("no host token")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -22,7 +23,7 @@ import (
 func TestRemoteJobsHoldTheirHostSlot(t *testing.T) {
 	e, srv := remoteServer(t, "render:\n  hosts: {max_concurrency: 2}\n") // every row is shop.test's
 	host := shm.HostHash([]byte("shop.test"))
-	inFlight := func() int { return e.Seg.Leases().HostInFlight(host, 2, e.Now()) }
+	inFlight := func() int { return hosts.InFlight(e.Seg.Leases(), host, 2, e.Now()) }
 	var c wire.RemoteClaimResponse
 	if code, ae := postJSON(t, srv, "/v1/claim", `{"limit": 5, "renderer": "farm"}`, &c); code != 200 || len(c.Jobs) != 2 {
 		t.Fatalf("claim of 5 from a host limited to 2: %d %+v, %d jobs", code, ae, len(c.Jobs))
@@ -105,7 +106,7 @@ func TestRevokedRemoteLeaseGivesBackItsHostSlot(t *testing.T) {
 					t.Fatalf("rush: %d %+v", code, ae)
 				}
 			}
-			if n := e.Seg.Leases().HostInFlight(host, 1, e.Now()); n != 0 {
+			if n := hosts.InFlight(e.Seg.Leases(), host, 1, e.Now()); n != 0 {
 				t.Fatalf("%d of shop.test in flight after the %s revoked the remote's lease, want 0", n, revoke)
 			}
 			if code, _ := postJSON(t, srv, "/v1/leases/release", wire.LeaseRequest{Key: j.Key, Lease: j.Lease}, nil); code != http.StatusConflict {

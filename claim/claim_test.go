@@ -359,7 +359,7 @@ func TestIndexFallbackSaysQueuedBehindLeases(t *testing.T) {
 	// Each granted row holds two leases, its own and its host's: room for both.
 	n := newNode(t, routes+"queue:\n  max_leases: 8192\n  ready: {enabled: false}\n")
 	const rows = maxIndexPages*64 + 50
-	for i := range rows { // on two hosts: more than one host may have in flight (shm.MaxHostTokens)
+	for i := range rows { // on two hosts: more than one host may have in flight (hosts.MaxTokens)
 		n.Put(fmt.Sprintf("desktop|https://shop%d.test/c/%04d", i%2, i), start-hour-int64(i%3), true, 0, store.Lanes{})
 	}
 	got := 0

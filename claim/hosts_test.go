@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 )
@@ -67,7 +68,7 @@ func TestClaimKeepsEachHostWithinItsLimit(t *testing.T) {
 			}
 			leases := n.Seg.Leases()
 			for h, w := range want {
-				if in := leases.HostInFlight(shm.HostHash([]byte(h)), 4, n.Now()); in != w {
+				if in := hosts.InFlight(leases, shm.HostHash([]byte(h)), 4, n.Now()); in != w {
 					t.Errorf("%s: %d host slots held, want %d", h, in, w)
 				}
 			}

@@ -109,7 +109,7 @@ const (
 // render.hosts bounds
 const (
 	// HostsMaxConcurrencyMax bounds render.hosts.max_concurrency and its overrides: it is
-	// shm.MaxHostTokens, the most host tokens a take tries (a test of package hosts pins the two
+	// hosts.MaxTokens, the most host tokens a take tries (a test of package hosts pins the two
 	// equal; this package imports no shm).
 	HostsMaxConcurrencyMax = 1024
 	// HostsMinPause is the shortest pause a refusal (a 429, or a 503 with Retry-After) causes;

@@ -42,7 +42,7 @@ func FuzzHostView(f *testing.F) {
 				seg.Hosts().Delete(h.Hash)
 			}
 		}()
-		maxOf := func(h []byte) int { return 1 + (int(maxRaw)+len(h))%shm.MaxHostTokens }
+		maxOf := func(h []byte) int { return 1 + (int(maxRaw)+len(h))%hosts.MaxTokens }
 		rows := hosts.Rows(seg, maxOf, nowMs)
 		if _, err := json.Marshal(wire.QueueView{Hosts: rows, HostsTracked: len(rows)}); err != nil {
 			t.Fatalf("the hosts section does not encode: %v", err)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -75,10 +76,10 @@ func FuzzShmAttach(f *testing.F) {
 		}
 		seg.Hosts().Store(shm.HostState{Host: "b.test", Limit: 2})
 		seg.Hosts().Delete(shm.HostHash([]byte("a.test")))
-		if tok, ok := seg.Leases().AdmitHost(shm.HostHash([]byte("b.test")), 2, 7, 5, 10, 1); ok {
+		if tok, ok := hosts.AdmitToken(seg.Leases(), shm.HostHash([]byte("b.test")), 2, 7, 5, 10, 1); ok {
 			seg.Leases().Release(tok, 6, 0)
 		}
-		seg.Leases().HostInFlight(shm.HostHash([]byte("b.test")), 2, 5)
+		hosts.InFlight(seg.Leases(), shm.HostHash([]byte("b.test")), 2, 5)
 		for i := range int(l.Workers) {
 			w, err := seg.Worker(i)
 			if err != nil {

@@ -25,10 +25,10 @@ type Allowance struct {
 
 // Allow is the allowance at nowMs of the host whose hash is hash: the host table's state of it
 // (st; found false: the host is at its defaults) under its configured maximum maxInFlight,
-// divided by the node's farm membership (farm; the zero HostFarm: a node alone). It is the one
+// divided by the node's farm membership (farm; the zero Membership: a node alone). It is the one
 // place where a host's limit is computed: every other answer (Of, Admit, EntryCap, Rows)
 // derives from it.
-func Allow(hash uint64, st shm.HostState, found bool, maxInFlight int, farm shm.HostFarm, nowMs int64) Allowance {
+func Allow(hash uint64, st shm.HostState, found bool, maxInFlight int, farm Membership, nowMs int64) Allowance {
 	a := Allowance{Max: Clamp(maxInFlight)}
 	var growsAt int64
 	a.Share, growsAt = farmShare(farm, a.Max, hash, nowMs)
@@ -52,12 +52,12 @@ func Allow(hash uint64, st shm.HostState, found bool, maxInFlight int, farm shm.
 func Of(seg *shm.Segment, cfg *Limits, host []byte, nowMs int64) Allowance {
 	hash := shm.HostHash(host)
 	st, found := seg.Hosts().Load(hash)
-	return Allow(hash, st, found, cfg.Max(host), seg.Hosts().Farm(), nowMs)
+	return Allow(hash, st, found, cfg.Max(host), MembershipOf(seg), nowMs)
 }
 
 // Admit takes a render slot of the host of key for holder, for ttlMs: none while the host is
 // paused, none past its limit of renders in flight, across every process of the node, since
-// each slot is a host token of the lease table (shm.Leases.AdmitHost). ok is false when the
+// each slot is a host token of the lease table (AdmitToken). ok is false when the
 // host refuses; nothing is then held.
 func Admit(seg *shm.Segment, cfg *Limits, key []byte, nowMs, ttlMs int64, holder uint64) (token shm.Lease, ok bool) {
 	host := cfg.Site(key)
@@ -65,7 +65,7 @@ func Admit(seg *shm.Segment, cfg *Limits, key []byte, nowMs, ttlMs int64, holder
 	if a.Paused {
 		return shm.Lease{}, false
 	}
-	return seg.Leases().AdmitHost(shm.HostHash(host), a.Limit, shm.KeyHash(key), nowMs, ttlMs, holder)
+	return AdmitToken(seg.Leases(), shm.HostHash(host), a.Limit, shm.KeyHash(key), nowMs, ttlMs, holder)
 }
 
 // Tokens is the range of host tokens (0..Tokens-1) a render of host may hold under cfg: its

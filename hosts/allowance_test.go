@@ -24,10 +24,10 @@ func TestAllow(t *testing.T) {
 		{"max lowered below the limit", shm.HostState{Limit: 3}, true, 2, Allowance{Max: 2, Share: 2, Limit: 2}},
 		{"paused", shm.HostState{Limit: 1, PausedUntilMs: now + 1}, true, 4, Allowance{Max: 4, Share: 4, Limit: 1, Paused: true, PausedUntilMs: now + 1}},
 		{"pause ends at its time", shm.HostState{PausedUntilMs: now}, true, 4, Allowance{Max: 4, Share: 4, Limit: 4}},
-		{"max above the lease table's", shm.HostState{}, true, shm.MaxHostTokens + 5, Allowance{Max: shm.MaxHostTokens, Share: shm.MaxHostTokens, Limit: shm.MaxHostTokens}},
+		{"max above the lease table's", shm.HostState{}, true, MaxTokens + 5, Allowance{Max: MaxTokens, Share: MaxTokens, Limit: MaxTokens}},
 		{"max below one", shm.HostState{}, false, 0, Allowance{Max: 1, Share: 1, Limit: 1}},
 	} {
-		if got := Allow(1, c.st, c.found, c.max, shm.HostFarm{}, now); got != c.want {
+		if got := Allow(1, c.st, c.found, c.max, Membership{}, now); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}

@@ -6,6 +6,14 @@
 // computes a host's allowance; the views for people (Rows: /v1/queue, freshqctl top, the host
 // metrics) read it too.
 //
+// The answers are applied where they bind: Admit takes a render slot of the host, a host token
+// of the segment's lease table (tokens.go: at most a host's limit of tokens are held at once,
+// across all processes; ReleaseEarlierIncarnations gives back those of a render worker killed
+// mid-render); Shaper shapes the sweep's ready set (shape.go: a paused host has no entry, a
+// host at most its share). Package shm only stores the host table (shm/hosttable), the farm
+// words (Membership) and the tokens' leases; the one choice made there is which host's state a
+// full window of the table gives up, under its writer's lock (see "What it does not promise").
+//
 // Step is the state machine, a pure function of (a host's state, one result, the
 // configuration, now). Tracker runs it in worker 0 for every result whose lease held (local
 // render workers' and remote renderers'; a fenced result changes nothing, host state included,

@@ -31,7 +31,7 @@ import (
 // share is the part of a host's limit L that the node of rank index among n holds in round.
 func share(limit int, hostHash uint64, index, n uint16, round int64) int {
 	switch {
-	case n == shm.FarmNone:
+	case n == FarmNone:
 		return 0
 	case n <= 1:
 		return limit
@@ -53,7 +53,7 @@ func share(limit int, hostHash uint64, index, n uint16, round int64) int {
 // least of its shares under the memberships and rounds in force since nowMs − f.GraceMs.
 // growsAtMs is when it may next grow (0 when it is the whole limit): a share of 0 is held
 // until then.
-func farmShare(f shm.HostFarm, limit int, hostHash uint64, nowMs int64) (n int, growsAtMs int64) {
+func farmShare(f Membership, limit int, hostHash uint64, nowMs int64) (n int, growsAtMs int64) {
 	if f.Nodes == 0 {
 		return limit, 0
 	}
@@ -97,12 +97,12 @@ func floorDiv(a, b int64) int64 {
 // FarmView is the node's farm membership for /v1/queue's cluster section; nil when the node is
 // in no farm (a node alone on Badger).
 func FarmView(seg *shm.Segment) *wire.QueueFarm {
-	f := seg.Hosts().Farm()
+	f := MembershipOf(seg)
 	if f.Nodes == 0 {
 		return nil
 	}
 	v := &wire.QueueFarm{Index: int(f.Index), Nodes: int(f.Nodes), SinceMs: f.SinceMs, GraceMs: f.GraceMs, RoundMs: f.RoundMs}
-	if f.Nodes == shm.FarmNone {
+	if f.Nodes == FarmNone {
 		v.Index, v.Nodes = 0, 0
 	}
 	return v

@@ -223,3 +223,22 @@ func (m *memBoard) PublishPauses(_ context.Context, hosts []string, until []int6
 func (m *memBoard) ReadPauses(context.Context) ([]string, []int64, []int32, int64, error) {
 	return m.hosts, m.until, m.status, 0, nil
 }
+
+// TestMembershipWords: a membership is packed into the segment's farm words as
+// docs/shm-format.md draws them (index | nodes << 16 | prevIndex << 32 | prevNodes << 48, then
+// since, grace, round and the clock offset), and read back whole.
+func TestMembershipWords(t *testing.T) {
+	seg := memSegment(t)
+	if m := MembershipOf(seg); m != (Membership{}) {
+		t.Fatalf("a new segment's membership: %+v, want no farm", m)
+	}
+	m := Membership{Index: 1, Nodes: 3, PrevIndex: 2, PrevNodes: FarmNone, SinceMs: 20_000, GraceMs: 4500, RoundMs: 18_000, ClockOffsetMs: -7}
+	setMembership(seg, m)
+	want := [shm.FarmWords]uint64{1 | 3<<16 | 2<<32 | FarmNone<<48, 20_000, 4500, 18_000, 0xffff_ffff_ffff_fff9}
+	if w := seg.Hosts().LoadFarm(); w != want {
+		t.Fatalf("farm words %#x, want %#x", w, want)
+	}
+	if got := MembershipOf(seg); got != m {
+		t.Fatalf("read back %+v, want %+v", got, m)
+	}
+}

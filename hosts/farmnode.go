@@ -71,8 +71,8 @@ func FarmRound(grace time.Duration) time.Duration { return 4 * grace }
 // had no membership holds no share of any host (a restarted worker 0 finds the one its
 // predecessor wrote, and keeps it).
 func NewFarm(opts FarmOptions) *Farm {
-	if opts.Seg.Hosts().Farm().Nodes == 0 {
-		opts.Seg.Hosts().SetFarm(shm.HostFarm{Nodes: shm.FarmNone, PrevNodes: shm.FarmNone})
+	if MembershipOf(opts.Seg).Nodes == 0 {
+		setMembership(opts.Seg, Membership{Nodes: FarmNone, PrevNodes: FarmNone})
 	}
 	return &Farm{opts: opts, pending: map[string]boardPause{}, nudge: make(chan struct{}, 1)}
 }
@@ -87,32 +87,32 @@ func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
 	o := f.opts
 	now := o.Now().UnixMilli()
 	sorted := slices.Sorted(slices.Values(live))
-	index, nodes := uint16(0), uint16(shm.FarmNone)
-	if i := slices.Index(sorted, me); i >= 0 && len(sorted) < shm.FarmNone {
+	index, nodes := uint16(0), uint16(FarmNone)
+	if i := slices.Index(sorted, me); i >= 0 && len(sorted) < FarmNone {
 		index, nodes = uint16(i), uint16(len(sorted))
 	}
-	cur := o.Seg.Hosts().Farm()
+	cur := MembershipOf(o.Seg)
 	next := cur
 	next.GraceMs, next.RoundMs = o.Grace.Milliseconds(), max(o.Round.Milliseconds(), 1)
 	next.ClockOffsetMs = clusterNow.UnixMilli() - now
 	switch {
 	case cur.SinceMs == 0: // this segment's first membership
 		next.Index, next.Nodes, next.SinceMs = index, nodes, now
-		next.PrevIndex, next.PrevNodes = 0, shm.FarmNone
+		next.PrevIndex, next.PrevNodes = 0, FarmNone
 		if nodes == 1 {
 			next.PrevNodes = 1
 		}
 	case index != cur.Index || nodes != cur.Nodes:
 		next.PrevIndex, next.PrevNodes = cur.Index, cur.Nodes
 		if now-cur.SinceMs < next.GraceMs { // the last change is still in its grace
-			next.PrevIndex, next.PrevNodes = 0, shm.FarmNone
+			next.PrevIndex, next.PrevNodes = 0, FarmNone
 		}
 		next.Index, next.Nodes, next.SinceMs = index, nodes, now
 		o.Log.Info().Int("index", int(index)).Int("nodes", int(nodes)).Int("was_index", int(cur.Index)).
 			Int("was_nodes", int(cur.Nodes)).Msg("farm: the division of the hosts' limits changed")
 	}
 	if next != cur {
-		o.Seg.Hosts().SetFarm(next)
+		setMembership(o.Seg, next)
 	}
 }
 
@@ -164,7 +164,7 @@ func (f *Farm) Exchange(ctx context.Context) {
 		o.Log.Warn().Err(err).Msg("farm: reading the cluster's pauses failed")
 		return
 	}
-	offset := o.Seg.Hosts().Farm().ClockOffsetMs
+	offset := MembershipOf(o.Seg).ClockOffsetMs
 	now := o.Now().UnixMilli()
 	for i, h := range hosts {
 		o.Tracker.Adopt(h, until[i]-offset, int(status[i]), now)
@@ -180,7 +180,7 @@ func (f *Farm) publish(ctx context.Context) {
 		return
 	}
 	o := f.opts
-	offset := o.Seg.Hosts().Farm().ClockOffsetMs
+	offset := MembershipOf(o.Seg).ClockOffsetMs
 	hosts := make([]string, 0, len(pending))
 	until := make([]int64, 0, len(pending))
 	status := make([]int32, 0, len(pending))

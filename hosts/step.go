@@ -124,7 +124,7 @@ func Step(cur shm.HostState, found bool, obs Observation, cfg *Limits, maxInFlig
 	return s, s.PausedUntilMs != 0 || s.Limit != 0 || s.ErrStreak != 0
 }
 
-// Clamp bounds a host's configured maximum to what the lease table can admit: 1..shm.MaxHostTokens.
-func Clamp(n int) int { return min(max(n, 1), shm.MaxHostTokens) }
+// Clamp bounds a host's configured maximum to what the lease table can admit: 1..MaxTokens.
+func Clamp(n int) int { return min(max(n, 1), MaxTokens) }
 
 func halve(limit int) int { return max(limit/2, 1) }

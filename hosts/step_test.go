@@ -171,7 +171,7 @@ func TestStep(t *testing.T) {
 		{name: "a maximum raised: the stored limit stays", cur: ptr(throttled(3)), max: 8, obs: one(network),
 			want: throttled(3), keep: true},
 		{name: "a maximum past the token table is clamped", max: 5000, obs: repeat(e500, 3),
-			want: shm.HostState{Limit: shm.MaxHostTokens / 2, SinceMs: t0 + 2, Cause: shm.HostCauseErrors, Status: 500}, keep: true},
+			want: shm.HostState{Limit: MaxTokens / 2, SinceMs: t0 + 2, Cause: shm.HostCauseErrors, Status: 500}, keep: true},
 		{name: "a maximum of 0 is 1", max: -3, obs: repeat(e500, 3), want: shm.HostState{}, keep: false},
 		{name: "not found: cur is ignored", cur: nil, obs: one(network), want: shm.HostState{}, keep: false},
 		{name: "defaults stay defaults on a success", obs: one(ok200), want: shm.HostState{}, keep: false},
@@ -289,8 +289,8 @@ func TestRefusal(t *testing.T) {
 // config bounds render.hosts.max_concurrency by the host tokens a take tries: the two are one
 // number, kept in two packages that do not import each other.
 func TestMaxConcurrencyBoundIsTheTokenTable(t *testing.T) {
-	if config.HostsMaxConcurrencyMax != shm.MaxHostTokens {
-		t.Fatalf("config.HostsMaxConcurrencyMax %d, shm.MaxHostTokens %d", config.HostsMaxConcurrencyMax, shm.MaxHostTokens)
+	if config.HostsMaxConcurrencyMax != MaxTokens {
+		t.Fatalf("config.HostsMaxConcurrencyMax %d, MaxTokens %d", config.HostsMaxConcurrencyMax, MaxTokens)
 	}
 	if MinPause != time.Second {
 		t.Fatalf("MinPause %v", MinPause)

@@ -120,7 +120,7 @@ func (t *Tracker) Adopt(host string, untilMs int64, status int, now int64) {
 		return
 	}
 	delete(t.streaks, h)
-	t.Log.Info().Str("host", host).Str("cause", next.Cause.String()).Int("status", status).Str("source", "farm").
+	t.Log.Info().Str("host", host).Str("cause", CauseName(next.Cause)).Int("status", status).Str("source", "farm").
 		Str("paused_until", time.UnixMilli(untilMs).UTC().Format(pausedUntilFormat)).Msg("host paused")
 }
 
@@ -146,8 +146,8 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	}
 	// The host's own state, as a node alone would have it: the farm's division is no news of
 	// the host's.
-	was := Allow(cur.Hash, cur, true, maxInFlight, shm.HostFarm{}, now).Limit
-	a := Allow(next.Hash, next, true, maxInFlight, shm.HostFarm{}, now)
+	was := Allow(cur.Hash, cur, true, maxInFlight, Membership{}, now).Limit
+	a := Allow(next.Hash, next, true, maxInFlight, Membership{}, now)
 	limit, paused := a.Limit, a.Paused
 	var msg string
 	switch {
@@ -160,7 +160,7 @@ func (t *Tracker) logChange(cur shm.HostState, found bool, next shm.HostState, k
 	default:
 		return
 	}
-	e := t.Log.Info().Str("host", next.Host).Str("cause", next.Cause.String()).Int("status", int(next.Status)).Int("limit", limit)
+	e := t.Log.Info().Str("host", next.Host).Str("cause", CauseName(next.Cause)).Int("status", int(next.Status)).Int("limit", limit)
 	if paused {
 		e = e.Str("paused_until", time.UnixMilli(next.PausedUntilMs).UTC().Format(pausedUntilFormat))
 	}

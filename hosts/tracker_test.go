@@ -253,6 +253,6 @@ func TestTrackerObserveLosesNoConcurrentResult(t *testing.T) {
 
 // allowance is Allow's limit and pause for a state the table holds.
 func allowance(st shm.HostState, maxInFlight int, nowMs int64) (limit int, paused bool) {
-	a := Allow(st.Hash, st, true, maxInFlight, shm.HostFarm{}, nowMs)
+	a := Allow(st.Hash, st, true, maxInFlight, Membership{}, nowMs)
 	return a.Limit, a.Paused
 }

@@ -21,7 +21,7 @@ import (
 // maxOf(host), its configured maximum), whether it is paused now and its renders in flight
 // (its host tokens held), sorted by Compare.
 func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.QueueHost {
-	states, farm := seg.Hosts().Snapshot(), seg.Hosts().Farm()
+	states, farm := seg.Hosts().Snapshot(), MembershipOf(seg)
 	out := make([]wire.QueueHost, 0, len(states))
 	for i := range states {
 		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), farm, nowMs))
@@ -30,12 +30,12 @@ func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.Que
 	return out
 }
 
-func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm shm.HostFarm, nowMs int64) wire.QueueHost {
+func row(seg *shm.Segment, st *shm.HostState, hostMax int, farm Membership, nowMs int64) wire.QueueHost {
 	a := Allow(st.Hash, *st, true, hostMax, farm, nowMs)
 	r := wire.QueueHost{
 		Host: st.Host, Paused: a.Paused, Limit: a.Limit, Max: a.Max,
-		InFlight: seg.Leases().HostInFlight(st.Hash, a.Max, nowMs),
-		Cause:    st.Cause.String(), Status: int(st.Status), SinceMs: st.SinceMs,
+		InFlight: InFlight(seg.Leases(), st.Hash, a.Max, nowMs),
+		Cause:    CauseName(st.Cause), Status: int(st.Status), SinceMs: st.SinceMs,
 	}
 	if since, ok := jsonTime(st.SinceMs); ok {
 		r.Since = since
@@ -79,4 +79,17 @@ func Compare(a, b wire.QueueHost) int {
 		return 1
 	}
 	return strings.Compare(a.Host, b.Host)
+}
+
+// CauseName is the name of why a host is held back, as /v1/queue, the host metrics and the log
+// lines say it: "retry_after" (a refusal paused it), "errors" (its errors lowered its limit),
+// or "none".
+func CauseName(c shm.HostCause) string {
+	switch c {
+	case shm.HostCauseRetryAfter:
+		return "retry_after"
+	case shm.HostCauseErrors:
+		return "errors"
+	}
+	return "none"
 }

@@ -223,7 +223,7 @@ func releaseRemoteHostSlot(seg *shm.Segment, cfg *hosts.Limits, key []byte, hold
 		return
 	}
 	host := cfg.Site(key)
-	seg.Leases().ReleaseHostTokenOf(shm.HostHash(host), hosts.Tokens(cfg, host), holder, nowMs)
+	hosts.ReleaseTokenOf(seg.Leases(), shm.HostHash(host), hosts.Tokens(cfg, host), holder, nowMs)
 }
 
 // reserve counts the live leases of holder and of every remote, and reserves up to want of
@@ -325,7 +325,7 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 	if IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
 		host := set.Hosts.Site(req.Key)
 		tokens := hosts.Tokens(&set.Hosts, host)
-		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), tokens, info.Holder, now, now+ttl)
+		hosts.ExtendTokensOf(x.Seg.Leases(), shm.HostHash(host), tokens, info.Holder, now, now+ttl)
 	}
 	return wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
 }

@@ -206,6 +206,6 @@ func TestApplyWithoutHostsAppliesARefusal(t *testing.T) {
 
 // allowance is hosts.Allow's limit and pause for a state the table holds.
 func allowance(st shm.HostState, maxInFlight int, nowMs int64) (limit int, paused bool) {
-	a := hosts.Allow(st.Hash, st, true, maxInFlight, shm.HostFarm{}, nowMs)
+	a := hosts.Allow(st.Hash, st, true, maxInFlight, hosts.Membership{}, nowMs)
 	return a.Limit, a.Paused
 }

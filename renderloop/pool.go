@@ -10,6 +10,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
@@ -90,7 +91,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("renderer: %w", err)
 	}
-	releaseDeadHostSlots(e)
+	// The host slots of this worker index's earlier incarnations, killed mid-render, go back now
+	// rather than at their leases' TTL (hosts owns the slots and their release).
+	hosts.ReleaseEarlierIncarnations(e.Seg, e.Index, e.Holder, e.Now(), e.Log)
 	client := wire.NewClient(e.Socket)
 	fallback := &oneFallback{Fallback: api.IndexFallback{Client: client}, slot: make(chan struct{}, 1)}
 	claimer, err := claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker, Fallback: fallback, Settings: e.Claim, Now: e.Now, Holder: e.Holder,
@@ -118,21 +121,6 @@ func (s *Service) Start(ctx context.Context) error {
 }
 
 var _ startstop.Service = (*Service)(nil)
-
-// releaseDeadHostSlots gives back the host slots of this worker index's earlier incarnations:
-// they were killed mid-render (a worker that stops gives its own back), and each of their
-// slots would keep its host below its limit until the lease's TTL. Their rows' leases lapse
-// at the TTL as before; a host slot is the node's, a row lease only the row's.
-func releaseDeadHostSlots(e *Deps) {
-	me := e.Holder
-	n := e.Seg.Leases().ReleaseHostSlots(e.Now(), func(h uint64) bool {
-		local := h&(1<<63|shm.HoldHolder) == 0 // not a remote renderer's, not a hold
-		return local && h&0xffff == uint64(e.Index) && h != me
-	})
-	if n > 0 {
-		e.Log.Info().Int("host_slots", n).Msg("gave back the host slots of this worker's previous incarnation")
-	}
-}
 
 // jobClaimer is where a render loop claims its jobs (claim.Claimer).
 type jobClaimer interface {

@@ -210,33 +210,6 @@ func BenchmarkLeaseAcquireRelease(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmitHostRelease measures what politeness adds to a grant: taking a slot of a host
-// limited to 4 (render.hosts.max_concurrency's default) and giving it back, with 0 or 3 of its
-// slots held by other renders (three held: a take tries 2.5 tokens on average before the free
-// one), to set beside a row lease's acquire and release (BenchmarkLeaseAcquireRelease).
-func BenchmarkAdmitHostRelease(b *testing.B) {
-	for _, held := range []int{0, 3} {
-		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
-			seg, _ := benchSegment(b, 16)
-			l := seg.Leases()
-			host := HostHash([]byte("shop.example"))
-			for range held {
-				if _, ok := l.AdmitHost(host, 4, 0, 1000, 600_000, 2); !ok {
-					b.Fatal("setup: slot refused")
-				}
-			}
-			b.ResetTimer()
-			for i := range b.N {
-				tok, ok := l.AdmitHost(host, 4, uint64(i), 1000, 600_000, 1)
-				if !ok {
-					b.Fatal("admit refused")
-				}
-				l.Release(tok, 1000, 0)
-			}
-		})
-	}
-}
-
 // BenchmarkPublish5000 measures publishing a full default-sized set of 60-byte keys.
 func BenchmarkPublish5000(b *testing.B) {
 	seg, _ := benchSegment(b, DefaultReadyCapacity)

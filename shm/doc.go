@@ -1,7 +1,7 @@
 // Package shm is freshq's shared-memory segment: one file, mapped by the supervisor and every
 // worker, that holds the double-slotted ready buffer, the lease table, the claim-floor cell,
-// one block of heartbeats and counters per worker, and the host table of politeness. It imports
-// nothing else of freshq.
+// one block of heartbeats and counters per worker, and the host table of politeness (its layout
+// and atomic access in shm/hosttable). It imports nothing else of freshq.
 //
 // # What a caller may rely on
 //
@@ -29,10 +29,11 @@
 // never shortens somebody else's newer lease; a released key stays unclaimable for the
 // caller's grace.
 //
-// Politeness: a host's renders in flight are host tokens of the lease table, so at most a
-// host's limit of them are held at once across all processes (Leases.AdmitHost), and a killed
-// holder's token lapses like its lease. The host table (Hosts) has one writer, worker 0;
-// readers copy a slot under its sequence lock and never keep a torn copy.
+// Politeness is package hosts'; the segment only stores its state and decides nothing. A host's
+// renders in flight are host tokens, leases of the lease table (holder marked HostSlotMark)
+// that package hosts takes and gives back, and a killed holder's token lapses like its lease.
+// The host table (Hosts, package hosttable) has one writer, worker 0; readers copy a slot
+// under its sequence lock and never keep a torn copy.
 //
 // A Lease is a plain value and may come from outside the process (a result batch, a remote
 // renderer): every method taking one checks its slot against the table and its key hash

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/freshq/freshq/shm/hosttable"
 )
 
 // The segment is one file, laid out as a header page followed by five sections. Every section
@@ -147,7 +149,7 @@ func (o Options) Validate() error {
 		{"LeaseCapacity", o.LeaseCapacity, 1, maxLeaseCapacity},
 		{"LeaseWindow", o.LeaseWindow, 1, o.LeaseCapacity},
 		{"Workers", o.Workers, 1, maxWorkers},
-		{"HostCapacity", o.HostCapacity, 1, maxHostCapacity},
+		{"HostCapacity", o.HostCapacity, 1, hosttable.MaxCapacity},
 	} {
 		if err := check(c.name, c.v, c.lo, c.hi); err != nil {
 			return err
@@ -216,7 +218,7 @@ func newLayout(o Options, pid uint64) Layout {
 	l.lease = next(lineSize + uint64(l.LeaseCapacity)*leaseSlotSize)
 	l.floor = next(floorSize)
 	l.workers = next(uint64(l.Workers) * workerStride(l.Counters))
-	l.hosts = next(lineSize + uint64(l.HostCapacity)*hostSlotSize)
+	l.hosts = next(hosttable.ControlSize + uint64(l.HostCapacity)*hosttable.SlotSize)
 	l.SegmentSize = off
 	return l
 }
@@ -301,7 +303,7 @@ func (l *Layout) check(mappedSize uint64, hdrSize uint32) error {
 		l.LeaseCapacity == 0 || l.LeaseCapacity > maxLeaseCapacity ||
 		l.LeaseWindow == 0 || l.LeaseWindow > l.LeaseCapacity ||
 		l.Workers == 0 || l.Workers > maxWorkers || l.Counters != CountersPerWorker || l.EpochMs < 0 ||
-		l.HostCapacity == 0 || l.HostCapacity > maxHostCapacity {
+		l.HostCapacity == 0 || l.HostCapacity > hosttable.MaxCapacity {
 		return corrupt("geometry out of range")
 	}
 	if l.EntrySize != entrySizeFor(l.KeyCapacity) {

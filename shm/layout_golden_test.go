@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/freshq/freshq/shm/hosttable"
 )
 
 // The segment's layout is pinned twice: testdata/layout.txt records the header's field offsets
@@ -97,7 +99,7 @@ func describeLayout(l Layout) string {
 	fmt.Fprintf(w, "%d\t%d\t worker blocks (%d × %d)\n", l.workers.off, l.workers.size, l.Workers, workerStride(l.Counters))
 	fmt.Fprintf(w, "%d\t%d\t host table\n", l.hosts.off, l.hosts.size)
 	fmt.Fprintf(w, "%d\t%d\t   control line\n", l.hosts.off, lineSize)
-	fmt.Fprintf(w, "%d\t%d\t   slots (%d × %d)\n", l.hosts.off+lineSize, uint64(l.HostCapacity)*hostSlotSize, l.HostCapacity, hostSlotSize)
+	fmt.Fprintf(w, "%d\t%d\t   slots (%d × %d)\n", l.hosts.off+lineSize, uint64(l.HostCapacity)*hosttable.SlotSize, l.HostCapacity, hosttable.SlotSize)
 	fmt.Fprintf(w, "%d\t\t end\n", l.SegmentSize)
 	w.Flush()
 	return b.String()
@@ -440,19 +442,20 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	hosts.Store(gone)
 	hosts.Delete(HostHash([]byte(gone.Host)))
 	hs := hosts.Stats()
-	hosts.SetFarm(HostFarm{Index: 1, Nodes: 3, PrevIndex: 0, PrevNodes: FarmNone, SinceMs: 20_000,
-		GraceMs: 4500, RoundMs: 18_000, ClockOffsetMs: -7})
+	// The farm words' meaning is package hosts' (its TestMembershipWords); here, their places.
+	farm := uint64(1 | 3<<16 | 0<<32 | 0xffff<<48)
+	hosts.StoreFarm([FarmWords]uint64{farm, 20_000, 4500, 18_000, uint64(0xffff_ffff_ffff_fff9)})
 	blocks["Host table / Control line"] = docBlock{base: l.hosts.off, values: map[string]uint64{
 		"stores": hs.Stores, "evictions": hs.Evictions,
-		"farm": 1 | 3<<16 | 0<<32 | FarmNone<<48, "farmSince": 20_000, "farmGrace": 4500, "farmRound": 18_000,
+		"farm": farm, "farmSince": 20_000, "farmGrace": 4500, "farmRound": 18_000,
 		"farmOffset": uint64(0xffff_ffff_ffff_fff9), "farmSeq": 2,
 	}}
 	h := HostHash([]byte(shop.Host))
 	slot := h % uint64(l.HostCapacity)
-	for readLE(mem[l.hosts.off+64+hostSlotSize*slot+8:], 8) != h {
+	for readLE(mem[l.hosts.off+64+hosttable.SlotSize*slot+8:], 8) != h {
 		slot = (slot + 1) % uint64(l.HostCapacity)
 	}
-	blocks["Host table / Slot i"] = docBlock{base: l.hosts.off + 64 + hostSlotSize*slot, values: map[string]uint64{
+	blocks["Host table / Slot i"] = docBlock{base: l.hosts.off + 64 + hosttable.SlotSize*slot, values: map[string]uint64{
 		"seq": 4, "hash": h, "pausedUntil": 12_000, "limit": 2, "streaks": 3 | 1<<32, "since": 10_000,
 		"info": uint64(HostCauseRetryAfter) | 429<<8 | uint64(len(shop.Host))<<24,
 	}, bytes: map[string][]byte{"host": []byte(shop.Host)}}

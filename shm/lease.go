@@ -473,6 +473,70 @@ func (l *Leases) placeHold(keyHash, home, relNow, until uint64, nowMs int64) boo
 	return false
 }
 
+// HostSlotMark is set in the holder recorded with a host token (package hosts: the token of
+// holder h is held by h | HostSlotMark): counts of a holder's leases (CountHolder, CountHolders, Stats.Live)
+// count rows, and a render holds two leases, its row's and its host's. No holder id has the
+// bit: a local one is pid<<16 | index, a remote one sets bit 63 and 60 bits of its name, and
+// HoldHolder is bit 62.
+const HostSlotMark uint64 = 1 << 61
+
+// ReleaseHeld gives back at once (no grace) one live lease of keyHash that holder holds, for a
+// holder that does not keep its lease's words, and reports whether it released one: worker 0
+// gives back a remote renderer's host token by holder (package hosts).
+func (l *Leases) ReleaseHeld(keyHash, holder uint64, nowMs int64) bool {
+	relNow, released := l.rel(nowMs), false
+	l.heldBy(keyHash, holder, relNow, func(sl *leaseSlot, st uint64) bool {
+		released = atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st))
+		return released
+	})
+	return released
+}
+
+// ExtendHeld moves every live lease of keyHash that holder holds to expire no earlier than
+// untilMs; a lease that expires later already is left as it is.
+func (l *Leases) ExtendHeld(keyHash, holder uint64, nowMs, untilMs int64) {
+	until := l.rel(untilMs)
+	l.heldBy(keyHash, holder, l.rel(nowMs), func(sl *leaseSlot, st uint64) bool {
+		if st>>expiryShift < until {
+			atomic.CompareAndSwapUint64(&sl.state, st, packState(until, false, st))
+		}
+		return false
+	})
+}
+
+// heldBy calls fn with each live, unreleased slot of keyHash's window that holder holds, and
+// the state it read, until fn returns true.
+func (l *Leases) heldBy(keyHash, holder, relNow uint64, fn func(sl *leaseSlot, st uint64) (stop bool)) {
+	for s, j := keyHash%l.capacity, uint64(0); j < l.window; s, j = l.next(s), j+1 {
+		sl := l.slot(s)
+		st := atomic.LoadUint64(&sl.state)
+		if atomic.LoadUint64(&sl.hash) != keyHash || atomic.LoadUint64(&sl.holder) != holder ||
+			st&releasedBit != 0 || st>>expiryShift <= relNow {
+			continue
+		}
+		if fn(sl, st) {
+			return
+		}
+	}
+}
+
+// ReleaseHolders gives back at once (no grace) every live lease whose holder match accepts,
+// and returns how many. It scans the whole table, like CountHolders.
+func (l *Leases) ReleaseHolders(nowMs int64, match func(holder uint64) bool) int {
+	relNow, n := l.rel(nowMs), 0
+	for i := range l.capacity {
+		sl := l.slot(i)
+		st := atomic.LoadUint64(&sl.state)
+		if st&releasedBit != 0 || st>>expiryShift <= relNow || !match(atomic.LoadUint64(&sl.holder)) {
+			continue
+		}
+		if atomic.CompareAndSwapUint64(&sl.state, st, packState(relNow, true, st)) {
+			n++
+		}
+	}
+	return n
+}
+
 // CountHolder counts holder's live leases at nowMs (graces are not counted). It scans the whole
 // table: it is for capping a remote holder's leases, not for a hot path.
 func (l *Leases) CountHolder(holder uint64, nowMs int64) int {
@@ -555,7 +619,7 @@ func (l *Leases) info(sl *leaseSlot, st uint64) LeaseInfo {
 type LeaseStats struct {
 	Capacity         int
 	Live             int // unexpired leases of rows at the time of the scan
-	HostSlots        int // unexpired host slots (AdmitHost): renders in flight, counted by host
+	HostSlots        int // unexpired host tokens (holder with HostSlotMark): renders in flight, counted by host
 	Graces           int // unexpired release graces
 	RefusedHeld      uint64
 	RefusedFull      uint64

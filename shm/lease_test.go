@@ -554,3 +554,37 @@ func TestRevokeRacesAcquire(t *testing.T) {
 		t.Fatal("Revoke never ran while an acquirer did: the race was not exercised")
 	}
 }
+
+// A holder that keeps no lease words finds its leases by key and holder: ReleaseHeld and
+// ExtendHeld touch only holder's live lease of the key, and ReleaseHolders only the leases of
+// the holders it accepts.
+func TestLeasesHeldByAHolder(t *testing.T) {
+	seg := newTestSegment(t, Options{LeaseCapacity: 64})
+	l := seg.Leases()
+	a, b := KeyHash([]byte("a")), KeyHash([]byte("b"))
+	la, _ := l.Acquire(a, 2_000_000, 1_000, 7)
+	if _, st := l.Acquire(b, 2_000_000, 1_000, 8); st != Acquired {
+		t.Fatal("setup: b refused")
+	}
+	l.ExtendHeld(a, 8, 2_000_000, 2_005_000) // not 8's
+	l.ExtendHeld(a, 7, 2_000_000, 2_005_000)
+	l.ExtendHeld(a, 7, 2_000_000, 2_003_000) // never shortens
+	if info, ok := l.Lookup(a, 2_000_000); !ok || info.ExpiresAtMs != 2_005_000 {
+		t.Fatalf("a's lease %+v after the extensions, want it to expire at 2005000", info)
+	}
+	if l.ReleaseHeld(a, 8, 2_000_000) || !l.ReleaseHeld(a, 7, 2_000_000) || l.ReleaseHeld(a, 7, 2_000_000) {
+		t.Fatal("ReleaseHeld released another holder's lease, or not its own exactly once")
+	}
+	if err := l.Check(la, a, 2_000_000); err == nil {
+		t.Fatal("a's lease still checks after its release")
+	}
+	if n := l.ReleaseHolders(2_000_000, func(h uint64) bool { return h == 9 }); n != 0 {
+		t.Fatalf("ReleaseHolders released %d leases of a holder that has none", n)
+	}
+	if n := l.ReleaseHolders(2_000_000, func(h uint64) bool { return h == 8 }); n != 1 {
+		t.Fatalf("ReleaseHolders released %d of holder 8's leases, want 1", n)
+	}
+	if _, ok := l.Lookup(b, 2_000_000); ok {
+		t.Fatal("b's lease is live after its holder's release")
+	}
+}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/freshq/freshq/shm/hosttable"
 )
 
 // DefaultPath is where the supervisor creates the segment unless configured otherwise. /dev/shm
@@ -28,7 +30,7 @@ type Segment struct {
 	leases Leases
 	floor  Floor
 	fence  Fence
-	hosts  Hosts
+	hosts  *Hosts
 }
 
 // Create makes a new segment file at path, mode 0600, sized and initialised for opts, and
@@ -159,7 +161,7 @@ func newSegment(l Layout, mem []byte, mapped mmap.MMap) *Segment {
 	s.leases.init(s)
 	s.floor.init(s)
 	s.fence.init(s)
-	s.hosts.init(s)
+	s.hosts = hosttable.New(s.mem[l.hosts.off:l.hosts.off+l.hosts.size], int(l.HostCapacity))
 	return s
 }
 
@@ -179,7 +181,7 @@ func (s *Segment) Floor() *Floor { return &s.floor }
 func (s *Segment) Fence() *Fence { return &s.fence }
 
 // Hosts is the host table: the hosts paused or throttled for politeness.
-func (s *Segment) Hosts() *Hosts { return &s.hosts }
+func (s *Segment) Hosts() *Hosts { return s.hosts }
 
 // Close unmaps the segment. It does not remove the file: the supervisor owns its lifetime.
 func (s *Segment) Close() error {

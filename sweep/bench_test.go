@@ -302,7 +302,7 @@ func BenchmarkSweepClasses(b *testing.B) {
 // BenchmarkSweepOneCappedHost is BenchmarkSweepClasses's corpus (one host) under the default
 // host limit, 4 renders at once of the node's render slots: the host may hold only its share
 // of the set, the set never fills, and the class merge can stop only because the store lists
-// its hosts and every one of them is at its cap (hostPlans.settled). read-on runs the same
+// its hosts and every one of them is at its cap (hosts.Shaper.Settled). read-on runs the same
 // sweep with that stop switched off, side by side: it reads the whole due set.
 func BenchmarkSweepOneCappedHost(b *testing.B) {
 	pol := benchPolicy(b)

@@ -29,7 +29,7 @@ import (
 // however large the due set; in ModeStrict, a simulator mode, up to K per lane. Rows left
 // out for politeness (a paused host's, a capped host's) do not fill the set, so a due set made
 // mostly of held-back hosts' rows never raises the bar. There the merge stops once every host
-// the store holds rows of is paused or at its cap in the set (hostPlans.settled, from the
+// the store holds rows of is paused or at its cap in the set (hosts.Shaper.Settled, from the
 // store's store.HostLister): no row left could enter the set, nor evict one. A store of one
 // site capped below the node's slots then reads about the host's cap, not its due set. A store
 // whose hosts it cannot list (more than store.MaxListedHosts, or a store that keeps no list),
@@ -89,7 +89,7 @@ type admitter interface {
 // returns the pass's stats with Rows the rows it read and Capped set when it stopped at
 // maxRows (0 = no cap) with a cursor still open. settled, when not nil, is asked every
 // settledEvery rows whether no further row could enter the set (every host the store holds
-// rows of is paused or at its cap: hostPlans.settled); then the merge ends there and
+// rows of is paused or at its cap: hosts.Shaper.Settled); then the merge ends there and
 // stopped is true.
 func readClasses(ctx context.Context, cp store.ClassPass, boost float64, now int64, maxRows int, sel admitter, settled func() bool, consider func(*store.DueRow)) (st store.PassStats, stopped bool, err error) {
 	heads, err := cp.ClassHeads()

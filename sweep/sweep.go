@@ -185,6 +185,30 @@ type value struct {
 	row       store.Row // as the pass read it: the entry's flags, and the store's hint (RowHints)
 }
 
+// hostHash and owned are what the pass's host shaping (hosts.Shaper) needs of a value: its
+// host, and a copy it may keep past the offer (the pass's key is its read buffer).
+func (v value) hostHash() uint64 { return v.host }
+
+func (v value) owned() value {
+	v.key = bytes.Clone(v.key)
+	return v
+}
+
+// settledHosts is the class merge's early stop under plans (hosts.Shaper.Settled), for a pass
+// that lists the hosts it holds rows of (store.HostLister); nil, and the merge reads on, when
+// it cannot.
+func settledHosts(plans *hosts.Shaper[value], pass any) func() bool {
+	lister, ok := pass.(store.HostLister)
+	if !ok {
+		return nil
+	}
+	stored, ok := lister.StoredHosts()
+	if !ok {
+		return nil
+	}
+	return plans.Settled(stored)
+}
+
 // pinState remembers the row at the floor's head across sweeps.
 type pinState struct {
 	key     []byte
@@ -239,7 +263,7 @@ type Result struct {
 	Disabled    bool                 // queue.ready.enabled was false: nothing published
 	// Classes: the sweep read the class index (classes.go), so Rows and Backlog count the
 	// rows it read, not every due row. HostsSettled: it stopped early, every host the store
-	// holds rows of being paused or at its cap in the set (hostPlans.settled).
+	// holds rows of being paused or at its cap in the set (hosts.Shaper.Settled).
 	Classes      bool
 	HostsSettled bool
 	// Left out of the published set: rows leased (or in their release grace) at publish time,
@@ -247,7 +271,7 @@ type Result struct {
 	// refused, or rendered twice.
 	ExcludedLeased  int
 	ExcludedChanged int
-	// Left out for politeness (hosts.go): rows of a paused host, and rows of a host that
+	// Left out for politeness (hosts.Shaper): rows of a paused host, and rows of a host that
 	// already had its share of the set.
 	ExcludedHostPaused int
 	ExcludedHostCapped int
@@ -298,7 +322,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	// The segment was sized when it was created; a reload cannot grow it.
 	k := min(set.Capacity, int(layout.ReadyCapacity))
 	sel := s.selector(k, pol.Shares())
-	plans := newHostPlans(s.opts.Segment, set, k, now)
+	plans := hosts.NewShaper(s.opts.Segment, &set.Hosts, k, set.RenderSlots, now, value.hostHash, value.owned)
 	res := Result{Disabled: !enabled}
 	var head floorHead
 	maxRows := set.SweepCap
@@ -329,25 +353,25 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		if !sel.Admits(lane, score, r.DueAtMs) {
 			return
 		}
-		host, plan := plans.of(r.Key)
+		host, plan := plans.Of(r.Key)
 		switch {
-		case plan.pausedUntil > now:
+		case plan.PausedUntil > now:
 			res.ExcludedHostPaused++
-			if res.HostResumeMs == 0 || plan.pausedUntil < res.HostResumeMs {
-				res.HostResumeMs = plan.pausedUntil
+			if res.HostResumeMs == 0 || plan.PausedUntil < res.HostResumeMs {
+				res.HostResumeMs = plan.PausedUntil
 			}
 			return
-		case plan.cap > 0 && plan.held >= plan.cap:
+		case plan.Full():
 			res.ExcludedHostCapped++
-			plans.refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, host: host, row: r.Row})
+			plans.Refuse(plan, s.opts.Mode, lane, score, r.DueAtMs, value{key: r.Key, cadenceMs: cadence, host: host, row: r.Row})
 			return
 		}
 		kept, evicted, ok := sel.OfferEvict(lane, score, r.DueAtMs, value{key: bytes.Clone(r.Key), cadenceMs: cadence, host: host, row: r.Row})
 		if kept {
-			plan.held++
+			plan.Hold()
 		}
 		if ok {
-			plans.release(evicted.host)
+			plans.Release(evicted.host)
 		}
 	}
 	var stats store.PassStats
@@ -377,8 +401,8 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 
 	if enabled {
 		items := sel.Result()
-		plans.promote(items, s.opts.Mode) // a row promoted displaces one: as many are left out
-		items = plans.spread(items)
+		plans.Promote(items, s.opts.Mode) // a row promoted displaces one: as many are left out
+		items = plans.Spread(items)
 		pub := s.opts.Segment.Ready().Publish(s.readyEntries(items, fenceVersion, now, &res), now)
 		res.Gen, res.Published = pub.Gen, pub.Published
 	}
@@ -388,7 +412,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 // readByClass reads a pass through the class index: the floor's head first, from the due
 // index (the true first due row), then the classes' heads, leaving out the hosts whose
 // plans are settled (unless the sweep is told to read on).
-func (s *Sweeper) readByClass(ctx context.Context, cp store.ClassPass, pol *policy.Policy, plans *hostPlans, now int64, maxRows int, sel *policy.Selector[value], head *floorHead, consider func(*store.DueRow)) (store.PassStats, bool, error) {
+func (s *Sweeper) readByClass(ctx context.Context, cp store.ClassPass, pol *policy.Policy, plans *hosts.Shaper[value], now int64, maxRows int, sel *policy.Selector[value], head *floorHead, consider func(*store.DueRow)) (store.PassStats, bool, error) {
 	first, ok, err := cp.ReadHead()
 	if err != nil {
 		return store.PassStats{}, false, err
@@ -397,7 +421,7 @@ func (s *Sweeper) readByClass(ctx context.Context, cp store.ClassPass, pol *poli
 		cadence, _ := pol.Cadence(&first)
 		head.note(&first, first, cadence)
 	}
-	settled := plans.settled(cp)
+	settled := settledHosts(plans, cp)
 	if s.readOn {
 		settled = nil
 	}

@@ -5,14 +5,14 @@
 //   - imports point down: binaries (cmd/) over worker 0's services (api, intake) over the
 //     machinery (claim, sweep, store, shm, policy, render) over the leaves (outcome, cachekey,
 //     wire, internal/...);
-//   - shm, outcome, cachekey and store (the store's contract) import nothing of freshq; wire only
-//     outcome, so that freshqctl links no store; policy only cachekey, outcome and store,
+//   - outcome, cachekey and store (the store's contract) import nothing of freshq, and shm only
+//     its own host table's layout (shm/hosttable, which imports nothing); wire only outcome, so that freshqctl links no store; policy only cachekey, outcome and store,
 //     whose row type it decides on (leafRules in imports_test.go holds this sentence to the
 //     table, so it cannot drift from it);
 //   - the store's contract links no storage engine: the engines (store/badgerstore on Badger,
 //     store/pgstore on pgx) import it, never the other way, and neither does policy, wire or
 //     freshqctl link one (TestContractLinksNoEngine, over go list -deps);
-//   - no production package imports a test helper (testkit/qtest, testkit/pgtest, testdns,
+//   - no production package imports a test helper (testkit/*,
 //     storetest, clustertest);
 //   - only config, the assembly packages (assemble, assemble/settings), the binaries, the
 //     simulator and its reports, and testkit/qtest depend on config, even transitively

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
 )
 
@@ -30,7 +31,7 @@ func TestHostMetrics(t *testing.T) {
 	}
 	for host, n := range map[string]int{"t0.example": 1, "t1.example": 3} {
 		for i := range n {
-			if _, ok := s.seg.Leases().AdmitHost(shm.HostHash([]byte(host)), 4, uint64(i), now, time.Hour.Milliseconds(), 9); !ok {
+			if _, ok := hosts.AdmitToken(s.seg.Leases(), shm.HostHash([]byte(host)), 4, uint64(i), now, time.Hour.Milliseconds(), 9); !ok {
 				t.Fatal("no host token")
 			}
 		}

@@ -4,8 +4,8 @@
 //
 // Politeness: tests put most keys on one or two hosts, and most claim more rows than
 // render.hosts.max_concurrency allows one host. Unless a test's YAML sets render.hosts
-// (politeness tests do), the Env's policy allows shm.MaxHostTokens renders per host, the most
-// there is, so that a test of leases or claims tests those.
+// (politeness tests do), the Env's policy allows config.HostsMaxConcurrencyMax renders per
+// host, the most there is, so that a test of leases or claims tests those.
 package qtest
 
 import (
@@ -127,7 +127,7 @@ func parse(t testing.TB, yaml string) *config.Config {
 		t.Fatal(err)
 	}
 	if !strings.Contains(yaml, "hosts:") {
-		cfg.Render.Hosts.MaxConcurrency = shm.MaxHostTokens
+		cfg.Render.Hosts.MaxConcurrency = config.HostsMaxConcurrencyMax
 	}
 	return cfg
 }
