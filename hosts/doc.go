@@ -39,6 +39,12 @@
 //   - A host's limit is computed in Allow alone; no other package reads the host table's limit
 //     or pause to decide anything.
 //
+// On a cluster the nodes are one farm to a site (farm.go, farmnode.go): a host's limit is the
+// cluster's, node i of n holds ⌊L/n⌋ of it plus one of the L mod n that rotate with the round,
+// a share grows only a grace after a change (a render's timeout, a tick and a second), and a
+// refusal's pause is shared with every node through the PauseBoard the engine keeps
+// (Tracker.Adopt takes the other nodes' pauses).
+//
 // What it does not promise: the table has a bounded number of slots (shm.Hosts); when one is
 // full, a host's state may be evicted, which returns that host to its defaults early. A paused
 // host is evicted only for a host paused until later, never for one merely throttled or paused

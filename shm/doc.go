@@ -48,6 +48,11 @@
 // The floor cell lowers only by CAS-min and advances only by CAS from the value the advancer
 // observed.
 //
+// On a cluster the segment also holds the node's fence (Fence, fence.go): a version worker 0
+// bumps before it gives up any shard, and a time (grantUntil) kept inside its shard leases. An
+// entry published under an older version, or a take at or after that time, is not granted, so a
+// node that stops renewing stops granting before another node can own its shards.
+//
 // # Limits
 //
 // Everything here is "at most once": an entry may be skipped (a reader whose add lands on a
