@@ -80,6 +80,15 @@
 // a render writes. Open rebuilds c/ when the classifier's fingerprint is not the one stored,
 // drops d/ when a classifier is given, and rebuilds d/ and drops c/ when none is.
 //
+// Class bounds (B1, protocol.go): while a pass reads, no row of its snapshot lies below its
+// class's bound, so a bounded read of each class's head finds the same heads as a full one
+// (classindex.go checks it under the invariants build).
+//
+// The read cache (package readcache, docs/store.md): the values of the keys read most, bounded
+// by Options.ReadCacheBytes; the funnel drops every key a transaction may write before it
+// commits and refuses fills until the new view is published, so a read never sees a value older
+// than the view would.
+//
 // Floor (F1; docs/ARCHITECTURE.md, Invariants). Every funnel batch lowers the floor cell to its earliest new due time
 // before it commits; a Pass advances the floor only by compare-and-swap from the value it read
 // together with its snapshot, and only up to min(first due row observed, now, earliest write
