@@ -16,12 +16,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/assemble/engine"
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/shm"
@@ -64,9 +68,9 @@ type worker0 struct {
 	started bool
 	stopped bool
 
-	st       store.Store   // nil until opened
-	member   memberService // the cluster's membership; a no-op on Badger
-	farm     farmService   // the hosts' limits and pauses across the cluster; a no-op on Badger
+	st       store.Store     // nil until opened
+	member   *cluster.Member // the cluster's membership; nil on Badger
+	farm     *hosts.Farm     // the hosts' limits and pauses across the cluster; nil on Badger
 	gc       gcService
 	sweep    *sweepService // nil until built
 	srv      *http.Server  // nil until the socket listens
@@ -76,7 +80,7 @@ type worker0 struct {
 	status   *sweepCounts
 	capacity *capacity.Service  // nil until built
 	misses   *intake.Misses     // render on miss; stopped before the socket drains
-	watch    *missWatch         // wakes the misses' waiters on another node's commit; nil until built
+	watch    *cluster.MissWatch // wakes the misses' waiters on another node's commit; nil on Badger
 	crawlers *crawlerListener   // serve.listen; nil when off
 	resched  *rescheduleService // moves rows a reload's or a restart's cadences shortened; nil until built
 }
@@ -106,7 +110,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return wrap("data dir", err)
 	}
-	st, err := openStore(ctx, cfg, e.seg.Floor(), pgFenced(e.worker), e.log)
+	st, eng, err := engine.Open(ctx, cfg, engine.Deps{Floor: e.seg.Floor(), Worker: e.worker, TestSignals: pgTestSignals(), Log: e.log})
 	if err != nil {
 		return wrap("open store", err)
 	}
@@ -115,11 +119,11 @@ func (w *worker0) Start(ctx context.Context) error {
 	// Worker 0 is the host table's one writer: every result, local or remote, passes its
 	// Applier's Tracker; in a cluster, the farm adopts the other nodes' pauses through it too.
 	politeness := &hosts.Tracker{Seg: e.seg, Limits: e.hostLimits, Log: e.log}
-	farm := newFarm(e, cfg, st, politeness)
+	farm := assemble.Farm(cfg, eng, e.seg, politeness, clock.Now, e.log)
 	// The capacity accounting exists before the membership, whose heartbeats publish its
 	// figures; in a cluster its demand counts the shards the node holds.
 	w.capacity = capacity.NewService(st, e.policy, nowMs, backlogOf(e.worker), e.log)
-	clusterCapacity(st, w.capacity)
+	w.capacity.InCluster(eng)
 	// Under queue.policy freshness the recount also tunes the threshold and the ceilings to the
 	// measured capacity; the Applier, the demand flush and the explanation read the tuning.
 	tuning := &freshness.TuningCell{}
@@ -133,13 +137,19 @@ func (w *worker0) Start(ctx context.Context) error {
 		}}
 	// In a cluster the node takes its shards before anything reads or grants them, and learns
 	// its share of each host's limit at the same tick.
-	w.member = memberService{newMember(e, cfg, st, grants, farm, w.capacity)}
-	if err := w.member.Start(ctx); err != nil {
-		return wrap("cluster", err)
+	w.member = cluster.NewNodeMember(eng, cluster.NodeOptions{ID: cfg.NodeID(), Addr: cfg.Listen, TTL: cfg.Cluster.LeaseTTL.D(),
+		Seg: e.seg, Worker: e.worker, Now: clock.Now, Log: e.log, Event: grants.Event, Members: farm.Members,
+		Figures: w.capacity.FiguresJSON, Recount: w.capacity.Nudge})
+	if w.member != nil {
+		if err := w.member.Start(ctx); err != nil {
+			return wrap("cluster", err)
+		}
 	}
-	w.farm = farmService{farm}
-	if err := w.farm.Start(ctx); err != nil {
-		return wrap("hosts' farm", err)
+	w.farm = farm
+	if w.farm != nil {
+		if err := w.farm.Start(ctx); err != nil {
+			return wrap("hosts' farm", err)
+		}
 	}
 	if restored, err := st.Reconcile(nowMs()); err != nil {
 		e.log.Error().Err(err).Msg("reconcile failed")
@@ -216,9 +226,11 @@ func (w *worker0) Start(ctx context.Context) error {
 			Help: "Of freshq_serve_observed_requests_total, those served after the content had changed (expected)."},
 			func() float64 { _, st := stale.Totals(); return st }))
 	// In a cluster another node may render a miss waited for here: its commit wakes the waiter.
-	w.watch = newMissWatch(st, w.misses)
-	if err := w.watch.Start(ctx); err != nil {
-		return wrap("miss watch", err)
+	w.watch = cluster.NewMissWatch(eng, w.misses)
+	if w.watch != nil {
+		if err := w.watch.Start(ctx); err != nil {
+			return wrap("miss watch", err)
+		}
 	}
 	// Render verdicts: the suspect renders not applied are kept in worker 0's memory for
 	// inspection (intake.Suspects says why memory), and counted with worker 0's own series.
@@ -268,7 +280,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	}
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer}).Register(mux)
 	(&api.Renders{Log: renders}).Register(mux)
-	view := clusterView(st, cfg, func() float64 { return e.policy().Boost() })
+	view := cluster.StatusView(eng, cfg.NodeID(), cfg.Cluster.LeaseTTL.D(), capacity.FarmOf(func() float64 { return e.policy().Boost() }))
 	var tally *crawlers.Tally // what each crawler family got, when worker 0 serves crawlers
 	if e.serveFD > 0 {
 		tally = &crawlers.Tally{}
@@ -332,8 +344,12 @@ func (w *worker0) Stop() {
 	}
 	// A stopping node hands its shards over at once: the other nodes need not wait for a TTL,
 	// and the results still in flight here are fenced from now on (at-least-once).
-	w.farm.Stop()
-	w.member.Stop()
+	if w.farm != nil {
+		w.farm.Stop()
+	}
+	if w.member != nil {
+		w.member.Stop()
+	}
 	closeStore := true // false when a writer may still run: see workerStop
 	if w.watch != nil {
 		w.watch.Stop()

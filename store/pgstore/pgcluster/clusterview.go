@@ -1,4 +1,4 @@
-package pgstore
+package pgcluster
 
 import (
 	"context"
@@ -11,51 +11,12 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// MaxRowsBelowFloorCounted bounds ClusterShard.RowsBelowFloor: each shard's count is one read
+// MaxRowsBelowFloorCounted bounds store.ClusterShard.RowsBelowFloor: each shard's count is one read
 // of the due index (shard, due_at_ms) that stops there, so that the view of a database where
 // the floor protocol broke reads at most this many live rows a shard, not the table. The dead
 // index entries below the floor it steps over whatever the bound, which is why it runs at
 // most every Options.BelowFloorRecount.
 const MaxRowsBelowFloorCounted = 1000
-
-// ClusterView is the cluster as the database stands at NowMs (its own clock, which stamps
-// every heartbeat and lease): the nodes, by id, and every shard's lease and floor, by shard.
-// The shards' RowsBelowFloor are as counted at RowsBelowFloorAtMs, on the same clock: at most
-// Options.BelowFloorRecount before NowMs, by the store's.
-type ClusterView struct {
-	NowMs              int64
-	RowsBelowFloorAtMs int64
-	Nodes              []ClusterNode
-	Shards             []ClusterShard
-}
-
-// ClusterNode is one row of freshq_node. Live: its heartbeat is younger than the lease TTL
-// the view was asked with (a stopping node may still be live). Shards: the leases it holds
-// unexpired at NowMs. Capacity: the figures it published with its last heartbeat (JSON, as
-// HeartbeatFigures wrote them), nil when unknown.
-type ClusterNode struct {
-	ID            string
-	Addr          string
-	StartedAtMs   int64
-	HeartbeatAtMs int64
-	Live          bool
-	Stopping      bool
-	Shards        int
-	Capacity      []byte
-}
-
-// ClusterShard is one row of freshq_shard_lease with the shard's floor. Owner is "" when the
-// lease names nobody (never acquired, or handed over); a lease that expired before NowMs still
-// names the node that last held it. ExpiresAtMs is 0 for a shard never acquired.
-// RowsBelowFloor counts the shard's rows due below its floor, up to MaxRowsBelowFloorCounted.
-type ClusterShard struct {
-	Shard          int
-	Owner          string
-	Epoch          int64
-	ExpiresAtMs    int64
-	FloorMs        int64
-	RowsBelowFloor int
-}
 
 // msOf is the SQL of a timestamptz column in milliseconds since the epoch, 0 for ±infinity
 // (a lease never acquired expires at -infinity, which no bigint holds).
@@ -92,12 +53,12 @@ type belowFloorCount struct {
 // rowsBelowFloor returns the count of the rows below each shard's floor and the database's
 // clock when it was taken: the last count while it is younger than Options.BelowFloorRecount
 // (and the clock has not gone back), else a fresh one read in tx, whose clock is nowMs. The
-// caller holds s.belowFloor.mu.
-func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map[int]int, int64, error) {
-	c := &s.belowFloor
-	now := s.opts.Now()
-	if c.counted && !now.Before(c.at) && now.Sub(c.at) < s.opts.BelowFloorRecount {
-		return c.shards, c.atMs, nil
+// caller holds c.belowFloor.mu.
+func (c *Cluster) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map[int]int, int64, error) {
+	b := &c.belowFloor
+	now := c.opts.Now()
+	if b.counted && !now.Before(b.at) && now.Sub(b.at) < c.opts.BelowFloorRecount {
+		return b.shards, b.atMs, nil
 	}
 	rows, err := tx.Query(ctx, belowFloorSQL, MaxRowsBelowFloorCounted)
 	if err != nil {
@@ -113,7 +74,7 @@ func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map
 	}); err != nil {
 		return nil, 0, err
 	}
-	c.counted, c.at, c.atMs, c.shards = true, now, nowMs, shards
+	b.counted, b.at, b.atMs, b.shards = true, now, nowMs, shards
 	return shards, nowMs, nil
 }
 
@@ -124,28 +85,28 @@ func (s *Store) rowsBelowFloor(ctx context.Context, tx pgx.Tx, nowMs int64) (map
 // (RowsBelowFloorAtMs). Views are taken one at a time. A node is live while its heartbeat is
 // younger than leaseTTL (cluster.lease_ttl); the cluster gives shards only to the live nodes
 // that are not stopping.
-func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (ClusterView, error) {
-	if s.closed.Load() {
-		return ClusterView{}, store.ErrClosed
+func (c *Cluster) ClusterView(ctx context.Context, leaseTTL time.Duration) (store.ClusterView, error) {
+	if c.st.Closed() {
+		return store.ClusterView{}, store.ErrClosed
 	}
-	s.belowFloor.mu.Lock()
-	defer s.belowFloor.mu.Unlock()
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	c.belowFloor.mu.Lock()
+	defer c.belowFloor.mu.Unlock()
+	tx, err := c.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	var now time.Time
 	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: the clock: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: the clock: %w", err)
 	}
-	v := ClusterView{NowMs: now.UnixMilli()}
+	v := store.ClusterView{NowMs: now.UnixMilli()}
 	rows, err := tx.Query(ctx, clusterNodesSQL, now, leaseTTL.Milliseconds())
 	if err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
 	}
-	v.Nodes, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterNode, error) {
-		var n ClusterNode
+	v.Nodes, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ClusterNode, error) {
+		var n store.ClusterNode
 		var capacity *string
 		err := r.Scan(&n.ID, &n.Addr, &n.StartedAtMs, &n.HeartbeatAtMs, &n.Live, &n.Stopping, &n.Shards, &capacity)
 		if capacity != nil {
@@ -154,23 +115,23 @@ func (s *Store) ClusterView(ctx context.Context, leaseTTL time.Duration) (Cluste
 		return n, err
 	})
 	if err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: nodes: %w", err)
 	}
 	rows, err = tx.Query(ctx, clusterShardsSQL)
 	if err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
 	}
-	v.Shards, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClusterShard, error) {
-		var c ClusterShard
-		err := r.Scan(&c.Shard, &c.Owner, &c.Epoch, &c.ExpiresAtMs, &c.FloorMs)
-		return c, err
+	v.Shards, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ClusterShard, error) {
+		var sh store.ClusterShard
+		err := r.Scan(&sh.Shard, &sh.Owner, &sh.Epoch, &sh.ExpiresAtMs, &sh.FloorMs)
+		return sh, err
 	})
 	if err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: shards: %w", err)
 	}
-	below, atMs, err := s.rowsBelowFloor(ctx, tx, v.NowMs)
+	below, atMs, err := c.rowsBelowFloor(ctx, tx, v.NowMs)
 	if err != nil {
-		return ClusterView{}, fmt.Errorf("pgstore: cluster view: rows below the floors: %w", err)
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: rows below the floors: %w", err)
 	}
 	v.RowsBelowFloorAtMs = atMs
 	for i := range v.Shards {
