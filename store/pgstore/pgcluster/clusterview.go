@@ -11,10 +11,10 @@ import (
 	"github.com/freshq/freshq/store"
 )
 
-// MaxRowsBelowFloorCounted bounds store.ClusterShard.RowsBelowFloor: each shard's count is one read
-// of the due index (shard, due_at_ms) that stops there, so that the view of a database where
-// the floor protocol broke reads at most this many live rows a shard, not the table. The dead
-// index entries below the floor it steps over whatever the bound, which is why it runs at
+// MaxRowsBelowFloorCounted bounds store.ClusterShard.RowsBelowFloor: each shard's count is one
+// read of the due index (shard, due_at_ms) that stops there, so that the view of a database
+// where the floor protocol broke reads at most this many live rows a shard, not the table. The
+// dead index entries below the floor it steps over whatever the bound, which is why it runs at
 // most every Options.BelowFloorRecount.
 const MaxRowsBelowFloorCounted = 1000
 
@@ -39,7 +39,7 @@ var (
 )
 
 // belowFloorCount is the last count of the rows below each shard's floor: the shards that had
-// any, when the store's clock said at, and the view's NowMs then. ClusterView holds mu for the
+// any, when Options.Now said at, and the view's NowMs then. ClusterView holds mu for the
 // whole view, so views are taken one at a time: views asked for at once count once, and a view
 // that repeats a count began its snapshot after the count's (RowsBelowFloorAtMs ≤ NowMs).
 type belowFloorCount struct {
