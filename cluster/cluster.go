@@ -1,8 +1,13 @@
 // Package cluster is how the nodes of freshq that share one PostgreSQL database divide its
 // shards between them: heartbeats, shard leases, and the rendezvous hash that says which live
-// node should own each shard. It decides; the database (Registry, implemented by
-// store/pgstore) keeps the records, and the node's shared memory (shm.Fence, the lease table)
-// stops the node's own grants of what it gives up.
+// node should own each shard. It decides; the database keeps the records (Registry, and the
+// rest of a node's cluster capability, Engine: implemented by store/pgstore/pgcluster, which
+// speaks only of package store's types and imports nothing of this package), and the node's
+// shared memory (shm.Fence, the lease table) stops the node's own grants of what it gives up.
+//
+// A node on an engine that offers no Engine (the embedded store) is alone: it has no Member,
+// owns every shard and grants with no fence. NewNodeMember, NewMissWatch and StatusView build
+// a node's cluster parts from its Engine, and build none without one.
 //
 // # Invariants
 //
@@ -29,39 +34,27 @@ package cluster
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/freshq/freshq/store"
 )
 
 // ErrIdentityInUse is returned when a live process already holds the node's identity
-// (node.id), or took it over since this process registered.
-var ErrIdentityInUse = errors.New("cluster: node id is held by another live process")
+// (node.id), or took it over since this process registered: the store's sentinel, which the
+// engine returns.
+var ErrIdentityInUse = store.ErrIdentityInUse
 
 // Node is one node's record.
-type Node struct {
-	ID          string
-	Addr        string
-	StartedAt   time.Time
-	HeartbeatAt time.Time
-	Stopping    bool
-}
+type Node = store.NodeRecord
 
 // Lease is one shard's lease. Owner is "" for a shard handed over or never owned.
-type Lease struct {
-	Shard     int32
-	Owner     string
-	Epoch     int64
-	ExpiresAt time.Time
-}
+type Lease = store.LeaseRecord
 
-// View is the cluster as the database shows it, with the database's clock.
-type View struct {
-	Now    time.Time
-	Nodes  []Node
-	Leases []Lease // one per shard, ascending
-}
+// View is the cluster as the database shows it (the Registry's store.Membership), with the
+// database's clock.
+type View store.Membership
 
 // Live reports whether n heartbeat within ttl of the view's clock and is not stopping.
 func (v *View) Live(n *Node, ttl time.Duration) bool {
@@ -131,21 +124,21 @@ func PlanFor(view *View, me string, ttl time.Duration) Plan {
 	return p
 }
 
-// Registry keeps the cluster's records; *pgstore.Store implements it. Every time it compares
-// is the database's.
+// Registry keeps the cluster's records; store/pgstore/pgcluster implements it. Every time it
+// compares is the database's.
 type Registry interface {
 	Register(ctx context.Context, id, addr, incarnation string, ttl time.Duration) error
 	Heartbeat(ctx context.Context, id, incarnation string) error
 	SetStopping(ctx context.Context, id, incarnation string) error
 	Deregister(ctx context.Context, id, incarnation string) error
-	ReadView(ctx context.Context) (View, error)
+	ReadView(ctx context.Context) (store.Membership, error)
 	Acquire(ctx context.Context, id string, shard int32, seen int64, ttl time.Duration) (epoch int64, ok bool, err error)
 	Renew(ctx context.Context, id string, shards []int32, epochs []int64, ttl time.Duration) (map[int32]bool, error)
 	Release(ctx context.Context, id string, shards []int32, epochs []int64) error
 }
 
 // FigureRegistry is a Registry that keeps each node's capacity figures on its heartbeat record
-// (*pgstore.Store is one). HeartbeatFigures is Heartbeat that also replaces the node's figures,
+// (pgcluster's is one). HeartbeatFigures is Heartbeat that also replaces the node's figures,
 // in the same write, so the figures are as fresh as the heartbeat.
 type FigureRegistry interface {
 	Registry

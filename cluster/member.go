@@ -21,7 +21,7 @@ type Options struct {
 	Incarnation string        // unique per supervisor run: a restarted worker 0 keeps it
 	TTL         time.Duration // cluster.lease_ttl
 	Shards      int           // S, to find the shard of a granted key from its hash
-	// Owned gives the store the shards the node holds (pgstore.Store.SetOwned).
+	// Owned gives the store the shards the node holds (Engine.SetOwned).
 	Owned  func(ctx context.Context, shards []int32, epochs []int64) error
 	Fence  *shm.Fence
 	Leases *shm.Leases
@@ -271,7 +271,8 @@ func (m *Member) tickLocked(ctx context.Context) {
 		o.Log.Warn().Err(err).Msg("cluster: heartbeat failed")
 		return
 	}
-	view, err := o.Registry.ReadView(ctx)
+	records, err := o.Registry.ReadView(ctx)
+	view := View(records)
 	if err != nil {
 		o.Log.Warn().Err(err).Msg("cluster: reading the cluster failed")
 		return

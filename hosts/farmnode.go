@@ -29,7 +29,7 @@ type Farm struct {
 type FarmOptions struct {
 	Seg     *shm.Segment
 	Tracker *Tracker   // adopts the other nodes' pauses into the host table
-	Board   PauseBoard // the cluster's pauses (store/pgstore)
+	Board   PauseBoard // the cluster's pauses (store/pgstore/pgcluster)
 	// Grace is how long a share that grew waits: longer than a render lasts plus a tick, plus
 	// the clocks' margin (FarmGrace). Round is the period a remainder rotates at (FarmRound).
 	Grace, Round time.Duration
@@ -40,7 +40,7 @@ type FarmOptions struct {
 	Log  zerolog.Logger
 }
 
-// PauseBoard is the cluster's record of pauses, on its clock (ms): store/pgstore keeps it in
+// PauseBoard is the cluster's record of pauses, on its clock (ms): store/pgstore/pgcluster keeps it in
 // the database.
 type PauseBoard interface {
 	// PublishPauses records that each host is paused until untilMs (answered with status); a

@@ -9,11 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/api"
-	"github.com/freshq/freshq/capacity"
+	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/shm"
@@ -34,32 +31,20 @@ type Settings struct {
 }
 
 // Deps is what a worker is built on: its share of the segment, its log and clock, and the
-// parts of worker 0 that the binary assembles (the store's engine and the cluster), passed in
-// as functions so that this package names no engine.
+// parts of worker 0 that the binary assembles (the store's engine, and the cluster's parts on
+// the capability it offers), passed in so that a test can watch them.
 type Deps struct {
 	Seg    *shm.Segment
 	Worker *shm.Worker // this worker's block
 	Log    zerolog.Logger
 	Now    func() int64 // Unix ms
-	// OpenStore opens worker 0's store (store.backend) under cfg.
-	OpenStore func(ctx context.Context, cfg *config.Config) (store.Store, error)
+	// OpenStore opens worker 0's store (store.backend) under cfg, and the cluster capability its
+	// engine offers (nil on Badger).
+	OpenStore func(ctx context.Context, cfg *config.Config) (store.Store, cluster.Engine, error)
 	// GrantLog opens the cluster's grant log (a test switch: nil, and no cost, unless asked
 	// for) and returns it with the claim path's hook for it (claim.Options.Granted; nil: none).
 	GrantLog func(cfg *config.Config) (*grantlog.Log, func(key []byte, grantUntil int64))
 	Cluster  Cluster
-}
-
-// Cluster is worker 0's part in a cluster of nodes, which only a store on PostgreSQL has: each
-// function returns a no-op (or nil) on Badger.
-type Cluster struct {
-	// Services are the node's membership (it takes the node's shards and publishes capacity's
-	// figures) and the hosts' farm (each host's limit shared among the live nodes; tracker tells
-	// it of the pauses it sets). It also makes capacity count the shards the node holds.
-	Services func(cfg *config.Config, st store.Store, gl *grantlog.Log, tracker *hosts.Tracker, capacity *capacity.Service) (member, farm startstop.Service)
-	// MissWatch wakes the node's render-on-miss waiters on another node's commit.
-	MissWatch func(st store.Store, misses *intake.Misses) startstop.Service
-	// View reads the cluster for /v1/cluster and /v1/queue; nil on Badger.
-	View func(st store.Store, cfg *config.Config, boost func() float64) api.ClusterViewFunc
 }
 
 // ErrStopped is Start after Stop: a node is started once.

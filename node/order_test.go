@@ -13,6 +13,7 @@ import (
 
 	"github.com/freshq/freshq/api"
 	"github.com/freshq/freshq/capacity"
+	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
@@ -79,21 +80,21 @@ func TestWorker0StartsAndStopsItsPartsInOrder(t *testing.T) {
 	ev := &events{}
 	n := New(Settings{Index: 0, Socket: filepath.Join(dir, "w0.sock"), InForce: &cur, Reloads: make(chan struct{})},
 		Deps{Seg: seg, Worker: w, Log: zerolog.Nop(), Now: func() int64 { return 1 << 40 },
-			OpenStore: func(_ context.Context, cfg *config.Config) (store.Store, error) {
+			OpenStore: func(_ context.Context, cfg *config.Config) (store.Store, cluster.Engine, error) {
 				ev.add("open store")
 				st, err := badgerstore.Open(filepath.Join(cfg.DataDir, "db"), &badgerstore.Options{Floor: seg.Floor()})
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
-				return closingStore{Store: st, ev: ev}, nil
+				return closingStore{Store: st, ev: ev}, nil, nil
 			},
 			GrantLog: func(*config.Config) (*grantlog.Log, func([]byte, int64)) { return nil, nil },
 			Cluster: Cluster{
-				Services: func(*config.Config, store.Store, *grantlog.Log, *hosts.Tracker, *capacity.Service) (startstop.Service, startstop.Service) {
+				Services: func(*config.Config, cluster.Engine, *grantlog.Log, *hosts.Tracker, *capacity.Service) (startstop.Service, startstop.Service) {
 					return ev.service("member"), ev.service("farm")
 				},
-				MissWatch: func(store.Store, *intake.Misses) startstop.Service { return ev.service("watch") },
-				View:      func(store.Store, *config.Config, func() float64) api.ClusterViewFunc { return nil },
+				MissWatch: func(cluster.Engine, *intake.Misses) startstop.Service { return ev.service("watch") },
+				View:      func(cluster.Engine, *config.Config, func() float64) api.ClusterViewFunc { return nil },
 			}})
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)

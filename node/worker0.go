@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/hosts"
@@ -35,6 +36,7 @@ type worker0 struct {
 	e *env
 
 	st         store.Store         // nil until opened
+	eng        cluster.Engine      // the cluster capability the store's engine offers; nil on Badger
 	member     startstop.Service   // the cluster's membership; a no-op on Badger
 	farm       startstop.Service   // the hosts' limits and pauses across the cluster; a no-op on Badger
 	gc         startstop.Service   // the store's value-log GC
@@ -150,11 +152,11 @@ func (w *worker0) open(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return wrap("data dir", err)
 	}
-	st, err := e.deps.OpenStore(ctx, cfg)
+	st, eng, err := e.deps.OpenStore(ctx, cfg)
 	if err != nil {
 		return wrap("open store", err)
 	}
-	w.st = st
+	w.st, w.eng = st, eng
 	w.grants, w.granted = e.deps.GrantLog(cfg)
 	// Worker 0 is the host table's one writer: every result, local or remote, passes its
 	// Applier's Tracker; in a cluster, the farm adopts the other nodes' pauses through it too.
@@ -164,7 +166,7 @@ func (w *worker0) open(ctx context.Context) error {
 	w.capacity = capacity.NewService(st, e.policy, e.now, backlogOf(e.worker), e.log)
 	// In a cluster the node takes its shards before anything reads or grants them, and learns
 	// its share of each host's limit at the same tick.
-	w.member, w.farm = e.deps.Cluster.Services(cfg, st, w.grants, w.politeness, w.capacity)
+	w.member, w.farm = e.deps.Cluster.Services(cfg, eng, w.grants, w.politeness, w.capacity)
 	// Under queue.policy freshness the recount also tunes the threshold and the ceilings to the
 	// measured capacity; the Applier, the demand flush and the explanation read the tuning.
 	w.tuning = &freshness.TuningCell{}
@@ -260,7 +262,7 @@ func (w *worker0) buildServices(st, cst store.Store, writer sweep.Writer) error 
 			Help: "Of freshq_serve_observed_requests_total, those served after the content had changed (expected)."},
 			func() float64 { _, st := stale.Totals(); return st }))
 	// In a cluster another node may render a miss waited for here: its commit wakes the waiter.
-	w.watch = e.deps.Cluster.MissWatch(st, w.misses)
+	w.watch = e.deps.Cluster.MissWatch(w.eng, w.misses)
 	// Render verdicts: the suspect renders not applied are kept in worker 0's memory for
 	// inspection (intake.Suspects says why memory), and counted with worker 0's own series.
 	renders := renderlog.New(func() time.Time { return time.UnixMilli(e.now()) })
@@ -315,7 +317,7 @@ func (w *worker0) register(st store.Store, targetsSvc *intake.Targets, applier *
 	}
 	(&api.Remote{Applier: control.Applier, Limit: heavy, Claimer: remoteClaimer}).Register(mux)
 	(&api.Renders{Log: renders}).Register(mux)
-	view := e.deps.Cluster.View(st, e.cur.Load().Config(), func() float64 { return e.policy().Boost() })
+	view := e.deps.Cluster.View(w.eng, e.cur.Load().Config(), func() float64 { return e.policy().Boost() })
 	if e.serveFD > 0 {
 		w.tally = &crawlers.Tally{}
 	}

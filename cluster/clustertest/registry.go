@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cluster"
+	"github.com/freshq/freshq/store"
 )
 
 var _ cluster.Registry = (*MemRegistry)(nil)
@@ -73,10 +74,10 @@ func (r *MemRegistry) Deregister(_ context.Context, id, _ string) error {
 	return nil
 }
 
-func (r *MemRegistry) ReadView(context.Context) (cluster.View, error) {
+func (r *MemRegistry) ReadView(context.Context) (store.Membership, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v := cluster.View{Now: r.now, Leases: slices.Clone(r.leases)}
+	v := store.Membership{Now: r.now, Leases: slices.Clone(r.leases)}
 	for _, n := range r.nodes {
 		v.Nodes = append(v.Nodes, *n)
 	}

@@ -30,14 +30,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/freshq/freshq/capacity"
+	"github.com/freshq/freshq/assemble/engine"
+	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/logging"
-	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/internal/testhold"
 	"github.com/freshq/freshq/node"
 	"github.com/freshq/freshq/shm"
@@ -228,25 +226,18 @@ func runNode(ctx context.Context, e *env) error {
 	return nil
 }
 
-// newNode is this worker's node: its settings, and the store engine and cluster services that
-// the binary still assembles.
+// newNode is this worker's node: its settings, the store's engine (store.backend), and the
+// cluster's parts on the capability that engine offers.
 func newNode(e *env) *node.Node {
 	return node.New(node.Settings{Index: e.index, Holder: e.holder(), Socket: e.socketPath, ServeFD: e.serveFD, InForce: &e.cur, Reloads: e.reloads},
 		node.Deps{Seg: e.seg, Worker: e.worker, Log: e.log, Now: nowMs,
-			OpenStore: func(ctx context.Context, cfg *config.Config) (store.Store, error) {
-				return openStore(ctx, cfg, e.seg.Floor(), pgFenced(e.worker), e.log)
+			OpenStore: func(ctx context.Context, cfg *config.Config) (store.Store, cluster.Engine, error) {
+				return engine.Open(ctx, cfg, engine.Deps{Floor: e.seg.Floor(), Worker: e.worker, TestSignals: pgTestSignals(), Log: e.log})
 			},
 			GrantLog: func(cfg *config.Config) (*grantlog.Log, func([]byte, int64)) {
 				gl := openGrantLog(e, cfg)
 				return gl, grantHook(gl)
 			},
-			Cluster: node.Cluster{
-				Services: func(cfg *config.Config, st store.Store, gl *grantlog.Log, tracker *hosts.Tracker, svc *capacity.Service) (startstop.Service, startstop.Service) {
-					farm := newFarm(e, cfg, st, tracker)
-					clusterCapacity(st, svc)
-					return memberService{newMember(e, cfg, st, gl, farm, svc)}, farmService{farm}
-				},
-				MissWatch: func(st store.Store, misses *intake.Misses) startstop.Service { return newMissWatch(st, misses) },
-				View:      clusterView,
-			}})
+			Cluster: node.EngineCluster(e.seg, e.worker, e.log),
+		})
 }

@@ -13,12 +13,13 @@ import (
 )
 
 // assemblers are the packages that may depend on config: config itself, the packages that
-// narrow it into each package's options (assemble, assemble/settings), and the programs that put
+// narrow it into each package's options (assemble, assemble/settings, and assemble/engine, which
+// opens the store engine it names), and the programs that put
 // a node (or a simulated one) together from a file: the binaries, the simulator that drives
 // the production code from a configuration as worker 0 does, and its report commands. The
 // test helper testkit/qtest reads a test's YAML. Every other package, the domain packages,
 // gets its settings through the options built by assemble.
-var assemblers = []string{"config", "assemble", "assemble/settings", "cmd/freshqctl", "cmd/supervisor", "cmd/worker", "node",
+var assemblers = []string{"config", "assemble", "assemble/settings", "assemble/engine", "cmd/freshqctl", "cmd/supervisor", "cmd/worker", "node",
 	"sim", "sim/freshreport", "sim/simreport", "testkit/qtest"}
 
 // TestOnlyAssemblersDependOnConfig fails when a package outside assemblers depends on config,

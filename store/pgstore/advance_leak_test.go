@@ -7,6 +7,7 @@ import (
 
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/pgstore/pgcluster"
 	"github.com/freshq/freshq/store/storetest"
 	"github.com/freshq/freshq/testkit/pgtest"
 )
@@ -47,7 +48,7 @@ func TestAdvanceWithNothingHeldEndsItsTransaction(t *testing.T) {
 
 	// A node that believes it holds shard 5, which another node has taken.
 	const lost = int32(5)
-	e, ok, err := st.Acquire(ctx, "node-a", lost, 0, time.Minute)
+	e, ok, err := pgcluster.New(st, nil).Acquire(ctx, "node-a", lost, 0, time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}

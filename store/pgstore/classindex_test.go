@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/pgstore/pgcluster"
 	"github.com/freshq/freshq/store/storetest"
 	"github.com/freshq/freshq/testkit/pgtest"
 )
@@ -246,7 +247,7 @@ func TestClassReadKeepsToTheNodesShards(t *testing.T) {
 	var shards []int32
 	var epochs []int64
 	for _, sh := range []int32{1, 4, 9} {
-		e, ok, err := a.Acquire(ctx, "node-a", sh, 0, time.Minute)
+		e, ok, err := pgcluster.New(a, nil).Acquire(ctx, "node-a", sh, 0, time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("acquire %d: %v %v", sh, ok, err)
 		}

@@ -2,15 +2,16 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/freshq/freshq/cluster"
+	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/pgstore/pgcluster"
 	"github.com/freshq/freshq/store/storetest"
 	"github.com/freshq/freshq/testkit/pgtest"
 )
@@ -30,61 +31,6 @@ func keyIn(t *testing.T, sh int32, n int) []byte {
 	return nil
 }
 
-func TestClusterMembershipRecords(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	st := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a"})
-	ctx := context.Background()
-	ttl := time.Minute
-
-	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-1", ttl); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-2", ttl); !errors.Is(err, cluster.ErrIdentityInUse) {
-		t.Fatalf("a second process under a live node's identity: %v, want ErrIdentityInUse", err)
-	}
-	if err := st.Register(ctx, "node-a", "127.0.0.1:1", "inc-1", ttl); err != nil {
-		t.Fatalf("the same incarnation again (a restarted worker 0): %v", err)
-	}
-	if err := st.Heartbeat(ctx, "node-a", "inc-2"); !errors.Is(err, cluster.ErrIdentityInUse) {
-		t.Fatalf("a heartbeat of another incarnation: %v", err)
-	}
-
-	epoch, ok, err := st.Acquire(ctx, "node-a", 3, 0, ttl)
-	if err != nil || !ok || epoch != 1 {
-		t.Fatalf("acquire a free shard: epoch %d, ok %v, %v", epoch, ok, err)
-	}
-	if _, ok, _ := st.Acquire(ctx, "node-b", 3, 1, ttl); ok {
-		t.Fatal("node-b acquired node-a's unexpired lease")
-	}
-	if _, ok, _ := st.Acquire(ctx, "node-b", 3, 0, ttl); ok {
-		t.Fatal("an acquire at a stale epoch succeeded")
-	}
-	renewed, err := st.Renew(ctx, "node-a", []int32{3}, []int64{1}, ttl)
-	if err != nil || !renewed[3] {
-		t.Fatalf("renew: %v, %v", renewed, err)
-	}
-	if err := st.Release(ctx, "node-a", []int32{3}, []int64{1}); err != nil {
-		t.Fatal(err)
-	}
-	epoch, ok, err = st.Acquire(ctx, "node-b", 3, 1, ttl)
-	if err != nil || !ok || epoch != 2 {
-		t.Fatalf("acquire a handed-over shard: epoch %d, ok %v, %v", epoch, ok, err)
-	}
-	if renewed, _ := st.Renew(ctx, "node-a", []int32{3}, []int64{1}, ttl); renewed[3] {
-		t.Fatal("node-a renewed a lease it lost")
-	}
-	v, err := st.ReadView(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Leases) != clusterShards || v.Leases[3].Owner != "node-b" || v.Leases[3].Epoch != 2 || len(v.Nodes) != 1 {
-		t.Fatalf("view: %d leases, shard 3 %+v, nodes %+v", len(v.Leases), v.Leases[3], v.Nodes)
-	}
-	if !v.Live(&v.Nodes[0], ttl) {
-		t.Fatal("node-a, which just heartbeat, is not live")
-	}
-}
-
 // A node that lost a shard (another node took it at a later epoch) while it still believes it
 // holds it: its pass reads none of the shard's rows, its advance leaves the shard's floor
 // where it is, and a result for one of its keys is reported NotOwner and filed nowhere. The
@@ -100,6 +46,7 @@ func TestClusterFencesAShardTheNodeLost(t *testing.T) {
 			results.Add(int64(n))
 		}
 	}})
+	reg := pgcluster.New(st, nil) // the leases' records
 	db := rawPool(t, dsn)
 	ctx := context.Background()
 	ttl := time.Minute
@@ -107,7 +54,7 @@ func TestClusterFencesAShardTheNodeLost(t *testing.T) {
 	var shards []int32
 	var epochs []int64
 	for _, sh := range []int32{kept, lost} {
-		e, ok, err := st.Acquire(ctx, "node-a", sh, 0, ttl)
+		e, ok, err := reg.Acquire(ctx, "node-a", sh, 0, ttl)
 		if err != nil || !ok {
 			t.Fatalf("acquire %d: %v %v", sh, ok, err)
 		}

@@ -5,31 +5,21 @@
 //
 // # Tables
 //
-//	freshq_meta      name → value: the schema version and the shard count S
-//	freshq_floor     shard → floor_ms: no schedule row of the shard is due below it
-//	freshq_schedule  cache_key → shard, due_at_ms, projection (flags, intervals), class
-//	                 due index (shard, due_at_ms) INCLUDE the projection
-//	                 class index (class, due_at_ms, cache_key) INCLUDE shard, projection
-//	freshq_target    cache_key → store.Target's binary value
-//	freshq_page      cache_key → store.Page's binary value
-//
-//	freshq_node         node_id → addr, incarnation, heartbeat_at, stopping   (a cluster's nodes)
-//	freshq_shard_lease  shard → owner, epoch, expires_at                      (who owns each shard)
-//
-// Every row carries its shard, hash(cache_key) mod S (Shard), with S fixed when the schema is
-// created. The schema is the SQL files of migrations/, embedded and applied at Open; a
-// database whose version is newer than the newest file is refused (ErrSchemaTooNew).
+// The schema is package pgschema's (its doc lists the tables), migrated at Open. Every row
+// carries its shard, hash(cache_key) mod S (Shard), with S fixed when the schema is created.
+// The cluster's own tables (nodes, shard leases, host pauses) are kept by package pgcluster on
+// this store's connections (Pool): this package imports nothing of freshq's domain.
 //
 // # Shards owned by a node
 //
-// A store opened with Options.Node is a node of a cluster (package cluster keeps its leases,
-// through this package's Registry methods, membership.go): it works only on the shards
-// SetOwned gives it, each at the epoch of its lease. A pass reads a shard's rows only if its
-// snapshot shows the node holding the shard at that epoch; an advance and a result lock the
-// shard's lease row (FOR SHARE, after the floor rows) and act only on the shards still held, so
-// an acquire by another node, which updates the row, waits for them to commit, and they change
-// nothing of a shard the node lost. Writes are not fenced: they go to any shard and lower that
-// shard's own floor. Without Options.Node the store is alone and works on every shard.
+// A store opened with Options.Node is a node of a cluster (package cluster keeps its leases in
+// pgcluster's records): it works only on the shards SetOwned gives it, each at the epoch of its
+// lease. A pass reads a shard's rows only if its snapshot shows the node holding the shard at
+// that epoch; an advance and a result lock the shard's lease row (FOR SHARE, after the floor
+// rows) and act only on the shards still held, so an acquire by another node, which updates the
+// row, waits for them to commit, and they change nothing of a shard the node lost. Writes are
+// not fenced: they go to any shard and lower that shard's own floor. Without Options.Node the
+// store is alone and works on every shard.
 //
 // # The floor (F1) on PostgreSQL
 //

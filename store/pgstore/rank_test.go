@@ -7,6 +7,7 @@ import (
 
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/pgstore/pgschema"
 	"github.com/freshq/freshq/store/storetest"
 	"github.com/freshq/freshq/testkit/pgtest"
 )
@@ -77,13 +78,13 @@ func TestMigrateFromVersion4(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	if pgstore.SchemaVersion() != 6 {
-		t.Fatalf("SchemaVersion %d: this test undoes versions 5 and 6 only", pgstore.SchemaVersion())
+	if pgschema.Version() != 6 {
+		t.Fatalf("pgschema.Version %d: this test undoes versions 5 and 6 only", pgschema.Version())
 	}
 
 	st = openStore(t, dsn, &pgstore.Options{Shards: 4})
-	if v := schemaVersion(t, db); v != pgstore.SchemaVersion() {
-		t.Fatalf("version %d after the migration, want %d", v, pgstore.SchemaVersion())
+	if v := schemaVersion(t, db); v != pgschema.Version() {
+		t.Fatalf("version %d after the migration, want %d", v, pgschema.Version())
 	}
 	want := store.Row{DueAtMs: 500, Projection: store.Projection{Submitted: true, EffectiveIntervalMs: 60_000, StoredIntervalMs: 7}}
 	if r, err := st.GetSchedule([]byte("old")); err != nil || r != want {

@@ -11,6 +11,7 @@ import (
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/testkit/pgtest"
+	"github.com/freshq/freshq/store/pgstore/pgschema"
 )
 
 func schemaVersion(t testing.TB, db *pgxpool.Pool) int {
@@ -31,11 +32,11 @@ func count(t testing.TB, db *pgxpool.Pool, table string) int {
 	return n
 }
 
-// A fresh database is migrated to SchemaVersion with S floor rows; reopening it changes
+// A fresh database is migrated to pgschema.Version with S floor rows; reopening it changes
 // nothing, keeps its rows, and keeps the S it was created with whatever Options.Shards says.
 func TestMigrateFreshThenReopen(t *testing.T) {
-	if pgstore.SchemaVersion() < 1 {
-		t.Fatalf("SchemaVersion %d: no migrations embedded", pgstore.SchemaVersion())
+	if pgschema.Version() < 1 {
+		t.Fatalf("pgschema.Version %d: no migrations embedded", pgschema.Version())
 	}
 	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
@@ -43,8 +44,8 @@ func TestMigrateFreshThenReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := schemaVersion(t, db); v != pgstore.SchemaVersion() || st.Shards() != 8 || count(t, db, "freshq_floor") != 8 {
-		t.Fatalf("fresh: version %d (want %d), shards %d, %d floor rows", v, pgstore.SchemaVersion(), st.Shards(), count(t, db, "freshq_floor"))
+	if v := schemaVersion(t, db); v != pgschema.Version() || st.Shards() != 8 || count(t, db, "freshq_floor") != 8 {
+		t.Fatalf("fresh: version %d (want %d), shards %d, %d floor rows", v, pgschema.Version(), st.Shards(), count(t, db, "freshq_floor"))
 	}
 	sch, _ := store.NewSchedule([]byte("k"), 5, false, 0, store.Lanes{})
 	if err := st.WriteSchedule(sch); err != nil {
@@ -54,7 +55,7 @@ func TestMigrateFreshThenReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = openStore(t, dsn, &pgstore.Options{Shards: 64})
-	if v := schemaVersion(t, db); v != pgstore.SchemaVersion() || st.Shards() != 8 || count(t, db, "freshq_floor") != 8 {
+	if v := schemaVersion(t, db); v != pgschema.Version() || st.Shards() != 8 || count(t, db, "freshq_floor") != 8 {
 		t.Fatalf("reopened: version %d, shards %d, %d floor rows", v, st.Shards(), count(t, db, "freshq_floor"))
 	}
 	if r, err := st.GetSchedule([]byte("k")); err != nil || r.DueAtMs != 5 {
@@ -68,16 +69,16 @@ func TestSchemaTooNewIsRefused(t *testing.T) {
 	db := rawPool(t, dsn)
 	st := openStore(t, dsn, nil)
 	_ = st.Close()
-	newer := pgstore.SchemaVersion() + 1
+	newer := pgschema.Version() + 1
 	if _, err := db.Exec(context.Background(), `UPDATE freshq_meta SET value = $1 WHERE name = 'schema_version'`, newer); err != nil {
 		t.Fatal(err)
 	}
 	st, err := pgstore.Open(context.Background(), dsn, nil)
-	if !errors.Is(err, pgstore.ErrSchemaTooNew) {
+	if !errors.Is(err, pgschema.ErrTooNew) {
 		if err == nil {
 			_ = st.Close()
 		}
-		t.Fatalf("open of a schema at version %d: %v, want ErrSchemaTooNew", newer, err)
+		t.Fatalf("open of a schema at version %d: %v, want pgschema.ErrTooNew", newer, err)
 	}
 	if v := schemaVersion(t, db); v != newer {
 		t.Fatalf("the refused open changed the version to %d", v)
@@ -104,7 +105,7 @@ func TestConcurrentOpensOfAFreshDatabase(t *testing.T) {
 			t.Fatalf("concurrent opens: %v", err)
 		}
 		db := rawPool(t, dsn)
-		if v, n := schemaVersion(t, db), count(t, db, "freshq_floor"); v != pgstore.SchemaVersion() || n != 4 {
+		if v, n := schemaVersion(t, db), count(t, db, "freshq_floor"); v != pgschema.Version() || n != 4 {
 			t.Fatalf("after concurrent opens: version %d, %d floor rows", v, n)
 		}
 	}

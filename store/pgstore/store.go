@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore/pgschema"
 )
 
 // Defaults and bounds of Options.
@@ -27,9 +28,6 @@ const (
 	DefaultMaxBatchWrites = 4096
 	// DefaultQueueLen is the funnel's request queue.
 	DefaultQueueLen = 1024
-	// DefaultBelowFloorRecount is how often ClusterView counts the rows below the floors, as
-	// often as worker 0 counts its own (freshq_below_floor).
-	DefaultBelowFloorRecount = 10 * time.Second
 )
 
 // Options configures Open. The zero value is usable.
@@ -69,15 +67,6 @@ type Options struct {
 	// TestNoReclassifyLoop keeps Open from starting the reclassifier's loop: a test runs
 	// Reclassify itself.
 	TestNoReclassifyLoop bool
-	// BelowFloorRecount is how often ClusterView counts each shard's rows below its floor
-	// (zero or negative: DefaultBelowFloorRecount). Between counts a view
-	// reports the last one. The count reads the due index from the bottom of each shard, and
-	// below the floor lie the index entries of every row rendered since the table's last
-	// vacuum: 219 ms a view at 2,000,000 rows, which a scrape of /metrics and every refresh of
-	// `freshqctl top` would pay.
-	BelowFloorRecount time.Duration
-	// Now is the clock BelowFloorRecount is measured on (default time.Now). Tests inject one.
-	Now func() time.Time
 	// TestSignals are hooks for tests, zero in production. BeforeCommit runs once a batch's
 	// transaction has locked its shards, lowered their floors and staged its writes, just
 	// before it commits; AfterGC never runs. In a test build (tag testclock) their Mutations
@@ -118,8 +107,6 @@ type Store struct {
 	// worker 0's store runs it, beside the reclassifier.
 	stopVacuum context.CancelFunc
 	vacuumDone chan struct{}
-	// belowFloor is ClusterView's last count of the rows below each shard's floor.
-	belowFloor belowFloorCount
 	// testBeforeReclassifyUpdate runs between a reclassifier batch's read and its update
 	// (export_test.go); nil in production.
 	testBeforeReclassifyUpdate func()
@@ -156,12 +143,6 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.Floor == nil {
 		o.Floor = store.NewMemFloor(0)
 	}
-	if o.BelowFloorRecount <= 0 {
-		o.BelowFloorRecount = DefaultBelowFloorRecount
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	start := time.Now()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -177,7 +158,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	shards, err := migrate(ctx, pool, o.Shards)
+	shards, err := pgschema.Migrate(ctx, pool, o.Shards)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -227,7 +208,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.vacuumDone = make(chan struct{})
 		go s.vacuumLoop(vctx, s.vacuumDone)
 	}
-	s.log.Info().Int("shards", shards).Int("schema_version", SchemaVersion()).Int64("class_epoch", s.classEpoch).
+	s.log.Info().Int("shards", shards).Int("schema_version", pgschema.Version()).Int64("class_epoch", s.classEpoch).
 		Dur("took", time.Since(start)).Msg("store opened")
 	return s, nil
 }
@@ -248,6 +229,16 @@ func (s *Store) fenced(what Fenced, n int) {
 
 // Shards is S, the number of shards keys hash into.
 func (s *Store) Shards() int { return s.shards }
+
+// ShardOf is the shard of cacheKey in this store: Shard(cacheKey, Shards()).
+func (s *Store) ShardOf(cacheKey []byte) int32 { return Shard(cacheKey, s.shards) }
+
+// Pool is the store's connections, for the package that keeps a cluster's own tables on the
+// same database (pgcluster). It writes none of the store's tables.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Closed reports whether Close was called: a reader on Pool then answers store.ErrClosed.
+func (s *Store) Closed() bool { return s.closed.Load() }
 
 // Shard is the shard of cacheKey among shards: xxhash64 of the key, mod shards.
 func Shard(cacheKey []byte, shards int) int32 {

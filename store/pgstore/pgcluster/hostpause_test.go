@@ -1,4 +1,4 @@
-package pgstore_test
+package pgcluster_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // read. Times are the database's clock.
 func TestHostPauseBoard(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	a := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a"})
-	b := openStore(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-b"})
+	a := openCluster(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-a"}, nil)
+	b := openCluster(t, dsn, &pgstore.Options{Shards: clusterShards, Node: "node-b"}, nil)
 	ctx := context.Background()
 	_, _, _, now, err := b.ReadPauses(ctx)
 	if err != nil {

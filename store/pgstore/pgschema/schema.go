@@ -1,4 +1,4 @@
-package pgstore
+package pgschema
 
 import (
 	"context"
@@ -18,9 +18,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// ErrSchemaTooNew is returned by Open for a database whose schema a newer freshq migrated: this
-// binary does not know what the newer version changed, and must not write to it.
-var ErrSchemaTooNew = errors.New("pgstore: the database schema is newer than this binary knows")
+// ErrTooNew is returned by Migrate (and so by pgstore.Open) for a database whose schema a newer
+// freshq migrated: this binary does not know what the newer version changed, and must not
+// write to it.
+var ErrTooNew = errors.New("pgstore: the database schema is newer than this binary knows")
 
 // migration is one file of migrations/: its version is the number its name starts with.
 type migration struct {
@@ -56,16 +57,16 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
-// SchemaVersion is the newest schema this binary knows.
-func SchemaVersion() int {
+// Version is the newest schema this binary knows.
+func Version() int {
 	ms, _ := migrations()
 	return len(ms)
 }
 
-// migrate brings the database to SchemaVersion, each migration in its own transaction, and
+// Migrate brings the database to Version, each migration in its own transaction, and
 // returns the shard count. Two nodes starting at once are serialised by a table lock on
 // freshq_meta (plain SQL, no advisory lock); the second finds the work done.
-func migrate(ctx context.Context, pool *pgxpool.Pool, shards int) (int, error) {
+func Migrate(ctx context.Context, pool *pgxpool.Pool, shards int) (int, error) {
 	ms, err := migrations()
 	if err != nil {
 		return 0, err
@@ -127,7 +128,7 @@ func migrateOne(ctx context.Context, pool *pgxpool.Pool, ms []migration, shards 
 	}
 	switch {
 	case cur > int64(len(ms)):
-		return false, fmt.Errorf("%w: version %d, this binary knows up to %d", ErrSchemaTooNew, cur, len(ms))
+		return false, fmt.Errorf("%w: version %d, this binary knows up to %d", ErrTooNew, cur, len(ms))
 	case cur == int64(len(ms)):
 		return true, nil
 	}

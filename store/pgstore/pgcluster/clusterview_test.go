@@ -1,4 +1,4 @@
-package pgstore_test
+package pgcluster_test
 
 import (
 	"context"
@@ -12,6 +12,10 @@ import (
 
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/testkit/pgtest"
+	"github.com/freshq/freshq/testkit/pgtest"
+	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/store/pgstore/pgcluster"
 )
 
 // The cluster view reads what the tables say, written here by SQL as the cluster's nodes would
@@ -20,7 +24,7 @@ import (
 // rows below a shard's floor, counted per shard up to the bound.
 func TestClusterView(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	st := openStore(t, dsn, &pgstore.Options{Shards: 8})
+	st := openCluster(t, dsn, &pgstore.Options{Shards: 8}, nil)
 	db := rawPool(t, dsn)
 	ctx := context.Background()
 	exec := execer(t, db)
@@ -40,7 +44,7 @@ func TestClusterView(t *testing.T) {
 		('k1', 2, 10, 0, 0, 0), ('k2', 2, 2999, 0, 0, 0), ('k3', 2, 0, 0, 0, 0), ('k4', 2, 3000, 0, 0, 0),
 		('k5', 3, 4000, 0, 0, 0)`)
 	exec(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms)
-		SELECT convert_to('many' || i, 'UTF8'), 5, i % 6000, 0, 0, 0 FROM generate_series(1, $1::int) i`, 2*pgstore.MaxRowsBelowFloorCounted)
+		SELECT convert_to('many' || i, 'UTF8'), 5, i % 6000, 0, 0, 0 FROM generate_series(1, $1::int) i`, 2*pgcluster.MaxRowsBelowFloorCounted)
 
 	before := time.Now()
 	v, err := st.ClusterView(ctx, 10*time.Second)
@@ -97,7 +101,7 @@ func TestClusterView(t *testing.T) {
 		{"a", 12, 8 * time.Second, 3000, 3},
 		{"a", 13, 8 * time.Second, 4000, 0},
 		{"b", 3, -20 * time.Second, 5000, 0},
-		{"b", 3, -20 * time.Second, 6000, pgstore.MaxRowsBelowFloorCounted},
+		{"b", 3, -20 * time.Second, 6000, pgcluster.MaxRowsBelowFloorCounted},
 		{"", 7, -time.Second, 7000, 0},
 		{"", 0, 0, 8000, 0},
 	}
@@ -131,7 +135,7 @@ func TestClusterView(t *testing.T) {
 // An empty cluster (no node has started yet) is a view with every shard and no node.
 func TestClusterViewEmpty(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	st := openStore(t, dsn, &pgstore.Options{Shards: 4})
+	st := openCluster(t, dsn, &pgstore.Options{Shards: 4}, nil)
 	v, err := st.ClusterView(context.Background(), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +153,7 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
-	st := openStore(t, dsn, &pgstore.Options{Shards: 4, BelowFloorRecount: 10 * time.Second,
+	st := openCluster(t, dsn, &pgstore.Options{Shards: 4}, &pgcluster.Options{BelowFloorRecount: 10 * time.Second,
 		Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
 	db := rawPool(t, dsn)
 	ctx := context.Background()
@@ -162,7 +166,7 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 		exec(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms)
 			VALUES (convert_to('below' || $1::int, 'UTF8'), 1, 10, 0, 0, 0)`, below)
 	}
-	view := func(step string, wantBelow int, counted bool, lastCountMs int64) pgstore.ClusterView {
+	view := func(step string, wantBelow int, counted bool, lastCountMs int64) store.ClusterView {
 		t.Helper()
 		v, err := st.ClusterView(ctx, 10*time.Second)
 		if err != nil {

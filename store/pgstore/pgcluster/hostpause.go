@@ -1,4 +1,4 @@
-package pgstore
+package pgcluster
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // ms), answered with status[i]; a host paused later already keeps its pause. Rows whose pause
 // ended a minute ago are deleted in the same transaction, so the board holds only the pauses
 // of the last minute.
-func (s *Store) PublishPauses(ctx context.Context, hosts []string, untilMs []int64, status []int32) error {
+func (c *Cluster) PublishPauses(ctx context.Context, hosts []string, untilMs []int64, status []int32) error {
 	if len(hosts) == 0 {
 		return nil
 	}
@@ -23,18 +23,18 @@ func (s *Store) PublishPauses(ctx context.Context, hosts []string, untilMs []int
 		ORDER BY h
 		ON CONFLICT (host) DO UPDATE SET paused_until = EXCLUDED.paused_until, status = EXCLUDED.status
 		WHERE p.paused_until < EXCLUDED.paused_until`
-	if _, err := s.pool.Exec(ctx, batch, hosts, untilMs, status); err != nil {
+	if _, err := c.pool.Exec(ctx, batch, hosts, untilMs, status); err != nil {
 		return fmt.Errorf("pgstore: publish host pauses: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM freshq_host_pause WHERE paused_until < clock_timestamp() - interval '1 minute'`); err != nil {
+	if _, err := c.pool.Exec(ctx, `DELETE FROM freshq_host_pause WHERE paused_until < clock_timestamp() - interval '1 minute'`); err != nil {
 		return fmt.Errorf("pgstore: delete ended host pauses: %w", err)
 	}
 	return nil
 }
 
 // ReadPauses returns every pause that has not ended, with the database's clock now (ms).
-func (s *Store) ReadPauses(ctx context.Context) (hosts []string, untilMs []int64, status []int32, nowMs int64, err error) {
-	rows, err := s.pool.Query(ctx, `SELECT host, paused_until, status, clock_timestamp() FROM freshq_host_pause
+func (c *Cluster) ReadPauses(ctx context.Context) (hosts []string, untilMs []int64, status []int32, nowMs int64, err error) {
+	rows, err := c.pool.Query(ctx, `SELECT host, paused_until, status, clock_timestamp() FROM freshq_host_pause
 		WHERE paused_until > clock_timestamp() ORDER BY host`)
 	if err != nil {
 		return nil, nil, nil, 0, fmt.Errorf("pgstore: read host pauses: %w", err)
