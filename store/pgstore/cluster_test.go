@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshq/freshq/cluster"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/pgstore/pgcluster"

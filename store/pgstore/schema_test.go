@@ -10,8 +10,8 @@ import (
 
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore/pgschema"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 func schemaVersion(t testing.TB, db *pgxpool.Pool) int {

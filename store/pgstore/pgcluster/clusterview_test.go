@@ -10,12 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/freshq/freshq/store/pgstore"
-	"github.com/freshq/freshq/testkit/pgtest"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/pgstore/pgcluster"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // The cluster view reads what the tables say, written here by SQL as the cluster's nodes would

@@ -7,9 +7,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/freshq/freshq/cluster"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/pgstore/pgcluster"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 // TestMain stops the PostgreSQL cluster the binary started for its tests, if it started one

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cluster"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store/pgstore"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 func TestClusterMembershipRecords(t *testing.T) {
