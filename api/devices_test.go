@@ -39,7 +39,7 @@ func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)
 	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
-	newSitemaps(t, targets, nil).Register(mux)
+	newSitemaps(t, e, targets, nil).Register(mux)
 	(&Remote{Applier: applier, Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index,
 		Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff}))(t)}).Register(mux)
 	srv := httptest.NewServer(mux)

@@ -48,7 +48,7 @@ sitemap:
 	heavy := NewLimiter(DefaultHeavyBytes, 0)
 	applier := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Limit: heavy}
-	sitemaps := newSitemaps(t, targets, heavy)
+	sitemaps := newSitemaps(t, e, targets, heavy)
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	sitemaps.Register(mux)

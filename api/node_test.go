@@ -10,4 +10,5 @@ func init() {
 	api.IntakeSettingsOf = node.IntakeSettings
 	api.ClaimSettingsOf = node.ClaimSettingsOf
 	api.SweepSettingsOf = node.SweepSettingsOf
+	api.SitemapSettingsOf = node.SitemapRunsSettings
 }

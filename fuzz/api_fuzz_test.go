@@ -31,6 +31,7 @@ import (
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/sweep"
@@ -298,7 +299,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	control.Register(mux)
 	targets := &api.Targets{Targets: targetsSvc, Limit: heavy}
 	targets.Register(mux)
-	runs := &intake.SitemapRuns{Targets: targetsSvc,
+	runs := &sitemapruns.Runs{Targets: targetsSvc, Settings: func() *sitemapruns.Settings { return &nd.Sitemap },
 		Client: &http.Client{Transport: refuseTransport{}}}
 	if err := runs.Start(context.Background()); err != nil {
 		f.Fatal(err)

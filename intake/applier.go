@@ -3,8 +3,7 @@
 // turns render results into writes (Validate, fencing, Apply, and Deliver, which is both as an
 // endpoint receives a batch); Targets files and changes targets for the operator (Upsert, an
 // upload's items through an Upload, a sitemap run's UpsertChunk, Discover, Prioritize for rush
-// and wait, Delete) and reads one (Explain, Page); SitemapRuns runs sitemap imports in the
-// background, a startstop.Service; Remote hands out and takes back remote renderers' leases,
+// and wait, Delete) and reads one (Explain, Page); Remote hands out and takes back remote renderers' leases,
 // and ClaimIndex answers a render worker's index claim; Misses renders a missing page once for
 // every request that waits for it (render on miss), woken by the Applier; KeyLocks are the
 // per-key locks all of them share. It takes wire shapes in, returns wire shapes and the

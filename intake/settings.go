@@ -7,7 +7,6 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/sitemap"
 	"github.com/freshq/freshq/verdict"
 )
 
@@ -29,7 +28,6 @@ type Settings struct {
 	Hosts           hosts.Limits  // render.hosts: the host tokens a release or revoke looks among
 
 	Misses    MissLimits // render on miss
-	Sitemap   SitemapSettings
 	Freshness FreshnessSettings
 	Routes    map[string]RouteSettings // by route name; a route absent here has every default
 
@@ -97,18 +95,6 @@ type MissLimits struct {
 // of a batch (the small epsilon keeps a product like 0.1 × 30 from rounding up to 4).
 func MaxFlights(urgentShare float64, readyCapacity int) int {
 	return int(math.Ceil(urgentShare*float64(readyCapacity) - 1e-9))
-}
-
-// SitemapSettings is what a sitemap run reads: the fetcher's options (render.domains,
-// render.timeout, render.user_agent, sitemap.max_depth, sitemap.max_decompressed) and the
-// floor of a <changefreq> cadence (sitemap.min_ttl).
-type SitemapSettings struct {
-	Fetch  sitemap.Options
-	MinTTL time.Duration
-	// URLs are sitemap.urls, read by SitemapRuns at start and again every Refetch
-	// (sitemap.refetch) by the node's clock; none: only what is posted is read.
-	URLs    []string
-	Refetch time.Duration
 }
 
 // FreshnessSettings is freshness.* and queue.policy as the services use them.

@@ -33,6 +33,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/serve"
 	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
 )
@@ -43,7 +44,9 @@ type Node struct {
 	Claim  claim.Settings
 	Sweep  sweep.Settings
 	Intake intake.Settings
-	Serve  serve.Settings
+	// Sitemap is what worker 0's sitemap runs read.
+	Sitemap sitemapruns.Settings
+	Serve   serve.Settings
 	// SweepInterval is queue.ready.sweep_interval, for worker 0's sweep loop.
 	SweepInterval time.Duration
 }
@@ -56,7 +59,7 @@ func New(cfg *config.Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Policy: pol, Claim: ClaimSettings(cfg), Sweep: SweepSettings(cfg), Intake: IntakeSettings(cfg, pol),
-		SweepInterval: cfg.Queue.Ready.SweepInterval.D()}
+		Sitemap: SitemapRunsSettings(cfg, pol), SweepInterval: cfg.Queue.Ready.SweepInterval.D()}
 	if _, err := CrawlerTable(cfg); err != nil {
 		return nil, fmt.Errorf("serve.crawlers: %w", err)
 	}
@@ -103,9 +106,6 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 		Hosts:           assemble.HostsLimits(r.Hosts, r.Domains...),
 		Misses: intake.MissLimits{Flights: intake.MaxFlights(q.Lanes.UrgentMaxShare, q.Ready.Capacity),
 			Waiters: cfg.Page.MaxWaiters, SiteWaiters: cfg.Page.MaxSiteWaiters, Rate: cfg.Serve.MissRate, Burst: cfg.Serve.MissBurst, MaxWait: cfg.Page.MaxWait.D()},
-		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.Marked(r.UserAgent),
-			MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)}, MinTTL: cfg.Sitemap.MinTTL.D(),
-			URLs: cfg.Sitemap.URLs, Refetch: cfg.Sitemap.Refetch.D()},
 		Freshness: intake.FreshnessSettings{Policy: q.Policy, On: q.Policy == config.PolicyFreshness,
 			Normalize: fr.Normalize == nil || *fr.Normalize, RequestTau: fr.RequestTau.D(), Requests: fr.Requests,
 			Threshold: fr.Threshold, PriorWeight: fr.PriorWeight, StretchFactor: fr.StretchFactor, MinIntervalDiv: config.MinIntervalDivisor,
@@ -113,6 +113,19 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 		Routes:    routes,
 		Verdict:   cfg.Verdict.Settings(),
 		KeepBytes: int64(cfg.Verdict.KeepBytes),
+	}
+}
+
+// SitemapRunsSettings narrows cfg to what a sitemap run reads, with the keying of pol, the
+// policy compiled from cfg (assemble.Policy).
+func SitemapRunsSettings(cfg *config.Config, pol *policy.Policy) sitemapruns.Settings {
+	r := cfg.Render
+	return sitemapruns.Settings{
+		Keying:  intake.Keying{Devices: r.DeviceNames(), Rules: pol.Keys()},
+		Domains: r.Domains,
+		Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.Marked(r.UserAgent),
+			MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)},
+		MinTTL: cfg.Sitemap.MinTTL.D(), URLs: cfg.Sitemap.URLs, Refetch: cfg.Sitemap.Refetch.D(),
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/serve"
 	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/verdict"
 )
@@ -126,9 +127,6 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		SweepInterval:   4 * time.Minute,
 		Hosts:           limits(),
 		Misses:          intake.MissLimits{Flights: 300, Waiters: 77, SiteWaiters: 21, Rate: 3, Burst: 9, MaxWait: 45 * time.Second},
-		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: []string{"shop.test"}, Timeout: 40 * time.Second,
-			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour,
-			URLs: []string{"https://shop.test/sitemap.xml"}, Refetch: 6 * time.Hour},
 		Freshness: intake.FreshnessSettings{Policy: "freshness", On: true, Normalize: false, RequestTau: 12 * time.Hour,
 			Requests: 0.5, Threshold: 2, PriorWeight: 3, StretchFactor: 2, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
 			ConditionalMaxAge: 96 * time.Hour},
@@ -144,7 +142,15 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		t.Fatalf("devices %v: render.user_agents' watch is missing", in.Devices)
 	}
 	noZeroField(t, "intake.Settings", reflect.ValueOf(in))
-	for name, v := range map[string]any{"MissLimits": in.Misses, "SitemapSettings": in.Sitemap, "sitemap.Options": in.Sitemap.Fetch} {
+	wantSitemap := sitemapruns.Settings{Keying: intake.Keying{Devices: cfg.Render.DeviceNames(), Rules: n.Policy.Keys()},
+		Domains: []string{"shop.test"},
+		Fetch: sitemap.Options{Domains: []string{"shop.test"}, Timeout: 40 * time.Second,
+			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour,
+		URLs: []string{"https://shop.test/sitemap.xml"}, Refetch: 6 * time.Hour}
+	if !reflect.DeepEqual(n.Sitemap, wantSitemap) {
+		t.Fatalf("sitemap runs' settings:\n got %+v\nwant %+v", n.Sitemap, wantSitemap)
+	}
+	for name, v := range map[string]any{"MissLimits": in.Misses, "sitemapruns.Settings": n.Sitemap, "sitemap.Options": n.Sitemap.Fetch} {
 		noZeroField(t, name, reflect.ValueOf(v))
 	}
 	// normalize and serve_stale are false on purpose (their defaults are true).

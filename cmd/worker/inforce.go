@@ -8,6 +8,7 @@ import (
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/serve"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
 )
 
@@ -38,5 +39,8 @@ func (e *env) policy() *policy.Policy           { return e.cur.Load().node.Polic
 func (e *env) claimSettings() *claim.Settings   { return &e.cur.Load().node.Claim }
 func (e *env) sweepSettings() *sweep.Settings   { return &e.cur.Load().node.Sweep }
 func (e *env) intakeSettings() *intake.Settings { return &e.cur.Load().node.Intake }
-func (e *env) serveSettings() *serve.Settings   { return &e.cur.Load().node.Serve }
-func (e *env) hostLimits() *hosts.Limits        { return &e.cur.Load().node.Intake.Hosts }
+func (e *env) sitemapSettings() *sitemapruns.Settings {
+	return &e.cur.Load().node.Sitemap
+}
+func (e *env) serveSettings() *serve.Settings { return &e.cur.Load().node.Serve }
+func (e *env) hostLimits() *hosts.Limits      { return &e.cur.Load().node.Intake.Hosts }

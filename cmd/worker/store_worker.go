@@ -25,6 +25,7 @@ import (
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
@@ -252,7 +253,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	w.inflight = &handlers{}
 	control.Register(mux)
 	(&api.Targets{Targets: targetsSvc, Limit: heavy}).Register(mux)
-	runs := &intake.SitemapRuns{Targets: targetsSvc}
+	runs := &sitemapruns.Runs{Targets: targetsSvc, Settings: e.sitemapSettings}
 	w.sitemaps = runs
 	if err := runs.Start(ctx); err != nil {
 		return wrap("sitemap runs", err)

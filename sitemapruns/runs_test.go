@@ -1,4 +1,4 @@
-package intake
+package sitemapruns
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/intaketest"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -20,12 +22,13 @@ import (
 
 const runsYAML = "render:\n  domains: [\"127.0.0.1\", \"shop.test\"]\n"
 
-func newRuns(t *testing.T, w Writer) (*qtest.Env, *SitemapRuns) {
+func newRuns(t *testing.T, w intake.Writer) (*qtest.Env, *Runs) {
 	e := qtest.New(t, runsYAML, start, shm.Options{})
 	if w == nil {
 		w = e.Store
 	}
-	return e, &SitemapRuns{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: w, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
+	return e, &Runs{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: w, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Settings: qtest.Settings(e, SettingsOf)}
 }
 
 func urlset(prefix string, n int) string {
@@ -51,7 +54,7 @@ func spooled(t *testing.T, body string) *os.File {
 
 // waitRun polls run id until it is no longer running (a condition with a deadline, no sleep
 // standing in for time passing).
-func waitRun(t *testing.T, s *SitemapRuns, id string) wire.SitemapRun {
+func waitRun(t *testing.T, s *Runs, id string) wire.SitemapRun {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -70,7 +73,7 @@ func waitRun(t *testing.T, s *SitemapRuns, id string) wire.SitemapRun {
 }
 
 // stopWithin calls Stop and fails the test if it has not returned by the deadline.
-func stopWithin(t *testing.T, s *SitemapRuns) {
+func stopWithin(t *testing.T, s *Runs) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { s.Stop(); close(done) }()
@@ -82,13 +85,13 @@ func stopWithin(t *testing.T, s *SitemapRuns) {
 }
 
 // The startstop contract: Stop without Start, and Stop twice, are no-ops; a run is refused
-// (ErrClosed) before Start and after Stop, and accepted between them.
+// (intake.ErrClosed) before Start and after Stop, and accepted between them.
 func TestSitemapRunsStopWithoutStartAndTwice(t *testing.T) {
 	_, s := newRuns(t, nil)
 	s.Stop()
 	s.Stop()
-	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("a", 1))); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Submit before Start: %v, want ErrClosed", err)
+	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("a", 1))); !errors.Is(err, intake.ErrClosed) {
+		t.Fatalf("Submit before Start: %v, want intake.ErrClosed", err)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -102,9 +105,9 @@ func TestSitemapRunsStopWithoutStartAndTwice(t *testing.T) {
 	}
 	stopWithin(t, s)
 	stopWithin(t, s)
-	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("b", 1))); !errors.Is(err, ErrClosed) ||
+	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("b", 1))); !errors.Is(err, intake.ErrClosed) ||
 		!strings.Contains(err.Error(), "worker 0 is stopping") {
-		t.Fatalf("Submit after Stop: %v, want ErrClosed", err)
+		t.Fatalf("Submit after Stop: %v, want intake.ErrClosed", err)
 	}
 }
 
@@ -173,7 +176,7 @@ func TestSitemapRunsStopWaitsForTheChunkInFlight(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("c", 5*ChunkItems)))
+	run, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("c", 5*intake.ChunkItems)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,13 +192,13 @@ func TestSitemapRunsStopWaitsForTheChunkInFlight(t *testing.T) {
 	if got.Status != wire.RunFailed || !strings.Contains(got.Error, "shutting down") {
 		t.Fatalf("run after Stop: %+v", got)
 	}
-	if writes.Load() != 1 || len(e.AllRows()) != ChunkItems {
+	if writes.Load() != 1 || len(e.AllRows()) != intake.ChunkItems {
 		t.Fatalf("%d writes and %d rows after Stop returned", writes.Load(), len(e.AllRows()))
 	}
 }
 
-// Runs are kept in memory, the last MaxSitemapRuns of them, never dropping one in progress; at
-// most MaxSitemapRunning proceed at once and more are refused with ErrTooMany. (Each <url> is
+// Runs are kept in memory, the last MaxRuns of them, never dropping one in progress; at
+// most MaxRunning proceed at once and more are refused with intake.ErrTooMany. (Each <url> is
 // filed for both devices the default configuration renders.)
 func TestSitemapRunsBounded(t *testing.T) {
 	e, s := newRuns(t, nil)
@@ -204,7 +207,7 @@ func TestSitemapRunsBounded(t *testing.T) {
 	}
 	defer s.Stop()
 	var first string
-	for i := range MaxSitemapRuns + 20 {
+	for i := range MaxRuns + 20 {
 		run, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset(fmt.Sprint(i), 1)))
 		if err != nil {
 			t.Fatal(err)
@@ -217,19 +220,19 @@ func TestSitemapRunsBounded(t *testing.T) {
 	s.mu.Lock()
 	kept := len(s.runs)
 	_, firstKept := s.runs[first]
-	s.running = MaxSitemapRunning // as if that many were in progress
+	s.running = MaxRunning // as if that many were in progress
 	s.mu.Unlock()
-	if kept != MaxSitemapRuns || firstKept || len(e.AllRows()) != (MaxSitemapRuns+20)*2 {
+	if kept != MaxRuns || firstKept || len(e.AllRows()) != (MaxRuns+20)*2 {
 		t.Fatalf("kept %d runs (the first: %v), %d rows", kept, firstKept, len(e.AllRows()))
 	}
-	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("x", 1))); !errors.Is(err, ErrTooMany) {
-		t.Fatalf("over %d runs in progress: %v", MaxSitemapRunning, err)
+	if _, err := s.Submit(wire.SitemapRequest{}, spooled(t, urlset("x", 1))); !errors.Is(err, intake.ErrTooMany) {
+		t.Fatalf("over %d runs in progress: %v", MaxRunning, err)
 	}
 	s.mu.Lock()
 	s.running = 0
 	s.mu.Unlock()
-	var fe *FieldError
-	if _, err := s.Run(first); !errors.Is(err, ErrNotFound) || !errors.As(err, &fe) || fe.Field != "id" {
+	var fe *intake.FieldError
+	if _, err := s.Run(first); !errors.Is(err, intake.ErrNotFound) || !errors.As(err, &fe) || fe.Field != "id" {
 		t.Fatalf("an evicted run: %v", err)
 	}
 }
@@ -242,7 +245,7 @@ func TestSitemapRunsSubmitRefusesNamingTheField(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	var fe *FieldError
+	var fe *intake.FieldError
 	if _, err := s.Submit(wire.SitemapRequest{URL: "https://elsewhere.test/sitemap.xml"}, nil); !errors.As(err, &fe) || fe.Field != "url" {
 		t.Fatalf("a host outside render.domains: %v", err)
 	}

@@ -1,20 +1,4 @@
-package intake
-
-// Sitemap runs: reading a sitemap (fetching, decompressing under a bound, following an index,
-// parsing) is package sitemap's, and its doc says how each threat of untrusted XML is met; a
-// run takes what it reads and upserts it.
-//
-// Nothing is half-written: package sitemap hands over no entry of a file that does not parse
-// to its end, so a malformed or truncated file lands nothing (the run fails with the parser's
-// reason). An index's children are files of their own: a bad child is one failure of the run,
-// its siblings still land. URLs go to the store in chunks of ChunkItems, so memory stays flat
-// whatever the file's size.
-//
-// A 50,000-URL import takes longer than an HTTP request should, so Submit starts a run and
-// returns its id; the run proceeds on its own and Run reports its progress and result. The
-// last MaxSitemapRuns runs are kept in memory (worker 0 restarting forgets them; submitting a
-// sitemap again is harmless because upserts never reset a due time). <loc> is the target and
-// <changefreq> its cadence (sitemap.ChangefreqCadence).
+package sitemapruns
 
 import (
 	"cmp"
@@ -35,6 +19,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/sitemap"
@@ -43,21 +28,23 @@ import (
 
 // Sitemap run limits.
 const (
-	MaxSitemapRuns    = 100 // runs kept for Run
-	MaxSitemapRunning = 4   // runs in progress at once; more are refused with ErrTooMany
+	MaxRuns    = 100 // runs kept for Run
+	MaxRunning = 4   // runs in progress at once; more are refused with intake.ErrTooMany
 )
 
-// SitemapRuns runs sitemap imports in the background: a startstop.Service. Each run works
+// Runs runs sitemap imports in the background: a startstop.Service. Each run works
 // under the context Start gave, so Stop (or the end of Start's ctx) cancels every fetch in
 // flight; Stop then refuses new runs, waits for the chunk being written to commit, shuts the
 // gate every run's write passes, and returns once every run has returned. From then on no run
 // writes again: worker 0 stops its runs before it closes the store. Stop without Start and
-// Stop twice are no-ops; Submit before Start or after Stop is refused with ErrClosed.
-type SitemapRuns struct {
+// Stop twice are no-ops; Submit before Start or after Stop is refused with intake.ErrClosed.
+type Runs struct {
 	startstop.BaseStartStop
 
-	Targets *Targets     // upserts each chunk (UpsertChunk); its Policy and Now are the runs'
-	Client  *http.Client // fetches; nil: sitemap's default client (render.timeout, the address policy)
+	Targets *intake.Targets // upserts each chunk (UpsertChunk); its Now is the runs'
+	// Settings are the runs' settings in force; a run reads them once, at its start.
+	Settings func() *Settings
+	Client   *http.Client // fetches; nil: sitemap's default client (render.timeout, the address policy)
 
 	mu        sync.Mutex
 	runs      map[string]*sitemapRun
@@ -65,19 +52,23 @@ type SitemapRuns struct {
 	running   int
 	accepting bool            // between Start and Stop
 	ctx       context.Context // the runs' (Start's), ended by Stop
-	gate      *Gate           // every write of a run passes it; shut by Stop
+	gate      *intake.Gate    // every write of a run passes it; shut by Stop
 	wg        sync.WaitGroup  // runs in progress
 }
 
-var _ startstop.Service = (*SitemapRuns)(nil)
+var _ startstop.Service = (*Runs)(nil)
 
-// Start accepts runs until Stop or until ctx ends; the runs work under ctx.
-func (s *SitemapRuns) Start(ctx context.Context) error {
+// Start accepts runs until Stop or until ctx ends; the runs work under ctx. It fails with
+// intake.ErrMissingDependency when Targets or Settings is nil.
+func (s *Runs) Start(ctx context.Context) error {
+	if s.Targets == nil || s.Settings == nil {
+		return fmt.Errorf("%w: sitemap runs need Targets and Settings", intake.ErrMissingDependency)
+	}
 	ctx, start, done := s.StartInit(ctx)
 	if !start {
 		return nil
 	}
-	gate := &Gate{}
+	gate := &intake.Gate{}
 	s.mu.Lock()
 	s.accepting, s.ctx, s.gate = true, ctx, gate
 	s.mu.Unlock()
@@ -108,21 +99,21 @@ const configuredPoll = time.Second
 // sitemap.refetch has passed since its last read began, by the node's clock, until ctx ends.
 // The list and the interval are read from the settings in force at each look, so a reload
 // applies to the next one. A sitemap whose run is still going is not started again; one that
-// cannot start now (ErrTooMany) is tried at the next look; one refused (its host not under
+// cannot start now (intake.ErrTooMany) is tried at the next look; one refused (its host not under
 // render.domains) waits a whole refetch, as its run's report says why.
-func (s *SitemapRuns) readConfigured(ctx context.Context) {
+func (s *Runs) readConfigured(ctx context.Context) {
 	last := map[string]int64{} // a sitemap's URL → when its last run started (ms)
 	tick := time.NewTicker(configuredPoll)
 	defer tick.Stop()
 	for {
-		set := s.Targets.Settings().Sitemap
+		set := s.Settings()
 		now := s.Targets.Now()
 		for _, u := range set.URLs {
 			if at, read := last[u]; read && now-at < set.Refetch.Milliseconds() || s.inProgress(u) {
 				continue
 			}
 			_, err := s.Submit(wire.SitemapRequest{URL: u}, nil)
-			if errors.Is(err, ErrTooMany) {
+			if errors.Is(err, intake.ErrTooMany) {
 				continue
 			}
 			last[u] = now
@@ -136,7 +127,7 @@ func (s *SitemapRuns) readConfigured(ctx context.Context) {
 }
 
 // inProgress reports whether a run of the sitemap at u is going.
-func (s *SitemapRuns) inProgress(u string) bool {
+func (s *Runs) inProgress(u string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.runs {
@@ -170,41 +161,41 @@ func (r *sitemapRun) snapshot() wire.SitemapRun {
 // body (a spooled request body, which then belongs to the run, and is removed whatever
 // happens). req.URL must be under render.domains and req.Device a known device ("": every
 // device the configuration renders, as crawlers of each will come), or Submit returns a *FieldError naming "url" or "device". It returns the run's
-// state as it starts, ErrTooMany when MaxSitemapRunning runs are in progress, and ErrClosed
+// state as it starts, intake.ErrTooMany when MaxRunning runs are in progress, and intake.ErrClosed
 // when the runs are not started or are stopping.
-func (s *SitemapRuns) Submit(req wire.SitemapRequest, body *os.File) (_ wire.SitemapRun, err error) {
+func (s *Runs) Submit(req wire.SitemapRequest, body *os.File) (_ wire.SitemapRun, err error) {
 	defer func() {
 		if err != nil {
 			discard(body)
 		}
 	}()
-	set := s.Targets.Settings()
+	set := s.Settings()
 	if body == nil {
 		u, err := cachekey.NormalizeURL(req.URL)
 		if err != nil {
-			return wire.SitemapRun{}, fieldErr("url", err)
+			return wire.SitemapRun{}, intake.NewFieldError("url", err)
 		}
 		pu, _ := url.Parse(u)
 		if !render.Allowed(set.Domains, pu.Host) {
-			return wire.SitemapRun{}, fieldErr("url", fmt.Errorf("host %q is not under render.domains", pu.Host))
+			return wire.SitemapRun{}, intake.NewFieldError("url", fmt.Errorf("host %q is not under render.domains", pu.Host))
 		}
 		req.URL = u
 	}
-	if req.Device != "" && !set.Devices[req.Device] {
-		return wire.SitemapRun{}, fieldErr("device", fmt.Errorf("unknown device %q", req.Device))
+	if req.Device != "" && !set.Keying.Devices[req.Device] {
+		return wire.SitemapRun{}, intake.NewFieldError("device", fmt.Errorf("unknown device %q", req.Device))
 	}
 	return s.start(req, body)
 }
 
-// Run returns the state of the run id, or a *FieldError naming "id" that matches ErrNotFound
+// Run returns the state of the run id, or a *FieldError naming "id" that matches intake.ErrNotFound
 // when no such run is kept.
-func (s *SitemapRuns) Run(id string) (wire.SitemapRun, error) {
+func (s *Runs) Run(id string) (wire.SitemapRun, error) {
 	s.mu.Lock()
 	run := s.runs[id]
 	s.mu.Unlock()
 	if run == nil {
-		return wire.SitemapRun{}, fieldErr("id", &kindError{kind: ErrNotFound,
-			msg: fmt.Sprintf("no such run (the last %d are kept)", MaxSitemapRuns)})
+		return wire.SitemapRun{}, intake.NewFieldError("id", intake.NewKindError(intake.ErrNotFound,
+			fmt.Sprintf("no such run (the last %d are kept)", MaxRuns)))
 	}
 	return run.snapshot(), nil
 }
@@ -220,7 +211,7 @@ func discard(f *os.File) {
 // start registers a run and launches it under the runs' context.
 // start registers a run and starts it. It returns the run as it was accepted (running): a run
 // that fails at once must not make the answer to its POST depend on how fast it failed.
-func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (wire.SitemapRun, error) {
+func (s *Runs) start(req wire.SitemapRequest, body *os.File) (wire.SitemapRun, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	now := s.Targets.Now
@@ -232,12 +223,12 @@ func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (wire.Sitema
 	s.mu.Lock()
 	if !s.accepting {
 		s.mu.Unlock()
-		return wire.SitemapRun{}, &kindError{kind: ErrClosed, msg: "worker 0 is stopping; post the sitemap again once it is back"}
+		return wire.SitemapRun{}, intake.NewKindError(intake.ErrClosed, "worker 0 is stopping; post the sitemap again once it is back")
 	}
-	if s.running >= MaxSitemapRunning {
+	if s.running >= MaxRunning {
 		n := s.running
 		s.mu.Unlock()
-		return wire.SitemapRun{}, &kindError{kind: ErrTooMany, msg: fmt.Sprintf("%d sitemap runs already in progress; retry when one is done", n)}
+		return wire.SitemapRun{}, intake.NewKindError(intake.ErrTooMany, fmt.Sprintf("%d sitemap runs already in progress; retry when one is done", n))
 	}
 	if s.runs == nil {
 		s.runs = map[string]*sitemapRun{}
@@ -269,10 +260,10 @@ func (s *SitemapRuns) start(req wire.SitemapRequest, body *os.File) (wire.Sitema
 	return accepted, nil
 }
 
-// evictLocked drops the oldest finished runs beyond MaxSitemapRuns. Running runs are never
-// dropped; there are at most MaxSitemapRunning of them.
-func (s *SitemapRuns) evictLocked() {
-	for i := 0; len(s.order) > MaxSitemapRuns && i < len(s.order); {
+// evictLocked drops the oldest finished runs beyond MaxRuns. Running runs are never
+// dropped; there are at most MaxRunning of them.
+func (s *Runs) evictLocked() {
+	for i := 0; len(s.order) > MaxRuns && i < len(s.order); {
 		id := s.order[i]
 		r := s.runs[id]
 		r.mu.Lock()
@@ -290,24 +281,24 @@ func (s *SitemapRuns) evictLocked() {
 // ingest is the state of one run while it executes: the sitemap.Sink of its walk.
 type ingest struct {
 	ctx     context.Context // ended by Stop
-	gate    *Gate
-	s       *SitemapRuns
+	gate    *intake.Gate
+	s       *Runs
 	run     *sitemapRun
 	set     *Settings
-	keying  Keying
+	keying  intake.Keying
 	devices []string // every <url> is filed once for each
 	batch   batch    // of the urlset file being read
 }
 
-func (s *SitemapRuns) execute(ctx context.Context, gate *Gate, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
-	set := s.Targets.Settings() // one for the run: its settings and its keys agree
+func (s *Runs) execute(ctx context.Context, gate *intake.Gate, run *sitemapRun, req wire.SitemapRequest, body *os.File) error {
+	set := s.Settings() // one for the run: its settings and its keys agree
 	devices := []string{req.Device}
 	if req.Device == "" {
-		devices = slices.Sorted(maps.Keys(set.Devices))
+		devices = slices.Sorted(maps.Keys(set.Keying.Devices))
 	}
-	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, set: set, keying: KeyingOf(set), devices: devices}
-	in.batch = batch{in: in, chunk: make([]Item, 0, ChunkItems), keys: make(map[string]bool, ChunkItems)}
-	f := &sitemap.Fetcher{Client: s.Client, Options: set.Sitemap.Fetch}
+	in := &ingest{ctx: ctx, gate: gate, s: s, run: run, set: set, keying: set.Keying, devices: devices}
+	in.batch = batch{in: in, chunk: make([]intake.Item, 0, intake.ChunkItems), keys: make(map[string]bool, intake.ChunkItems)}
+	f := &sitemap.Fetcher{Client: s.Client, Options: set.Fetch}
 	if body != nil {
 		defer discard(body)
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
@@ -358,7 +349,7 @@ func (in *ingest) count(n int) {
 // batch gathers a urlset file's valid URLs into chunks for Targets.UpsertChunk.
 type batch struct {
 	in      *ingest
-	chunk   []Item
+	chunk   []intake.Item
 	lastmod []int64         // of each item of chunk: its <url>'s <lastmod> (ms), 0 if none or unreadable
 	keys    map[string]bool // keys of chunk: a repeated URL flushes first, so a chunk has no duplicate
 }
@@ -377,10 +368,10 @@ func (b *batch) entry(e sitemap.Entry) error {
 	}
 	for _, device := range in.devices {
 		item := wire.TargetItem{URL: e.Loc, Device: device, Source: "sitemap"}
-		if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.set.Sitemap.MinTTL); ok {
+		if ms, ok := sitemap.ChangefreqCadence(e.ChangeFreq, in.set.MinTTL); ok {
 			item.Interval = json.RawMessage(`"` + ms.String() + `"`)
 		}
-		p, err := ParseItem(&item, in.keying)
+		p, err := intake.ParseItem(&item, in.keying)
 		if err != nil {
 			in.fail(e.Loc, err.Error())
 			in.count(1)
@@ -403,7 +394,7 @@ func (b *batch) entry(e sitemap.Entry) error {
 
 // add puts one item into the chunk, flushing first a chunk that holds its key already, and
 // after it a chunk that is full.
-func (b *batch) add(p Item, lastmod int64) error {
+func (b *batch) add(p intake.Item, lastmod int64) error {
 	if b.keys[string(p.Key)] {
 		if err := b.flush(); err != nil {
 			return err
@@ -412,7 +403,7 @@ func (b *batch) add(p Item, lastmod int64) error {
 	b.keys[string(p.Key)] = true
 	b.chunk = append(b.chunk, p)
 	b.lastmod = append(b.lastmod, lastmod)
-	if len(b.chunk) == ChunkItems {
+	if len(b.chunk) == intake.ChunkItems {
 		return b.flush()
 	}
 	return nil
@@ -426,13 +417,13 @@ func (b *batch) flush() error {
 	in := b.in
 	landed, err := in.s.Targets.UpsertChunk(in.ctx, in.gate, b.chunk)
 	if err != nil {
-		return err // ErrClosed, or a *StoreError that names the store
+		return err // intake.ErrClosed, or a *StoreError that names the store
 	}
 	in.run.mu.Lock()
 	for i, l := range landed {
 		// The report counts the file's <url>s: one filed for several devices counts as its
 		// first device's target did (the others are the same URL, filed the same way).
-		if b.chunk[i].device != in.devices[0] {
+		if b.chunk[i].Device() != in.devices[0] {
 			continue
 		}
 		in.run.rep.URLs++
@@ -446,7 +437,7 @@ func (b *batch) flush() error {
 		}
 	}
 	in.run.mu.Unlock()
-	err = in.s.Targets.dueForLastmod(b.chunk, b.lastmod, landed)
+	err = in.s.Targets.DueForLastmod(b.chunk, b.lastmod, landed)
 	b.chunk, b.lastmod = b.chunk[:0], b.lastmod[:0]
 	clear(b.keys)
 	return err
