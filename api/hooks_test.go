@@ -5,6 +5,7 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
@@ -20,4 +21,5 @@ var (
 	ClaimSettingsOf   func(*config.Config, *policy.Policy) claim.Settings
 	SweepSettingsOf   func(*config.Config, *policy.Policy) sweep.Settings
 	SitemapSettingsOf func(*config.Config, *policy.Policy) sitemapruns.Settings
+	MissesSettingsOf  func(*config.Config, *policy.Policy) misses.Settings
 )

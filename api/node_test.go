@@ -11,4 +11,5 @@ func init() {
 	api.ClaimSettingsOf = node.ClaimSettingsOf
 	api.SweepSettingsOf = node.SweepSettingsOf
 	api.SitemapSettingsOf = node.SitemapRunsSettings
+	api.MissesSettingsOf = node.MissesSettings
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/sitemapruns"
@@ -285,7 +286,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	// Render on miss as worker 0 has it, except that a wait ends at once (no render runs here).
 	// One targets service for every entry point, as in worker 0.
 	targetsSvc := intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now})
-	misses := &intake.Misses{Targets: targetsSvc,
+	misses := &misses.Flights{Targets: targetsSvc, Settings: func() *misses.Settings { return &nd.Misses },
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,

@@ -4,8 +4,8 @@
 // endpoint receives a batch); Targets files and changes targets for the operator (Upsert, an
 // upload's items through an Upload, a sitemap run's UpsertChunk, Discover, Prioritize for rush
 // and wait, Delete) and reads one (Explain, Page); Remote hands out and takes back remote renderers' leases,
-// and ClaimIndex answers a render worker's index claim; Misses renders a missing page once for
-// every request that waits for it (render on miss), woken by the Applier; KeyLocks are the
+// and ClaimIndex answers a render worker's index claim; the Applier wakes render on miss's
+// flights (package misses, through MissWaker); KeyLocks are the
 // per-key locks all of them share. It takes wire shapes in, returns wire shapes and the
 // sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld,
 // ErrBadStoredPage, ErrOverloaded, ErrStopping, ErrWaitTimeout, ErrRenderFailed, *FieldError,
@@ -169,7 +169,7 @@ type RenderLog interface {
 }
 
 // MissWaker is woken (Applied) for each result committed, after the commit and under the
-// key's lock: *Misses, or NoMisses.
+// key's lock: *misses.Flights, or NoMisses.
 type MissWaker interface {
 	Applied(key []byte, outcome string)
 }

@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"math"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
@@ -27,7 +26,6 @@ type Settings struct {
 	SweepInterval   time.Duration // queue.ready.sweep_interval: a rushed row's revoked lease holds two of them
 	Hosts           hosts.Limits  // render.hosts: the host tokens a release or revoke looks among
 
-	Misses    MissLimits // render on miss
 	Freshness FreshnessSettings
 	Routes    map[string]RouteSettings // by route name; a route absent here has every default
 
@@ -77,24 +75,6 @@ func (s *Settings) SiteOfHost(host string) string {
 		return cachekey.NewSites(s.Domains).Of([]byte(host))
 	}
 	return s.Hosts.Sites.Of([]byte(host))
-}
-
-// MissLimits bound render on miss (Misses) and the crawler listener's moves of expired rows.
-type MissLimits struct {
-	Flights int // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉
-	Waiters int // page.max_waiters: requests waiting at once
-	// SiteWaiters is page.max_site_waiters: requests waiting at once for the pages of one
-	// site; 0 leaves a site only Waiters (a test's settings).
-	SiteWaiters int
-	Rate        float64       // serve.miss_rate: new targets (and moves up) per second per site
-	Burst       int           // serve.miss_burst
-	MaxWait     time.Duration // page.max_wait: the longest ?wait= a request may ask for
-}
-
-// MaxFlights is ⌈share × capacity⌉: each flight is a rush, served from the urgent lane's share
-// of a batch (the small epsilon keeps a product like 0.1 × 30 from rounding up to 4).
-func MaxFlights(urgentShare float64, readyCapacity int) int {
-	return int(math.Ceil(urgentShare*float64(readyCapacity) - 1e-9))
 }
 
 // FreshnessSettings is freshness.* and queue.policy as the services use them.

@@ -8,4 +8,5 @@ import (
 func init() {
 	serve.IntakeSettingsOf = node.IntakeSettings
 	serve.ServeSettingsOf = node.ServeSettingsOf
+	serve.MissesSettingsOf = node.MissesSettings
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/startstop"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
@@ -138,14 +138,14 @@ func (s memberService) Stop() {
 const missWatchPeriod = 250 * time.Millisecond
 
 // missWatch wakes the node's render-on-miss waiters when another node of the cluster commits
-// their page (intake.Misses.Watch); a no-op on Badger, whose worker 0 applies every result.
+// their page (misses.Flights.Watch); a no-op on Badger, whose worker 0 applies every result.
 type missWatch struct {
 	startstop.BaseStartStop
-	misses  *intake.Misses
+	misses  *misses.Flights
 	present func(ctx context.Context, keys [][]byte) ([][]byte, error) // nil on Badger
 }
 
-func newMissWatch(st store.Store, misses *intake.Misses) *missWatch {
+func newMissWatch(st store.Store, misses *misses.Flights) *missWatch {
 	w := &missWatch{misses: misses}
 	if pg, ok := st.(*pgstore.Store); ok {
 		w.present = pg.PagesPresent

@@ -6,6 +6,7 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/serve"
 	"github.com/freshq/freshq/sitemapruns"
@@ -42,5 +43,6 @@ func (e *env) intakeSettings() *intake.Settings { return &e.cur.Load().node.Inta
 func (e *env) sitemapSettings() *sitemapruns.Settings {
 	return &e.cur.Load().node.Sitemap
 }
-func (e *env) serveSettings() *serve.Settings { return &e.cur.Load().node.Serve }
-func (e *env) hostLimits() *hosts.Limits      { return &e.cur.Load().node.Intake.Hosts }
+func (e *env) missesSettings() *misses.Settings { return &e.cur.Load().node.Misses }
+func (e *env) serveSettings() *serve.Settings   { return &e.cur.Load().node.Serve }
+func (e *env) hostLimits() *hosts.Limits        { return &e.cur.Load().node.Intake.Hosts }

@@ -22,6 +22,7 @@ import (
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/shm"
@@ -76,7 +77,7 @@ type worker0 struct {
 	served   chan error // the control socket's Serve returned (it failed)
 	status   *sweepCounts
 	capacity *capacity.Service  // nil until built
-	misses   *intake.Misses     // render on miss; stopped before the socket drains
+	misses   *misses.Flights    // render on miss; stopped before the socket drains
 	watch    *missWatch         // wakes the misses' waiters on another node's commit; nil until built
 	crawlers *crawlerListener   // serve.listen; nil when off
 	resched  *rescheduleService // moves rows a reload's or a restart's cadences shortened; nil until built
@@ -194,7 +195,7 @@ func (w *worker0) Start(ctx context.Context) error {
 		return wrap("targets", err)
 	}
 	// Render on miss: POST /v1/pages?wait= and the crawler listener wait on a flight the Applier wakes.
-	w.misses = &intake.Misses{Targets: targetsSvc,
+	w.misses = &misses.Flights{Targets: targetsSvc, Settings: e.missesSettings,
 		Report: func(flights, waiters int) {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))

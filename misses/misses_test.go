@@ -1,4 +1,4 @@
-package intake
+package misses
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/intaketest"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -19,8 +21,8 @@ import (
 // it. Waits end only when the test closes timeout (Misses.After), never with the wall clock.
 type missNode struct {
 	*qtest.Env
-	misses  *Misses
-	applier *Applier
+	misses  *Flights
+	applier *intake.Applier
 	timeout chan time.Time
 }
 
@@ -30,17 +32,18 @@ var missKey = []byte("desktop|" + missURL)
 
 func newMissNode(t *testing.T, yaml string) *missNode {
 	e := qtest.New(t, "render: {domains: [shop.test]}\n"+yaml, start, shm.Options{})
-	locks := &KeyLocks{}
+	locks := &intake.KeyLocks{}
 	n := &missNode{Env: e, timeout: make(chan time.Time)}
-	n.misses = &Misses{Targets: mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
-		After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = newApplier(t, ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
+	n.misses = &Flights{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Settings: qtest.Settings(e, SettingsOf),
+		After:    func(time.Duration) <-chan time.Time { return n.timeout }}
+	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	t.Cleanup(n.misses.Stop) // a failed test leaves no goroutine waiting
 	return n
 }
 
 type answer struct {
-	page ServedPage
+	page intake.ServedPage
 	err  error
 }
 
@@ -124,7 +127,7 @@ func TestMissServedPageNeedsNoFlight(t *testing.T) {
 	}
 }
 
-// A wait that passes answers ErrWaitTimeout; the last waiter to leave removes the flight, and a
+// A wait that passes answers intake.ErrWaitTimeout; the last waiter to leave removes the flight, and a
 // render landing afterwards wakes nobody and breaks nothing.
 func TestMissWaitTimesOut(t *testing.T) {
 	n := newMissNode(t, "")
@@ -132,8 +135,8 @@ func TestMissWaitTimesOut(t *testing.T) {
 	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 3 })
 	close(n.timeout)
 	for range 3 {
-		if a := <-answers; !errors.Is(a.err, ErrWaitTimeout) {
-			t.Fatalf("got %v, want ErrWaitTimeout", a.err)
+		if a := <-answers; !errors.Is(a.err, intake.ErrWaitTimeout) {
+			t.Fatalf("got %v, want intake.ErrWaitTimeout", a.err)
 		}
 	}
 	if f, w := n.misses.Waiting(); f != 0 || w != 0 {
@@ -142,7 +145,7 @@ func TestMissWaitTimesOut(t *testing.T) {
 	n.render(t, missKey, "ok", 200, "late")
 }
 
-// A render that lands without a servable page answers every waiter ErrRenderFailed, naming the
+// A render that lands without a servable page answers every waiter intake.ErrRenderFailed, naming the
 // outcome.
 func TestMissRenderFailureAnswersEveryWaiter(t *testing.T) {
 	n := newMissNode(t, "")
@@ -151,24 +154,24 @@ func TestMissRenderFailureAnswersEveryWaiter(t *testing.T) {
 	n.render(t, missKey, "server_error", 503, "")
 	for range 4 {
 		a := <-answers
-		if !errors.Is(a.err, ErrRenderFailed) || a.err.Error() != "the render ended server_error without a servable page" {
-			t.Fatalf("got %v, want ErrRenderFailed", a.err)
+		if !errors.Is(a.err, intake.ErrRenderFailed) || a.err.Error() != "the render ended server_error without a servable page" {
+			t.Fatalf("got %v, want intake.ErrRenderFailed", a.err)
 		}
 	}
 }
 
-// Stop answers every waiter ErrStopping at once and refuses every request after it.
+// Stop answers every waiter intake.ErrStopping at once and refuses every request after it.
 func TestMissStopAnswersWaiters(t *testing.T) {
 	n := newMissNode(t, "")
 	answers := n.wait(context.Background(), missURL, 5)
 	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 5 })
 	n.misses.Stop()
 	for range 5 {
-		if a := <-answers; !errors.Is(a.err, ErrStopping) {
-			t.Fatalf("got %v, want ErrStopping", a.err)
+		if a := <-answers; !errors.Is(a.err, intake.ErrStopping) {
+			t.Fatalf("got %v, want intake.ErrStopping", a.err)
 		}
 	}
-	if _, err := n.misses.Wait(context.Background(), missKey, missURL, "", time.Second); !errors.Is(err, ErrStopping) {
+	if _, err := n.misses.Wait(context.Background(), missKey, missURL, "", time.Second); !errors.Is(err, intake.ErrStopping) {
 		t.Fatalf("after Stop: %v", err)
 	}
 	n.misses.Stop() // twice is safe
@@ -195,7 +198,7 @@ func TestMissCallerThatGivesUpLeaves(t *testing.T) {
 }
 
 // Past page.max_waiters, and past the urgent lane's share of flights, a request is refused at
-// once with ErrOverloaded; the caps count what waits now, so a slot frees when a waiter leaves.
+// once with intake.ErrOverloaded; the caps count what waits now, so a slot frees when a waiter leaves.
 func TestMissCapsRefuseAtOnce(t *testing.T) {
 	// ⌈0.001 × 2000⌉ = 2 flights; 3 waiters.
 	n := newMissNode(t, "page: {max_waiters: 3, max_site_waiters: 3}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
@@ -206,7 +209,7 @@ func TestMissCapsRefuseAtOnce(t *testing.T) {
 	b := n.wait(context.Background(), "https://shop.test/p/b", 1)
 	n.until(t, "joined", func(f, w int) bool { return f == 2 && w == 3 })
 	_, err := n.misses.Wait(context.Background(), []byte("desktop|https://shop.test/p/a"), "https://shop.test/p/a", "", time.Second)
-	if !errors.Is(err, ErrOverloaded) || err.Error() != "3 requests are waiting for renders already (page.max_waiters)" {
+	if !errors.Is(err, intake.ErrOverloaded) || err.Error() != "3 requests are waiting for renders already (page.max_waiters)" {
 		t.Fatalf("past max_waiters: %v", err)
 	}
 	n.render(t, []byte("desktop|https://shop.test/p/b"), "ok", 200, "b")
@@ -217,7 +220,7 @@ func TestMissCapsRefuseAtOnce(t *testing.T) {
 	n.until(t, "c joined", func(f, w int) bool { return f == 2 && w == 3 })
 	n.Reload("page: {max_waiters: 10, max_site_waiters: 10}\nqueue: {ready: {capacity: 2000}, lanes: {urgent_max_share: 0.001}}\n")
 	_, err = n.misses.Wait(context.Background(), []byte("desktop|https://shop.test/p/d"), "https://shop.test/p/d", "", time.Second)
-	if !errors.Is(err, ErrOverloaded) || err.Error() != fmt.Sprintf("2 renders on miss are in flight already, %s", "the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)") {
+	if !errors.Is(err, intake.ErrOverloaded) || err.Error() != fmt.Sprintf("2 renders on miss are in flight already, %s", "the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)") {
 		t.Fatalf("past the flights' cap: %v", err)
 	}
 	if _, err := n.Store.GetSchedule([]byte("desktop|https://shop.test/p/d")); !errors.Is(err, store.ErrNotFound) {
@@ -225,14 +228,14 @@ func TestMissCapsRefuseAtOnce(t *testing.T) {
 	}
 	close(n.timeout)
 	for _, ch := range []chan answer{a, a, c} {
-		if x := <-ch; !errors.Is(x.err, ErrWaitTimeout) {
+		if x := <-ch; !errors.Is(x.err, intake.ErrWaitTimeout) {
 			t.Fatal(x.err)
 		}
 	}
 }
 
 // One site holds at most page.max_site_waiters of the waiters: past its share its requests are
-// refused at once with ErrOverloaded naming the site (any port or subdomain of it counts), while
+// refused at once with intake.ErrOverloaded naming the site (any port or subdomain of it counts), while
 // another site's requests still join; a slot of the site frees when its waiter leaves.
 func TestMissSiteShareRefusesAtOnce(t *testing.T) {
 	n := newMissNode(t, "page: {max_waiters: 10, max_site_waiters: 2}\n")
@@ -242,7 +245,7 @@ func TestMissSiteShareRefusesAtOnce(t *testing.T) {
 	n.until(t, "the site's share joined", func(f, w int) bool { return f == 2 && w == 2 })
 	for _, u := range []string{"https://shop.test/p/c", "https://shop.test/p/a", "https://cdn.shop.test/p/d"} {
 		_, err := n.misses.Wait(context.Background(), []byte("desktop|"+u), u, "", time.Second)
-		if !errors.Is(err, ErrOverloaded) || !strings.Contains(err.Error(), "of shop.test already") {
+		if !errors.Is(err, intake.ErrOverloaded) || !strings.Contains(err.Error(), "of shop.test already") {
 			t.Fatalf("%s past the site's share: %v", u, err)
 		}
 	}
@@ -256,7 +259,7 @@ func TestMissSiteShareRefusesAtOnce(t *testing.T) {
 	n.until(t, "the freed slot taken", func(f, w int) bool { return f == 3 && w == 3 })
 	close(n.timeout)
 	for _, ch := range []chan answer{b, c, d} {
-		if x := <-ch; !errors.Is(x.err, ErrWaitTimeout) {
+		if x := <-ch; !errors.Is(x.err, intake.ErrWaitTimeout) {
 			t.Fatal(x.err)
 		}
 	}
@@ -290,7 +293,7 @@ func TestMissTimeoutServesAPageAppliedElsewhere(t *testing.T) {
 	n := newMissNode(t, "")
 	answers := n.wait(context.Background(), missURL, 1)
 	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 1 })
-	other := newApplier(t, ApplierDeps{Store: n.Store, Seg: n.Seg, Settings: qtest.Settings(n, IntakeSettingsOf), Now: n.Now}) // wakes nobody here
+	other := intaketest.Applier(t, intake.ApplierDeps{Store: n.Store, Seg: n.Seg, Settings: qtest.Settings(n, IntakeSettingsOf), Now: n.Now}) // wakes nobody here
 	if st, err := other.Apply([]wire.Result{{Key: missKey, Outcome: "ok", Status: 200, Body: []byte("elsewhere"), Lease: grant(t, n.Env, missKey)}}); err != nil || st.Applied != 1 {
 		t.Fatalf("%+v %v", st, err)
 	}
@@ -305,15 +308,15 @@ func TestMissTimeoutServesAPageAppliedElsewhere(t *testing.T) {
 func TestMissOnlyForAllowedHostsWithinTheirRate(t *testing.T) {
 	n := newMissNode(t, "serve: {miss_rate: 0.5, miss_burst: 1}\n")
 	other := "https://evil.test/p/1"
-	if _, err := n.misses.Wait(context.Background(), []byte("desktop|"+other), other, "", time.Second); !errors.Is(err, ErrHostNotAllowed) {
+	if _, err := n.misses.Wait(context.Background(), []byte("desktop|"+other), other, "", time.Second); !errors.Is(err, intake.ErrHostNotAllowed) {
 		t.Fatalf("another host: %v", err)
 	}
 	answers := n.wait(context.Background(), missURL, 1)
 	n.until(t, "started", func(f, w int) bool { return f == 1 && w == 1 })
 	second := "https://shop.test/p/second"
 	_, err := n.misses.Wait(context.Background(), []byte("desktop|"+second), second, "", time.Second)
-	var rl *RateLimitedError
-	if !errors.As(err, &rl) || !errors.Is(err, ErrRateLimited) || rl.RetryAfterSec != 2 || rl.Host != "shop.test" {
+	var rl *intake.RateLimitedError
+	if !errors.As(err, &rl) || !errors.Is(err, intake.ErrRateLimited) || rl.RetryAfterSec != 2 || rl.Host != "shop.test" {
 		t.Fatalf("past the burst: %v", err)
 	}
 	if rows := n.AllRows(); len(rows) != 1 || string(rows[0].Key) != string(missKey) {
@@ -324,7 +327,7 @@ func TestMissOnlyForAllowedHostsWithinTheirRate(t *testing.T) {
 
 	empty := newMissNode(t, "")
 	empty.Reload("render: {domains: []}\n")
-	if _, err := empty.misses.Wait(context.Background(), missKey, missURL, "", time.Second); !errors.Is(err, ErrHostNotAllowed) {
+	if _, err := empty.misses.Wait(context.Background(), missKey, missURL, "", time.Second); !errors.Is(err, intake.ErrHostNotAllowed) {
 		t.Fatalf("empty render.domains: %v", err)
 	}
 	if rows := empty.AllRows(); len(rows) != 0 {
@@ -344,7 +347,7 @@ func TestMissRateIsPerSite(t *testing.T) {
 	n.until(t, "the second started", func(f, w int) bool { return f == 2 && w == 2 })
 	for _, u := range []string{"https://shop.test:9443/p/c", "https://cdn.shop.test:8080/p/d", "https://shop.test/p/e"} {
 		err := n.refusedAtOnce(t, u, 2)
-		var rl *RateLimitedError
+		var rl *intake.RateLimitedError
 		if !errors.As(err, &rl) || rl.Host != "shop.test" {
 			t.Fatalf("%s past the site's burst: %v", u, err)
 		}

@@ -1,4 +1,4 @@
-package intake
+package misses
 
 import (
 	"context"
@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/render"
-	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/store"
 )
 
-// Misses renders a missing page once for every request that waits for it (the crawler
+// Flights renders a missing page once for every request that waits for it (the crawler
 // listener's miss, POST /v1/pages with ?wait=): render on miss, with one flight per key.
 //
 // The first request for a key that has no servable page registers a flight, files the target
@@ -33,9 +32,9 @@ import (
 //     rush, which takes the urgent lane's share of a batch) and at most page.max_waiters
 //     waiters at once, of which one site (Settings.SiteOf) holds at most page.max_site_waiters,
 //     so that one site's misses (a stranger's made-up URLs of it, an origin that hangs) cannot
-//     shut out another's. Past either, a request is refused at once with ErrOverloaded rather
+//     shut out another's. Past either, a request is refused at once with intake.ErrOverloaded rather
 //     than queued.
-//   - Nobody waits past the stop: Stop wakes every flight with ErrStopping and refuses every
+//   - Nobody waits past the stop: Stop wakes every flight with intake.ErrStopping and refuses every
 //     request from then on.
 //   - A flight lives only while somebody waits on it: the last waiter to leave (timeout,
 //     disconnect) removes it, so a render that never lands (its lease lapsed, the target was
@@ -44,15 +43,17 @@ import (
 //   - A result applied between a request's page read and its flight is not missed: the first
 //     request reads the page again once its flight is registered, before it rushes.
 //   - A known page whose last renders failed is not rushed while its failure backoff runs
-//     (ErrBackingOff): the policy's backoff holds however often a crawler retries it.
+//     (intake.ErrBackingOff): the policy's backoff holds however often a crawler retries it.
 //   - Only pages of the hosts render.domains names are rendered on miss (an empty list names
 //     none here, though the renderer reads it as any host), and a flight that would create a
 //     target takes a token of its site's rate of new targets (serve.miss_rate, serve.miss_burst)
 //     first, the site render.domains names (Settings.SiteOf: every port and subdomain of an
 //     entry shares its bucket; the key's host is canonical, so no spelling has one of its own): a flood of unknown URLs can neither fill the store nor the urgent lane. A refusal
 //     files nothing.
-type Misses struct {
-	Targets *Targets
+type Flights struct {
+	Targets *intake.Targets // files, rushes and reads the pages waited for
+	// Settings are render on miss's settings in force, read once per request.
+	Settings func() *Settings
 	// After is time.After; a test fires its own channel to end a wait without sleeping.
 	After func(time.Duration) <-chan time.Time
 	// Report, if set, is told the flights and the waiters after every change, under the lock
@@ -78,7 +79,7 @@ type flight struct {
 	site    string // its key's site, whose share of the waiters its waiters count against
 }
 
-func (m *Misses) after(d time.Duration) <-chan time.Time {
+func (m *Flights) after(d time.Duration) <-chan time.Time {
 	if m.After != nil {
 		return m.After(d)
 	}
@@ -86,30 +87,30 @@ func (m *Misses) after(d time.Duration) <-chan time.Time {
 }
 
 // Limits are the caps in force under the current configuration: flights and waiters at once.
-func (m *Misses) Limits() (flights, waiters int) {
-	l := m.Targets.Settings().Misses
+func (m *Flights) Limits() (flights, waiters int) {
+	l := m.Settings()
 	return l.Flights, l.Waiters
 }
 
 // Wait returns the servable page of key (on url and device, as the request named them), and
 // if there is none renders it on miss and waits up to wait for it. It returns the errors of
 // Targets.Page and Discover, and:
-//   - ErrOverloaded at once when the flights or the waiters are at their cap;
-//   - ErrStopping when worker 0 stops (at once, or while waiting);
-//   - ErrWaitTimeout when wait passes before the render lands;
-//   - ErrRenderFailed when the render landed without a servable page (its outcome says why);
+//   - intake.ErrOverloaded at once when the flights or the waiters are at their cap;
+//   - intake.ErrStopping when worker 0 stops (at once, or while waiting);
+//   - intake.ErrWaitTimeout when wait passes before the render lands;
+//   - intake.ErrRenderFailed when the render landed without a servable page (its outcome says why);
 //   - ctx's error when the caller gives up (a client that disconnected): it leaves the flight.
-func (m *Misses) Wait(ctx context.Context, key []byte, url, device string, wait time.Duration) (ServedPage, error) {
+func (m *Flights) Wait(ctx context.Context, key []byte, url, device string, wait time.Duration) (intake.ServedPage, error) {
 	pg, err := m.Targets.Page(key)
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, intake.ErrNotFound) {
 		return pg, err // served, or a failure that rendering would not mend
 	}
 	f, first, err := m.join(string(key))
 	if err != nil {
-		return ServedPage{}, err
+		return intake.ServedPage{}, err
 	}
 	if first {
-		if pg, err := m.start(key, url, device); err == nil || !errors.Is(err, ErrNotFound) {
+		if pg, err := m.start(key, url, device); err == nil || !errors.Is(err, intake.ErrNotFound) {
 			m.finish(string(key), f, err, "")
 			if err == nil {
 				m.leave(string(key), f) // the page landed before the flight: no render needed
@@ -124,7 +125,7 @@ func (m *Misses) Wait(ctx context.Context, key []byte, url, device string, wait 
 	case <-f.done:
 	case <-ctx.Done():
 		m.leave(string(key), f)
-		return ServedPage{}, fmt.Errorf("intake: waiting for %q: %w", key, ctx.Err())
+		return intake.ServedPage{}, fmt.Errorf("intake: waiting for %q: %w", key, ctx.Err())
 	case <-m.after(wait):
 		m.leave(string(key), f)
 		// A page another node applied (a cluster: the key's shard is rendered by its owner,
@@ -132,26 +133,26 @@ func (m *Misses) Wait(ctx context.Context, key []byte, url, device string, wait 
 		if pg, err := m.Targets.Page(key); err == nil {
 			return pg, nil
 		}
-		return ServedPage{}, &kindError{kind: ErrWaitTimeout, msg: fmt.Sprintf("the page was not rendered within %s", wait)}
+		return intake.ServedPage{}, intake.NewKindError(intake.ErrWaitTimeout, fmt.Sprintf("the page was not rendered within %s", wait))
 	}
 	m.leave(string(key), f)
 	if f.err != nil {
-		return ServedPage{}, f.err
+		return intake.ServedPage{}, f.err
 	}
 	pg, err = m.Targets.Page(key)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, intake.ErrNotFound) {
 		// Not wrapping err: the answer is the render's failure, not a missing page.
-		return ServedPage{}, &kindError{kind: ErrRenderFailed,
-			msg: fmt.Sprintf("the render ended %s without a servable page", f.outcome)}
+		return intake.ServedPage{}, intake.NewKindError(intake.ErrRenderFailed,
+			fmt.Sprintf("the render ended %s without a servable page", f.outcome))
 	}
 	return pg, err
 }
 
 // join registers the caller on key's flight, starting one if there is none (first), or
 // refuses it past a cap or after Stop.
-func (m *Misses) join(key string) (f *flight, first bool, err error) {
-	set := m.Targets.Settings()
-	maxFlights, maxWaiters, maxSite := set.Misses.Flights, set.Misses.Waiters, set.Misses.SiteWaiters
+func (m *Flights) join(key string) (f *flight, first bool, err error) {
+	set := m.Settings()
+	maxFlights, maxWaiters, maxSite := set.Flights, set.Waiters, set.SiteWaiters
 	site := set.SiteOf([]byte(key))
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -159,17 +160,17 @@ func (m *Misses) join(key string) (f *flight, first bool, err error) {
 		return nil, false, errStopping
 	}
 	if m.waiters >= maxWaiters {
-		return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf("%d requests are waiting for renders already (page.max_waiters)", m.waiters)}
+		return nil, false, intake.NewKindError(intake.ErrOverloaded, fmt.Sprintf("%d requests are waiting for renders already (page.max_waiters)", m.waiters))
 	}
 	if maxSite > 0 && m.siteWaiters[site] >= maxSite {
-		return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf(
-			"%d requests are waiting for renders of %s already, its share of the waiters (page.max_site_waiters)", m.siteWaiters[site], site)}
+		return nil, false, intake.NewKindError(intake.ErrOverloaded, fmt.Sprintf(
+			"%d requests are waiting for renders of %s already, its share of the waiters (page.max_site_waiters)", m.siteWaiters[site], site))
 	}
 	f = m.flights[key]
 	if f == nil {
 		if len(m.flights) >= maxFlights {
-			return nil, false, &kindError{kind: ErrOverloaded, msg: fmt.Sprintf(
-				"%d renders on miss are in flight already, the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)", len(m.flights))}
+			return nil, false, intake.NewKindError(intake.ErrOverloaded, fmt.Sprintf(
+				"%d renders on miss are in flight already, the urgent lane's share (queue.lanes.urgent_max_share × queue.ready.capacity)", len(m.flights)))
 		}
 		if m.flights == nil {
 			m.flights = map[string]*flight{}
@@ -189,48 +190,44 @@ func (m *Misses) join(key string) (f *flight, first bool, err error) {
 
 // start is the first request's part: the page read again (a result may have landed since the
 // first read), then the target filed if unknown and rushed, unless its render is in flight.
-// It returns the page if it is servable now, ErrNotFound once the render is on its way, or
+// It returns the page if it is servable now, intake.ErrNotFound once the render is on its way, or
 // the failure that kept it from starting.
-func (m *Misses) start(key []byte, url, device string) (ServedPage, error) {
+func (m *Flights) start(key []byte, url, device string) (intake.ServedPage, error) {
 	t := m.Targets
-	if pg, err := t.Page(key); !errors.Is(err, ErrNotFound) {
+	if pg, err := t.Page(key); !errors.Is(err, intake.ErrNotFound) {
 		return pg, err
 	}
-	set := t.Settings()
+	set := m.Settings()
 	host := string(cachekey.Host(key))
 	if len(set.Domains) == 0 || !render.Allowed(set.Domains, host) {
-		return ServedPage{}, fieldErr("url", &kindError{kind: ErrHostNotAllowed, msg: fmt.Sprintf(
-			"no page stored, and %s is not a host render.domains names: only those are rendered on miss", host)})
+		return intake.ServedPage{}, intake.NewFieldError("url", intake.NewKindError(intake.ErrHostNotAllowed, fmt.Sprintf(
+			"no page stored, and %s is not a host render.domains names: only those are rendered on miss", host)))
 	}
-	row, err := t.store.GetSchedule(key)
+	known, err := t.BackingOff(key)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		site := set.SiteOf(key) // one bucket per site: no spelling, port or subdomain has its own
-		if ok, after := m.newTargets.Take(site, t.Now(), set.Misses.Rate, set.Misses.Burst); !ok {
-			return ServedPage{}, &RateLimitedError{Host: site, RetryAfterSec: after}
-		}
 	case err != nil:
-		return ServedPage{}, &StoreError{err}
-	default:
-		if err := t.backingOff(key, row); err != nil {
-			return ServedPage{}, err
+		return intake.ServedPage{}, err
+	case !known:
+		site := set.SiteOf(key) // one bucket per site: no spelling, port or subdomain has its own
+		if ok, after := m.newTargets.Take(site, t.Now(), set.Rate, set.Burst); !ok {
+			return intake.ServedPage{}, &intake.RateLimitedError{Host: site, RetryAfterSec: after}
 		}
 	}
 	if _, _, err := t.Discover(url, device); err != nil {
-		return ServedPage{}, err
+		return intake.ServedPage{}, err
 	}
-	if li, ok := t.seg.Leases().Lookup(shm.KeyHash(key), t.Now()); ok && !li.Released {
-		return ServedPage{}, ErrNotFound // rendering now: wait for that render
+	if t.Rendering(key) {
+		return intake.ServedPage{}, intake.ErrNotFound // rendering now: wait for that render
 	}
-	if _, err := t.prioritize([][]byte{key}, "rush", keepInFlight); err != nil {
-		return ServedPage{}, &StoreError{err}
+	if err := t.RushForReader(key); err != nil {
+		return intake.ServedPage{}, err
 	}
-	return ServedPage{}, ErrNotFound
+	return intake.ServedPage{}, intake.ErrNotFound
 }
 
 // finish ends f, if it is still key's flight, with err (nil: a result was applied, whose
 // outcome is given) and wakes its waiters.
-func (m *Misses) finish(key string, f *flight, err error, outcome string) {
+func (m *Flights) finish(key string, f *flight, err error, outcome string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.flights[key] != f {
@@ -243,7 +240,7 @@ func (m *Misses) finish(key string, f *flight, err error, outcome string) {
 }
 
 // leave takes a waiter off f; the last one to leave removes f if it is still registered.
-func (m *Misses) leave(key string, f *flight) {
+func (m *Flights) leave(key string, f *flight) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f.waiters--
@@ -258,15 +255,15 @@ func (m *Misses) leave(key string, f *flight) {
 }
 
 // report tells Report the counts; m.mu is held.
-func (m *Misses) report() {
+func (m *Flights) report() {
 	if m.Report != nil {
 		m.Report(len(m.flights), m.waiters)
 	}
 }
 
 // Applied wakes the flight of key, if any: a result of it (with outcome) has been committed.
-// The Applier calls it after the commit; it never blocks. Safe on a nil *Misses.
-func (m *Misses) Applied(key []byte, outcome string) {
+// The Applier calls it after the commit; it never blocks. Safe on a nil *Flights.
+func (m *Flights) Applied(key []byte, outcome string) {
 	if m == nil {
 		return
 	}
@@ -278,10 +275,10 @@ func (m *Misses) Applied(key []byte, outcome string) {
 	}
 }
 
-// Stop wakes every flight with ErrStopping and refuses every request from then on; worker 0
+// Stop wakes every flight with intake.ErrStopping and refuses every request from then on; worker 0
 // calls it before it drains its requests, so that no waiter holds the drain up. Safe twice
-// and on a Misses never used.
-func (m *Misses) Stop() {
+// and on a Flights never used.
+func (m *Flights) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stopped = true
@@ -296,7 +293,7 @@ func (m *Misses) Stop() {
 // Waiting reports the flights whose render has been asked for (the target filed and rushed,
 // or found rendering) and the requests waiting, at this moment. A test waits on it to know
 // that the requests it started have reached their flight.
-func (m *Misses) Waiting() (started, waiters int) {
+func (m *Flights) Waiting() (started, waiters int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, f := range m.flights {
@@ -307,7 +304,7 @@ func (m *Misses) Waiting() (started, waiters int) {
 	return started, m.waiters
 }
 
-var errStopping = &kindError{kind: ErrStopping, msg: "worker 0 is stopping; retry shortly"}
+var errStopping = intake.NewKindError(intake.ErrStopping, "worker 0 is stopping; retry shortly")
 
 // Watch wakes, until ctx ends, every flight whose page another process committed: each period
 // it asks present which of the flights' keys have a page row (one question for all of them),
@@ -316,7 +313,7 @@ var errStopping = &kindError{kind: ErrStopping, msg: "worker 0 is stopping; retr
 // wakes no flight here. A page is therefore answered within period (plus the read) of its
 // commit. Only flights whose first request has filed and rushed are asked about, at most the
 // flight cap of them.
-func (m *Misses) Watch(ctx context.Context, period time.Duration, present func(ctx context.Context, keys [][]byte) ([][]byte, error)) {
+func (m *Flights) Watch(ctx context.Context, period time.Duration, present func(ctx context.Context, keys [][]byte) ([][]byte, error)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -352,22 +349,4 @@ func (m *Misses) Watch(ctx context.Context, period time.Duration, present func(c
 			}
 		}
 	}
-}
-
-// backingOff returns a *BackingOffError when key's last renders failed and its row, row, is
-// not due until the failure backoff the policy gave it has passed; nil otherwise. A failure
-// streak is reset by the next good render (the Applier), so Count > 0 means the last one failed.
-func (t *Targets) backingOff(key []byte, row store.Row) error {
-	tgt, err := t.store.GetTarget(key)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return &StoreError{err}
-	}
-	left := row.DueAtMs - t.Now()
-	if tgt.Failures.Count == 0 || left <= 0 {
-		return nil
-	}
-	return &BackingOffError{Class: tgt.Failures.LastClass, RetryAfterSec: int((left + 999) / 1000)}
 }
