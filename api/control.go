@@ -35,6 +35,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"context"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/wire"
@@ -72,7 +73,7 @@ func (f IndexFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]
 // Control serves the internal endpoints.
 type Control struct {
 	Index   claim.Fallback
-	Applier *intake.Applier
+	Applier *apply.Applier
 	Limit   *Limiter // admits results requests by their bytes; nil: none
 	Status  func() wire.Status
 	Log     zerolog.Logger

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/internal/intaketest"
 	"net"
 	"net/http"
@@ -43,7 +44,7 @@ func serveSocket(t *testing.T, e *qtest.Env) string {
 	}
 	c := &Control{
 		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now},
-		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		Status:  func() wire.Status { return wire.Status{Serving: true, Sweeps: 7} },
 	}
 	mux := http.NewServeMux()
@@ -228,7 +229,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 	var jobs []claim.Job
 	c := &Control{Index: fallbackFunc(func(context.Context, claim.IndexClaim) ([]claim.Job, error) {
 		return jobs, errors.New("claim: scan: disk gone")
-	}), Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Log: qtest.Log(nil)}
+	}), Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Log: qtest.Log(nil)}
 	mux := http.NewServeMux()
 	c.Register(mux)
 	post := func() (int, wire.ClaimResponse) {

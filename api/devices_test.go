@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
@@ -33,7 +34,7 @@ func TestConfiguredDevicesAreAcceptedEverywhere(t *testing.T) {
 	e := qtest.New(t, devicesYAML, start, shm.Options{})
 	locks := &intake.KeyLocks{}
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
-	applier := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	applier := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	mux := http.NewServeMux()
 	targets.Register(mux)

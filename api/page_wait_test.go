@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
@@ -27,7 +28,7 @@ type missAPI struct {
 	*qtest.Env
 	srv     *httptest.Server
 	misses  *misses.Flights
-	applier *intake.Applier
+	applier *apply.Applier
 	timeout chan time.Time
 }
 
@@ -39,7 +40,7 @@ func newMissAPI(t *testing.T, yaml string) *missAPI {
 	n.misses = &misses.Flights{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		Settings: qtest.Settings(e, MissesSettingsOf),
 		After:    func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
+	n.applier = intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	mux := http.NewServeMux()
 	(&Operate{Targets: targets.Targets, Misses: n.misses}).Register(mux)
 	n.srv = httptest.NewServer(mux)

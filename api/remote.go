@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/wire"
@@ -14,7 +15,7 @@ import (
 // give back a lease.
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
-	Applier *intake.Applier
+	Applier *apply.Applier
 	Limit   *Limiter // admits results requests by their bytes; nil: none
 
 	leases *intake.Remote

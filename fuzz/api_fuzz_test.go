@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/node"
 	"github.com/freshq/freshq/internal/intaketest"
 	"hash/fnv"
@@ -290,7 +291,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
-		Applier: intaketest.Applier(f, intake.ApplierDeps{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses}),
+		Applier: intaketest.Applier(f, apply.ApplierDeps{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses}),
 		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),

@@ -212,13 +212,13 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 	return resp, nil
 }
 
-// releaseRemoteHostSlot gives back the host slot a remote renderer (holder) took with its job
+// ReleaseRemoteHostSlot gives back the host slot a remote renderer (holder) took with its job
 // for key, when worker 0 receives the job's result or release, or revokes its lease (a delete,
 // rush or wait: revokeLease): a remote never sees its
 // tokens (a renderer elsewhere must not be trusted to give them back), so worker 0 finds one
 // by holder. A local holder releases its own token; it is left alone here. A slot not found
 // (the configuration lowered the host's maximum since) lapses with its lease.
-func releaseRemoteHostSlot(seg *shm.Segment, cfg *hosts.Limits, key []byte, holder uint64, nowMs int64) {
+func ReleaseRemoteHostSlot(seg *shm.Segment, cfg *hosts.Limits, key []byte, holder uint64, nowMs int64) {
 	if !IsRemoteHolder(holder) {
 		return
 	}
@@ -343,6 +343,6 @@ func (x *Remote) Release(req wire.LeaseRequest) error {
 	if !x.Seg.Leases().Release(l, now, 0) {
 		return fieldErr("lease", ErrLeaseNotHeld)
 	}
-	releaseRemoteHostSlot(x.Seg, &x.Settings().Hosts, req.Key, info.Holder, now)
+	ReleaseRemoteHostSlot(x.Seg, &x.Settings().Hosts, req.Key, info.Holder, now)
 	return nil
 }

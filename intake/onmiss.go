@@ -42,12 +42,13 @@ func (t *Targets) Rendering(key []byte) bool {
 	return ok && !li.Released
 }
 
-// RushForReader rushes key as a reader's miss does: it leaves a render in flight alone
-// (keepInFlight), since that render brings the page the reader wants. A store failure is a
-// *StoreError.
-func (t *Targets) RushForReader(key []byte) error {
-	if _, err := t.prioritize([][]byte{key}, "rush", keepInFlight); err != nil {
-		return &StoreError{err}
+// RushForReader rushes key as a reader's miss does, and says whether its row was there to
+// rush: it leaves a render in flight alone (keepInFlight), since that render brings the page
+// the reader wants. A store failure is a *StoreError.
+func (t *Targets) RushForReader(key []byte) (rushed bool, err error) {
+	n, err := t.prioritize([][]byte{key}, "rush", keepInFlight)
+	if err != nil {
+		return false, &StoreError{err}
 	}
-	return nil
+	return n == 1, nil
 }

@@ -50,13 +50,13 @@ type FreshParts struct {
 	RankIntervalMs int64
 }
 
-// changePrior is the estimator's prior for key (freshness.PriorAt, freshness.prior_weight
+// ChangePrior is the estimator's prior for key (freshness.PriorAt, freshness.prior_weight
 // pseudo-renders): at its route's change_interval when the route sets one; else at the change
 // rate the tuning pooled from the route's pages (tu, worker 0's: what the route's pages were
 // seen to do; 0 when they never changed); else at one change a cadence, the operator's guess.
-func changePrior(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64) freshness.Prior {
+func ChangePrior(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64) freshness.Prior {
 	var rate float64
-	if rt, ok := set.route(key); ok && rt.ChangeInterval > 0 {
+	if rt, ok := set.Route(key); ok && rt.ChangeInterval > 0 {
 		rate = 3_600_000 / float64(max(rt.ChangeInterval.Milliseconds(), 1))
 	} else {
 		var route string
@@ -78,16 +78,16 @@ func ceilingBaseMs(set *Settings, key []byte, cadenceMs int64) int64 {
 	return max(cadenceMs, set.Policy.RouteInterval(key))
 }
 
-// freshPartsOf decides when a page of key last observed with f is due again, at now. The
+// FreshPartsOf decides when a page of key last observed with f is due again, at now. The
 // ceiling is the route's interval (ceilingBaseMs); with a tuning (worker 0's, following
 // capacity: capacity.TuneFreshness) its threshold replaces freshness.threshold and the ceiling
 // is stretched by its route's stretch; without one (nil: none computed yet) the
 // configuration's threshold and the route's interval apply.
-func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
+func FreshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
 	base := ceilingBaseMs(set, key, cadenceMs)
 	p := FreshParts{Threshold: set.Freshness.Threshold, MaxIntervalMs: base, CeilingBaseMs: base,
 		MinIntervalMs: cadenceMs / set.Freshness.MinIntervalDiv}
-	if rt, ok := set.route(key); ok && rt.MinInterval > 0 {
+	if rt, ok := set.Route(key); ok && rt.MinInterval > 0 {
 		p.MinIntervalMs = min(rt.MinInterval.Milliseconds(), cadenceMs)
 	}
 	if tu != nil {
@@ -95,7 +95,7 @@ func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int
 		p.Threshold = tu.Nu
 		p.MaxIntervalMs = min(int64(float64(base)*tu.StretchFor(route)), policy.MaxCadence.Milliseconds())
 	}
-	p.ChangesPerHour = historyOf(f).Rate(changePrior(set, tu, key, cadenceMs))
+	p.ChangesPerHour = HistoryOf(f).Rate(ChangePrior(set, tu, key, cadenceMs))
 	p.RequestsPerHour = RequestRate(set, key, f, now)
 	p.CrossMs, p.IntervalMs = freshness.DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs, set.SweepInterval.Milliseconds())
 	p.RankIntervalMs = freshness.RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.CeilingBaseMs)
@@ -104,7 +104,7 @@ func freshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int
 
 // schedule is the schedule put of a row the freshness decision p files due at dueAtMs: its
 // due time and its rank interval.
-func (p FreshParts) schedule(key []byte, dueAtMs int64, submitted bool, cadenceMs int64, lanes store.Lanes) (store.Schedule, error) {
+func (p FreshParts) Schedule(key []byte, dueAtMs int64, submitted bool, cadenceMs int64, lanes store.Lanes) (store.Schedule, error) {
 	sch, err := store.NewSchedule(key, dueAtMs, submitted, cadenceMs, lanes)
 	if err != nil {
 		return store.Schedule{}, err
@@ -138,12 +138,12 @@ func FreshPlan(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, t
 		return "", 0, FreshParts{}, false
 	}
 	route, _ = set.Policy.RouteOf(key)
-	return route, cadenceMs, freshPartsOf(set, tu, key, cadenceMs, &t.Fresh, now), true
+	return route, cadenceMs, FreshPartsOf(set, tu, key, cadenceMs, &t.Fresh, now), true
 }
 
 // explainFreshness is the freshness part of GET /v1/targets' explanation.
 func explainFreshness(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
-	p := freshPartsOf(set, tu, key, cadenceMs, f, now)
+	p := FreshPartsOf(set, tu, key, cadenceMs, f, now)
 	ex := &wire.Freshness{Policy: set.Freshness.Policy,
 		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,
@@ -172,4 +172,13 @@ func (p FreshParts) stalePart(sinceMs int64) float64 {
 // marginalAt is the page's marginal value of a render sinceMs after its last observation.
 func (p FreshParts) marginalAt(sinceMs int64) float64 {
 	return freshness.Marginal(p.ChangesPerHour, p.RequestsPerHour, sinceMs)
+}
+
+// HistoryOf and SetHistory convert between the store's numbers and the estimator's.
+func HistoryOf(f *store.Freshness) freshness.History {
+	return freshness.History{Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours}
+}
+
+func SetHistory(f *store.Freshness, h freshness.History) {
+	f.Changed, f.ChangedHours, f.UnchangedHours = h.Changed, h.ChangedHours, h.UnchangedHours
 }

@@ -43,22 +43,6 @@ var DefaultVerdict = verdict.Settings{CollapseRatio: 0.33, MinText: 200, Agree: 
 // DefaultKeepBytes is verdict.keep_bytes's default: 32 MiB of suspect bodies.
 const DefaultKeepBytes = 32 << 20
 
-// verdictSettings is s.Verdict, or DefaultVerdict when it is unset.
-func (s *Settings) verdictSettings() *verdict.Settings {
-	if s.Verdict == (verdict.Settings{}) {
-		return &DefaultVerdict
-	}
-	return &s.Verdict
-}
-
-// keepBytes is s.KeepBytes, or DefaultKeepBytes when it is unset.
-func (s *Settings) keepBytes() int64 {
-	if s.KeepBytes <= 0 {
-		return DefaultKeepBytes
-	}
-	return s.KeepBytes
-}
-
 // SiteOf is the site of key's host (cachekey.Sites of render.domains): the unit the crawler
 // listener's limits are kept by, as politeness's are, so that no spelling of a host, no port
 // and no subdomain of a site multiplies them.
@@ -103,8 +87,8 @@ type RouteSettings struct {
 	Expect *verdict.Expect
 }
 
-// route returns the settings of key's route and whether it has one.
-func (s *Settings) route(key []byte) (RouteSettings, bool) {
+// Route returns the settings of key's route and whether it has one.
+func (s *Settings) Route(key []byte) (RouteSettings, bool) {
 	name, _ := s.Policy.RouteOf(key)
 	if name == "" {
 		return RouteSettings{}, false

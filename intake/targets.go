@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/hosts"
 	"maps"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
@@ -490,7 +490,7 @@ func revokeLease(seg *shm.Segment, hosts *hosts.Limits, key []byte, now, hold in
 	leases, h := seg.Leases(), shm.KeyHash(key)
 	li, live := leases.Lookup(h, now)
 	if ended, _ := leases.Revoke(h, now, hold); ended && live && !li.Released {
-		releaseRemoteHostSlot(seg, hosts, key, li.Holder, now)
+		ReleaseRemoteHostSlot(seg, hosts, key, li.Holder, now)
 	}
 }
 

@@ -16,5 +16,5 @@
 // It reads only its own Settings (render.domains, the caps, serve.miss_rate and
 // serve.miss_burst, page.max_wait), narrowed where the node is assembled (assemble/node); what
 // it files, rushes and reads goes through the targets service (intake.Targets), and the
-// Applier wakes its flights (intake.MissWaker).
+// Applier wakes its flights (apply.MissWaker).
 package misses

@@ -219,7 +219,7 @@ func (m *Flights) start(key []byte, url, device string) (intake.ServedPage, erro
 	if t.Rendering(key) {
 		return intake.ServedPage{}, intake.ErrNotFound // rendering now: wait for that render
 	}
-	if err := t.RushForReader(key); err != nil {
+	if _, err := t.RushForReader(key); err != nil {
 		return intake.ServedPage{}, err
 	}
 	return intake.ServedPage{}, intake.ErrNotFound

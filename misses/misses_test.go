@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/intaketest"
 	"github.com/freshq/freshq/internal/qtest"
@@ -22,7 +23,7 @@ import (
 type missNode struct {
 	*qtest.Env
 	misses  *Flights
-	applier *intake.Applier
+	applier *apply.Applier
 	timeout chan time.Time
 }
 
@@ -37,7 +38,7 @@ func newMissNode(t *testing.T, yaml string) *missNode {
 	n.misses = &Flights{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		Settings: qtest.Settings(e, SettingsOf),
 		After:    func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
+	n.applier = intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	t.Cleanup(n.misses.Stop) // a failed test leaves no goroutine waiting
 	return n
 }
@@ -293,7 +294,7 @@ func TestMissTimeoutServesAPageAppliedElsewhere(t *testing.T) {
 	n := newMissNode(t, "")
 	answers := n.wait(context.Background(), missURL, 1)
 	n.until(t, "joined", func(f, w int) bool { return f == 1 && w == 1 })
-	other := intaketest.Applier(t, intake.ApplierDeps{Store: n.Store, Seg: n.Seg, Settings: qtest.Settings(n, IntakeSettingsOf), Now: n.Now}) // wakes nobody here
+	other := intaketest.Applier(t, apply.ApplierDeps{Store: n.Store, Seg: n.Seg, Settings: qtest.Settings(n, IntakeSettingsOf), Now: n.Now}) // wakes nobody here
 	if st, err := other.Apply([]wire.Result{{Key: missKey, Outcome: "ok", Status: 200, Body: []byte("elsewhere"), Lease: grant(t, n.Env, missKey)}}); err != nil || st.Applied != 1 {
 		t.Fatalf("%+v %v", st, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/node"
 	"net"
 	"net/http"
@@ -209,7 +210,7 @@ func (w *worker0) Start(ctx context.Context) error {
 	serveReg.MustRegister(conditional)
 	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
 	w.resched.register(serveReg)
-	stale := &intake.StaleMeter{Now: nowMs}
+	stale := &apply.StaleMeter{Now: nowMs}
 	serveReg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
 			Help: "Crawler requests served between two observations of their page's content, counted at the second."},
@@ -223,11 +224,11 @@ func (w *worker0) Start(ctx context.Context) error {
 		return wrap("miss watch", err)
 	}
 	// Render verdicts: the suspect renders not applied are kept in worker 0's memory for
-	// inspection (intake.Suspects says why memory), and counted with worker 0's own series.
+	// inspection (apply.Suspects says why memory), and counted with worker 0's own series.
 	renders := renderlog.New(func() time.Time { return time.UnixMilli(nowMs()) })
-	suspects := intake.NewSuspects()
+	suspects := apply.NewSuspects()
 	verdicts := newVerdictMetrics(serveReg)
-	applier, err := intake.NewApplier(intake.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
+	applier, err := apply.NewApplier(apply.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
 		Settings: e.intakeSettings, Now: nowMs, Log: e.log, Misses: w.misses, Hosts: politeness, Stale: stale, Tuning: tuning,
 		Suspects: suspects, Verdicts: verdicts, Renders: renders,
 		Conditional: func(applied bool) {

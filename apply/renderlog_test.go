@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -38,7 +39,7 @@ func TestAppliedRendersAreLoggedWithChangeAndVerdict(t *testing.T) {
 	e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	rec := &renderRecorder{}
 	set := qtest.Settings(e, IntakeSettingsOf)
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now,
 		Suspects: NewSuspects(), Log: zerolog.Nop(), Renders: rec})
 	apply := func(body string, sig *wire.Signals) {
 		t.Helper()

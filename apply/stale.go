@@ -1,9 +1,10 @@
-package intake
+package apply
 
 import (
 	"sync"
 
 	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/store"
 )
 
@@ -15,11 +16,11 @@ type servedStale struct {
 
 // servedStaleOf measures an observation of key's page: the requests served over it, and the
 // stale ones (staleServed, placing a change with the estimate after the observation).
-func servedStaleOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, o observed, now int64) servedStale {
+func servedStaleOf(set *intake.Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, o observed, now int64) servedStale {
 	if !(o.served > 0) {
 		return servedStale{}
 	}
-	lambda := historyOf(f).Rate(changePrior(set, tu, key, cadenceMs))
+	lambda := intake.HistoryOf(f).Rate(intake.ChangePrior(set, tu, key, cadenceMs))
 	return servedStale{served: o.served, stale: staleServed(o, lambda)}
 }
 

@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"reflect"
@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -24,7 +25,7 @@ func politeApplier(e *qtest.Env) *Applier {
 
 func politeDeps(e *qtest.Env) ApplierDeps {
 	set := qtest.Settings(e, IntakeSettingsOf)
-	return ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now,
+	return ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now,
 		Hosts: &hosts.Tracker{Seg: e.Seg, Limits: func() *hosts.Limits { return &set().Hosts }, Log: zerolog.Nop()}}
 }
 
@@ -134,7 +135,7 @@ func TestApplyFencedResultsLeaveTheirHostAlone(t *testing.T) {
 	key := []byte("desktop|https://c.test/x")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	l := grant(t, e, key)
-	e.Seg.Leases().Release(ShmLease(l), e.Now(), 0) // the grant is gone: the result is fenced
+	e.Seg.Leases().Release(intake.ShmLease(l), e.Now(), 0) // the grant is gone: the result is fenced
 	st, err := a.Apply([]wire.Result{{Key: key, Outcome: "server_error", Status: 503, Headers: map[string]string{"retry-after": "30"}, Lease: l}})
 	if err != nil || st.Fenced != 1 || st.HostRefused != 0 {
 		t.Fatalf("%+v %v, want fenced", st, err)

@@ -1,54 +1,10 @@
-// Package intake is worker 0's services: what the HTTP handlers of package api call to change
-// what is stored, and to read it for the operator (River's jobcompleter is the model). Applier
-// turns render results into writes (Validate, fencing, Apply, and Deliver, which is both as an
-// endpoint receives a batch); Targets files and changes targets for the operator (Upsert, an
-// upload's items through an Upload, a sitemap run's UpsertChunk, Discover, Prioritize for rush
-// and wait, Delete) and reads one (Explain, Page); Remote hands out and takes back remote renderers' leases,
-// and ClaimIndex answers a render worker's index claim; the Applier wakes render on miss's
-// flights (package misses, through MissWaker); KeyLocks are the
-// per-key locks all of them share. It takes wire shapes in, returns wire shapes and the
-// sentinel errors of errors.go (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld,
-// ErrBadStoredPage, ErrOverloaded, ErrStopping, ErrWaitTimeout, ErrRenderFailed, *FieldError,
-// *FencedError), which api maps to statuses; it answers no HTTP. Tests wait on the moments
-// TestSignals names; production leaves them nil.
-//
-// Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
-// ("Fenced effects"):
-//   - Per-key locks from first read to commit. Every read-decide-write sequence of worker 0
-//     (a result, an upsert, a rush or wait, a delete) holds the locks of its keys from its first
-//     read of the store to its commit, so none overwrites another's decision (a lost update).
-//   - Upserts merge. What an item omits keeps its stored value (due, cadence, source), so a
-//     re-import never resets a due time; a stored due time out of range is taken as now.
-//   - Operator actions win over renders in flight. A delete, rush or wait revokes the lease of
-//     the key's render in flight after its commit, under the key's lock, so that render's
-//     result is fenced instead of undoing it.
-//   - Fencing, at most once per grant. A result is applied only while the lease it was rendered
-//     under is still that grant, checked under the key's lock and held through the commit; a
-//     duplicate, a lapsed or released lease, and a render an operator overtook change nothing.
-//   - Nothing half-written. A result is one funnel write (row, target, page in one
-//     transaction); a batch that fails to commit wrote nothing, or says which writes did
-//     (store.PartialWriteError), and only those leases are released.
-//   - A result's due time is policy.Apply's, counted from now, never a stored one brought
-//     forward out of range.
-//   - A host's refusal is not the page's failure. With a hosts.Tracker, a 429 or a 503 with
-//     Retry-After writes nothing (its row stays due, unstruck) and pauses its host before its
-//     lease is released; every result whose lease held feeds its host's state once per Apply
-//     that commits (a batch whose commit fails is observed by its retry). A fenced result
-//     changes nothing, host state included: a duplicate, a forged or lapsed lease, or a result
-//     naming any host it likes cannot pause, throttle or evict a host.
-//   - A suspect render never replaces a good page (verdicts.go). Every result that would store
-//     a page is judged first; a suspect one over a good page is applied as a transient failure,
-//     the page left exactly as it was, until renders agree or an operator accepts it. No
-//     verdict makes a servable page unservable (V1).
-//   - Background work stops. A sitemap run fetches and writes under the context
-//     SitemapRuns.Start gave; once Stop returns no run writes again (the gate every chunk
-//     passes is shut once the chunk in flight has committed), so the store may be closed.
-package intake
+package apply
 
 import (
 	"errors"
 	"fmt"
 	"github.com/freshq/freshq/claim"
+	"github.com/freshq/freshq/intake"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -66,26 +22,6 @@ import (
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
-
-// MaxReportErrors bounds the item errors an answer lists, by index (the first few).
-const MaxReportErrors = 20
-
-// WireLease converts a lease of the table for the wire.
-func WireLease(l shm.Lease) wire.Lease {
-	return wire.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
-}
-
-// ShmLease converts a lease from the wire. It is a lease of the table only once
-// shm.Leases.Valid or Check has said so.
-func ShmLease(l wire.Lease) shm.Lease {
-	return shm.Lease{Slot: l.Slot, State: l.State, KeyHash: l.KeyHash}
-}
-
-// Writer is the funnel's writes that intake makes: batched puts and the read-modify-write.
-type Writer interface {
-	WriteSchedules([]store.Write) error
-	Modify([]store.Change) ([]bool, error)
-}
 
 // Applier writes results in worker 0: each result becomes one funnel write (its reschedule,
 // its target and its page in one transaction), a batch becomes one WriteSchedules call, and
@@ -127,10 +63,10 @@ type Applier struct {
 //     that renders nothing of a real host, a test).
 type ApplierDeps struct {
 	Store    store.Store // reads
-	Writer   Writer
-	Locks    *KeyLocks
+	Writer   intake.Writer
+	Locks    *intake.KeyLocks
 	Seg      *shm.Segment
-	Settings func() *Settings // read once per batch: its policy decides, its settings bound
+	Settings func() *intake.Settings // read once per batch: its policy decides, its settings bound
 	Now      func() int64
 	Log      zerolog.Logger
 	Misses   MissWaker
@@ -141,8 +77,8 @@ type ApplierDeps struct {
 	// tuning, files with the configuration's freshness.threshold and the routes' intervals.
 	Tuning *freshness.TuningCell
 
-	// Test holds the test signals (TestSignals.AfterDecide); nil in production.
-	Test *TestSignals
+	// Test holds the test signals (intake.TestSignals.AfterDecide); nil in production.
+	Test *intake.TestSignals
 	// Conditional is told of every 304 result committed (conditional.go): applied as
 	// "unchanged, verified now" (true), or refused and applied as a failure (false). nil: not told.
 	Conditional func(applied bool)
@@ -202,7 +138,7 @@ func (noPoliteness) Observe([]byte, outcome.Outcome, int, map[string]string, int
 // like any other (its row backs off), since nothing would pause its host.
 var NoPoliteness HostObserver = noPoliteness{}
 
-// NewApplier returns the Applier over d, or ErrMissingDependency naming the first required
+// NewApplier returns the Applier over d, or intake.ErrMissingDependency naming the first required
 // field left nil.
 func NewApplier(d ApplierDeps) (*Applier, error) {
 	for _, dep := range []struct {
@@ -213,7 +149,7 @@ func NewApplier(d ApplierDeps) (*Applier, error) {
 		{"Settings", d.Settings == nil}, {"Now", d.Now == nil}, {"Misses", d.Misses == nil}, {"Hosts", d.Hosts == nil},
 	} {
 		if dep.nil {
-			return nil, fmt.Errorf("%w: Applier needs %s", ErrMissingDependency, dep.name)
+			return nil, fmt.Errorf("%w: Applier needs %s", intake.ErrMissingDependency, dep.name)
 		}
 	}
 	return &Applier{d: d}, nil
@@ -221,8 +157,8 @@ func NewApplier(d ApplierDeps) (*Applier, error) {
 
 // NewRemote returns the remote renderers' service that shares a's key locks, lease table,
 // settings and clock, claiming with c.
-func (a *Applier) NewRemote(c *claim.Claimer) *Remote {
-	return &Remote{Claimer: c, Locks: a.d.Locks, Seg: a.d.Seg, Settings: a.d.Settings, Now: a.d.Now}
+func (a *Applier) NewRemote(c *claim.Claimer) *intake.Remote {
+	return &intake.Remote{Claimer: c, Locks: a.d.Locks, Seg: a.d.Seg, Settings: a.d.Settings, Now: a.d.Now}
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:
@@ -265,7 +201,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	for i := range results {
 		r := &results[i]
 		h := shm.KeyHash(r.Key)
-		lease := ShmLease(r.Lease)
+		lease := intake.ShmLease(r.Lease)
 		err := leases.Check(lease, h, now)
 		if err == nil && heldKey[h] {
 			err = errors.New("the batch carries this key's result twice; the first one is applied")
@@ -309,7 +245,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	grace := set.ReleaseGrace.Milliseconds()
 	// A remote renderer's host slot is worker 0's to give back, with the lease (claims.go).
 	releaseHost := func(result int, holder uint64, done int64) {
-		releaseRemoteHostSlot(a.d.Seg, &set.Hosts, results[result].Key, holder, done)
+		intake.ReleaseRemoteHostSlot(a.d.Seg, &set.Hosts, results[result].Key, holder, done)
 	}
 	var filed []bool
 	if len(changes) > 0 {
@@ -371,7 +307,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 			// the page this result stored.
 			a.d.Misses.Applied(results[index[j]].Key, results[index[j]].Outcome)
 		case notOwner[j]:
-			fence(&st, index[j], ErrShardNotOwned)
+			fence(&st, index[j], intake.ErrShardNotOwned)
 		default:
 			st.Skipped++
 		}
@@ -389,9 +325,9 @@ type condResult struct {
 // verified by a conditional check now (conditionalAllowed) and the 304 is applied as a
 // failure. It reads under the key's lock, which every writer of the key takes, so the funnel
 // reads the same target in the commit.
-func (a *Applier) verifiable(set *Settings, key []byte, now int64) *store.Page {
+func (a *Applier) verifiable(set *intake.Settings, key []byte, now int64) *store.Page {
 	t, err := a.d.Store.GetTarget(key)
-	if err != nil || !conditionalAllowed(set, &t, now) {
+	if err != nil || !intake.ConditionalAllowed(set, &t, now) {
 		return nil
 	}
 	pg, err := a.d.Store.GetPage(key)
@@ -458,7 +394,7 @@ func holdThroughCommit(leases *shm.Leases, l *shm.Lease, now int64) error {
 
 func fence(st *wire.ApplyStats, i int, err error) {
 	st.Fenced++
-	if len(st.FencedItems) < MaxReportErrors {
+	if len(st.FencedItems) < intake.MaxReportErrors {
 		st.FencedItems = append(st.FencedItems, wire.ItemError{Index: i, Field: fmt.Sprintf("results[%d].lease", i), Error: err.Error()})
 	}
 }
@@ -472,7 +408,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // A judged result (j not nil) gets its verdict first (judge, verdicts.go), which says in vo
 // what it did: a suspect that is not applied is decided as a transient failure of class
 // SuspectClass, its page not stored.
-func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, j *judgment, verified *store.Page, now int64, sv *servedStale, vo *verdictOutcome) (store.Write, bool, error) {
+func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, j *judgment, verified *store.Page, now int64, sv *servedStale, vo *verdictOutcome) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -523,19 +459,19 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
-	var fp FreshParts // zero (no rank interval) unless freshness files the due time or ranks a retry
+	var fp intake.FreshParts // zero (no rank interval) unless freshness files the due time or ranks a retry
 	switch {
 	case !set.Freshness.On:
 	case d.Class == policy.ClassSuccess:
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
-		fp = freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
+		fp = intake.FreshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
 		d.DueAtMs = now + fp.IntervalMs
 	default:
 		// A retry after its backoff, ranked so that it does not wait for a grant twice.
 		fp.RankIntervalMs = freshness.RetryRank(d.Class == policy.ClassTransient, d.NeverRendered)
 	}
 
-	sch, err := fp.schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
+	sch, err := fp.Schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
@@ -547,9 +483,9 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 	w := store.Write{Schedule: sch, Target: &t}
 	if d.StorePage || notFoundPage(o, r, body, row) {
 		plain := len(body)
-		body, headers := CompressPage(body, pageHeaders(r.Headers))
+		body, headers := intake.CompressPage(body, pageHeaders(r.Headers))
 		w.Page = &store.Page{Status: uint16(r.Status), Headers: headers, Body: body, RenderedAtMs: now}
-		if Gzipped(w.Page) { // recorded, so a client without gzip gets its length undecoded
+		if intake.Gzipped(w.Page) { // recorded, so a client without gzip gets its length undecoded
 			w.Page.PlainLen = int64(plain)
 		}
 	}
@@ -561,18 +497,18 @@ func decide(set *Settings, tu *freshness.Tuning, r *wire.Result, cur store.Curre
 // unchanged observation and the check counted (applyNotModified), and the stored page is
 // written again with now as its time, so that it is served as fresh as a render would be; the
 // last render (LastRender) is not a 304's, so the bound on checks is counted from it.
-func decideNotModified(set *Settings, tu *freshness.Tuning, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+func decideNotModified(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
 	d := set.Policy.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
 		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
 	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
 		*sv = servedStale{served: ob.served}
 	}
-	var fp FreshParts
+	var fp intake.FreshParts
 	if set.Freshness.On {
-		fp = freshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
+		fp = intake.FreshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
 		d.DueAtMs = now + fp.IntervalMs
 	}
-	sch, err := fp.schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
+	sch, err := fp.Schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
 	}
@@ -586,7 +522,7 @@ func decideNotModified(set *Settings, tu *freshness.Tuning, r *wire.Result, row 
 
 // digests computes the content digest of every result that may store a page (an ok outcome
 // with a body the store can hold), before the batch takes its keys' locks; 0 for the others.
-func (a *Applier) digests(set *Settings, results []wire.Result) []uint64 {
+func (a *Applier) digests(set *intake.Settings, results []wire.Result) []uint64 {
 	out := make([]uint64, len(results))
 	var d *digesters
 	for i := range results {
@@ -624,17 +560,11 @@ func storable(r *wire.Result) (o outcome.Outcome, body []byte) {
 	switch {
 	case len(r.Body) > store.MaxPageBody:
 		return outcome.TooLarge, nil
-	case o == outcome.OK && !FinalStatus(r.Status):
+	case o == outcome.OK && !intake.FinalStatus(r.Status):
 		return outcome.Failed, nil
 	}
 	return o, r.Body
 }
-
-// FinalStatus reports whether code is a final HTTP status (200–599): the status a render ends
-// with and a stored page is served with (1xx are informational, never a page; WriteHeader
-// panics on a code outside 100–599). The results endpoint and GET /v1/pages both judge
-// statuses with it.
-func FinalStatus(code int) bool { return code >= 200 && code <= 599 }
 
 func terminalOf(s string) store.Terminal {
 	switch s {
@@ -701,9 +631,9 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 			return f("key"), checkResultKey(r.Key)
 		case !known(r.Outcome):
 			return f("outcome"), fmt.Errorf("%.64q is not an outcome (one of %s)", r.Outcome, outcomeList)
-		case response(r.Outcome) && !FinalStatus(r.Status):
+		case response(r.Outcome) && !intake.FinalStatus(r.Status):
 			return f("status"), fmt.Errorf("%d: outcome %s is a final HTTP response, its status must be 200..599", r.Status, r.Outcome)
-		case r.Status != 0 && !FinalStatus(r.Status):
+		case r.Status != 0 && !intake.FinalStatus(r.Status):
 			return f("status"), fmt.Errorf("%d: must be 200..599, or 0 when there was no response", r.Status)
 		case r.DurationMs < 0:
 			return f("duration_ms"), fmt.Errorf("%d: must not be negative", r.DurationMs)
@@ -721,7 +651,7 @@ func (a *Applier) Validate(results []wire.Result) (field string, err error) {
 		if err := checkSignals(r.Signals); err != nil {
 			return f("signals"), err
 		}
-		if err := leases.Valid(ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
+		if err := leases.Valid(intake.ShmLease(r.Lease), shm.KeyHash(r.Key)); err != nil {
 			return f("lease"), err
 		}
 	}
@@ -774,17 +704,17 @@ func known(name string) bool { _, ok := outcome.Parse(name); return ok }
 func response(name string) bool { o, _ := outcome.Parse(name); return o.Response() }
 
 // Deliver is one delivery of a batch, as an endpoint receives it: Validate, then Apply. It
-// returns a *FieldError naming the first bad result (nothing of the batch is applied), an
-// error matching ErrStore when the store failed (nothing applied: retry), a *FencedError when
+// returns a *intake.FieldError naming the first bad result (nothing of the batch is applied), an
+// error matching intake.ErrStore when the store failed (nothing applied: retry), a *intake.FencedError when
 // every result was fenced, and otherwise the counts of what was applied, skipped and fenced.
 func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
 	if field, err := a.Validate(results); err != nil {
-		return wire.ApplyStats{}, fieldErr(field, err)
+		return wire.ApplyStats{}, intake.NewFieldError(field, err)
 	}
 	st, err := a.Apply(results)
 	if err != nil {
 		a.d.Log.Error().Err(err).Int("results", len(results)).Msg("applying results failed")
-		return wire.ApplyStats{}, &kindError{kind: ErrStore, msg: "results not applied; retry", cause: err}
+		return wire.ApplyStats{}, intake.NewKindErrorCause(intake.ErrStore, "results not applied; retry", err)
 	}
 	if st.Fenced > 0 {
 		a.d.Log.Info().Int("fenced", st.Fenced).Int("applied", st.Applied).Int("skipped", st.Skipped).
@@ -792,20 +722,20 @@ func (a *Applier) Deliver(results []wire.Result) (wire.ApplyStats, error) {
 	}
 	if st.Fenced > 0 && st.Fenced == len(results) {
 		first := st.FencedItems[0]
-		return st, &FencedError{Field: first.Field, Msg: first.Error, Stats: st}
+		return st, &intake.FencedError{Field: first.Field, Msg: first.Error, Stats: st}
 	}
 	return st, nil
 }
 
 // WithTestDefaults fills what a test of the Applier leaves out with the explicit values a
-// test means by leaving it out: Writer is Store, Locks are new ones, Misses is NoMisses and
+// test means by leaving it out: intake.Writer is Store, Locks are new ones, Misses is NoMisses and
 // Hosts NoPoliteness. Production builds its deps in full (NewApplier refuses a nil).
 func WithTestDefaults(d ApplierDeps) ApplierDeps {
 	if d.Writer == nil && d.Store != nil {
 		d.Writer = d.Store
 	}
 	if d.Locks == nil {
-		d.Locks = &KeyLocks{}
+		d.Locks = &intake.KeyLocks{}
 	}
 	if d.Misses == nil {
 		d.Misses = NoMisses

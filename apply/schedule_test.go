@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -66,7 +67,7 @@ func TestApplyFreshnessDue(t *testing.T) {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		key := []byte(c.key)
 		e.Put(c.key, start-hour, false, 0, store.Lanes{})
-		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
 			t.Fatalf("apply: %+v %v", st, err)
 		}
@@ -96,7 +97,7 @@ routes:
 `, start, shm.Options{})
 	key := []byte("desktop|https://a.test/p/1")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ routes:
 		t.Fatalf("due %d after the render, want the crossing %d (λ %v, μ 0.2)", got, want, lambda)
 	}
 	e.Advance(hour)
-	d := mustDemand(t, DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	d := mustDemand(t, intake.DemandDeps{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, _, err := d.Write(map[string]uint32{string(key): 500}); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 		e.Put(c.key, start-hour, false, 0, store.Lanes{})
 		cell := &freshness.TuningCell{}
 		cell.Store(&c.tu)
-		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Tuning: cell})
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Tuning: cell})
 		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
 			t.Fatalf("apply: %+v %v", st, err)
 		}
@@ -198,7 +199,7 @@ func TestApplyFreshnessDueTuned(t *testing.T) {
 // due time of its own (a rush) files none, and the row ranks by its cadence.
 func TestRefilingKeepsTheRankInterval(t *testing.T) {
 	e := qtest.New(t, freshYAML, start, shm.Options{})
-	tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	tg := mustTargets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	const key = "desktop|https://a.test/news/1"
 	sch, err := store.NewSchedule([]byte(key), start+hour, false, 24*hour, store.Lanes{})
 	if err == nil {
@@ -263,7 +264,7 @@ routes:
 		{"desktop|https://a.test/archive/1", pooled, 1.0 / 720},
 		{"desktop|https://a.test/shop/1", &freshness.Tuning{Nu: 1, RouteRate: map[string]float64{"archive": 5}}, 1.0 / 24},
 	} {
-		p := freshPartsOf(set, c.tu, []byte(c.key), 24*hour, &store.Freshness{}, start)
+		p := intake.FreshPartsOf(set, c.tu, []byte(c.key), 24*hour, &store.Freshness{}, start)
 		if math.Abs(p.ChangesPerHour-c.want) > 1e-9*max(c.want, 1) {
 			t.Errorf("%s under %+v: %v changes an hour, want %v", c.key, c.tu, p.ChangesPerHour, c.want)
 		}
@@ -294,7 +295,7 @@ routes:
 		{"desktop|https://a.test/other/1", 6 * hour, nil, 6 * hour},
 		{"desktop|https://a.test/other/1", 6 * hour, tu, 12 * hour},
 	} {
-		p := freshPartsOf(set, c.tu, []byte(c.key), c.cadenceMs, &store.Freshness{}, start)
+		p := intake.FreshPartsOf(set, c.tu, []byte(c.key), c.cadenceMs, &store.Freshness{}, start)
 		if p.MaxIntervalMs != c.want {
 			t.Errorf("%s at cadence %d h, tuning %v: ceiling %d ms, want %d", c.key, c.cadenceMs/hour, c.tu != nil, p.MaxIntervalMs, c.want)
 		}
@@ -321,7 +322,7 @@ func TestRetryRanksAheadUnderFreshness(t *testing.T) {
 		e := qtest.New(t, c.yaml, start, shm.Options{})
 		const key = "desktop|https://a.test/news/1"
 		e.Put(key, start-hour, false, 0, store.Lanes{NeverRendered: c.never})
-		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+		a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 		if st, err := a.Apply([]wire.Result{{Key: []byte(key), Outcome: "error", Status: 503, Lease: grant(t, e, []byte(key))}}); err != nil || st.Applied != 1 {
 			t.Fatalf("apply: %+v %v", st, err)
 		}

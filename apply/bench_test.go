@@ -1,9 +1,10 @@
-package intake
+package apply
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -42,7 +43,7 @@ func BenchmarkApply(b *testing.B) {
 		b.StopTimer()
 		for i := range batch {
 			key := keys[(done+i)%rows]
-			batch[i] = wire.Result{Key: key, Outcome: "ok", Status: 200, Body: body, Lease: WireLease(e.Grant(key))}
+			batch[i] = wire.Result{Key: key, Outcome: "ok", Status: 200, Body: body, Lease: intake.WireLease(e.Grant(key))}
 		}
 		b.StartTimer()
 		st, err := a.Apply(batch)

@@ -1,10 +1,11 @@
-package intake
+package apply
 
 import (
 	"strconv"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/verdict"
 	"github.com/freshq/freshq/wire"
@@ -74,7 +75,7 @@ func judged(r *wire.Result) bool {
 }
 
 // judgments reads, outside the locks, the landmarks and Expect of every result that is judged.
-func judgments(set *Settings, results []wire.Result) []*judgment {
+func judgments(set *intake.Settings, results []wire.Result) []*judgment {
 	out := make([]*judgment, len(results))
 	for i := range results {
 		r := &results[i]
@@ -82,7 +83,7 @@ func judgments(set *Settings, results []wire.Result) []*judgment {
 			continue
 		}
 		j := &judgment{signals: r.Signals}
-		if rs, ok := set.route(r.Key); ok && rs.Expect != nil {
+		if rs, ok := set.Route(r.Key); ok && rs.Expect != nil {
 			j.expect = rs.Expect
 		}
 		j.landmarks, j.found = verdict.InspectExpect(r.Body, j.expect) // one pass for both
@@ -106,7 +107,7 @@ type verdictOutcome struct {
 // judge gives the verdict of a judged result under the key's lock, from the target's state, and
 // changes that state (t.Verdict) as it decides. It says whether the result is applied as the
 // page (store) or as a transient failure of class SuspectClass.
-func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest uint64, now int64) (store bool, out verdictOutcome) {
+func judge(set *intake.Settings, j *judgment, t *store.Target, row store.Row, digest uint64, now int64) (store bool, out verdictOutcome) {
 	vs := &t.Verdict
 	out = verdictOutcome{judged: true, digest: digest}
 	var last *verdict.Landmarks
@@ -122,7 +123,7 @@ func judge(set *Settings, j *judgment, t *store.Target, row store.Row, digest ui
 	}
 	in := j.render()
 	in.Unchanged = unchanged
-	vset := set.verdictSettings()
+	vset := verdictSettings(set)
 	v := verdict.Judge(vset, &in, last, j.expect)
 	vs.AtMs = now
 	if j.accept {
@@ -187,7 +188,7 @@ func storeAgreement(a verdict.Agreement) store.Agreement {
 // afterVerdict does, after the commit, what a judged result's verdict asks: a suspect is
 // counted, reason by reason, and logged; one not applied keeps its body (Suspects), newest
 // wins; one applied makes a kept body of its key obsolete.
-func (a *Applier) afterVerdict(set *Settings, r *wire.Result, j *judgment, vo *verdictOutcome, now int64) {
+func (a *Applier) afterVerdict(set *intake.Settings, r *wire.Result, j *judgment, vo *verdictOutcome, now int64) {
 	if vo.reasons != 0 {
 		if a.d.Verdicts != nil {
 			a.d.Verdicts.Suspect(vo.reasons)
@@ -207,7 +208,7 @@ func (a *Applier) afterVerdict(set *Settings, r *wire.Result, j *judgment, vo *v
 	a.coldRetry(now)
 	// Kept with its signals, so that an operator's accept makes them the good render's too.
 	in := j.render()
-	a.d.Suspects.Put(newSuspect(set, r.Key, vo.reasons, now, vo.agree, vo.digest, r.Status, r.Headers, r.Body, in.Baseline()), set.keepBytes())
+	a.d.Suspects.Put(newSuspect(set, r.Key, vo.reasons, now, vo.agree, vo.digest, r.Status, r.Headers, r.Body, in.Baseline()), keepBytes(set))
 }
 
 // coldRetryEvery bounds how often suspects raise the cache epoch.
@@ -235,14 +236,14 @@ func (a *Applier) coldRetry(now int64) {
 // the mark cleared, the row due a cadence from now), under the key's lock like any result; the
 // target's last render stays the one that rendered. The kept body is dropped once applied.
 //
-// It returns the suspect applied; a *FieldError naming "url" that matches ErrNotFound when no
+// It returns the suspect applied; a *intake.FieldError naming "url" that matches intake.ErrNotFound when no
 // suspect of key is kept (none was, worker 0 restarted since, or a later render replaced it) or
-// the target is gone; ErrShardNotOwned when another node holds its shard; a *StoreError when
+// the target is gone; intake.ErrShardNotOwned when another node holds its shard; a *intake.StoreError when
 // the store fails (nothing written).
 func (a *Applier) Accept(key []byte) (*Suspect, error) {
 	e, ok := a.d.Suspects.Get(key)
 	if !ok {
-		return nil, fieldErr("url", &kindError{kind: ErrNotFound, msg: "no suspect render of this page is kept"})
+		return nil, intake.NewFieldError("url", intake.NewKindError(intake.ErrNotFound, "no suspect render of this page is kept"))
 	}
 	set, tu := a.d.Settings(), a.d.Tuning.Load()
 	r := wire.Result{Key: key, Outcome: okName, Status: e.Status, Headers: e.Headers, Body: e.Body}
@@ -272,11 +273,11 @@ func (a *Applier) Accept(key []byte) (*Suspect, error) {
 	}}})
 	switch {
 	case err != nil:
-		return nil, &StoreError{err}
+		return nil, &intake.StoreError{Err: err}
 	case notOwner:
-		return nil, &kindError{kind: ErrStore, msg: "not applied: " + ErrShardNotOwned.Error(), cause: ErrShardNotOwned}
+		return nil, intake.NewKindErrorCause(intake.ErrStore, "not applied: "+intake.ErrShardNotOwned.Error(), intake.ErrShardNotOwned)
 	case len(filed) == 0 || !filed[0]:
-		return nil, fieldErr("url", ErrNotFound)
+		return nil, intake.NewFieldError("url", intake.ErrNotFound)
 	}
 	a.d.Suspects.Drop(key)
 	if a.d.Verdicts != nil {
@@ -294,5 +295,5 @@ func (a *Applier) KeptSuspects(site string) []*Suspect { return a.d.Suspects.Sit
 // KeptSuspect returns key's kept suspect render.
 func (a *Applier) KeptSuspect(key []byte) (*Suspect, bool) { return a.d.Suspects.Get(key) }
 
-// Settings returns the settings in force (what the API keys a request's URL with).
-func (a *Applier) Settings() *Settings { return a.d.Settings() }
+// intake.Settings returns the settings in force (what the API keys a request's URL with).
+func (a *Applier) Settings() *intake.Settings { return a.d.Settings() }

@@ -1,10 +1,8 @@
-package intake
+package apply
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
@@ -16,36 +14,6 @@ import (
 // render. Worker 0 decides both times from what it stores (the origin's validators, the
 // checks since the last full render, when that was), so a result claiming a 304 the page may
 // not have is not applied as one: a renderer cannot stretch a page past its bounds.
-
-// conditionalAllowed reports whether a page with target t may be checked instead of
-// rendered at now: its origin sent a validator, it has been rendered in full and digested,
-// fewer than freshness.conditional_every − 1 checks were answered 304 since, and its last
-// full render is younger than freshness.conditional_max_age.
-func conditionalAllowed(set *Settings, t *store.Target, now int64) bool {
-	f := &t.Fresh
-	fr := &set.Freshness
-	return t.HasValidators() && f.Digest != 0 && f.DigestAtMs > 0 &&
-		int64(f.Conditional)+1 < int64(fr.ConditionalEvery) &&
-		t.LastRender.AtMs > 0 && now-t.LastRender.AtMs < fr.ConditionalMaxAge.Milliseconds()
-}
-
-// Validators answers a render worker about to render key.
-func (t *Targets) Validators(key []byte) (wire.Validators, error) {
-	if len(key) == 0 || len(key) > store.MaxKeyLen {
-		return wire.Validators{}, fieldErr("key", fmt.Errorf("must be 1..%d bytes", store.MaxKeyLen))
-	}
-	tgt, err := t.store.GetTarget(key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return wire.Validators{}, nil
-	case err != nil:
-		return wire.Validators{}, &kindError{kind: ErrStore, msg: "reading the target", cause: err}
-	}
-	if !conditionalAllowed(t.Settings(), &tgt, t.Now()) {
-		return wire.Validators{}, nil
-	}
-	return wire.Validators{Check: true, ETag: tgt.Fresh.ETag, LastModified: tgt.Fresh.LastModified}, nil
-}
 
 // notModified reports whether r reports a 304 to a conditional check.
 func notModified(r *wire.Result) bool {
@@ -59,9 +27,9 @@ func applyNotModified(t *store.Target, headers map[string]string, now int64) (o 
 	f := &t.Fresh
 	if now > f.DigestAtMs {
 		o, ok = observed{intervalMs: now - f.DigestAtMs, served: f.Served}, true
-		h := historyOf(f)
+		h := intake.HistoryOf(f)
 		h.Observe(freshness.Observation{Changed: false, IntervalMs: o.intervalMs})
-		setHistory(f, h)
+		intake.SetHistory(f, h)
 		f.DigestAtMs, f.Served = now, 0
 	}
 	f.Conditional++

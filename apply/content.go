@@ -1,10 +1,11 @@
-package intake
+package apply
 
 import (
 	"math"
 	"sync/atomic"
 
 	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/pagedigest"
 	"github.com/freshq/freshq/store"
 )
@@ -26,7 +27,7 @@ import (
 // digesters are the normalisers of one policy: one per route that has strip patterns, and
 // the route-less one.
 type digesters struct {
-	set     *Settings
+	set     *intake.Settings
 	byRoute map[string]*pagedigest.Normalizer
 	plain   *pagedigest.Normalizer
 }
@@ -34,7 +35,7 @@ type digesters struct {
 // digesterCache holds the digesters of the last settings seen (a reload builds new ones).
 type digesterCache struct{ cur atomic.Pointer[digesters] }
 
-func (c *digesterCache) of(set *Settings) *digesters {
+func (c *digesterCache) of(set *intake.Settings) *digesters {
 	if d := c.cur.Load(); d != nil && d.set == set {
 		return d
 	}
@@ -64,15 +65,6 @@ func (d *digesters) digest(key, body []byte) uint64 {
 	return d.plain.Digest(body)
 }
 
-// historyOf and setHistory convert between the store's numbers and the estimator's.
-func historyOf(f *store.Freshness) freshness.History {
-	return freshness.History{Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours}
-}
-
-func setHistory(f *store.Freshness, h freshness.History) {
-	f.Changed, f.ChangedHours, f.UnchangedHours = h.Changed, h.ChangedHours, h.UnchangedHours
-}
-
 // observeContent records a full render's content at now: one observation (changed or not,
 // since the last) when there was a previous one, then the new digest and the origin's
 // validators. It returns the observation it made (ok false for a first one).
@@ -80,9 +72,9 @@ func observeContent(f *store.Freshness, digest uint64, headers map[string]string
 	if f.Digest != 0 && f.DigestAtMs > 0 && now > f.DigestAtMs {
 		o = observed{changed: digest != f.Digest, intervalMs: now - f.DigestAtMs, served: f.Served}
 		ok = true
-		h := historyOf(f)
+		h := intake.HistoryOf(f)
 		h.Observe(freshness.Observation{Changed: o.changed, IntervalMs: o.intervalMs})
-		setHistory(f, h)
+		intake.SetHistory(f, h)
 	}
 	f.Digest, f.DigestAtMs, f.Conditional, f.Served = digest, now, 0, 0
 	f.ETag, f.LastModified = validator(headers["etag"]), validator(headers["last-modified"])

@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"container/list"
@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/freshq/freshq/cachekey"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/verdict"
 )
 
@@ -21,7 +22,7 @@ import (
 // next suspect render keeps one again. Keeping them in the store would put a second page per
 // key on disk, written on every suspect render, for a read that is rare.
 //
-// It is bounded in bytes (Settings.KeepBytes, read at each Put): one entry per key, the newest
+// It is bounded in bytes (intake.Settings.KeepBytes, read at each Put): one entry per key, the newest
 // render winning; past the bound, the oldest entries are evicted. Safe for concurrent use.
 type Suspects struct {
 	mu    sync.Mutex
@@ -35,7 +36,7 @@ type Suspect struct {
 	Key     string
 	URL     string
 	Device  string
-	Site    string // the site of its host (Settings.SiteOf)
+	Site    string // the site of its host (intake.Settings.SiteOf)
 	Reasons verdict.Reasons
 	AtMs    int64
 	Agree   int // the suspect renders in a row with this content, this one included
@@ -138,7 +139,7 @@ func (s *Suspects) Bytes() int64 {
 	return s.bytes
 }
 
-func newSuspect(set *Settings, key []byte, reasons verdict.Reasons, now int64, agree int, digest uint64,
+func newSuspect(set *intake.Settings, key []byte, reasons verdict.Reasons, now int64, agree int, digest uint64,
 	status int, headers map[string]string, body []byte, lm verdict.Landmarks) *Suspect {
 	device, url, _ := cachekey.Split(key)
 	return &Suspect{Key: string(key), URL: url, Device: device, Site: set.SiteOf(key), Reasons: reasons, AtMs: now,

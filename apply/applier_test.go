@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -15,18 +16,10 @@ import (
 // grant leases key for a result that is to be applied (qtest.Env.Grant), in its wire form.
 func grant(t testing.TB, e *qtest.Env, key []byte) wire.Lease {
 	t.Helper()
-	return WireLease(e.Grant(key))
+	return intake.WireLease(e.Grant(key))
 }
 
-// writerFunc is a Writer of a test whose batched puts are f; it has no Modify.
-type writerFunc func([]store.Write) error
-
-func (f writerFunc) WriteSchedules(ws []store.Write) error { return f(ws) }
-func (f writerFunc) Modify([]store.Change) ([]bool, error) {
-	return nil, errors.New("writerFunc has no Modify")
-}
-
-// modifyFunc is a Writer of a test whose read-modify-write is f; it has no batched puts.
+// modifyFunc is an intake.Writer of a test whose read-modify-write is f; it has no batched puts.
 type modifyFunc func([]store.Change) ([]bool, error)
 
 func (f modifyFunc) Modify(cs []store.Change) ([]bool, error) { return f(cs) }
@@ -46,13 +39,13 @@ func TestApplyHoldsTheLeaseThroughTheCommit(t *testing.T) {
 		t.Fatal(st)
 	}
 	var during shm.AcquireStatus
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			e.Advance(2000) // the commit outlasts the lease's TTL
 			_, during = e.Seg.Leases().Acquire(h, e.Now(), 600_000, 2)
 			return e.Store.Modify(cs)
 		})})
-	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: WireLease(l)}})
+	res, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Lease: intake.WireLease(l)}})
 	if err != nil || res.Applied != 1 {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
@@ -75,7 +68,7 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 		rs = append(rs, wire.Result{Key: key, Outcome: "ok", Status: 200, Lease: grant(t, e, key)})
 	}
 	fail := true
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			if !fail {
 				return e.Store.Modify(cs)
@@ -89,10 +82,10 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 	if _, err := a.Apply(rs); err == nil {
 		t.Fatal("a partly failed commit reported no error")
 	}
-	if err := e.Seg.Leases().Check(ShmLease(rs[0].Lease), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
+	if err := e.Seg.Leases().Check(intake.ShmLease(rs[0].Lease), shm.KeyHash(rs[0].Key), e.Now()); err == nil {
 		t.Fatal("the committed result's lease is still held")
 	}
-	if err := e.Seg.Leases().Check(ShmLease(rs[1].Lease), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
+	if err := e.Seg.Leases().Check(intake.ShmLease(rs[1].Lease), shm.KeyHash(rs[1].Key), e.Now()); err != nil {
 		t.Fatalf("the uncommitted result's lease: %v", err)
 	}
 	st, err := a.Apply(rs) // the sender's retry
@@ -105,7 +98,7 @@ func TestApplyReleasesTheLeasesOfWhatCommitted(t *testing.T) {
 // applies. Before, the store refused the whole batch, which was answered 503, retried, dropped.
 func TestAnOversizedPageFailsOnlyItsOwnResult(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	big, small := []byte("desktop|https://a.test/c/big"), []byte("desktop|https://a.test/c/small")
 	e.Put(string(big), start-hour, true, 0, store.Lanes{NeverRendered: true})
 	e.Put(string(small), start-hour, true, 0, store.Lanes{NeverRendered: true})
@@ -139,7 +132,7 @@ func TestApplyFencesAResultOfAShardTheNodeLost(t *testing.T) {
 	for _, k := range [][]byte{kept, lost} {
 		e.Put(string(k), start-hour, false, 0, store.Lanes{})
 	}
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Writer: modifyFunc(func(cs []store.Change) ([]bool, error) {
 			applied := make([]bool, len(cs))
 			for i, c := range cs {

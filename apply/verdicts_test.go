@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -46,7 +47,7 @@ func (c *countVerdicts) Accepted() { c.mu.Lock(); c.accepted++; c.mu.Unlock() }
 type verdictEnv struct {
 	e        *qtest.Env
 	a        *Applier
-	targets  *Targets
+	targets  *intake.Targets
 	suspects *Suspects
 	counts   *countVerdicts
 	key      []byte
@@ -64,10 +65,10 @@ func newVerdictEnvLog(t *testing.T, neverRendered bool, log zerolog.Logger) *ver
 	e.Put(string(key), start-hour, true, 0, store.Lanes{NeverRendered: neverRendered})
 	v := &verdictEnv{e: e, key: key, suspects: NewSuspects(), counts: &countVerdicts{}}
 	set := qtest.Settings(e, IntakeSettingsOf)
-	locks := &KeyLocks{}
+	locks := &intake.KeyLocks{}
 	v.a = newApplier(t, ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now,
 		Suspects: v.suspects, Verdicts: v.counts, Log: log})
-	v.targets = qtest.Must(NewTargets(TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
+	v.targets = qtest.Must(intake.NewTargets(intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
 	return v
 }
 
@@ -107,7 +108,7 @@ func (v *verdictEnv) served(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("the page is not servable: %v", err)
 	}
-	b, err := PlainBody(&sp.Page)
+	b, err := intake.PlainBody(&sp.Page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestAFirstRenderJudgedSuspectIsStoredAndMarked(t *testing.T) {
 func TestAcceptAppliesTheKeptSuspect(t *testing.T) {
 	v := newVerdictEnv(t, true)
 	v.render(t, goodBody, nil)
-	if _, err := v.a.Accept(v.key); !errors.Is(err, ErrNotFound) || fieldOf(err) != "url" {
+	if _, err := v.a.Accept(v.key); !errors.Is(err, intake.ErrNotFound) || fieldOf(err) != "url" {
 		t.Fatalf("accept with nothing kept: %v, want not found naming url", err)
 	}
 	v.render(t, suspectBody, thrown)
@@ -284,13 +285,13 @@ func TestAcceptAppliesTheKeptSuspect(t *testing.T) {
 	if _, ok := v.suspects.Get(v.key); ok || v.counts.accepted != 1 {
 		t.Fatalf("after accept: kept %v, accepted %d", ok, v.counts.accepted)
 	}
-	if _, err := v.a.Accept(v.key); !errors.Is(err, ErrNotFound) {
+	if _, err := v.a.Accept(v.key); !errors.Is(err, intake.ErrNotFound) {
 		t.Fatalf("a second accept: %v, want not found", err)
 	}
 }
 
 func fieldOf(err error) string {
-	var fe *FieldError
+	var fe *intake.FieldError
 	if errors.As(err, &fe) {
 		return fe.Field
 	}
@@ -356,7 +357,7 @@ func TestNoVerdictMakesAServablePageUnservable(t *testing.T) {
 	all := verdict.Reasons(1<<len(verdict.AllNames()) - 1)
 	e := qtest.New(t, "", start, shm.Options{})
 	set := qtest.Settings(e, IntakeSettingsOf)
-	targets := qtest.Must(NewTargets(TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
+	targets := qtest.Must(intake.NewTargets(intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now}))(t)
 	n := 0
 	for r := verdict.Reasons(0); r <= all; r++ {
 		if bits.OnesCount32(uint32(r)) > 3 && r != all {
@@ -495,7 +496,7 @@ routes:
   - {name: product, match: prefix, path: /p/, expect: {selector: "#add-to-cart"}}
 `, start, shm.Options{})
 	set := qtest.Settings(e, IntakeSettingsOf)
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now, Suspects: NewSuspects()})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: set, Now: e.Now, Suspects: NewSuspects()})
 	apply := func(key []byte, body string) store.Target {
 		t.Helper()
 		if st, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key)}}); err != nil || st.Applied != 1 {
@@ -615,7 +616,7 @@ func TestNoHistoryMakesAServablePageUnservable(t *testing.T) {
 // applied, and only a render that throws more than the good one did is suspect by it.
 func TestSignalsAreJudgedAgainstTheGoodRenders(t *testing.T) {
 	v := newVerdictEnv(t, true)
-	span := v.a.d.Settings().verdictSettings().AgreeSpan.Milliseconds()
+	span := verdictSettings(v.a.d.Settings()).AgreeSpan.Milliseconds()
 	// No good render to compare with: each throwing render is stored, marked, until renders of
 	// the same content agree over the span and it becomes the good one, exception and all.
 	for range 3 {

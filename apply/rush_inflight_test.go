@@ -1,8 +1,9 @@
-package intake
+package apply
 
 import (
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -17,20 +18,23 @@ import (
 func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		inflight  inFlight
+		rush      func(tg *intake.Targets, key []byte) (bool, error)
 		wantFence bool
 	}{
-		{"reader", keepInFlight, false},
-		{"operator", revokeInFlight, true},
+		{"reader", (*intake.Targets).RushForReader, false},
+		{"operator", func(tg *intake.Targets, _ []byte) (bool, error) {
+			n, err := tg.Prioritize(wire.PrioritizeRequest{Mode: "rush", URL: "https://a.test/c/1", Device: "desktop"})
+			return n == 1, err
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := qtest.New(t, "", start, shm.Options{})
 			key := []byte("desktop|https://a.test/c/1")
 			e.Put(string(key), start-hour, false, 0, store.Lanes{})
 			l := grant(t, e, key) // the render in flight
-			tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
-			if n, err := tg.prioritize([][]byte{key}, "rush", tc.inflight); err != nil || n != 1 {
-				t.Fatalf("rush: %d, %v", n, err)
+			tg := mustTargets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+			if rushed, err := tc.rush(tg, key); err != nil || !rushed {
+				t.Fatalf("rush: %v, %v", rushed, err)
 			}
 			row, err := e.Store.GetSchedule(key)
 			if err != nil || !row.Lanes.Urgent {
@@ -40,7 +44,7 @@ func TestReaderRushKeepsTheRenderInFlight(t *testing.T) {
 			if live := held && !li.Released; live == tc.wantFence {
 				t.Fatalf("the render's lease live after the rush: %v, want %v", live, !tc.wantFence)
 			}
-			a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+			a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 			rep, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("<html/>"), Lease: l}})
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,9 @@
-package intake
+package apply
 
 import (
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -18,9 +19,9 @@ func TestConditionalCheck(t *testing.T) {
 	key := []byte("desktop|https://a.test/p")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	var told []bool
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now,
 		Conditional: func(applied bool) { told = append(told, applied) }})
-	tg := mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	tg := mustTargets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	apply := func(r wire.Result) {
 		t.Helper()
 		r.Key, r.Lease = key, grant(t, e, key)

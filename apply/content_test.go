@@ -1,10 +1,11 @@
-package intake
+package apply
 
 import (
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -22,7 +23,7 @@ routes:
 `, start, shm.Options{})
 	key := []byte("desktop|https://a.test/news/1")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	render := func(body, etag string) store.Freshness {
 		t.Helper()
 		r := wire.Result{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key),
@@ -62,7 +63,7 @@ func TestApplyFailureKeepsContentState(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
 	key := []byte("desktop|https://a.test/p")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte("x"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ routes: [{name: p, match: prefix, path: /p/, interval: 24h, change_interval: 2h,
 `, start, shm.Options{})
 	key := []byte("desktop|https://a.test/p/1")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	for _, body := range []string{"a", "b", "b"} {
 		if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key),
 			Headers: map[string]string{"etag": `"x"`}}}); err != nil {
@@ -93,7 +94,7 @@ routes: [{name: p, match: prefix, path: /p/, interval: 24h, change_interval: 2h,
 		}
 		e.Advance(hour)
 	}
-	ex, err := (mustTargets(t, TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})).Explain(key)
+	ex, err := (mustTargets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})).Explain(key)
 	if err != nil || ex.Freshness == nil {
 		t.Fatalf("explain: %+v %v", ex, err)
 	}

@@ -1,9 +1,10 @@
-package intake
+package apply
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -11,13 +12,13 @@ import (
 	"github.com/freshq/freshq/wire"
 )
 
-// fenceNode is worker 0's writers over one store, wired as worker 0 wires them: one KeyLocks,
+// fenceNode is worker 0's writers over one store, wired as worker 0 wires them: one intake.KeyLocks,
 // every write through one sweep.Changes.
 type fenceNode struct {
 	*qtest.Env
-	signals *TestSignals
-	locks   *KeyLocks
-	targets *Targets
+	signals *intake.TestSignals
+	locks   *intake.KeyLocks
+	targets *intake.Targets
 	applier *Applier
 	waiting chan struct{} // a lock had to wait
 }
@@ -26,23 +27,23 @@ const fenceYAML = "routes:\n  - {name: catalog, match: prefix, path: /c/, interv
 
 func newFenceNode(t *testing.T, yaml string) *fenceNode {
 	e := qtest.New(t, yaml, start, shm.Options{})
-	n := &fenceNode{Env: e, signals: &TestSignals{}, waiting: make(chan struct{}, 8)}
-	n.locks = &KeyLocks{Test: n.signals}
+	n := &fenceNode{Env: e, signals: &intake.TestSignals{}, waiting: make(chan struct{}, 8)}
+	n.locks = &intake.KeyLocks{Test: n.signals}
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := sweep.NewChanges().Wrap(e.Store)
-	n.targets = mustTargets(t, TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	n.targets = mustTargets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.applier = newApplier(t, ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
 	return n
 }
 
 // upsert files one item as POST /v1/targets does.
 func (n *fenceNode) upsert(it wire.TargetItem) error {
-	p, err := ParseItem(&it, KeyingOf(qtest.Settings(n, IntakeSettingsOf)()))
+	p, err := intake.ParseItem(&it, intake.KeyingOf(qtest.Settings(n, IntakeSettingsOf)()))
 	if err != nil {
 		return err
 	}
 	var rejected error
-	if _, err := n.targets.Upsert([]Item{p}, func(_ int, _, msg string) { rejected = errors.New(msg) }); err != nil {
+	if _, err := n.targets.Upsert([]intake.Item{p}, func(_ int, _, msg string) { rejected = errors.New(msg) }); err != nil {
 		return err
 	}
 	return rejected

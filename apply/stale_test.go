@@ -1,9 +1,10 @@
-package intake
+package apply
 
 import (
 	"math"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -36,8 +37,8 @@ func TestApplierMeasuresStaleServes(t *testing.T) {
 	key := []byte("desktop|https://a.test/p")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	meter := &StaleMeter{}
-	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Stale: meter})
-	d := mustDemand(t, DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Stale: meter})
+	d := mustDemand(t, intake.DemandDeps{Store: e.Store, Writer: e.Store, Locks: &intake.KeyLocks{}, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	render := func(body string) {
 		t.Helper()
 		if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Lease: grant(t, e, key)}}); err != nil {

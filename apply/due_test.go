@@ -1,4 +1,4 @@
-package intake
+package apply
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -22,7 +23,7 @@ const (
 
 // newLegacyDue is worker 0's writers over a store that refuses implausible due times (as
 // worker 0 opens it), holding rows an older version stored with due times out of range.
-func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
+func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *intake.Targets, *Applier) {
 	e := qtest.New(t, "", start, shm.Options{})
 	dir := filepath.Join(t.TempDir(), "db")
 	old, err := badgerstore.Open(dir, &badgerstore.Options{Floor: e.Seg.Floor()}) // an older version: no refusal
@@ -46,8 +47,8 @@ func newLegacyDue(t *testing.T) (*qtest.Env, store.Store, *Targets, *Applier) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	locks := &KeyLocks{}
-	return e, st, mustTargets(t, TargetsDeps{Store: st, Writer: st, Deleter: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+	locks := &intake.KeyLocks{}
+	return e, st, mustTargets(t, intake.TargetsDeps{Store: st, Writer: st, Deleter: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		newApplier(t, ApplierDeps{Store: st, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 }
 
@@ -90,15 +91,15 @@ func TestStoredImplausibleDueIsBroughtIntoRange(t *testing.T) {
 	}
 	t.Run("sitemap", func(t *testing.T) {
 		e, st, svc, _ := newLegacyDue(t)
-		var chunk []Item
+		var chunk []intake.Item
 		for _, u := range []string{"https://shop.test/c/zero", "https://shop.test/c/far"} {
-			p, err := ParseItem(&wire.TargetItem{URL: u, Source: "sitemap"}, KeyingOf(qtest.Settings(e, IntakeSettingsOf)()))
+			p, err := intake.ParseItem(&wire.TargetItem{URL: u, Source: "sitemap"}, intake.KeyingOf(qtest.Settings(e, IntakeSettingsOf)()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			chunk = append(chunk, p)
 		}
-		landed, err := svc.UpsertChunk(context.Background(), &Gate{}, chunk)
+		landed, err := svc.UpsertChunk(context.Background(), &intake.Gate{}, chunk)
 		if err != nil || len(landed) != 2 || !landed[0].Existed || !landed[1].Existed || landed[0].Failed != "" || landed[1].Failed != "" {
 			t.Fatalf("sitemap chunk: %+v %v, want both updated", landed, err)
 		}
