@@ -18,6 +18,7 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/leases"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -243,7 +244,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 		t.Fatalf("nothing leased: %d, want 503", code)
 	}
 	jobs = []claim.Job{{Key: key, KeyHash: shm.KeyHash(key), Lease: lease}}
-	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || intake.ClaimJob(resp.Jobs[0]).Lease != lease {
+	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || leases.ClaimJob(resp.Jobs[0]).Lease != lease {
 		t.Fatalf("one job leased before the failure: %d %+v", code, resp)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/freshq/freshq/policy"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/internal/qtest"
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/wire"
 )
 

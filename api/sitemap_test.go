@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/internal/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/intaketest"
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"

@@ -3,13 +3,13 @@ package api
 import (
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/internal/intaketest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/internal/intaketest"
 	"github.com/freshq/freshq/internal/qtest"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"

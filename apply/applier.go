@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/leases"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -157,8 +158,8 @@ func NewApplier(d ApplierDeps) (*Applier, error) {
 
 // NewRemote returns the remote renderers' service that shares a's key locks, lease table,
 // settings and clock, claiming with c.
-func (a *Applier) NewRemote(c *claim.Claimer) *intake.Remote {
-	return &intake.Remote{Claimer: c, Locks: a.d.Locks, Seg: a.d.Seg, Settings: a.d.Settings, Now: a.d.Now}
+func (a *Applier) NewRemote(c *claim.Claimer) *leases.Remote {
+	return &leases.Remote{Claimer: c, Locks: a.d.Locks, Seg: a.d.Seg, Settings: a.d.Settings, Now: a.d.Now}
 }
 
 // applyCommitBound is how long Apply holds a result's lease, at least, from its decision:

@@ -4,7 +4,7 @@
 // bodies it refused (Suspects), digests pages for the freshness estimator (content.go),
 // applies a conditional check's 304 (conditional.go) and counts the stale pages served
 // (StaleMeter). It wakes render on miss's flights (MissWaker, package misses) and hands a
-// remote renderer's leases to intake.Remote (NewRemote). Its settings are intake.Settings,
+// remote renderer's leases to leases.Remote (NewRemote). Its settings are intake.Settings,
 // read once per batch; it returns the sentinel errors of package intake, which api maps to
 // statuses, and answers no HTTP. River's jobcompleter is the model.
 //

@@ -3,8 +3,7 @@
 // operator. Targets files and changes targets (Upsert, an upload's items through an Upload, a
 // sitemap run's UpsertChunk, Discover, Prioritize for rush and wait, Delete, the key
 // migration MigrateKeys and Reschedule) and reads one (Explain, Page, Stored, Validators);
-// Remote hands out and takes back remote renderers' leases, and ClaimIndex answers a render
-// worker's index claim; Demand writes the crawler requests counted into the targets' request
+// Demand writes the crawler requests counted into the targets' request
 // counters. KeyLocks are the per-key locks every writer of worker 0 shares (the applier, in
 // package apply, included), Writer is the funnel's writes they make, and errors.go holds the
 // sentinel errors (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld,
@@ -12,8 +11,10 @@
 // *FencedError) that every service of worker 0 returns and api maps to statuses; it answers no
 // HTTP. Tests wait on the moments TestSignals names; production leaves them nil.
 //
-// The services built over Targets live in packages of their own: the applier (apply), render
-// on miss (misses) and the sitemap runs (sitemapruns), each reading its own settings.
+// The services built over Targets and these shared pieces live in packages of their own: the
+// applier (apply), render on miss (misses), the sitemap runs (sitemapruns) and the claims and
+// leases worker 0 hands out (leases). The holder ids that name remote renderers in the lease
+// table (holders.go) stay here, since explain and a revoke read them.
 //
 // Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md
 // ("Fenced effects"):

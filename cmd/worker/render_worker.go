@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/freshq/freshq/assemble"
 	"io"
 	"reflect"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/assemble"
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"

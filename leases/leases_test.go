@@ -1,4 +1,4 @@
-package intake
+package leases
 
 import (
 	"encoding/json"

@@ -1,10 +1,9 @@
-package intake
+package leases
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,23 +12,19 @@ import (
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
-// Claims and leases handed out by worker 0: a render worker's index-claim fallback, and the
-// claims, extensions and releases of remote renderers. They write no row, but they decide who
-// may render what, under the same key locks as every write (a remote's extend or release is
-// never interleaved with a result of the same key being applied).
-
 // WireJob converts a granted job for the wire.
 func WireJob(j claim.Job) wire.Job {
 	w := wire.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: WireLease(j.Lease), Checkable: j.Checkable}
+		Lane: uint8(j.Lane), Score: j.Score, Source: j.Source.String(), Lease: intake.WireLease(j.Lease), Checkable: j.Checkable}
 	if j.HostToken.State != 0 {
-		t := WireLease(j.HostToken)
+		t := intake.WireLease(j.HostToken)
 		w.HostToken = &t
 	}
 	return w
@@ -42,24 +37,24 @@ func ClaimJob(j wire.Job) claim.Job {
 		src = claim.SourceReady
 	}
 	c := claim.Job{Key: j.Key, KeyHash: j.KeyHash, DueAtMs: j.DueAtMs, CadenceMs: j.CadenceMs, Submitted: j.Submitted,
-		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: ShmLease(j.Lease), Checkable: j.Checkable}
+		Lane: policy.Lane(j.Lane), Score: j.Score, Source: src, Lease: intake.ShmLease(j.Lease), Checkable: j.Checkable}
 	if j.HostToken != nil {
-		c.HostToken = ShmLease(*j.HostToken)
+		c.HostToken = intake.ShmLease(*j.HostToken)
 	}
 	return c
 }
 
 // ClaimIndex answers a render worker's claim from worker 0's floored index scan: req.N of
-// 1..10000 and a TTL not negative, or a *FieldError naming "n" or "ttl_ms". When the due rows
+// 1..10000 and a TTL not negative, or a *intake.FieldError naming "n" or "ttl_ms". When the due rows
 // are all queued behind leases the answer says so, with no jobs. A scan that failed before it
-// leased anything is an error matching ErrStore; one that failed after it leased some hands
+// leased anything is an error matching intake.ErrStore; one that failed after it leased some hands
 // those out (or they would strand until their TTL), logged.
 func ClaimIndex(ctx context.Context, index claim.Fallback, req wire.ClaimRequest, log zerolog.Logger) (wire.ClaimResponse, error) {
 	if req.N < 1 || req.N > 10_000 {
-		return wire.ClaimResponse{}, fieldErr("n", errors.New("must be 1..10000"))
+		return wire.ClaimResponse{}, intake.NewFieldError("n", errors.New("must be 1..10000"))
 	}
 	if req.TTLMs < 0 {
-		return wire.ClaimResponse{}, fieldErr("ttl_ms", errors.New("must not be negative"))
+		return wire.ClaimResponse{}, intake.NewFieldError("ttl_ms", errors.New("must not be negative"))
 	}
 	jobs, err := index.ClaimIndex(ctx, claim.IndexClaim{N: req.N, Holder: req.Holder, TTLMs: req.TTLMs})
 	if errors.Is(err, claim.ErrQueuedBehindLeases) {
@@ -67,7 +62,7 @@ func ClaimIndex(ctx context.Context, index claim.Fallback, req wire.ClaimRequest
 	}
 	if err != nil && len(jobs) == 0 {
 		log.Error().Err(err).Msg("index claim failed")
-		return wire.ClaimResponse{}, &kindError{kind: ErrStore, msg: "index claim failed", cause: err}
+		return wire.ClaimResponse{}, intake.NewKindErrorCause(intake.ErrStore, "index claim failed", err)
 	}
 	if err != nil {
 		log.Error().Err(err).Int("jobs", len(jobs)).Msg("index claim failed part way; handing out the jobs it leased")
@@ -85,17 +80,17 @@ func ClaimIndex(ctx context.Context, index claim.Fallback, req wire.ClaimRequest
 // worker's. A browser farm elsewhere renders exactly like a render worker.
 //
 // Each remote names itself (renderer, in the claim) and holds its leases under a holder id
-// derived from that name alone (RemoteHolder), so explain shows "remote:<name>" for its leases
+// derived from that name alone (intake.RemoteHolder), so explain shows "remote:<name>" for its leases
 // in any process and across restarts of worker 0. One remote holds at most
 // queue.max_remote_leases live leases, and all remotes together at most half the lease table
 // (remoteTableShare): the table is shared with the local render workers, and a remote that
 // stops returning its leases, or one that claims under ever new names with the one shared
 // token, must not starve them.
 type Remote struct {
-	Claimer  *claim.Claimer // worker 0's, counting grants in its shm block
-	Locks    *KeyLocks      // the Applier's; nil: none
+	Claimer  *claim.Claimer   // worker 0's, counting grants in its shm block
+	Locks    *intake.KeyLocks // the Applier's; nil: none
 	Seg      *shm.Segment
-	Settings func() *Settings
+	Settings func() *intake.Settings
 	Now      func() int64
 
 	// mu guards the reservations: a claim counts the live leases and reserves its room under
@@ -112,88 +107,29 @@ type Remote struct {
 // workers always keep at least half of it, whatever queue.max_remote_leases is.
 const remoteTableShare = 2
 
-// Remote renderer names: what fits a holder id, so that any process decodes it from the lease
-// table alone.
-const (
-	DefaultRenderer   = "remote"
-	maxRendererName   = 10
-	rendererAlphabet  = "abcdefghijklmnopqrstuvwxyz0123456789-._"
-	remoteHolderMark  = uint64(1) << 63 // local holders are pid<<16 | worker index
-	rendererCharBits  = 6
-	rendererCharsMask = 1<<rendererCharBits - 1
-)
-
-// RemoteHolder is the lease holder id of the remote renderer called name (a valid name: see
-// ValidRenderer): the top bit set, then six bits per character.
-func RemoteHolder(name string) uint64 {
-	h := remoteHolderMark
-	for i := 0; i < len(name); i++ {
-		h |= uint64(strings.IndexByte(rendererAlphabet, name[i])+1) << (rendererCharBits * i)
-	}
-	return h
-}
-
-// IsRemoteHolder reports whether h is a remote renderer's holder id.
-func IsRemoteHolder(h uint64) bool { return h&remoteHolderMark != 0 }
-
-// ValidRenderer checks a remote renderer's name: 1 to 10 of a-z, 0-9, '-', '.', '_'.
-func ValidRenderer(name string) error {
-	if name == "" || len(name) > maxRendererName {
-		return fmt.Errorf("must be 1..%d characters, got %d", maxRendererName, len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		if strings.IndexByte(rendererAlphabet, name[i]) < 0 {
-			return fmt.Errorf("may hold only a-z, 0-9, '-', '.' and '_', got %q", name)
-		}
-	}
-	return nil
-}
-
-// HolderName says who holds a lease, for explain: "remote:<name>" for a remote renderer,
-// "worker <i> (pid <p>)" for a local worker, and for a hold (shm.HoldHolder: a delete, rush or
-// wait keeps the key from being granted a moment) "held after delete/rush/wait".
-func HolderName(h uint64) string {
-	if h == shm.HoldHolder {
-		return "held after delete/rush/wait"
-	}
-	if !IsRemoteHolder(h) {
-		return fmt.Sprintf("worker %d (pid %d)", h&0xffff, h>>16)
-	}
-	var b strings.Builder
-	b.WriteString("remote:")
-	for i := 0; i < maxRendererName; i++ {
-		c := (h >> (rendererCharBits * i)) & rendererCharsMask
-		if c == 0 || int(c) > len(rendererAlphabet) {
-			break
-		}
-		b.WriteByte(rendererAlphabet[c-1])
-	}
-	return b.String()
-}
-
 // Claim grants up to req.Limit (1..1000) jobs to the remote req.Renderer ("" is
-// DefaultRenderer) for req.Lease ("" is queue.lease_ttl), within both caps. Bad input is a
-// *FieldError naming "limit", "lease" or "renderer"; a remote at a cap gets ErrTooMany naming
-// "limit"; a claim that failed before it granted anything an error matching ErrStore.
+// intake.DefaultRenderer) for req.Lease ("" is queue.lease_ttl), within both caps. Bad input is a
+// *intake.FieldError naming "limit", "lease" or "renderer"; a remote at a cap gets intake.ErrTooMany naming
+// "limit"; a claim that failed before it granted anything an error matching intake.ErrStore.
 func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.RemoteClaimResponse, error) {
 	set := x.Settings()
 	if req.Limit < 1 || req.Limit > 1000 {
-		return wire.RemoteClaimResponse{}, fieldErr("limit", errors.New("must be 1..1000"))
+		return wire.RemoteClaimResponse{}, intake.NewFieldError("limit", errors.New("must be 1..1000"))
 	}
 	ttl, err := leaseTTL(set, req.Lease)
 	if err != nil {
 		return wire.RemoteClaimResponse{}, err
 	}
 	if req.Renderer == "" {
-		req.Renderer = DefaultRenderer
+		req.Renderer = intake.DefaultRenderer
 	}
-	if err := ValidRenderer(req.Renderer); err != nil {
-		return wire.RemoteClaimResponse{}, fieldErr("renderer", err)
+	if err := intake.ValidRenderer(req.Renderer); err != nil {
+		return wire.RemoteClaimResponse{}, intake.NewFieldError("renderer", err)
 	}
-	holder := RemoteHolder(req.Renderer)
+	holder := intake.RemoteHolder(req.Renderer)
 	room, refusal := x.reserve(holder, req.Renderer, min(req.Limit, set.MaxRemoteLeases), set.MaxRemoteLeases)
 	if room == 0 {
-		return wire.RemoteClaimResponse{}, fieldErr("limit", &kindError{kind: ErrTooMany, msg: refusal})
+		return wire.RemoteClaimResponse{}, intake.NewFieldError("limit", intake.NewKindError(intake.ErrTooMany, refusal))
 	}
 	jobs, err := x.Claimer.ClaimFor(ctx, room, ttl, holder)
 	x.unreserve(holder, room)
@@ -202,7 +138,7 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 	case errors.Is(err, claim.ErrQueuedBehindLeases):
 		resp.QueuedBehindLeases = len(jobs) == 0
 	case err != nil && len(jobs) == 0:
-		return wire.RemoteClaimResponse{}, &kindError{kind: ErrStore, msg: err.Error(), cause: err}
+		return wire.RemoteClaimResponse{}, intake.NewKindErrorCause(intake.ErrStore, err.Error(), err)
 	}
 	for i, j := range jobs {
 		device, url, _ := cachekey.Split(j.Key)
@@ -210,20 +146,6 @@ func (x *Remote) Claim(ctx context.Context, req wire.RemoteClaimRequest) (wire.R
 		resp.Jobs[i].HostToken = nil // held by worker 0 for the remote, under its holder id
 	}
 	return resp, nil
-}
-
-// ReleaseRemoteHostSlot gives back the host slot a remote renderer (holder) took with its job
-// for key, when worker 0 receives the job's result or release, or revokes its lease (a delete,
-// rush or wait: revokeLease): a remote never sees its
-// tokens (a renderer elsewhere must not be trusted to give them back), so worker 0 finds one
-// by holder. A local holder releases its own token; it is left alone here. A slot not found
-// (the configuration lowered the host's maximum since) lapses with its lease.
-func ReleaseRemoteHostSlot(seg *shm.Segment, cfg *hosts.Limits, key []byte, holder uint64, nowMs int64) {
-	if !IsRemoteHolder(holder) {
-		return
-	}
-	host := cfg.Site(key)
-	seg.Leases().ReleaseHostTokenOf(shm.HostHash(host), hosts.Tokens(cfg, host), holder, nowMs)
 }
 
 // reserve counts the live leases of holder and of every remote, and reserves up to want of
@@ -234,7 +156,7 @@ func (x *Remote) reserve(holder uint64, name string, want, perHolder int) (int, 
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	held := leases.CountHolder(holder, now) + x.reserved[holder]
-	heldAll := leases.CountHolders(now, IsRemoteHolder) + x.reservedAll
+	heldAll := leases.CountHolders(now, intake.IsRemoteHolder) + x.reservedAll
 	switch {
 	case held >= perHolder:
 		return 0, fmt.Sprintf("renderer %q holds %d live leases, queue.max_remote_leases is %d: return results or release leases first",
@@ -263,44 +185,44 @@ func (x *Remote) unreserve(holder uint64, room int) {
 }
 
 // leaseTTL reads a TTL a remote asked for: "" is queue.lease_ttl, anything else must lie in
-// [claim.MinLeaseTTL, queue.lease_ttl], or it is a *FieldError naming "lease".
-func leaseTTL(set *Settings, s string) (int64, error) {
+// [claim.MinLeaseTTL, queue.lease_ttl], or it is a *intake.FieldError naming "lease".
+func leaseTTL(set *intake.Settings, s string) (int64, error) {
 	maxMs := set.LeaseTTL.Milliseconds()
 	if s == "" {
 		return maxMs, nil
 	}
 	d, err := wire.ParseDuration(s)
 	if err != nil || d.Milliseconds() < claim.MinLeaseTTL.Milliseconds() || d.Milliseconds() > maxMs {
-		return 0, fieldErr("lease", fmt.Errorf("must be a duration between %s and queue.lease_ttl (%s)",
+		return 0, intake.NewFieldError("lease", fmt.Errorf("must be a duration between %s and queue.lease_ttl (%s)",
 			claim.MinLeaseTTL, set.LeaseTTL))
 	}
 	return d.Milliseconds(), nil
 }
 
 // heldLease checks req's lease under the key's lock (the Applier's) before anything touches
-// it: a *FieldError naming the field for one that cannot be a lease of this key, ErrLeaseNotHeld
+// it: a *intake.FieldError naming the field for one that cannot be a lease of this key, intake.ErrLeaseNotHeld
 // for one that is no longer held. On success the caller holds the lock until it calls unlock:
 // an extend or release is then never interleaved with a result of the same key being applied,
 // which holds the lock from its check to its release.
 func (x *Remote) heldLease(req wire.LeaseRequest) (l shm.Lease, unlock func(), err error) {
 	if len(req.Key) == 0 || len(req.Key) > store.MaxKeyLen {
-		return l, nil, fieldErr("key", fmt.Errorf("must be the job's key, 1..%d bytes", store.MaxKeyLen))
+		return l, nil, intake.NewFieldError("key", fmt.Errorf("must be the job's key, 1..%d bytes", store.MaxKeyLen))
 	}
 	unlock = func() {}
 	if x.Locks != nil {
 		unlock = x.Locks.Lock([][]byte{req.Key})
 	}
-	l = ShmLease(req.Lease)
+	l = intake.ShmLease(req.Lease)
 	switch err := x.Seg.Leases().Check(l, shm.KeyHash(req.Key), x.Now()); {
 	case errors.Is(err, shm.ErrLeaseSlot):
 		unlock()
-		return l, nil, fieldErr("lease.slot", err)
+		return l, nil, intake.NewFieldError("lease.slot", err)
 	case errors.Is(err, shm.ErrLeaseKey):
 		unlock()
-		return l, nil, fieldErr("lease.key_hash", &kindError{kind: err, msg: "not the hash of key: " + err.Error()})
+		return l, nil, intake.NewFieldError("lease.key_hash", intake.NewKindError(err, "not the hash of key: "+err.Error()))
 	case err != nil:
 		unlock()
-		return l, nil, fieldErr("lease", &kindError{kind: ErrLeaseNotHeld, msg: "no longer held: " + err.Error(), cause: err})
+		return l, nil, intake.NewFieldError("lease", intake.NewKindErrorCause(intake.ErrLeaseNotHeld, "no longer held: "+err.Error(), err))
 	}
 	return l, unlock, nil
 }
@@ -320,14 +242,14 @@ func (x *Remote) Extend(req wire.LeaseRequest) (wire.LeaseResponse, error) {
 	now := x.Now()
 	info, _ := x.Seg.Leases().Lookup(l.KeyHash, now)
 	if !x.Seg.Leases().Extend(&l, now, ttl) {
-		return wire.LeaseResponse{}, fieldErr("lease", ErrLeaseNotHeld)
+		return wire.LeaseResponse{}, intake.NewFieldError("lease", intake.ErrLeaseNotHeld)
 	}
-	if IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
+	if intake.IsRemoteHolder(info.Holder) { // the host slot is kept as long as the row
 		host := set.Hosts.Site(req.Key)
 		tokens := hosts.Tokens(&set.Hosts, host)
 		x.Seg.Leases().ExtendHostTokensOf(shm.HostHash(host), tokens, info.Holder, now, now+ttl)
 	}
-	return wire.LeaseResponse{Lease: WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
+	return wire.LeaseResponse{Lease: intake.WireLease(l), ExpiresAt: time.UnixMilli(now + ttl).UTC()}, nil
 }
 
 // Release gives a held lease back unrendered, under the key's lock: the row is claimable again
@@ -341,8 +263,8 @@ func (x *Remote) Release(req wire.LeaseRequest) error {
 	now := x.Now()
 	info, _ := x.Seg.Leases().Lookup(l.KeyHash, now)
 	if !x.Seg.Leases().Release(l, now, 0) {
-		return fieldErr("lease", ErrLeaseNotHeld)
+		return intake.NewFieldError("lease", intake.ErrLeaseNotHeld)
 	}
-	ReleaseRemoteHostSlot(x.Seg, &x.Settings().Hosts, req.Key, info.Holder, now)
+	intake.ReleaseRemoteHostSlot(x.Seg, &x.Settings().Hosts, req.Key, info.Holder, now)
 	return nil
 }
