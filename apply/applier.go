@@ -472,7 +472,7 @@ func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur stor
 		fp.RankIntervalMs = freshness.RetryRank(d.Class == policy.ClassTransient, d.NeverRendered)
 	}
 
-	sch, err := fp.Schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
+	sch, err := intake.FreshSchedule(fp, r.Key, d.DueAtMs, row.Submitted, d.CadenceMs,
 		store.Lanes{NeverRendered: d.NeverRendered, Failing: d.Failing})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
@@ -509,7 +509,7 @@ func decideNotModified(set *intake.Settings, tu *freshness.Tuning, r *wire.Resul
 		fp = intake.FreshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
 		d.DueAtMs = now + fp.IntervalMs
 	}
-	sch, err := fp.Schedule(r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
+	sch, err := intake.FreshSchedule(fp, r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
 	if err != nil {
 		return store.Write{}, false, fmt.Errorf("intake: result for %q: %w", r.Key, err)
 	}
