@@ -118,3 +118,19 @@ func (p Parts) StaleServesSince(sinceMs int64) float64 {
 func (p Parts) MarginalAt(sinceMs int64) float64 {
 	return Marginal(p.ChangesPerHour, p.RequestsPerHour, sinceMs)
 }
+
+// RefiledDue is the due time of a row refiled under a shorter cadence bound (a reload that
+// shortened its route's interval): a row filed due at dueMs carrying carriedMs is due at most
+// one bound after the time its due time was filed from, and after its last render
+// (lastRenderMs; 0: none), but never before minDueMs (the floor, or now if earlier):
+//
+//	due' = max(min(due, due − carried + bound, lastRender + bound), minDue)
+//
+// A due time already past stays past, so the row ranks by how late it really is.
+func RefiledDue(dueMs, carriedMs, boundMs, lastRenderMs, minDueMs int64) int64 {
+	due := min(dueMs, dueMs-carriedMs+boundMs)
+	if lastRenderMs > 0 {
+		due = min(due, lastRenderMs+boundMs)
+	}
+	return max(due, minDueMs)
+}

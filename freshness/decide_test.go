@@ -29,3 +29,23 @@ func TestDecideTakesItsBoundsFromTheResolvedInputs(t *testing.T) {
 		t.Fatalf("a route's change_interval is the prior's rate: %+v, want %+v", got, want)
 	}
 }
+
+// A row refiled under a shorter bound is due one bound after what filed it, or after its last
+// render if that is earlier, never before the floor, and never later than it was.
+func TestRefiledDue(t *testing.T) {
+	const hour = 3_600_000
+	for _, c := range []struct {
+		name                                    string
+		due, carried, bound, lastRender, minDue int64
+		want                                    int64
+	}{
+		{"one bound after what filed it", 10 * hour, 6 * hour, hour, 0, 0, 5 * hour},
+		{"after the last render when earlier", 10 * hour, 6 * hour, hour, 2 * hour, 0, 3 * hour},
+		{"never before the floor", 10 * hour, 6 * hour, hour, 2 * hour, 4 * hour, 4 * hour},
+		{"never later than it was", 2 * hour, hour, 3 * hour, 0, 0, 2 * hour},
+	} {
+		if got := RefiledDue(c.due, c.carried, c.bound, c.lastRender, c.minDue); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
