@@ -35,8 +35,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"context"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/leases"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -64,7 +66,7 @@ func (f IndexFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]
 	}
 	jobs := make([]claim.Job, len(resp.Jobs))
 	for i, j := range resp.Jobs {
-		jobs[i] = intake.ClaimJob(j)
+		jobs[i] = leases.ClaimJob(j)
 	}
 	return jobs, nil
 }
@@ -72,7 +74,7 @@ func (f IndexFallback) ClaimIndex(ctx context.Context, req claim.IndexClaim) ([]
 // Control serves the internal endpoints.
 type Control struct {
 	Index   claim.Fallback
-	Applier *intake.Applier
+	Applier *apply.Applier
 	Limit   *Limiter // admits results requests by their bytes; nil: none
 	Status  func() wire.Status
 	Log     zerolog.Logger
@@ -118,14 +120,14 @@ func (c *Control) validators(w http.ResponseWriter, r *http.Request) {
 	ok(w, v)
 }
 
-// claim hands out up to N jobs from worker 0's floored index scan (intake.ClaimIndex).
+// claim hands out up to N jobs from worker 0's floored index scan (leases.ClaimIndex).
 func (c *Control) claim(w http.ResponseWriter, r *http.Request) {
 	var req wire.ClaimRequest
 	if err := decodeJSON(w, r, &req, maxClaimBody); err != nil {
 		fail(w, err)
 		return
 	}
-	resp, err := intake.ClaimIndex(r.Context(), c.Index, req, c.Log)
+	resp, err := leases.ClaimIndex(r.Context(), c.Index, req, c.Log)
 	if err != nil {
 		fail(w, err)
 		return

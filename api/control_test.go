@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/leases"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/testkit/qtest"
@@ -43,7 +45,7 @@ func serveSocket(t *testing.T, e *qtest.Env) string {
 	}
 	c := &Control{
 		Index:   &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now},
-		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		Status:  func() wire.Status { return wire.Status{Serving: true, Sweeps: 7} },
 	}
 	mux := http.NewServeMux()
@@ -228,7 +230,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 	var jobs []claim.Job
 	c := &Control{Index: fallbackFunc(func(context.Context, claim.IndexClaim) ([]claim.Job, error) {
 		return jobs, errors.New("claim: scan: disk gone")
-	}), Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Log: qtest.Log(nil)}
+	}), Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Log: qtest.Log(nil)}
 	mux := http.NewServeMux()
 	c.Register(mux)
 	post := func() (int, wire.ClaimResponse) {
@@ -242,7 +244,7 @@ func TestIndexClaimFailingPartWayHandsOutItsJobs(t *testing.T) {
 		t.Fatalf("nothing leased: %d, want 503", code)
 	}
 	jobs = []claim.Job{{Key: key, KeyHash: shm.KeyHash(key), Lease: lease}}
-	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || intake.ClaimJob(resp.Jobs[0]).Lease != lease {
+	if code, resp := post(); code != http.StatusOK || len(resp.Jobs) != 1 || leases.ClaimJob(resp.Jobs[0]).Lease != lease {
 		t.Fatalf("one job leased before the failure: %d %+v", code, resp)
 	}
 }

@@ -3,13 +3,13 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"github.com/freshq/freshq/testkit/qtest"
 	"net/http"
 	"net/url"
 	"testing"
 
-	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
@@ -41,7 +41,7 @@ func TestExplainAndDelete(t *testing.T) {
 	postTargets(t, srv, `[{"url": "https://shop.test/c/shoes", "source": "sitemap", "interval": "6h"}]`)
 	key := []byte("desktop|https://shop.test/c/shoes")
 	// Render it once (result applied as worker 0 does), then let it fall 3 h late.
-	a := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	if _, err := a.Apply([]wire.Result{{Key: key, Outcome: "ok", Status: 200, DurationMs: 80, Body: []byte("<html/>"), Lease: grant(t, e, key)}}); err != nil {
 		t.Fatal(err)
 	}

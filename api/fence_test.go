@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +21,7 @@ type fenceNode struct {
 	signals *intake.TestSignals
 	locks   *intake.KeyLocks
 	changes *sweep.Changes
-	applier *intake.Applier
+	applier *apply.Applier
 	srv     *httptest.Server
 	waiting chan struct{} // a lock had to wait
 }
@@ -34,7 +35,7 @@ func newFenceNode(t *testing.T) *fenceNode {
 	n.signals.LockWait = func() { n.waiting <- struct{}{} }
 	writer := n.changes.Wrap(e.Store)
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
-	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
+	n.applier = intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Writer: writer, Locks: n.locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Test: n.signals})
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	(&Operate{Targets: targets.Targets}).Register(mux)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"net/http"
 	"net/http/httptest"
@@ -68,7 +69,7 @@ func TestResultsManyHeadersHeap(t *testing.T) {
 		t.Skip("allocates ~100 MiB")
 	}
 	e := qtest.New(t, "", start, shm.Options{})
-	a := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	const size = 40 << 20
 	var b bytes.Buffer
 	b.Grow(size + 256)

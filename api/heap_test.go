@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
@@ -46,9 +47,9 @@ sitemap:
   max_decompressed: 256MiB
 `, start, shm.Options{})
 	heavy := NewLimiter(DefaultHeavyBytes, 0)
-	applier := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	applier := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}), Limit: heavy}
-	sitemaps := newSitemaps(t, targets, heavy)
+	sitemaps := newSitemaps(t, e, targets, heavy)
 	mux := http.NewServeMux()
 	targets.Register(mux)
 	sitemaps.Register(mux)
@@ -120,7 +121,7 @@ sitemap:
 	key := []byte("desktop|https://shop.test/accepted")
 	e.Put(string(key), e.Now()-hour, false, 0, store.Lanes{NeverRendered: true})
 	kept := &keepingWriter{st: e.Store}
-	decodeOnly := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: kept, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	decodeOnly := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Writer: kept, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	accept := http.NewServeMux()
 	(&Remote{Applier: decodeOnly, Limit: NewLimiter(DefaultHeavyBytes, 0), Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}))(t)}).Register(accept)
 	acceptSrv := httptest.NewServer(accept)

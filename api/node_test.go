@@ -10,4 +10,6 @@ func init() {
 	api.IntakeSettingsOf = settings.IntakeSettings
 	api.ClaimSettingsOf = settings.ClaimSettingsOf
 	api.SweepSettingsOf = settings.SweepSettingsOf
+	api.SitemapSettingsOf = settings.SitemapRunsSettings
+	api.MissesSettingsOf = settings.MissesSettings
 }

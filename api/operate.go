@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -22,7 +23,7 @@ const maxOperateRequest = wire.MaxOperateBody
 // recache call). It writes through Targets (its Writer and Locks).
 type Operate struct {
 	Targets *intake.Targets // worker 0's one targets service (intake.NewTargets)
-	Misses  *intake.Misses  // render on miss (POST /v1/pages?wait=); nil: a wait is refused
+	Misses  *misses.Flights // render on miss (POST /v1/pages?wait=); nil: a wait is refused
 }
 
 // Register adds the endpoints to mux.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
@@ -27,7 +28,7 @@ import (
 type opNode struct {
 	*qtest.Env
 	srv     *httptest.Server
-	applier *intake.Applier
+	applier *apply.Applier
 	index   *claim.IndexSource
 	sweeper *sweep.Sweeper
 }
@@ -37,7 +38,7 @@ func newOpNode(t *testing.T) *opNode {
 	n := &opNode{Env: e}
 	locks := &intake.KeyLocks{}
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
-	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	n.applier = intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	n.index = &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	n.sweeper = qtest.Must(sweep.New(sweep.Options{Changes: sweep.NewChanges(), Store: sweep.FromStore(e.Store, nil), Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}))(t)
 	mux := http.NewServeMux()

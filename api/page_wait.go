@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -19,7 +20,7 @@ const maxWaitParam = 32
 var errWaitIsAWrite = errors.New("render on miss writes: send it as POST /v1/pages?url=...&wait=... (a GET never writes)")
 
 // errNoMisses is a ?wait= sent to a server that has no render on miss (a handler built
-// without intake.Misses).
+// without misses.Flights).
 var errNoMisses = errors.New("render on miss is not available on this server")
 
 // waitOf reads ?wait= of POST /v1/pages: absent, it is 0 (serve what is stored, as always);
@@ -50,12 +51,17 @@ func waitOf(r *http.Request, maxWait time.Duration) (time.Duration, error) {
 }
 
 // servedPage is the page GET and POST /v1/pages answer with: the stored one, or with POST and
-// ?wait= the one rendered on miss for it (intake.Misses.Wait).
+// ?wait= the one rendered on miss for it (misses.Flights.Wait).
 func (o *Operate) servedPage(r *http.Request, key []byte) (intake.ServedPage, error) {
 	if r.Method != http.MethodPost && r.URL.Query().Has("wait") { // GET and HEAD never write
 		return intake.ServedPage{}, &intake.FieldError{Field: "wait", Err: errWaitIsAWrite}
 	}
-	wait, err := waitOf(r, o.Targets.Settings().Misses.MaxWait)
+	// Without render on miss any wait is refused below (errNoMisses), once it parses.
+	maxWait := time.Duration(math.MaxInt64)
+	if o.Misses != nil {
+		maxWait = o.Misses.Settings().MaxWait
+	}
+	wait, err := waitOf(r, maxWait)
 	if err != nil {
 		return intake.ServedPage{}, err
 	}

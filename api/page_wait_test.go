@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
@@ -25,8 +27,8 @@ import (
 type missAPI struct {
 	*qtest.Env
 	srv     *httptest.Server
-	misses  *intake.Misses
-	applier *intake.Applier
+	misses  *misses.Flights
+	applier *apply.Applier
 	timeout chan time.Time
 }
 
@@ -35,9 +37,10 @@ func newMissAPI(t *testing.T, yaml string) *missAPI {
 	n := &missAPI{Env: e, timeout: make(chan time.Time)}
 	locks := &intake.KeyLocks{}
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
-	n.misses = &intake.Misses{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
-		After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
+	n.misses = &misses.Flights{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Settings: qtest.Settings(e, MissesSettingsOf),
+		After:    func(time.Duration) <-chan time.Time { return n.timeout }}
+	n.applier = intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	mux := http.NewServeMux()
 	(&Operate{Targets: targets.Targets, Misses: n.misses}).Register(mux)
 	n.srv = httptest.NewServer(mux)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/freshq/freshq/policy"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
@@ -25,9 +26,9 @@ type Queue struct {
 	// Settings gives the hosts section each host's configured maximum (render.hosts) and the
 	// freshness section the policy's name; nil: neither (every host's maximum shows as 0).
 	Settings func() *intake.Settings
-	// Stale is worker 0's measure of requests served stale (intake.StaleMeter), for the
+	// Stale is worker 0's measure of requests served stale (apply.StaleMeter), for the
 	// freshness section; nil leaves it out.
-	Stale *intake.StaleMeter
+	Stale *apply.StaleMeter
 	// Crawlers is the crawler listener's count of what each crawler family got, for the
 	// freshness section's crawlers; nil leaves them out.
 	Crawlers *crawlers.Tally
@@ -69,7 +70,7 @@ func (q *Queue) freshness() *wire.QueueFreshness {
 	if served > 0 {
 		f.StaleShare = stale / served
 	}
-	f.WindowS = intake.StaleWindow / 1000
+	f.WindowS = apply.StaleWindow / 1000
 	f.WindowServedRequests, f.WindowStaleRequests = q.Stale.Window()
 	if f.WindowServedRequests > 0 {
 		f.WindowStaleShare = f.WindowStaleRequests / f.WindowServedRequests

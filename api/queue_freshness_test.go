@@ -1,9 +1,8 @@
 package api
 
 import (
+	"github.com/freshq/freshq/apply"
 	"testing"
-
-	"github.com/freshq/freshq/intake"
 )
 
 // /v1/queue's freshness section is the measured share of requests served stale; absent
@@ -12,7 +11,7 @@ func TestQueueFreshnessSection(t *testing.T) {
 	if f := (&Queue{}).freshness(); f != nil {
 		t.Fatalf("without a meter: %+v", f)
 	}
-	m := &intake.StaleMeter{}
+	m := &apply.StaleMeter{}
 	q := &Queue{Stale: m}
 	if f := q.freshness(); f == nil || f.StaleShare != 0 || f.ServedRequests != 0 {
 		t.Fatalf("nothing counted: %+v", f)

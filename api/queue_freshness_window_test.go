@@ -1,16 +1,15 @@
 package api
 
 import (
+	"github.com/freshq/freshq/apply"
 	"testing"
-
-	"github.com/freshq/freshq/intake"
 )
 
 // /v1/queue's freshness section shows the last 15 minutes beside the totals: requests counted
 // before the window are in the totals only.
 func TestQueueFreshnessWindow(t *testing.T) {
 	now := int64(1_700_000_000_000)
-	m := &intake.StaleMeter{Now: func() int64 { return now }}
+	m := &apply.StaleMeter{Now: func() int64 { return now }}
 	q := &Queue{Stale: m}
 	m.Add(100, 90)
 	now += 30 * 60_000

@@ -3,21 +3,22 @@ package api
 import (
 	"net/http"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/claim"
-	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/leases"
 	"github.com/freshq/freshq/wire"
 )
 
-// Remote serves renderers on other machines (intake.Remote says what each operation does and
+// Remote serves renderers on other machines (leases.Remote says what each operation does and
 // promises): POST /v1/claim takes leased jobs, POST /v1/results applies their outcomes like a
 // local worker's (JSON only, docs/API.md), and POST /v1/leases/extend and /v1/leases/release keep or
 // give back a lease.
 type Remote struct {
 	Claimer *claim.Claimer // worker 0's, counting grants in its shm block
-	Applier *intake.Applier
+	Applier *apply.Applier
 	Limit   *Limiter // admits results requests by their bytes; nil: none
 
-	leases *intake.Remote
+	leases *leases.Remote
 }
 
 const maxRemoteRequest = 1 << 20 // a claim or lease request

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +28,7 @@ func remoteServer(t *testing.T, yaml string) (*qtest.Env, *httptest.Server) {
 	}
 	index := &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now}
 	x := &Remote{
-		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
+		Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now}),
 		Claimer: qtest.Must(claim.New(claim.Options{Segment: e.Seg, Worker: e.Worker0, Fallback: index, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now, Holder: 0xffff}))(t)}
 	mux := http.NewServeMux()
 	x.Register(mux)
@@ -187,7 +188,7 @@ func TestInternalClaimCarriesTTL(t *testing.T) {
 	e, _ := remoteServer(t, "")
 	mux := http.NewServeMux()
 	(&Control{Index: &claim.IndexSource{Scanner: e.Store, Segment: e.Seg, Policy: e.Policy, Settings: qtest.Settings(e, ClaimSettingsOf), Now: e.Now},
-		Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
+		Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}).Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	var resp wire.ClaimResponse

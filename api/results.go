@@ -9,20 +9,20 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/wire"
 )
 
 // resultsHandler applies a batch of results: the internal endpoint for render workers and
 // POST /v1/results for remote renderers are the same operation. With binaryOK, a body of
 // Content-Type ResultsContentType is a binary batch (package wire); any other body is JSON.
-// intake.Applier.Deliver says what the batch did; status maps its errors: 413 for a body over
+// apply.Applier.Deliver says what the batch did; status maps its errors: 413 for a body over
 // MaxResultsBody; 400 naming the field for a batch that does not decode or holds a bad result,
 // and then nothing of the batch is applied; 503 when the store fails, nothing applied (retry);
 // 409 naming results[i].lease when every result was fenced (its body also carries the
 // ApplyStats); otherwise 200 with the ApplyStats, which count what was applied, skipped and
 // fenced.
-func resultsHandler(a *intake.Applier, limit *Limiter, binaryOK bool) http.HandlerFunc {
+func resultsHandler(a *apply.Applier, limit *Limiter, binaryOK bool) http.HandlerFunc {
 	return limit.Wrap(wire.MaxResultsBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		results, err := readResults(w, r, binaryOK)
 		if err != nil {

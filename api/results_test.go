@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"net/http"
 	"net/http/httptest"
@@ -29,9 +30,9 @@ func grant(t testing.TB, e *qtest.Env, key []byte) wire.Lease {
 
 // resultsServer serves the results endpoints over e: the internal one (binary or JSON) and
 // POST /v1/results (JSON only), with worker 0's key locks.
-func resultsServer(t *testing.T, e *qtest.Env) (*intake.Applier, *httptest.Server) {
+func resultsServer(t *testing.T, e *qtest.Env) (*apply.Applier, *httptest.Server) {
 	t.Helper()
-	a := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	a := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+wire.PathResults, resultsHandler(a, nil, true))
 	mux.HandleFunc("POST /v1/results", resultsHandler(a, nil, false))

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -17,12 +17,12 @@ const (
 	sitemapPostHeld   = 1 << 20  // what a POST holds in memory: the body is spooled to disk
 )
 
-// Sitemaps serves /v1/sitemaps: POST starts a run (intake.SitemapRuns.Submit) from
+// Sitemaps serves /v1/sitemaps: POST starts a run (sitemapruns.Runs.Submit) from
 // {"url": ...} or from an XML body (gzip accepted), spooled to a temporary file, and answers
 // 202 with its id; GET /v1/sitemaps/{id} reports a run's progress and result. The runs, and
-// their start and stop, are intake.SitemapRuns'.
+// their start and stop, are sitemapruns.Runs'.
 type Sitemaps struct {
-	Runs  *intake.SitemapRuns
+	Runs  *sitemapruns.Runs
 	Limit *Limiter // heavy requests of worker 0 (a posted body); nil: none
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +20,9 @@ import (
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/invariants"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/intaketest"
 	"github.com/freshq/freshq/testkit/qtest"
 	"github.com/freshq/freshq/wire"
 )
@@ -44,15 +45,15 @@ func sitemapServerYAML(t *testing.T, yaml string) (*qtest.Env, *httptest.Server)
 	e := qtest.New(t, yaml, start, shm.Options{})
 	mux := http.NewServeMux()
 	targets := &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}
-	newSitemaps(t, targets, nil).Register(mux)
+	newSitemaps(t, e, targets, nil).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return e, srv
 }
 
 // newSitemaps serves the sitemap runs of targets, started, and stopped when the test ends.
-func newSitemaps(t testing.TB, targets *Targets, limit *Limiter) *Sitemaps {
-	runs := &intake.SitemapRuns{Targets: targets.intake()}
+func newSitemaps(t testing.TB, e *qtest.Env, targets *Targets, limit *Limiter) *Sitemaps {
+	runs := &sitemapruns.Runs{Targets: targets.intake(), Settings: qtest.Settings(e, SitemapSettingsOf)}
 	if err := runs.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +502,7 @@ func TestSitemap50kURLsFlatMemory(t *testing.T) {
 // A run submitted once the runs are stopped is refused with 503.
 func TestSitemapPostAfterStopIs503(t *testing.T) {
 	e := qtest.New(t, sitemapYAML, start, shm.Options{})
-	s := newSitemaps(t, &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}, nil)
+	s := newSitemaps(t, e, &Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})}, nil)
 	mux := http.NewServeMux()
 	s.Register(mux)
 	srv := httptest.NewServer(mux)

@@ -5,16 +5,17 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/wire"
 )
 
 // Suspects serves the suspect renders worker 0 keeps beside the good pages they did not
-// replace (intake.Suspects): GET /v1/suspects lists them (of one site with ?site=),
+// replace (apply.Suspects): GET /v1/suspects lists them (of one site with ?site=),
 // GET /v1/suspects/page returns one's body, and POST /v1/suspects/accept applies one as its
-// page now (intake.Applier.Accept), the operator's word in place of the renders' agreement.
+// page now (apply.Applier.Accept), the operator's word in place of the renders' agreement.
 type Suspects struct {
-	Applier *intake.Applier // worker 0's Applier, whose verdicts keep the suspects
+	Applier *apply.Applier // worker 0's Applier, whose verdicts keep the suspects
 }
 
 // Register adds the endpoints to mux.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
@@ -24,7 +25,7 @@ func TestSuspectsInspectAndAccept(t *testing.T) {
 	e := qtest.New(t, "", start, shm.Options{})
 	set := qtest.Settings(e, IntakeSettingsOf)
 	locks := &intake.KeyLocks{}
-	a := intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now, Suspects: intake.NewSuspects()})
+	a := intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now, Suspects: apply.NewSuspects()})
 	mux := http.NewServeMux()
 	(&Suspects{Applier: a}).Register(mux)
 	(&Explain{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: set, Now: e.Now})}).Register(mux)

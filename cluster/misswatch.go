@@ -12,7 +12,7 @@ import (
 // commit (plus the read).
 const MissWatchPeriod = 250 * time.Millisecond
 
-// Waiters are a node's render-on-miss waiters (intake.Misses): Watch asks present every period
+// Waiters are a node's render-on-miss waiters (misses.Flights): Watch asks present every period
 // which of the pages waited for are committed, and answers their waiters, until ctx ends.
 type Waiters interface {
 	Watch(ctx context.Context, period time.Duration, present func(ctx context.Context, keys [][]byte) ([][]byte, error))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"hash/fnv"
@@ -28,8 +29,10 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
 	"github.com/freshq/freshq/sweep"
@@ -284,11 +287,11 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	// Render on miss as worker 0 has it, except that a wait ends at once (no render runs here).
 	// One targets service for every entry point, as in worker 0.
 	targetsSvc := intaketest.Targets(f, intake.TargetsDeps{Store: st, Writer: writer, Deleter: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now})
-	misses := &intake.Misses{Targets: targetsSvc,
+	misses := &misses.Flights{Targets: targetsSvc, Settings: func() *misses.Settings { return &nd.Misses },
 		After: func(time.Duration) <-chan time.Time { return waitEnded }}
 	control := &api.Control{
 		Index:   index,
-		Applier: intaketest.Applier(f, intake.ApplierDeps{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses}),
+		Applier: intaketest.Applier(f, apply.ApplierDeps{Store: st, Writer: writer, Locks: locks, Seg: seg, Settings: intakeSet, Now: now, Log: qtest.Log(nil), Misses: misses}),
 		Limit:   heavy,
 		Status:  func() wire.Status { return wire.Status{Serving: true} },
 		Log:     qtest.Log(nil),
@@ -298,7 +301,7 @@ func newFuzzWorker0(f *testing.F) *fuzzWorker0 {
 	control.Register(mux)
 	targets := &api.Targets{Targets: targetsSvc, Limit: heavy}
 	targets.Register(mux)
-	runs := &intake.SitemapRuns{Targets: targetsSvc,
+	runs := &sitemapruns.Runs{Targets: targetsSvc, Settings: func() *sitemapruns.Settings { return &nd.Sitemap },
 		Client: &http.Client{Transport: refuseTransport{}}}
 	if err := runs.Start(context.Background()); err != nil {
 		f.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"math/rand/v2"
@@ -81,7 +82,7 @@ func newFenceNode(t testing.TB) *fenceNode {
 	n := &fenceNode{e: e, mux: http.NewServeMux()}
 	n.sweeper = qtest.Must(sweep.New(sweep.Options{Store: sweep.FromStore(e.Store, changes), Segment: e.Seg, Changes: changes,
 		Worker: e.Worker0, Policy: e.Policy, Settings: qtest.Settings(e, settings.SweepSettingsOf), Now: e.Now, Log: qtest.Log(nil)}))(t)
-	(&api.Control{Applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now, Log: qtest.Log(nil)}),
+	(&api.Control{Applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Writer: writer, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now, Log: qtest.Log(nil)}),
 		Status: func() wire.Status { return wire.Status{} }}).Register(n.mux)
 	targets := &api.Targets{Targets: intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: writer, Deleter: writer, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now})}
 	targets.Register(n.mux)

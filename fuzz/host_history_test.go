@@ -3,6 +3,7 @@ package fuzz
 import (
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"math/rand/v2"
@@ -64,7 +65,7 @@ type hostDelivery struct {
 
 type hostRun struct {
 	e       *qtest.Env
-	applier *intake.Applier
+	applier *apply.Applier
 	mu      sync.Mutex
 	log     []hostDelivery
 	errs    []string
@@ -222,7 +223,7 @@ func checkHostHistory(log []hostDelivery, table *shm.Hosts, end int64) []string 
 
 func runHostHistory(t *testing.T, seed uint64) {
 	e := qtest.New(t, hostHistoryYAML, fenceStartMs, shm.Options{LeaseCapacity: 64, LeaseWindow: 8, HostCapacity: 32})
-	r := &hostRun{e: e, applier: intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now,
+	r := &hostRun{e: e, applier: intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now,
 		Log: qtest.Log(nil), Hosts: &hosts.Tracker{Seg: e.Seg, Limits: func() *hosts.Limits { return &qtest.Settings(e, settings.IntakeSettings)().Hosts }, Log: zerolog.Nop()}})}
 	var wg sync.WaitGroup
 	for g := range 4 {

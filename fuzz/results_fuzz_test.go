@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"net/http"
@@ -85,7 +86,7 @@ func FuzzResultsEndpoint(f *testing.F) {
 		e.Put(string(k), e.Now()-qtest.Hour, true, 0, store.Lanes{NeverRendered: true})
 	}
 	mux := http.NewServeMux()
-	(&api.Control{Applier: intaketest.Applier(f, intake.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now, Log: qtest.Log(nil)}),
+	(&api.Control{Applier: intaketest.Applier(f, apply.ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, settings.IntakeSettings), Now: e.Now, Log: qtest.Log(nil)}),
 		Status: func() wire.Status { return wire.Status{} }}).Register(mux)
 
 	// seed: json?, then per result 24 bytes: key, outcome, status (2), real lease?, slot (4),

@@ -159,7 +159,7 @@ func RequestRate(set *Settings, key []byte, f *store.Freshness, now int64) float
 
 // requestPrior is the request rate of a page of key's route never requested.
 func requestPrior(set *Settings, key []byte) float64 {
-	if rt, ok := set.route(key); ok && rt.Requests > 0 {
+	if rt, ok := set.Route(key); ok && rt.Requests > 0 {
 		return rt.Requests
 	}
 	return set.Freshness.Requests
@@ -177,7 +177,7 @@ func demandDue(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, f
 	}
 	pr := policy.Row{Key: key, Row: row}
 	cadence, _ := pol.Cadence(&pr)
-	p := freshPartsOf(set, tu, key, cadence, f, now)
+	p := FreshPartsOf(set, tu, key, cadence, f, now)
 	if due := max(f.DigestAtMs+p.IntervalMs, now); due < row.DueAtMs {
 		return due, p.RankIntervalMs
 	}

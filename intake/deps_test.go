@@ -42,30 +42,6 @@ func TestNewTargetsRefusesAMissingDependency(t *testing.T) {
 	}
 }
 
-// NewApplier refuses deps without any of the dependencies that carry a guarantee, naming it;
-// "off" is a named value (NoMisses, NoPoliteness), never a nil.
-func TestNewApplierRefusesAMissingDependency(t *testing.T) {
-	e := qtest.New(t, "", 1_000_000, shm.Options{})
-	full := ApplierDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf),
-		Now: e.Now, Misses: NoMisses, Hosts: NoPoliteness}
-	if _, err := NewApplier(full); err != nil {
-		t.Fatalf("every dependency given: %v", err)
-	}
-	for name, drop := range map[string]func(*ApplierDeps){
-		"Store": func(d *ApplierDeps) { d.Store = nil }, "Writer": func(d *ApplierDeps) { d.Writer = nil },
-		"Locks": func(d *ApplierDeps) { d.Locks = nil }, "Seg": func(d *ApplierDeps) { d.Seg = nil },
-		"Settings": func(d *ApplierDeps) { d.Settings = nil }, "Now": func(d *ApplierDeps) { d.Now = nil },
-		"Misses": func(d *ApplierDeps) { d.Misses = nil }, "Hosts": func(d *ApplierDeps) { d.Hosts = nil },
-	} {
-		d := full
-		drop(&d)
-		got, err := NewApplier(d)
-		if !errors.Is(err, ErrMissingDependency) || !strings.Contains(err.Error(), name) || got != nil {
-			t.Errorf("without %s: %v, %v; want ErrMissingDependency naming it", name, got, err)
-		}
-	}
-}
-
 // mustDemand is NewDemand(d), failing tb if d lacks a dependency.
 func mustDemand(tb testing.TB, d DemandDeps) *Demand {
 	tb.Helper()

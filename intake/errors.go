@@ -115,6 +115,19 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // fieldErr builds a *FieldError.
 func fieldErr(field string, err error) error { return &FieldError{Field: field, Err: err} }
 
+// NewFieldError is err, a bad value of the request's field, as a *FieldError: for the
+// services outside this package.
+func NewFieldError(field string, err error) error { return fieldErr(field, err) }
+
+// NewKindError is an error of kind (one of the errors above, which it matches with errors.Is)
+// that says what happened in msg: the message an answer carries.
+func NewKindError(kind error, msg string) error { return &kindError{kind: kind, msg: msg} }
+
+// NewKindErrorCause is NewKindError keeping cause for errors.Is and errors.As, not in the message.
+func NewKindErrorCause(kind error, msg string, cause error) error {
+	return &kindError{kind: kind, msg: msg, cause: cause}
+}
+
 // StoreError is a failure of the store while writing or reading for a write. It matches
 // ErrStore and unwraps to the store's own error.
 type StoreError struct{ Err error }

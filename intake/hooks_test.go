@@ -1,11 +1,14 @@
 package intake
 
 import (
+	"errors"
+
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/policy"
+	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
-	"testing"
+	"github.com/freshq/freshq/testkit/qtest"
 )
 
 // A node's narrowings of the configuration (assemble/settings), which these tests pass to
@@ -18,12 +21,16 @@ var (
 	SweepSettingsOf  func(*config.Config, *policy.Policy) sweep.Settings
 )
 
-// newApplier is NewApplier(WithTestDefaults(d)), failing tb if d lacks anything else.
-func newApplier(tb testing.TB, d ApplierDeps) *Applier {
-	tb.Helper()
-	a, err := NewApplier(WithTestDefaults(d))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return a
+// The tests' clock at their start, in Unix milliseconds, and an hour of it.
+const (
+	hour  = qtest.Hour
+	start = int64(1_800_000_000_000)
+)
+
+// writerFunc is a Writer of a test whose batched puts are f; it has no Modify.
+type writerFunc func([]store.Write) error
+
+func (f writerFunc) WriteSchedules(ws []store.Write) error { return f(ws) }
+func (f writerFunc) Modify([]store.Change) ([]bool, error) {
+	return nil, errors.New("writerFunc has no Modify")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 )
@@ -137,11 +138,11 @@ func (t *Targets) rescheduleChunk(pol *policy.Policy, keys [][]byte) (int, error
 			if !ok {
 				return store.Write{}, false, nil // rendered or refiled meanwhile
 			}
-			due := min(row.DueAtMs, row.DueAtMs-row.EffectiveIntervalMs+bound)
-			if at := cur.Target.LastRender.AtMs; cur.HasTarget && at > 0 {
-				due = min(due, at+bound)
+			lastRender := int64(0)
+			if cur.HasTarget {
+				lastRender = cur.Target.LastRender.AtMs
 			}
-			due = max(due, minDue)
+			due := freshness.RefiledDue(row.DueAtMs, row.EffectiveIntervalMs, bound, lastRender, minDue)
 			sch, err := store.NewSchedule(k, due, row.Submitted, bound, row.Lanes)
 			if err == nil {
 				sch, err = keepRank(sch, row)

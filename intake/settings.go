@@ -1,13 +1,11 @@
 package intake
 
 import (
-	"math"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
-	"github.com/freshq/freshq/sitemap"
 	"github.com/freshq/freshq/verdict"
 )
 
@@ -28,8 +26,6 @@ type Settings struct {
 	SweepInterval   time.Duration // queue.ready.sweep_interval: a rushed row's revoked lease holds two of them
 	Hosts           hosts.Limits  // render.hosts: the host tokens a release or revoke looks among
 
-	Misses    MissLimits // render on miss
-	Sitemap   SitemapSettings
 	Freshness FreshnessSettings
 	Routes    map[string]RouteSettings // by route name; a route absent here has every default
 
@@ -47,22 +43,6 @@ var DefaultVerdict = verdict.Settings{CollapseRatio: 0.33, MinText: 200, Agree: 
 // DefaultKeepBytes is verdict.keep_bytes's default: 32 MiB of suspect bodies.
 const DefaultKeepBytes = 32 << 20
 
-// verdictSettings is s.Verdict, or DefaultVerdict when it is unset.
-func (s *Settings) verdictSettings() *verdict.Settings {
-	if s.Verdict == (verdict.Settings{}) {
-		return &DefaultVerdict
-	}
-	return &s.Verdict
-}
-
-// keepBytes is s.KeepBytes, or DefaultKeepBytes when it is unset.
-func (s *Settings) keepBytes() int64 {
-	if s.KeepBytes <= 0 {
-		return DefaultKeepBytes
-	}
-	return s.KeepBytes
-}
-
 // SiteOf is the site of key's host (cachekey.Sites of render.domains): the unit the crawler
 // listener's limits are kept by, as politeness's are, so that no spelling of a host, no port
 // and no subdomain of a site multiplies them.
@@ -79,36 +59,6 @@ func (s *Settings) SiteOfHost(host string) string {
 		return cachekey.NewSites(s.Domains).Of([]byte(host))
 	}
 	return s.Hosts.Sites.Of([]byte(host))
-}
-
-// MissLimits bound render on miss (Misses) and the crawler listener's moves of expired rows.
-type MissLimits struct {
-	Flights int // flights at once: ⌈queue.lanes.urgent_max_share × queue.ready.capacity⌉
-	Waiters int // page.max_waiters: requests waiting at once
-	// SiteWaiters is page.max_site_waiters: requests waiting at once for the pages of one
-	// site; 0 leaves a site only Waiters (a test's settings).
-	SiteWaiters int
-	Rate        float64       // serve.miss_rate: new targets (and moves up) per second per site
-	Burst       int           // serve.miss_burst
-	MaxWait     time.Duration // page.max_wait: the longest ?wait= a request may ask for
-}
-
-// MaxFlights is ⌈share × capacity⌉: each flight is a rush, served from the urgent lane's share
-// of a batch (the small epsilon keeps a product like 0.1 × 30 from rounding up to 4).
-func MaxFlights(urgentShare float64, readyCapacity int) int {
-	return int(math.Ceil(urgentShare*float64(readyCapacity) - 1e-9))
-}
-
-// SitemapSettings is what a sitemap run reads: the fetcher's options (render.domains,
-// render.timeout, render.user_agent, sitemap.max_depth, sitemap.max_decompressed) and the
-// floor of a <changefreq> cadence (sitemap.min_ttl).
-type SitemapSettings struct {
-	Fetch  sitemap.Options
-	MinTTL time.Duration
-	// URLs are sitemap.urls, read by SitemapRuns at start and again every Refetch
-	// (sitemap.refetch) by the node's clock; none: only what is posted is read.
-	URLs    []string
-	Refetch time.Duration
 }
 
 // FreshnessSettings is freshness.* and queue.policy as the services use them.
@@ -137,8 +87,8 @@ type RouteSettings struct {
 	Expect *verdict.Expect
 }
 
-// route returns the settings of key's route and whether it has one.
-func (s *Settings) route(key []byte) (RouteSettings, bool) {
+// Route returns the settings of key's route and whether it has one.
+func (s *Settings) Route(key []byte) (RouteSettings, bool) {
 	name, _ := s.Policy.RouteOf(key)
 	if name == "" {
 		return RouteSettings{}, false

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/freshq/freshq/hosts"
 	"maps"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/freshq/freshq/cachekey"
 	"github.com/freshq/freshq/freshness"
+	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
@@ -338,11 +338,11 @@ func (t *Targets) Prioritize(req wire.PrioritizeRequest) (int, error) {
 	return matched, nil
 }
 
-// dueForLastmod makes due now each existing target of items whose sitemap <lastmod> (ms, 0:
+// DueForLastmod makes due now each existing target of items whose sitemap <lastmod> (ms, 0:
 // none) is later than its last render: the site says the page changed since freshq rendered
 // it, so its cadence is not waited out. Not a rush (no urgent lane: a sitemap may list
 // thousands), and a render in flight is left to land. landed is UpsertChunk's answer for items.
-func (t *Targets) dueForLastmod(items []Item, lastmod []int64, landed []Landed) error {
+func (t *Targets) DueForLastmod(items []Item, lastmod []int64, landed []Landed) error {
 	var keys [][]byte
 	for i := range items {
 		if i >= len(landed) || i >= len(lastmod) || lastmod[i] == 0 || !landed[i].Existed || landed[i].Failed != "" {
@@ -490,7 +490,7 @@ func revokeLease(seg *shm.Segment, hosts *hosts.Limits, key []byte, now, hold in
 	leases, h := seg.Leases(), shm.KeyHash(key)
 	li, live := leases.Lookup(h, now)
 	if ended, _ := leases.Revoke(h, now, hold); ended && live && !li.Released {
-		releaseRemoteHostSlot(seg, hosts, key, li.Holder, now)
+		ReleaseRemoteHostSlot(seg, hosts, key, li.Holder, now)
 	}
 }
 
@@ -550,6 +550,9 @@ func (p *Item) MergeOver(later *Item) {
 		p.due = later.due
 	}
 }
+
+// Device is the item's device (the default device when it named none).
+func (p *Item) Device() string { return p.device }
 
 // indices are the request indices of the items p stands for.
 func (p *Item) indices() []int { return append([]int{p.Index}, p.merged...) }

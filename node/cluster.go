@@ -7,10 +7,10 @@ import (
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/clock"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/startstop"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/shm"
 	"github.com/rs/zerolog"
 )
@@ -24,7 +24,7 @@ type Cluster struct {
 	// it of the pauses it sets). It also makes capacity count the shards the node holds.
 	Services func(cfg *config.Config, eng cluster.Engine, gl *grantlog.Log, tracker *hosts.Tracker, capacity *capacity.Service) (member, farm startstop.Service)
 	// MissWatch wakes the node's render-on-miss waiters on another node's commit.
-	MissWatch func(eng cluster.Engine, misses *intake.Misses) startstop.Service
+	MissWatch func(eng cluster.Engine, misses *misses.Flights) startstop.Service
 	// View reads the cluster for /v1/cluster and /v1/queue; nil on Badger.
 	View func(eng cluster.Engine, cfg *config.Config, boost func() float64) api.ClusterViewFunc
 }
@@ -48,7 +48,7 @@ func EngineCluster(seg *shm.Segment, worker *shm.Worker, log zerolog.Logger) Clu
 			}
 			return m, f
 		},
-		MissWatch: func(eng cluster.Engine, misses *intake.Misses) startstop.Service {
+		MissWatch: func(eng cluster.Engine, misses *misses.Flights) startstop.Service {
 			if w := cluster.NewMissWatch(eng, misses); w != nil {
 				return w
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/connguard"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/serve"
 )
 
@@ -25,7 +26,7 @@ type crawlerListener struct {
 	e       *env
 	reg     *prometheus.Registry
 	targets *intake.Targets
-	misses  *intake.Misses
+	misses  *misses.Flights
 	demand  *intake.Demand  // writes the counted requests into the targets
 	tally   *crawlers.Tally // what each crawler family got, for /v1/queue
 

@@ -6,8 +6,10 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/serve"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
 )
 
@@ -42,3 +44,6 @@ func (e *env) sweepSettings() *sweep.Settings   { return &e.cur.Load().set.Sweep
 func (e *env) intakeSettings() *intake.Settings { return &e.cur.Load().set.Intake }
 func (e *env) serveSettings() *serve.Settings   { return &e.cur.Load().set.Serve }
 func (e *env) hostLimits() *hosts.Limits        { return &e.cur.Load().set.Intake.Hosts }
+
+func (e *env) sitemapSettings() *sitemapruns.Settings { return &e.cur.Load().set.Sitemap }
+func (e *env) missesSettings() *misses.Settings       { return &e.cur.Load().set.Misses }

@@ -16,9 +16,9 @@ import (
 	"github.com/freshq/freshq/cluster"
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/hosts"
-	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/startstop"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/badgerstore"
@@ -93,7 +93,7 @@ func TestWorker0StartsAndStopsItsPartsInOrder(t *testing.T) {
 				Services: func(*config.Config, cluster.Engine, *grantlog.Log, *hosts.Tracker, *capacity.Service) (startstop.Service, startstop.Service) {
 					return ev.service("member"), ev.service("farm")
 				},
-				MissWatch: func(cluster.Engine, *intake.Misses) startstop.Service { return ev.service("watch") },
+				MissWatch: func(cluster.Engine, *misses.Flights) startstop.Service { return ev.service("watch") },
 				View:      func(cluster.Engine, *config.Config, func() float64) api.ClusterViewFunc { return nil },
 			}})
 	if err := n.Start(context.Background()); err != nil {

@@ -18,7 +18,7 @@ type gcService struct{ st store.Store }
 func (g gcService) Start(context.Context) error { g.st.StartGC(); return nil }
 func (g gcService) Stop()                       { g.st.StopGC() }
 
-// sitemapRuns is worker 0's sitemap runs (intake.SitemapRuns). workerStop stops them on a
+// sitemapRuns is worker 0's sitemap runs (sitemapruns.Runs). workerStop stops them on a
 // bound of its own: Stop waits for the runs, and a run cut in its commit is waited for no longer
 // than the stop's finishTimeout.
 type sitemapRuns = startstop.Service

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// fakeSitemaps stands in for intake.SitemapRuns: Stop returns at once, or, stuck, only once
+// fakeSitemaps stands in for sitemapruns.Runs: Stop returns at once, or, stuck, only once
 // the test has ended (a run cut in its commit).
 type fakeSitemaps struct {
 	stuck   bool

@@ -3,7 +3,7 @@ package node
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/verdict"
 )
 
@@ -19,7 +19,7 @@ type verdictMetrics struct {
 	accepted prometheus.Counter
 }
 
-var _ intake.VerdictCounter = (*verdictMetrics)(nil)
+var _ apply.VerdictCounter = (*verdictMetrics)(nil)
 
 func newVerdictMetrics(reg prometheus.Registerer) *verdictMetrics {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freshq_render_suspect_total",

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/freshq/freshq/api"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/assemble/settings"
 	"github.com/freshq/freshq/capacity"
 	"github.com/freshq/freshq/claim"
@@ -21,8 +22,10 @@ import (
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/grantlog"
 	"github.com/freshq/freshq/internal/startstop"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/renderlog"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/sweeploop"
@@ -35,26 +38,26 @@ import (
 type worker0 struct {
 	e *env
 
-	st         store.Store         // nil until opened
-	eng        cluster.Engine      // the cluster capability the store's engine offers; nil on Badger
-	member     startstop.Service   // the cluster's membership; a no-op on Badger
-	farm       startstop.Service   // the hosts' limits and pauses across the cluster; a no-op on Badger
-	gc         startstop.Service   // the store's value-log GC
-	sweep      *sweeploop.Service  // the sweep loop
-	srv        *http.Server        // nil until the socket listens
-	mux        *http.ServeMux      // the control socket's handlers
-	inflight   *handlers           // the control socket's requests in progress
-	sitemaps   *intake.SitemapRuns // sitemap runs, stopped with the control socket (workerStop)
-	served     chan<- error        // the control socket's Serve returned (it failed)
-	status     *sweepCounts        // the sweeps, for the control socket's status
-	capacity   *capacity.Service   // the capacity accounting
-	misses     *intake.Misses      // render on miss; stopped before the socket drains
-	watch      startstop.Service   // wakes the misses' waiters on another node's commit
-	crawlers   *crawlerListener    // serve.listen; nil when off
-	resched    *rescheduleService  // moves rows a reload's or a restart's cadences shortened
-	closeSt    atomic.Bool         // false when a writer may still run at the stop: see workerStop
-	grants     *grantlog.Log       // the cluster's grant log (a test switch); nil: none
-	index      claim.Fallback      // the index claims of render workers and remotes (kicks the sweep)
+	st         store.Store        // nil until opened
+	eng        cluster.Engine     // the cluster capability the store's engine offers; nil on Badger
+	member     startstop.Service  // the cluster's membership; a no-op on Badger
+	farm       startstop.Service  // the hosts' limits and pauses across the cluster; a no-op on Badger
+	gc         startstop.Service  // the store's value-log GC
+	sweep      *sweeploop.Service // the sweep loop
+	srv        *http.Server       // nil until the socket listens
+	mux        *http.ServeMux     // the control socket's handlers
+	inflight   *handlers          // the control socket's requests in progress
+	sitemaps   *sitemapruns.Runs  // sitemap runs, stopped with the control socket (workerStop)
+	served     chan<- error       // the control socket's Serve returned (it failed)
+	status     *sweepCounts       // the sweeps, for the control socket's status
+	capacity   *capacity.Service  // the capacity accounting
+	misses     *misses.Flights    // render on miss; stopped before the socket drains
+	watch      startstop.Service  // wakes the misses' waiters on another node's commit
+	crawlers   *crawlerListener   // serve.listen; nil when off
+	resched    *rescheduleService // moves rows a reload's or a restart's cadences shortened
+	closeSt    atomic.Bool        // false when a writer may still run at the stop: see workerStop
+	grants     *grantlog.Log      // the cluster's grant log (a test switch); nil: none
+	index      claim.Fallback     // the index claims of render workers and remotes (kicks the sweep)
 	tuning     *freshness.TuningCell
 	granted    func([]byte, int64) // the grant log's claim hook; nil: none
 	politeness *hosts.Tracker      // the host table's one writer
@@ -239,7 +242,7 @@ func (w *worker0) buildServices(st, cst store.Store, writer sweep.Writer) error 
 		return wrap("targets", err)
 	}
 	// Render on miss: POST /v1/pages?wait= and the crawler listener wait on a flight the Applier wakes.
-	w.misses = &intake.Misses{Targets: targetsSvc,
+	w.misses = &misses.Flights{Targets: targetsSvc, Settings: e.missesSettings,
 		Report: func(flights, waiters int) {
 			e.worker.Set(shm.CounterMissFlights, uint64(flights))
 			e.worker.Set(shm.CounterMissWaiters, uint64(waiters))
@@ -253,7 +256,7 @@ func (w *worker0) buildServices(st, cst store.Store, writer sweep.Writer) error 
 	serveReg.MustRegister(conditional)
 	w.resched = &rescheduleService{e: e, targets: targetsSvc, reloads: e.reloads, reloaded: w.capacity.Reloaded}
 	w.resched.register(serveReg)
-	stale := &intake.StaleMeter{Now: e.now}
+	stale := &apply.StaleMeter{Now: e.now}
 	serveReg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "freshq_serve_observed_requests_total",
 			Help: "Crawler requests served between two observations of their page's content, counted at the second."},
@@ -264,11 +267,11 @@ func (w *worker0) buildServices(st, cst store.Store, writer sweep.Writer) error 
 	// In a cluster another node may render a miss waited for here: its commit wakes the waiter.
 	w.watch = e.deps.Cluster.MissWatch(w.eng, w.misses)
 	// Render verdicts: the suspect renders not applied are kept in worker 0's memory for
-	// inspection (intake.Suspects says why memory), and counted with worker 0's own series.
+	// inspection (apply.Suspects says why memory), and counted with worker 0's own series.
 	renders := renderlog.New(func() time.Time { return time.UnixMilli(e.now()) })
-	applier, err := intake.NewApplier(intake.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
+	applier, err := apply.NewApplier(apply.ApplierDeps{Store: cst, Writer: writer, Locks: locks, Seg: e.seg,
 		Settings: e.intakeSettings, Now: e.now, Log: e.log, Misses: w.misses, Hosts: w.politeness, Stale: stale, Tuning: w.tuning,
-		Suspects: intake.NewSuspects(), Verdicts: newVerdictMetrics(serveReg), Renders: renders,
+		Suspects: apply.NewSuspects(), Verdicts: newVerdictMetrics(serveReg), Renders: renders,
 		Conditional: func(applied bool) {
 			if applied {
 				conditional.WithLabelValues("not_modified").Inc()
@@ -287,7 +290,7 @@ func (w *worker0) buildServices(st, cst store.Store, writer sweep.Writer) error 
 }
 
 // register registers the control socket's handlers.
-func (w *worker0) register(st store.Store, targetsSvc *intake.Targets, applier *intake.Applier, heavy *api.Limiter, stale *intake.StaleMeter, renders *renderlog.Log) error {
+func (w *worker0) register(st store.Store, targetsSvc *intake.Targets, applier *apply.Applier, heavy *api.Limiter, stale *apply.StaleMeter, renders *renderlog.Log) error {
 	e := w.e
 	sweeps := w.status
 	control := &api.Control{
@@ -305,7 +308,7 @@ func (w *worker0) register(st store.Store, targetsSvc *intake.Targets, applier *
 	w.inflight = &handlers{}
 	control.Register(mux)
 	(&api.Targets{Targets: targetsSvc, Limit: heavy}).Register(mux)
-	w.sitemaps = &intake.SitemapRuns{Targets: targetsSvc}
+	w.sitemaps = &sitemapruns.Runs{Targets: targetsSvc, Settings: e.sitemapSettings}
 	(&api.Sitemaps{Runs: w.sitemaps, Limit: heavy}).Register(mux)
 	(&api.Operate{Targets: targetsSvc, Misses: w.misses}).Register(mux)
 	// Remote renderers claim like a render worker would, counted in worker 0's block.

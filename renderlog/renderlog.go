@@ -87,7 +87,7 @@ func cut(s string) string {
 	return s
 }
 
-// Applied logs one result the applier applied (intake.RenderLog): its outcome and timing, with
+// Applied logs one result the applier applied (apply.RenderLog): its outcome and timing, with
 // whether its content changed since the page's previous render and its verdict, which only the
 // applier knows. A result whose key is not a cache key is not logged.
 func (l *Log) Applied(r *wire.Result, changed bool, verdict string) {

@@ -20,7 +20,7 @@ sections=(
   store:./store/badgerstore::'BulkLoad|SweepDue500k|RSS1M|SeekFirstDue'
   store-writes:./store/badgerstore:300000x:Reschedule
   sweep:./sweep
-  apply:./api
+  apply:./apply
   queue:./cmd/supervisor:50000x:QueueOverhead
   verdict:./verdict:200x
 )

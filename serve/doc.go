@@ -7,10 +7,10 @@
 //
 // Invariants:
 //   - Pages only. Nothing else of the API is reachable here, and the only state a request
-//     changes is bounded: a render on miss (one flight per key, intake.Misses, for hosts
+//     changes is bounded: a render on miss (one flight per key, misses.Flights, for hosts
 //     render.domains names, new targets at most serve.miss_rate a second per site) and the
 //     rush of an expired page's row (queued, one per key at a time, at most serve.miss_rate a
-//     second per site). A site is what render.domains names (intake.Settings.SiteOf): every
+//     second per site). A site is what render.domains names (misses.Settings.SiteOf): every
 //     port and subdomain of an entry counts against that entry, and a key's host is canonical
 //     (package cachekey), so no spelling of a URL multiplies a site's limits. A hit never waits on a write: the rush is done off the request.
 //   - Every refusal (method, token, URL, device, host, rate) is a JSON error naming the field
@@ -58,5 +58,5 @@
 //     writes the counts into the targets' request counters (intake.Demand) in one funnel batch
 //     under the keys' locks, and once more when the listener stops.
 //   - On a cluster each node serves the pages its store reads; a miss rendered by another node
-//     wakes its waiters here within a period of the commit (intake.Misses.Watch).
+//     wakes its waiters here within a period of the commit (misses.Flights.Watch).
 package serve

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -25,6 +24,7 @@ import (
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
 	"github.com/freshq/freshq/internal/connguard"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/wire"
 )
@@ -49,9 +49,10 @@ const gzipMin = 1024
 // render.domains, serve.miss_rate) of the same configuration, so that one read per request
 // gives values that agree. It is narrowed where the node is assembled (assemble/settings).
 type Settings struct {
-	Intake *intake.Settings
-	Tokens []string      // serve.tokens: empty serves loopback clients only
-	Wait   time.Duration // serve.wait: how long a miss waits for its render
+	Keying intake.Keying    // the devices and key rules of the policy in force (intake.KeyingOf)
+	Misses *misses.Settings // render on miss's: render.domains, its sites, serve.miss_rate and serve.miss_burst
+	Tokens []string         // serve.tokens: empty serves loopback clients only
+	Wait   time.Duration    // serve.wait: how long a miss waits for its render
 	// ClientIPHeader is serve.client_ip_header ("": the peer is the client), believed from
 	// TrustedProxies only (crawlers.ClientIP).
 	ClientIPHeader string
@@ -77,7 +78,7 @@ type Settings struct {
 //     by: a listener without it would silently starve the requests counters.
 type HandlerDeps struct {
 	Targets  *intake.Targets
-	Misses   *intake.Misses
+	Misses   *misses.Flights
 	Settings func() *Settings
 	Now      func() int64
 	Log      zerolog.Logger
@@ -127,29 +128,11 @@ func (h *Handler) Demand() *Demand { return h.d.Demand }
 type Handler struct {
 	d HandlerDeps
 
-	rushes  intake.HostRate // expired pages' rows moved up, per site (intake.Settings.SiteOf)
-	keying  atomic.Pointer[keying]
+	rushes  misses.HostRate // expired pages' rows moved up, per site (misses.Settings.SiteOf)
 	queue   chan []byte
 	pending sync.Map // keys queued or being rushed: one rush at a time per key
 	once    sync.Once
 	done    chan struct{}
-}
-
-// keying is what a request's key is built from under one set of settings: built once per
-// settings (a reload makes new ones), not per request.
-type keying struct {
-	set     *intake.Settings
-	keying  intake.Keying
-	devices map[string]bool
-}
-
-func (h *Handler) keyingOf(set *intake.Settings) *keying {
-	if k := h.keying.Load(); k != nil && k.set == set {
-		return k
-	}
-	k := &keying{set: set, keying: intake.KeyingOf(set), devices: set.Devices}
-	h.keying.Store(k)
-	return k
 }
 
 func (h *Handler) init() {
@@ -282,17 +265,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, "url", err.Error())
 	}
-	kg := h.keyingOf(cfg.Intake)
-	device, field, err := deviceOf(r, cfg.Crawlers, c.family, kg.devices)
+	device, field, err := deviceOf(r, cfg.Crawlers, c.family, cfg.Keying.Devices)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, field, err.Error())
 	}
-	key, err := intake.Key(target, device, kg.keying)
+	key, err := intake.Key(target, device, cfg.Keying)
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, fieldOf(err, "url"), err.Error())
 	}
 	host := string(cachekey.Host(key))
-	domains := cfg.Intake.Domains
+	domains := cfg.Misses.Domains
 	if len(domains) > 0 && !render.Allowed(domains, host) {
 		return unnamedHost(w, "host "+host+" is not one render.domains allows")
 	}
@@ -322,12 +304,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 
 // miss renders key on miss and serves the page, within serve.wait. Only for a host
 // render.domains names (an empty list renders nothing on miss here), and a new target only
-// within its host's serve.miss_rate (both checked again by intake.Misses, the one place that
+// within its host's serve.miss_rate (both checked again by misses.Flights, the one place that
 // creates targets on miss, for every listener). counted: the request was counted at its lookup
 // (an expired page's); else it is once the render stored the page. A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
 func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool, c *claim) answer {
-	if len(cfg.Intake.Domains) == 0 {
+	if len(cfg.Misses.Domains) == 0 {
 		h.verify(r, cfg, c, false)
 		return unnamedHost(w, "no page stored, and render on miss needs render.domains to name the host ("+host+")")
 	}
@@ -382,7 +364,7 @@ func (h *Handler) moveUp(key []byte, cfg *Settings) {
 	if _, queued := h.pending.LoadOrStore(string(key), true); queued {
 		return
 	}
-	if ok, _ := h.rushes.Take(cfg.Intake.SiteOf(key), h.d.Now(), cfg.Intake.Misses.Rate, cfg.Intake.Misses.Burst); !ok {
+	if ok, _ := h.rushes.Take(cfg.Misses.SiteOf(key), h.d.Now(), cfg.Misses.Rate, cfg.Misses.Burst); !ok {
 		h.pending.Delete(string(key))
 		h.d.Metrics.rush("over_rate")
 		return

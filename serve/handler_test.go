@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/testkit/intaketest"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/testkit/qtest"
@@ -45,8 +47,8 @@ type node struct {
 	*qtest.Env
 	h       *Handler
 	srv     *httptest.Server
-	misses  *intake.Misses
-	applier *intake.Applier
+	misses  *misses.Flights
+	applier *apply.Applier
 	timeout chan time.Time
 	rushed  chan string
 	reg     *prometheus.Registry
@@ -60,8 +62,8 @@ func newNode(t testing.TB, yaml string, with ...func(*HandlerDeps)) *node {
 	n.admin.Store(&admin)
 	locks := &intake.KeyLocks{}
 	targets := intaketest.Targets(t, intake.TargetsDeps{Store: e.Store, Writer: e.Store, Deleter: e.Store, Locks: locks, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
-	n.misses = &intake.Misses{Targets: targets, After: func(time.Duration) <-chan time.Time { return n.timeout }}
-	n.applier = intaketest.Applier(t, intake.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
+	n.misses = &misses.Flights{Targets: targets, Settings: qtest.Settings(e, MissesSettingsOf), After: func(time.Duration) <-chan time.Time { return n.timeout }}
+	n.applier = intaketest.Applier(t, apply.ApplierDeps{Store: e.Store, Seg: e.Seg, Locks: locks, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now, Misses: n.misses})
 	h, err := newHandlerWith(HandlerDeps{Targets: targets, Misses: n.misses, Settings: qtest.Settings(e, ServeSettingsOf), Now: e.Now, AdminToken: func() string { return *n.admin.Load() },
 		Metrics: NewMetrics(n.reg), Demand: &Demand{HalfLifeMs: qtest.Hour, MaxBytes: 1 << 20},
 		Rushed: func(key []byte, _ bool, _ error) { n.rushed <- string(key) }}, with...)

@@ -3,6 +3,7 @@ package serve
 import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 )
 
@@ -13,4 +14,5 @@ import (
 var (
 	IntakeSettingsOf func(*config.Config, *policy.Policy) intake.Settings
 	ServeSettingsOf  func(*config.Config, *policy.Policy) Settings
+	MissesSettingsOf func(*config.Config, *policy.Policy) misses.Settings
 )

@@ -8,4 +8,5 @@ import (
 func init() {
 	serve.IntakeSettingsOf = settings.IntakeSettings
 	serve.ServeSettingsOf = settings.ServeSettingsOf
+	serve.MissesSettingsOf = settings.MissesSettings
 }

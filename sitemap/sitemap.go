@@ -1,5 +1,5 @@
 // Package sitemap reads sitemaps: it fetches a sitemap file and the files of an index, and parses
-// them token by token. Worker 0's sitemap runs (intake.SitemapRuns) use it; what a run does
+// them token by token. Worker 0's sitemap runs (sitemapruns.Runs) use it; what a run does
 // with the URLs it finds is theirs. A walk stops when the context it was given ends, whatever
 // it is doing: a fetch in flight is cut, and a body being read stops at its next read.
 //

@@ -10,8 +10,8 @@ import (
 
 	"github.com/freshq/freshq/assemble/engine"
 	"github.com/freshq/freshq/config"
-	"github.com/freshq/freshq/testkit/pgtest"
 	"github.com/freshq/freshq/store"
+	"github.com/freshq/freshq/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -30,9 +30,11 @@ import (
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/serve"
 	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/wire"
 )
@@ -43,6 +45,10 @@ type Node struct {
 	Claim  claim.Settings
 	Sweep  sweep.Settings
 	Intake intake.Settings
+	// Sitemap is what worker 0's sitemap runs read.
+	Sitemap sitemapruns.Settings
+	// Misses is what render on miss reads.
+	Misses misses.Settings
 	Serve  serve.Settings
 	// SweepInterval is queue.ready.sweep_interval, for worker 0's sweep loop.
 	SweepInterval time.Duration
@@ -56,11 +62,11 @@ func New(cfg *config.Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Policy: pol, Claim: ClaimSettings(cfg), Sweep: SweepSettings(cfg), Intake: IntakeSettings(cfg, pol),
-		SweepInterval: cfg.Queue.Ready.SweepInterval.D()}
+		Sitemap: SitemapRunsSettings(cfg, pol), Misses: MissesSettings(cfg, pol), SweepInterval: cfg.Queue.Ready.SweepInterval.D()}
 	if _, err := CrawlerTable(cfg); err != nil {
 		return nil, fmt.Errorf("serve.crawlers: %w", err)
 	}
-	n.Serve = ServeSettings(cfg, &n.Intake)
+	n.Serve = ServeSettings(cfg, pol, &n.Misses)
 	return n, nil
 }
 
@@ -101,11 +107,6 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 		ReleaseGrace:    q.ReleaseGrace.D(),
 		SweepInterval:   q.Ready.SweepInterval.D(),
 		Hosts:           assemble.HostsLimits(r.Hosts, r.Domains...),
-		Misses: intake.MissLimits{Flights: intake.MaxFlights(q.Lanes.UrgentMaxShare, q.Ready.Capacity),
-			Waiters: cfg.Page.MaxWaiters, SiteWaiters: cfg.Page.MaxSiteWaiters, Rate: cfg.Serve.MissRate, Burst: cfg.Serve.MissBurst, MaxWait: cfg.Page.MaxWait.D()},
-		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.Marked(r.UserAgent),
-			MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)}, MinTTL: cfg.Sitemap.MinTTL.D(),
-			URLs: cfg.Sitemap.URLs, Refetch: cfg.Sitemap.Refetch.D()},
 		Freshness: intake.FreshnessSettings{Policy: q.Policy, On: q.Policy == config.PolicyFreshness,
 			Normalize: fr.Normalize == nil || *fr.Normalize, RequestTau: fr.RequestTau.D(), Requests: fr.Requests,
 			Threshold: fr.Threshold, PriorWeight: fr.PriorWeight, StretchFactor: fr.StretchFactor, MinIntervalDiv: config.MinIntervalDivisor,
@@ -116,9 +117,36 @@ func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 	}
 }
 
-// ServeSettings narrows cfg to what the crawler listener reads, beside in, the services'
-// settings of the same configuration.
-func ServeSettings(cfg *config.Config, in *intake.Settings) serve.Settings {
+// SitemapRunsSettings narrows cfg to what a sitemap run reads, with the keying of pol, the
+// policy compiled from cfg (assemble.Policy).
+func SitemapRunsSettings(cfg *config.Config, pol *policy.Policy) sitemapruns.Settings {
+	r := cfg.Render
+	return sitemapruns.Settings{
+		Keying:  keyingOf(cfg, pol),
+		Domains: r.Domains,
+		Fetch: sitemap.Options{Domains: r.Domains, Timeout: r.Timeout.D(), UserAgent: r.Marked(r.UserAgent),
+			MaxDepth: cfg.Sitemap.MaxDepth, MaxDecompressed: int64(cfg.Sitemap.MaxDecompressed)},
+		MinTTL: cfg.Sitemap.MinTTL.D(), URLs: cfg.Sitemap.URLs, Refetch: cfg.Sitemap.Refetch.D(),
+	}
+}
+
+// keyingOf is the devices of cfg and the key rules of pol, the policy compiled from it.
+func keyingOf(cfg *config.Config, pol *policy.Policy) intake.Keying {
+	return intake.Keying{Devices: cfg.Render.DeviceNames(), Rules: pol.Keys()}
+}
+
+// MissesSettings narrows cfg to what render on miss reads.
+func MissesSettings(cfg *config.Config, _ *policy.Policy) misses.Settings {
+	q := cfg.Queue
+	return misses.Settings{Domains: cfg.Render.Domains, Sites: assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...).Sites,
+		Flights: misses.MaxFlights(q.Lanes.UrgentMaxShare, q.Ready.Capacity),
+		Waiters: cfg.Page.MaxWaiters, SiteWaiters: cfg.Page.MaxSiteWaiters, Rate: cfg.Serve.MissRate, Burst: cfg.Serve.MissBurst,
+		MaxWait: cfg.Page.MaxWait.D()}
+}
+
+// ServeSettings narrows cfg to what the crawler listener reads, beside ms, render on miss's
+// settings of the same configuration, and the keying of pol, the policy compiled from cfg.
+func ServeSettings(cfg *config.Config, pol *policy.Policy, ms *misses.Settings) serve.Settings {
 	sv := cfg.Serve
 	table, err := CrawlerTable(cfg)
 	if err != nil { // validation refuses what crawlers.New does: New says so
@@ -130,7 +158,7 @@ func ServeSettings(cfg *config.Config, in *intake.Settings) serve.Settings {
 			trusted = append(trusted, pr.Masked())
 		}
 	}
-	return serve.Settings{Intake: in, Tokens: sv.Tokens, Wait: sv.Wait.D(),
+	return serve.Settings{Keying: keyingOf(cfg, pol), Misses: ms, Tokens: sv.Tokens, Wait: sv.Wait.D(),
 		ClientIPHeader: sv.ClientIPHeader, TrustedProxies: trusted, Crawlers: table,
 		Verify: sv.VerifyCrawlers != nil && *sv.VerifyCrawlers, VerifyRetryAfter: int(sv.Verify.CacheTTL.D().Seconds())}
 }
@@ -208,6 +236,6 @@ func SweepSettingsOf(cfg *config.Config, _ *policy.Policy) sweep.Settings { retu
 
 // ServeSettingsOf is ServeSettings with the services' settings of the same configuration.
 func ServeSettingsOf(cfg *config.Config, pol *policy.Policy) serve.Settings {
-	in := IntakeSettings(cfg, pol)
-	return ServeSettings(cfg, &in)
+	ms := MissesSettings(cfg, pol)
+	return ServeSettings(cfg, pol, &ms)
 }

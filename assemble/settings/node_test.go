@@ -14,8 +14,10 @@ import (
 	"github.com/freshq/freshq/crawlers"
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/intake"
+	"github.com/freshq/freshq/misses"
 	"github.com/freshq/freshq/serve"
 	"github.com/freshq/freshq/sitemap"
+	"github.com/freshq/freshq/sitemapruns"
 	"github.com/freshq/freshq/sweep"
 	"github.com/freshq/freshq/verdict"
 )
@@ -125,10 +127,6 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		ReleaseGrace:    9 * time.Second,
 		SweepInterval:   4 * time.Minute,
 		Hosts:           limits(),
-		Misses:          intake.MissLimits{Flights: 300, Waiters: 77, SiteWaiters: 21, Rate: 3, Burst: 9, MaxWait: 45 * time.Second},
-		Sitemap: intake.SitemapSettings{Fetch: sitemap.Options{Domains: []string{"shop.test"}, Timeout: 40 * time.Second,
-			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour,
-			URLs: []string{"https://shop.test/sitemap.xml"}, Refetch: 6 * time.Hour},
 		Freshness: intake.FreshnessSettings{Policy: "freshness", On: true, Normalize: false, RequestTau: 12 * time.Hour,
 			Requests: 0.5, Threshold: 2, PriorWeight: 3, StretchFactor: 2, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
 			ConditionalMaxAge: 96 * time.Hour},
@@ -144,7 +142,20 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		t.Fatalf("devices %v: render.user_agents' watch is missing", in.Devices)
 	}
 	noZeroField(t, "intake.Settings", reflect.ValueOf(in))
-	for name, v := range map[string]any{"MissLimits": in.Misses, "SitemapSettings": in.Sitemap, "sitemap.Options": in.Sitemap.Fetch} {
+	wantSitemap := sitemapruns.Settings{Keying: intake.Keying{Devices: cfg.Render.DeviceNames(), Rules: n.Policy.Keys()},
+		Domains: []string{"shop.test"},
+		Fetch: sitemap.Options{Domains: []string{"shop.test"}, Timeout: 40 * time.Second,
+			UserAgent: "ua/2 site-renders/4", MaxDepth: 4, MaxDecompressed: 10 << 20}, MinTTL: 8 * time.Hour,
+		URLs: []string{"https://shop.test/sitemap.xml"}, Refetch: 6 * time.Hour}
+	if !reflect.DeepEqual(n.Sitemap, wantSitemap) {
+		t.Fatalf("sitemap runs' settings:\n got %+v\nwant %+v", n.Sitemap, wantSitemap)
+	}
+	wantMisses := misses.Settings{Domains: []string{"shop.test"}, Sites: limits().Sites,
+		Flights: 300, Waiters: 77, SiteWaiters: 21, Rate: 3, Burst: 9, MaxWait: 45 * time.Second}
+	if !reflect.DeepEqual(n.Misses, wantMisses) {
+		t.Fatalf("render on miss's settings:\n got %+v\nwant %+v", n.Misses, wantMisses)
+	}
+	for name, v := range map[string]any{"misses.Settings": n.Misses, "sitemapruns.Settings": n.Sitemap, "sitemap.Options": n.Sitemap.Fetch} {
 		noZeroField(t, name, reflect.ValueOf(v))
 	}
 	// normalize and serve_stale are false on purpose (their defaults are true).
@@ -173,10 +184,10 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 	if d := s.Crawlers.Device(nil, "Mozilla/5.0 (Linux; Android 14) Mobile"); d != "" {
 		t.Fatalf("serve.mobile_agents [Phone] replaces the shipped patterns: an Android device %q", d)
 	}
-	wantServe := serve.Settings{Intake: &n.Intake, Tokens: []string{"crawler-token-1"}, Wait: 12 * time.Second,
+	wantServe := serve.Settings{Keying: n.Sitemap.Keying, Misses: &n.Misses, Tokens: []string{"crawler-token-1"}, Wait: 12 * time.Second,
 		ClientIPHeader: "CF-Connecting-IP", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Crawlers: wantTable,
 		Verify: true, VerifyRetryAfter: 1800}
-	if !reflect.DeepEqual(s, wantServe) || s.Intake != &n.Intake {
+	if !reflect.DeepEqual(s, wantServe) || s.Misses != &n.Misses {
 		t.Fatalf("serve settings:\n got %+v\nwant %+v", s, wantServe)
 	}
 	noZeroField(t, "serve.Settings", reflect.ValueOf(s))
@@ -207,8 +218,8 @@ func TestHostsLimitAndReadyCapacityFlowOneWay(t *testing.T) {
 	}
 	// queue.ready.capacity: the sweep's set size, and the flights render on miss allows
 	// (⌈urgent_max_share × capacity⌉ = ⌈0.1 × 3000⌉).
-	if n.Sweep.Capacity != 3000 || n.Intake.Misses.Flights != 300 {
-		t.Fatalf("queue.ready.capacity: sweep %d, flights %d", n.Sweep.Capacity, n.Intake.Misses.Flights)
+	if n.Sweep.Capacity != 3000 || n.Misses.Flights != 300 {
+		t.Fatalf("queue.ready.capacity: sweep %d, flights %d", n.Sweep.Capacity, n.Misses.Flights)
 	}
 	// A reload is a new Node: the one in force is not changed under its readers.
 	cfg2 := parse(t)

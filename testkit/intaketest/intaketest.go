@@ -5,6 +5,7 @@ package intaketest
 import (
 	"testing"
 
+	"github.com/freshq/freshq/apply"
 	"github.com/freshq/freshq/intake"
 )
 
@@ -18,13 +19,13 @@ func Targets(tb testing.TB, d intake.TargetsDeps) *intake.Targets {
 	return t
 }
 
-// Applier is intake.NewApplier(d) for a test that does not name every dependency: a Writer
+// Applier is apply.NewApplier(d) for a test that does not name every dependency: a Writer
 // left nil is the Store (no sweep to hide writes from), Locks left nil are the test's own,
-// Misses left nil is intake.NoMisses and Hosts left nil intake.NoPoliteness (a refusal is a
+// Misses left nil is apply.NoMisses and Hosts left nil apply.NoPoliteness (a refusal is a
 // failure). It fails tb if d lacks anything else.
-func Applier(tb testing.TB, d intake.ApplierDeps) *intake.Applier {
+func Applier(tb testing.TB, d apply.ApplierDeps) *apply.Applier {
 	tb.Helper()
-	a, err := intake.NewApplier(intake.WithTestDefaults(d))
+	a, err := apply.NewApplier(apply.WithTestDefaults(d))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // PagesPresent returns the keys among keys that have a page row, in one query: a node waits
-// on a page another node may render (intake.Misses.Watch) and asks for all its waits at once.
+// on a page another node may render (misses.Flights.Watch) and asks for all its waits at once.
 func (c *Cluster) PagesPresent(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	rows, err := c.pool.Query(ctx, `SELECT cache_key FROM freshq_page WHERE cache_key = ANY($1::bytea[])`, keys)
 	if err != nil {
