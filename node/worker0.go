@@ -40,8 +40,8 @@ type worker0 struct {
 
 	st         store.Store        // nil until opened
 	eng        cluster.Engine     // the cluster capability the store's engine offers; nil on Badger
-	member     startstop.Service  // the cluster's membership; a no-op on Badger
-	farm       startstop.Service  // the hosts' limits and pauses across the cluster; a no-op on Badger
+	member     startstop.Service  // the cluster's membership; nil on Badger
+	farm       startstop.Service  // the hosts' limits and pauses across the cluster; nil on Badger
 	gc         startstop.Service  // the store's value-log GC
 	sweep      *sweeploop.Service // the sweep loop
 	srv        *http.Server       // nil until the socket listens
@@ -52,7 +52,7 @@ type worker0 struct {
 	status     *sweepCounts       // the sweeps, for the control socket's status
 	capacity   *capacity.Service  // the capacity accounting
 	misses     *misses.Flights    // render on miss; stopped before the socket drains
-	watch      startstop.Service  // wakes the misses' waiters on another node's commit
+	watch      startstop.Service  // wakes the misses' waiters on another node's commit; nil on Badger
 	crawlers   *crawlerListener   // serve.listen; nil when off
 	resched    *rescheduleService // moves rows a reload's or a restart's cadences shortened
 	closeSt    atomic.Bool        // false when a writer may still run at the stop: see workerStop
@@ -114,20 +114,20 @@ func (w *worker0) services() []startstop.Service {
 				w.watch.Stop()
 			}
 		}},
-		startstop.Func{StartFunc: func(ctx context.Context) error { return wrap("cluster", w.member.Start(ctx)) },
+		startstop.Func{StartFunc: func(ctx context.Context) error { return startPart(ctx, "cluster", w.member) },
 			StopFunc: func() {
 				if w.member != nil {
 					w.member.Stop()
 				}
 			}},
-		startstop.Func{StartFunc: func(ctx context.Context) error { return wrap("hosts' farm", w.farm.Start(ctx)) },
+		startstop.Func{StartFunc: func(ctx context.Context) error { return startPart(ctx, "hosts' farm", w.farm) },
 			StopFunc: func() {
 				if w.farm != nil {
 					w.farm.Stop()
 				}
 			}},
 		startstop.Func{StartFunc: w.reconcile},
-		startstop.Func{StartFunc: func(ctx context.Context) error { return wrap("miss watch", w.watch.Start(ctx)) }},
+		startstop.Func{StartFunc: func(ctx context.Context) error { return startPart(ctx, "miss watch", w.watch) }},
 		startstop.Func{StartFunc: func(ctx context.Context) error { return wrap("sitemap runs", w.sitemaps.Start(ctx)) }},
 		startstop.Func{StartFunc: w.startCrawlers},
 		startstop.Func{StartFunc: w.serveControl},
@@ -401,4 +401,13 @@ func (w *worker0) closeStore() {
 	if err := w.st.Close(); err != nil {
 		w.e.log.Error().Err(err).Msg("closing the store")
 	}
+}
+
+// startPart starts one of the cluster's parts, which a node whose store offers no cluster (Badger)
+// does not have: nil is nothing to start.
+func startPart(ctx context.Context, what string, part startstop.Service) error {
+	if part == nil {
+		return nil
+	}
+	return wrap(what, part.Start(ctx))
 }
