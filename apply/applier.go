@@ -256,35 +256,8 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	done := a.d.Now()
-	if a.d.Stale != nil {
-		for j, s := range served {
-			if j < len(filed) && filed[j] && s.served > 0 {
-				a.d.Stale.Add(s.served, s.stale)
-			}
-		}
-	}
-	if a.d.Conditional != nil {
-		for _, c := range conditional {
-			if filed[c.change] {
-				a.d.Conditional(c.applied)
-			}
-		}
-	}
-	for j, i := range index {
-		if filed[j] && verdicts[j].judged {
-			a.afterVerdict(set, &results[i], judg[i], &verdicts[j], now)
-		}
-	}
-	observed := make([]int, 0, len(refused)+len(index))
-	for _, rf := range refused {
-		observed = append(observed, rf.result)
-	}
-	for j, i := range index {
-		if !notOwner[j] {
-			observed = append(observed, i)
-		}
-	}
-	a.observe(results, observed, done)
+	a.afterCommit(set, results, judg, index, filed, served, conditional, verdicts, now)
+	a.observe(results, observedOf(refused, index, notOwner), done)
 	for _, rf := range refused {
 		leases.Release(rf.lease, done, grace)
 		releaseHost(rf.result, rf.holder, done)
@@ -314,6 +287,48 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// afterCommit tells the meters what the committed changes observed: the crawler requests
+// their rows had counted and how many were served stale, the 304s applied as such, and each
+// judged render's verdict (afterVerdict). A change the funnel did not file tells nothing.
+func (a *Applier) afterCommit(set *intake.Settings, results []wire.Result, judg []*judgment, index []int, filed []bool,
+	served []servedStale, conditional []condResult, verdicts []verdictOutcome, now int64) {
+	if a.d.Stale != nil {
+		for j, s := range served {
+			if j < len(filed) && filed[j] && s.served > 0 {
+				a.d.Stale.Add(s.served, s.stale)
+			}
+		}
+	}
+	if a.d.Conditional != nil {
+		for _, c := range conditional {
+			if filed[c.change] {
+				a.d.Conditional(c.applied)
+			}
+		}
+	}
+	for j, i := range index {
+		if filed[j] && verdicts[j].judged {
+			a.afterVerdict(set, &results[i], judg[i], &verdicts[j], now)
+		}
+	}
+}
+
+// observedOf are the results whose answers the host's state learns from: the refusals, and
+// every change but those of a shard another node holds (their result is fenced, and a fenced
+// result changes nothing, host state included).
+func observedOf(refused []heldResult, index []int, notOwner []bool) []int {
+	observed := make([]int, 0, len(refused)+len(index))
+	for _, rf := range refused {
+		observed = append(observed, rf.result)
+	}
+	for j, i := range index {
+		if !notOwner[j] {
+			observed = append(observed, i)
+		}
+	}
+	return observed
 }
 
 // condResult is a 304 result of a batch: its change, and whether it is applied as one.
