@@ -37,7 +37,7 @@
 //
 // How a page is served, and why so:
 //   - The socket. The supervisor binds it once, or inherits it (systemd's socket unit, or a
-//     handover from the supervisor it replaces: cmd/supervisor/listeners.go), and hands it to
+//     handover from the supervisor it replaces: supervise/listeners), and hands it to
 //     worker 0 (-serve-fd), so it outlives the supervisor and a restart of worker 0, whose
 //     connections wait in the accept queue meanwhile.
 //   - A hit is two reads of the store's read view (page and schedule row) in the request's
