@@ -17,7 +17,7 @@ import (
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/internal/logging"
 	"github.com/freshq/freshq/shm"
-	"github.com/freshq/freshq/shm/shmmetrics"
+	"github.com/freshq/freshq/shmmetrics"
 	"github.com/freshq/freshq/supervise/admin"
 	"github.com/freshq/freshq/supervise/listeners"
 	"github.com/freshq/freshq/supervise/pool"

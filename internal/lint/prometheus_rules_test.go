@@ -42,7 +42,7 @@ func TestPrometheusRules(t *testing.T) {
 func TestRulesAndDashboardNameExportedSeries(t *testing.T) {
 	r := root(t)
 	var src strings.Builder
-	for _, glob := range []string{"cmd/supervisor/*.go", "shm/shmmetrics/*.go", "serve/*.go"} {
+	for _, glob := range []string{"cmd/supervisor/*.go", "shmmetrics/*.go", "serve/*.go"} {
 		files, _ := filepath.Glob(filepath.Join(r, glob))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
