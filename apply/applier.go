@@ -178,8 +178,13 @@ const applyCommitBound = time.Minute
 // rest.
 func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 	set, tu := a.d.Settings(), a.d.Tuning.Load()
-	digests := a.digests(set, results)
-	judg := judgments(set, results) // the verdicts' reads of the bodies, outside the locks too
+	// Each result's route, resolved once: its digest, its verdict and its decision read it.
+	routes := make([]intake.KeyRoute, len(results))
+	for i := range results {
+		routes[i] = set.Resolve(results[i].Key)
+	}
+	digests := a.digests(set, results, routes)
+	judg := judgments(results, routes) // the verdicts' reads of the bodies, outside the locks too
 	keys := make([][]byte, len(results))
 	for i := range results {
 		keys[i] = results[i].Key
@@ -234,7 +239,7 @@ func (a *Applier) Apply(results []wire.Result) (wire.ApplyStats, error) {
 					return store.Write{}, false, nil
 				}
 				verdicts[j] = verdictOutcome{}
-				return decide(set, tu, r, cur, digests[i], judg[i], verified, now, &served[j], &verdicts[j])
+				return decide(set, tu, r, routes[i], cur, digests[i], judg[i], verified, now, &served[j], &verdicts[j])
 			}})
 		held = append(held, lease)
 		index = append(index, i)
@@ -424,7 +429,7 @@ func fence(st *wire.ApplyStats, i int, err error) {
 // A judged result (j not nil) gets its verdict first (judge, verdicts.go), which says in vo
 // what it did: a suspect that is not applied is decided as a transient failure of class
 // SuspectClass, its page not stored.
-func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur store.Current, digest uint64, j *judgment, verified *store.Page, now int64, sv *servedStale, vo *verdictOutcome) (store.Write, bool, error) {
+func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, kr intake.KeyRoute, cur store.Current, digest uint64, j *judgment, verified *store.Page, now int64, sv *servedStale, vo *verdictOutcome) (store.Write, bool, error) {
 	if !cur.HasRow {
 		return store.Write{}, false, nil
 	}
@@ -440,7 +445,7 @@ func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur stor
 			// Validators refuses the check) after a fast retry.
 			o, body = outcome.Failed, nil
 		} else {
-			return decideNotModified(set, tu, r, row, t, verified, now, sv)
+			return decideNotModified(set, tu, r, kr, row, t, verified, now, sv)
 		}
 	}
 	failClass, suspect := t.Failures.LastClass, false
@@ -455,7 +460,7 @@ func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur stor
 			}
 		}
 	}
-	d := set.Policy.Apply(policy.State{
+	d := set.Policy.ApplyRoute(policy.State{
 		Key:              r.Key,
 		Submitted:        row.Submitted,
 		CarriedMs:        row.EffectiveIntervalMs,
@@ -465,14 +470,14 @@ func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur stor
 		FailClass:        failClass,
 		FailFirstMs:      t.Failures.FirstMs,
 		NeverRendered:    row.NeverRendered,
-	}, o, now)
+	}, kr.Policy, o, now)
 	if suspect {
 		d.FailClass = SuspectClass
 	}
 	if d.StorePage && o == outcome.OK && digest != 0 {
 		if ob, ok := observeContent(&t.Fresh, digest, r.Headers, now); ok {
 			vo.changed = ob.changed
-			*sv = servedStaleOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, ob, now)
+			*sv = servedStaleOf(set, tu, kr, d.CadenceMs, &t.Fresh, ob, now)
 		}
 	}
 	var fp intake.FreshParts // zero (no rank interval) unless freshness files the due time or ranks a retry
@@ -480,7 +485,7 @@ func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur stor
 	case !set.Freshness.On:
 	case d.Class == policy.ClassSuccess:
 		// Due once a render would prevent freshness.threshold stale serves (schedule.go).
-		fp = intake.FreshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
+		fp = intake.FreshPartsOf(set, tu, kr, d.CadenceMs, &t.Fresh, now)
 		d.DueAtMs = now + fp.IntervalMs
 	default:
 		// A retry after its backoff, ranked so that it does not wait for a grant twice.
@@ -513,15 +518,15 @@ func decide(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, cur stor
 // unchanged observation and the check counted (applyNotModified), and the stored page is
 // written again with now as its time, so that it is served as fresh as a render would be; the
 // last render (LastRender) is not a 304's, so the bound on checks is counted from it.
-func decideNotModified(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
-	d := set.Policy.Apply(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
-		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, outcome.OK, now)
+func decideNotModified(set *intake.Settings, tu *freshness.Tuning, r *wire.Result, kr intake.KeyRoute, row store.Row, t store.Target, pg *store.Page, now int64, sv *servedStale) (store.Write, bool, error) {
+	d := set.Policy.ApplyRoute(policy.State{Key: r.Key, Submitted: row.Submitted, CarriedMs: row.EffectiveIntervalMs,
+		StoredIntervalMs: row.StoredIntervalMs, DemandRung: t.DemandRung, NeverRendered: row.NeverRendered}, kr.Policy, outcome.OK, now)
 	if ob, ok := applyNotModified(&t, r.Headers, now); ok {
 		*sv = servedStale{served: ob.served}
 	}
 	var fp intake.FreshParts
 	if set.Freshness.On {
-		fp = intake.FreshPartsOf(set, tu, r.Key, d.CadenceMs, &t.Fresh, now)
+		fp = intake.FreshPartsOf(set, tu, kr, d.CadenceMs, &t.Fresh, now)
 		d.DueAtMs = now + fp.IntervalMs
 	}
 	sch, err := intake.FreshSchedule(fp, r.Key, d.DueAtMs, row.Submitted, d.CadenceMs, store.Lanes{})
@@ -537,8 +542,9 @@ func decideNotModified(set *intake.Settings, tu *freshness.Tuning, r *wire.Resul
 }
 
 // digests computes the content digest of every result that may store a page (an ok outcome
-// with a body the store can hold), before the batch takes its keys' locks; 0 for the others.
-func (a *Applier) digests(set *intake.Settings, results []wire.Result) []uint64 {
+// with a body the store can hold), under its route (routes[i]), before the batch takes its
+// keys' locks; 0 for the others.
+func (a *Applier) digests(set *intake.Settings, results []wire.Result, routes []intake.KeyRoute) []uint64 {
 	out := make([]uint64, len(results))
 	var d *digesters
 	for i := range results {
@@ -549,7 +555,7 @@ func (a *Applier) digests(set *intake.Settings, results []wire.Result) []uint64 
 		if d == nil {
 			d = a.digesters.of(set)
 		}
-		out[i] = d.digest(r.Key, r.Body)
+		out[i] = d.digest(routes[i], r.Body)
 	}
 	return out
 }

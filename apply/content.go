@@ -24,11 +24,11 @@ import (
 // measured in pagedigest's BenchmarkDigest, and it is paid before the batch takes its keys'
 // locks.
 
-// digesters are the normalisers of one policy: one per route that has strip patterns, and
-// the route-less one.
+// digesters are the normalisers of one policy: one per route that has strip patterns, in
+// the order of the settings' routes (nil for a route without), and the route-less one.
 type digesters struct {
 	set     *intake.Settings
-	byRoute map[string]*pagedigest.Normalizer
+	byRoute []*pagedigest.Normalizer
 	plain   *pagedigest.Normalizer
 }
 
@@ -40,27 +40,26 @@ func (c *digesterCache) of(set *intake.Settings) *digesters {
 		return d
 	}
 	normalize := set.Freshness.Normalize
-	d := &digesters{set: set, byRoute: map[string]*pagedigest.Normalizer{}}
+	d := &digesters{set: set, byRoute: make([]*pagedigest.Normalizer, len(set.Routes))}
 	d.plain, _ = pagedigest.New(normalize, nil)
-	for name, rt := range set.Routes {
+	for i, rt := range set.Routes {
 		if len(rt.Strip) == 0 {
 			continue
 		}
 		// The configuration's validation compiled every pattern; one that fails here falls
 		// back to the route-less normaliser rather than failing a result.
 		if n, err := pagedigest.New(normalize, rt.Strip); err == nil {
-			d.byRoute[name] = n
+			d.byRoute[i] = n
 		}
 	}
 	c.cur.Store(d)
 	return d
 }
 
-// digest is the content digest of a body stored under key.
-func (d *digesters) digest(key, body []byte) uint64 {
-	name, _ := d.set.Policy.RouteOf(key)
-	if n, ok := d.byRoute[name]; ok && name != "" {
-		return n.Digest(body)
+// digest is the content digest of a body stored under a key whose route is kr.
+func (d *digesters) digest(kr intake.KeyRoute, body []byte) uint64 {
+	if i := kr.Policy.Index; i >= 0 && i < len(d.byRoute) && d.byRoute[i] != nil {
+		return d.byRoute[i].Digest(body)
 	}
 	return d.plain.Digest(body)
 }

@@ -264,7 +264,7 @@ routes:
 		{"desktop|https://a.test/archive/1", pooled, 1.0 / 720},
 		{"desktop|https://a.test/shop/1", &freshness.Tuning{Nu: 1, RouteRate: map[string]float64{"archive": 5}}, 1.0 / 24},
 	} {
-		p := intake.FreshPartsOf(set, c.tu, []byte(c.key), 24*hour, &store.Freshness{}, start)
+		p := intake.FreshPartsOf(set, c.tu, set.Resolve([]byte(c.key)), 24*hour, &store.Freshness{}, start)
 		if math.Abs(p.ChangesPerHour-c.want) > 1e-9*max(c.want, 1) {
 			t.Errorf("%s under %+v: %v changes an hour, want %v", c.key, c.tu, p.ChangesPerHour, c.want)
 		}
@@ -295,7 +295,7 @@ routes:
 		{"desktop|https://a.test/other/1", 6 * hour, nil, 6 * hour},
 		{"desktop|https://a.test/other/1", 6 * hour, tu, 12 * hour},
 	} {
-		p := intake.FreshPartsOf(set, c.tu, []byte(c.key), c.cadenceMs, &store.Freshness{}, start)
+		p := intake.FreshPartsOf(set, c.tu, set.Resolve([]byte(c.key)), c.cadenceMs, &store.Freshness{}, start)
 		if p.MaxIntervalMs != c.want {
 			t.Errorf("%s at cadence %d h, tuning %v: ceiling %d ms, want %d", c.key, c.cadenceMs/hour, c.tu != nil, p.MaxIntervalMs, c.want)
 		}

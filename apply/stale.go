@@ -14,13 +14,13 @@ type servedStale struct {
 	served, stale float64
 }
 
-// servedStaleOf measures an observation of key's page: the requests served over it, and the
+// servedStaleOf measures an observation of the page of a key whose route is kr: the requests served over it, and the
 // stale ones (staleServed, placing a change with the estimate after the observation).
-func servedStaleOf(set *intake.Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, o observed, now int64) servedStale {
+func servedStaleOf(set *intake.Settings, tu *freshness.Tuning, kr intake.KeyRoute, cadenceMs int64, f *store.Freshness, o observed, now int64) servedStale {
 	if !(o.served > 0) {
 		return servedStale{}
 	}
-	lambda := intake.HistoryOf(f).Rate(intake.ChangePrior(set, tu, key, cadenceMs))
+	lambda := intake.HistoryOf(f).Rate(intake.ChangePrior(set, tu, kr, cadenceMs))
 	return servedStale{served: o.served, stale: staleServed(o, lambda)}
 }
 

@@ -74,18 +74,16 @@ func judged(r *wire.Result) bool {
 	return r.Outcome == okName && r.Status >= 200 && r.Status <= 299 && len(r.Body) > 0 && len(r.Body) <= store.MaxPageBody
 }
 
-// judgments reads, outside the locks, the landmarks and Expect of every result that is judged.
-func judgments(set *intake.Settings, results []wire.Result) []*judgment {
+// judgments reads, outside the locks, the landmarks and Expect (of its route, routes[i]) of
+// every result that is judged.
+func judgments(results []wire.Result, routes []intake.KeyRoute) []*judgment {
 	out := make([]*judgment, len(results))
 	for i := range results {
 		r := &results[i]
 		if !judged(r) {
 			continue
 		}
-		j := &judgment{signals: r.Signals}
-		if rs, ok := set.Route(r.Key); ok && rs.Expect != nil {
-			j.expect = rs.Expect
-		}
+		j := &judgment{signals: r.Signals, expect: routes[i].Expect()}
 		j.landmarks, j.found = verdict.InspectExpect(r.Body, j.expect) // one pass for both
 		out[i] = j
 	}
@@ -247,7 +245,8 @@ func (a *Applier) Accept(key []byte) (*Suspect, error) {
 	}
 	set, tu := a.d.Settings(), a.d.Tuning.Load()
 	r := wire.Result{Key: key, Outcome: okName, Status: e.Status, Headers: e.Headers, Body: e.Body}
-	digest := a.digests(set, []wire.Result{r})[0]
+	kr := set.Resolve(key)
+	digest := a.digests(set, []wire.Result{r}, []intake.KeyRoute{kr})[0]
 	// The kept landmarks carry the suspect's signals (afterVerdict): they become the good
 	// render's, so that the next render is judged against what this one had.
 	j := &judgment{landmarks: e.Landmarks, accept: true, signals: &wire.Signals{Exceptions: int(e.Landmarks.Exceptions),
@@ -265,7 +264,7 @@ func (a *Applier) Accept(key []byte) (*Suspect, error) {
 			return store.Write{}, false, nil
 		}
 		vo = verdictOutcome{}
-		w, ok, err := decide(set, tu, &r, cur, digest, j, nil, now, &sv, &vo)
+		w, ok, err := decide(set, tu, &r, kr, cur, digest, j, nil, now, &sv, &vo)
 		if ok && w.Target != nil {
 			w.Target.LastRender = cur.Target.LastRender // an accept is no render
 		}

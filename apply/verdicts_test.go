@@ -387,7 +387,7 @@ func TestNoVerdictMakesAServablePageUnservable(t *testing.T) {
 			var vo verdictOutcome
 			var sv servedStale
 			if _, err := e.Store.Modify([]store.Change{{Key: key, MinDueMs: e.Now(), Decide: func(cur store.Current) (store.Write, bool, error) {
-				return decide(set(), nil, &res, cur, 2, j, nil, e.Now(), &sv, &vo)
+				return decide(set(), nil, &res, set().Resolve(key), cur, 2, j, nil, e.Now(), &sv, &vo)
 			}}}); err != nil {
 				t.Fatal(err)
 			}

@@ -232,10 +232,10 @@ func (l *Ledger) ownedSet() map[int32]bool {
 func contribution(pol *policy.Policy, key []byte, shard int32, row store.Row, storedMs int64, sealed bool) entry {
 	pr := policy.Row{Key: key, Row: row}
 	pr.StoredIntervalMs = storedMs
-	route, _ := pol.RouteOf(key)
-	e := entry{bucket: bucket{lane: policy.LaneOf(&pr), submitted: row.Submitted, route: route, shard: shard}, storedMs: storedMs, sealed: sealed}
+	kr := pol.Resolve(key)
+	e := entry{bucket: bucket{lane: policy.LaneOf(&pr), submitted: row.Submitted, route: kr.Name, shard: shard}, storedMs: storedMs, sealed: sealed}
 	if !sealed {
-		e.cadenceMs, _ = pol.Cadence(&pr)
+		e.cadenceMs, _ = pol.CadenceOf(&pr, kr)
 	}
 	return e
 }

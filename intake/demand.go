@@ -102,16 +102,17 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 	changes := make([]store.Change, len(keys))
 	for i, k := range bkeys {
 		n := float64(counts[keys[i]])
+		kr := set.Resolve(k)
 		changes[i] = store.Change{Key: k, MinDueMs: min(head, now), Decide: func(cur store.Current) (store.Write, bool, error) {
 			if !cur.HasRow || !cur.HasTarget || cur.NotOwner || cur.Row.DueAtMs < min(head, now) {
 				return store.Write{}, false, nil
 			}
 			t := cur.Target
-			c := requestCounter(&t.Fresh, requestPrior(set, k), now, tau)
+			c := requestCounter(&t.Fresh, requestPrior(set, kr), now, tau)
 			c.Add(now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
 			t.Fresh.Served += n
-			due, rank := demandDue(set, tu, k, cur.Row, &t.Fresh, now)
+			due, rank := demandDue(set, tu, k, kr, cur.Row, &t.Fresh, now)
 			sch, err := store.NewSchedule(k, due, cur.Row.Submitted, cur.Row.EffectiveIntervalMs, cur.Row.Lanes)
 			if err == nil {
 				sch, err = sch.WithRankInterval(rank)
@@ -148,18 +149,18 @@ func requestCounter(f *store.Freshness, priorPerHour float64, now, tauMs int64) 
 }
 
 // RequestRate is a target's request rate per hour at now under set: its counter's, or its
-// route's prior when it was never counted.
-func RequestRate(set *Settings, key []byte, f *store.Freshness, now int64) float64 {
+// route's (kr, Settings.Resolve) prior when it was never counted.
+func RequestRate(set *Settings, kr KeyRoute, f *store.Freshness, now int64) float64 {
 	tau := set.Freshness.RequestTau.Milliseconds()
 	if f.RequestsAtMs == 0 {
-		return requestPrior(set, key)
+		return requestPrior(set, kr)
 	}
 	return freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}.PerHour(now, tau)
 }
 
-// requestPrior is the request rate of a page of key's route never requested.
-func requestPrior(set *Settings, key []byte) float64 {
-	if rt, ok := set.Route(key); ok && rt.Requests > 0 {
+// requestPrior is the request rate of a page of the route kr never requested.
+func requestPrior(set *Settings, kr KeyRoute) float64 {
+	if rt := kr.Route; rt != nil && rt.Requests > 0 {
 		return rt.Requests
 	}
 	return set.Freshness.Requests
@@ -170,14 +171,14 @@ func requestPrior(set *Settings, key []byte) float64 {
 // plus the interval its new rate gives, and at once when that has passed), with the rank
 // interval of that decision, never later than it was; otherwise (and for a row rushed,
 // failing, never rendered or never observed, as under ready) it keeps both.
-func demandDue(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, f *store.Freshness, now int64) (dueAtMs, rankMs int64) {
+func demandDue(set *Settings, tu *freshness.Tuning, key []byte, kr KeyRoute, row store.Row, f *store.Freshness, now int64) (dueAtMs, rankMs int64) {
 	pol := set.Policy
 	if !set.Freshness.On || row.Urgent || row.Failing || row.NeverRendered || f.DigestAtMs <= 0 {
 		return row.DueAtMs, row.RankIntervalMs
 	}
 	pr := policy.Row{Key: key, Row: row}
-	cadence, _ := pol.Cadence(&pr)
-	p := FreshPartsOf(set, tu, key, cadence, f, now)
+	cadence, _ := pol.CadenceOf(&pr, kr.Policy)
+	p := FreshPartsOf(set, tu, kr, cadence, f, now)
 	if due := max(f.DigestAtMs+p.IntervalMs, now); due < row.DueAtMs {
 		return due, p.RankIntervalMs
 	}

@@ -40,7 +40,8 @@ routes:
 		if tg.Fresh.RequestsAtMs != start {
 			t.Fatalf("%s: counted at %d, want %d", k, tg.Fresh.RequestsAtMs, start)
 		}
-		return RequestRate(qtest.Settings(e, IntakeSettingsOf)(), []byte(k), &tg.Fresh, e.Now())
+		set := qtest.Settings(e, IntakeSettingsOf)()
+		return RequestRate(set, set.Resolve([]byte(k)), &tg.Fresh, e.Now())
 	}
 	// The prior as 10 h of pseudo-requests, plus the counted ones, over 10 h.
 	if got, want := rate(home), (30*10+10)/10.0; math.Abs(got-want) > 1e-9 {
@@ -65,7 +66,8 @@ routes:
 		t.Fatalf("decayed count %v, want %v", tg.Fresh.Requests, want)
 	}
 	// A target never counted is its route's prior.
-	if got := RequestRate(qtest.Settings(e, IntakeSettingsOf)(), []byte(home), &store.Freshness{}, e.Now()); got != 30 {
+	set := qtest.Settings(e, IntakeSettingsOf)()
+	if got := RequestRate(set, set.Resolve([]byte(home)), &store.Freshness{}, e.Now()); got != 30 {
 		t.Fatalf("a never-counted home page's rate %v, want the route's 30", got)
 	}
 }

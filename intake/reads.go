@@ -38,8 +38,9 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 	}
 	now := t.Now()
 	pr := policy.Row{Key: key, Row: row}
-	cadence, origin := pol.Cadence(&pr)
-	route, swr := pol.RouteOf(key)
+	kr := set.Resolve(key)
+	cadence, origin := pol.CadenceOf(&pr, kr.Policy)
+	route, swr := kr.Policy.Name, kr.Policy.SWRMs
 	ex := wire.Explanation{
 		Key: string(key), URL: tgt.URL, Device: tgt.Device, Source: tgt.Source.String(),
 		DueAt: ms(row.DueAtMs), DueInSec: float64(row.DueAtMs-now) / 1000,
@@ -68,7 +69,7 @@ func (t *Targets) Explain(key []byte) (wire.Explanation, error) {
 		ex.Page = &wire.PageFreshness{AgeSec: float64(age) / 1000, AgeOverCadence: float64(age) / float64(cadence),
 			SWRSec: float64(swr) / 1000, Servable: age <= cadence+swr}
 	}
-	ex.Freshness = explainFreshness(set, t.tuning.Load(), key, cadence, &tgt.Fresh, now)
+	ex.Freshness = explainFreshness(set, t.tuning.Load(), kr, cadence, &tgt.Fresh, now)
 	ex.Verdict = explainVerdict(&tgt.Verdict)
 	return ex, nil
 }
@@ -118,8 +119,9 @@ func (t *Targets) Page(key []byte) (ServedPage, error) {
 		return ServedPage{}, &StoreError{err}
 	}
 	pr := policy.Row{Key: key, Row: row}
-	cadence, _ := pol.Cadence(&pr)
-	_, swr := pol.RouteOf(key)
+	kr := pol.Resolve(key)
+	cadence, _ := pol.CadenceOf(&pr, kr)
+	swr := kr.SWRMs
 	age := t.Now() - pg.RenderedAtMs
 	if age > cadence+swr {
 		return ServedPage{}, fieldErr("url", &kindError{kind: ErrNotFound, msg: fmt.Sprintf(

@@ -11,29 +11,29 @@ import (
 // explains them.
 type FreshParts = freshness.Parts
 
-// freshInputs resolves what one freshness decision of key reads of set: its route, the
-// route's bounds and the configuration's (freshness.Inputs).
-func freshInputs(set *Settings, key []byte) *freshness.Inputs {
-	in := &freshness.Inputs{RouteIntervalMs: set.Policy.RouteInterval(key),
+// freshInputs is what one freshness decision of a key whose route is kr reads of set: the
+// route, its bounds and the configuration's (freshness.Inputs).
+func freshInputs(set *Settings, kr KeyRoute) *freshness.Inputs {
+	in := &freshness.Inputs{Route: kr.Policy.Name, RouteIntervalMs: kr.Policy.IntervalMs,
 		MinIntervalDiv: set.Freshness.MinIntervalDiv, Threshold: set.Freshness.Threshold,
 		PriorWeight: set.Freshness.PriorWeight, SweepIntervalMs: set.SweepInterval.Milliseconds(),
 		MaxCadenceMs: policy.MaxCadence.Milliseconds()}
-	in.Route, _ = set.Policy.RouteOf(key)
-	if rt, ok := set.Routes[in.Route]; ok && in.Route != "" {
+	if rt := kr.Route; rt != nil {
 		in.ChangeIntervalMs, in.MinIntervalMs = rt.ChangeInterval.Milliseconds(), rt.MinInterval.Milliseconds()
 	}
 	return in
 }
 
-// ChangePrior is the estimator's prior for key (freshness.ChangePrior) under set.
-func ChangePrior(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64) freshness.Prior {
-	return freshness.ChangePrior(freshInputs(set, key), tu, cadenceMs)
+// ChangePrior is the estimator's prior (freshness.ChangePrior) under set for a key whose
+// route is kr (Settings.Resolve).
+func ChangePrior(set *Settings, tu *freshness.Tuning, kr KeyRoute, cadenceMs int64) freshness.Prior {
+	return freshness.ChangePrior(freshInputs(set, kr), tu, cadenceMs)
 }
 
-// FreshPartsOf decides when a page of key last observed with f is due again, at now
-// (freshness.Decide, with key's request rate).
-func FreshPartsOf(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
-	return freshness.Decide(freshInputs(set, key), tu, cadenceMs, HistoryOf(f), RequestRate(set, key, f, now))
+// FreshPartsOf decides when a page whose key's route is kr (Settings.Resolve), last observed
+// with f, is due again, at now (freshness.Decide, with its request rate).
+func FreshPartsOf(set *Settings, tu *freshness.Tuning, kr KeyRoute, cadenceMs int64, f *store.Freshness, now int64) FreshParts {
+	return freshness.Decide(freshInputs(set, kr), tu, cadenceMs, HistoryOf(f), RequestRate(set, kr, f, now))
 }
 
 // FreshSchedule is the schedule put of a row the freshness decision p files due at dueAtMs:
@@ -65,19 +65,20 @@ func FreshPlan(set *Settings, tu *freshness.Tuning, key []byte, row store.Row, t
 	if t == nil || t.Terminal != store.TerminalNone || row.Failing || row.NeverRendered {
 		return "", 0, FreshParts{}, false
 	}
+	kr := set.Resolve(key)
 	pr := policy.Row{Key: key, Row: row}
 	pr.StoredIntervalMs = t.StoredIntervalMs // the target's, as the Applier decides
-	cadenceMs, _ = set.Policy.Cadence(&pr)
+	cadenceMs, _ = set.Policy.CadenceOf(&pr, kr.Policy)
 	if cadenceMs <= 0 {
 		return "", 0, FreshParts{}, false
 	}
-	route, _ = set.Policy.RouteOf(key)
-	return route, cadenceMs, FreshPartsOf(set, tu, key, cadenceMs, &t.Fresh, now), true
+	return kr.Policy.Name, cadenceMs, FreshPartsOf(set, tu, kr, cadenceMs, &t.Fresh, now), true
 }
 
-// explainFreshness is the freshness part of GET /v1/targets' explanation.
-func explainFreshness(set *Settings, tu *freshness.Tuning, key []byte, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
-	p := FreshPartsOf(set, tu, key, cadenceMs, f, now)
+// explainFreshness is the freshness part of GET /v1/targets' explanation of a key whose route
+// is kr.
+func explainFreshness(set *Settings, tu *freshness.Tuning, kr KeyRoute, cadenceMs int64, f *store.Freshness, now int64) *wire.Freshness {
+	p := FreshPartsOf(set, tu, kr, cadenceMs, f, now)
 	ex := &wire.Freshness{Policy: set.Freshness.Policy,
 		Changed: f.Changed, ChangedHours: f.ChangedHours, UnchangedHours: f.UnchangedHours, Conditional: f.Conditional,
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,

@@ -51,19 +51,15 @@ func (t *Targets) Stored(key []byte) (StoredPage, error) {
 		return StoredPage{}, &StoreError{err}
 	}
 	pr := policy.Row{Key: key, Row: row}
-	cadence, _ := pol.Cadence(&pr)
-	route, swr := pol.RouteOf(key)
+	kr := set.Resolve(key)
+	cadence, _ := pol.CadenceOf(&pr, kr.Policy)
 	age := t.Now() - pg.RenderedAtMs
-	out := StoredPage{
+	return StoredPage{
 		ServedPage: ServedPage{Page: pg, AgeMs: age, Stale: age > cadence},
-		Expired:    age > cadence+swr,
-		ServeStale: true,
+		Expired:    age > cadence+kr.Policy.SWRMs,
+		ServeStale: kr.ServeStale(),
 		Urgent:     row.Lanes.Urgent,
-	}
-	if rt, ok := set.Routes[route]; ok && route != "" {
-		out.ServeStale = rt.ServeStale
-	}
-	return out, nil
+	}, nil
 }
 
 // Known reports whether key is a stored target, and the status and time (ms) of its last

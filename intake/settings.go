@@ -27,7 +27,10 @@ type Settings struct {
 	Hosts           hosts.Limits  // render.hosts: the host tokens a release or revoke looks among
 
 	Freshness FreshnessSettings
-	Routes    map[string]RouteSettings // by route name; a route absent here has every default
+	// Routes are the routes' settings besides the policy's, compiled once where the settings
+	// are assembled, in the order of the policy's routes (policy.KeyRoute.Index); a route
+	// past the end (a test's settings without them) has every default.
+	Routes []RouteSettings
 
 	// Verdict is the verdict section's thresholds (verdict.*); the zero value (a test's
 	// settings) is DefaultVerdict.
@@ -87,12 +90,33 @@ type RouteSettings struct {
 	Expect *verdict.Expect
 }
 
-// Route returns the settings of key's route and whether it has one.
-func (s *Settings) Route(key []byte) (RouteSettings, bool) {
-	name, _ := s.Policy.RouteOf(key)
-	if name == "" {
-		return RouteSettings{}, false
+// KeyRoute is a key's route resolved once (Settings.Resolve): what the policy reads of it and
+// what the services do, from one match of the key. A service resolves a key once per request,
+// result or row and hands the value to every decision of that key.
+type KeyRoute struct {
+	Policy policy.KeyRoute
+	// Route is the route's settings; nil when the key matches no route or these settings
+	// carry none for it: then every one has its default.
+	Route *RouteSettings
+}
+
+// Resolve resolves key's route: the policy's one match (policy.Policy.Resolve) and the
+// settings of the route it found.
+func (s *Settings) Resolve(key []byte) KeyRoute {
+	kr := KeyRoute{Policy: s.Policy.Resolve(key)}
+	if i := kr.Policy.Index; i >= 0 && i < len(s.Routes) {
+		kr.Route = &s.Routes[i]
 	}
-	r, ok := s.Routes[name]
-	return r, ok
+	return kr
+}
+
+// ServeStale is routes[].serve_stale of the key's route (true without one).
+func (kr KeyRoute) ServeStale() bool { return kr.Route == nil || kr.Route.ServeStale }
+
+// Expect is routes[].expect of the key's route: what every good page of it has; nil: nothing.
+func (kr KeyRoute) Expect() *verdict.Expect {
+	if kr.Route == nil {
+		return nil
+	}
+	return kr.Route.Expect
 }

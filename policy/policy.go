@@ -115,11 +115,12 @@ func clampCadence(ms int64) int64 {
 // interval > render.default_interval. It is the page's cadence, never the gap a backoff or a
 // recheck filed as the due time.
 func (p *Policy) Cadence(r *Row) (ms int64, origin Origin) {
-	ri := p.matchRoute(r.Key)
-	ceiling := int64(0)
-	if ri >= 0 {
-		ceiling = p.routes[ri].intervalMs
-	}
+	return p.CadenceOf(r, p.Resolve(r.Key))
+}
+
+// CadenceOf is Cadence for a row whose key's route kr was resolved already (Resolve).
+func (p *Policy) CadenceOf(r *Row, kr KeyRoute) (ms int64, origin Origin) {
+	ceiling := kr.IntervalMs
 	switch {
 	case usable(r.EffectiveIntervalMs):
 		ms, origin = r.EffectiveIntervalMs, OriginRow
@@ -226,9 +227,14 @@ func LaneOf(r *Row) Lane {
 // an earlier configuration: a reload that shortened an interval, or a restart with one
 // shortened. The reload's reschedule (intake.Targets.Reschedule) moves such rows.
 func (p *Policy) CadenceBound(r *Row) int64 {
+	return p.CadenceBoundOf(r, p.Resolve(r.Key))
+}
+
+// CadenceBoundOf is CadenceBound for a row whose key's route kr was resolved already (Resolve).
+func (p *Policy) CadenceBoundOf(r *Row, kr KeyRoute) int64 {
 	switch {
-	case p.RouteInterval(r.Key) > 0:
-		return clampCadence(p.RouteInterval(r.Key))
+	case kr.IntervalMs > 0:
+		return clampCadence(kr.IntervalMs)
 	case usable(r.StoredIntervalMs):
 		return r.StoredIntervalMs
 	case len(p.opts.Ladder) > 0:

@@ -108,23 +108,28 @@ type Decision struct {
 //
 // The cadence carried on the row is always the page's cadence, never the retry gap.
 func (p *Policy) Apply(st State, o outcome.Outcome, nowMs int64) Decision {
+	return p.ApplyRoute(st, p.Resolve(st.Key), o, nowMs)
+}
+
+// ApplyRoute is Apply for a state whose key's route kr was resolved already (Resolve).
+func (p *Policy) ApplyRoute(st State, kr KeyRoute, o outcome.Outcome, nowMs int64) Decision {
 	opts := &p.opts
 	d := Decision{Class: Classify(o), DemandRung: st.DemandRung, NeverRendered: st.NeverRendered}
 	row := Row{Key: st.Key, Row: store.Row{Projection: store.Projection{
 		EffectiveIntervalMs: st.CarriedMs, StoredIntervalMs: st.StoredIntervalMs, Submitted: st.Submitted}}}
 	if d.Class == ClassSuccess {
 		if st.StoredIntervalMs == 0 && len(opts.Ladder) > 0 {
-			d.DemandRung = p.nextRung(st)
+			d.DemandRung = p.nextRung(st, kr)
 			row.EffectiveIntervalMs = opts.Ladder[d.DemandRung-1].Milliseconds()
 		} else if st.StoredIntervalMs > 0 {
 			row.EffectiveIntervalMs = st.StoredIntervalMs
 		}
-		d.CadenceMs, _ = p.Cadence(&row)
+		d.CadenceMs, _ = p.CadenceOf(&row, kr)
 		d.DueAtMs = nowMs + d.CadenceMs
 		d.StorePage, d.NeverRendered = true, false
 		return d
 	}
-	d.CadenceMs, _ = p.Cadence(&row) // carried unchanged (or resolved, so the row becomes self-describing)
+	d.CadenceMs, _ = p.CadenceOf(&row, kr) // carried unchanged (or resolved, so the row becomes self-describing)
 	d.Failing = true
 	d.FailClass = d.Class.String()
 	d.FailCount, d.FailFirstMs = 1, nowMs
@@ -164,12 +169,12 @@ func (p *Policy) Backoff(n uint32, submitted bool) int64 {
 // nextRung moves a row along the demand ladder after a successful render: one rung faster when
 // visited, one slower otherwise. A row new to the ladder starts on the slowest rung that its
 // route's ceiling allows (the route still clamps at score time).
-func (p *Policy) nextRung(st State) uint8 {
+func (p *Policy) nextRung(st State, kr KeyRoute) uint8 {
 	ladder := p.opts.Ladder
 	if st.DemandRung == 0 {
 		ceiling := int64(math.MaxInt64)
-		if ri := p.matchRoute(st.Key); ri >= 0 && p.routes[ri].intervalMs > 0 {
-			ceiling = p.routes[ri].intervalMs
+		if kr.IntervalMs > 0 {
+			ceiling = kr.IntervalMs
 		}
 		start := 0
 		for i, r := range ladder {

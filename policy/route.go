@@ -75,6 +75,7 @@ var schemeSep, rootPath = []byte("://"), []byte("/")
 
 // matchRoute returns the index of the first route matching the key's path, or -1.
 func (p *Policy) matchRoute(cacheKey []byte) int {
+	countRouteMatch()
 	if len(p.routes) == 0 {
 		return -1
 	}
@@ -97,21 +98,34 @@ func (p *Policy) matchRoute(cacheKey []byte) int {
 	return -1
 }
 
+// KeyRoute is a cache key's route as the policy resolved it (Resolve): what every decision
+// of the key reads of its route, so that a service resolves a key once and hands the result
+// to each of them rather than matching the key again in each.
+type KeyRoute struct {
+	Index      int    // the route's place in Options.Routes; -1 when the key matches none
+	Name       string // routes[].name; "" for none
+	IntervalMs int64  // routes[].interval: the cadence's ceiling; 0 = none
+	SWRMs      int64  // the stale-while-revalidate window: the route's, else page.swr_ttl
+}
+
+// Resolve resolves key's route: the first route (in their order) whose match takes the key's
+// path (URLPath). It is the one place the policy matches a key against its routes.
+func (p *Policy) Resolve(cacheKey []byte) KeyRoute {
+	if i := p.matchRoute(cacheKey); i >= 0 {
+		r := &p.routes[i]
+		return KeyRoute{Index: i, Name: r.name, IntervalMs: r.intervalMs, SWRMs: r.swrMs}
+	}
+	return KeyRoute{Index: -1, SWRMs: p.defaultSWRMs}
+}
+
 // RouteInterval is the route's interval for a cache key (routes[].interval): the longest
 // time between two renders its configuration asks for, which a row's cadence never exceeds
 // (Cadence clamps to it). 0 when the key matches no route or its route sets no interval.
-func (p *Policy) RouteInterval(cacheKey []byte) int64 {
-	if i := p.matchRoute(cacheKey); i >= 0 {
-		return p.routes[i].intervalMs
-	}
-	return 0
-}
+func (p *Policy) RouteInterval(cacheKey []byte) int64 { return p.Resolve(cacheKey).IntervalMs }
 
 // RouteOf names the route a cache key falls under ("" for none) and its stale-while-revalidate
 // window in ms (page.swr_ttl when the key matches no route or the route sets none).
 func (p *Policy) RouteOf(cacheKey []byte) (name string, swrMs int64) {
-	if i := p.matchRoute(cacheKey); i >= 0 {
-		return p.routes[i].name, p.routes[i].swrMs
-	}
-	return "", p.defaultSWRMs
+	kr := p.Resolve(cacheKey)
+	return kr.Name, kr.SWRMs
 }

@@ -88,14 +88,16 @@ func SweepSettings(cfg *config.Config) sweep.Settings {
 }
 
 // IntakeSettings narrows cfg to what worker 0's services read, with pol, the policy compiled
-// from cfg (assemble.Policy), so that one read of them gives both.
+// from cfg (assemble.Policy), so that one read of them gives both. The routes' settings are
+// compiled here once, in the order pol compiled its routes from (cfg.Routes), so that a key's
+// one match (intake.Settings.Resolve) finds both.
 func IntakeSettings(cfg *config.Config, pol *policy.Policy) intake.Settings {
 	q, r, fr := cfg.Queue, cfg.Render, cfg.Freshness
-	routes := make(map[string]intake.RouteSettings, len(cfg.Routes))
-	for _, rt := range cfg.Routes {
+	routes := make([]intake.RouteSettings, len(cfg.Routes))
+	for i, rt := range cfg.Routes {
 		// A validated configuration's expects compile (config refuses the others at load).
 		expect, _ := rt.Expect.Compile()
-		routes[rt.Name] = intake.RouteSettings{ServeStale: rt.ServeStale == nil || *rt.ServeStale, Strip: rt.Strip,
+		routes[i] = intake.RouteSettings{ServeStale: rt.ServeStale == nil || *rt.ServeStale, Strip: rt.Strip,
 			Requests: rt.Requests, MinInterval: rt.MinInterval.D(), ChangeInterval: rt.ChangeInterval.D(), Expect: expect}
 	}
 	return intake.Settings{

@@ -130,7 +130,7 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 		Freshness: intake.FreshnessSettings{Policy: "freshness", On: true, Normalize: false, RequestTau: 12 * time.Hour,
 			Requests: 0.5, Threshold: 2, PriorWeight: 3, StretchFactor: 2, MinIntervalDiv: config.MinIntervalDivisor, ConditionalEvery: 5,
 			ConditionalMaxAge: 96 * time.Hour},
-		Routes: map[string]intake.RouteSettings{"home": {ServeStale: false, Strip: []string{`x-\d+`}, Requests: 7,
+		Routes: []intake.RouteSettings{{ServeStale: false, Strip: []string{`x-\d+`}, Requests: 7,
 			MinInterval: 5 * time.Minute, ChangeInterval: 2 * time.Hour, Expect: expect}},
 		Verdict:   verdict.Settings{CollapseRatio: 0.5, MinText: 300, Agree: 4, AgreeSpan: time.Hour},
 		KeepBytes: 8 << 20,
@@ -160,7 +160,7 @@ func TestIntakeAndServeSettingsCarryEveryValue(t *testing.T) {
 	}
 	// normalize and serve_stale are false on purpose (their defaults are true).
 	noZeroField(t, "FreshnessSettings", reflect.ValueOf(in.Freshness), "Normalize")
-	noZeroField(t, "RouteSettings", reflect.ValueOf(in.Routes["home"]), "ServeStale")
+	noZeroField(t, "RouteSettings", reflect.ValueOf(in.Routes[0]), "ServeStale")
 	noZeroField(t, "verdict.Settings", reflect.ValueOf(in.Verdict))
 	def := IntakeSettings(config.Default(), n.Policy)
 	if def.Verdict != intake.DefaultVerdict || def.KeepBytes != intake.DefaultKeepBytes {
