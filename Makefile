@@ -30,9 +30,11 @@ test:
 # The second run builds shm with its step hooks (tag shmstep) so the interleaving model's
 # tests in fuzz/ drive the real protocol one atomic step at a time; the third checks the clock
 # that only test binaries carry (tag testclock, see internal/clock); the fourth runs the stores'
-# tests of their protocol mutations, which exist only under that tag (store.Mutations). The last
-# runs shm's multi-process tests without the race detector too: its instrumentation slows every
-# process down and hides interleavings that the uninstrumented build meets within a few runs.
+# tests of their protocol mutations, which exist only under that tag (store.Mutations); the
+# fifth counts the policy's route matches an applied result costs (policy.RouteMatches, only
+# under that tag too). The last runs shm's multi-process tests without the race detector too:
+# its instrumentation slows every process down and hides interleavings that the uninstrumented
+# build meets within a few runs.
 # The first run's timeout is go test's bound on one package's binary: cmd/supervisor's
 # end-to-end tests under the race detector take 9–10 minutes on a 2-core machine, past the
 # default 10m (a bound on a hang, not a measure of speed).
@@ -41,6 +43,7 @@ race:
 	$(GO) test -race -count=1 -tags shmstep ./shm/ ./fuzz/
 	$(GO) test -race -count=1 -tags testclock ./internal/clock/
 	$(GO) test -race -count=1 -tags testclock -run '^TestMutation' ./store/...
+	$(GO) test -race -count=1 -tags testclock -run '^TestApplyResolvesRouteOncePerResult$$' ./apply/
 	$(GO) test -count=3 -run 'TestMultiProcess' ./shm/
 
 # stress is the long run CI also makes after make test: every fuzz target for STRESS_FUZZTIME,

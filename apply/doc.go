@@ -5,7 +5,8 @@
 // applies a conditional check's 304 (conditional.go) and counts the stale pages served
 // (StaleMeter). It wakes render on miss's flights (MissWaker, package misses) and hands a
 // remote renderer's leases to leases.Remote (NewRemote). Its settings are intake.Settings,
-// read once per batch; it returns the sentinel errors of package intake, which api maps to
+// read once per batch, and each result's route is resolved once (intake.Settings.Resolve) and
+// read by its digest, its verdict, its decision and its freshness; it returns the sentinel errors of package intake, which api maps to
 // statuses, and answers no HTTP. River's jobcompleter is the model.
 //
 // Invariants, each enforced here and pinned by the tests named in docs/ARCHITECTURE.md

@@ -9,7 +9,10 @@
 // sentinel errors (ErrNotFound, ErrStore, ErrClosed, ErrTooMany, ErrLeaseNotHeld,
 // ErrBadStoredPage, ErrOverloaded, ErrStopping, ErrWaitTimeout, ErrRenderFailed, *FieldError,
 // *FencedError) that every service of worker 0 returns and api maps to statuses; it answers no
-// HTTP. Tests wait on the moments TestSignals names; production leaves them nil.
+// HTTP. Tests wait on the moments TestSignals names; production leaves them nil. Settings are
+// what they all read of the configuration; Settings.Resolve resolves a key's route once (the
+// policy's one match, with the route's settings compiled where the settings are assembled),
+// and a service hands that KeyRoute to every decision it makes of the key.
 //
 // The services built over Targets and these shared pieces live in packages of their own: the
 // applier (apply), render on miss (misses), the sitemap runs (sitemapruns) and the claims and

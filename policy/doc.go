@@ -4,6 +4,11 @@
 // function is a function of (row, configuration, now), so the sweep, the claim path, the API's
 // explain and the simulator all decide identically, and tests replay exactly.
 //
+// A key's route is matched in one place (Resolve, the first route in their order whose match
+// takes the key's path); a caller that makes several decisions of one key resolves it once and
+// hands the KeyRoute to the entry points that take it (CadenceOf, ApplyRoute, CadenceBoundOf).
+// Cadence, Apply and CadenceBound resolve it themselves.
+//
 // A row here is the store's own due row (Row is an alias of store.DueRow): policy imports the
 // store's contract, which holds types and codecs and links no engine, so what the store keeps
 // and what a decision reads are one type, and no conversion exists that could drop a field.
