@@ -53,3 +53,15 @@ func TestResolvedEntryPointsAgree(t *testing.T) {
 		}
 	}
 }
+
+// A failure carries the row's cadence clamped to its route's ceiling, as a success does: the
+// row becomes self-describing under the configuration in force.
+func TestApplyFailureCarriesTheRoutesCeiling(t *testing.T) {
+	p := testPolicy(t)
+	for _, oc := range []outcome.Outcome{outcome.OK, outcome.Timeout, outcome.Blocked} {
+		st := State{Key: []byte("desktop|https://a.test/c/x"), CarriedMs: 72 * hour, StoredIntervalMs: 72 * hour}
+		if d := p.Apply(st, oc, hour); d.CadenceMs != 24*hour {
+			t.Errorf("%v on a catalog row carrying 72h: cadence %d, want the route's 24h", oc, d.CadenceMs)
+		}
+	}
+}
