@@ -17,7 +17,8 @@ import (
 // verdict (the route's expect), the policy's decision (the route's interval), the freshness
 // decision and the request prior all read the one resolution. Each case goes through every
 // reader: a judged render under freshness, with a route that sets all of them, first on the
-// ladder (whose start the route's ceiling bounds), then a failure.
+// ladder (whose start the route's ceiling bounds), a later one, a conditional check's 304,
+// then a failure.
 func TestApplyResolvesRouteOncePerResult(t *testing.T) {
 	e := qtest.New(t, `
 queue: {policy: freshness}
@@ -30,10 +31,12 @@ routes:
 	key := []byte("desktop|https://a.test/news/1")
 	e.Put(string(key), start-hour, false, 0, store.Lanes{})
 	a := newApplier(t, ApplierDeps{Store: e.Store, Locks: &intake.KeyLocks{}, Seg: e.Seg, Settings: qtest.Settings(e, IntakeSettingsOf), Now: e.Now})
+	etag := map[string]string{"etag": `"v1"`}
 	body := "<html><body><p>a page of the news with text enough</p><i>7</i></body></html>"
 	for _, r := range []wire.Result{
-		{Key: key, Outcome: "ok", Status: 200, Body: []byte(body)},
-		{Key: key, Outcome: "ok", Status: 200, Body: []byte(body + "<p>more</p>")},
+		{Key: key, Outcome: "ok", Status: 200, Body: []byte(body), Headers: etag},
+		{Key: key, Outcome: "ok", Status: 200, Body: []byte(body + "<p>more</p>"), Headers: etag},
+		{Key: key, Outcome: "ok", Status: 304, Headers: etag},
 		{Key: key, Outcome: "timeout"},
 	} {
 		r.Lease = grant(t, e, key)
@@ -42,7 +45,10 @@ routes:
 			t.Fatalf("apply %s: %+v %v", r.Outcome, st, err)
 		}
 		if n := policy.RouteMatches() - before; n != 1 {
-			t.Errorf("applying one %s result matched its route %d times, want once", r.Outcome, n)
+			t.Errorf("applying one %s %d result matched its route %d times, want once", r.Outcome, r.Status, n)
+		}
+		if tg, err := e.Store.GetTarget(key); err != nil || (r.Status == 304 && tg.Fresh.Conditional != 1) {
+			t.Fatalf("after the %s %d result: %+v %v (a 304 applied as one counts a check)", r.Outcome, r.Status, tg.Fresh, err)
 		}
 		e.Advance(hour)
 	}
