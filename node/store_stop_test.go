@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/testkit/timers"
 	"github.com/rs/zerolog"
 )
 
@@ -31,7 +32,7 @@ func (f fakeSitemaps) Stop() {
 // test lets it (a bulk upload in the middle of its commit, say).
 type stopRig struct {
 	stop     *workerStop
-	asked    <-chan timer
+	asked    <-chan timers.Timer
 	release  chan struct{}
 	finished atomic.Bool // the request has returned
 }
@@ -63,8 +64,8 @@ func newStopRig(t *testing.T, sitemaps fakeSitemaps) *stopRig {
 			resp.Body.Close()
 		}
 	}()
-	within(t, "the request reaching its handler", entered)
-	after, asked := testTimers()
+	timers.Within(t, "the request reaching its handler", entered)
+	after, asked := timers.New()
 	r.asked = asked
 	r.stop = &workerStop{srv: srv, inflight: inflight, sitemaps: sitemaps, log: zerolog.Nop(), after: after, drain: 7 * time.Second}
 	t.Cleanup(func() {
@@ -78,17 +79,17 @@ func newStopRig(t *testing.T, sitemaps fakeSitemaps) *stopRig {
 	return r
 }
 
-func (r *stopRig) next(t *testing.T, want time.Duration) timer {
+func (r *stopRig) next(t *testing.T, want time.Duration) timers.Timer {
 	t.Helper()
 	select {
 	case tm := <-r.asked:
-		if tm.d != want {
-			t.Fatalf("a bound of %v, want %v", tm.d, want)
+		if tm.D != want {
+			t.Fatalf("a bound of %v, want %v", tm.D, want)
 		}
 		return tm
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the %v bound was not asked for", want)
-		return timer{}
+		return timers.Timer{}
 	}
 }
 
@@ -104,7 +105,7 @@ func TestWorker0StoreOutlivesItsRequests(t *testing.T) {
 		}
 		closeStore <- ok
 	}()
-	close(r.next(t, 7*time.Second).fire) // the drain bound passes with the request running
+	close(r.next(t, 7*time.Second).Fire) // the drain bound passes with the request running
 	r.next(t, finishTimeout)             // the stop now waits for it, on a bound of its own
 	select {
 	case <-closeStore:
@@ -134,8 +135,8 @@ func TestWorker0LeavesTheStoreOpenUnderALiveWriter(t *testing.T) {
 		}
 		closeStore := make(chan bool, 1)
 		go func() { closeStore <- r.stop.run() }()
-		close(r.next(t, 7*time.Second).fire)
-		close(r.next(t, finishTimeout).fire)
+		close(r.next(t, 7*time.Second).Fire)
+		close(r.next(t, finishTimeout).Fire)
 		select {
 		case ok := <-closeStore:
 			if ok {

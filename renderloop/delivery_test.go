@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshq/freshq/testkit/timers"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -26,7 +27,7 @@ func TestDeliveryIsAService(t *testing.T) {
 	}
 	stopped := make(chan struct{})
 	go func() { d.Stop(); close(stopped) }()
-	within(t, "the delivery's stop", stopped)
+	timers.Within(t, "the delivery's stop", stopped)
 	r.mu.Lock()
 	n := 0
 	for _, b := range r.batches {

@@ -14,6 +14,7 @@ import (
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/testkit/timers"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -78,31 +79,6 @@ func (s *stuckWorker0) SendResults(ctx context.Context, rs []wire.Result) (wire.
 	return wire.ApplyStats{}, fmt.Errorf("%w: %w", wire.ErrUnavailable, ctx.Err())
 }
 
-// timer is one of the stop's bounds as the test holds it.
-type timer struct {
-	d    time.Duration
-	fire chan time.Time
-}
-
-// testTimers stands in for time.After: each timer asked for is handed to the test, which fires it.
-func testTimers() (func(time.Duration) <-chan time.Time, <-chan timer) {
-	asked := make(chan timer, 8)
-	return func(d time.Duration) <-chan time.Time {
-		t := timer{d: d, fire: make(chan time.Time)}
-		asked <- t
-		return t.fire
-	}, asked
-}
-
-func within(t *testing.T, what string, ch <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second): // a failure's bound only: a passing run never waits for it
-		t.Fatalf("%s did not happen", what)
-	}
-}
-
 func poolEnv(t *testing.T, concurrency int) *Deps {
 	e := testEnv(t)
 	cfg := config.Default()
@@ -125,7 +101,7 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 	claimer := &leasingClaimer{e: e}
 	rdr := &instantRenderer{}
 	w0 := &stuckWorker0{first: make(chan int, 1)}
-	after, asked := testTimers()
+	after, asked := timers.New()
 	p := &renderPool{e: e, claimer: claimer, rdrs: &renderers{e: e, cur: e.Settings().Render, rdr: rdr}, sender: w0, inFlight: 1, after: after}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -148,21 +124,21 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 			time.Sleep(time.Millisecond) // waiting for a condition, not for time to pass
 		}
 	}()
-	within(t, "a render loop blocked on a full queue", full)
+	timers.Within(t, "a render loop blocked on a full queue", full)
 
 	stop()
-	var drain, flush timer
-	for i, tm := range []*timer{&drain, &flush} {
+	var drain, flush timers.Timer
+	for i, tm := range []*timers.Timer{&drain, &flush} {
 		select {
 		case *tm = <-asked:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("bound %d was not asked for at the stop", i)
 		}
 	}
-	if drain.d != 7*time.Second || flush.d != drain.d+renderFlushTimeout {
-		t.Fatalf("bounds %v and %v from the stop, want shutdown_timeout (7s) and %v more", drain.d, flush.d, renderFlushTimeout)
+	if drain.D != 7*time.Second || flush.D != drain.D+renderFlushTimeout {
+		t.Fatalf("bounds %v and %v from the stop, want shutdown_timeout (7s) and %v more", drain.D, flush.D, renderFlushTimeout)
 	}
-	close(drain.fire)
+	close(drain.Fire)
 	givenBack := make(chan struct{})
 	go func() {
 		defer close(givenBack)
@@ -170,9 +146,9 @@ func TestStopWithinBoundsWhileWorker0IsSlow(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	within(t, "the blocked loop giving its result's lease back at the drain bound", givenBack)
-	close(flush.fire)
-	within(t, "the stop, once the flush bound passed", returned)
+	timers.Within(t, "the blocked loop giving its result's lease back at the drain bound", givenBack)
+	close(flush.Fire)
+	timers.Within(t, "the stop, once the flush bound passed", returned)
 
 	granted := claimer.leases()
 	dropped := e.Worker.Load(shm.CounterResultsDropped)

@@ -20,6 +20,7 @@ const module = "github.com/freshq/freshq"
 // the package no longer makes, so the table (and the package table and the layers generated
 // from it in docs/ARCHITECTURE.md, archdoc_test.go) never flatters the code.
 var allowed = map[string][]string{
+	"testkit/timers":        {},
 	"leases":                {"cachekey", "claim", "hosts", "intake", "policy", "shm", "store", "wire"},
 	"apply":                 {"cachekey", "claim", "freshness", "hosts", "intake", "leases", "outcome", "pagedigest", "policy", "render", "shm", "store", "verdict", "wire"},
 	"misses":                {"cachekey", "intake", "render"},
@@ -117,7 +118,7 @@ func TestLeafRulesAreTheTable(t *testing.T) {
 }
 
 // testHelpers may be imported by tests only.
-var testHelpers = []string{"testkit/qtest", "testkit/pgtest", "testkit/testdns", "testkit/testbin",
+var testHelpers = []string{"testkit/qtest", "testkit/pgtest", "testkit/testdns", "testkit/testbin", "testkit/timers",
 	"store/storetest", "cluster/clustertest"}
 
 type pkg struct {
