@@ -21,6 +21,15 @@ import (
 // validatorsSocket is worker 0's validators endpoint as a test sets it: every page may be
 // checked, with etag.
 func validatorsSocket(t *testing.T, etag string) *wire.Client {
+	return validatorsServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"check": true, "etag": %q}`, etag)
+	})
+}
+
+// validatorsServer serves worker 0's validators endpoint with answer on a unix socket, and
+// returns a client of it.
+func validatorsServer(t *testing.T, answer http.HandlerFunc) *wire.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cc") // a unix socket's path is bounded to about a hundred bytes
 	if err != nil {
@@ -33,10 +42,7 @@ func validatorsSocket(t *testing.T, etag string) *wire.Client {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+wire.PathValidators, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"check": true, "etag": %q}`, etag)
-	})
+	mux.HandleFunc("POST "+wire.PathValidators, answer)
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

@@ -3,7 +3,6 @@ package renderloop
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -171,28 +170,14 @@ func TestHeldResultsLeaveTheLeaseTableToClaims(t *testing.T) {
 // origin sent validators: the question costs worker 0 a request and a read of the target, and
 // asked before every render it halved what a node rendered per second.
 func TestConditionalCheckAsksOnlyForCheckableJobs(t *testing.T) {
-	dir, err := os.MkdirTemp("", "cc") // a unix socket's path is bounded to about a hundred bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "w0.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var asked atomic.Int64
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+wire.PathValidators, func(w http.ResponseWriter, r *http.Request) {
+	client := validatorsServer(t, func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"check": false}`) // render in full: the test needs no origin
 	})
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
 
-	c := &conditionalCheck{client: wire.NewClient(sock)}
+	c := &conditionalCheck{client: client}
 	key := []byte("desktop|https://a.test/p/1")
 	for _, tc := range []struct {
 		checkable bool
