@@ -26,6 +26,24 @@ type Options struct {
 	// (supervisor.watchdog_stall, in force: read at each tick).
 	WatchdogStall func() time.Duration
 	Log           zerolog.Logger
+
+	// Now, After and Send default to time.Now, time.After and Notify; tests hand in their own
+	// so that no test waits for a bound to pass.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	Send  func(state string)
+}
+
+func (o *Options) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
+	if o.Send == nil {
+		o.Send = Notify
+	}
 }
 
 // Run sends READY=1 once worker 0 serves and its first sweep finished (or failed, or
@@ -33,22 +51,23 @@ type Options struct {
 // worker's heartbeat keeps advancing, and a one-line STATUS= summary. It returns once the
 // pool's stop began.
 func Run(o Options) {
-	deadline := time.Now().Add(o.ReadyTimeout)
+	o.defaults()
+	deadline := o.Now().Add(o.ReadyTimeout)
 	for !o.Stopping() {
 		st, err := o.Status(context.Background())
 		if err == nil && st.Sweeps+st.SweepFails > 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		if o.Now().After(deadline) {
 			o.Log.Warn().Dur("ready_timeout", o.ReadyTimeout).Msg("first sweep not finished; reporting ready anyway")
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-o.After(100 * time.Millisecond)
 	}
 	if o.Stopping() {
 		return
 	}
-	Notify("READY=1")
+	o.Send("READY=1")
 	o.Log.Info().Msg("ready")
 	watchdog(o)
 }
@@ -66,10 +85,13 @@ func watchdog(o Options) {
 	last := make([]uint64, o.Workers)
 	lastMove := make([]time.Time, o.Workers)
 	for i := range lastMove {
-		lastMove[i] = time.Now()
+		lastMove[i] = o.Now()
 	}
 	for !o.Stopping() {
-		time.Sleep(tick)
+		<-o.After(tick)
+		if o.Stopping() {
+			return
+		}
 		healthy := true
 		stall := o.WatchdogStall()
 		for i := range o.Workers {
@@ -78,15 +100,15 @@ func watchdog(o Options) {
 				continue
 			}
 			if b := w.Status().Beats; b != last[i] {
-				last[i], lastMove[i] = b, time.Now()
-			} else if time.Since(lastMove[i]) > stall {
+				last[i], lastMove[i] = b, o.Now()
+			} else if o.Now().Sub(lastMove[i]) > stall {
 				healthy = false
 			}
 		}
 		rs := o.Segment.Ready().Stats()
-		Notify("STATUS=" + statusLine(rs, o.Segment.Floor().Load(), healthy))
+		o.Send("STATUS=" + statusLine(rs, o.Segment.Floor().Load(), healthy))
 		if interval > 0 && healthy {
-			Notify("WATCHDOG=1")
+			o.Send("WATCHDOG=1")
 		}
 	}
 }
