@@ -80,6 +80,7 @@ freshq() {
         if ($i == "console-polls") polls = $(i-1)
         if ($i == "console-load-ms") lms = $(i-1)
       }
+      if (polls != "-") polls = sprintf("%.0f", polls)
       if (lms != "") polls = polls "(" sprintf("%.0f", lms) "ms)" # one field: no space
       print sys "(w=" w ")", n, js, "-", cpu, pg, polls
     }' "$out" >>"$rows"
