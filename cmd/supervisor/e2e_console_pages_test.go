@@ -34,13 +34,26 @@ func TestEndToEndConsolePages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
+	consolePages(t, "")
+}
+
+// The same on PostgreSQL, whose key iteration the prefix search reads as it reads Badger's.
+func TestEndToEndConsolePagesOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	needChromium(t)
+	consolePages(t, postgresFor(t).yaml)
+}
+
+func consolePages(t *testing.T, storeYAML string) {
 	needChromium(t)
 	serveAddr := freePort(t)
 	n := startNode(t, t.TempDir(), 2, fmt.Sprintf(`token: %s
 queue: {ready: {sweep_interval: 1s}}
 render: {renderer: sim, concurrency: 2}
 serve: {listen: %s, tokens: [crawl-token]}
-`, consoleToken, serveAddr), "")
+`, consoleToken, serveAddr)+storeYAML, "")
 	waitFor(t, "ready", 60*time.Second, n.ready)
 	a := consoleAPI{t: t, addr: n.addr}
 	corpus, err := os.ReadFile(filepath.Join("..", "..", "examples", "demo-targets.ndjson"))
