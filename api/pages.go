@@ -50,7 +50,7 @@ func (x *Pages) list(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	l, err := x.Targets.List(q.Get("prefix"), q.Get("device"), q.Get("after"), limit)
+	l, err := x.Targets.List(r.Context(), q.Get("prefix"), q.Get("device"), q.Get("after"), limit)
 	if err != nil {
 		fail(w, err)
 		return

@@ -1,14 +1,13 @@
 package intake
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/freshq/freshq/cachekey"
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -18,20 +17,16 @@ const (
 	ListMax     = 200
 )
 
-// errListFull stops the store's iteration once List has what it needs.
-var errListFull = errors.New("intake: list full")
-
 // List returns the targets whose URL starts with prefix, of device or, when it names none, of
 // every device, in key order (device by name, then URL), at most limit of them (0:
 // ListDefault, at most ListMax), after the cursor after (a previous answer's Next, "" for the
 // first page). The prefix gets the zero key rules only (case, default port), as Prioritize's:
-// a string prefix of stored keys. It reads the store's iteration over schedule keys
-// (ForEachSchedule), which both backends serve in key order and which cannot start at a key:
-// the keys before the cursor are read and skipped, so a call costs the keys under the prefix
-// up to the end of its page (on PostgreSQL, whose iteration reads its range to the end once
-// started, every key under the prefix). Its answer is bounded (limit pages); its work grows
-// with how deep into a prefix it lists, so a narrow prefix is the cheap search.
-func (t *Targets) List(prefix, device, after string, limit int) (wire.PageList, error) {
+// a string prefix of stored keys. It reads the store's bounded iteration (ListSchedule), which
+// starts strictly after the cursor's key (a seek on Badger, a primary key range scan on
+// PostgreSQL) and asks for one row more than the page still needs, to know whether another
+// page follows: a call reads at most limit+1 schedule rows, on a prefix's last page as on its
+// first, however many keys the prefix holds.
+func (t *Targets) List(ctx context.Context, prefix, device, after string, limit int) (wire.PageList, error) {
 	out := wire.PageList{Prefix: prefix, Pages: []wire.PageEntry{}}
 	if prefix == "" {
 		return out, fieldErr("prefix", errors.New("give a URL prefix (https://host/path)"))
@@ -59,7 +54,7 @@ func (t *Targets) List(prefix, device, after string, limit int) (wire.PageList, 
 	}
 	keying := KeyingOf(set)
 	keying.Rules = nil
-	var last []byte // the last key visited, of any device: where the next page starts
+	var last []byte // the key of the last page listed: where the next page starts
 	for _, dev := range devices {
 		if hasAfter && dev < afterDev {
 			continue
@@ -71,31 +66,25 @@ func (t *Targets) List(prefix, device, after string, limit int) (wire.PageList, 
 			}
 			return out, err
 		}
-		cursor := []byte(nil)
+		var cursor []byte
 		if hasAfter && dev == afterDev {
 			cursor = cachekey.New(dev, afterURL)
 		}
-		err = t.store.ForEachSchedule(kp, func(k []byte, row store.Row) error {
-			if len(out.Pages) == limit {
-				return errListFull
-			}
-			out.Scanned++
-			last = append(last[:0], k...)
-			if cursor != nil && bytes.Compare(k, cursor) <= 0 {
-				return nil
-			}
-			_, u, _ := cachekey.Split(k)
-			out.Pages = append(out.Pages, wire.PageEntry{URL: u, Device: dev, DueAt: time.UnixMilli(row.DueAtMs).UTC(),
-				IntervalSec: float64(row.EffectiveIntervalMs) / 1000, Urgent: row.Lanes.Urgent, Failing: row.Lanes.Failing,
-				Submitted: row.Submitted})
-			return nil
-		})
-		if errors.Is(err, errListFull) {
-			out.Next = string(last)
-			return out, nil
-		}
+		rows, err := t.store.ListSchedule(ctx, kp, cursor, limit+1-len(out.Pages))
 		if err != nil {
 			return out, &StoreError{err}
+		}
+		out.Scanned += len(rows)
+		for _, r := range rows {
+			if len(out.Pages) == limit {
+				out.Next = string(last)
+				return out, nil
+			}
+			last = r.Key
+			_, u, _ := cachekey.Split(r.Key)
+			out.Pages = append(out.Pages, wire.PageEntry{URL: u, Device: dev, DueAt: time.UnixMilli(r.DueAtMs).UTC(),
+				IntervalSec: float64(r.EffectiveIntervalMs) / 1000, Urgent: r.Lanes.Urgent, Failing: r.Lanes.Failing,
+				Submitted: r.Submitted})
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,7 +30,7 @@ func listAll(t *testing.T, svc *Targets, prefix, device string, limit int) (got 
 	t.Helper()
 	after := ""
 	for {
-		l, err := svc.List(prefix, device, after, limit)
+		l, err := svc.List(context.Background(), prefix, device, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func TestListPagesThroughAPrefix(t *testing.T) {
 	if len(got) != 46 || !slices.IsSorted(got) || got[0] != "desktop|https://a.test/c/00" || got[45] != "mobile|https://a.test/c/22" {
 		t.Errorf("every device: %d pages %v", len(got), got)
 	}
-	if l, err := svc.List("https://a.test/zzz", "", "", 0); err != nil || len(l.Pages) != 0 || l.Next != "" {
+	if l, err := svc.List(context.Background(), "https://a.test/zzz", "", "", 0); err != nil || len(l.Pages) != 0 || l.Next != "" {
 		t.Errorf("a prefix of nothing: %+v %v", l, err)
 	}
 }
@@ -100,7 +101,7 @@ func TestListBadValuesNameTheirField(t *testing.T) {
 		{"https://a.test/", "desktop", "mobile|https://a.test/", 0, "after"},
 	} {
 		var fe *FieldError
-		if _, err := svc.List(tc.prefix, tc.device, tc.after, tc.limit); !errors.As(err, &fe) || fe.Field != tc.field {
+		if _, err := svc.List(context.Background(), tc.prefix, tc.device, tc.after, tc.limit); !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("%+v: %v, want a FieldError naming %s", tc, err, tc.field)
 		}
 	}

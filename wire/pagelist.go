@@ -9,8 +9,9 @@ type PageList struct {
 	Pages  []PageEntry `json:"pages"`
 	// Next is the cursor of the following page (pass it as after=), "" when the list is done.
 	Next string `json:"next,omitempty"`
-	// Scanned is how many keys the store's iteration handed over for this page, those
-	// before the cursor included: what the page cost.
+	// Scanned is how many keys the store's iteration handed over for this page: what the
+	// page cost, at most its limit+1 (the page and the key that says another follows)
+	// wherever the cursor lies.
 	Scanned int `json:"scanned"`
 }
 

@@ -37,7 +37,8 @@ func TestEndToEndConsolePages(t *testing.T) {
 	consolePages(t, "")
 }
 
-// The same on PostgreSQL, whose key iteration the prefix search reads as it reads Badger's.
+// The same on PostgreSQL, whose bounded key iteration (ListSchedule: a range scan of the primary
+// key from the page's cursor) the prefix search reads as it reads Badger's seek.
 func TestEndToEndConsolePagesOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
