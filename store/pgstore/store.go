@@ -398,7 +398,8 @@ func scheduleRangeQuery(prefix, after []byte, limit int) (string, []any) {
 	if end, ok := store.PrefixEnd(prefix); ok {
 		cond(`<`, end)
 	}
-	if q += ` ORDER BY cache_key`; limit > 0 {
+	q += ` ORDER BY cache_key`
+	if limit > 0 {
 		args = append(args, limit)
 		q += ` LIMIT $` + strconv.Itoa(len(args))
 	}
