@@ -38,6 +38,13 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	// bar is the width, of 120, of a bar of n out of most.
+	"bar": func(n, most uint64) int {
+		if most == 0 {
+			return 0
+		}
+		return int(max(1, 120*n/most))
+	},
 	"ms": func(ms int64) string {
 		if ms == 0 {
 			return "—"

@@ -178,28 +178,49 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, sess string) 
 	c.view(w, http.StatusOK, "overview", "overview", sess, o)
 }
 
-// Pages is the pages view's data: the search form, and what an action did.
+// Pages is the pages view's data: the search forms, what an action did, and the pages under a
+// prefix when one was searched (List nil: none was).
 type Pages struct {
-	Done string
+	Done   string
+	Prefix string
+	Device string
+	List   *wire.PageList
 }
 
 func (c *Console) pagesView(w http.ResponseWriter, r *http.Request, sess string) {
 	q := r.URL.Query()
-	u, err := param(q, "url")
-	if err != nil {
-		c.fail(w, r, sess, http.StatusBadRequest, "url", err.Error())
-		return
-	}
-	if u != "" {
-		dev, err := param(q, "device")
+	vals := map[string]string{}
+	for _, name := range []string{"url", "device", "prefix", "after"} {
+		v, err := param(q, name)
 		if err != nil {
-			c.fail(w, r, sess, http.StatusBadRequest, "device", err.Error())
+			c.fail(w, r, sess, http.StatusBadRequest, name, err.Error())
 			return
 		}
-		http.Redirect(w, r, Prefix+"page?"+pageQuery(u, dev), http.StatusSeeOther)
+		vals[name] = v
+	}
+	if u := vals["url"]; u != "" {
+		http.Redirect(w, r, Prefix+"page?"+pageQuery(u, vals["device"]), http.StatusSeeOther)
 		return
 	}
-	c.view(w, http.StatusOK, "pages", "pages", sess, Pages{Done: doneLabel(q.Get("done"))})
+	p := Pages{Done: doneLabel(q.Get("done")), Prefix: vals["prefix"], Device: vals["device"]}
+	if p.Prefix != "" {
+		// One page of the targets under the prefix, as GET /v1/targets/list answers it; the
+		// next page is the same search after its cursor.
+		aq := url.Values{"prefix": {p.Prefix}}
+		if p.Device != "" {
+			aq.Set("device", p.Device)
+		}
+		if a := vals["after"]; a != "" {
+			aq.Set("after", a)
+		}
+		var l wire.PageList
+		if err := c.call(r, http.MethodGet, "/v1/targets/list", aq, nil, &l); err != nil {
+			c.apiFail(w, r, sess, err)
+			return
+		}
+		p.List = &l
+	}
+	c.view(w, http.StatusOK, "pages", "pages", sess, p)
 }
 
 func pageQuery(u, dev string) string {
@@ -215,6 +236,10 @@ type PageDetail struct {
 	URL, Device string
 	Target      wire.Explanation
 	Renders     *Renders // nil: the API keeps no log of renders
+	// Crawlers is the page's crawler requests by family (GET /v1/targets/crawlers); nil when
+	// worker 0 serves no crawler listener, or the API did not answer (CrawlersErr says).
+	Crawlers    *PageCrawlers
+	CrawlersErr string
 	Done        string
 	Preview     template.URL // the preview's address, its query encoded once
 }
@@ -264,7 +289,49 @@ func (c *Console) pageView(w http.ResponseWriter, r *http.Request, sess string) 
 	if err := c.call(r, http.MethodGet, "/v1/renders", aq, nil, &rs); err == nil {
 		d.Renders = &rs
 	}
+	var pc PageCrawlers
+	var ae *apiError
+	switch err := c.call(r, http.MethodGet, "/v1/targets/crawlers", aq, nil, &pc); {
+	case err == nil:
+		d.Crawlers = &pc
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound && ae.Field == "serve.listen":
+		// No crawler listener: nothing to count.
+	default:
+		d.CrawlersErr = err.Error()
+	}
 	c.view(w, http.StatusOK, "page", "pages", sess, d)
+}
+
+// PageCrawlers is GET /v1/targets/crawlers' answer as the console reads it: the crawler
+// listener's requests for the page by family, from its bounded per-page tally.
+type PageCrawlers struct {
+	Tracked  bool          `json:"tracked"`
+	SinceMs  int64         `json:"since_ms"`
+	Families []FamilyCount `json:"families"`
+	Table    struct {
+		Pages    int `json:"pages"`
+		MaxPages int `json:"max_pages"`
+	} `json:"table"`
+}
+
+// FamilyCount is one family's requests for a page.
+type FamilyCount struct {
+	Family   string `json:"family"`
+	Requests uint64 `json:"requests"`
+	Hit      uint64 `json:"hit"`
+	Stale    uint64 `json:"stale"`
+	Miss     uint64 `json:"miss"`
+	Refused  uint64 `json:"refused"`
+	LastMs   int64  `json:"last_ms"`
+}
+
+// Max is the most requests of one family: the bars' full width.
+func (p *PageCrawlers) Max() uint64 {
+	m := uint64(0)
+	for _, f := range p.Families {
+		m = max(m, f.Requests)
+	}
+	return m
 }
 
 // preview serves the stored page, under PreviewCSP, for the page view's sandboxed frame.

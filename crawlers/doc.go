@@ -4,7 +4,8 @@
 // published address ranges, and optionally the device they render as) and the device patterns
 // (families.yaml's devices: Mobile, Android, iPhone make a request mobile). It finds a
 // request's client address behind the proxies the operator trusts, and verifies a claimed
-// crawler's address, with a bounded cache of the answers.
+// crawler's address, with a bounded cache of the answers. It counts what each family got,
+// per family (Tally) and per page (PageTally, bounded), for the operator API and the console.
 //
 // The table is data: package config holds the operator's (serve.crawlers replaces the
 // families, serve.mobile_agents the device patterns) and validates it to the same rules, with
@@ -35,6 +36,9 @@
 //   - A name is confirmed only forward: a reverse name matching a family's suffix counts only
 //     when that name resolves back to the address (a PTR record is the address owner's to
 //     write, and anyone may write googlebot.com into their own).
+//   - The per-page tally (PageTally) holds at most MaxPages pages and MaxBytes bytes of them,
+//     whatever the URLs requested: a page asked for once is the first evicted, and a page's
+//     counts are exact from the moment it entered the table (its Since).
 //   - Nothing here invents an address range: a family whose documentation publishes ranges
 //     not shipped with freshq is Unverifiable until the operator's table gives them.
 package crawlers

@@ -27,8 +27,9 @@ type crawlerListener struct {
 	reg     *prometheus.Registry
 	targets *intake.Targets
 	misses  *misses.Flights
-	demand  *intake.Demand  // writes the counted requests into the targets
-	tally   *crawlers.Tally // what each crawler family got, for /v1/queue
+	demand  *intake.Demand      // writes the counted requests into the targets
+	tally   *crawlers.Tally     // what each crawler family got, for /v1/queue
+	pages   *crawlers.PageTally // the same per page, for GET /v1/targets/crawlers
 
 	h       *serve.Handler
 	srv     *http.Server
@@ -63,7 +64,7 @@ func (c *crawlerListener) Start(ctx context.Context) error {
 	c.h, err = serve.NewHandler(serve.HandlerDeps{Targets: c.targets, Misses: c.misses, Settings: c.e.serveSettings, Now: c.e.now, Log: c.e.log,
 		Metrics: serve.NewMetrics(c.reg), Demand: &serve.Demand{HalfLifeMs: demandHalfLife.Milliseconds(), MaxBytes: int64(cfg.Serve.DemandBytes)},
 		AdminToken: func() string { return c.e.cur.Load().Config().Token },
-		Verifier:   verifier, Tally: c.tally})
+		Verifier:   verifier, Tally: c.tally, Pages: c.pages})
 	if err != nil {
 		ln.Close()
 		return err

@@ -62,6 +62,7 @@ type worker0 struct {
 	granted    func([]byte, int64) // the grant log's claim hook; nil: none
 	politeness *hosts.Tracker      // the host table's one writer
 	tally      *crawlers.Tally     // what each crawler family got, when worker 0 serves crawlers
+	pageTally  *crawlers.PageTally // the same per page, bounded, for the console's page view
 }
 
 // sweepCounts are the sweeps counted for the control socket's status.
@@ -323,7 +324,9 @@ func (w *worker0) register(st store.Store, targetsSvc *intake.Targets, applier *
 	view := e.deps.Cluster.View(w.eng, e.cur.Load().Config(), func() float64 { return e.policy().Boost() })
 	if e.serveFD > 0 {
 		w.tally = &crawlers.Tally{}
+		w.pageTally = &crawlers.PageTally{}
 	}
+	(&api.Pages{Targets: targetsSvc, Crawlers: w.pageTally}).Register(mux)
 	(&api.Queue{Seg: e.seg, Now: e.now, Cluster: view, Capacity: w.capacity.View, Settings: e.intakeSettings, Stale: stale, Crawlers: w.tally}).Register(mux)
 	(&api.Capacity{View: w.capacity.View}).Register(mux)
 	(&api.Plan{Compute: settings.PlanFunc(w.capacity)}).Register(mux)
@@ -346,7 +349,7 @@ func (w *worker0) buildCrawlers(cst store.Store, writer sweep.Writer, locks *int
 	if err != nil {
 		return wrap("demand", err)
 	}
-	w.crawlers = &crawlerListener{e: e, reg: serveReg, targets: targetsSvc, misses: w.misses, demand: demand, tally: w.tally}
+	w.crawlers = &crawlerListener{e: e, reg: serveReg, targets: targetsSvc, misses: w.misses, demand: demand, tally: w.tally, pages: w.pageTally}
 	return nil
 }
 

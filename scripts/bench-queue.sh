@@ -5,6 +5,9 @@
 #
 #   scripts/bench-queue.sh            (or: make bench-queue)
 #   SIZES="200000" WORKERS=2 scripts/bench-queue.sh     (one size; freshq with 2 workers only)
+#   CONSOLE_POLL=1 scripts/bench-queue.sh               (each freshq run twice: as above, then with a
+#                                                        headless Chromium loading the console's
+#                                                        overview every second; side by side)
 #
 # River runs on a throwaway PostgreSQL cluster started for the run (scripts/pg-test.sh: fsync off,
 # synchronous_commit on) and removed at the end, or on FRESHQ_TEST_PG_DSN's server when that is set.
@@ -26,7 +29,12 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-rows=$tmp/rows # one line per result: system size work_jobs_s all_jobs_s proc_us server_us
+rows=$tmp/rows # one line per result: system size work_jobs_s all_jobs_s proc_us server_us console_polls
+# CONSOLE_POLL=1: every freshq run is made twice, the second with a headless Chromium on the
+# console's overview, reloading it every second (BenchmarkQueueOverhead's
+# FRESHQ_BENCH_CONSOLE_POLL=1; needs chromium): the console's cost is the difference, read
+# against the run-to-run spread.
+CONSOLE_POLL=${CONSOLE_POLL:-0}
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 (cd bench/river && go build -o "$tmp/river-bench" .)
@@ -40,16 +48,20 @@ river() {
     echo "bench-queue: river at $n jobs failed" >&2; failed=1; return
   fi
   echo "$j" >&2
-  printf 'river %s %s %s %s %s\n' "$n" "$(field jobs_per_s_work <<<"$j")" "$(field jobs_per_s_all <<<"$j")" \
+  printf 'river %s %s %s %s %s -\n' "$n" "$(field jobs_per_s_work <<<"$j")" "$(field jobs_per_s_all <<<"$j")" \
     "$(field cpu_process_us_per_job_work <<<"$j")" "$(field cpu_server_us_per_job_work <<<"$j")" >>"$rows"
 }
 
-# freshq BACKEND N runs the queue benchmark on a store of N rows and adds one row per workers=K.
+# freshq BACKEND N [poll] runs the queue benchmark on a store of N rows and adds one row per
+# workers=K; with poll, a browser loads the console's overview every second throughout.
 freshq() {
-  local backend=$1 n=$2 out=$tmp/freshq-$1-$2.txt
-  local env=()
+  local backend=$1 n=$2 poll=${3:-} out=$tmp/freshq-$1-$2${3:+-poll}.txt
+  local env=(FRESHQ_BENCH_CONSOLE_POLL=0) sys=freshq-$1
   if [ "$backend" = postgres ]; then
-    env=(FRESHQ_BENCH_STORE=postgres)
+    env+=(FRESHQ_BENCH_STORE=postgres)
+  fi
+  if [ -n "$poll" ]; then
+    env+=(FRESHQ_BENCH_CONSOLE_POLL=1) sys=$sys+console
   fi
   local re=QueueOverhead
   [ -z "$WORKERS" ] || re="QueueOverhead/workers=$WORKERS\$"
@@ -57,16 +69,20 @@ freshq() {
     echo "bench-queue: freshq on $backend at $n rows failed" >&2; failed=1
   fi
   # BenchmarkQueueOverhead/workers=2-2  200000  25000 ns/op  40000 jobs/s  50.1 cpu-us/job ...
-  awk -v sys="freshq-$backend" -v n="$n" '
+  awk -v sys="$sys" -v n="$n" '
     $1 ~ /^BenchmarkQueueOverhead\/workers=/ && $2 == n {
       w = $1; sub(/.*workers=/, "", w); sub(/-[0-9]+$/, "", w)
-      js = "-"; cpu = "-"; pg = (sys == "freshq-badger" ? "-" : "?")
+      js = "-"; cpu = "-"; pg = (sys ~ /^freshq-badger/ ? "-" : "?"); polls = "-"; lms = ""
       for (i = 3; i <= NF; i++) {
         if ($i == "jobs/s") js = $(i-1)
         if ($i == "cpu-us/job") cpu = $(i-1)
         if ($i == "pg-cpu-us/job") pg = $(i-1)
+        if ($i == "console-polls") polls = $(i-1)
+        if ($i == "console-load-ms") lms = $(i-1)
       }
-      print sys "(w=" w ")", n, js, "-", cpu, pg
+      if (polls != "-") polls = sprintf("%.0f", polls)
+      if (lms != "") polls = polls "(" sprintf("%.0f", lms) "ms)" # one field: no space
+      print sys "(w=" w ")", n, js, "-", cpu, pg, polls
     }' "$out" >>"$rows"
 }
 
@@ -78,8 +94,10 @@ FRESHQ_ON_POSTGRES=${FRESHQ_ON_POSTGRES:-1}
 for n in $SIZES; do
   river "$n"
   freshq badger "$n"
+  [ "$CONSOLE_POLL" != 1 ] || freshq badger "$n" poll
   if [ "$FRESHQ_ON_POSTGRES" = 1 ]; then
     freshq postgres "$n"
+    [ "$CONSOLE_POLL" != 1 ] || freshq postgres "$n" poll
   fi
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -88,14 +106,23 @@ echo
 echo "queue benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average after: $load"
 echo "PostgreSQL: $(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?'), synchronous_commit $(psql -XAtc 'SHOW synchronous_commit' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')"
 [ "$FRESHQ_ON_POSTGRES" = 1 ] || echo "freshq on PostgreSQL: left out (FRESHQ_ON_POSTGRES=0)"
+[ "$CONSOLE_POLL" != 1 ] || echo "+console: the same run with a headless Chromium loading the console's overview every second (console polls: the overview loads completed during the run, and their mean time)"
 echo
-printf '| %-22s | %9s | %12s | %12s | %14s | %14s | %12s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job"
-printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ----------- -------------- -------------- ---------------- ---------------- --------------
-awk '{
+# With CONSOLE_POLL=1 the table has one more column, the console's loads during the run.
+if [ "$CONSOLE_POLL" = 1 ]; then
+  printf '| %-30s | %9s | %12s | %12s | %14s | %14s | %12s | %18s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job" "console polls"
+  printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------------------------- ----------- -------------- -------------- ---------------- ---------------- -------------- --------------------
+else
+  printf '| %-22s | %9s | %12s | %12s | %14s | %14s | %12s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job"
+  printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ----------- -------------- -------------- ---------------- ---------------- --------------
+fi
+awk -v poll="$CONSOLE_POLL" '{
   total = ($5 == "-" ? "-" : ($6 == "-" || $6 == "?" ? $5 : $5 + $6))
-  printf "| %-22s | %9d | %12s | %12s | %14s | %14s | %12s |\n", $1, $2,
+  cells = sprintf("| %9d | %12s | %12s | %14s | %14s | %12s |", $2,
     ($3 == "-" ? "-" : sprintf("%.0f", $3)), ($4 == "-" ? "-" : sprintf("%.0f", $4)),
     ($5 == "-" ? "-" : sprintf("%.1f", $5)), ($6 == "-" || $6 == "?" ? $6 : sprintf("%.1f", $6)),
-    (total == "-" ? "-" : sprintf("%.1f", total))
+    (total == "-" ? "-" : sprintf("%.1f", total)))
+  if (poll == 1) printf "| %-30s %s %18s |\n", $1, cells, $7
+  else printf "| %-22s %s\n", $1, cells
 }' "$rows"
 exit $failed

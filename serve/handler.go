@@ -93,6 +93,9 @@ type HandlerDeps struct {
 	Verifier *crawlers.Verifier
 	// Tally, if set, counts what each crawler family got, for /v1/queue's freshness view.
 	Tally *crawlers.Tally
+	// Pages, if set, counts the same answers per page (its key) and family, in a bounded
+	// table, for the console's page view (GET /v1/targets/crawlers).
+	Pages *crawlers.PageTally
 	// Rushed, if set, is told of every expired page's row the mover handled, after the fact
 	// (a test waits on it instead of on time).
 	Rushed func(key []byte, rushed bool, err error)
@@ -193,7 +196,8 @@ type answer struct {
 type claim struct {
 	family  *crawlers.Family
 	verdict string
-	refused bool // a page not stored, not rendered: the claim was not verified
+	refused bool   // a page not stored, not rendered: the claim was not verified
+	key     []byte // the page's key, once the request named a valid one
 }
 
 // ServeHTTP answers one crawler request: GET or HEAD of /{url}, /render/{url} or
@@ -212,15 +216,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	family := crawlers.Name(c.family)
 	h.d.Metrics.observe(a.result, a.code, family, c.verdict, time.Since(start).Seconds())
 	if c.family != nil {
+		got := ""
 		switch {
 		case c.refused:
-			h.d.Tally.Note(family, c.verdict, crawlers.GotRefused)
+			got = crawlers.GotRefused
 		case a.result == ResultHit && a.code < 500:
-			h.d.Tally.Note(family, c.verdict, crawlers.GotHit)
+			got = crawlers.GotHit
 		case a.result == ResultStale:
-			h.d.Tally.Note(family, c.verdict, crawlers.GotStale)
+			got = crawlers.GotStale
 		case a.result == ResultMiss && a.code < 500 && a.code != 499:
-			h.d.Tally.Note(family, c.verdict, crawlers.GotMiss)
+			got = crawlers.GotMiss
+		}
+		if got != "" {
+			h.d.Tally.Note(family, c.verdict, got)
+			h.d.Pages.Note(c.key, family, got, h.d.Now())
 		}
 	}
 }
@@ -273,6 +282,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 	if err != nil {
 		return refuse(w, http.StatusBadRequest, fieldOf(err, "url"), err.Error())
 	}
+	c.key = key
 	host := string(cachekey.Host(key))
 	domains := cfg.Misses.Domains
 	if len(domains) > 0 && !render.Allowed(domains, host) {

@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // Store is everything the rest of freshq asks of a schedule store. Two backends implement it:
 // *badgerstore.Store (the embedded single-node default) and *pgstore.Store (PostgreSQL).
 // Nothing above this package knows which one it holds; the conformance suite in
@@ -21,6 +23,14 @@ type Store interface {
 	// ForEachSchedule calls fn for every schedule row whose key starts with prefix, in key
 	// order. key and row are valid only during the call.
 	ForEachSchedule(prefix []byte, fn func(key []byte, row Row) error) error
+	// ListSchedule returns the schedule rows whose key starts with prefix and is strictly
+	// greater than after (nil: from the prefix's first key; after need not start with
+	// prefix), in key order, at most limit of them (ErrInvalidArgument unless limit > 0),
+	// from one snapshot. It starts at after and stops at limit or at the prefix's end, so a
+	// call reads at most limit rows however deep into the prefix after lies: a Badger seek,
+	// a range scan of PostgreSQL's primary key. A caller pages through a prefix of millions of
+	// keys by passing the last key it got as the next call's after. The keys are the caller's.
+	ListSchedule(ctx context.Context, prefix, after []byte, limit int) ([]KeyRow, error)
 
 	// WriteSchedule files one schedule; WriteSchedules files ws, each Write atomic (see
 	// badgerstore.Store.WriteSchedules for the contract of a call too large for one transaction, and

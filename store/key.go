@@ -20,3 +20,17 @@ func validateKey(cacheKey []byte) error {
 // ValidateKey refuses a cacheKey the store cannot hold: empty (ErrEmptyKey) or over MaxKeyLen
 // (ErrKeyTooLong). Every backend checks keys with it.
 func ValidateKey(cacheKey []byte) error { return validateKey(cacheKey) }
+
+// PrefixEnd is the smallest byte string greater than every string starting with prefix (the
+// exclusive upper bound of the prefix's key range), and false when there is none: prefix is
+// empty or all 0xff, and its range runs to the end of the key space.
+func PrefixEnd(prefix []byte) ([]byte, bool) {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1], true
+		}
+	}
+	return nil, false
+}

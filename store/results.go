@@ -6,6 +6,12 @@ type DueRow struct {
 	Row
 }
 
+// KeyRow is a schedule row with its key, as ListSchedule returns it.
+type KeyRow struct {
+	Key []byte // the cacheKey
+	Row
+}
+
 // ScanResult is the outcome of ScanDue.
 type ScanResult struct {
 	// Rows are the due rows in ascending due order. They and their keys belong to the caller.

@@ -50,7 +50,8 @@ func resultsCommitted(seg *shm.Segment, workers int) uint64 {
 // claim-to-result latency from the shm histogram. The size of the store is the -benchtime
 // (200000x, 1000000x: scripts/bench-queue.sh runs both), unless FRESHQ_BENCH_ROWS sets it
 // apart from the number of jobs. FRESHQ_BENCH_YAML is appended to the configuration, to compare
-// settings side by side (on Badger, `store: {read_cache: 0}`).
+// settings side by side (on Badger, `store: {read_cache: 0}`). FRESHQ_BENCH_CONSOLE_POLL=1 keeps a
+// headless Chromium loading the console's overview once a second throughout (consolePoller).
 //
 // With more jobs than rows the store is rendered again and again, as a node renders its
 // pages all day: the rows' route has a cadence of a minute, and the benchmark moves every
@@ -91,6 +92,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 				pids[i] = w.Status().PID
 			}
 			all := append(slices.Clone(pids), n.cmd.Process.Pid)
+			poll := startConsolePoll(b, n) // FRESHQ_BENCH_CONSOLE_POLL=1: a browser on the overview
 			cpu0, all0, pg0 := cpuTimes(pids), sum(cpuTimes(all)), serverCPU()
 			b.ResetTimer()
 			start := time.Now()
@@ -107,6 +109,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			cpu1, all1, pg1 := cpuTimes(pids), sum(cpuTimes(all)), serverCPU()
+			poll.stop(b)
 			m := n.metrics()
 			total := 0.0
 			for i := range pids {

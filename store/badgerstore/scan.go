@@ -109,6 +109,58 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 	})
 }
 
+// ListSchedule implements store.Store: an iterator over the prefix's schedule keys, seeked to
+// after when after is within or past the prefix's range, that stops at limit rows or at the
+// prefix's end, from one snapshot. The keys are copied into one arena the rows share.
+func (s *Store) ListSchedule(ctx context.Context, prefix, after []byte, limit int) ([]store.KeyRow, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("store: list schedule: limit %d: %w", limit, store.ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: list schedule of %q: %w", prefix, err)
+	}
+	p := keyspace.Schedule(prefix)
+	start := p
+	if after != nil && bytes.Compare(after, prefix) >= 0 {
+		// Every key of the prefix is ≥ prefix, so a cursor below it starts nowhere but the
+		// prefix's first key; one at or past it is where the seek lands (on after itself when
+		// it is stored, which is skipped: after is exclusive).
+		start = keyspace.Schedule(after)
+	}
+	var out []store.KeyRow
+	var arena []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		s.catchUpView(txn.ReadTs())
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
+		defer it.Close()
+		for it.Seek(start); it.Valid() && len(out) < limit; it.Next() {
+			item := it.Item()
+			key := item.Key()[len(p)-len(prefix):]
+			if after != nil && bytes.Equal(key, after) {
+				continue
+			}
+			var r store.KeyRow
+			if err := item.Value(r.Row.UnmarshalBinary); err != nil {
+				return fmt.Errorf("store: schedule row %q: %w", item.Key(), err)
+			}
+			if len(arena)+len(key) > cap(arena) {
+				arena = make([]byte, 0, max(min(4096, (limit-len(out))*96), 2*len(key)))
+			}
+			arena = append(arena, key...)
+			r.Key = arena[len(arena)-len(key) : len(arena) : len(arena)]
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ForEachScheduleWithTarget calls fn with every schedule row and its target (nil when the key has
 // none), in cache-key order, from one snapshot, until fn or ctx returns an error. The schedule
 // and target key ranges are in the same cache-key order, so it walks them side by side and finds

@@ -20,3 +20,8 @@ func VacuumLoopRunningForTest(s *Store) bool {
 		return true
 	}
 }
+
+// ListScheduleQueryForTest is the query and arguments ListSchedule runs, for a test to EXPLAIN.
+func ListScheduleQueryForTest(prefix, after []byte, limit int) (string, []any) {
+	return scheduleRangeQuery(prefix, after, limit)
+}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -347,30 +348,74 @@ func (s *Store) readable(cacheKey []byte) error {
 	return nil
 }
 
-// ForEachSchedule implements store.Store, from one snapshot.
+// ForEachSchedule implements store.Store, from one snapshot. Its query reads the prefix's
+// range to its end once started, whenever fn stops: ListSchedule is the bounded read.
 func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	ctx := context.Background()
-	q := `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms FROM freshq_schedule`
-	args := []any{}
-	if len(prefix) > 0 {
-		q += ` WHERE cache_key >= $1`
-		args = append(args, prefix)
-		if end, ok := prefixEnd(prefix); ok {
-			q += ` AND cache_key < $2`
-			args = append(args, end)
-		}
+	q, args := scheduleRangeQuery(prefix, nil, 0)
+	return s.eachScheduleRow(context.Background(), prefix, q, args, fn)
+}
+
+// ListSchedule implements store.Store: one query whose bounds on cache_key are a range of the
+// table's primary key, read in its order and stopped at the LIMIT. Its plan is an index scan of
+// that range (TestListScheduleIsAnIndexRangeScan): a page costs limit rows wherever after lies.
+func (s *Store) ListSchedule(ctx context.Context, prefix, after []byte, limit int) ([]store.KeyRow, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY cache_key`, args...)
+	if limit <= 0 {
+		return nil, fmt.Errorf("pgstore: list schedule: limit %d: %w", limit, store.ErrInvalidArgument)
+	}
+	q, args := scheduleRangeQuery(prefix, after, limit)
+	out := make([]store.KeyRow, 0, min(limit, 256))
+	err := s.eachScheduleRow(ctx, prefix, q, args, func(key []byte, row store.Row) error {
+		out = append(out, store.KeyRow{Key: key, Row: row}) // pgx scans each bytea into a new slice
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scheduleRangeQuery selects the schedule rows of prefix after after (nil: none), in key order,
+// at most limit (0: all). Its lower bound is one predicate, the tighter of cache_key >= prefix
+// and cache_key > after (a cursor below the prefix bounds nothing); its upper bound is the
+// prefix's successor, absent when the prefix is empty or all 0xff bytes.
+func scheduleRangeQuery(prefix, after []byte, limit int) (string, []any) {
+	q, args := `SELECT cache_key, due_at_ms, flags, effective_interval_ms, stored_interval_ms, rank_interval_ms FROM freshq_schedule WHERE true`, []any{}
+	cond := func(op string, v any) {
+		args = append(args, v)
+		q += ` AND cache_key ` + op + ` $` + strconv.Itoa(len(args))
+	}
+	if after != nil && bytes.Compare(after, prefix) >= 0 {
+		cond(`>`, after)
+	} else if len(prefix) > 0 {
+		cond(`>=`, prefix)
+	}
+	if end, ok := store.PrefixEnd(prefix); ok {
+		cond(`<`, end)
+	}
+	q += ` ORDER BY cache_key`
+	if limit > 0 {
+		args = append(args, limit)
+		q += ` LIMIT $` + strconv.Itoa(len(args))
+	}
+	return q, args
+}
+
+// eachScheduleRow runs a scheduleRangeQuery and calls fn for each row, until fn returns an error.
+func (s *Store) eachScheduleRow(ctx context.Context, prefix []byte, q string, args []any, fn func(key []byte, row store.Row) error) error {
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("pgstore: schedule rows of %q: %w", prefix, err)
 	}
 	defer rows.Close()
-	var key []byte
 	var r rowCols
 	for rows.Next() {
+		var key []byte
 		if err := rows.Scan(&key, &r.due, &r.flags, &r.eff, &r.stored, &r.rank); err != nil {
 			return fmt.Errorf("pgstore: schedule rows of %q: %w", prefix, err)
 		}
@@ -382,20 +427,10 @@ func (s *Store) ForEachSchedule(prefix []byte, fn func(key []byte, row store.Row
 			return err
 		}
 	}
-	return rows.Err()
-}
-
-// prefixEnd is the smallest byte string greater than every string starting with prefix, and
-// false when there is none (prefix is all 0xff).
-func prefixEnd(prefix []byte) ([]byte, bool) {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1], true
-		}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pgstore: schedule rows of %q: %w", prefix, err)
 	}
-	return nil, false
+	return nil
 }
 
 // rowCols is a schedule row as its columns hold it.

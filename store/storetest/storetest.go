@@ -58,6 +58,7 @@ var tests = []test{
 	{"RefileIfUnchanged", testRefileIfUnchanged},
 	{"DropPageInTheSameWrite", testDropPageInTheSameWrite},
 	{"ForEachSchedulePrefix", testForEachSchedulePrefix},
+	{"ListSchedule", testListSchedule},
 	{"TargetKeepsFreshness", testTargetKeepsFreshness},
 	{"TargetKeepsVerdict", testTargetKeepsVerdict},
 	{"RankIntervalReadsBack", testRankIntervalReadsBack},
