@@ -69,6 +69,8 @@ func NewDemand(d DemandDeps) (*Demand, error) {
 const demandChunk = 1000
 
 // Write adds counts (requests per cache key since the previous flush) to the targets at now.
+// Every flush calls it, with no counts too: the time since the previous call is what the
+// counts cover, and a page counted for the first time takes its rate over it.
 // A key with no row or no target is not a target yet (a miss not filed, a host not rendered):
 // its requests are dropped. It returns how many targets it wrote, and the counts it could not
 // write because the store failed, for the caller to give back to the next flush.

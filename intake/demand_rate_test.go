@@ -49,3 +49,34 @@ func TestDemandFirstFlushIsTheRate(t *testing.T) {
 		t.Fatalf("40 more the next minute: rate %.2f an hour, want %.2f", got, want)
 	}
 }
+
+// A flush with no counts still starts the next one's window: a site asked nothing for its first
+// hour, then 50 times in a minute, reads 3,000 an hour, not 50 over the hour. (Worker 0's flush
+// calls Write with no counts too.)
+func TestDemandQuietFlushStartsTheWindow(t *testing.T) {
+	e := qtest.New(t, `freshness: {requests: 0.1}`, start, shm.Options{})
+	k := "desktop|https://a.test/p/1"
+	tg := store.Target{URL: k[len("desktop|"):], Device: "desktop", Source: store.SourceSitemap}
+	sch, _ := store.NewSchedule([]byte(k), start+2*hour, true, 0, store.Lanes{})
+	if err := e.Store.WriteSchedules([]store.Write{{Schedule: sch, Target: &tg}}); err != nil {
+		t.Fatal(err)
+	}
+	settings := qtest.Settings(e, IntakeSettingsOf)
+	d := mustDemand(t, DemandDeps{Store: e.Store, Writer: e.Store, Locks: &KeyLocks{}, Settings: settings, Now: e.Now})
+	e.Advance(hour)
+	if n, _, err := d.Write(map[string]uint32{}); err != nil || n != 0 {
+		t.Fatalf("a flush of nothing: %d written, %v", n, err)
+	}
+	e.Advance(60_000)
+	if _, _, err := d.Write(map[string]uint32{k: 50}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Store.GetTarget([]byte(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := settings()
+	if r := RequestRate(set, set.Resolve([]byte(k)), &got.Fresh, e.Now()); math.Abs(r-3_000) > 1e-6 {
+		t.Fatalf("50 requests in the minute after a quiet hour: rate %.2f an hour, want 3000", r)
+	}
+}
