@@ -80,8 +80,9 @@ type Freshness struct {
 	// Normalize, true by default, strips what changes on every load (nonces, CSRF tokens,
 	// date-times, asset cache-busters) before a page is digested; routes[].strip adds to it.
 	Normalize *bool `yaml:"normalize"`
-	// RequestTau is the time constant over which crawler request counts decay
-	// (FreshnessRequestTauDefault): a page's request rate is its count ÷ RequestTau.
+	// RequestTau is the longest time scale of a page's request rate
+	// (FreshnessRequestTauDefault): a flush moves the rate on the time the page takes to be
+	// asked freshness.RequestMemory times, at most this (freshness.Counter).
 	RequestTau Duration `yaml:"request_tau"`
 	// DemandFlush is how often worker 0 writes the requests counted since into the targets,
 	// in one batch (FreshnessDemandFlushDefault).

@@ -3,14 +3,16 @@ package intake
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/freshq/freshq/freshness"
 	"github.com/freshq/freshq/policy"
 	"github.com/freshq/freshq/store"
 )
 
-// Demand writes crawler requests into their targets' decayed request counters
-// (store.Freshness.Requests, a freshness.Counter with time constant freshness.request_tau).
+// Demand writes crawler requests into their targets' request counters (store.Freshness.Requests,
+// a freshness.Counter: a rate on the time scale of the page's own requests, at most
+// freshness.request_tau).
 // The crawler listener counts requests per key in memory (serve.Demand); every
 // freshness.demand_flush worker 0 hands what it counted since to Write, which files it as one
 // funnel batch (Modify, a chunk at a time), so demand reaches the rows without a write per
@@ -19,6 +21,10 @@ import (
 // filed again as it was.
 type Demand struct {
 	d DemandDeps
+	// since is when the counts the next Write adds began: the previous Write's time (the
+	// Demand's creation before the first). A page counted for the first time takes its rate
+	// from its count over that time (freshness.FirstCount).
+	since atomic.Int64
 }
 
 // DemandDeps are what a Demand needs. Every one is required but Tuning, which only refines a
@@ -54,13 +60,17 @@ func NewDemand(d DemandDeps) (*Demand, error) {
 			return nil, fmt.Errorf("%w: Demand needs %s", ErrMissingDependency, dep.name)
 		}
 	}
-	return &Demand{d: d}, nil
+	dm := &Demand{d: d}
+	dm.since.Store(d.Now())
+	return dm, nil
 }
 
 // demandChunk bounds one Modify of a flush: the keys locked and written at once.
 const demandChunk = 1000
 
 // Write adds counts (requests per cache key since the previous flush) to the targets at now.
+// Every flush calls it, with no counts too: the time since the previous call is what the
+// counts cover, and a page counted for the first time takes its rate over it.
 // A key with no row or no target is not a target yet (a miss not filed, a host not rendered):
 // its requests are dropped. It returns how many targets it wrote, and the counts it could not
 // write because the store failed, for the caller to give back to the next flush.
@@ -73,10 +83,11 @@ func (d *Demand) Write(counts map[string]uint32) (written int, left map[string]u
 	}
 	slices.Sort(keys)
 	w := d.d.Writer
+	from := d.since.Swap(d.d.Now())
 	for len(keys) > 0 {
 		chunk := keys[:min(demandChunk, len(keys))]
 		keys = keys[len(chunk):]
-		n, err := d.writeChunk(w, chunk, counts)
+		n, err := d.writeChunk(w, chunk, counts, from)
 		written += n
 		if err != nil {
 			left = make(map[string]uint32, len(chunk)+len(keys))
@@ -89,7 +100,7 @@ func (d *Demand) Write(counts map[string]uint32) (written int, left map[string]u
 	return written, nil, nil
 }
 
-func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (int, error) {
+func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32, from int64) (int, error) {
 	bkeys := make([][]byte, len(keys))
 	for i, k := range keys {
 		bkeys[i] = []byte(k)
@@ -108,8 +119,7 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 				return store.Write{}, false, nil
 			}
 			t := cur.Target
-			c := requestCounter(&t.Fresh, requestPrior(set, kr), now, tau)
-			c.Add(now, n, tau)
+			c := countRequests(&t.Fresh, requestPrior(set, kr), from, now, n, tau)
 			t.Fresh.Requests, t.Fresh.RequestsAtMs = c.Value, c.AtMs
 			t.Fresh.Served += n
 			due, rank := demandDue(set, tu, k, kr, cur.Row, &t.Fresh, now)
@@ -138,14 +148,18 @@ func (d *Demand) writeChunk(w Writer, keys []string, counts map[string]uint32) (
 	return n, nil
 }
 
-// requestCounter is a target's request counter; one never counted starts at its route's prior
-// rate (freshness.NewCounter), so that a new page counts as its route's typical page until its
-// own requests replace that.
-func requestCounter(f *store.Freshness, priorPerHour float64, now, tauMs int64) freshness.Counter {
+// countRequests is a target's request counter after n requests counted from from to now (the
+// flush's counts began at from). A target never counted before takes its rate from them
+// (freshness.FirstCount): its route's prior stands only for pages never asked for, and a new
+// site's pages are at their own rates from their first flush, not near the prior for as long
+// as the counters remember.
+func countRequests(f *store.Freshness, priorPerHour float64, from, now int64, n float64, tauMs int64) freshness.Counter {
 	if f.RequestsAtMs == 0 {
-		return freshness.NewCounter(now, priorPerHour, tauMs)
+		return freshness.FirstCount(from, now, n, priorPerHour, tauMs)
 	}
-	return freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}
+	c := freshness.Counter{Value: f.Requests, AtMs: f.RequestsAtMs}
+	c.Add(now, n, tauMs)
+	return c
 }
 
 // RequestRate is a target's request rate per hour at now under set: its counter's, or its

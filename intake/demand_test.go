@@ -9,8 +9,9 @@ import (
 	"github.com/freshq/freshq/testkit/qtest"
 )
 
-// Counted requests reach the targets' decayed counters in one batch: a page never counted
-// starts at its route's prior rate, the counts decay with freshness.request_tau, the row is
+// Counted requests reach the targets' counters in one batch: a page first counted by a flush of
+// no length starts at its route's prior rate, the counts move the rate with
+// freshness.request_tau, the row is
 // filed again as it was, and a key that is no target is dropped.
 func TestDemandWritesDecayedCounts(t *testing.T) {
 	e := qtest.New(t, `
@@ -56,13 +57,15 @@ routes:
 	if _, err := e.Store.GetTarget([]byte("desktop|https://a.test/unknown")); err == nil {
 		t.Fatal("a key that is no target got one")
 	}
-	// Ten hours later, one time constant: the count decayed by e, plus the new requests.
+	// Ten hours later, one time constant (the page's 32 requests would take longer): the rate
+	// moves 1 − 1/e of the way from 0.7 to the 0.4 an hour the 4 requests counted over those
+	// 10 hours; the count is the rate times tau.
 	e.Advance(10 * hour)
 	if _, _, err := d.Write(map[string]uint32{prod: 4}); err != nil {
 		t.Fatal(err)
 	}
 	tg, _ := e.Store.GetTarget([]byte(prod))
-	if want := (0.5*10+2)/math.E + 4; math.Abs(tg.Fresh.Requests-want) > 1e-9 {
+	if want := ((0.5*10+2)/10/math.E + 0.4*(1-1/math.E)) * 10; math.Abs(tg.Fresh.Requests-want) > 1e-9 {
 		t.Fatalf("decayed count %v, want %v", tg.Fresh.Requests, want)
 	}
 	// A target never counted is its route's prior.

@@ -129,9 +129,11 @@ func (c *crawlerListener) flushDemand(period time.Duration) {
 	defer t.Stop()
 	flush := func() {
 		counts := c.h.Demand().Take()
-		if len(counts) == 0 || c.demand == nil {
+		if c.demand == nil {
 			return
 		}
+		// Written even when empty: a flush starts the time the next one's counts cover, which
+		// a page counted for the first time takes its rate over (intake.Demand.Write).
 		n, left, err := c.demand.Write(counts)
 		if err != nil {
 			c.h.Demand().Return(left)
