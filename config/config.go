@@ -341,21 +341,37 @@ type Exec struct {
 	Command []string `yaml:"command"`
 }
 
+// ChromeAllow is an entry of render.chrome.allow: the pages whose URL path Match and Path take
+// (exact, prefix or contains, as routes) may load Load: a resource type (as block_types names
+// them) lifts that type's block; a URL pattern (as block's) lets matching URLs through block and
+// block_types both. Nothing lifts render.domains or the address policy.
+type ChromeAllow struct {
+	Match string   `yaml:"match"`
+	Path  string   `yaml:"path"`
+	Load  []string `yaml:"load"`
+}
+
 // Chrome configures the chrome renderer: one long-lived headless Chromium per render worker,
 // driven over the DevTools protocol (render's package doc says what it guarantees).
 type Chrome struct {
-	Path         string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
-	Idle         Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
-	LongRequest  Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
-	DataWait     Duration `yaml:"data_wait"`     // ChromeDataWaitDefault: how long a same-site XHR or fetch in flight keeps holding a page (past it, a long-poll)
-	CacheMaxAge  Duration `yaml:"cache_max_age"` // ChromeCacheMaxAgeDefault: the browser's cache is cleared before a render when it was last cleared longer ago; 0: never by age
-	BlockTypes   []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
-	Block        []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
-	KeepScripts  bool     `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
-	RecycleAfter int      `yaml:"recycle_after"` // ChromeRecycleAfterDefault renders, then the browser is restarted
-	MaxRSS       ByteSize `yaml:"max_rss"`       // ChromeMaxRSSDefault: the browser's resident memory (all its processes) that restarts it
-	User         string   `yaml:"user"`          // ChromeUserDefault: the account the browser runs as when the worker runs as root
-	NoSandbox    bool     `yaml:"no_sandbox"`    // true runs Chromium without its sandbox: only where it cannot start one
+	Path        string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
+	Idle        Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
+	Settle      Duration `yaml:"settle"`        // ChromeSettleDefault of quiet after the page's own data requests were answered that makes it ready; at most idle
+	LongRequest Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
+	DataWait    Duration `yaml:"data_wait"`     // ChromeDataWaitDefault: how long a same-site XHR or fetch in flight keeps holding a page (past it, a long-poll)
+	CacheMaxAge Duration `yaml:"cache_max_age"` // ChromeCacheMaxAgeDefault: the browser's cache is cleared before a render when it was last cleared longer ago; 0: never by age
+	BlockTypes  []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
+	Block       []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
+	// BlockThirdParties (absent: true) refuses ChromeThirdParties() besides Block.
+	BlockThirdParties *bool `yaml:"block_third_parties"`
+	// Allow lets what block_types and block refuse load for some pages: the first entry whose
+	// match takes the page's URL path (as routes match) is the page's, and what it names loads.
+	Allow        []ChromeAllow `yaml:"allow"`
+	KeepScripts  bool          `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
+	RecycleAfter int           `yaml:"recycle_after"` // ChromeRecycleAfterDefault renders, then the browser is restarted
+	MaxRSS       ByteSize      `yaml:"max_rss"`       // ChromeMaxRSSDefault: the browser's resident memory (all its processes) that restarts it
+	User         string        `yaml:"user"`          // ChromeUserDefault: the account the browser runs as when the worker runs as root
+	NoSandbox    bool          `yaml:"no_sandbox"`    // true runs Chromium without its sandbox: only where it cannot start one
 }
 
 // Device is how the chrome renderer presents itself for one device: its viewport, user agent
@@ -539,6 +555,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
 		{"render.chrome.path", &r.Chrome.Path, false},
 		{"render.chrome.idle", &r.Chrome.Idle, false},
+		{"render.chrome.settle", &r.Chrome.Settle, false},
 		{"render.chrome.long_request", &r.Chrome.LongRequest, false},
 		{"render.chrome.data_wait", &r.Chrome.DataWait, false},
 		{"render.chrome.cache_max_age", &r.Chrome.CacheMaxAge, true}, // 0: the cache is never cleared for its age

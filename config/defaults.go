@@ -124,6 +124,10 @@ const (
 const (
 	ChromePathDefault = "chromium"
 	ChromeIdleDefault = Duration(500 * time.Millisecond)
+	// ChromeSettleDefault is render.chrome.settle: once the page's own data requests have been
+	// answered and nothing holds it, this much quiet makes it ready (a request the answer sets
+	// off begins well within it), rather than render.chrome.idle.
+	ChromeSettleDefault = Duration(150 * time.Millisecond)
 	// ChromeLongRequestDefault is render.chrome.long_request: a page's own data fetch answers well
 	// within 2 s (four times render.chrome.idle), while a long-poll or a stream is held open for
 	// tens of seconds; past it a request no longer keeps a page from being idle.
@@ -157,6 +161,26 @@ const (
 // ChromeBlockTypesDefault is render.chrome.block_types' default: what a prerendered page does
 // not need to be captured, and what slows renders down most.
 func ChromeBlockTypesDefault() []string { return []string{"image", "media", "font"} }
+
+// ChromeThirdParties is what render.chrome.block_third_parties (on by default) adds to
+// render.chrome.block: third parties' analytics, ads, tag managers, session recorders and web
+// fonts, which put nothing a crawler reads into the page and cost every render their requests
+// and scripts. render.chrome.allow lets any of them through for the pages of a path.
+func ChromeThirdParties() []string {
+	var out []string
+	for _, host := range []string{
+		"google-analytics.com", "googletagmanager.com", "googlesyndication.com", "googleadservices.com",
+		"doubleclick.net", "adservice.google.com", "connect.facebook.net", "hotjar.com", "clarity.ms",
+		"segment.com", "segment.io", "mixpanel.com", "amplitude.com", "fullstory.com", "bat.bing.com",
+		"amazon-adsystem.com", "criteo.com", "criteo.net", "taboola.com", "outbrain.com", "adnxs.com",
+		"scorecardresearch.com", "quantserve.com", "nr-data.net", "js-agent.newrelic.com",
+		"fonts.googleapis.com", "fonts.gstatic.com", "use.typekit.net",
+	} {
+		// The host itself and its subdomains, on any scheme and port.
+		out = append(out, "*://"+host+"*", "*://*."+host+"*")
+	}
+	return out
+}
 
 // DropParamsDefault is keys.drop_params' default: the tracking parameters of campaign links
 // and ad clicks, which never change what a page renders.
@@ -301,9 +325,11 @@ func (r *Render) ensureDefaults() {
 	ch := &r.Chrome
 	ch.Path = cmp.Or(ch.Path, ChromePathDefault)
 	ch.Idle = cmp.Or(ch.Idle, ChromeIdleDefault)
+	ch.Settle = cmp.Or(ch.Settle, min(ChromeSettleDefault, ch.Idle)) // a configured idle below the default settle is kept
 	ch.LongRequest = cmp.Or(ch.LongRequest, ChromeLongRequestDefault)
 	ch.DataWait = cmp.Or(ch.DataWait, ChromeDataWaitDefault)
 	ch.CacheMaxAge = cmp.Or(ch.CacheMaxAge, ChromeCacheMaxAgeDefault)
+	ch.BlockThirdParties = cmp.Or(ch.BlockThirdParties, ptr(true))
 	if ch.BlockTypes == nil {
 		ch.BlockTypes = ChromeBlockTypesDefault()
 	}
