@@ -298,7 +298,7 @@ type MinShare struct {
 // Render configures renderers and what a render's outcome does to a row.
 type Render struct {
 	Renderer        string            `yaml:"renderer"`          // http | exec | chrome | sim; RendererDefault
-	Concurrency     int               `yaml:"concurrency"`       // ConcurrencyDefault renders in flight per render worker
+	Concurrency     int               `yaml:"concurrency"`       // renders in flight per render worker; 0: derived (Config.RenderConcurrency)
 	Timeout         Duration          `yaml:"timeout"`           // TimeoutDefault; must be below queue.lease_ttl
 	DefaultInterval Duration          `yaml:"default_interval"`  // IntervalDefault
 	Domains         []string          `yaml:"domains"`           // allowlist of hosts (and their subdomains); empty = any host
@@ -546,7 +546,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"queue.ready.submitted_boost", &q.Ready.SubmittedBoost, false},
 		{"queue.lanes.urgent_max_share", &q.Lanes.UrgentMaxShare, true}, // 0: urgent rows get no reserved share
 		{"render.renderer", &r.Renderer, false},
-		{"render.concurrency", &r.Concurrency, false},
+		{"render.concurrency", &r.Concurrency, true}, // 0: derived (Config.RenderConcurrency)
 		{"render.timeout", &r.Timeout, false},
 		{"render.default_interval", &r.DefaultInterval, false},
 		{"render.user_agent", &r.UserAgent, false},

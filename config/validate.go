@@ -152,8 +152,8 @@ func (r *Render) validate(bad badFunc) {
 		bad("render.renderer", "must be http, exec, chrome or sim, got %q", r.Renderer)
 	}
 	r.validateChrome(bad)
-	if r.Concurrency < 1 || r.Concurrency > ConcurrencyMax {
-		bad("render.concurrency", "must be 1..%d, got %d", ConcurrencyMax, r.Concurrency)
+	if r.Concurrency < 0 || r.Concurrency > ConcurrencyMax {
+		bad("render.concurrency", "must be 0 (derived) or 1..%d, got %d", ConcurrencyMax, r.Concurrency)
 	}
 	if r.MaxBody < 1 {
 		bad("render.max_body", "must be positive")
