@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // When render.concurrency is absent (or 0), the chrome renderer's pages in flight are derived
 // from the cores handed in: ChromePagesPerCore a core for the node, shared out between its
@@ -63,4 +66,37 @@ func TestRenderConcurrencyRefusals(t *testing.T) {
 		{"render:\n  concurrency: 4097\n", "line 2: render.concurrency"},
 		{"render:\n  concurrency: auto\n", "[2:16]"},
 	})
+}
+
+// The render loops are started with the derived figure, so a reload that would derive another
+// (render.renderer to or from chrome while render.concurrency is unset) is refused, naming
+// render.renderer, as a change of render.concurrency is; with a number set, or between two
+// renderers that derive alike, the renderer still changes live.
+func TestReloadRefusesARendererThatChangesTheDerivedConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		running, next string
+		refused       bool
+	}{
+		{"render:\n  renderer: http\n", "render:\n  renderer: chrome\n", true},
+		{"render:\n  renderer: chrome\n", "render:\n  renderer: sim\n", true},
+		{"render:\n  renderer: http\n", "render:\n  renderer: sim\n", false},
+		{"render:\n  renderer: http\n  concurrency: 4\n", "render:\n  renderer: chrome\n  concurrency: 4\n", false},
+	} {
+		running, err := Parse([]byte(tc.running))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := Parse([]byte(tc.next))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckReload(running, next, []byte(tc.next))
+		var fe *FieldError
+		switch {
+		case tc.refused && (!errors.As(err, &fe) || fe.Path != "render.renderer" || fe.Line != 2):
+			t.Errorf("%q after %q: got %v, want a refusal naming render.renderer at line 2", tc.next, tc.running, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%q after %q: refused: %v", tc.next, tc.running, err)
+		}
+	}
 }

@@ -846,6 +846,13 @@ func CheckReload(running, next *Config, data []byte) error {
 				Msg: fmt.Sprintf("changes only on restart (running %v, file %v); reload refused, the running configuration stays", k.was, k.want)}
 		}
 	}
+	// An unset render.concurrency is derived from the renderer (RenderConcurrency): a renderer
+	// that derives another figure would need other render loops, which only a restart starts.
+	if running.Render.Concurrency == 0 && next.Render.Concurrency == 0 &&
+		(running.Render.Renderer == "chrome") != (next.Render.Renderer == "chrome") {
+		return &FieldError{Path: "render.renderer", Line: lineOf(data, "render.renderer"),
+			Msg: fmt.Sprintf("changes only on restart while render.concurrency is unset (running %s, file %s: the derived render.concurrency differs); reload refused, the running configuration stays", running.Render.Renderer, next.Render.Renderer)}
+	}
 	return nil
 }
 
