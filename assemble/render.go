@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"slices"
+
 	"github.com/freshq/freshq/config"
 	"github.com/freshq/freshq/render"
 	"github.com/freshq/freshq/render/chrome"
@@ -38,9 +40,25 @@ func ChromeOptions(c config.Render) chrome.Options {
 	}
 	devices[config.DefaultDevice] = chrome.Device(c.Emulation(config.DefaultDevice))
 	ch := c.Chrome
+	block := ch.Block
+	if ch.BlockThirdParties == nil || *ch.BlockThirdParties {
+		block = append(slices.Clip(block), config.ChromeThirdParties()...)
+	}
+	var allow []chrome.Allow
+	for _, a := range ch.Allow {
+		e := chrome.Allow{Match: a.Match, Path: a.Path}
+		for _, l := range a.Load {
+			if slices.Contains(config.ChromeResourceTypes, l) {
+				e.Types = append(e.Types, l)
+			} else {
+				e.Patterns = append(e.Patterns, l)
+			}
+		}
+		allow = append(allow, e)
+	}
 	return chrome.Options{
 		Options: RenderOptions(c),
-		Path:    ch.Path, Idle: ch.Idle.D(), LongRequest: ch.LongRequest.D(), DataWait: ch.DataWait.D(), CacheMaxAge: ch.CacheMaxAge.D(), BlockTypes: ch.BlockTypes, Block: ch.Block,
+		Path:    ch.Path, Idle: ch.Idle.D(), Settle: ch.Settle.D(), LongRequest: ch.LongRequest.D(), DataWait: ch.DataWait.D(), CacheMaxAge: ch.CacheMaxAge.D(), BlockTypes: ch.BlockTypes, Block: block, Allow: allow,
 		KeepScripts: ch.KeepScripts, RecycleAfter: ch.RecycleAfter, MaxRSS: int64(ch.MaxRSS), User: ch.User,
 		NoSandbox: ch.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
 	}

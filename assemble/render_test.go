@@ -30,11 +30,14 @@ render:
   chrome:
     path: /opt/chromium
     idle: 300ms
+    settle: 120ms
     long_request: 1500ms
     data_wait: 7s
     cache_max_age: 3m
     block_types: [image]
     block: ["*/ads/*"]
+    block_third_parties: false
+    allow: [{match: prefix, path: /landing/, load: [font, "*://cdn.test/*"]}]
     keep_scripts: true
     recycle_after: 17
     max_rss: 100MiB
@@ -61,15 +64,25 @@ render:
 		t.Fatalf("chrome's render options: %+v", ch.Options)
 	}
 	ch.Devices = map[string]chrome.Device{"tablet": ch.Devices["tablet"]} // compared below
-	wantChrome := chrome.Options{Options: want, Path: "/opt/chromium", Idle: 300 * time.Millisecond, LongRequest: 1500 * time.Millisecond,
+	wantChrome := chrome.Options{Options: want, Path: "/opt/chromium", Idle: 300 * time.Millisecond, Settle: 120 * time.Millisecond, LongRequest: 1500 * time.Millisecond,
 		DataWait: 7 * time.Second, CacheMaxAge: 3 * time.Minute,
-		BlockTypes: []string{"image"}, Block: []string{"*/ads/*"}, KeepScripts: true, RecycleAfter: 17, MaxRSS: 100 << 20,
+		BlockTypes: []string{"image"}, Block: []string{"*/ads/*"}, KeepScripts: true,
+		Allow: []chrome.Allow{{Match: "prefix", Path: "/landing/", Types: []string{"font"}, Patterns: []string{"*://cdn.test/*"}}}, RecycleAfter: 17, MaxRSS: 100 << 20,
 		User: "nobody", NoSandbox: true, DefaultDevice: config.DefaultDevice,
 		Devices: map[string]chrome.Device{"tablet": {Width: 800, Height: 1200, Scale: 2, Mobile: true, UserAgent: "ua/1 site-renders/3"}}}
 	if !reflect.DeepEqual(ch, wantChrome) {
 		t.Fatalf("chrome options:\n got %+v\nwant %+v", ch, wantChrome)
 	}
 	noZeroField(t, "chrome.Options", reflect.ValueOf(ch))
+
+	// render.chrome.block_third_parties, absent, adds the third parties to render.chrome.block.
+	on, err := config.Parse([]byte("render:\n  renderer: chrome\n  chrome:\n    block: [\"*/ads/*\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ChromeOptions(on.Render).Block, append([]string{"*/ads/*"}, config.ChromeThirdParties()...); !reflect.DeepEqual(got, want) {
+		t.Errorf("block with the third parties on: %q", got)
+	}
 }
 
 // Every device a cache key may name has its emulation, resolved as config.Render.Emulation

@@ -299,7 +299,7 @@ type MinShare struct {
 // Render configures renderers and what a render's outcome does to a row.
 type Render struct {
 	Renderer        string            `yaml:"renderer"`          // http | exec | chrome | sim; RendererDefault
-	Concurrency     int               `yaml:"concurrency"`       // ConcurrencyDefault renders in flight per render worker
+	Concurrency     int               `yaml:"concurrency"`       // renders in flight per render worker; 0: derived (Config.RenderConcurrency)
 	Timeout         Duration          `yaml:"timeout"`           // TimeoutDefault; must be below queue.lease_ttl
 	DefaultInterval Duration          `yaml:"default_interval"`  // IntervalDefault
 	Domains         []string          `yaml:"domains"`           // allowlist of hosts (and their subdomains); empty = any host
@@ -342,21 +342,37 @@ type Exec struct {
 	Command []string `yaml:"command"`
 }
 
+// ChromeAllow is an entry of render.chrome.allow: the pages whose URL path Match and Path take
+// (exact, prefix or contains, as routes) may load Load: a resource type (as block_types names
+// them) lifts that type's block; a URL pattern (as block's) lets matching URLs through block and
+// block_types both. Nothing lifts render.domains or the address policy.
+type ChromeAllow struct {
+	Match string   `yaml:"match"`
+	Path  string   `yaml:"path"`
+	Load  []string `yaml:"load"`
+}
+
 // Chrome configures the chrome renderer: one long-lived headless Chromium per render worker,
 // driven over the DevTools protocol (render's package doc says what it guarantees).
 type Chrome struct {
-	Path         string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
-	Idle         Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
-	LongRequest  Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
-	DataWait     Duration `yaml:"data_wait"`     // ChromeDataWaitDefault: how long a same-site XHR or fetch in flight keeps holding a page (past it, a long-poll)
-	CacheMaxAge  Duration `yaml:"cache_max_age"` // ChromeCacheMaxAgeDefault: the browser's cache is cleared before a render when it was last cleared longer ago; 0: never by age
-	BlockTypes   []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
-	Block        []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
-	KeepScripts  bool     `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
-	RecycleAfter int      `yaml:"recycle_after"` // ChromeRecycleAfterDefault renders, then the browser is restarted
-	MaxRSS       ByteSize `yaml:"max_rss"`       // ChromeMaxRSSDefault: the browser's resident memory (all its processes) that restarts it
-	User         string   `yaml:"user"`          // ChromeUserDefault: the account the browser runs as when the worker runs as root
-	NoSandbox    bool     `yaml:"no_sandbox"`    // true runs Chromium without its sandbox: only where it cannot start one
+	Path        string   `yaml:"path"`          // ChromePathDefault: the browser's executable, in PATH or a path
+	Idle        Duration `yaml:"idle"`          // ChromeIdleDefault of network quiet after the load event that makes a page ready
+	Settle      Duration `yaml:"settle"`        // ChromeSettleDefault of quiet after the page's own data requests were answered that makes it ready; at most idle
+	LongRequest Duration `yaml:"long_request"`  // ChromeLongRequestDefault: a request in flight longer than this no longer keeps a page from being idle
+	DataWait    Duration `yaml:"data_wait"`     // ChromeDataWaitDefault: how long a same-site XHR or fetch in flight keeps holding a page (past it, a long-poll)
+	CacheMaxAge Duration `yaml:"cache_max_age"` // ChromeCacheMaxAgeDefault: the browser's cache is cleared before a render when it was last cleared longer ago; 0: never by age
+	BlockTypes  []string `yaml:"block_types"`   // ChromeBlockTypesDefault(): resource types refused before they load
+	Block       []string `yaml:"block"`         // URL patterns refused before they load; * matches any run of characters
+	// BlockThirdParties (absent: true) refuses ChromeThirdParties() besides Block.
+	BlockThirdParties *bool `yaml:"block_third_parties"`
+	// Allow lets what block_types and block refuse load for some pages: the first entry whose
+	// match takes the page's URL path (as routes match) is the page's, and what it names loads.
+	Allow        []ChromeAllow `yaml:"allow"`
+	KeepScripts  bool          `yaml:"keep_scripts"`  // false: <script> elements are removed from the captured page
+	RecycleAfter int           `yaml:"recycle_after"` // ChromeRecycleAfterDefault renders, then the browser is restarted
+	MaxRSS       ByteSize      `yaml:"max_rss"`       // ChromeMaxRSSDefault: the browser's resident memory (all its processes) that restarts it
+	User         string        `yaml:"user"`          // ChromeUserDefault: the account the browser runs as when the worker runs as root
+	NoSandbox    bool          `yaml:"no_sandbox"`    // true runs Chromium without its sandbox: only where it cannot start one
 }
 
 // Device is how the chrome renderer presents itself for one device: its viewport, user agent
@@ -531,7 +547,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"queue.ready.submitted_boost", &q.Ready.SubmittedBoost, false},
 		{"queue.lanes.urgent_max_share", &q.Lanes.UrgentMaxShare, true}, // 0: urgent rows get no reserved share
 		{"render.renderer", &r.Renderer, false},
-		{"render.concurrency", &r.Concurrency, false},
+		{"render.concurrency", &r.Concurrency, true}, // 0: derived (Config.RenderConcurrency)
 		{"render.timeout", &r.Timeout, false},
 		{"render.default_interval", &r.DefaultInterval, false},
 		{"render.user_agent", &r.UserAgent, false},
@@ -540,6 +556,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.max_redirects", &r.MaxRedirects, true}, // 0: follow no redirect
 		{"render.chrome.path", &r.Chrome.Path, false},
 		{"render.chrome.idle", &r.Chrome.Idle, false},
+		{"render.chrome.settle", &r.Chrome.Settle, false},
 		{"render.chrome.long_request", &r.Chrome.LongRequest, false},
 		{"render.chrome.data_wait", &r.Chrome.DataWait, false},
 		{"render.chrome.cache_max_age", &r.Chrome.CacheMaxAge, true}, // 0: the cache is never cleared for its age
@@ -829,6 +846,13 @@ func CheckReload(running, next *Config, data []byte) error {
 			return &FieldError{Path: k.path, Line: lineOf(data, k.path),
 				Msg: fmt.Sprintf("changes only on restart (running %v, file %v); reload refused, the running configuration stays", k.was, k.want)}
 		}
+	}
+	// An unset render.concurrency is derived from the renderer (RenderConcurrency): a renderer
+	// that derives another figure would need other render loops, which only a restart starts.
+	if running.Render.Concurrency == 0 && next.Render.Concurrency == 0 &&
+		(running.Render.Renderer == "chrome") != (next.Render.Renderer == "chrome") {
+		return &FieldError{Path: "render.renderer", Line: lineOf(data, "render.renderer"),
+			Msg: fmt.Sprintf("changes only on restart while render.concurrency is unset (running %s, file %s: the derived render.concurrency differs); reload refused, the running configuration stays", running.Render.Renderer, next.Render.Renderer)}
 	}
 	return nil
 }

@@ -76,9 +76,22 @@ const (
 
 // render
 const (
-	RendererDefault    = "http"
+	RendererDefault = "http"
+	// ConcurrencyDefault is render.concurrency for the renderers that wait on their origin (http,
+	// exec, sim) when the file does not set it; the chrome renderer's is derived from the cores
+	// (Config.RenderConcurrency).
 	ConcurrencyDefault = 8
 	ConcurrencyMax     = 4096
+	// ChromePagesPerCore is the chrome renderer's pages in flight a core, across a node's render
+	// workers, when render.concurrency is not set. Measured by make bench-render on 2 cores
+	// (docs/BENCHMARKS.md, render farm; docs/RENDERING.md, Sizing a render node): 4 pages in
+	// flight rendered the most good pages a second and spent 0.6–0.9 CPU s a page, 8 rendered
+	// fewer, 16 spent 1.0–1.9 CPU s a page — past about 2 a core the pages only share the CPU.
+	ChromePagesPerCore = 2
+	// ConcurrencyDerivedMin is the fewest pages in flight a render worker is given when they are
+	// derived: one page waiting on its API while another renders keeps a core busy, even where
+	// render workers outnumber the cores.
+	ConcurrencyDerivedMin = 2
 
 	HostsMaxConcurrencyDefault = 4                          // render.hosts.max_concurrency
 	HostsMaxPauseDefault       = Duration(10 * time.Minute) // render.hosts.max_pause
@@ -124,6 +137,10 @@ const (
 const (
 	ChromePathDefault = "chromium"
 	ChromeIdleDefault = Duration(500 * time.Millisecond)
+	// ChromeSettleDefault is render.chrome.settle: once the page's own data requests have been
+	// answered and nothing holds it, this much quiet makes it ready (a request the answer sets
+	// off begins well within it), rather than render.chrome.idle.
+	ChromeSettleDefault = Duration(150 * time.Millisecond)
 	// ChromeLongRequestDefault is render.chrome.long_request: a page's own data fetch answers well
 	// within 2 s (four times render.chrome.idle), while a long-poll or a stream is held open for
 	// tens of seconds; past it a request no longer keeps a page from being idle.
@@ -157,6 +174,26 @@ const (
 // ChromeBlockTypesDefault is render.chrome.block_types' default: what a prerendered page does
 // not need to be captured, and what slows renders down most.
 func ChromeBlockTypesDefault() []string { return []string{"image", "media", "font"} }
+
+// ChromeThirdParties is what render.chrome.block_third_parties (on by default) adds to
+// render.chrome.block: third parties' analytics, ads, tag managers, session recorders and web
+// fonts, which put nothing a crawler reads into the page and cost every render their requests
+// and scripts. render.chrome.allow lets any of them through for the pages of a path.
+func ChromeThirdParties() []string {
+	var out []string
+	for _, host := range []string{
+		"google-analytics.com", "googletagmanager.com", "googlesyndication.com", "googleadservices.com",
+		"doubleclick.net", "adservice.google.com", "connect.facebook.net", "hotjar.com", "clarity.ms",
+		"segment.com", "segment.io", "mixpanel.com", "amplitude.com", "fullstory.com", "bat.bing.com",
+		"amazon-adsystem.com", "criteo.com", "criteo.net", "taboola.com", "outbrain.com", "adnxs.com",
+		"scorecardresearch.com", "quantserve.com", "nr-data.net", "js-agent.newrelic.com",
+		"fonts.googleapis.com", "fonts.gstatic.com", "use.typekit.net",
+	} {
+		// The host itself and its subdomains, on any scheme and port.
+		out = append(out, "*://"+host+"*", "*://*."+host+"*")
+	}
+	return out
+}
 
 // DropParamsDefault is keys.drop_params' default: the tracking parameters of campaign links
 // and ad clicks, which never change what a page renders.
@@ -286,7 +323,8 @@ func (q *Queue) ensureDefaults() {
 // ensureDefaults sets every unset key of render: to its default.
 func (r *Render) ensureDefaults() {
 	r.Renderer = cmp.Or(r.Renderer, RendererDefault)
-	r.Concurrency = cmp.Or(r.Concurrency, ConcurrencyDefault)
+	// r.Concurrency stays 0 when unset: the value that runs depends on the renderer and the
+	// cores (Config.RenderConcurrency), which a process resolves once at start.
 	r.Timeout = cmp.Or(r.Timeout, TimeoutDefault)
 	r.DefaultInterval = cmp.Or(r.DefaultInterval, IntervalDefault)
 	r.UserAgent = cmp.Or(r.UserAgent, UserAgentDefault)
@@ -301,9 +339,11 @@ func (r *Render) ensureDefaults() {
 	ch := &r.Chrome
 	ch.Path = cmp.Or(ch.Path, ChromePathDefault)
 	ch.Idle = cmp.Or(ch.Idle, ChromeIdleDefault)
+	ch.Settle = cmp.Or(ch.Settle, min(ChromeSettleDefault, ch.Idle)) // a configured idle below the default settle is kept
 	ch.LongRequest = cmp.Or(ch.LongRequest, ChromeLongRequestDefault)
 	ch.DataWait = cmp.Or(ch.DataWait, ChromeDataWaitDefault)
 	ch.CacheMaxAge = cmp.Or(ch.CacheMaxAge, ChromeCacheMaxAgeDefault)
+	ch.BlockThirdParties = cmp.Or(ch.BlockThirdParties, ptr(true))
 	if ch.BlockTypes == nil {
 		ch.BlockTypes = ChromeBlockTypesDefault()
 	}
@@ -435,3 +475,21 @@ const (
 )
 
 func ptr[T any](v T) *T { return &v }
+
+// RenderConcurrency is a render worker's renders in flight on a machine of cores cores (the
+// process's runtime.GOMAXPROCS, which follows the cgroup's CPU quota; the caller reads it once,
+// this function never reads the machine). A render.concurrency the file sets wins. Absent (or 0),
+// the chrome renderer's is derived: ChromePagesPerCore a core for the whole node, shared out
+// between its render workers (workers − 1, separate processes on the same cores), rounded down,
+// at least ConcurrencyDerivedMin. The other renderers wait on their origin, not on the CPU, so
+// cores say nothing of how many of their renders fit: they keep ConcurrencyDefault.
+func (c *Config) RenderConcurrency(cores int) int {
+	if c.Render.Concurrency > 0 {
+		return c.Render.Concurrency
+	}
+	if c.Render.Renderer != "chrome" {
+		return ConcurrencyDefault
+	}
+	renderWorkers := max(c.Workers-1, 1)
+	return min(max(ChromePagesPerCore*max(cores, 1)/renderWorkers, ConcurrencyDerivedMin), ConcurrencyMax)
+}

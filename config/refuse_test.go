@@ -25,7 +25,7 @@ func TestExplicitZeroAndBadValuesAreRefused(t *testing.T) {
 		{"sitemap:\n  refetch: 30s\n", "line 2: sitemap.refetch"},
 		{"sitemap:\n  urls: [\"ftp://shop.test/sitemap.xml\"]\n", "line 2: sitemap.urls[0]"},
 		{"render:\n  max_body: 0\n", "line 2: render.max_body"},
-		{"render:\n  concurrency: 0\n", "line 2: render.concurrency"},
+		{"render:\n  concurrency: -1\n", "line 2: render.concurrency"}, // 0 is a setting: derived from the cores
 		{"render:\n  renderer: \"\"\n", "line 2: render.renderer"},
 		{"render:\n  failure_retry:\n    factor: 0\n", "line 3: render.failure_retry.factor"},
 		{"render:\n  suppression:\n    gone:\n      strikes: 0\n", "line 4: render.suppression.gone.strikes"},

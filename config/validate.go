@@ -152,8 +152,8 @@ func (r *Render) validate(bad badFunc) {
 		bad("render.renderer", "must be http, exec, chrome or sim, got %q", r.Renderer)
 	}
 	r.validateChrome(bad)
-	if r.Concurrency < 1 || r.Concurrency > ConcurrencyMax {
-		bad("render.concurrency", "must be 1..%d, got %d", ConcurrencyMax, r.Concurrency)
+	if r.Concurrency < 0 || r.Concurrency > ConcurrencyMax {
+		bad("render.concurrency", "must be 0 (derived) or 1..%d, got %d", ConcurrencyMax, r.Concurrency)
 	}
 	if r.MaxBody < 1 {
 		bad("render.max_body", "must be positive")
@@ -353,6 +353,9 @@ func (r *Render) validateChrome(bad badFunc) {
 	if c.Idle <= 0 || (r.Renderer == "chrome" && c.Idle >= r.Timeout) {
 		bad("render.chrome.idle", "must be positive and below render.timeout %s, got %s", r.Timeout, c.Idle)
 	}
+	if c.Idle > 0 && (c.Settle <= 0 || c.Settle > c.Idle) {
+		bad("render.chrome.settle", "must be positive and at most render.chrome.idle %s, got %s", c.Idle, c.Settle)
+	}
 	if c.LongRequest <= 0 { // at or past render.timeout it never applies: every request holds
 		bad("render.chrome.long_request", "must be positive, got %s", c.LongRequest)
 	}
@@ -370,6 +373,21 @@ func (r *Render) validateChrome(bad badFunc) {
 	for i, p := range c.Block {
 		if strings.Trim(p, "*") == "" || strings.ContainsAny(p, " \t\r\n") {
 			bad(fmt.Sprintf("render.chrome.block[%d]", i), "must be a URL pattern with something besides * and no blanks, got %q", p)
+		}
+	}
+	for i, a := range c.Allow {
+		key := fmt.Sprintf("render.chrome.allow[%d]", i)
+		if a.Match != "exact" && a.Match != "prefix" && a.Match != "contains" {
+			bad(key+".match", "must be exact, prefix or contains, got %q", a.Match)
+		}
+		if a.Path == "" {
+			bad(key+".path", "needs a path pattern")
+		}
+		for j, l := range a.Load {
+			if !slices.Contains(ChromeResourceTypes, l) && (strings.Trim(l, "*") == "" || strings.ContainsAny(l, " \t\r\n")) {
+				bad(fmt.Sprintf("%s.load[%d]", key, j), "must be a resource type (%s) or a URL pattern with something besides * and no blanks, got %q",
+					strings.Join(ChromeResourceTypes, ", "), l)
+			}
 		}
 	}
 	if c.RecycleAfter < 1 {

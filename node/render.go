@@ -17,18 +17,28 @@ func renderWorker(e *env) []startstop.Service {
 
 // renderDeps is the render loop's inputs: the render settings in force are the configuration's
 // render.*, from which the renderer and the conditional checker are built.
+//
+// render.concurrency is resolved once, from the configuration at start and this process's cores
+// (assemble.RenderConcurrency): it sizes the render loops and the chrome renderer's tabs, which
+// a reload does not change, so every renderer built later gets the same figure.
 func renderDeps(e *env) *renderloop.Deps {
-	_, granted := e.deps.GrantLog(e.cur.Load().Config())
+	start := e.cur.Load().Config()
+	_, granted := e.deps.GrantLog(start)
+	concurrency := assemble.RenderConcurrency(start)
+	e.log.Info().Int("render_concurrency", concurrency).Bool("derived", start.Render.Concurrency == 0).
+		Int("cores", assemble.Cores()).Int("render_workers", start.Workers-1).Str("renderer", start.Render.Renderer).
+		Msg("render concurrency")
 	return &renderloop.Deps{Index: e.index, Holder: e.holder, Socket: e.socketPath, Seg: e.seg, Worker: e.worker, Log: e.log, Now: e.now,
 		Settings: func() renderloop.Settings {
 			cfg := e.cur.Load().Config()
-			return renderloop.Settings{Concurrency: cfg.Render.Concurrency, Renderer: cfg.Render.Renderer,
+			return renderloop.Settings{Concurrency: concurrency, Renderer: cfg.Render.Renderer,
 				ShutdownTimeout: cfg.Supervisor.ShutdownTimeout.D(), Render: &cfg.Render}
 		},
 		Claim:   e.claimSettings,
 		Granted: granted,
 		NewRenderer: func(r any, hooks chrome.Hooks) (render.Renderer, error) {
 			c := *r.(*config.Render)
+			c.Concurrency = concurrency // the chrome renderer's tabs, the http renderer's connections a host
 			if c.Renderer == "chrome" {
 				return chrome.New(assemble.ChromeOptions(c), hooks)
 			}

@@ -38,7 +38,8 @@ func testEnv(t *testing.T) *Deps {
 	e := &Deps{Index: 1, Holder: uint64(os.Getpid())<<16 | 1, Log: zerolog.Nop(), Seg: seg, Worker: w, Now: nowMs,
 		Settings: func() Settings {
 			cfg := cur.Load()
-			return Settings{Concurrency: cfg.Render.Concurrency, Renderer: cfg.Render.Renderer,
+			// The http renderer's concurrency does not depend on the cores: 1 stands for any.
+			return Settings{Concurrency: cfg.RenderConcurrency(1), Renderer: cfg.Render.Renderer,
 				ShutdownTimeout: cfg.Supervisor.ShutdownTimeout.D(), Render: &cfg.Render}
 		},
 		NewChecker: func(r any) *render.Checker { return render.NewChecker(assemble.RenderOptions(*r.(*config.Render))) },

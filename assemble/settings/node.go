@@ -82,7 +82,7 @@ func SweepSettings(cfg *config.Config) sweep.Settings {
 	return sweep.Settings{
 		ReadyEnabled: cfg.ReadyEnabled(), Capacity: q.Ready.Capacity, SweepCap: q.Ready.SweepCap,
 		FloorGuard: q.ClaimFloor.Guard.D(), UnpinAfter: q.ClaimFloor.UnpinAfter.D(),
-		RenderSlots: (cfg.Workers - 1) * cfg.Render.Concurrency,
+		RenderSlots: (cfg.Workers - 1) * assemble.RenderConcurrency(cfg),
 		Hosts:       assemble.HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...),
 	}
 }

@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/freshq/freshq/assemble"
+	"github.com/freshq/freshq/config"
 )
 
 // BenchmarkRenderFarm renders the same pages with freshq's chrome renderer and with the
@@ -36,10 +39,11 @@ import (
 //
 // Sized by FRESHQ_BENCH_PAGES (pages of each kind, default 8) and FRESHQ_BENCH_CONCURRENCY
 // (default "2 4 8 16"). freshq runs with its defaults (three processes: worker 0 and two render
-// workers, render.concurrency 8) but for render.domains and render.hosts.max_concurrency: every
-// page is on one site, whose default limit of 4 renders at once is politeness towards a site,
-// not a property of the farm; it is set to the concurrency measured (16 at the defaults). At a
-// concurrency c of the sweep each render worker has render.concurrency ⌈c/2⌉.
+// workers, render.concurrency unset, so derived from the cores: defaultsInFlight) but for
+// render.domains and render.hosts.max_concurrency: every page is on one site, whose default
+// limit of 4 renders at once is politeness towards a site, not a property of the farm; it is set
+// to the concurrency measured. At a concurrency c of the sweep each render worker has
+// render.concurrency ⌈c/2⌉.
 func BenchmarkRenderFarm(b *testing.B) {
 	for _, tool := range []string{"chromium", "node", "npm"} {
 		needTool(b, tool)
@@ -67,7 +71,7 @@ func BenchmarkRenderFarm(b *testing.B) {
 	for _, c := range conc {
 		rows = append(rows, runFreshq(b, site, urls(), c, false))
 	}
-	rows = append(rows, runFreshq(b, site, urls(), 16, true))
+	rows = append(rows, runFreshq(b, site, urls(), defaultsInFlight(b), true))
 
 	fmt.Println("| server | concurrency | good pages | wall s | good pages/s | CPU s | good pages per CPU s | peak Pss MiB | Pss MiB per page in flight | timeouts |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
@@ -555,8 +559,20 @@ server.start();
 	return r
 }
 
+// defaultsInFlight is the pages in flight of the node runFreshq starts at its defaults: two render
+// workers at the chrome renderer's render.concurrency derived from this machine's cores, as each
+// of the node's processes derives it (they log it: "render concurrency").
+func defaultsInFlight(b *testing.B) int {
+	b.Helper()
+	cfg, err := config.Parse([]byte("workers: 3\nrender:\n  renderer: chrome\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return 2 * assemble.RenderConcurrency(cfg)
+}
+
 // runFreshq renders pages with a freshq node's chrome renderer: c pages in flight (two render
-// workers of ⌈c/2⌉ each), or its defaults.
+// workers of ⌈c/2⌉ each), or its defaults (c is then defaultsInFlight).
 func runFreshq(b *testing.B, site *benchSite, pages []farmPage, c int, defaults bool) farmRun {
 	b.Helper()
 	perWorker := (c + 1) / 2
@@ -608,9 +624,6 @@ func runFreshq(b *testing.B, site *benchSite, pages []farmPage, c int, defaults 
 	before, timeoutsBefore := renders()
 
 	r := farmRun{server: "freshq", concurrency: c, defaults: defaults, pages: len(pages)}
-	if defaults {
-		r.concurrency = 2 * 8 // two render workers at render.concurrency 8
-	}
 	tree := sampleTree(n.cmd.Process.Pid)
 	start := time.Now()
 	submit(pages)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/freshq/freshq/render/chrome/netidle"
 )
 
 var discardLog = log.New(io.Discard, "", 0)
@@ -111,6 +113,10 @@ type browser struct {
 	// this generation of it (secondlook.go), nil until one found something.
 	cacheGen uint64
 	looks    *looks
+
+	// polls are the URLs its renders found to be long-polls, under their own mutex; cleared
+	// with the cache.
+	polls netidle.LongPolls
 }
 
 // startBrowser starts Chromium as cfg says, its every request through the proxy eg, with

@@ -34,6 +34,7 @@ type Renderer struct {
 	cfg        Options
 	blockTypes map[network.ResourceType]bool
 	block      []pattern
+	allow      []allowance // render.chrome.allow, in its order
 	egress     *egress
 	hooks      Hooks
 	startLimit time.Duration
@@ -87,6 +88,9 @@ func New(cfg Options, hooks Hooks) (*Renderer, error) {
 	}
 	for _, p := range cfg.Block {
 		r.block = append(r.block, compilePattern(p))
+	}
+	for _, a := range cfg.Allow {
+		r.allow = append(r.allow, compileAllow(a))
 	}
 	removeStaleProfiles()
 	eg, err := startEgress(cfg.Domains)
@@ -285,7 +289,7 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 	defer r.release(b)
 	base := res
 	clearFirst, gen := r.cacheClear(b, req.CacheEpoch)
-	t := &tab{r: r, b: b, req: req, dev: r.device(req.Device), start: start, clearCache: clearFirst}
+	t := &tab{r: r, b: b, req: req, dev: r.device(req.Device), start: start, clearCache: clearFirst, allow: r.allowanceFor(req.URL)}
 	res = t.render(rctx, base)
 	if !t.secondLook(rctx, res) {
 		return res
@@ -300,7 +304,7 @@ func (r *Renderer) Render(ctx context.Context, req render.Request) (res render.R
 	if r.skipSecondLook(b, site, wrongOf(res)) {
 		return res
 	}
-	cold := &tab{r: r, b: b, req: req, dev: t.dev, start: start, cold: true}
+	cold := &tab{r: r, b: b, req: req, dev: t.dev, start: start, cold: true, allow: t.allow}
 	out := cold.render(rctx, base)
 	r.noteSecondLook(b, gen, site, res, out)
 	return out
@@ -325,7 +329,8 @@ func (t *tab) secondLook(rctx context.Context, res render.Result) bool {
 // and if so counts it cleared: when it was last cleared longer ago than
 // render.chrome.cache_max_age, or when the request carries a cache epoch above the last one it
 // was cleared at (an operator's recache or rush). One render clears it; the others do not wait.
-// A clear forgets what second looks found (secondlook.go); gen is the cache's generation the
+// A clear forgets what second looks found (secondlook.go) and the long-polls renders found
+// (netidle.LongPolls); gen is the cache's generation the
 // render runs in.
 func (r *Renderer) cacheClear(b *browser, epoch uint64) (clearFirst bool, gen uint64) {
 	r.mu.Lock()
@@ -338,6 +343,7 @@ func (r *Renderer) cacheClear(b *browser, epoch uint64) (clearFirst bool, gen ui
 	b.cacheClearedAt, b.clearAgain = now, false
 	b.cacheGen++
 	b.looks = nil
+	b.polls.Clear()
 	r.cacheEpoch = max(r.cacheEpoch, epoch)
 	return true, b.cacheGen
 }

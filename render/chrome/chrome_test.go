@@ -82,6 +82,10 @@ func (s *site) count(path string) int {
 // defaultOptions are the chrome renderer's options with the default configuration's values.
 func defaultOptions() Options {
 	d := config.Default().Render
+	block := d.Chrome.Block
+	if *d.Chrome.BlockThirdParties { // as package assemble does
+		block = append(block, config.ChromeThirdParties()...)
+	}
 	devices := map[string]Device{}
 	for name := range d.DeviceNames() {
 		devices[name] = Device(d.Emulation(name))
@@ -89,9 +93,9 @@ func defaultOptions() Options {
 	return Options{
 		Options: render.Options{Renderer: "chrome", Concurrency: d.Concurrency, Timeout: d.Timeout.D(), Domains: d.Domains,
 			UserAgent: d.UserAgent, UserAgents: d.UserAgents, MaxBody: int64(d.MaxBody), MaxRedirects: d.MaxRedirects},
-		Path: d.Chrome.Path, Idle: d.Chrome.Idle.D(), LongRequest: d.Chrome.LongRequest.D(), DataWait: d.Chrome.DataWait.D(),
+		Path: d.Chrome.Path, Idle: d.Chrome.Idle.D(), Settle: d.Chrome.Settle.D(), LongRequest: d.Chrome.LongRequest.D(), DataWait: d.Chrome.DataWait.D(),
 		CacheMaxAge: d.Chrome.CacheMaxAge.D(), BlockTypes: d.Chrome.BlockTypes,
-		Block: d.Chrome.Block, KeepScripts: d.Chrome.KeepScripts, RecycleAfter: d.Chrome.RecycleAfter, MaxRSS: int64(d.Chrome.MaxRSS),
+		Block: block, KeepScripts: d.Chrome.KeepScripts, RecycleAfter: d.Chrome.RecycleAfter, MaxRSS: int64(d.Chrome.MaxRSS),
 		User: d.Chrome.User, NoSandbox: d.Chrome.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
 	}
 }

@@ -17,7 +17,9 @@
 //   - Vets every request before it is sent (the Fetch domain): a document, its redirects and its
 //     frames must be in render.domains, within render.max_redirects and not a loop; nothing but
 //     http and https is fetched (no file:, no chrome:); render.chrome.block_types and
-//     render.chrome.block are refused. Every refusal is counted (Hooks.Blocked).
+//     render.chrome.block (with the third parties of render.chrome.block_third_parties, which
+//     package assemble adds) are refused, but for what the page's render.chrome.allow entry (the
+//     first whose match takes its path) lets load. Every refusal is counted (Hooks.Blocked).
 //   - Fetches the document and every redirect of it from the origin, on every render and for
 //     every device (with that device's user agent): a document request is sent on with
 //     Cache-Control and Pragma no-cache and without conditional headers (tab.vet), so Chromium's
@@ -66,7 +68,13 @@
 //     did not reach the page (a timeout, a crash) changes nothing; one begun before a clear is
 //     not kept after it. At most 1024 sites are kept, the one written longest ago dropped first.
 //   - Is ready when window.prerenderReady === true if the page defines it, whatever its network
-//     does; else when the network has been idle for render.chrome.idle after the load event.
+//     does; else, after the load event, when its own data requests say so (below: at least one
+//     was made, all have been answered, nothing else holds the page, and render.chrome.settle
+//     has passed since the page's last request began or ended, with three looks into the page
+//     answered by its main thread since, so that a busy machine cannot end the settle before the
+//     page's script ran), or when the network has been idle for render.chrome.idle. A page that
+//     made no data request has only the idle: content its timers add makes no request. Package
+//     netidle holds these rules.
 //     Idle: no request began or ended in that time, and every request still in flight has been
 //     so for longer than its bound. The page's own data requests — an XHR or fetch of the main
 //     frame to its site (the document's host, or a host under the same render.domains entry) —
@@ -78,7 +86,11 @@
 //     slow one answers in seconds (a product page whose API answers in 3 s would otherwise be
 //     captured showing "Loading…"), while a long-poll is held for tens of seconds: past
 //     data_wait a same-site request is taken to be one, and the page is ready about data_wait
-//     after it began rather than timing out, reported with it pending (Signals). Puppeteer's
+//     after it began rather than timing out, reported with it pending (Signals). Its URL (no
+//     query) is then remembered by the browser as a long-poll (netidle.LongPolls): a request to
+//     it holds no later page, and is still reported pending, so the verdict judges it against
+//     the page's last good render; it is forgotten when a request to it is answered, and all
+//     are when the browser's cache is cleared. Puppeteer's
 //     networkidle2 (idle with at most 2 connections open) was not taken: it captures a page
 //     whose two slow data fetches have not answered yet, a page stored without its content,
 //     where this rule waits for them. A page that is not ready within render.timeout is

@@ -166,15 +166,17 @@ setTimeout(() => { document.body.insertAdjacentHTML("beforeend", "<p id=flagged>
 		c.DataWait = 3 * time.Second // the default, 10 s, would only make the test longer
 	})
 	idle, long, dataWait := config.ChromeIdleDefault.D(), config.ChromeLongRequestDefault.D(), 3*time.Second
+	settle := config.ChromeSettleDefault.D()
 	for _, c := range []struct {
 		path, want  string
 		longRequest time.Duration // render.chrome.long_request for this render
 		min, max    time.Duration // of the wait after the load event
 	}{
 		// The EventSource holds nothing even when long_request would let it hold half the
-		// render's time: the page is ready once its fetch has been answered and idle passed.
+		// render's time: the page is ready once its fetch has been answered (its content is
+		// there) and render.chrome.settle passed: the page's own request said it was ready.
 		// (The upper bounds leave seconds for a machine busy with other tests.)
-		{"/es", `<p id="data">fetched content</p>`, 15 * time.Second, idle, 6 * time.Second},
+		{"/es", `<p id="data">fetched content</p>`, 15 * time.Second, settle, 6 * time.Second},
 		{"/longpoll", `<p id="data">fetched content</p>`, long, dataWait - 300*time.Millisecond, dataWait + idle + 3*time.Second},
 	} {
 		r.cfg.LongRequest = c.longRequest // no render is in flight

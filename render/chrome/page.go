@@ -23,6 +23,7 @@ import (
 
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/render/chrome/netidle"
 )
 
 // pollEvery is how often a render looks at window.prerenderReady and the network while it
@@ -54,14 +55,15 @@ type tab struct {
 	req   render.Request
 	dev   Device
 	start time.Time
+	allow *allowance // what render.chrome.allow lets the page load despite a block; nil: nothing
 
 	mainFrame cdp.FrameID
 	crashed   chan struct{}
 	loaded    chan struct{}
 
 	mu         sync.Mutex
-	net        *activity // the page's requests, for network idleness
-	committed  bool      // the main frame has committed this render's document
+	net        *netidle.Activity // the page's requests, for network idleness
+	committed  bool              // the main frame has committed this render's document
 	docStatus  int
 	docHeaders network.Headers
 	docRequest network.RequestID // the document's request, whose raw body a non-HTML one is
@@ -91,7 +93,7 @@ func (t *tab) since() time.Duration { return time.Since(t.start) }
 // carries render.timeout.
 func (t *tab) render(ctx context.Context, res render.Result) render.Result {
 	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
-	t.net, t.docHops, t.proxyAuth = newActivity(), map[string]bool{}, map[fetch.RequestID]bool{}
+	t.net, t.docHops, t.proxyAuth = netidle.NewActivity(), map[string]bool{}, map[fetch.RequestID]bool{}
 	t.data, t.failedIDs = map[network.RequestID]string{}, map[network.RequestID]bool{}
 	c, err := t.tabFor(ctx)
 	if err != nil {
@@ -380,11 +382,11 @@ func (t *tab) refusal(ev *fetch.EventRequestPaused) string {
 		}
 		return ""
 	}
-	if t.r.blockTypes[ev.ResourceType] {
+	if t.r.blockTypes[ev.ResourceType] && !t.allow.lets(ev.ResourceType, raw, true) {
 		return "type"
 	}
 	for _, p := range t.r.block {
-		if p.match(raw) {
+		if p.match(raw) && !t.allow.lets(ev.ResourceType, raw, false) {
 			return "pattern"
 		}
 	}
@@ -398,6 +400,7 @@ func (t *tab) onEvent(ev any) {
 	case *network.EventRequestWillBeSent:
 		t.requestSent(ev)
 	case *network.EventLoadingFinished:
+		t.requestAnswered(ev.RequestID)
 		t.requestEnded(ev.RequestID)
 	case *network.EventLoadingFailed:
 		t.requestFailed(ev)
@@ -428,9 +431,20 @@ func (t *tab) onEvent(ev any) {
 	}
 }
 
+// requestAnswered forgets a data request's URL as a long-poll when it was one: it was answered
+// (netidle.LongPolls).
+func (t *tab) requestAnswered(id network.RequestID) {
+	t.mu.Lock()
+	raw, data := t.data[id]
+	t.mu.Unlock()
+	if data {
+		t.b.polls.Forget(raw)
+	}
+}
+
 func (t *tab) requestEnded(id network.RequestID) {
 	t.mu.Lock()
-	t.net.end(id, time.Now())
+	t.net.End(id, time.Now())
 	t.mu.Unlock()
 }
 
@@ -451,7 +465,10 @@ func (t *tab) requestSent(ev *network.EventRequestWillBeSent) {
 		t.data[ev.RequestID] = raw
 		data = true
 	}
-	t.net.sent(ev.RequestID, ev.Type, data, raw, time.Now())
+	t.net.Sent(ev.RequestID, ev.Type, data, raw, time.Now())
+	if data && t.b.polls.Known(raw) {
+		t.net.KnownPoll(ev.RequestID)
+	}
 }
 
 // sameSite reports whether reqURL is on the site of the document docURL: the same host, or both
@@ -547,7 +564,7 @@ func (t *tab) signals() *render.Signals {
 	if !t.committed {
 		return nil
 	}
-	pending := t.net.pendingData()
+	pending := t.net.PendingData()
 	sort.Strings(pending)
 	sig := &render.Signals{Exceptions: t.exceptions, FailedRequests: t.failed, PendingRequests: len(pending), Cold: t.cold}
 	sig.Evidence = append(sig.Evidence, t.evidence...)
@@ -612,15 +629,29 @@ func header(h network.Headers, name string) string {
 	return ""
 }
 
+// settleLooks is how many looks into the page (each answered by its main thread, between its
+// own tasks) must have come back since the last request began or ended before the settle counts:
+// on a busy machine a page's script may not have run for the whole settle, and a request its
+// data's answer sets off is told before the look that follows it returns.
+const settleLooks = 3
+
 // waitReady waits until the page is ready: prerenderReady true if the page defines it, else
-// render.chrome.idle without a request in flight after the load event. ok is false when the
-// render ended instead, with its result.
+// after the load event either render.chrome.settle once the page's own data requests have been
+// answered (netidle.Activity.Settled), or render.chrome.idle without a request in flight (quiet). The
+// same-site requests found in flight past render.chrome.data_wait are remembered as long-polls
+// (netidle.LongPolls). ok is false when the render ended instead, with its result.
 func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res render.Result) (render.Result, bool) {
 	idle, longRequest, dataWait := t.r.cfg.Idle, t.r.cfg.LongRequest, t.r.cfg.DataWait
+	settle := t.r.cfg.Settle
+	if settle <= 0 || settle > idle {
+		settle = idle
+	}
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	now := make(chan time.Time, 1)
 	now <- time.Now() // the first look is at once: a page may be ready as it commits
+	var lastEvent time.Time
+	looks := 0 // since lastEvent
 	for {
 		select {
 		case <-now:
@@ -636,16 +667,31 @@ func (t *tab) waitReady(ctx, rctx context.Context, target *chromedp.Target, res 
 		if err != nil {
 			continue // between documents: look again
 		}
+		t.mu.Lock()
+		if t.net.Last() != lastEvent {
+			lastEvent, looks = t.net.Last(), 0
+		}
+		looks++
+		t.mu.Unlock()
 		if state == 2 {
 			break
 		}
 		if state == 1 || !t.isLoaded() {
 			continue
 		}
+		at := time.Now()
 		t.mu.Lock()
-		quiet := t.net.quiet(time.Now(), idle, longRequest, dataWait) && t.since()-t.timings.Load >= idle
+		ready := (t.net.Quiet(at, idle, longRequest, dataWait) && t.since()-t.timings.Load >= idle) ||
+			(looks >= settleLooks && t.net.Settled(at, settle, longRequest, dataWait))
+		var polls []string
+		if ready {
+			polls = t.net.Overdue(at, longRequest, dataWait)
+		}
 		t.mu.Unlock()
-		if quiet {
+		if ready {
+			for _, u := range polls {
+				t.b.polls.Learn(u)
+			}
 			break
 		}
 	}

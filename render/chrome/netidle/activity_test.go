@@ -1,4 +1,4 @@
-package chrome
+package netidle
 
 import (
 	"testing"
@@ -13,18 +13,18 @@ func TestActivityEndBeforeStart(t *testing.T) {
 	const idle, long = 500 * time.Millisecond, 2 * time.Second
 	t0 := time.Unix(1000, 0)
 	for _, order := range []string{"sent, finished", "finished, sent"} {
-		a := newActivity()
+		a := NewActivity()
 		if order == "sent, finished" {
-			a.sent("1.1", network.ResourceTypeScript, false, "", t0)
-			a.end("1.1", t0)
+			a.Sent("1.1", network.ResourceTypeScript, false, "", t0)
+			a.End("1.1", t0)
 		} else {
-			a.end("1.1", t0)
-			a.sent("1.1", network.ResourceTypeScript, false, "", t0)
+			a.End("1.1", t0)
+			a.Sent("1.1", network.ResourceTypeScript, false, "", t0)
 		}
-		if a.quiet(t0.Add(idle/2), idle, long, long) {
+		if a.Quiet(t0.Add(idle/2), idle, long, long) {
 			t.Errorf("%s: quiet %s after the last event, before render.chrome.idle", order, idle/2)
 		}
-		if !a.quiet(t0.Add(idle), idle, long, long) {
+		if !a.Quiet(t0.Add(idle), idle, long, long) {
 			t.Errorf("%s: not quiet after render.chrome.idle: in flight %v", order, a.inflight)
 		}
 	}
@@ -34,14 +34,14 @@ func TestActivityEndBeforeStart(t *testing.T) {
 func TestActivityRedirectIsOneRequest(t *testing.T) {
 	const idle, long = 500 * time.Millisecond, 2 * time.Second
 	t0 := time.Unix(1000, 0)
-	a := newActivity()
-	a.sent("7", network.ResourceTypeDocument, false, "", t0)
-	a.sent("7", network.ResourceTypeDocument, false, "", t0.Add(100*time.Millisecond))
-	if a.quiet(t0.Add(time.Second), idle, long, long) {
+	a := NewActivity()
+	a.Sent("7", network.ResourceTypeDocument, false, "", t0)
+	a.Sent("7", network.ResourceTypeDocument, false, "", t0.Add(100*time.Millisecond))
+	if a.Quiet(t0.Add(time.Second), idle, long, long) {
 		t.Fatal("quiet with the redirected document in flight")
 	}
-	a.end("7", t0.Add(time.Second))
-	if !a.quiet(t0.Add(time.Second+idle), idle, long, long) {
+	a.End("7", t0.Add(time.Second))
+	if !a.Quiet(t0.Add(time.Second+idle), idle, long, long) {
 		t.Fatalf("not quiet after the redirected document ended: %v", a.inflight)
 	}
 }
@@ -51,26 +51,26 @@ func TestActivityRedirectIsOneRequest(t *testing.T) {
 func TestActivityLongRequests(t *testing.T) {
 	const idle, long = 500 * time.Millisecond, 2 * time.Second
 	t0 := time.Unix(1000, 0)
-	a := newActivity()
-	a.sent("poll", network.ResourceTypeXHR, false, "", t0)
-	if a.quiet(t0.Add(idle), idle, long, long) {
+	a := NewActivity()
+	a.Sent("poll", network.ResourceTypeXHR, false, "", t0)
+	if a.Quiet(t0.Add(idle), idle, long, long) {
 		t.Error("quiet while the young request is in flight")
 	}
-	if a.quiet(t0.Add(long), idle, long, long) {
+	if a.Quiet(t0.Add(long), idle, long, long) {
 		t.Error("quiet at exactly render.chrome.long_request")
 	}
-	if !a.quiet(t0.Add(long+time.Millisecond), idle, long, long) {
+	if !a.Quiet(t0.Add(long+time.Millisecond), idle, long, long) {
 		t.Error("the long request still holds the page past render.chrome.long_request")
 	}
-	a.sent("data", network.ResourceTypeFetch, false, "", t0.Add(long))
-	if a.quiet(t0.Add(long+idle+time.Millisecond), idle, long, long) {
+	a.Sent("data", network.ResourceTypeFetch, false, "", t0.Add(long))
+	if a.Quiet(t0.Add(long+idle+time.Millisecond), idle, long, long) {
 		t.Error("quiet while a young fetch is in flight beside the long request")
 	}
 
-	b := newActivity()
-	b.sent("es", network.ResourceTypeEventSource, false, "", t0)
-	b.sent("ws", network.ResourceTypeWebSocket, false, "", t0)
-	if !b.quiet(t0.Add(idle), idle, long, long) {
+	b := NewActivity()
+	b.Sent("es", network.ResourceTypeEventSource, false, "", t0)
+	b.Sent("ws", network.ResourceTypeWebSocket, false, "", t0)
+	if !b.Quiet(t0.Add(idle), idle, long, long) {
 		t.Errorf("an EventSource or a WebSocket holds the page: %v", b.inflight)
 	}
 }
@@ -81,23 +81,23 @@ func TestActivityLongRequests(t *testing.T) {
 func TestActivityDataWait(t *testing.T) {
 	const idle, long, data = 500 * time.Millisecond, 2 * time.Second, 10 * time.Second
 	t0 := time.Unix(1000, 0)
-	a := newActivity()
-	a.sent("api", network.ResourceTypeFetch, true, "http://site.test/api", t0)
-	a.sent("cdn", network.ResourceTypeXHR, false, "", t0)
-	if a.quiet(t0.Add(3*time.Second), idle, long, data) {
+	a := NewActivity()
+	a.Sent("api", network.ResourceTypeFetch, true, "http://site.test/api", t0)
+	a.Sent("cdn", network.ResourceTypeXHR, false, "", t0)
+	if a.Quiet(t0.Add(3*time.Second), idle, long, data) {
 		t.Error("quiet at 3 s with the page's own fetch in flight")
 	}
-	if a.quiet(t0.Add(data), idle, long, data) {
+	if a.Quiet(t0.Add(data), idle, long, data) {
 		t.Error("quiet at exactly render.chrome.data_wait")
 	}
-	if got := a.pendingData(); len(got) != 1 || got[0] != "http://site.test/api" {
+	if got := a.PendingData(); len(got) != 1 || got[0] != "http://site.test/api" {
 		t.Errorf("pending data requests %q", got)
 	}
-	if !a.quiet(t0.Add(data+time.Millisecond), idle, long, data) {
+	if !a.Quiet(t0.Add(data+time.Millisecond), idle, long, data) {
 		t.Error("the page's own request still holds it past render.chrome.data_wait")
 	}
-	a.end("api", t0.Add(4*time.Second))
-	if !a.quiet(t0.Add(4*time.Second+idle), idle, long, data) || len(a.pendingData()) != 0 {
+	a.End("api", t0.Add(4*time.Second))
+	if !a.Quiet(t0.Add(4*time.Second+idle), idle, long, data) || len(a.PendingData()) != 0 {
 		t.Errorf("the third party's request held the page past long_request: %v", a.inflight)
 	}
 }
