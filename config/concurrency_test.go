@@ -15,12 +15,12 @@ func TestRenderConcurrencyDerivedFromCores(t *testing.T) {
 		cores int
 		want  int
 	}{
-		{"render:\n  renderer: chrome\n", 2, 2},                   // 2 render workers × 2 = 4 in flight on 2 cores
-		{"render:\n  renderer: chrome\n", 8, 8},                   // 2 × 8 = 16 on 8 cores
-		{"render:\n  renderer: chrome\n", 1, 2},                   // the floor: 2 a worker
-		{"render:\n  renderer: chrome\n  concurrency: 0\n", 4, 4}, // 0 is the derived value, written out
-		{"workers: 2\nrender:\n  renderer: chrome\n", 4, 8},       // one render worker takes all 2 × 4
-		{"workers: 4\nrender:\n  renderer: chrome\n", 16, 10},     // 32 shared by 3 workers, rounded down
+		{"render:\n  renderer: chrome\n", 2, 5},                    // 2 render workers × 5 = 10 in flight on 2 cores
+		{"render:\n  renderer: chrome\n", 8, 20},                   // 2 × 20 = 40 on 8 cores
+		{"render:\n  renderer: chrome\n", 1, 2},                    // 5 ÷ 2 rounds down to the floor: 2 a worker
+		{"render:\n  renderer: chrome\n  concurrency: 0\n", 4, 10}, // 0 is the derived value, written out
+		{"workers: 2\nrender:\n  renderer: chrome\n", 4, 20},       // one render worker takes all 5 × 4
+		{"workers: 4\nrender:\n  renderer: chrome\n", 16, 26},      // 80 shared by 3 workers, rounded down
 	} {
 		c, err := Parse([]byte(tc.yaml))
 		if err != nil {

@@ -83,11 +83,13 @@ const (
 	ConcurrencyDefault = 8
 	ConcurrencyMax     = 4096
 	// ChromePagesPerCore is the chrome renderer's pages in flight a core, across a node's render
-	// workers, when render.concurrency is not set. Measured by make bench-render on 2 cores
-	// (docs/BENCHMARKS.md, render farm; docs/RENDERING.md, Sizing a render node): 4 pages in
-	// flight rendered the most good pages a second and spent 0.6–0.9 CPU s a page, 8 rendered
-	// fewer, 16 spent 1.0–1.9 CPU s a page — past about 2 a core the pages only share the CPU.
-	ChromePagesPerCore = 2
+	// workers, when render.concurrency is not set. A render node is a machine of its own: on an
+	// otherwise idle 2-core machine, 4 pages in flight of an SPA on a 300 ms API kept 0.67 of a
+	// core busy (12.6 s wall, 8.4 CPU s for 40 pages), the rest of the time the pages waited on
+	// their own requests; about 10 in flight keep 80 % of 2 cores busy at that CPU a page, so 5 a
+	// core. On a machine already busy with other work fewer do as well for less CPU a page
+	// (docs/RENDERING.md, Sizing a render node): set render.concurrency there.
+	ChromePagesPerCore = 5
 	// ConcurrencyDerivedMin is the fewest pages in flight a render worker is given when they are
 	// derived: one page waiting on its API while another renders keeps a core busy, even where
 	// render workers outnumber the cores.
