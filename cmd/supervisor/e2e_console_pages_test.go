@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/freshq/freshq/api"
@@ -93,52 +88,8 @@ serve: {listen: %s, tokens: [crawl-token]}
 	}
 
 	origin := "http://" + n.addr
-	shots := t.ArtifactDir()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath("chromium"), chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
-	bw := &browserWatch{origin: origin}
-	if err := chromedp.Listen(ctx, bw.listen); err != nil {
-		t.Fatal(err)
-	}
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(js string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", js, err)
-		}
-		return s
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, "console-"+name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
+	cb := newConsoleBrowser(t, origin)
+	bw, run, eval, shot := cb.bw, cb.run, cb.eval, cb.shot
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	run("logging in", chromedp.Navigate(origin+"/ui/login"), chromedp.WaitVisible(css(`input[name=token]`)),
 		chromedp.SendKeys(css(`input[name=token]`), consoleToken), chromedp.Submit(css(`input[name=token]`)), chromedp.WaitVisible(css(`#backlog-cold`)))

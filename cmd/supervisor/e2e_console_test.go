@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -173,52 +171,8 @@ serve: {listen: %s, tokens: [crawl-token]}
 	}
 
 	origin := "http://" + n.addr
-	shots := t.ArtifactDir()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath("chromium"), chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
-	bw := &browserWatch{origin: origin}
-	if err := chromedp.Listen(ctx, bw.listen); err != nil {
-		t.Fatal(err)
-	}
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("reading %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, "console-"+name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
+	cb := newConsoleBrowser(t, origin)
+	ctx, bw, run, text, shot := cb.ctx, cb.bw, cb.run, cb.text, cb.shot
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
 	// Without credentials: the login form; with the token: the overview.
