@@ -362,6 +362,11 @@ func TestRefusedReloadDoesNotReachARestartedWorker(t *testing.T) {
 	n.cmd.Process.Signal(syscall.SIGHUP)
 	waitFor(t, "the reload's refusal", 10*time.Second, func() bool { return n.logHas("reload refused", "queue.lease_ttl") })
 
+	// Readiness is worker 0's: worker 1 may still be on its way to its render loops. The count
+	// below is of its starts, so the first must be logged before it is killed.
+	waitFor(t, "worker 1's first start", 30*time.Second, func() bool {
+		return n.logCount(`"worker":1`, "render worker started") == 1
+	})
 	victim := workerPID(seg, 1)
 	syscall.Kill(victim, syscall.SIGKILL)
 	waitFor(t, "worker 1's restart", 30*time.Second, func() bool {
