@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,4 +92,30 @@ func (b *consoleBrowser) shot(name string) {
 	if err := os.WriteFile(filepath.Join(b.t.ArtifactDir(), "console-"+name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+}
+
+// startConsoleNode starts a node of two workers with the sim renderer, a crawler listener and
+// storeYAML's store, waits for it to be ready and loads make run's demo corpus into it: what
+// the console's browser tests look at. It returns the node and the crawler listener's address.
+func startConsoleNode(t *testing.T, storeYAML string) (*node, string) {
+	t.Helper()
+	serveAddr := freePort(t)
+	n := startNode(t, t.TempDir(), 2, fmt.Sprintf(`token: %s
+queue: {ready: {sweep_interval: 1s}}
+render: {renderer: sim, concurrency: 2}
+serve: {listen: %s, tokens: [crawl-token]}
+`, consoleToken, serveAddr)+storeYAML, "")
+	waitFor(t, "ready", 60*time.Second, n.ready)
+	corpus, err := os.ReadFile(filepath.Join("..", "..", "examples", "demo-targets.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+n.addr+"/v1/targets", bytes.NewReader(corpus))
+	req.Header.Set("Authorization", "Bearer "+consoleToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("loading the demo corpus: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	return n, serveAddr
 }

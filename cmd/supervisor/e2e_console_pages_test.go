@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,25 +41,8 @@ func TestEndToEndConsolePagesOnPostgres(t *testing.T) {
 
 func consolePages(t *testing.T, storeYAML string) {
 	needChromium(t)
-	serveAddr := freePort(t)
-	n := startNode(t, t.TempDir(), 2, fmt.Sprintf(`token: %s
-queue: {ready: {sweep_interval: 1s}}
-render: {renderer: sim, concurrency: 2}
-serve: {listen: %s, tokens: [crawl-token]}
-`, consoleToken, serveAddr)+storeYAML, "")
-	waitFor(t, "ready", 60*time.Second, n.ready)
+	n, serveAddr := startConsoleNode(t, storeYAML)
 	a := consoleAPI{t: t, addr: n.addr}
-	corpus, err := os.ReadFile(filepath.Join("..", "..", "examples", "demo-targets.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+n.addr+"/v1/targets", bytes.NewReader(corpus))
-	req.Header.Set("Authorization", "Bearer "+consoleToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("loading the demo corpus: %v %v", err, resp)
-	}
-	resp.Body.Close()
 	const site = "https://shop01.demo.test/"
 	const pageURL = "https://shop01.demo.test/c/category-001"
 	var target wire.Explanation

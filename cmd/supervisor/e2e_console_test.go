@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -142,25 +139,8 @@ func TestEndToEndConsole(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	needChromium(t)
-	serveAddr := freePort(t)
-	n := startNode(t, t.TempDir(), 2, fmt.Sprintf(`token: %s
-queue: {ready: {sweep_interval: 1s}}
-render: {renderer: sim, concurrency: 2}
-serve: {listen: %s, tokens: [crawl-token]}
-`, consoleToken, serveAddr), "")
-	waitFor(t, "ready", 60*time.Second, n.ready)
+	n, serveAddr := startConsoleNode(t, "")
 	api := consoleAPI{t: t, addr: n.addr}
-	corpus, err := os.ReadFile(filepath.Join("..", "..", "examples", "demo-targets.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+n.addr+"/v1/targets", bytes.NewReader(corpus))
-	req.Header.Set("Authorization", "Bearer "+consoleToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("loading the demo corpus: %v %v", err, resp)
-	}
-	resp.Body.Close()
 	const pageURL = "https://shop01.demo.test/"
 	var target wire.Explanation
 	waitFor(t, "the demo home page rendered", 60*time.Second, func() bool {
