@@ -158,19 +158,12 @@ func TestSameSiteDataHoldsThePage(t *testing.T) {
 	s := newSite(t)
 	hang := make(chan struct{})
 	t.Cleanup(func() { close(hang) })
+	// The CDN's poll is another origin: the answer allows it.
 	wait := func(d time.Duration) http.HandlerFunc {
+		answer := delayed(d, hang, "Blue kettle, 20 EUR")
 		return func(w http.ResponseWriter, r *http.Request) {
-			timer := time.NewTimer(d)
-			defer timer.Stop()
-			select {
-			case <-timer.C:
-			case <-hang:
-				return
-			case <-r.Context().Done():
-				return
-			}
 			w.Header().Set("Access-Control-Allow-Origin", "*")
-			_, _ = w.Write([]byte("Blue kettle, 20 EUR"))
+			answer(w, r)
 		}
 	}
 	s.mux.HandleFunc("/api/product/7", wait(3*time.Second))
