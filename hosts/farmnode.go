@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -13,9 +14,10 @@ import (
 )
 
 // Farm is worker 0's half of the farm: it keeps the node's membership in the segment's farm
-// words (Members, called at each cluster tick), and exchanges refusals' pauses with the other
-// nodes through a PauseBoard (a service: Start, Stop), so that a pause one node sees holds
-// every node back within a tick. Build it with NewFarm.
+// words (Members, called at each cluster tick), confirms each division of the hosts' limits
+// through a ConfirmBoard and settles it once every live node has (Confirm), and exchanges
+// refusals' pauses with the other nodes through a PauseBoard (a service: Start, Stop), so that
+// a pause one node sees holds every node back within a tick. Build it with NewFarm.
 type Farm struct {
 	startstop.BaseStartStop
 	opts FarmOptions
@@ -23,6 +25,27 @@ type Farm struct {
 	mu      sync.Mutex
 	pending map[string]boardPause // pauses seen here, not yet on the board
 	nudge   chan struct{}
+
+	// The division this node uses, as Members last saw it (under mu): the node's id, the live
+	// nodes' ids and their MembersID, and when its takes began to use it (local ms, after the
+	// farm words were written). confirmed is the last division this node confirmed.
+	me         string
+	live       []string
+	membersID  int64
+	adoptedMs  int64
+	confirmed  division
+	confirming bool          // a confirmation exchange is running (Exchange is not reentrant for it)
+	confirmNow chan struct{} // Members saw a new division
+	// lastMembersMs is when Members was last called (local ms; 0: never); roundSinceMs, when
+	// the node's takes began to use the round in the farm words (Confirm).
+	lastMembersMs, roundSinceMs int64
+}
+
+// division names one division of the hosts' limits: a membership (MembersID of its live
+// nodes) and a round. round −1: none.
+type division struct {
+	members int64
+	round   int64
 }
 
 // FarmOptions wires a Farm.
@@ -30,14 +53,45 @@ type FarmOptions struct {
 	Seg     *shm.Segment
 	Tracker *Tracker   // adopts the other nodes' pauses into the host table
 	Board   PauseBoard // the cluster's pauses (store/pgstore/pgcluster)
-	// Grace is how long a share that grew waits: longer than a render lasts plus a tick, plus
-	// the clocks' margin (FarmGrace). Round is the period a remainder rotates at (FarmRound).
+	// Grace is how long a share that grew waits for a node that cannot confirm: longer than a
+	// render lasts plus a tick, plus the clocks' margin (FarmGrace). Round is the period a
+	// remainder rotates at (FarmConfirmedRound with Confirms, else FarmRound).
 	Grace, Round time.Duration
 	// Tick is the period the board is read at (the cluster's tick): the bound on how late a
 	// pause reaches this node.
 	Tick time.Duration
-	Now  func() time.Time
-	Log  zerolog.Logger
+	// Confirms, when set, is where the nodes confirm each division (store/pgstore/pgcluster): a share
+	// grows as soon as every live node confirmed the division now, not a grace later. nil:
+	// every share that grows waits its grace.
+	Confirms ConfirmBoard
+	// LeaseTTL is cluster.lease_ttl: a node not seen for it is not live, and grants nothing a
+	// TTL after its last heartbeat; with a grace more, its renders have ended too.
+	LeaseTTL time.Duration
+	Now      func() time.Time
+	Log      zerolog.Logger
+}
+
+// ConfirmBoard is the cluster's record of each node's confirmation, on its clock (ms):
+// store/pgstore/pgcluster keeps one row per node in the database.
+type ConfirmBoard interface {
+	// PublishConfirm records what node confirms: every render it has in flight fits its share
+	// of every host under the division of membership members (MembersID) in round (−1: no
+	// division yet), and how many renders it has in flight.
+	PublishConfirm(ctx context.Context, node string, members, round int64, inFlight int) error
+	// ReadConfirms returns every node's last confirmation, with atMs the last time the node was
+	// heard from (its confirmation or its heartbeat, the later), and the cluster's clock now.
+	ReadConfirms(ctx context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error)
+}
+
+// MembersID identifies a membership, the live nodes' ids in any order: every node that reads
+// the same live nodes computes the same one.
+func MembersID(live []string) int64 {
+	h := fnv.New64a()
+	for _, id := range slices.Sorted(slices.Values(live)) {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return int64(h.Sum64() >> 1)
 }
 
 // PauseBoard is the cluster's record of pauses, on its clock (ms): store/pgstore/pgcluster keeps it in
@@ -74,16 +128,20 @@ func NewFarm(opts FarmOptions) *Farm {
 	if MembershipOf(opts.Seg).Nodes == 0 {
 		setMembership(opts.Seg, Membership{Nodes: FarmNone, PrevNodes: FarmNone})
 	}
-	return &Farm{opts: opts, pending: map[string]boardPause{}, nudge: make(chan struct{}, 1)}
+	return &Farm{opts: opts, pending: map[string]boardPause{}, nudge: make(chan struct{}, 1),
+		confirmNow: make(chan struct{}, 1), confirmed: division{round: -1}}
 }
 
 // Members records the node's membership at a cluster tick: live are the live nodes' ids (me
 // among them unless it is stopping), clusterNow the database's clock when it read them. A
-// node that joins a farm of others holds no share of any host for a grace, and neither does
-// one whose membership changed twice within a grace; a node alone at its first tick holds
-// every host's whole limit at once (no other node can have seen itself alone then too: each
-// registers before it reads the nodes).
+// node that joins a farm of others holds no share of any host until the division is settled
+// (a grace at most), and neither does one whose membership changed twice within a grace, nor
+// one not heard from for half a lease TTL (the others may have divided its share). Without
+// Confirms, a node alone at its first tick holds every host's whole limit at once; with them,
+// once it confirmed and no node gone lately may still render.
 func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	o := f.opts
 	now := o.Now().UnixMilli()
 	sorted := slices.Sorted(slices.Values(live))
@@ -91,6 +149,10 @@ func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
 	if i := slices.Index(sorted, me); i >= 0 && len(sorted) < FarmNone {
 		index, nodes = uint16(i), uint16(len(sorted))
 	}
+	// A node whose ticks stopped for half a lease TTL (paused, starved) may have been counted
+	// gone by the others meanwhile, though its membership reads the same when it comes back.
+	stale := f.lastMembersMs != 0 && now-f.lastMembersMs >= max(o.LeaseTTL/2, 2*o.Tick).Milliseconds()
+	f.lastMembersMs = now
 	cur := MembershipOf(o.Seg)
 	next := cur
 	next.GraceMs, next.RoundMs = o.Grace.Milliseconds(), max(o.Round.Milliseconds(), 1)
@@ -99,20 +161,42 @@ func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
 	case cur.SinceMs == 0: // this segment's first membership
 		next.Index, next.Nodes, next.SinceMs = index, nodes, now
 		next.PrevIndex, next.PrevNodes = 0, FarmNone
-		if nodes == 1 {
+		if nodes == 1 && o.Confirms == nil {
 			next.PrevNodes = 1
 		}
-	case index != cur.Index || nodes != cur.Nodes:
+	case index != cur.Index || nodes != cur.Nodes || stale:
 		next.PrevIndex, next.PrevNodes = cur.Index, cur.Nodes
-		if now-cur.SinceMs < next.GraceMs { // the last change is still in its grace
+		if now-cur.SinceMs < next.GraceMs || stale {
+			// The last change is still in its grace; or this node was not heard from for so
+			// long that the others may have counted it gone and divided its share among
+			// themselves: the membership it held before is not one it may count on.
 			next.PrevIndex, next.PrevNodes = 0, FarmNone
 		}
 		next.Index, next.Nodes, next.SinceMs = index, nodes, now
+		// The round the membership before was last settled in bounds what its nodes, gone
+		// ones included, may still have in flight (farmShare).
+		next.Settled, next.PrevSettled = false, cur.Settled && next.PrevNodes != FarmNone
+		if !next.PrevSettled {
+			next.SettledRound = 0
+		}
 		o.Log.Info().Int("index", int(index)).Int("nodes", int(nodes)).Int("was_index", int(cur.Index)).
 			Int("was_nodes", int(cur.Nodes)).Msg("farm: the division of the hosts' limits changed")
 	}
 	if next != cur {
 		setMembership(o.Seg, next)
+	}
+	if id := MembersID(sorted); f.me != me || f.membersID != id || next.SinceMs != cur.SinceMs {
+		// Every take from now on reads the new words: one that read the old ones took its now
+		// before this (a millisecond later, to be sure).
+		f.me, f.live, f.membersID, f.adoptedMs = me, sorted, id, o.Now().UnixMilli()+1
+		if next.Settled {
+			next.Settled, next.PrevSettled, next.SettledRound = false, false, 0 // it was another membership's
+			setMembership(o.Seg, next)
+		}
+		select { // confirm it now, not at the next tick
+		case f.confirmNow <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -141,33 +225,171 @@ func (f *Farm) Start(ctx context.Context) error {
 		defer done()
 		t := time.NewTicker(f.opts.Tick)
 		defer t.Stop()
+		c := time.NewTimer(f.confirmWait())
+		defer c.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-f.nudge:
 				f.publish(ctx)
+			case <-f.confirmNow:
+				f.Confirm(ctx)
+			case <-c.C:
+				f.Confirm(ctx)
 			case <-t.C:
 				f.Exchange(ctx)
 			}
+			c.Reset(f.confirmWait())
 		}
 	}()
 	return nil
 }
 
-// Exchange is one round: publish what this node saw, then adopt every pause on the board.
+// ConfirmPoll is how often a node exchanges confirmations while its division is not settled
+// (a membership or a round changed): a handover costs the renders in flight on the node that
+// gives a share up and about two of these, not a tick or a grace.
+const ConfirmPoll = 100 * time.Millisecond
+
+// confirmWait is how long the farm waits before its next confirmation: ConfirmPoll while the
+// division it uses is not settled, else until the next round begins (a tick at most).
+func (f *Farm) confirmWait() time.Duration {
+	o := f.opts
+	if o.Confirms == nil {
+		return o.Tick
+	}
+	farm := MembershipOf(o.Seg)
+	if farm.Nodes == 0 || !farm.Adopted || !farm.Settled || farm.SettledRound != farm.Round {
+		return ConfirmPoll
+	}
+	roundMs := max(farm.RoundMs, 1)
+	next := (farm.Round+1)*roundMs - farm.ClockOffsetMs - o.Now().UnixMilli()
+	return min(o.Tick, max(time.Duration(next)*time.Millisecond, time.Millisecond))
+}
+
+// FarmConfirmedRound is the period at which a remainder rotates when the nodes confirm each
+// division (FarmOptions.Confirms): a handover then costs the renders in flight on the node
+// that gives the share up and a confirmation's round trip, not a grace, so the remainder may
+// move every two ticks, and the rows of a node that holds none of a host wait that long at
+// most while every node is live.
+func FarmConfirmedRound(tick time.Duration) time.Duration { return 2 * tick }
+
+// Exchange is one round: publish what this node saw, then adopt every pause on the board;
+// then confirm the division this node uses, and settle it if every live node has.
 func (f *Farm) Exchange(ctx context.Context) {
 	f.publish(ctx)
 	o := f.opts
 	hosts, until, status, _, err := o.Board.ReadPauses(ctx)
 	if err != nil {
 		o.Log.Warn().Err(err).Msg("farm: reading the cluster's pauses failed")
+	} else {
+		offset := MembershipOf(o.Seg).ClockOffsetMs
+		now := o.Now().UnixMilli()
+		for i, h := range hosts {
+			o.Tracker.Adopt(h, until[i]-offset, int(status[i]), now)
+		}
+	}
+	f.Confirm(ctx)
+}
+
+// Confirm is the confirmation's round, at each tick: this node confirms the division it uses
+// (the membership Members last saw, the round of the cluster's clock now) once none of its
+// renders in flight was begun before it used that division, since every render begun since was
+// granted under a limit no greater than its share under it; it publishes the last division it
+// confirmed and its renders in flight; then it reads every node's. The division is settled
+// (written to the farm words: every share under it holds at once) when every live node
+// confirmed it and every node not live was last heard from long enough ago that it grants
+// nothing and its renders have ended (LeaseTTL + Grace); otherwise the farm words say it is
+// not, and shares that grow wait their grace.
+func (f *Farm) Confirm(ctx context.Context) {
+	o := f.opts
+	if o.Confirms == nil {
 		return
 	}
-	offset := MembershipOf(o.Seg).ClockOffsetMs
+	f.mu.Lock()
+	if f.me == "" || f.confirming {
+		f.mu.Unlock()
+		return
+	}
+	f.confirming = true
+	me, live, id, adopted := f.me, f.live, f.membersID, f.adoptedMs
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.confirming = false
+		f.mu.Unlock()
+	}()
+
+	// Move the node's takes to the round of the cluster's clock, if they are not there: from
+	// then on (a millisecond later, as for a membership) every take holds its share under it.
+	f.mu.Lock()
+	farm := MembershipOf(o.Seg)
 	now := o.Now().UnixMilli()
-	for i, h := range hosts {
-		o.Tracker.Adopt(h, until[i]-offset, int(status[i]), now)
+	round := floorDiv(now+farm.ClockOffsetMs, max(farm.RoundMs, 1))
+	if farm.Settled && farm.Adopted {
+		// Under a settled membership the node moves one round past the last settled at most:
+		// a node that dies then holds at most its share of one of those two (farmShare). A
+		// clock that steps back does not move it back.
+		round = max(farm.Round, min(round, farm.SettledRound+1))
+	}
+	if f.membersID == id && f.adoptedMs == adopted && (!farm.Adopted || farm.Round != round) {
+		farm.Adopted, farm.Round = true, round
+		setMembership(o.Seg, farm)
+		f.roundSinceMs = o.Now().UnixMilli() + 1
+	}
+	since := max(adopted, f.roundSinceMs)
+	f.mu.Unlock()
+	before, inFlight := o.Seg.Leases().HostRendersBefore(since, now)
+	in := farm.Nodes != FarmNone && slices.Contains(live, me)
+	f.mu.Lock()
+	if in && before == 0 && f.membersID == id && f.adoptedMs == adopted {
+		f.confirmed = division{members: id, round: round}
+	}
+	mine := f.confirmed
+	f.mu.Unlock()
+	if err := o.Confirms.PublishConfirm(ctx, me, mine.members, mine.round, inFlight); err != nil {
+		o.Log.Warn().Err(err).Msg("farm: publishing this node's confirmation failed")
+		return
+	}
+	nodes, members, rounds, at, dbNow, err := o.Confirms.ReadConfirms(ctx)
+	if err != nil {
+		o.Log.Warn().Err(err).Msg("farm: reading the nodes' confirmations failed")
+		return
+	}
+	settled := in
+	confirmedBy := 0
+	for i, n := range nodes {
+		switch {
+		case slices.Contains(live, n):
+			if members[i] == id && rounds[i] == round {
+				confirmedBy++
+			}
+		case at[i]+(o.LeaseTTL+o.Grace).Milliseconds() > dbNow:
+			settled = false // a node gone lately: its renders may not have ended
+		}
+	}
+	settled = settled && confirmedBy == len(live)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.membersID != id || f.adoptedMs != adopted {
+		return // the membership changed meanwhile: this was about the one before
+	}
+	cur := MembershipOf(o.Seg)
+	next := cur
+	switch {
+	case settled:
+		next.Settled, next.PrevSettled, next.SettledRound = true, false, round
+	case cur.Settled && cur.SettledRound == round:
+		// A live node no longer confirms the round settled (it restarted under its id):
+		// nothing is settled of this membership any more.
+		next.Settled, next.PrevSettled, next.SettledRound = false, false, 0
+	}
+	if next != cur {
+		if settled && !(cur.Settled && cur.SettledRound == round) {
+			o.Log.Info().Int("index", int(cur.Index)).Int("nodes", int(cur.Nodes)).Int64("round", round).
+				Msg("farm: every live node confirmed the division of the hosts' limits")
+		}
+		setMembership(o.Seg, next)
 	}
 }
 

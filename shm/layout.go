@@ -28,8 +28,8 @@ import (
 const (
 	// LayoutVersion is bumped whenever any byte of the layout changes meaning. Attaching to a
 	// segment of another version fails with a *VersionError (R5). Version 3 added the host table,
-	// version 4 its farm words.
-	LayoutVersion uint32 = 4
+	// version 4 its farm words, version 5 the farm's rounds (the round adopted and the one settled).
+	LayoutVersion uint32 = 5
 
 	pageSize   = 4096
 	headerSize = pageSize

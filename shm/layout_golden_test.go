@@ -444,10 +444,10 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	hs := hosts.Stats()
 	// The farm words' meaning is package hosts' (its TestMembershipWords); here, their places.
 	farm := uint64(1 | 3<<16 | 0<<32 | 0xffff<<48)
-	hosts.StoreFarm([FarmWords]uint64{farm, 20_000, 4500, 18_000, uint64(0xffff_ffff_ffff_fff9)})
+	hosts.StoreFarm([FarmWords]uint64{farm, 20_000, 4500 | 18_000<<32, 42 | 43<<32, uint64(0xffff_ffff_ffff_fff9)})
 	blocks["Host table / Control line"] = docBlock{base: l.hosts.off, values: map[string]uint64{
 		"stores": hs.Stores, "evictions": hs.Evictions,
-		"farm": farm, "farmSince": 20_000, "farmGrace": 4500, "farmRound": 18_000,
+		"farm": farm, "farmSince": 20_000, "farmGrace": 4500 | 18_000<<32, "farmRounds": 42 | 43<<32,
 		"farmOffset": uint64(0xffff_ffff_ffff_fff9), "farmSeq": 2,
 	}}
 	h := HostHash([]byte(shop.Host))

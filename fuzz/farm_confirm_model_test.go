@@ -1,0 +1,364 @@
+package fuzz
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/hosts"
+	"github.com/freshq/freshq/shm"
+)
+
+// The division of the hosts' limits across a cluster (hosts.Farm, docs/CLUSTER.md) over
+// arbitrary histories of four node identities on one simulated database: nodes start, are
+// killed (their renders end with them, their rows stay), restart with a fresh segment, and are
+// paused (worker 0 makes no tick while its render workers go on granting until the node's
+// grant window, 3/4 of a TTL after its last tick, closes, and its renders go on to their end);
+// each node's clock is off the database's by up to 400 ms (the bound the division assumes is
+// a second) and ticks at its own phase, worker 0's membership tick and its farm's
+// confirmation apart. Every 50 ms each node's render workers take every render their host
+// slots allow (hosts.Admit on the node's real segment, whose lease table the Farm's
+// confirmation reads), each lasting a random time up to render.timeout. After every step, the
+// renders of a host in flight over all nodes never exceed the host's limit.
+//
+// runFarmModel reports the first excess it finds (as a test failure); a history of the live
+// division through the board (farmBoard) is all the nodes share.
+
+const (
+	fmStep    = int64(50)
+	fmTick    = 500 * time.Millisecond
+	fmTTL     = int64(2000)
+	fmTimeout = 3 * time.Second
+	fmBase    = int64(1_800_000_000_000)
+	fmSlots   = 8 // render slots a node
+)
+
+var fmLimits = map[string]int{"one.test": 1, "two.test": 2, "three.test": 3}
+
+// farmBoard is the database of the model: each node's heartbeat and confirmation, on the
+// database's clock (the model's now).
+type farmBoard struct {
+	now       *int64
+	heartbeat map[string]int64
+	rows      map[string]fmRow
+}
+
+type fmRow struct {
+	members, round, at int64
+}
+
+func (b *farmBoard) PublishConfirm(_ context.Context, node string, members, round int64, _ int) error {
+	b.rows[node] = fmRow{members: members, round: round, at: *b.now}
+	return nil
+}
+
+func (b *farmBoard) ReadConfirms(context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error) {
+	ids := make([]string, 0, len(b.rows))
+	for id := range b.rows {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r := b.rows[id]
+		nodes, members, rounds, atMs = append(nodes, id), append(members, r.members), append(rounds, r.round), append(atMs, max(r.at, b.heartbeat[id]))
+	}
+	return nodes, members, rounds, atMs, *b.now, nil
+}
+
+func (b *farmBoard) live() []string {
+	var ids []string
+	for id, h := range b.heartbeat {
+		if h > *b.now-fmTTL {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+type fmRender struct {
+	host  string
+	token shm.Lease
+	end   int64 // the database's ms
+}
+
+type fmNode struct {
+	id                  string
+	gen                 int
+	alive, paused       bool
+	skew                int64 // this node's clock minus the database's
+	memberPhase, fPhase int64
+	seg                 *shm.Segment
+	farm                *hosts.Farm
+	grantUntil          int64 // local ms
+	renders             []fmRender
+	started             map[string]int
+}
+
+// runFarmModel runs the history ops on the model's database, or through board when it is not
+// nil (a lyingBoard: the division with a defect, which the model must catch).
+func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
+	if len(ops) > 160 {
+		ops = ops[:160]
+	}
+	seed := fnv.New64a()
+	seed.Write(ops)
+	rng := rand.New(rand.NewPCG(seed.Sum64(), 59))
+	trace := os.Getenv("FRESHQ_FARM_TRACE") != "" // the model's steps in the test log
+	var now int64
+	db := &farmBoard{now: &now, heartbeat: map[string]int64{}, rows: map[string]fmRow{}}
+	if board == nil {
+		board = db
+	} else if lb, ok := board.(*lyingBoard); ok {
+		lb.db = db
+	}
+	grace := hosts.FarmGrace(fmTimeout, fmTick)
+	cfg := &hosts.Limits{MaxConcurrency: 1, Overrides: fmLimits}
+	dir := t.TempDir()
+	nodes := make([]*fmNode, 4)
+	for i := range nodes {
+		nodes[i] = &fmNode{id: fmt.Sprintf("node-%c", 'a'+i)}
+	}
+	start := func(n *fmNode) {
+		n.gen++
+		n.skew = rng.Int64N(801) - 400
+		n.memberPhase, n.fPhase = fmStep*rng.Int64N(10), fmStep*rng.Int64N(10)
+		seg, err := shm.Create(filepath.Join(dir, fmt.Sprintf("%s-%d", n.id, n.gen)),
+			shm.Options{Workers: 1, ReadyCapacity: 8, LeaseCapacity: 256, EpochMs: fmBase + now - 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { seg.Close() })
+		skew := n.skew
+		n.seg = seg
+		n.farm = hosts.NewFarm(hosts.FarmOptions{Seg: seg, Confirms: board, Grace: grace, Round: hosts.FarmConfirmedRound(fmTick),
+			Tick: fmTick, LeaseTTL: time.Duration(fmTTL) * time.Millisecond, Log: zerolog.Nop(),
+			Now: func() time.Time { return time.UnixMilli(fmBase + now + skew) }})
+		n.alive, n.paused, n.grantUntil, n.renders, n.started = true, false, 0, nil, map[string]int{}
+		db.heartbeat[n.id] = now // it registers
+	}
+	hostNames := slices.Sorted(func(yield func(string) bool) {
+		for h := range fmLimits {
+			if !yield(h) {
+				return
+			}
+		}
+	})
+	tickMs := fmTick.Milliseconds()
+	step := func() {
+		for _, n := range nodes {
+			if !n.alive {
+				continue
+			}
+			local := fmBase + now + n.skew
+			keep := n.renders[:0]
+			for _, r := range n.renders {
+				if r.end <= now {
+					n.seg.Leases().Release(r.token, local, 0)
+					continue
+				}
+				keep = append(keep, r)
+			}
+			n.renders = keep
+			if !n.paused && (now-n.memberPhase)%tickMs == 0 {
+				db.heartbeat[n.id] = now
+				n.farm.Members(n.id, db.live(), time.UnixMilli(fmBase+now))
+				n.grantUntil = local + 3*fmTTL/4
+				if trace {
+					t.Logf("%d %s members %v farm %+v", now, n.id, db.live(), hosts.MembershipOf(n.seg))
+				}
+			}
+			// The farm confirms at its tick, and as often as every step while a division is
+			// unsettled (hosts.ConfirmPoll): a third of the steps, at random.
+			if !n.paused && ((now-n.fPhase)%tickMs == 0 || rng.IntN(3) == 0) {
+				n.farm.Confirm(context.Background())
+				if trace {
+					t.Logf("%d %s confirm rows %v farm %+v", now, n.id, db.rows, hosts.MembershipOf(n.seg))
+				}
+			}
+			if local >= n.grantUntil {
+				continue
+			}
+			for _, h := range hostNames {
+				for len(n.renders) < fmSlots {
+					key := []byte(fmt.Sprintf("desktop|https://%s/p%d", h, rng.IntN(1000)))
+					tok, ok := hosts.Admit(n.seg, cfg, key, local, fmTimeout.Milliseconds(), 1)
+					if !ok {
+						break
+					}
+					n.renders = append(n.renders, fmRender{host: h, token: tok, end: now + 1 + rng.Int64N(fmTimeout.Milliseconds())})
+					n.started[h]++
+					if trace && h == "three.test" {
+						t.Logf("%d %s starts %s until %d", now, n.id, h, n.renders[len(n.renders)-1].end)
+					}
+				}
+			}
+		}
+	}
+	check := func(what string) {
+		for _, h := range hostNames {
+			total, by := 0, map[string]int{}
+			for _, n := range nodes {
+				if !n.alive {
+					continue
+				}
+				for _, r := range n.renders {
+					if r.host == h {
+						total++
+						by[n.id]++
+					}
+				}
+			}
+			if total > fmLimits[h] {
+				t.Fatalf("at %d ms (%s): %d renders of %s in flight over the cluster, its limit is %d: %v",
+					now, what, total, h, fmLimits[h], by)
+			}
+		}
+	}
+	advance := func(ms int64, what string) {
+		for end := now + ms; now < end; now += fmStep {
+			step()
+			check(what)
+		}
+	}
+	for _, n := range nodes[:3] {
+		start(n)
+	}
+	for i, op := range ops {
+		n := nodes[int(op>>4)%len(nodes)]
+		var what string
+		switch op % 8 {
+		case 0, 1, 2: // time passes, up to 1.6 s
+			advance(fmStep*int64(1+op>>3), "time")
+			continue
+		case 3: // a node starts, or restarts with a fresh segment after it was killed
+			if !n.alive {
+				start(n)
+			}
+			what = "start " + n.id
+		case 4: // kill -9: its renders end with it; its rows stay
+			if n.alive {
+				n.alive, n.renders = false, nil
+			}
+			what = "kill " + n.id
+		case 5: // SIGSTOP of worker 0: no tick; its render workers grant until the window closes
+			if n.alive {
+				n.paused = true
+			}
+			what = "pause " + n.id
+		case 6: // SIGCONT
+			n.paused = false
+			what = "resume " + n.id
+		case 7: // a long stretch: a node paused through it is declared dead meanwhile
+			advance(2*fmTTL+grace.Milliseconds()/2, "long")
+			continue
+		}
+		if trace {
+			t.Logf("%d op %s", now, what)
+		}
+		check(fmt.Sprintf("op %d (%s)", i, what))
+	}
+	advance(3*grace.Milliseconds(), "the end")
+}
+
+// lyingBoard is the division without its confirmation: every node that ever published reads as
+// having confirmed whatever division the reader last published, at once. It is how the model
+// shows that the confirmation is what keeps the limit.
+type lyingBoard struct {
+	db   *farmBoard
+	last fmRow
+}
+
+func (b *lyingBoard) PublishConfirm(ctx context.Context, node string, members, round int64, n int) error {
+	b.last = fmRow{members: members, round: round}
+	return b.db.PublishConfirm(ctx, node, members, round, n)
+}
+
+func (b *lyingBoard) ReadConfirms(ctx context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error) {
+	nodes, members, rounds, atMs, nowMs, err = b.db.ReadConfirms(ctx)
+	for i := range nodes {
+		members[i], rounds[i] = b.last.members, b.last.round
+	}
+	return nodes, members, rounds, atMs, nowMs, err
+}
+
+// A byte 0xf8 lets 1.6 s pass; the high nibble names the node (a to d) an event is about.
+var farmModelSeeds = [][]byte{
+	{0xf8, 0xf8, 0xf8, 0xf8, 0x33, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8},             // node-d joins three
+	{0xf8, 0xf8, 0xf8, 0x04, 0xf8, 0xf8, 0x07, 0x03, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8},       // node-a killed, back after its lease
+	{0xf8, 0xf8, 0xf8, 0x14, 0x13, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8},                               // node-b killed, back within its lease
+	{0xf8, 0xf8, 0x15, 0xf8, 0x07, 0x16, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8, 0xf8},                   // node-b paused past its lease, then resumed
+	{0xf8, 0x25, 0xf8, 0x26, 0xf8, 0x25, 0x33, 0xf8, 0x26, 0xf8, 0xf8},                         // node-c paused within its lease, node-d joins
+	{0xf8, 0x33, 0x24, 0xf8, 0x14, 0x23, 0xf8, 0x13, 0x07, 0x34, 0xf8, 0x33, 0xf8, 0xf8, 0xf8}, // churn
+	{0xf8, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07},             // rotations
+}
+
+func FuzzFarmDivision(f *testing.F) {
+	for _, s := range farmModelSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) { runFarmModel(t, ops, nil) })
+}
+
+// TestFarmDivisionHistories runs the seeds and random histories.
+func TestFarmDivisionHistories(t *testing.T) {
+	histories := slices.Clone(farmModelSeeds)
+	rng := rand.New(rand.NewPCG(7, 59))
+	for range 100 {
+		ops := make([]byte, 40+rng.IntN(80))
+		for i := range ops {
+			ops[i] = byte(rng.IntN(256))
+		}
+		histories = append(histories, ops)
+	}
+	for i, ops := range histories {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runFarmModel(t, ops, nil) })
+	}
+}
+
+// TestFarmDivisionCatchesAShareGrownUnconfirmed: the same histories with the confirmation
+// skipped (every node reads as having confirmed the division its reader uses, a share grows at
+// once) exceed a limit; the model is what shows the confirmation is needed.
+func TestFarmDivisionCatchesAShareGrownUnconfirmed(t *testing.T) {
+	caught := 0
+	for i, ops := range farmModelSeeds {
+		ft := &failRecorder{TB: t}
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != errFailRecorded {
+					panic(r)
+				}
+			}()
+			runFarmModel(ft, ops, &lyingBoard{})
+		}()
+		if ft.msg != "" {
+			caught++
+			t.Logf("seed %d without the confirmation: %s", i, ft.msg)
+		}
+	}
+	if caught == 0 {
+		t.Fatal("no history exceeded a limit with the confirmation skipped: the model does not exercise it")
+	}
+}
+
+var errFailRecorded = fmt.Errorf("failure recorded")
+
+// failRecorder keeps a history's first failure instead of failing the test.
+type failRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *failRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic(errFailRecorded)
+}

@@ -1,0 +1,158 @@
+package hosts
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/freshq/freshq/shm"
+)
+
+// TestSettledDivisionNeedsNoGrace: a node that joined others a moment ago holds no share of a
+// host while the new division is unconfirmed (a grace at most), and its whole share of the
+// three-node division as soon as every live node confirmed it for the round now; a division
+// settled in an earlier round still holds that round's share and the one before, not the
+// previous membership's.
+func TestSettledDivisionNeedsNoGrace(t *testing.T) {
+	const (
+		now   = int64(1_800_000_000_000)
+		grace = int64(63_500)
+		round = int64(254_000)
+	)
+	r := floorDiv(now, round)
+	joined := Membership{Index: 2, Nodes: 3, PrevIndex: 0, PrevNodes: FarmNone, SinceMs: now - 100,
+		GraceMs: grace, RoundMs: round}
+	if n, _ := farmShare(joined, 3, 7, now); n != 0 {
+		t.Fatalf("unconfirmed: a joiner holds %d of 3 within its grace, want 0", n)
+	}
+	joined.Settled, joined.SettledRound = true, r
+	if n, _ := farmShare(joined, 3, 7, now); n != 1 {
+		t.Fatalf("settled this round: a joiner holds %d of 3, want 1", n)
+	}
+	// Limit 2 among 3: the remainder's place moves with the round. Settled a round earlier,
+	// the node holds the least of the two rounds' shares, and no longer the joiner's 0.
+	var h uint64
+	for h = 0; ; h++ {
+		if share(2, h, 2, 3, r) == 1 && share(2, h, 2, 3, r-1) == 1 {
+			break
+		}
+	}
+	joined.SettledRound = r - 1
+	if n, _ := farmShare(joined, 2, h, now); n != 1 {
+		t.Fatalf("settled a round earlier, the same share in both rounds: %d, want 1", n)
+	}
+	for h = 0; ; h++ {
+		if share(2, h, 2, 3, r) == 1 && share(2, h, 2, 3, r-1) == 0 {
+			break
+		}
+	}
+	if n, _ := farmShare(joined, 2, h, now); n != 0 {
+		t.Fatalf("settled a round earlier, a share the new round grows: %d before the round is confirmed, want 0", n)
+	}
+	joined.SettledRound = r
+	if n, _ := farmShare(joined, 2, h, now); n != 1 {
+		t.Fatalf("the new round confirmed: %d, want 1", n)
+	}
+}
+
+// memConfirms is a ConfirmBoard in memory on the database's clock *now, with each node's
+// heartbeat (the cluster's record) beside its confirmation.
+type memConfirms struct {
+	now  *int64
+	rows map[string][3]int64 // members, round, at
+	beat map[string]int64
+}
+
+func (m *memConfirms) PublishConfirm(_ context.Context, node string, members, round int64, _ int) error {
+	m.rows[node] = [3]int64{members, round, *m.now}
+	return nil
+}
+
+func (m *memConfirms) ReadConfirms(context.Context) (nodes []string, members, rounds, at []int64, now int64, err error) {
+	for _, id := range slices.Sorted(maps.Keys(m.rows)) {
+		r := m.rows[id]
+		nodes, members, rounds, at = append(nodes, id), append(members, r[0]), append(rounds, r[1]), append(at, max(r[2], m.beat[id]))
+	}
+	return nodes, members, rounds, at, *m.now, nil
+}
+
+// TestJoinerRendersOnceEveryNodeConfirmed: with the defaults (render.timeout 60 s, a tick of
+// 2.5 s, a lease TTL of 10 s: a grace of 63.5 s), a node that joins two others holds no share
+// of a host while a render one of them began under the old division is in flight, and its
+// share of the new division as soon as that render ended and every node confirmed: within
+// two exchanges, not a grace. A node gone lately (its row heard from within a lease TTL and a
+// grace) holds every share that would grow until then.
+func TestJoinerRendersOnceEveryNodeConfirmed(t *testing.T) {
+	const tick, ttl, timeout = 2500 * time.Millisecond, 10 * time.Second, 60 * time.Second
+	now := t0
+	board := &memConfirms{now: &now, rows: map[string][3]int64{}, beat: map[string]int64{}}
+	grace := FarmGrace(timeout, tick)
+	cfg := &Limits{MaxConcurrency: 3}
+	type node struct {
+		id   string
+		seg  *shm.Segment
+		farm *Farm
+	}
+	mk := func(id string) *node {
+		seg := memSegment(t)
+		return &node{id: id, seg: seg, farm: NewFarm(FarmOptions{Seg: seg, Confirms: board, Grace: grace,
+			Round: FarmConfirmedRound(tick), Tick: tick, LeaseTTL: ttl, Log: zerolog.Nop(),
+			Now: func() time.Time { return time.UnixMilli(now) }})}
+	}
+	a, b, c := mk("node-a"), mk("node-b"), mk("node-c")
+	round := func(ns []*node, live []string) {
+		for _, n := range ns {
+			board.beat[n.id] = now
+			n.farm.Members(n.id, live, time.UnixMilli(now))
+		}
+		for _, n := range ns {
+			n.farm.Confirm(t.Context())
+		}
+		for _, n := range ns {
+			n.farm.Confirm(t.Context())
+		}
+	}
+	host := []byte("shop.test")
+	key := []byte("desktop|https://shop.test/p")
+	round([]*node{a, b}, []string{"node-a", "node-b"})
+	if al := Of(a.seg, cfg, host, now); al.Share == 0 || !MembershipOf(a.seg).Settled {
+		t.Fatalf("two nodes, both confirmed: a's allowance %+v, farm %+v", al, MembershipOf(a.seg))
+	}
+	// a renders under the two-node division: 2 of 3 in one of the rounds, at least 1.
+	tok, ok := Admit(a.seg, cfg, key, now, timeout.Milliseconds(), 1)
+	if !ok {
+		t.Fatal("a could not take a render slot")
+	}
+	now += 10
+	round([]*node{a, b, c}, []string{"node-a", "node-b", "node-c"})
+	if al := Of(c.seg, cfg, host, now); al.Share != 0 {
+		t.Fatalf("c holds %d while a's render begun under the old division is in flight", al.Share)
+	}
+	now += 200
+	a.seg.Leases().Release(tok, now, 0)
+	round([]*node{a, b, c}, []string{"node-a", "node-b", "node-c"})
+	for _, n := range []*node{a, b, c} {
+		if al := Of(n.seg, cfg, host, now); al.Share != 1 {
+			t.Fatalf("%s holds %d of 3 on three nodes once every node confirmed (%v after the join; the grace is %v)",
+				n.id, al.Share, 210*time.Millisecond, grace)
+		}
+	}
+	// b is killed: a and c count it gone a lease TTL later; b's row was heard from then.
+	now += ttl.Milliseconds()
+	round([]*node{a, c}, []string{"node-a", "node-c"})
+	if f := MembershipOf(a.seg); f.Settled {
+		t.Fatalf("settled while b, gone lately, may still render: %+v", f)
+	}
+	now = board.rows["node-b"][2] + (ttl + grace).Milliseconds() + 1
+	round([]*node{a, c}, []string{"node-a", "node-c"})
+	if f := MembershipOf(a.seg); !f.Settled {
+		t.Fatalf("not settled a lease TTL and a grace after b was last heard from: %+v", f)
+	}
+	if sa, sc := Of(a.seg, cfg, host, now).Share, Of(c.seg, cfg, host, now).Share; sa+sc != 3 {
+		t.Fatalf("two nodes left hold %d + %d of 3", sa, sc)
+	}
+}
