@@ -28,9 +28,10 @@ func Farm(cfg *config.Config, board FarmBoard, seg *shm.Segment, tracker *hosts.
 		return nil
 	}
 	tick := cfg.Cluster.LeaseTTL.D() / 4
+	limits := HostsLimits(cfg.Render.Hosts, cfg.Render.Domains...)
 	grace := hosts.FarmGrace(cfg.Render.Timeout.D(), tick)
 	farm := hosts.NewFarm(hosts.FarmOptions{Seg: seg, Tracker: tracker, Board: board, Confirms: board, Grace: grace,
-		Round: hosts.FarmConfirmedRound(tick), Tick: tick, LeaseTTL: cfg.Cluster.LeaseTTL.D(), Now: now, Log: log})
+		Round: hosts.FarmConfirmedRound(tick), Tick: tick, LeaseTTL: cfg.Cluster.LeaseTTL.D(), Max: limits.Max, Now: now, Log: log})
 	tracker.OnPause = farm.Paused
 	return farm
 }

@@ -31,8 +31,8 @@ type Engine interface {
 	ReadPauses(ctx context.Context) (hosts []string, untilMs []int64, status []int32, nowMs int64, err error)
 	// PublishConfirm and ReadConfirms are the nodes' confirmations of the division of the
 	// hosts' limits (hosts.ConfirmBoard).
-	PublishConfirm(ctx context.Context, node string, members, round int64, inFlight int) error
-	ReadConfirms(ctx context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error)
+	PublishConfirm(ctx context.Context, c store.FarmConfirm) error
+	ReadConfirms(ctx context.Context) (confirms []store.FarmConfirm, nowMs int64, err error)
 	// PagesPresent returns the keys among keys that have a page, in one read.
 	PagesPresent(ctx context.Context, keys [][]byte) ([][]byte, error)
 	// ClusterView reads the nodes and the shards' leases and floors from one snapshot; a node

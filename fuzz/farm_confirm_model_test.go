@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshq/freshq/hosts"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // The division of the hosts' limits across a cluster (hosts.Farm, docs/CLUSTER.md) over
@@ -25,8 +26,10 @@ import (
 // grant window, 3/4 of a TTL after its last tick, closes, and its renders go on to their end);
 // each node's clock is off the database's by up to 400 ms (the bound the division assumes is
 // a second) and ticks at its own phase, worker 0's membership tick and its farm's
-// confirmation apart. Every 50 ms each node's render workers take every render their host
-// slots allow (hosts.Admit on the node's real segment, whose lease table the Farm's
+// confirmation apart. Each node reports a demand per host (its rows due, as its sweep would)
+// that changes at random, often to none, so the divisions that follow demand settle, move and
+// fall back to the equal one. Every 50 ms each node's render workers take every render their host
+// slots allow, whatever their demand (hosts.Admit on the node's real segment, whose lease table the Farm's
 // confirmation reads), each lasting a random time up to render.timeout. After every step, the
 // renders of a host in flight over all nodes never exceed the host's limit.
 //
@@ -45,33 +48,37 @@ const (
 var fmLimits = map[string]int{"one.test": 1, "two.test": 2, "three.test": 3}
 
 // farmBoard is the database of the model: each node's heartbeat and confirmation, on the
-// database's clock (the model's now).
+// database's clock (the model's now). demandBased counts the confirmations of a division that
+// follows demand (basis not 0).
 type farmBoard struct {
-	now       *int64
-	heartbeat map[string]int64
-	rows      map[string]fmRow
+	now         *int64
+	heartbeat   map[string]int64
+	rows        map[string]store.FarmConfirm
+	demandBased int
 }
 
-type fmRow struct {
-	members, round, at int64
-}
-
-func (b *farmBoard) PublishConfirm(_ context.Context, node string, members, round int64, _ int) error {
-	b.rows[node] = fmRow{members: members, round: round, at: *b.now}
+func (b *farmBoard) PublishConfirm(_ context.Context, c store.FarmConfirm) error {
+	c.AtMs = *b.now
+	if c.Basis != 0 {
+		b.demandBased++
+	}
+	b.rows[c.Node] = c
 	return nil
 }
 
-func (b *farmBoard) ReadConfirms(context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error) {
+func (b *farmBoard) ReadConfirms(context.Context) ([]store.FarmConfirm, int64, error) {
 	ids := make([]string, 0, len(b.rows))
 	for id := range b.rows {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	out := make([]store.FarmConfirm, 0, len(ids))
 	for _, id := range ids {
 		r := b.rows[id]
-		nodes, members, rounds, atMs = append(nodes, id), append(members, r.members), append(rounds, r.round), append(atMs, max(r.at, b.heartbeat[id]))
+		r.AtMs = max(r.AtMs, b.heartbeat[id])
+		out = append(out, r)
 	}
-	return nodes, members, rounds, atMs, *b.now, nil
+	return out, *b.now, nil
 }
 
 func (b *farmBoard) live() []string {
@@ -106,7 +113,7 @@ type fmNode struct {
 
 // runFarmModel runs the history ops on the model's database, or through board when it is not
 // nil (a lyingBoard: the division with a defect, which the model must catch).
-func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
+func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) *farmBoard {
 	if len(ops) > 160 {
 		ops = ops[:160]
 	}
@@ -115,7 +122,7 @@ func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
 	rng := rand.New(rand.NewPCG(seed.Sum64(), 59))
 	trace := os.Getenv("FRESHQ_FARM_TRACE") != "" // the model's steps in the test log
 	var now int64
-	db := &farmBoard{now: &now, heartbeat: map[string]int64{}, rows: map[string]fmRow{}}
+	db := &farmBoard{now: &now, heartbeat: map[string]int64{}, rows: map[string]store.FarmConfirm{}}
 	if board == nil {
 		board = db
 	} else if lb, ok := board.(*lyingBoard); ok {
@@ -141,7 +148,7 @@ func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
 		skew := n.skew
 		n.seg = seg
 		n.farm = hosts.NewFarm(hosts.FarmOptions{Seg: seg, Confirms: board, Grace: grace, Round: hosts.FarmConfirmedRound(fmTick),
-			Tick: fmTick, LeaseTTL: time.Duration(fmTTL) * time.Millisecond, Log: zerolog.Nop(),
+			Tick: fmTick, LeaseTTL: time.Duration(fmTTL) * time.Millisecond, Max: cfg.Max, Log: zerolog.Nop(),
 			Now: func() time.Time { return time.UnixMilli(fmBase + now + skew) }})
 		n.alive, n.paused, n.grantUntil, n.renders, n.started = true, false, 0, nil, map[string]int{}
 		db.heartbeat[n.id] = now // it registers
@@ -173,6 +180,15 @@ func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
 				db.heartbeat[n.id] = now
 				n.farm.Members(n.id, db.live(), time.UnixMilli(fmBase+now))
 				n.grantUntil = local + 3*fmTTL/4
+				if rng.IntN(3) == 0 { // the sweep counted other rows due
+					demand := map[string]int{}
+					for _, h := range hostNames {
+						if rng.IntN(2) == 0 {
+							demand[h] = rng.IntN(50)
+						}
+					}
+					n.farm.ReportDemand(demand)
+				}
 				if trace {
 					t.Logf("%d %s members %v farm %+v", now, n.id, db.live(), hosts.MembershipOf(n.seg))
 				}
@@ -268,6 +284,7 @@ func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
 		check(fmt.Sprintf("op %d (%s)", i, what))
 	}
 	advance(3*grace.Milliseconds(), "the end")
+	return db
 }
 
 // lyingBoard is the division without its confirmation: every node that ever published reads as
@@ -275,20 +292,20 @@ func runFarmModel(t testing.TB, ops []byte, board hosts.ConfirmBoard) {
 // shows that the confirmation is what keeps the limit.
 type lyingBoard struct {
 	db   *farmBoard
-	last fmRow
+	last store.FarmConfirm
 }
 
-func (b *lyingBoard) PublishConfirm(ctx context.Context, node string, members, round int64, n int) error {
-	b.last = fmRow{members: members, round: round}
-	return b.db.PublishConfirm(ctx, node, members, round, n)
+func (b *lyingBoard) PublishConfirm(ctx context.Context, c store.FarmConfirm) error {
+	b.last = c
+	return b.db.PublishConfirm(ctx, c)
 }
 
-func (b *lyingBoard) ReadConfirms(ctx context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error) {
-	nodes, members, rounds, atMs, nowMs, err = b.db.ReadConfirms(ctx)
-	for i := range nodes {
-		members[i], rounds[i] = b.last.members, b.last.round
+func (b *lyingBoard) ReadConfirms(ctx context.Context) ([]store.FarmConfirm, int64, error) {
+	rows, now, err := b.db.ReadConfirms(ctx)
+	for i := range rows {
+		rows[i].Members, rows[i].Round, rows[i].Basis = b.last.Members, b.last.Round, b.last.Basis
 	}
-	return nodes, members, rounds, atMs, nowMs, err
+	return rows, now, err
 }
 
 // A byte 0xf8 lets 1.6 s pass; the high nibble names the node (a to d) an event is about.
@@ -309,7 +326,8 @@ func FuzzFarmDivision(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) { runFarmModel(t, ops, nil) })
 }
 
-// TestFarmDivisionHistories runs the seeds and random histories.
+// TestFarmDivisionHistories runs the seeds and random histories, and checks that divisions
+// that follow demand were confirmed in them (the model exercises them).
 func TestFarmDivisionHistories(t *testing.T) {
 	histories := slices.Clone(farmModelSeeds)
 	rng := rand.New(rand.NewPCG(7, 59))
@@ -320,8 +338,13 @@ func TestFarmDivisionHistories(t *testing.T) {
 		}
 		histories = append(histories, ops)
 	}
+	demandBased := 0
 	for i, ops := range histories {
-		t.Run(fmt.Sprint(i), func(t *testing.T) { runFarmModel(t, ops, nil) })
+		t.Run(fmt.Sprint(i), func(t *testing.T) { demandBased += runFarmModel(t, ops, nil).demandBased })
+	}
+	t.Logf("%d confirmations of a division that follows demand", demandBased)
+	if demandBased == 0 {
+		t.Fatal("no division that follows demand was confirmed: the model does not exercise them")
 	}
 }
 

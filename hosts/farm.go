@@ -83,17 +83,21 @@ func farmShare(f Membership, limit int, hostHash uint64, nowMs int64) (n int, gr
 		// each holds that share until this round is settled too.
 		rounds = append(rounds, f.SettledRound)
 	default:
-		// Every round that began within the grace, and the last one settled.
+		// Every round that began within the grace, and the last one settled and the next.
 		for r := floorDiv(then, roundMs); r <= clockRound && len(rounds) <= maxGraceRounds; r++ {
 			rounds = append(rounds, r)
 		}
 		if f.Settled {
-			rounds = append(rounds, f.SettledRound)
+			rounds = append(rounds, f.SettledRound, f.SettledRound+1)
 		}
 	}
 	n = limit
 	for _, r := range rounds {
-		n = min(n, share(limit, hostHash, f.Index, f.Nodes, r))
+		if f.Settled {
+			n = min(n, settledShare(f, limit, hostHash, f.Index, f.Nodes, r))
+		} else {
+			n = min(n, share(limit, hostHash, f.Index, f.Nodes, r))
+		}
 	}
 	if !f.Settled && nowMs-f.GraceMs < f.SinceMs {
 		// The membership before, until the one now is settled or a grace has passed. If it was
@@ -105,7 +109,11 @@ func farmShare(f Membership, limit int, hostHash uint64, nowMs int64) (n int, gr
 			prev = []int64{f.SettledRound, f.SettledRound + 1}
 		}
 		for _, r := range prev {
-			n = min(n, share(limit, hostHash, f.PrevIndex, f.PrevNodes, r))
+			if f.PrevSettled {
+				n = min(n, settledShare(f, limit, hostHash, f.PrevIndex, f.PrevNodes, r))
+			} else {
+				n = min(n, share(limit, hostHash, f.PrevIndex, f.PrevNodes, r))
+			}
 		}
 	}
 	if n == limit {
@@ -125,6 +133,21 @@ func farmShare(f Membership, limit int, hostHash uint64, nowMs int64) (n int, gr
 		}
 	}
 	return n, next
+}
+
+// settledShare is the node's share (rank index of n) of a host in round r of the membership
+// whose last settled round f.SettledRound is: the farm's shares of the host in that round and
+// the next, when its division follows demand (f.Host, demand.go), else the equal one.
+func settledShare(f Membership, limit int, hostHash uint64, index, n uint16, r int64) int {
+	if f.Host.Known {
+		switch r {
+		case f.SettledRound:
+			return min(limit, f.Host.AtSettled)
+		case f.SettledRound + 1:
+			return min(limit, f.Host.AfterSettled)
+		}
+	}
+	return share(limit, hostHash, index, n, r)
 }
 
 // maxGraceRounds bounds the rounds a share looks back on: a round shorter than a grace / 64 is

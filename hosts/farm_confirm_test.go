@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // TestSettledDivisionNeedsNoGrace: a node that joined others a moment ago holds no share of a
@@ -63,21 +64,24 @@ func TestSettledDivisionNeedsNoGrace(t *testing.T) {
 // heartbeat (the cluster's record) beside its confirmation.
 type memConfirms struct {
 	now  *int64
-	rows map[string][3]int64 // members, round, at
+	rows map[string]store.FarmConfirm
 	beat map[string]int64
 }
 
-func (m *memConfirms) PublishConfirm(_ context.Context, node string, members, round int64, _ int) error {
-	m.rows[node] = [3]int64{members, round, *m.now}
+func (m *memConfirms) PublishConfirm(_ context.Context, c store.FarmConfirm) error {
+	c.AtMs = *m.now
+	m.rows[c.Node] = c
 	return nil
 }
 
-func (m *memConfirms) ReadConfirms(context.Context) (nodes []string, members, rounds, at []int64, now int64, err error) {
+func (m *memConfirms) ReadConfirms(context.Context) ([]store.FarmConfirm, int64, error) {
+	var out []store.FarmConfirm
 	for _, id := range slices.Sorted(maps.Keys(m.rows)) {
 		r := m.rows[id]
-		nodes, members, rounds, at = append(nodes, id), append(members, r[0]), append(rounds, r[1]), append(at, max(r[2], m.beat[id]))
+		r.AtMs = max(r.AtMs, m.beat[id])
+		out = append(out, r)
 	}
-	return nodes, members, rounds, at, *m.now, nil
+	return out, *m.now, nil
 }
 
 // TestJoinerRendersOnceEveryNodeConfirmed: with the defaults (render.timeout 60 s, a tick of
@@ -89,7 +93,7 @@ func (m *memConfirms) ReadConfirms(context.Context) (nodes []string, members, ro
 func TestJoinerRendersOnceEveryNodeConfirmed(t *testing.T) {
 	const tick, ttl, timeout = 2500 * time.Millisecond, 10 * time.Second, 60 * time.Second
 	now := t0
-	board := &memConfirms{now: &now, rows: map[string][3]int64{}, beat: map[string]int64{}}
+	board := &memConfirms{now: &now, rows: map[string]store.FarmConfirm{}, beat: map[string]int64{}}
 	grace := FarmGrace(timeout, tick)
 	cfg := &Limits{MaxConcurrency: 3}
 	type node struct {
@@ -147,12 +151,106 @@ func TestJoinerRendersOnceEveryNodeConfirmed(t *testing.T) {
 	if f := MembershipOf(a.seg); f.Settled {
 		t.Fatalf("settled while b, gone lately, may still render: %+v", f)
 	}
-	now = board.rows["node-b"][2] + (ttl + grace).Milliseconds() + 1
+	now = board.rows["node-b"].AtMs + (ttl + grace).Milliseconds() + 1
 	round([]*node{a, c}, []string{"node-a", "node-c"})
 	if f := MembershipOf(a.seg); !f.Settled {
 		t.Fatalf("not settled a lease TTL and a grace after b was last heard from: %+v", f)
 	}
 	if sa, sc := Of(a.seg, cfg, host, now).Share, Of(c.seg, cfg, host, now).Share; sa+sc != 3 {
 		t.Fatalf("two nodes left hold %d + %d of 3", sa, sc)
+	}
+}
+
+// TestDivisionFollowsDemand: three nodes, a host of limit 2 whose rows are all node-b's. Once
+// the division every node confirmed carried their demand, node-b holds the whole limit the
+// round after and the others none (the equal division would give node-b one slot at most,
+// and none in some rounds); its takes reach both slots. When node-b's demand goes to none and
+// node-c's comes, the limit follows two settled rounds later, and at no moment do the three
+// shares add up to more than the limit.
+func TestDivisionFollowsDemand(t *testing.T) {
+	const tick, ttl, timeout = 2500 * time.Millisecond, 10 * time.Second, 60 * time.Second
+	now := t0
+	board := &memConfirms{now: &now, rows: map[string]store.FarmConfirm{}, beat: map[string]int64{}}
+	grace := FarmGrace(timeout, tick)
+	cfg := &Limits{MaxConcurrency: 2}
+	host := []byte("shop.test")
+	type node struct {
+		id   string
+		seg  *shm.Segment
+		farm *Farm
+	}
+	var ns []*node
+	for _, id := range []string{"node-a", "node-b", "node-c"} {
+		seg := memSegment(t)
+		ns = append(ns, &node{id: id, seg: seg, farm: NewFarm(FarmOptions{Seg: seg, Confirms: board, Grace: grace,
+			Round: FarmConfirmedRound(tick), Tick: tick, LeaseTTL: ttl, Max: cfg.Max, Log: zerolog.Nop(),
+			Now: func() time.Time { return time.UnixMilli(now) }})})
+	}
+	live := []string{"node-a", "node-b", "node-c"}
+	shares := func() []int {
+		var out []int
+		total := 0
+		for _, n := range ns {
+			s := Of(n.seg, cfg, host, now).Share
+			out, total = append(out, s), total+s
+		}
+		if total > 2 {
+			t.Fatalf("at %d the shares %v add up to more than the limit 2", now-t0, out)
+		}
+		return out
+	}
+	// exchange runs the nodes' confirmations a few times, every 100 ms (ConfirmPoll).
+	exchange := func() {
+		for range 4 {
+			for _, n := range ns {
+				board.beat[n.id] = now
+				n.farm.Members(n.id, live, time.UnixMilli(now))
+				n.farm.Confirm(t.Context())
+				shares()
+			}
+			now += 100
+		}
+	}
+	ns[1].farm.ReportDemand(map[string]int{"shop.test": 40})
+	roundMs := FarmConfirmedRound(tick).Milliseconds()
+	// Three rounds: the first settles the equal division with the demand, the second the
+	// division that follows it.
+	for range 3 {
+		exchange()
+		now = (now/roundMs + 1) * roundMs
+	}
+	exchange()
+	if got := shares(); got[0] != 0 || got[1] != 2 || got[2] != 0 {
+		t.Fatalf("node-b has all the rows: shares %v, want [0 2 0]", got)
+	}
+	key := []byte("desktop|https://shop.test/p")
+	var toks []shm.Lease
+	for i := range 2 {
+		tok, ok := Admit(ns[1].seg, cfg, key, now, timeout.Milliseconds(), uint64(i+1))
+		if !ok {
+			t.Fatalf("node-b could not take render slot %d of 2", i+1)
+		}
+		toks = append(toks, tok)
+	}
+	ns[1].farm.ReportDemand(map[string]int{})
+	ns[2].farm.ReportDemand(map[string]int{"shop.test": 9})
+	for range 3 {
+		now = (now/roundMs + 1) * roundMs
+		exchange()
+	}
+	// node-b's two renders are still in flight: node-b cannot confirm a division that gives
+	// them up, so node-c holds nothing yet.
+	if got := shares(); got[2] != 0 {
+		t.Fatalf("node-c holds %d while node-b's two renders are in flight: %v", got[2], got)
+	}
+	for _, tok := range toks {
+		ns[1].seg.Leases().Release(tok, now, 0)
+	}
+	for range 3 {
+		now = (now/roundMs + 1) * roundMs
+		exchange()
+	}
+	if got := shares(); got[0] != 0 || got[1] != 0 || got[2] != 2 {
+		t.Fatalf("node-c has all the rows now: shares %v, want [0 0 2]", got)
 	}
 }

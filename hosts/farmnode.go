@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshq/freshq/internal/startstop"
 	"github.com/freshq/freshq/shm"
+	"github.com/freshq/freshq/store"
 )
 
 // Farm is worker 0's half of the farm: it keeps the node's membership in the segment's farm
@@ -39,13 +40,29 @@ type Farm struct {
 	// lastMembersMs is when Members was last called (local ms; 0: never); roundSinceMs, when
 	// the node's takes began to use the round in the farm words (Confirm).
 	lastMembersMs, roundSinceMs int64
+
+	// The divisions that follow demand (demand.go), under mu. demand is the node's rows due
+	// per host as the sweep last counted them (its busiest hosts); confirmedDemand the demand
+	// it published with confirmed, frozen while it confirms that division, and prev and
+	// prevDemand the division it confirmed before. using is the division the node's takes
+	// use now (its round in the farm words); atSettled and afterSettled the shares of the last
+	// settled division and of the round after it, which the farm's shares in the segment
+	// carry (tableHashes, tableShares) while the farm words name a settled round.
+	demand, confirmedDemand, prevDemand map[string]int
+	prev                                division
+	using                               division
+	atSettled, afterSettled             demandDivision
+	tableHashes                         []uint64
+	tableShares                         []HostShares
 }
 
 // division names one division of the hosts' limits: a membership (MembersID of its live
-// nodes) and a round. round −1: none.
+// nodes), a round, and the demand it follows (basis: a hash of the demands it was computed
+// from, demand.go; 0: the equal division). round −1: none.
 type division struct {
 	members int64
 	round   int64
+	basis   int64
 }
 
 // FarmOptions wires a Farm.
@@ -67,20 +84,25 @@ type FarmOptions struct {
 	// LeaseTTL is cluster.lease_ttl: a node not seen for it is not live, and grants nothing a
 	// TTL after its last heartbeat; with a grace more, its renders have ended too.
 	LeaseTTL time.Duration
-	Now      func() time.Time
-	Log      zerolog.Logger
+	// Max is a host's configured maximum of renders in flight (Limits.Max): the limit a
+	// division that follows demand divides. Every node must have the same. nil: every division
+	// is the equal one.
+	Max func(site []byte) int
+	Now func() time.Time
+	Log zerolog.Logger
 }
 
 // ConfirmBoard is the cluster's record of each node's confirmation, on its clock (ms):
 // store/pgstore/pgcluster keeps one row per node in the database.
 type ConfirmBoard interface {
-	// PublishConfirm records what node confirms: every render it has in flight fits its share
-	// of every host under the division of membership members (MembersID) in round (−1: no
-	// division yet), and how many renders it has in flight.
-	PublishConfirm(ctx context.Context, node string, members, round int64, inFlight int) error
-	// ReadConfirms returns every node's last confirmation, with atMs the last time the node was
-	// heard from (its confirmation or its heartbeat, the later), and the cluster's clock now.
-	ReadConfirms(ctx context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error)
+	// PublishConfirm records what c.Node confirms (store.FarmConfirm): every render it has in
+	// flight fits its share of every host under the division of c.Members (MembersID) in
+	// c.Round (−1: no division yet) on c.Basis, with its demand when it first confirmed it.
+	PublishConfirm(ctx context.Context, c store.FarmConfirm) error
+	// ReadConfirms returns every node's last confirmation, with AtMs the last time the node
+	// was heard from (its confirmation or its heartbeat, the later), and the cluster's clock
+	// now.
+	ReadConfirms(ctx context.Context) (confirms []store.FarmConfirm, nowMs int64, err error)
 }
 
 // MembersID identifies a membership, the live nodes' ids in any order: every node that reads
@@ -128,8 +150,10 @@ func NewFarm(opts FarmOptions) *Farm {
 	if MembershipOf(opts.Seg).Nodes == 0 {
 		setMembership(opts.Seg, Membership{Nodes: FarmNone, PrevNodes: FarmNone})
 	}
-	return &Farm{opts: opts, pending: map[string]boardPause{}, nudge: make(chan struct{}, 1),
-		confirmNow: make(chan struct{}, 1), confirmed: division{round: -1}}
+	f := &Farm{opts: opts, pending: map[string]boardPause{}, nudge: make(chan struct{}, 1),
+		confirmNow: make(chan struct{}, 1), confirmed: division{round: -1}, prev: division{round: -1}}
+	registerDemandSink(opts.Seg, f)
+	return f
 }
 
 // Members records the node's membership at a cluster tick: live are the live nodes' ids (me
@@ -174,24 +198,28 @@ func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
 		}
 		next.Index, next.Nodes, next.SinceMs = index, nodes, now
 		// The round the membership before was last settled in bounds what its nodes, gone
-		// ones included, may still have in flight (farmShare).
+		// ones included, may still have in flight (farmShare), with the farm's shares of it.
 		next.Settled, next.PrevSettled = false, cur.Settled && next.PrevNodes != FarmNone
 		if !next.PrevSettled {
 			next.SettledRound = 0
 		}
+		f.atSettled, f.afterSettled = demandDivision{}, demandDivision{}
 		o.Log.Info().Int("index", int(index)).Int("nodes", int(nodes)).Int("was_index", int(cur.Index)).
 			Int("was_nodes", int(cur.Nodes)).Msg("farm: the division of the hosts' limits changed")
 	}
 	if next != cur {
-		setMembership(o.Seg, next)
+		f.store(next)
 	}
 	if id := MembersID(sorted); f.me != me || f.membersID != id || next.SinceMs != cur.SinceMs {
 		// Every take from now on reads the new words: one that read the old ones took its now
 		// before this (a millisecond later, to be sure).
 		f.me, f.live, f.membersID, f.adoptedMs = me, sorted, id, o.Now().UnixMilli()+1
+		f.using = division{round: -1}
 		if next.Settled {
-			next.Settled, next.PrevSettled, next.SettledRound = false, false, 0 // it was another membership's
-			setMembership(o.Seg, next)
+			// It was another membership's (the same ranks, other nodes): it bounds the shares
+			// for a grace, as a membership before does.
+			f.store(unsettle(next, now))
+			f.atSettled, f.afterSettled = demandDivision{}, demandDivision{}
 		}
 		select { // confirm it now, not at the next tick
 		case f.confirmNow <- struct{}{}:
@@ -293,14 +321,21 @@ func (f *Farm) Exchange(ctx context.Context) {
 }
 
 // Confirm is the confirmation's round, at each tick: this node confirms the division it uses
-// (the membership Members last saw, the round of the cluster's clock now) once none of its
-// renders in flight was begun before it used that division, since every render begun since was
-// granted under a limit no greater than its share under it; it publishes the last division it
-// confirmed and its renders in flight; then it reads every node's. The division is settled
-// (written to the farm words: every share under it holds at once) when every live node
-// confirmed it and every node not live was last heard from long enough ago that it grants
-// nothing and its renders have ended (LeaseTTL + Grace); otherwise the farm words say it is
-// not, and shares that grow wait their grace.
+// (the membership Members last saw, its round, and the demand the division follows) once none
+// of its renders in flight was begun before it used that division, since every render begun
+// since was granted under a limit no greater than its share under it; it publishes the last
+// division it confirmed, with its demand then, and its renders in flight; then it reads every
+// node's. The division is settled (written to the farm words: every share under it holds at
+// once) when every live node confirmed it and every node not live was last heard from long
+// enough ago that it grants nothing and its renders have ended (LeaseTTL + Grace); otherwise
+// the farm words say it is not, and shares that grow wait their grace.
+//
+// Under a settled division of round S, the node uses round S+1 once the cluster's clock is
+// there, divided by the demand every node published with its confirmation of S (demand.go):
+// every node that saw S settled computes the same division from the same frozen rows. A node
+// that finds a live node confirming neither S nor that division (restarted, or it read other
+// rows) lets the settled division go as a membership before: it bounds the shares for a grace,
+// and the nodes settle the equal division of the clock's round again.
 func (f *Farm) Confirm(ctx context.Context) {
 	o := f.opts
 	if o.Confirms == nil {
@@ -320,21 +355,37 @@ func (f *Farm) Confirm(ctx context.Context) {
 		f.mu.Unlock()
 	}()
 
-	// Move the node's takes to the round of the cluster's clock, if they are not there: from
-	// then on (a millisecond later, as for a membership) every take holds its share under it.
+	// Move the node's takes to the division of the cluster's clock, if they are not there:
+	// from then on (a millisecond later, as for a membership) every take holds its share
+	// under it.
 	f.mu.Lock()
 	farm := MembershipOf(o.Seg)
 	now := o.Now().UnixMilli()
 	round := floorDiv(now+farm.ClockOffsetMs, max(farm.RoundMs, 1))
+	want := division{members: id, round: round}
 	if farm.Settled && farm.Adopted {
 		// Under a settled membership the node moves one round past the last settled at most:
 		// a node that dies then holds at most its share of one of those two (farmShare). A
 		// clock that steps back does not move it back.
-		round = max(farm.Round, min(round, farm.SettledRound+1))
+		// When the demand moved the next round's division away from the settled one, it
+		// moves there at once, ahead of the clock: what the nodes need changes now.
+		target := min(round, farm.SettledRound+1)
+		if f.afterSettled.round == farm.SettledRound+1 && farm.Nodes != FarmNone && f.demandMoved(farm) {
+			target = farm.SettledRound + 1
+		}
+		round = max(farm.Round, target)
+		want = division{members: id, round: round}
+		switch round {
+		case f.atSettled.round:
+			want.basis = f.atSettled.basis
+		case f.afterSettled.round:
+			want.basis = f.afterSettled.basis
+		}
 	}
-	if f.membersID == id && f.adoptedMs == adopted && (!farm.Adopted || farm.Round != round) {
+	if f.membersID == id && f.adoptedMs == adopted && (!farm.Adopted || farm.Round != round || f.using != want) {
 		farm.Adopted, farm.Round = true, round
-		setMembership(o.Seg, farm)
+		f.store(farm)
+		f.using = want
 		f.roundSinceMs = o.Now().UnixMilli() + 1
 	}
 	since := max(adopted, f.roundSinceMs)
@@ -342,55 +393,107 @@ func (f *Farm) Confirm(ctx context.Context) {
 	before, inFlight := o.Seg.Leases().HostRendersBefore(since, now)
 	in := farm.Nodes != FarmNone && slices.Contains(live, me)
 	f.mu.Lock()
-	if in && before == 0 && f.membersID == id && f.adoptedMs == adopted {
-		f.confirmed = division{members: id, round: round}
+	if in && before == 0 && f.membersID == id && f.adoptedMs == adopted && f.confirmed != want {
+		f.prev, f.prevDemand = f.confirmed, f.confirmedDemand
+		f.confirmed, f.confirmedDemand = want, f.demand
 	}
-	mine := f.confirmed
+	mine := store.FarmConfirm{Node: me, Members: f.confirmed.members, Round: f.confirmed.round, Basis: f.confirmed.basis,
+		Demand: f.confirmedDemand, PrevMembers: f.prev.members, PrevRound: f.prev.round, PrevBasis: f.prev.basis,
+		PrevDemand: f.prevDemand, InFlight: inFlight}
 	f.mu.Unlock()
-	if err := o.Confirms.PublishConfirm(ctx, me, mine.members, mine.round, inFlight); err != nil {
+	if err := o.Confirms.PublishConfirm(ctx, mine); err != nil {
 		o.Log.Warn().Err(err).Msg("farm: publishing this node's confirmation failed")
 		return
 	}
-	nodes, members, rounds, at, dbNow, err := o.Confirms.ReadConfirms(ctx)
+	rows, dbNow, err := o.Confirms.ReadConfirms(ctx)
 	if err != nil {
 		o.Log.Warn().Err(err).Msg("farm: reading the nodes' confirmations failed")
 		return
 	}
 	settled := in
 	confirmedBy := 0
-	for i, n := range nodes {
+	for _, r := range rows {
 		switch {
-		case slices.Contains(live, n):
-			if members[i] == id && rounds[i] == round {
+		case slices.Contains(live, r.Node):
+			if confirms(r, want) {
 				confirmedBy++
 			}
-		case at[i]+(o.LeaseTTL+o.Grace).Milliseconds() > dbNow:
+		case r.AtMs+(o.LeaseTTL+o.Grace).Milliseconds() > dbNow:
 			settled = false // a node gone lately: its renders may not have ended
 		}
 	}
 	settled = settled && confirmedBy == len(live)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.membersID != id || f.adoptedMs != adopted {
-		return // the membership changed meanwhile: this was about the one before
+	if f.membersID != id || f.adoptedMs != adopted || f.using != want {
+		return // the division changed meanwhile: this was about the one before
 	}
 	cur := MembershipOf(o.Seg)
 	next := cur
 	switch {
-	case settled:
+	case settled && !(cur.Settled && cur.SettledRound == round):
 		next.Settled, next.PrevSettled, next.SettledRound = true, false, round
-	case cur.Settled && cur.SettledRound == round:
-		// A live node no longer confirms the round settled (it restarted under its id):
-		// nothing is settled of this membership any more.
-		next.Settled, next.PrevSettled, next.SettledRound = false, false, 0
+		// The division settled is the one every node confirmed (want); the next round's
+		// follows the demand they published with it.
+		f.atSettled = f.divisionOf(want, rows, live, me)
+		f.afterSettled = f.nextDivision(want, rows, live, me)
+		f.setTable(next)
+		o.Log.Info().Int("index", int(cur.Index)).Int("nodes", int(cur.Nodes)).Int64("round", round).
+			Int64("next_basis", f.afterSettled.basis).Int("demand_hosts", len(f.afterSettled.mine)).
+			Msg("farm: every live node confirmed the division of the hosts' limits")
+	case !settled && cur.Settled && f.strayed(rows, live, id, cur.SettledRound):
+		// A live node confirms neither the division settled nor the next one (it restarted
+		// under its id, or computed another): the settled division bounds the shares for a
+		// grace, and the nodes settle the equal division of the clock's round again.
+		next = unsettle(cur, now)
+		f.atSettled, f.afterSettled = demandDivision{}, demandDivision{}
+		o.Log.Info().Int64("round", cur.SettledRound).Msg("farm: a live node no longer confirms the settled division; it bounds the shares for a grace")
 	}
 	if next != cur {
-		if settled && !(cur.Settled && cur.SettledRound == round) {
-			o.Log.Info().Int("index", int(cur.Index)).Int("nodes", int(cur.Nodes)).Int64("round", round).
-				Msg("farm: every live node confirmed the division of the hosts' limits")
-		}
-		setMembership(o.Seg, next)
+		f.store(next)
 	}
+}
+
+// confirms reports whether r confirmed d: as its last confirmation, or the one before (a node
+// that moved on to the next round confirmed this one on its way).
+func confirms(r store.FarmConfirm, d division) bool {
+	return r.Members == d.members && r.Round == d.round && r.Basis == d.basis ||
+		r.PrevMembers == d.members && r.PrevRound == d.round && r.PrevBasis == d.basis
+}
+
+// strayed reports whether a live node's confirmations name neither the division settled in
+// round settledRound nor the one of the round after.
+func (f *Farm) strayed(rows []store.FarmConfirm, live []string, id, settledRound int64) bool {
+	ok := []division{{members: id, round: settledRound, basis: f.atSettled.basis}, {members: id, round: settledRound + 1, basis: f.afterSettled.basis}}
+	if f.atSettled.round != settledRound {
+		return false // this node did not see the round settled itself (a restarted worker 0)
+	}
+	for _, n := range live {
+		i := slices.IndexFunc(rows, func(r store.FarmConfirm) bool { return r.Node == n })
+		if i < 0 || !slices.ContainsFunc(ok, func(d division) bool { return confirms(rows[i], d) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// unsettle lets the settled division of m go: it becomes the membership before (the same
+// ranks), which bounds every share for a grace from now, with the farm's shares of it.
+func unsettle(m Membership, nowMs int64) Membership {
+	if !m.Settled {
+		return m
+	}
+	m.PrevIndex, m.PrevNodes, m.PrevSettled, m.Settled, m.SinceMs = m.Index, m.Nodes, true, false, nowMs
+	return m
+}
+
+// store writes m to the farm words, with the farm's shares while m names a settled round (of
+// its membership or the one before) and none otherwise. Under mu, or before the farm runs.
+func (f *Farm) store(m Membership) {
+	if !m.Settled && !m.PrevSettled {
+		f.tableHashes, f.tableShares = nil, nil
+	}
+	setMembershipShares(f.opts.Seg, m, f.tableHashes, f.tableShares)
 }
 
 func (f *Farm) publish(ctx context.Context) {

@@ -25,6 +25,35 @@ type Membership struct {
 	// (PrevIndex, PrevNodes) that was settled. Round is kept in 32 bits, SettledRound in 31.
 	Adopted, Settled, PrevSettled bool
 	Round, SettledRound           int64
+	// Host is the farm's shares entry of the one host a reader asked for (membershipOfHost;
+	// MembershipOf leaves it zero): under a division that follows the nodes' demand, the node's
+	// share of that host in SettledRound and in the round after, in place of the equal ones.
+	Host HostShares
+}
+
+// HostShares is the node's share of one host under the last settled division (AtSettled,
+// round SettledRound of the membership Settled or PrevSettled names) and under the division of
+// the round after (AfterSettled), when either follows the nodes' demand (farm.go). Known is
+// false for a host with no entry: its shares are the equal division's.
+type HostShares struct {
+	Known                   bool
+	AtSettled, AfterSettled int
+}
+
+// word packs s as the farm shares' entry holds it (docs/shm-format.md).
+func (s HostShares) word() uint64 {
+	return uint64(uint16(s.AtSettled)) | uint64(uint16(s.AfterSettled))<<16
+}
+
+// membershipOfHost is MembershipOf with the farm's shares of the host whose hash is hash, read
+// together with the farm words (one writing of worker 0's).
+func membershipOfHost(seg *shm.Segment, hash uint64) Membership {
+	w, share, found := seg.Hosts().LoadFarmShare(hash)
+	m := decodeMembership(w)
+	if found {
+		m.Host = HostShares{Known: true, AtSettled: int(uint16(share)), AfterSettled: int(uint16(share >> 16))}
+	}
+	return m
 }
 
 // prevSettledBit marks the settled round of the farmRounds word as the membership before's.
@@ -33,7 +62,10 @@ const prevSettledBit = 1 << 31
 // MembershipOf reads the node's membership from the segment. Any process may call it; it
 // never blocks (a read that cannot copy the words whole is "no farm").
 func MembershipOf(seg *shm.Segment) Membership {
-	w := seg.Hosts().LoadFarm()
+	return decodeMembership(seg.Hosts().LoadFarm())
+}
+
+func decodeMembership(w [shm.FarmWords]uint64) Membership {
 	m := Membership{
 		Index: uint16(w[0]), Nodes: uint16(w[0] >> 16), PrevIndex: uint16(w[0] >> 32), PrevNodes: uint16(w[0] >> 48),
 		SinceMs: int64(w[1]), GraceMs: int64(uint32(w[2])), RoundMs: int64(w[2] >> 32), ClockOffsetMs: int64(w[4]),
@@ -48,8 +80,15 @@ func MembershipOf(seg *shm.Segment) Membership {
 	return m
 }
 
-// setMembership writes m to the segment's farm words. Only worker 0 may call it (Farm).
+// setMembership writes m to the segment's farm words, and frees the farm's shares. Only
+// worker 0 may call it (Farm).
 func setMembership(seg *shm.Segment, m Membership) {
+	setMembershipShares(seg, m, nil, nil)
+}
+
+// setMembershipShares writes m to the segment's farm words and the farm's shares of hosts
+// (hashes[i]'s shares[i]) with them, in one writing. Only worker 0 may call it (Farm).
+func setMembershipShares(seg *shm.Segment, m Membership, hashes []uint64, shares []HostShares) {
 	rs := uint64(0)
 	if m.Adopted {
 		rs |= uint64(uint32(m.Round+1)) << 32
@@ -60,8 +99,12 @@ func setMembership(seg *shm.Segment, m Membership) {
 	if m.PrevSettled && !m.Settled {
 		rs |= prevSettledBit
 	}
-	seg.Hosts().StoreFarm([shm.FarmWords]uint64{
+	words := make([]uint64, len(shares))
+	for i, s := range shares {
+		words[i] = s.word()
+	}
+	seg.Hosts().StoreFarmShares([shm.FarmWords]uint64{
 		uint64(m.Index) | uint64(m.Nodes)<<16 | uint64(m.PrevIndex)<<32 | uint64(m.PrevNodes)<<48,
 		uint64(m.SinceMs), uint64(uint32(m.GraceMs)) | uint64(uint32(m.RoundMs))<<32, rs, uint64(m.ClockOffsetMs),
-	})
+	}, hashes, words)
 }

@@ -2,8 +2,11 @@ package pgcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/freshq/freshq/store"
 )
 
 // The nodes' confirmations of the division of the hosts' limits (migration 7,
@@ -14,14 +17,26 @@ import (
 // any lease TTL and grace, after which no node reads it for anything.
 const confirmKeep = 24 * time.Hour
 
-// PublishConfirm records node's confirmation: its renders in flight (inFlight) fit its share of
-// every host under the division of membership members in round (−1: none yet). It also drops
-// the confirmations of nodes not heard from for a day.
-func (c *Cluster) PublishConfirm(ctx context.Context, node string, members, round int64, inFlight int) error {
-	_, err := c.pool.Exec(ctx, `INSERT INTO freshq_farm_confirm (node_id, members, round, in_flight, at)
-		VALUES ($1, $2, $3, $4, clock_timestamp())
+// PublishConfirm records c.Node's confirmation (c.AtMs is ignored: the database's clock now).
+// It also drops the confirmations of nodes not heard from for a day.
+func (c *Cluster) PublishConfirm(ctx context.Context, fc store.FarmConfirm) error {
+	demand, err := json.Marshal(nonNil(fc.Demand))
+	if err != nil {
+		return fmt.Errorf("pgstore: publish the farm's confirmation: %w", err)
+	}
+	prevDemand, err := json.Marshal(nonNil(fc.PrevDemand))
+	if err != nil {
+		return fmt.Errorf("pgstore: publish the farm's confirmation: %w", err)
+	}
+	_, err = c.pool.Exec(ctx, `INSERT INTO freshq_farm_confirm (node_id, members, round, basis, demand,
+			prev_members, prev_round, prev_basis, prev_demand, in_flight, at)
+		VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9::jsonb, $10, clock_timestamp())
 		ON CONFLICT (node_id) DO UPDATE SET members = EXCLUDED.members, round = EXCLUDED.round,
-			in_flight = EXCLUDED.in_flight, at = EXCLUDED.at`, node, members, round, inFlight)
+			basis = EXCLUDED.basis, demand = EXCLUDED.demand, prev_members = EXCLUDED.prev_members,
+			prev_round = EXCLUDED.prev_round, prev_basis = EXCLUDED.prev_basis,
+			prev_demand = EXCLUDED.prev_demand, in_flight = EXCLUDED.in_flight, at = EXCLUDED.at`,
+		fc.Node, fc.Members, fc.Round, fc.Basis, string(demand), fc.PrevMembers, fc.PrevRound, fc.PrevBasis,
+		string(prevDemand), fc.InFlight)
 	if err != nil {
 		return fmt.Errorf("pgstore: publish the farm's confirmation: %w", err)
 	}
@@ -31,30 +46,47 @@ func (c *Cluster) PublishConfirm(ctx context.Context, node string, members, roun
 	return nil
 }
 
-// ReadConfirms returns every node's last confirmation, in node order, with atMs the later of
+func nonNil(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
+}
+
+// ReadConfirms returns every node's last confirmation, in node order, with AtMs the later of
 // the confirmation's time and the node's last heartbeat, and the database's clock now.
-func (c *Cluster) ReadConfirms(ctx context.Context) (nodes []string, members, rounds, atMs []int64, nowMs int64, err error) {
+func (c *Cluster) ReadConfirms(ctx context.Context) (confirms []store.FarmConfirm, nowMs int64, err error) {
 	var now time.Time
 	if err := c.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
-		return nil, nil, nil, nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
+		return nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
 	}
-	rows, err := c.pool.Query(ctx, `SELECT c.node_id, c.members, c.round, greatest(c.at, n.heartbeat_at)
+	rows, err := c.pool.Query(ctx, `SELECT c.node_id, c.members, c.round, c.basis, c.demand::text,
+			c.prev_members, c.prev_round, c.prev_basis, c.prev_demand::text, c.in_flight,
+			greatest(c.at, n.heartbeat_at)
 		FROM freshq_farm_confirm c LEFT JOIN freshq_node n ON n.node_id = c.node_id ORDER BY c.node_id`)
 	if err != nil {
-		return nil, nil, nil, nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
+		return nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id string
-		var m, r int64
+		var fc store.FarmConfirm
+		var demand, prevDemand string
 		var at time.Time
-		if err := rows.Scan(&id, &m, &r, &at); err != nil {
-			return nil, nil, nil, nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
+		if err := rows.Scan(&fc.Node, &fc.Members, &fc.Round, &fc.Basis, &demand, &fc.PrevMembers, &fc.PrevRound,
+			&fc.PrevBasis, &prevDemand, &fc.InFlight, &at); err != nil {
+			return nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
 		}
-		nodes, members, rounds, atMs = append(nodes, id), append(members, m), append(rounds, r), append(atMs, at.UnixMilli())
+		if err := json.Unmarshal([]byte(demand), &fc.Demand); err != nil {
+			return nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %s's demand: %w", fc.Node, err)
+		}
+		if err := json.Unmarshal([]byte(prevDemand), &fc.PrevDemand); err != nil {
+			return nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %s's demand before: %w", fc.Node, err)
+		}
+		fc.AtMs = at.UnixMilli()
+		confirms = append(confirms, fc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
+		return nil, 0, fmt.Errorf("pgstore: read the farm's confirmations: %w", err)
 	}
-	return nodes, members, rounds, atMs, now.UnixMilli(), nil
+	return confirms, now.UnixMilli(), nil
 }
