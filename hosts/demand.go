@@ -65,7 +65,22 @@ func (f *Farm) ReportDemand(rows map[string]int) {
 	}
 	f.mu.Lock()
 	f.demand = top
+	changed := demandChanged(f.confirmedDemand, top)
 	f.mu.Unlock()
+	if changed {
+		select { // confirm the next division now, not at the next tick
+		case f.confirmNow <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// moveEarly reports whether the node moves to the round after the settled one (of m) ahead of
+// the clock: the next division gives some node another share than the settled one, or this
+// node's demand moved from what it published, or another node moved on for either. Under mu.
+func (f *Farm) moveEarly(m Membership) bool {
+	return m.Settled && f.afterSettled.round == m.SettledRound+1 && m.Nodes != FarmNone &&
+		(f.demandMoved(m) || demandChanged(f.confirmedDemand, f.demand) || f.othersAhead == m.SettledRound+1)
 }
 
 // demandOf is the demand node r published with its confirmation of d, if it confirmed it.
@@ -201,4 +216,29 @@ func (f *Farm) demandMoved(m Membership) bool {
 		}
 	}
 	return false
+}
+
+// demandChanged reports whether the node's demand now (cur) differs from what it published
+// (was) by enough to divide the limits anew: a host wanted that was not, or no longer wanted,
+// or a count moved by more than a quarter (and 4 rows).
+func demandChanged(was, cur map[string]int) bool {
+	for h, n := range cur {
+		w := was[h]
+		if (w > 0) != (n > 0) || abs(n-w) > max(4, w/4) {
+			return true
+		}
+	}
+	for h, w := range was {
+		if w > 0 && cur[h] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -54,6 +54,9 @@ type Farm struct {
 	atSettled, afterSettled             demandDivision
 	tableHashes                         []uint64
 	tableShares                         []HostShares
+	// othersAhead is the furthest round a live node of this membership confirmed past this
+	// node's, at its last read (−1: none).
+	othersAhead int64
 }
 
 // division names one division of the hosts' limits: a membership (MembersID of its live
@@ -290,6 +293,12 @@ func (f *Farm) confirmWait() time.Duration {
 	if farm.Nodes == 0 || !farm.Adopted || !farm.Settled || farm.SettledRound != farm.Round {
 		return ConfirmPoll
 	}
+	f.mu.Lock()
+	early := f.moveEarly(farm)
+	f.mu.Unlock()
+	if early {
+		return ConfirmPoll
+	}
 	roundMs := max(farm.RoundMs, 1)
 	next := (farm.Round+1)*roundMs - farm.ClockOffsetMs - o.Now().UnixMilli()
 	return min(o.Tick, max(time.Duration(next)*time.Millisecond, time.Millisecond))
@@ -367,10 +376,12 @@ func (f *Farm) Confirm(ctx context.Context) {
 		// Under a settled membership the node moves one round past the last settled at most:
 		// a node that dies then holds at most its share of one of those two (farmShare). A
 		// clock that steps back does not move it back.
-		// When the demand moved the next round's division away from the settled one, it
-		// moves there at once, ahead of the clock: what the nodes need changes now.
+		// When the demand moved the next round's division away from the settled one, or this
+		// node's demand moved from what it published, or another node moved on for either,
+		// it moves there at once, ahead of the clock: what the nodes need changes now, and
+		// the round after divides by the demands published with the next one.
 		target := min(round, farm.SettledRound+1)
-		if f.afterSettled.round == farm.SettledRound+1 && farm.Nodes != FarmNone && f.demandMoved(farm) {
+		if f.moveEarly(farm) {
 			target = farm.SettledRound + 1
 		}
 		round = max(farm.Round, target)
@@ -412,7 +423,11 @@ func (f *Farm) Confirm(ctx context.Context) {
 	}
 	settled := in
 	confirmedBy := 0
+	ahead := int64(-1)
 	for _, r := range rows {
+		if slices.Contains(live, r.Node) && r.Members == id && r.Round > round {
+			ahead = max(ahead, r.Round)
+		}
 		switch {
 		case slices.Contains(live, r.Node):
 			if confirms(r, want) {
@@ -428,6 +443,7 @@ func (f *Farm) Confirm(ctx context.Context) {
 	if f.membersID != id || f.adoptedMs != adopted || f.using != want {
 		return // the division changed meanwhile: this was about the one before
 	}
+	f.othersAhead = ahead
 	cur := MembershipOf(o.Seg)
 	next := cur
 	switch {
