@@ -17,8 +17,11 @@ import (
 //     nodes from a start that the host's hash and the round choose: the round is the cluster's
 //     clock (the database's) divided by RoundMs, and worker 0 moves the node's takes to it
 //     (farm words' Round), so a remainder that does not divide evenly moves from node to node
-//     and no node's rows of a host starve, even when L < n. A membership and a round are a
-//     division;
+//     and no node's rows of a host starve, even when L < n. Once a division has settled, the
+//     next round's instead divides each of the nodes' busiest hosts by the demand they
+//     published with it (demand.go), and the node's shares of those reach its takes through
+//     the segment's farm shares (Membership.Host). A membership, a round and the demand it
+//     follows are a division;
 //   - a share that shrinks does so at once (the node grants fewer from then on). Each node
 //     confirms the division it uses once none of its renders in flight began before its takes
 //     used it (Farm.Confirm); a division is settled when every live node confirmed it and no
@@ -186,9 +189,8 @@ func FarmView(seg *shm.Segment) *wire.QueueFarm {
 // so every node that reads the same demands computes the same division, and the shares add up
 // to L exactly.
 //
-// It is the rule a division that follows demand is to use; farmShare does not call it yet (the
-// nodes do not publish their demand, and a node's shares under the division settled and the
-// one now are not kept per host), so today every division is the equal one of share.
+// It is the rule of a division that follows demand (demand.go): Farm.nextDivision computes
+// each round's from the demands the nodes published with the settled one.
 func demandShares(limit int, hostHash uint64, demand []int, round int64) []int {
 	n := len(demand)
 	out := make([]int, n)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,6 +104,40 @@ func TestClusterConfirmKillAndPause(t *testing.T) {
 	})
 	c.nodes[1].resume()
 	waitFor(t, "every page rendered", 5*time.Minute, func() bool { return o.okPaths() >= 2*confirmPages })
+	if m := o.maxInFlightSince(time.Time{}); m > confirmLimit {
+		t.Fatalf("the origin served %d requests at once; its limit is %d", m, confirmLimit)
+	}
+}
+
+// TestClusterConfirmRollingRestart: the same cluster and site through a rolling restart: each
+// node in turn gets SIGTERM, exits and starts again while the pages render. The origin never
+// serves more than 2 at once, and every page renders, the last ones posted after the third
+// node is back. A stopped node cannot confirm: the others hold the division it was part of
+// until its renders' deadline (docs/CLUSTER.md), so this bounds no idle time.
+//
+// It fails if a node that returns uses a share before the others' renders fit the division
+// with it (the origin sees 3 at once), or if the division never settles again after the
+// membership changed three times (pages left unrendered).
+func TestClusterConfirmRollingRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	ttl := config.ClusterLeaseTTLDefault.D()
+	o := newHostOrigin(t, confirmHold, func(*hostOrigin, time.Time) (int, string) { return http.StatusOK, "" })
+	c := newCluster(t, clusterOptions{nodes: 3, workers: 2, leaseTTL: ttl, yaml: confirmYAML})
+	postOrigin(t, c.nodes[0], o, "before", confirmPages)
+	waitFor(t, "a tenth of the pages rendered", 2*time.Minute, func() bool { return o.okPaths() >= confirmPages/10 })
+	for _, n := range c.nodes {
+		n.cmd.Process.Signal(syscall.SIGTERM)
+		if err := waitExit(t, n.lnode, 30*time.Second); err != nil {
+			t.Fatalf("%s's exit after SIGTERM: %v", n.id, err)
+		}
+		n.start()
+		waitFor(t, n.id+"'s readiness", 60*time.Second, n.ready)
+		t.Logf("%s restarted; %d pages rendered", n.id, o.okPaths())
+	}
+	postOrigin(t, c.nodes[0], o, "after", confirmPages)
+	waitFor(t, "every page rendered", 6*time.Minute, func() bool { return o.okPaths() >= 2*confirmPages })
 	if m := o.maxInFlightSince(time.Time{}); m > confirmLimit {
 		t.Fatalf("the origin served %d requests at once; its limit is %d", m, confirmLimit)
 	}
