@@ -57,6 +57,9 @@ type Farm struct {
 	// othersAhead is the furthest round a live node of this membership confirmed past this
 	// node's, at its last read (−1: none).
 	othersAhead int64
+	// roundFloor is the least round this membership's equal division may use: past every
+	// round a live node confirmed a division that follows demand in (Confirm).
+	roundFloor int64
 }
 
 // division names one division of the hosts' limits: a membership (MembersID of its live
@@ -217,7 +220,7 @@ func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
 		// Every take from now on reads the new words: one that read the old ones took its now
 		// before this (a millisecond later, to be sure).
 		f.me, f.live, f.membersID, f.adoptedMs = me, sorted, id, o.Now().UnixMilli()+1
-		f.using = division{round: -1}
+		f.using, f.roundFloor = division{round: -1}, 0
 		if next.Settled {
 			// It was another membership's (the same ranks, other nodes): it bounds the shares
 			// for a grace, as a membership before does.
@@ -372,6 +375,13 @@ func (f *Farm) Confirm(ctx context.Context) {
 	now := o.Now().UnixMilli()
 	round := floorDiv(now+farm.ClockOffsetMs, max(farm.RoundMs, 1))
 	want := division{members: id, round: round}
+	if !farm.Settled {
+		// No round a node of this membership confirmed a division that follows demand in is
+		// used again for the equal one: a node publishes its demand with the first
+		// confirmation of a division, and the nodes that divided by it must read the same.
+		round = max(round, f.roundFloor)
+		want.round = round
+	}
 	if farm.Settled && farm.Adopted {
 		// Under a settled membership the node moves one round past the last settled at most:
 		// a node that dies then holds at most its share of one of those two (farmShare). A
@@ -444,6 +454,17 @@ func (f *Farm) Confirm(ctx context.Context) {
 		return // the division changed meanwhile: this was about the one before
 	}
 	f.othersAhead = ahead
+	for _, r := range rows {
+		if !slices.Contains(live, r.Node) {
+			continue
+		}
+		if r.Members == id && r.Basis != 0 {
+			f.roundFloor = max(f.roundFloor, r.Round+1)
+		}
+		if r.PrevMembers == id && r.PrevBasis != 0 {
+			f.roundFloor = max(f.roundFloor, r.PrevRound+1)
+		}
+	}
 	cur := MembershipOf(o.Seg)
 	next := cur
 	switch {
@@ -485,8 +506,11 @@ func (f *Farm) strayed(rows []store.FarmConfirm, live []string, id, settledRound
 		return false // this node did not see the round settled itself (a restarted worker 0)
 	}
 	for _, n := range live {
+		// The node's last confirmation, not the one before: a node that moved on to another
+		// next division than this node's confirmed the settled one on its way, and would
+		// hold every node back for ever.
 		i := slices.IndexFunc(rows, func(r store.FarmConfirm) bool { return r.Node == n })
-		if i < 0 || !slices.ContainsFunc(ok, func(d division) bool { return confirms(rows[i], d) }) {
+		if i < 0 || !slices.Contains(ok, division{members: rows[i].Members, round: rows[i].Round, basis: rows[i].Basis}) {
 			return true
 		}
 	}
