@@ -367,50 +367,7 @@ func (f *Farm) Confirm(ctx context.Context) {
 		f.mu.Unlock()
 	}()
 
-	// Move the node's takes to the division of the cluster's clock, if they are not there:
-	// from then on (a millisecond later, as for a membership) every take holds its share
-	// under it.
-	f.mu.Lock()
-	farm := MembershipOf(o.Seg)
-	now := o.Now().UnixMilli()
-	round := floorDiv(now+farm.ClockOffsetMs, max(farm.RoundMs, 1))
-	want := division{members: id, round: round}
-	if !farm.Settled {
-		// No round a node of this membership confirmed a division that follows demand in is
-		// used again for the equal one: a node publishes its demand with the first
-		// confirmation of a division, and the nodes that divided by it must read the same.
-		round = max(round, f.roundFloor)
-		want.round = round
-	}
-	if farm.Settled && farm.Adopted {
-		// Under a settled membership the node moves one round past the last settled at most:
-		// a node that dies then holds at most its share of one of those two (farmShare). A
-		// clock that steps back does not move it back.
-		// When the demand moved the next round's division away from the settled one, or this
-		// node's demand moved from what it published, or another node moved on for either,
-		// it moves there at once, ahead of the clock: what the nodes need changes now, and
-		// the round after divides by the demands published with the next one.
-		target := min(round, farm.SettledRound+1)
-		if f.moveEarly(farm) {
-			target = farm.SettledRound + 1
-		}
-		round = max(farm.Round, target)
-		want = division{members: id, round: round}
-		switch round {
-		case f.atSettled.round:
-			want.basis = f.atSettled.basis
-		case f.afterSettled.round:
-			want.basis = f.afterSettled.basis
-		}
-	}
-	if f.membersID == id && f.adoptedMs == adopted && (!farm.Adopted || farm.Round != round || f.using != want) {
-		farm.Adopted, farm.Round = true, round
-		f.store(farm)
-		f.using = want
-		f.roundSinceMs = o.Now().UnixMilli() + 1
-	}
-	since := max(adopted, f.roundSinceMs)
-	f.mu.Unlock()
+	farm, want, since, now := f.adopt(id, adopted)
 	before, inFlight := o.Seg.Leases().HostRendersBefore(since, now)
 	in := farm.Nodes != FarmNone && slices.Contains(live, me)
 	f.mu.Lock()
@@ -431,6 +388,64 @@ func (f *Farm) Confirm(ctx context.Context) {
 		o.Log.Warn().Err(err).Msg("farm: reading the nodes' confirmations failed")
 		return
 	}
+	f.settle(rows, dbNow, now, in, me, live, adopted, want)
+}
+
+// adopt moves the node's takes to the division of the cluster's clock, if they are not there:
+// from then on (a millisecond later, as for a membership) every take holds its share under
+// it. It returns the farm words, the division the node uses (want), since when its takes have
+// used it, and the node's clock now.
+func (f *Farm) adopt(id, adopted int64) (farm Membership, want division, since, now int64) {
+	o := f.opts
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	farm = MembershipOf(o.Seg)
+	now = o.Now().UnixMilli()
+	round := floorDiv(now+farm.ClockOffsetMs, max(farm.RoundMs, 1))
+	if !farm.Settled {
+		// No round a node of this membership confirmed a division that follows demand in is
+		// used again for the equal one: a node publishes its demand with the first
+		// confirmation of a division, and the nodes that divided by it must read the same.
+		round = max(round, f.roundFloor)
+	}
+	want = division{members: id, round: round}
+	if farm.Settled && farm.Adopted {
+		// Under a settled membership the node moves one round past the last settled at most:
+		// a node that dies then holds at most its share of one of those two (farmShare). A
+		// clock that steps back does not move it back. When the demand moved the next
+		// round's division away from the settled one, or this node's demand moved from what
+		// it published, or another node moved on for either, it moves there at once, ahead of
+		// the clock: what the nodes need changes now, and the round after divides by the
+		// demands published with the next one.
+		target := min(round, farm.SettledRound+1)
+		if f.moveEarly(farm) {
+			target = farm.SettledRound + 1
+		}
+		round = max(farm.Round, target)
+		want = division{members: id, round: round}
+		switch round {
+		case f.atSettled.round:
+			want.basis = f.atSettled.basis
+		case f.afterSettled.round:
+			want.basis = f.afterSettled.basis
+		}
+	}
+	if f.membersID == id && f.adoptedMs == adopted && (!farm.Adopted || farm.Round != round || f.using != want) {
+		farm.Adopted, farm.Round = true, round
+		f.store(farm)
+		f.using = want
+		f.roundSinceMs = o.Now().UnixMilli() + 1
+	}
+	return farm, want, max(adopted, f.roundSinceMs), now
+}
+
+// settle reads the nodes' confirmations (rows, on the database's clock dbNow): the division
+// the node uses (want) is settled when every live node confirmed it and no node gone lately
+// may still render (in: this node is among the live ones); a live node that moved on to
+// another next division lets the settled one go.
+func (f *Farm) settle(rows []store.FarmConfirm, dbNow, now int64, in bool, me string, live []string, adopted int64, want division) {
+	o := f.opts
+	id, round := want.members, want.round
 	settled := in
 	confirmedBy := 0
 	ahead := int64(-1)
@@ -481,7 +496,7 @@ func (f *Farm) Confirm(ctx context.Context) {
 	case !settled && cur.Settled && f.strayed(rows, live, id, cur.SettledRound):
 		// A live node confirms neither the division settled nor the next one (it restarted
 		// under its id, or computed another): the settled division bounds the shares for a
-		// grace, and the nodes settle the equal division of the clock's round again.
+		// grace, and the nodes settle the equal division again.
 		next = unsettle(cur, now)
 		f.atSettled, f.afterSettled = demandDivision{}, demandDivision{}
 		o.Log.Info().Int64("round", cur.SettledRound).Msg("farm: a live node no longer confirms the settled division; it bounds the shares for a grace")
