@@ -385,3 +385,69 @@ func (f *failRecorder) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	panic(errFailRecorded)
 }
+
+// reformHistory is a history in which a node leaves the membership while its renders are in
+// flight and the same nodes form it again within the round: between spans of time, a node's
+// worker 0 is paused (SIGSTOP, or cut off from the database) just past its lease and then
+// resumes, so the others count it gone for a tick or so and then live again, and the
+// membership they read goes back to the same live nodes (the same MembersID). Every node's
+// confirmations from before the change are still in its row. rng draws the spans and nodes.
+func reformHistory(rng *rand.Rand) []byte {
+	var ops []byte
+	for len(ops) < 100 {
+		for range 1 + rng.IntN(4) {
+			ops = append(ops, byte(rng.IntN(32))<<3) // 50 ms to 1.6 s
+		}
+		n := byte(rng.IntN(3)) << 4
+		// Paused for 1.65 s to 2.2 s: past the lease TTL (2 s) from its last heartbeat, which
+		// was up to a tick (500 ms) before the pause; back at its next tick.
+		ops = append(ops, n|5, 0xf8, byte(rng.IntN(12))<<3, n|6)
+	}
+	return ops
+}
+
+// reformSeed and reformSeedWithdraw are reformHistories on which the division let more renders
+// of a host run than its limit while a node's confirmations outlived its membership. In
+// reformSeed node-c had confirmed round r+2 (ahead of the clock) before a pause; back, its
+// ticks had stopped long enough that it started its membership again, went back to the
+// clock's round r and confirmed it, its row keeping r+2 as its confirmation before; node-a,
+// whose membership had changed and formed again meanwhile (node-b paused past its lease),
+// counted that as node-c holding to r+2 and took a slot of two.test that node-c's render,
+// granted under r, held: three renders, limit 2. In reformSeedWithdraw node-a does the same
+// (r+1 kept as its confirmation before while it confirmed r) and node-b and node-c settle
+// r+1 on it while node-a settles r.
+var reformSeed = []byte{
+	0xa0, 0x20, 0xf0, 0x05, 0xf8, 0x20, 0x06, 0x40, 0x25, 0xf8, 0x48, 0x26, 0x00, 0x15, 0xf8, 0x30,
+	0x16, 0x98, 0x70, 0x05, 0xf8, 0x30, 0x06, 0x98, 0xa0, 0x58, 0x15, 0xf8, 0x50, 0x16, 0x58, 0x58,
+	0x25, 0xf8, 0x30, 0x26, 0x38, 0x10, 0x60, 0x68, 0x05, 0xf8, 0x08, 0x06, 0x70, 0x05, 0xf8, 0x48,
+	0x06, 0x20, 0x70, 0x40, 0xc8, 0x15, 0xf8, 0x58, 0x16, 0xd0, 0x88, 0x00, 0x05, 0xf8, 0x10, 0x06,
+	0xc8, 0x78, 0x25, 0xf8, 0x28, 0x26, 0x48, 0xd0, 0x05, 0xf8, 0x28, 0x06, 0xd0, 0x25, 0xf8, 0x58,
+	0x26, 0x90, 0x88, 0x30, 0x98, 0x25, 0xf8, 0x58, 0x26, 0x38, 0x05, 0xf8, 0x50, 0x06, 0x58, 0xf0,
+	0x15, 0xf8, 0x50, 0x16,
+}
+
+var reformSeedWithdraw = []byte{
+	0xa0, 0x50, 0x20, 0x70, 0x25, 0xf8, 0x58, 0x26, 0xf0, 0x25, 0xf8, 0x48, 0x26, 0xa0, 0x58, 0x05,
+	0xf8, 0x18, 0x06, 0xc8, 0xe0, 0x88, 0x05, 0xf8, 0x38, 0x06, 0x30, 0x50, 0xd0, 0x15, 0xf8, 0x48,
+	0x16, 0x70, 0x30, 0x05, 0xf8, 0x58, 0x06, 0x40, 0x80, 0xa8, 0x15, 0xf8, 0x10, 0x16, 0x80, 0x18,
+	0x15, 0xf8, 0x18, 0x16, 0x30, 0x15, 0xf8, 0x00, 0x16, 0x78, 0x80, 0xa0, 0x25, 0xf8, 0x48, 0x26,
+	0xf0, 0x88, 0x15, 0xf8, 0x00, 0x16, 0xe8, 0xd0, 0x08, 0xe0, 0x25, 0xf8, 0x08, 0x26, 0xc8, 0xe0,
+	0x08, 0x88, 0x15, 0xf8, 0x58, 0x16, 0x18, 0x90, 0x05, 0xf8, 0x20, 0x06, 0x80, 0x08, 0x15, 0xf8,
+	0x20, 0x16, 0xc8, 0x15, 0xf8, 0x08, 0x16,
+}
+
+// TestFarmDivisionMembershipFormsAgain runs histories in which the same membership forms again
+// within a round after a node left it with renders in flight (reformHistory, and reformSeed):
+// a confirmation counts only for the membership it was made in, so none made before the node
+// left lets a share grow after the membership formed again while that node's renders of an
+// older division are in flight.
+func TestFarmDivisionMembershipFormsAgain(t *testing.T) {
+	histories := [][]byte{reformSeed, reformSeedWithdraw}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		histories = append(histories, reformHistory(rng))
+	}
+	for i, ops := range histories {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runFarmModel(t, ops, nil) })
+	}
+}

@@ -25,7 +25,9 @@ import (
 //   - a share that shrinks does so at once (the node grants fewer from then on). Each node
 //     confirms the division it uses once none of its renders in flight began before its takes
 //     used it (Farm.Confirm); a division is settled when every live node confirmed it and no
-//     node gone lately may still render. A share grows at once under a settled division; until
+//     node gone lately may still render. A confirmation counts only for the membership it was
+//     made in (Farm.Members withdraws the node's own when its membership changes, and the
+//     rows it reads first after that may hold older ones: Farm.settle). A share grows at once under a settled division; until
 //     then the node holds the least of its shares under the division now, the membership before
 //     (for GraceMs at most: longer than a render lasts plus a tick, the bound for a node that
 //     cannot confirm) and the rounds since the last one settled (or within the grace).

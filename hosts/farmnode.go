@@ -60,6 +60,22 @@ type Farm struct {
 	// roundFloor is the least round this membership's equal division may use: past every
 	// round a live node confirmed a division that follows demand in (Confirm).
 	roundFloor int64
+	// earlier is every other node's confirmations as this node first read them once it had
+	// published under the membership it uses (earlierFor: its adoptedMs then; 0: not read
+	// yet). A confirmation counts only for the membership it was made in: until a node's row
+	// changes from what it was then, its confirmation before counts for nothing here (settle),
+	// since the node may have moved on from it on the word of this node's confirmations from
+	// before its membership began, which the others read until this node withdrew them.
+	earlier    map[string]claims
+	earlierFor int64
+}
+
+// claims is what a node's row says it confirmed: its last confirmation and the one before.
+type claims struct{ last, before division }
+
+func claimsOf(r store.FarmConfirm) claims {
+	return claims{last: division{members: r.Members, round: r.Round, basis: r.Basis},
+		before: division{members: r.PrevMembers, round: r.PrevRound, basis: r.PrevBasis}}
 }
 
 // division names one division of the hosts' limits: a membership (MembersID of its live
@@ -221,6 +237,16 @@ func (f *Farm) Members(me string, live []string, clusterNow time.Time) {
 		// before this (a millisecond later, to be sure).
 		f.me, f.live, f.membersID, f.adoptedMs = me, sorted, id, o.Now().UnixMilli()+1
 		f.using, f.roundFloor = division{round: -1}, 0
+		// A confirmation counts only for the membership it was made in. This node's from
+		// before are withdrawn (its next row confirms nothing until it confirms a division of
+		// this one): the same nodes may form the same membership again (the same MembersID)
+		// while this node goes to another division of it (the clock's round, behind the one
+		// it had confirmed), and the others would read the one it kept as its confirmation
+		// before as this node holding to a division it no longer does. The others' rows as it
+		// reads them next may hold confirmations made before this membership (earlier, settle).
+		f.confirmed, f.confirmedDemand = division{round: -1}, nil
+		f.prev, f.prevDemand = division{round: -1}, nil
+		f.earlier, f.earlierFor = nil, 0
 		if next.Settled {
 			// It was another membership's (the same ranks, other nodes): it bounds the shares
 			// for a grace, as a membership before does.
@@ -446,6 +472,24 @@ func (f *Farm) adopt(id, adopted int64) (farm Membership, want division, since, 
 func (f *Farm) settle(rows []store.FarmConfirm, dbNow, now int64, in bool, me string, live []string, adopted int64, want division) {
 	o := f.opts
 	id, round := want.members, want.round
+	f.mu.Lock()
+	if f.membersID != id || f.adoptedMs != adopted || f.using != want {
+		f.mu.Unlock()
+		return // the division changed meanwhile: this was about the one before
+	}
+	if f.earlierFor != adopted {
+		// The first read since this node published under its membership: every other row
+		// may still hold confirmations made before it began. Its own holds none (Members
+		// withdrew them).
+		f.earlier, f.earlierFor = map[string]claims{}, adopted
+		for _, r := range rows {
+			if r.Node != me {
+				f.earlier[r.Node] = claimsOf(r)
+			}
+		}
+	}
+	earlier := f.earlier
+	f.mu.Unlock()
 	settled := in
 	confirmedBy := 0
 	ahead := int64(-1)
@@ -455,6 +499,16 @@ func (f *Farm) settle(rows []store.FarmConfirm, dbNow, now int64, in bool, me st
 		}
 		switch {
 		case slices.Contains(live, r.Node):
+			if was, ok := earlier[r.Node]; ok && was == claimsOf(r) {
+				// As this node first read it under its membership: the node holds to its last
+				// confirmation, but it may have moved on from the one before on the word of
+				// this node's own from before its membership began, read before this node
+				// withdrew them. That one counts once the node confirmed another.
+				if was.last == want {
+					confirmedBy++
+				}
+				break
+			}
 			if confirms(r, want) {
 				confirmedBy++
 			}
