@@ -432,7 +432,15 @@ func (f *Farm) adopt(id, adopted int64) (farm Membership, want division, since, 
 		// No round a node of this membership confirmed a division that follows demand in is
 		// used again for the equal one: a node publishes its demand with the first
 		// confirmation of a division, and the nodes that divided by it must read the same.
+		// Nor does the node go back to a round before the one it uses in this membership
+		// when its clock's correction steps back across a round's start: it may have
+		// confirmed the later one, which its row keeps as its confirmation before, and the
+		// others would count that as this node holding to it while it grants under the
+		// earlier one.
 		round = max(round, f.roundFloor)
+		if f.using.members == id {
+			round = max(round, f.using.round)
+		}
 	}
 	want = division{members: id, round: round}
 	if farm.Settled && farm.Adopted {
