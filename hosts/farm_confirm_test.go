@@ -254,3 +254,45 @@ func TestDivisionFollowsDemand(t *testing.T) {
 		t.Fatalf("node-c has all the rows now: shares %v, want [0 0 2]", got)
 	}
 }
+
+// TestFarmTellsWhenItsMembershipMissesANode: node-a's last tick read only itself; node-b,
+// started a moment later, counts both and confirms. No division settles until node-a counts
+// node-b too, so node-a's farm, reading node-b's confirmation, asks its membership to read the
+// cluster now (OnMembersBehind), not at its next tick; a node gone for longer than a tick asks
+// nothing.
+func TestFarmTellsWhenItsMembershipMissesANode(t *testing.T) {
+	const tick, ttl, timeout = 2500 * time.Millisecond, 10 * time.Second, 60 * time.Second
+	now := t0
+	board := &memConfirms{now: &now, rows: map[string]store.FarmConfirm{}, beat: map[string]int64{}}
+	mk := func() *Farm {
+		return NewFarm(FarmOptions{Seg: memSegment(t), Confirms: board, Grace: FarmGrace(timeout, tick),
+			Round: FarmConfirmedRound(tick), Tick: tick, LeaseTTL: ttl, Log: zerolog.Nop(),
+			Now: func() time.Time { return time.UnixMilli(now) }})
+	}
+	a, b := mk(), mk()
+	asked := 0
+	a.OnMembersBehind(func() { asked++ })
+	board.beat["node-a"] = now
+	a.Members("node-a", []string{"node-a"}, time.UnixMilli(now))
+	a.Confirm(t.Context())
+	if asked != 0 {
+		t.Fatalf("node-a alone asked its membership %d times", asked)
+	}
+	now += 300
+	board.beat["node-b"] = now
+	b.Members("node-b", []string{"node-a", "node-b"}, time.UnixMilli(now))
+	b.Confirm(t.Context())
+	now += 100
+	a.Confirm(t.Context())
+	if asked == 0 {
+		t.Fatal("node-a read node-b's confirmation of a membership with both and did not ask its own membership to read the cluster")
+	}
+	// node-b is killed; once its row is older than a tick, node-a (which still misses it)
+	// asks nothing more.
+	asked = 0
+	now += tick.Milliseconds() + 1
+	a.Confirm(t.Context())
+	if asked != 0 {
+		t.Fatalf("node-a asked its membership %d times about a node not heard from for a tick", asked)
+	}
+}

@@ -68,6 +68,19 @@ type Farm struct {
 	// before its membership began, which the others read until this node withdrew them.
 	earlier    map[string]claims
 	earlierFor int64
+	// behind is told when this node's membership misses a node heard from within a tick
+	// (OnMembersBehind); nil: nobody is.
+	behind func()
+}
+
+// OnMembersBehind sets what the farm tells when the confirmations it reads show a node that
+// its membership does not count although it was heard from within a tick: a node that joined
+// since the membership's last tick (cluster.Member.Nudge reads the cluster again at once).
+// Until every live node counts the same nodes, no division settles.
+func (f *Farm) OnMembersBehind(fn func()) {
+	f.mu.Lock()
+	f.behind = fn
+	f.mu.Unlock()
 }
 
 // claims is what a node's row says it confirmed: its last confirmation and the one before.
@@ -414,7 +427,25 @@ func (f *Farm) Confirm(ctx context.Context) {
 		o.Log.Warn().Err(err).Msg("farm: reading the nodes' confirmations failed")
 		return
 	}
+	f.tellIfBehind(rows, dbNow, me, live)
 	f.settle(rows, dbNow, now, in, me, live, adopted, want)
+}
+
+// tellIfBehind tells OnMembersBehind's function when rows show a node that live misses but
+// that was heard from within a tick (a node that joined since the membership's last read).
+func (f *Farm) tellIfBehind(rows []store.FarmConfirm, dbNow int64, me string, live []string) {
+	f.mu.Lock()
+	behind := f.behind
+	f.mu.Unlock()
+	if behind == nil {
+		return
+	}
+	for _, r := range rows {
+		if r.Node != me && !slices.Contains(live, r.Node) && r.AtMs > dbNow-f.opts.Tick.Milliseconds() {
+			behind()
+			return
+		}
+	}
 }
 
 // adopt moves the node's takes to the division of the cluster's clock, if they are not there:
