@@ -19,12 +19,14 @@ import (
 // of its busiest hosts (DemandHosts of them, as its sweep counted them), with each division it
 // confirms, and the division of the round after a settled one divides each host's limit by
 // the demands published with that settled division (demandShares): a node with no rows due of
-// a host holds none of it while another has some, and the slots left follow the largest
-// remainders. The demands a division was computed from are frozen in the confirmations of the
-// settled division (a node publishes its demand when it first confirms a division, and keeps
-// it while it confirms that one), so every node that saw the division settled computes the
-// same division from them; a hash of them (its basis) is part of what a node confirms, so a
-// division settles only when every node confirmed the same one. A host none of the nodes named
+// a host holds none of it while another has some, and the slots left stay where the settled
+// division had them while their nodes' quotas allow, else follow the largest remainders. The
+// demands a division was computed from are frozen in the confirmations of the settled division
+// (a node publishes its demand when it first confirms a division, and keeps it while it
+// confirms that one), so every node that saw the division settled computes the same division
+// from them and the settled one's shares; a hash of them and of the settled division (its
+// basis) is part of what a node confirms, so a division settles only when every node confirmed
+// the same one. A host none of the nodes named
 // is divided equally, as is every host while no division has settled yet.
 
 // DemandHosts is how many hosts a node publishes its demand for: its busiest.
@@ -146,8 +148,12 @@ func (f *Farm) nextDivision(settled division, rows []store.FarmConfirm, live []s
 	}
 	h := fnv.New64a()
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(out.round))
-	h.Write(b[:])
+	// The division before (settled) is part of the basis: its shares are where the slots stay
+	// (demandShares), and its basis and round name them.
+	for _, v := range []int64{out.round, settled.basis} {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		h.Write(b[:])
+	}
 	out.mine, out.limits, out.all = map[uint64]int{}, map[uint64]int{}, map[uint64][]int{}
 	for _, host := range hosts {
 		hash := shm.HostHash([]byte(host))
@@ -161,7 +167,14 @@ func (f *Farm) nextDivision(settled division, rows []store.FarmConfirm, live []s
 			h.Write([]byte(live[i]))
 			h.Write(b[:])
 		}
-		all := demandShares(limit, hash, vec, out.round)
+		prev, ok := f.atSettled.all[hash]
+		if f.atSettled.round != settled.round || f.atSettled.basis != settled.basis || !ok {
+			prev = make([]int, len(live)) // the equal division of the settled round
+			for i := range prev {
+				prev[i] = share(limit, hash, uint16(i), uint16(len(live)), settled.round)
+			}
+		}
+		all := demandShares(limit, hash, vec, prev, out.round)
 		out.mine[hash], out.limits[hash], out.all[hash] = all[myIndex], limit, all
 	}
 	out.basis = int64(h.Sum64()>>1) | 1 // never 0, the equal division's

@@ -183,17 +183,25 @@ func FarmView(seg *shm.Segment) *wire.QueueFarm {
 
 // demandShares divides a host's limit among n nodes in proportion to their demand for it
 // (demand[i]: node i's rows of the host that are due now, as it published them): node i holds
-// ⌊L·d_i/D⌋ of the limit L (D the sum), and the slots left go one each to the nodes with the
-// largest remainders L·d_i mod D, ties broken in the rotation's order from the start the host's
-// hash and the round choose (share). A node with no demand holds none while another has some:
-// its remainder is 0, and the slots left never outnumber the nodes with a positive remainder.
-// With no demand at all it is the equal division (share). It depends on its arguments alone,
-// so every node that reads the same demands computes the same division, and the shares add up
-// to L exactly.
+// ⌊L·d_i/D⌋ of the limit L (D the sum), and the slots left go one each to nodes with a
+// positive remainder L·d_i mod D: first to those that held more than that floor under the
+// division before (prev, nil: none), then by the largest remainder, ties broken in the
+// rotation's order from the start the host's hash and the round choose (share). A node with
+// no demand holds none while another has some: its remainder is 0, and the slots left never
+// outnumber the nodes with a positive remainder. With no demand at all it is the equal
+// division (share). It depends on its arguments alone, so every node that reads the same
+// demands and settled the same division before computes the same division, and the shares add
+// up to L exactly.
+//
+// A slot stays where it is while its node's quota still rounds up to it: every node with rows
+// due uses a slot as well as another, and a slot that moves idles while the renders of the
+// node that gives it up end and the nodes confirm the move. So a slot moves when its node's
+// demand is gone, or its quota no longer reaches it, not each time the remainders reorder as
+// the nodes' rows drain.
 //
 // It is the rule of a division that follows demand (demand.go): Farm.nextDivision computes
-// each round's from the demands the nodes published with the settled one.
-func demandShares(limit int, hostHash uint64, demand []int, round int64) []int {
+// each round's from the demands the nodes published with the settled one, and its shares.
+func demandShares(limit int, hostHash uint64, demand, prev []int, round int64) []int {
 	n := len(demand)
 	out := make([]int, n)
 	total := 0
@@ -218,11 +226,21 @@ func demandShares(limit int, hostHash uint64, demand []int, round int64) []int {
 		out[i], rem[i] = q/total, q%total
 		left -= out[i]
 	}
+	// held: the node held a slot more than its floor before, and its quota still rounds up.
+	held := func(i int) bool { return len(prev) == n && prev[i] > out[i] && rem[i] > 0 }
 	order := make([]int, n) // the nodes in the rotation's order from start
 	for k := range order {
 		order[k] = (start + k) % n
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return rem[b] - rem[a] })
+	slices.SortStableFunc(order, func(a, b int) int {
+		if ha, hb := held(a), held(b); ha != hb {
+			if ha {
+				return -1
+			}
+			return 1
+		}
+		return rem[b] - rem[a]
+	})
 	for _, i := range order[:left] {
 		out[i]++
 	}

@@ -296,3 +296,81 @@ func TestFarmTellsWhenItsMembershipMissesANode(t *testing.T) {
 		t.Fatalf("node-a asked its membership %d times about a node not heard from for a tick", asked)
 	}
 }
+
+// farmTrio is three nodes' farms (node-a, node-b, node-c) on one board in memory, with the
+// defaults (render.timeout 60 s, a tick of 2.5 s, a lease TTL of 10 s), a host shop.test of
+// limit 2, and a clock the test moves.
+type farmTrio struct {
+	t     *testing.T
+	now   int64
+	board *memConfirms
+	cfg   *Limits
+	live  []string
+	segs  []*shm.Segment
+	farms []*Farm
+}
+
+func newFarmTrio(t *testing.T) *farmTrio {
+	const tick, ttl, timeout = 2500 * time.Millisecond, 10 * time.Second, 60 * time.Second
+	tr := &farmTrio{t: t, now: t0, cfg: &Limits{MaxConcurrency: 2}, live: []string{"node-a", "node-b", "node-c"}}
+	tr.board = &memConfirms{now: &tr.now, rows: map[string]store.FarmConfirm{}, beat: map[string]int64{}}
+	for range tr.live {
+		seg := memSegment(t)
+		tr.segs = append(tr.segs, seg)
+		tr.farms = append(tr.farms, NewFarm(FarmOptions{Seg: seg, Confirms: tr.board, Grace: FarmGrace(timeout, tick),
+			Round: FarmConfirmedRound(tick), Tick: tick, LeaseTTL: ttl, Max: tr.cfg.Max, Log: zerolog.Nop(),
+			Now: func() time.Time { return time.UnixMilli(tr.now) }}))
+	}
+	return tr
+}
+
+// shares is each node's share of shop.test now.
+func (tr *farmTrio) shares() []int {
+	var out []int
+	for _, seg := range tr.segs {
+		out = append(out, Of(seg, tr.cfg, []byte("shop.test"), tr.now).Share)
+	}
+	return out
+}
+
+// exchange runs rounds of the nodes' confirmations, every 100 ms (ConfirmPoll).
+func (tr *farmTrio) exchange(rounds int) {
+	for range rounds {
+		for i, f := range tr.farms {
+			tr.board.beat[tr.live[i]] = tr.now
+			f.Members(tr.live[i], tr.live, time.UnixMilli(tr.now))
+			f.Confirm(tr.t.Context())
+		}
+		tr.now += 100
+	}
+}
+
+// report gives each node's rows due of shop.test to its farm, and lets the nodes settle.
+func (tr *farmTrio) report(rows ...int) {
+	for i, f := range tr.farms {
+		f.ReportDemand(map[string]int{"shop.test": rows[i]})
+	}
+	tr.exchange(12)
+}
+
+// TestDivisionKeepsASlotWhereItIs: three nodes, a host of limit 2. node-b and node-c hold its
+// two slots by their demand (40 and 50 rows, node-a none); as they render, their rows drain to
+// 22 and 32 while node-a comes to have 30. Each of the three would use a slot as well as the
+// other, and a slot that moves idles while the renders of the node that gives it up end and
+// the nodes confirm; so the slots stay with node-b and node-c, whose quotas (0.52 and 0.76 of
+// a slot) still round up to them. A slot moves when its node's demand goes to none.
+func TestDivisionKeepsASlotWhereItIs(t *testing.T) {
+	tr := newFarmTrio(t)
+	tr.report(0, 40, 50)
+	if got := tr.shares(); got[0] != 0 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("demand 0/40/50: shares %v, want [0 1 1]", got)
+	}
+	tr.report(30, 22, 32)
+	if got := tr.shares(); got[0] != 0 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("demand 30/22/32, the slots with node-b and node-c: shares %v, want them kept [0 1 1]", got)
+	}
+	tr.report(30, 0, 32)
+	if got := tr.shares(); got[0] != 1 || got[1] != 0 || got[2] != 1 {
+		t.Fatalf("node-b has no rows left: shares %v, want [1 0 1]", got)
+	}
+}

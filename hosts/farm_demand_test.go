@@ -25,8 +25,8 @@ func TestDemandSharesFollowDemand(t *testing.T) {
 			}
 			total += demand[i]
 		}
-		got := demandShares(limit, hash, demand, round)
-		if again := demandShares(limit, hash, slices.Clone(demand), round); !slices.Equal(got, again) {
+		got := demandShares(limit, hash, demand, nil, round)
+		if again := demandShares(limit, hash, slices.Clone(demand), nil, round); !slices.Equal(got, again) {
 			t.Fatalf("same inputs, two divisions: %v and %v", got, again)
 		}
 		sum := 0
@@ -52,7 +52,7 @@ func TestDemandSharesFollowDemand(t *testing.T) {
 	}
 	// The spread the cluster test met at its first tick (6, 12 and 14 of 32 shards): the two
 	// slots go to the two nodes with the most rows, not to the one with the fewest.
-	if got := demandShares(2, 7, []int{6, 12, 14}, 3); !slices.Equal(got, []int{0, 1, 1}) {
+	if got := demandShares(2, 7, []int{6, 12, 14}, nil, 3); !slices.Equal(got, []int{0, 1, 1}) {
 		t.Fatalf("limit 2, demand 6/12/14: %v, want [0 1 1]", got)
 	}
 }
