@@ -374,3 +374,26 @@ func TestDivisionKeepsASlotWhereItIs(t *testing.T) {
 		t.Fatalf("node-b has no rows left: shares %v, want [1 0 1]", got)
 	}
 }
+
+// TestFarmPollsWhileItsDivisionFollowsDemand: while the division follows the nodes' demand, a
+// node that moves on to the next one (its demand changed) holds back every node's growth until
+// the others confirm it too, and each finds that it moved on at its next confirmation: every
+// node confirms every 100 ms (ConfirmPoll) then, not at its next tick. Once no node has
+// demand (the equal division), it confirms at its ticks again.
+func TestFarmPollsWhileItsDivisionFollowsDemand(t *testing.T) {
+	tr := newFarmTrio(t)
+	tr.report(0, 40, 50)
+	for i, f := range tr.farms {
+		if w := f.confirmWait(); w > ConfirmPoll {
+			t.Fatalf("%s waits %v for its next confirmation under a division that follows demand, want %v",
+				tr.live[i], w, ConfirmPoll)
+		}
+	}
+	tr.report(0, 0, 0)
+	tr.report(0, 0, 0)
+	for i, f := range tr.farms {
+		if w := f.confirmWait(); w <= ConfirmPoll {
+			t.Fatalf("%s waits %v for its next confirmation with no demand anywhere, want its tick", tr.live[i], w)
+		}
+	}
+}

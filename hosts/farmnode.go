@@ -325,7 +325,8 @@ func (f *Farm) Start(ctx context.Context) error {
 const ConfirmPoll = 100 * time.Millisecond
 
 // confirmWait is how long the farm waits before its next confirmation: ConfirmPoll while the
-// division it uses is not settled, else until the next round begins (a tick at most).
+// division it uses is not settled or follows demand, else until the next round begins (a tick
+// at most).
 func (f *Farm) confirmWait() time.Duration {
 	o := f.opts
 	if o.Confirms == nil {
@@ -337,8 +338,12 @@ func (f *Farm) confirmWait() time.Duration {
 	}
 	f.mu.Lock()
 	early := f.moveEarly(farm)
+	// While the division follows demand, another node may move on to the next one at any
+	// moment (its demand changed): each node's growth waits until every node confirmed that,
+	// so each looks every poll, not at its next tick.
+	following := f.atSettled.basis != 0 || f.afterSettled.basis != 0
 	f.mu.Unlock()
-	if early {
+	if early || following {
 		return ConfirmPoll
 	}
 	roundMs := max(farm.RoundMs, 1)
