@@ -23,8 +23,9 @@ import (
 //     the segment's farm shares (Membership.Host). A membership, a round and the demand it
 //     follows are a division;
 //   - a share that shrinks does so at once (the node grants fewer from then on). Each node
-//     confirms the division it uses once none of its renders in flight began before its takes
-//     used it (Farm.Confirm); a division is settled when every live node confirmed it and no
+//     confirms the division it uses once each of its renders in flight began after its takes
+//     used it or fits its share under it (holds one of the host's first share tokens, for a
+//     host the division follows the demand of: Farm.Confirm); a division is settled when every live node confirmed it and no
 //     node gone lately may still render. A confirmation counts only for the membership it was
 //     made in (Farm.Members withdraws the node's own when its membership changes, and the
 //     rows it reads first after that may hold older ones: Farm.settle). A share grows at once under a settled division; until

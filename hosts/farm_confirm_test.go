@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -395,5 +396,52 @@ func TestFarmPollsWhileItsDivisionFollowsDemand(t *testing.T) {
 		if w := f.confirmWait(); w <= ConfirmPoll {
 			t.Fatalf("%s waits %v for its next confirmation with no demand anywhere, want its tick", tr.live[i], w)
 		}
+	}
+}
+
+// TestFarmConfirmsWithRendersThatFitItsShare: node-c holds both slots of shop.test (its rows
+// alone are due) and renders two pages; node-b's rows come, and the nodes move to the next
+// rounds. Where node-c keeps both slots, its two renders fit, and it confirms at once rather
+// than when they end: the division settles with them in flight. Where its share goes to one,
+// the render that holds its second slot does not fit: node-b holds nothing until that render
+// ends, and then its slot, while node-c's other render is still in flight.
+func TestFarmConfirmsWithRendersThatFitItsShare(t *testing.T) {
+	tr := newFarmTrio(t)
+	tr.report(0, 0, 50)
+	if got := tr.shares(); got[2] != 2 {
+		t.Fatalf("node-c's rows alone are due: shares %v, want [0 0 2]", got)
+	}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("desktop|https://shop.test/p%d", i)) }
+	var toks []shm.Lease
+	for i := range 2 {
+		tok, ok := Admit(tr.segs[2], tr.cfg, key(i), tr.now, 60_000, uint64(i+1))
+		if !ok {
+			t.Fatalf("node-c could not take slot %d of 2", i+1)
+		}
+		toks = append(toks, tok)
+	}
+	hash := shm.HostHash([]byte("shop.test"))
+	second := slices.IndexFunc(toks, func(l shm.Lease) bool { return l.KeyHash == token(hash, 1) })
+	if second < 0 {
+		t.Fatal("neither render holds shop.test's second slot")
+	}
+	// node-b's rows come: the next round still follows the demand published with the one
+	// settled (node-c's alone), then node-b's too.
+	for _, f := range tr.farms[:2] {
+		f.ReportDemand(map[string]int{"shop.test": 0})
+	}
+	tr.farms[1].ReportDemand(map[string]int{"shop.test": 50})
+	tr.exchange(3)
+	if f := MembershipOf(tr.segs[2]); !f.Settled || f.SettledRound != f.Round {
+		t.Fatalf("node-c's two renders fit its two slots of the next division, which did not settle: %+v", f)
+	}
+	tr.exchange(6)
+	if got := tr.shares(); got[1] != 0 {
+		t.Fatalf("node-b holds %d while node-c's render in its second slot is in flight: %v", got[1], got)
+	}
+	tr.segs[2].Leases().Release(toks[second], tr.now, 0)
+	tr.exchange(6)
+	if got := tr.shares(); got[1] != 1 || got[2] != 1 {
+		t.Fatalf("node-c's render in its first slot fits its share of one: shares %v, want [0 1 1] with it in flight", got)
 	}
 }

@@ -378,8 +378,9 @@ func (f *Farm) Exchange(ctx context.Context) {
 
 // Confirm is the confirmation's round, at each tick: this node confirms the division it uses
 // (the membership Members last saw, its round, and the demand the division follows) once none
-// of its renders in flight was begun before it used that division, since every render begun
-// since was granted under a limit no greater than its share under it; it publishes the last
+// of its renders in flight was begun before it used that division but those that fit its share
+// under it (fitting), since every render begun since was granted under a limit no greater than
+// its share under it; it publishes the last
 // division it confirmed, with its demand then, and its renders in flight; then it reads every
 // node's. The division is settled (written to the farm words: every share under it holds at
 // once) when every live node confirmed it and every node not live was last heard from long
@@ -413,6 +414,9 @@ func (f *Farm) Confirm(ctx context.Context) {
 
 	farm, want, since, now := f.adopt(id, adopted)
 	before, inFlight := o.Seg.Leases().HostRendersBefore(since, now)
+	if before > 0 {
+		before -= f.fitting(want, since, now)
+	}
 	in := farm.Nodes != FarmNone && slices.Contains(live, me)
 	f.mu.Lock()
 	if in && before == 0 && f.membersID == id && f.adoptedMs == adopted && f.confirmed != want {
@@ -451,6 +455,37 @@ func (f *Farm) tellIfBehind(rows []store.FarmConfirm, dbNow int64, me string, li
 			return
 		}
 	}
+}
+
+// fitting counts the node's renders in flight begun before since (when its takes began to use
+// want) that fit its share under want: those of a host want follows the demand of (demand.go)
+// that hold one of its first share tokens. Every take since holds a token below its share
+// (AdmitToken tries only those), so once each render of before since fits too, the node's
+// renders of each host never outnumber its share under want: it may confirm want without
+// waiting for them to end. A render of another host counts as not fitting (the equal
+// division's hosts are not listed), and the node waits for it to end.
+func (f *Farm) fitting(want division, since, now int64) int {
+	if want.basis == 0 {
+		return 0
+	}
+	f.mu.Lock()
+	var d demandDivision
+	for _, k := range []demandDivision{f.afterSettled, f.atSettled} {
+		if k.round == want.round && k.basis == want.basis {
+			d = k
+		}
+	}
+	f.mu.Unlock()
+	leases, n := f.opts.Seg.Leases(), 0
+	for hash, mine := range d.mine {
+		for i := range min(mine, MaxTokens) {
+			info, held := leases.Lookup(token(hash, i), now)
+			if held && !info.Released && info.Holder&shm.HostSlotMark != 0 && info.AcquiredAtMs < since {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // adopt moves the node's takes to the division of the cluster's clock, if they are not there:
