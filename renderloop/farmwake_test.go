@@ -2,6 +2,7 @@ package renderloop
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,13 +23,26 @@ func (c *emptyClaimer) Claim(context.Context, int) ([]claim.Job, error) {
 // off (here for ever: the test holds its timer). When worker 0 writes a new division of the
 // hosts' limits to the farm words (a host's share on this node may have grown: a slot handed
 // over to it), the loop claims again at once rather than at the end of its backoff, up to a
-// second.
+// second; and when that claim finds nothing yet (another loop took the one index claim), it
+// looks again after the shortest backoff, not twice its last.
 func TestIdleLoopClaimsWhenTheFarmDivisionChanges(t *testing.T) {
 	e := poolEnv(t, 1)
 	claimer := &emptyClaimer{}
 	never := make(chan time.Time)
+	var mu sync.Mutex
+	var waits []time.Duration // the backoffs the loop asked for
 	p := &renderPool{e: e, claimer: claimer, after: time.After, farm: newFarmWake(e.Seg),
-		idle: func(time.Duration) <-chan time.Time { return never }}
+		idle: func(d time.Duration) <-chan time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, d)
+			if len(waits) == 1 {
+				c := make(chan time.Time, 1) // the first backoff ends: the next is twice as long
+				c <- time.Now()
+				return c
+			}
+			return never
+		}}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go p.farm.run(ctx)
@@ -45,8 +59,25 @@ func TestIdleLoopClaimsWhenTheFarmDivisionChanges(t *testing.T) {
 			time.Sleep(time.Millisecond) // waiting for a condition, not for time to pass
 		}
 	}
-	waitClaims(1, "the loop's first claim")
+	waitClaims(2, "the loop's claims before and after its first backoff")
 	words := [shm.FarmWords]uint64{0 | 3<<16 | 0xffff<<48, 1_800_000_000_000, 63_500 | 5_000<<32, 42 | 42<<32, 0}
 	e.Seg.Hosts().StoreFarmShares(words, nil, nil)
-	waitClaims(2, "the farm words named a new division while the loop backed off")
+	waitClaims(3, "the farm words named a new division while the loop backed off")
+	// It found nothing again: it looks again after the shortest backoff, not twice the last.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n, last := len(waits), waits[len(waits)-1]
+		mu.Unlock()
+		if n >= 3 {
+			if last != idleMin {
+				t.Fatalf("after the wake the loop backs off %v, want %v: backoffs %v", last, idleMin, waits)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the loop asked for %d backoffs", n)
+		}
+		time.Sleep(time.Millisecond) // waiting for a condition, not for time to pass
+	}
 }

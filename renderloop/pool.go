@@ -263,9 +263,14 @@ func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- 
 			select {
 			case <-claimCtx.Done():
 			case <-idleAfter(idle):
-			case <-grown: // the farm's division changed: a host's share here may have grown
+				idle = min(2*idle, idleMax)
+			case <-grown:
+				// The farm's division changed: a host's share here may have grown. Every loop
+				// wakes, one claims from worker 0's index (which asks for a sweep) and the
+				// others find nothing yet: they look again soon, and take the entries the sweep
+				// publishes, rather than back off for a second with a slot unused.
+				idle = idleMin
 			}
-			idle = min(2*idle, idleMax)
 			continue
 		}
 		idle = idleMin
