@@ -380,9 +380,8 @@ func (f *Farm) Exchange(ctx context.Context) {
 // (the membership Members last saw, its round, and the demand the division follows) once none
 // of its renders in flight was begun before it used that division but those that fit its share
 // under it (fitting), since every render begun since was granted under a limit no greater than
-// its share under it; it publishes the last
-// division it confirmed, with its demand then, and its renders in flight; then it reads every
-// node's. The division is settled (written to the farm words: every share under it holds at
+// its share under it; it publishes the last division it confirmed, with its demand then, and
+// its renders in flight; then it reads every node's. The division is settled (written to the farm words: every share under it holds at
 // once) when every live node confirmed it and every node not live was last heard from long
 // enough ago that it grants nothing and its renders have ended (LeaseTTL + Grace); otherwise
 // the farm words say it is not, and shares that grow wait their grace.
