@@ -11,7 +11,8 @@ import (
 // (store/pgstore/pgcluster implements it; the embedded store offers none, and a node on it is
 // alone). It is everything a node's cluster parts ask of the database: the records of the
 // membership (FigureRegistry), the shards the store works on (Shards, ShardOf, SetOwned,
-// OwnedShards), the hosts' pauses shared by the nodes (hosts.PauseBoard), the pages other nodes
+// OwnedShards), the hosts' pauses shared by the nodes (hosts.PauseBoard), their confirmations of each
+// division of the hosts' limits (hosts.ConfirmBoard), the pages other nodes
 // committed (PagesPresent), and the view of the cluster for people (ClusterView). Its methods
 // speak only of standard and package store types, so the engine satisfies it without
 // importing this package; the assembler (assemble/engine) hands it over as this interface.
@@ -28,6 +29,10 @@ type Engine interface {
 	// PublishPauses and ReadPauses are the cluster's board of host pauses (hosts.PauseBoard).
 	PublishPauses(ctx context.Context, hosts []string, untilMs []int64, status []int32) error
 	ReadPauses(ctx context.Context) (hosts []string, untilMs []int64, status []int32, nowMs int64, err error)
+	// PublishConfirm and ReadConfirms are the nodes' confirmations of the division of the
+	// hosts' limits (hosts.ConfirmBoard).
+	PublishConfirm(ctx context.Context, c store.FarmConfirm) error
+	ReadConfirms(ctx context.Context) (confirms []store.FarmConfirm, nowMs int64, err error)
 	// PagesPresent returns the keys among keys that have a page, in one read.
 	PagesPresent(ctx context.Context, keys [][]byte) ([][]byte, error)
 	// ClusterView reads the nodes and the shards' leases and floors from one snapshot; a node

@@ -51,6 +51,12 @@ type Options struct {
 	// runs out and no renewal extended it (a node paused, partitioned or slow), whatever the
 	// wall clock says by then. nil: time.AfterFunc.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
+	// Retick, when set, is how soon the member ticks again after a tick that found the
+	// membership moving (the live nodes changed since its last tick, or a shard it should
+	// hold is held by another live node, which hands it over at its own tick), on AfterFunc's
+	// clock; and the least time between two ticks that Nudge asks for. 0: the member ticks
+	// every TTL/4 only.
+	Retick time.Duration
 }
 
 // Member is a node's part in the cluster: it registers the node, then every TTL/4 heartbeats,
@@ -70,11 +76,41 @@ type Member struct {
 	monoOrigin time.Time   // Go's monotonic reading at NewMember, when Options.Mono is nil
 	windowEnd  func() bool // stops the timer that ends the current grant window; guarded by mu
 	window     uint64      // counts grant windows, so a timer of an earlier one does nothing; guarded by mu
+
+	// The ticks between the ticker's (Options.Retick), guarded by mu: nudges asks the loop
+	// for a tick; lastTick is when the last one began (mono), lastLive the live nodes it
+	// read, and retickStop stops the timer of the tick asked for after it.
+	nudges     chan struct{}
+	lastTick   time.Duration
+	lastLive   []string
+	retickStop func() bool
 }
 
 // NewMember returns a Member; Start registers it.
 func NewMember(opts Options) *Member {
-	return &Member{opts: opts, held: map[int32]int64{}, done: make(chan struct{}), monoOrigin: time.Now()}
+	return &Member{opts: opts, held: map[int32]int64{}, done: make(chan struct{}), monoOrigin: time.Now(),
+		nudges: make(chan struct{}, 1)}
+}
+
+// Nudge asks for a tick now, rather than at the next: the hosts' farm read a node its
+// membership does not count (hosts.Farm.OnMembersBehind). It is spaced Options.Retick at
+// least from the tick before, and does nothing without Retick.
+func (m *Member) Nudge() {
+	if m.opts.Retick <= 0 {
+		return
+	}
+	select {
+	case m.nudges <- struct{}{}:
+	default:
+	}
+}
+
+// afterFunc is Options.AfterFunc, or time.AfterFunc.
+func (m *Member) afterFunc(d time.Duration, f func()) func() bool {
+	if m.opts.AfterFunc != nil {
+		return m.opts.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f).Stop
 }
 
 // mono reads the monotonic clock (Options.Mono).
@@ -105,11 +141,7 @@ func (m *Member) openGrantWindow(monoStart time.Duration) {
 	}
 	o.Fence.SetGrantUntil(o.Now().Add(left).UnixMilli())
 	window := m.window
-	afterFunc := o.AfterFunc
-	if afterFunc == nil {
-		afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-	}
-	m.windowEnd = afterFunc(left, func() {
+	m.windowEnd = m.afterFunc(left, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.window == window { // no renewal since: the window ran out
@@ -186,6 +218,13 @@ func (m *Member) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticks:
+		case <-m.nudges:
+			m.mu.Lock()
+			soon := m.mono()-m.lastTick < m.opts.Retick
+			m.mu.Unlock()
+			if soon {
+				continue // the tick just made read the cluster as lately as this one would
+			}
 		}
 		m.mu.Lock()
 		if !m.stopped {
@@ -209,6 +248,9 @@ func (m *Member) Stop() {
 	m.cancel()
 	if m.windowEnd != nil {
 		m.windowEnd()
+	}
+	if m.retickStop != nil {
+		m.retickStop()
 	}
 	m.mu.Unlock()
 	<-m.done
@@ -260,6 +302,7 @@ func (m *Member) Tick(ctx context.Context) {
 func (m *Member) tickLocked(ctx context.Context) {
 	o := m.opts
 	monoStart := m.mono()
+	m.lastTick = monoStart
 	ctx, cancel := context.WithTimeout(ctx, o.TTL/2)
 	defer cancel()
 	if err := m.heartbeat(ctx); err != nil {
@@ -277,10 +320,12 @@ func (m *Member) tickLocked(ctx context.Context) {
 		o.Log.Warn().Err(err).Msg("cluster: reading the cluster failed")
 		return
 	}
+	live := view.LiveIDs(o.TTL)
 	if o.Members != nil {
-		o.Members(o.ID, view.LiveIDs(o.TTL), view.Now)
+		o.Members(o.ID, live, view.Now)
 	}
 	plan := PlanFor(&view, o.ID, o.TTL)
+	m.retickIfMoving(&view, live)
 
 	// Shards held here that the view no longer shows as ours at our epoch are lost.
 	viewEpoch := map[int32]int64{}
@@ -356,6 +401,36 @@ func (m *Member) tickLocked(ctx context.Context) {
 		o.Log.Info().Str("node", o.ID).Int("held", len(shards)).Int("acquired", len(plan.Acquire)).
 			Int("released", len(plan.Release)).Int("lost", len(lost)).Msg("cluster: shards moved")
 	}
+}
+
+// retickIfMoving asks for a tick Retick after this one when the membership is moving: the live
+// nodes changed since the last tick (the others may not have read it yet: a node that starts
+// with others may have read only some of them), or a shard this node should hold is held by
+// another live node, which hands it over at its own tick. A cluster that forms, or a node that
+// joins, then holds its shards and its share of each host's limit within a Retick or two of
+// every node's first tick, not a quarter of a TTL or two later. The caller holds m.mu.
+func (m *Member) retickIfMoving(view *View, live []string) {
+	o := m.opts
+	if o.Retick <= 0 {
+		return
+	}
+	live = slices.Sorted(slices.Values(live))
+	moving := !slices.Equal(m.lastLive, live)
+	m.lastLive = live
+	for _, l := range view.Leases {
+		if moving {
+			break
+		}
+		moving = l.Owner != "" && l.Owner != o.ID && l.ExpiresAt.After(view.Now) &&
+			slices.Contains(live, l.Owner) && Desired(l.Shard, live) == o.ID
+	}
+	if !moving {
+		return
+	}
+	if m.retickStop != nil {
+		m.retickStop()
+	}
+	m.retickStop = m.afterFunc(o.Retick, m.Nudge)
 }
 
 // giveUp stops the node's grants of shards, then, for a release, hands their leases over:

@@ -335,3 +335,56 @@ func TestRestartAfterACrashWaitsOutTheOldHeartbeat(t *testing.T) {
 		t.Fatalf("the restarted node-a owns %d shards, want %d", got, testShards)
 	}
 }
+
+// TestMemberTicksAgainSoonWhileTheMembershipMoves: a node that joins a live node finds every
+// shard it should hold still held by the other, which hands them over at its own tick. The
+// joiner ticks again Retick later (and so again after that while shards it wants are held
+// elsewhere), not a quarter of a TTL later: it holds its shards within Retick of the
+// handover, and so does a node a membership change reaches, the tick after the change.
+func TestMemberTicksAgainSoonWhileTheMembershipMoves(t *testing.T) {
+	reg := clustertest.NewMemRegistry(testShards, time.UnixMilli(1_800_000_000_000))
+	const retick = 500 * time.Millisecond
+	type node struct {
+		m    *Member
+		mono *monoClock
+	}
+	mk := func(id string) node {
+		seg, err := shm.Create(filepath.Join(t.TempDir(), "seg"), shm.Options{Workers: 1, EpochMs: reg.Now().UnixMilli()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { seg.Close() })
+		w, _ := seg.Worker(0)
+		mono := &monoClock{}
+		m := NewMember(Options{
+			Registry: reg, ID: id, Addr: id, Incarnation: id + "/1", TTL: 10 * time.Second, Shards: testShards,
+			Owned: func(context.Context, []int32, []int64) error { return nil },
+			Fence: seg.Fence(), Leases: seg.Leases(), Worker: w, Now: reg.Now, Log: zerolog.Nop(),
+			After: func(time.Duration) <-chan time.Time { return make(chan time.Time) },
+			Ticks: make(chan time.Time), Mono: mono.Mono, AfterFunc: mono.AfterFunc, Retick: retick,
+		})
+		if err := m.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Stop)
+		return node{m: m, mono: mono}
+	}
+	held := func(n node) int { shards, _ := n.m.Held(); return len(shards) }
+	a := mk("node-a")
+	b := mk("node-b") // wants about half of the shards, all held by node-a
+	if got := held(b); got != 0 {
+		t.Fatalf("node-b holds %d shards that node-a has not handed over", got)
+	}
+	a.m.Tick(context.Background()) // node-a's own tick: it sees node-b and hands its shards over
+	b.mono.Advance(retick)
+	deadline := time.Now().Add(10 * time.Second)
+	for held(b) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("node-b holds no shard %v after node-a handed them over (owners %v): it waits for its next tick, a quarter of a TTL", retick, reg.Owners())
+		}
+		time.Sleep(time.Millisecond) // the member's loop ticks on its own goroutine
+	}
+	if owners := reg.Owners(); owners["node-a"]+owners["node-b"] != testShards {
+		t.Fatalf("owners %v", owners)
+	}
+}

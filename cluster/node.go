@@ -36,6 +36,10 @@ type NodeOptions struct {
 	Recount func()
 }
 
+// Retick is the part of cluster.lease_ttl a node's member waits before it ticks again while
+// the membership moves (Options.Retick): 500 ms at the default TTL of 10 s.
+const Retick = 20
+
 // NewNodeMember builds worker 0's part in the cluster on eng: nil when eng is nil (the
 // embedded store), whose node alone owns everything and grants with no fence (grantUntil 0).
 // The incarnation is unique per supervisor run (host, the segment creator's pid and epoch), so
@@ -62,6 +66,7 @@ func NewNodeMember(eng Engine, o NodeOptions) *Member {
 		Log:         o.Log,
 		Event:       o.Event,
 		Members:     o.Members,
+		Retick:      o.TTL / Retick,
 	}
 	publishCapacity(&opts, o.Figures, o.Recount)
 	return NewMember(opts)

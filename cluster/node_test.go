@@ -54,6 +54,10 @@ func (e *fakeEngine) PublishPauses(context.Context, []string, []int64, []int32) 
 func (e *fakeEngine) ReadPauses(context.Context) ([]string, []int64, []int32, int64, error) {
 	return nil, nil, nil, 0, nil
 }
+func (e *fakeEngine) PublishConfirm(context.Context, store.FarmConfirm) error { return nil }
+func (e *fakeEngine) ReadConfirms(context.Context) ([]store.FarmConfirm, int64, error) {
+	return nil, 0, nil
+}
 func (e *fakeEngine) PagesPresent(_ context.Context, keys [][]byte) ([][]byte, error) {
 	var out [][]byte
 	for _, k := range keys {

@@ -52,7 +52,7 @@ func Allow(hash uint64, st shm.HostState, found bool, maxInFlight int, farm Memb
 func Of(seg *shm.Segment, cfg *Limits, host []byte, nowMs int64) Allowance {
 	hash := shm.HostHash(host)
 	st, found := seg.Hosts().Load(hash)
-	return Allow(hash, st, found, cfg.Max(host), MembershipOf(seg), nowMs)
+	return Allow(hash, st, found, cfg.Max(host), membershipOfHost(seg, hash), nowMs)
 }
 
 // Admit takes a render slot of the host of key for holder, for ttlMs: none while the host is

@@ -232,12 +232,19 @@ func TestMembershipWords(t *testing.T) {
 	if m := MembershipOf(seg); m != (Membership{}) {
 		t.Fatalf("a new segment's membership: %+v, want no farm", m)
 	}
-	m := Membership{Index: 1, Nodes: 3, PrevIndex: 2, PrevNodes: FarmNone, SinceMs: 20_000, GraceMs: 4500, RoundMs: 18_000, ClockOffsetMs: -7}
+	m := Membership{Index: 1, Nodes: 3, PrevIndex: 2, PrevNodes: FarmNone, SinceMs: 20_000, GraceMs: 4500, RoundMs: 18_000, ClockOffsetMs: -7,
+		Adopted: true, Round: 42, Settled: true, SettledRound: 41}
 	setMembership(seg, m)
-	want := [shm.FarmWords]uint64{1 | 3<<16 | 2<<32 | FarmNone<<48, 20_000, 4500, 18_000, 0xffff_ffff_ffff_fff9}
+	want := [shm.FarmWords]uint64{1 | 3<<16 | 2<<32 | FarmNone<<48, 20_000, 4500 | 18_000<<32, 42 | 43<<32, 0xffff_ffff_ffff_fff9}
 	if w := seg.Hosts().LoadFarm(); w != want {
 		t.Fatalf("farm words %#x, want %#x", w, want)
 	}
+	if got := MembershipOf(seg); got != m {
+		t.Fatalf("read back %+v, want %+v", got, m)
+	}
+	// The last settled round of the membership before, and no round adopted.
+	m = Membership{Index: 0, Nodes: 2, PrevIndex: 1, PrevNodes: 3, SinceMs: 1, GraceMs: 2, RoundMs: 3, PrevSettled: true, SettledRound: 7}
+	setMembership(seg, m)
 	if got := MembershipOf(seg); got != m {
 		t.Fatalf("read back %+v, want %+v", got, m)
 	}

@@ -48,6 +48,12 @@ type Plan[V any] struct {
 	placed      int     // entries Spread has placed
 	// overflow holds the best cap of the rows refused at the cap (Promote); nil until one is.
 	overflow *policy.Selector[V]
+	// site and rows are the host's name and its rows the pass offered (Of): its demand, which
+	// the node publishes for the division of the host's limit (ReportDemand). heldByFarm: the
+	// host's share on this node is 0 now.
+	site       string
+	rows       int
+	heldByFarm bool
 }
 
 // Full reports whether the host holds its cap of the set: a further row of it is refused.
@@ -82,10 +88,11 @@ func (h *Shaper[V]) Of(key []byte) (uint64, *Plan[V]) {
 	host := h.limits.Site(key)
 	hash := shm.HostHash(host)
 	if p, ok := h.plans[hash]; ok {
+		p.rows++
 		return hash, p
 	}
 	a := Of(h.seg, h.limits, host, h.now)
-	p := &Plan[V]{limit: a.Limit, PausedUntil: a.PausedUntilMs}
+	p := &Plan[V]{limit: a.Limit, PausedUntil: a.PausedUntilMs, site: string(host), rows: 1, heldByFarm: a.HeldByFarm}
 	if p.cap = a.EntryCap(h.k, h.slots); p.cap > 0 {
 		p.share = float64(p.cap) / float64(h.k)
 	}
@@ -114,9 +121,32 @@ func (h *Shaper[V]) Settled(stored []string) func() bool {
 			if !ok || !(p.PausedUntil > h.now || p.cap > 0 && p.held >= p.cap) {
 				return false
 			}
+			if p.heldByFarm && p.rows < DemandProbe {
+				return false // a host this node holds no share of: count its demand first
+			}
 		}
 		return true
 	}
+}
+
+// DemandProbe is how many rows of a host whose share on the node is 0 a pass reads before it
+// stops at the host (Settled): the demand the node publishes for it (ReportDemand), which is
+// how it gets a share of the host's limit while other nodes hold it all.
+const DemandProbe = 64
+
+// ReportDemand gives the rows due the pass offered per host to the farm of the node, if it is
+// in one (Farm.ReportDemand): what a division that follows demand divides the hosts' limits by.
+// A pass that stopped at a host early counts the rows it read of it.
+func (h *Shaper[V]) ReportDemand() {
+	f, ok := demandSinks.Load(h.seg)
+	if !ok {
+		return
+	}
+	rows := make(map[string]int, len(h.plans))
+	for _, p := range h.plans {
+		rows[p.site] = p.rows
+	}
+	f.(*Farm).ReportDemand(rows)
 }
 
 // Release gives back the place of an evicted row of host hash.

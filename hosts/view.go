@@ -21,10 +21,10 @@ import (
 // maxOf(host), its configured maximum), whether it is paused now and its renders in flight
 // (its host tokens held), sorted by Compare.
 func Rows(seg *shm.Segment, maxOf func(host []byte) int, nowMs int64) []wire.QueueHost {
-	states, farm := seg.Hosts().Snapshot(), MembershipOf(seg)
+	states := seg.Hosts().Snapshot()
 	out := make([]wire.QueueHost, 0, len(states))
 	for i := range states {
-		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), farm, nowMs))
+		out = append(out, row(seg, &states[i], maxOf([]byte(states[i].Host)), membershipOfHost(seg, states[i].Hash), nowMs))
 	}
 	slices.SortFunc(out, Compare)
 	return out

@@ -42,6 +42,9 @@ func EngineCluster(seg *shm.Segment, worker *shm.Worker, log zerolog.Logger) Clu
 			var m, f startstop.Service
 			if member != nil {
 				m = member
+				if farm != nil {
+					farm.OnMembersBehind(member.Nudge) // a node joined: read the cluster now
+				}
 			}
 			if farm != nil {
 				f = farm

@@ -114,7 +114,7 @@ func (s *Service) Start(ctx context.Context) error {
 			return
 		}
 		p := &renderPool{e: e, claimer: claimer, rdrs: rdrs, sender: client, inFlight: senders(int(e.Seg.Layout().Workers)), after: time.After,
-			check: &conditionalCheck{client: client}}
+			check: &conditionalCheck{client: client}, farm: newFarmWake(e.Seg)}
 		p.run(ctx)
 	}()
 	return nil
@@ -139,6 +139,10 @@ type renderPool struct {
 	after    func(time.Duration) <-chan time.Time
 	released atomic.Int64      // leases given back unrendered
 	check    *conditionalCheck // nil: always render
+	// farm wakes the loops that back off when the farm words change (nil: none does); idle
+	// is the backoff's timer (nil: time.After), which a test may hold.
+	farm *farmWake
+	idle func(time.Duration) <-chan time.Time
 }
 
 // run renders until ctx ends, then stops within two bounds, both timed from the stop:
@@ -168,6 +172,9 @@ func (p *renderPool) run(ctx context.Context) {
 	delivered := make(chan struct{})
 
 	concurrency := e.Settings().Concurrency
+	if p.farm != nil {
+		go p.farm.run(ctx)
+	}
 	var wg sync.WaitGroup
 	for range concurrency {
 		wg.Add(1)
@@ -234,7 +241,13 @@ func waitForWorker0(ctx context.Context, e *Deps, client *wire.Client) bool {
 func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- pending) {
 	e := p.e
 	idle := idleMin
+	idleAfter := p.idle
+	if idleAfter == nil {
+		idleAfter = time.After
+	}
 	for claimCtx.Err() == nil {
+		// Taken before the claim: a share that grows after the claim read it wakes the loop.
+		grown := p.farm.changed()
 		jobs, err := p.claimer.Claim(claimCtx, claimBatch)
 		claimedAt := time.Now()
 		// Work queued behind leased rows is not a failure, nor "nothing to do": claim again
@@ -249,9 +262,15 @@ func (p *renderPool) renderLoop(claimCtx, renderCtx context.Context, out chan<- 
 			}
 			select {
 			case <-claimCtx.Done():
-			case <-time.After(idle):
+			case <-idleAfter(idle):
+				idle = min(2*idle, idleMax)
+			case <-grown:
+				// The farm's division changed: a host's share here may have grown. Every loop
+				// wakes, one claims from worker 0's index (which asks for a sweep) and the
+				// others find nothing yet: they look again soon, and take the entries the sweep
+				// publishes, rather than back off for a second with a slot unused.
+				idle = idleMin
 			}
-			idle = min(2*idle, idleMax)
 			continue
 		}
 		idle = idleMin

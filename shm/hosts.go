@@ -27,6 +27,8 @@ const (
 	DefaultHostCapacity = hosttable.DefaultCapacity
 	// FarmWords is the number of farm words (Hosts.LoadFarm).
 	FarmWords = hosttable.FarmWords
+	// FarmShares is the number of the farm's shares entries (Hosts.LoadFarmShare).
+	FarmShares = hosttable.FarmShares
 )
 
 // HostHash is the 64-bit hash of a host name, never 0 (0 marks a free slot): KeyHash's.

@@ -28,8 +28,9 @@ import (
 const (
 	// LayoutVersion is bumped whenever any byte of the layout changes meaning. Attaching to a
 	// segment of another version fails with a *VersionError (R5). Version 3 added the host table,
-	// version 4 its farm words.
-	LayoutVersion uint32 = 4
+	// version 4 its farm words, version 5 the farm's rounds (the round adopted and the one settled)
+	// and the farm's shares after the host slots.
+	LayoutVersion uint32 = 5
 
 	pageSize   = 4096
 	headerSize = pageSize
@@ -218,7 +219,7 @@ func newLayout(o Options, pid uint64) Layout {
 	l.lease = next(lineSize + uint64(l.LeaseCapacity)*leaseSlotSize)
 	l.floor = next(floorSize)
 	l.workers = next(uint64(l.Workers) * workerStride(l.Counters))
-	l.hosts = next(hosttable.ControlSize + uint64(l.HostCapacity)*hosttable.SlotSize)
+	l.hosts = next(hosttable.ControlSize + uint64(l.HostCapacity)*hosttable.SlotSize + hosttable.FarmSharesSize)
 	l.SegmentSize = off
 	return l
 }

@@ -100,6 +100,7 @@ func describeLayout(l Layout) string {
 	fmt.Fprintf(w, "%d\t%d\t host table\n", l.hosts.off, l.hosts.size)
 	fmt.Fprintf(w, "%d\t%d\t   control line\n", l.hosts.off, lineSize)
 	fmt.Fprintf(w, "%d\t%d\t   slots (%d × %d)\n", l.hosts.off+lineSize, uint64(l.HostCapacity)*hosttable.SlotSize, l.HostCapacity, hosttable.SlotSize)
+	fmt.Fprintf(w, "%d\t%d\t   farm shares (%d × 16)\n", l.hosts.off+lineSize+uint64(l.HostCapacity)*hosttable.SlotSize, hosttable.FarmSharesSize, hosttable.FarmShares)
 	fmt.Fprintf(w, "%d\t\t end\n", l.SegmentSize)
 	w.Flush()
 	return b.String()
@@ -444,11 +445,16 @@ func probeSegment(t *testing.T) (map[string]docBlock, []byte) {
 	hs := hosts.Stats()
 	// The farm words' meaning is package hosts' (its TestMembershipWords); here, their places.
 	farm := uint64(1 | 3<<16 | 0<<32 | 0xffff<<48)
-	hosts.StoreFarm([FarmWords]uint64{farm, 20_000, 4500, 18_000, uint64(0xffff_ffff_ffff_fff9)})
+	farmHash := HostHash([]byte("shop.example"))
+	hosts.StoreFarmShares([FarmWords]uint64{farm, 20_000, 4500 | 18_000<<32, 42 | 43<<32, uint64(0xffff_ffff_ffff_fff9)},
+		[]uint64{farmHash}, []uint64{2 | 1<<16})
 	blocks["Host table / Control line"] = docBlock{base: l.hosts.off, values: map[string]uint64{
 		"stores": hs.Stores, "evictions": hs.Evictions,
-		"farm": farm, "farmSince": 20_000, "farmGrace": 4500, "farmRound": 18_000,
+		"farm": farm, "farmSince": 20_000, "farmGrace": 4500 | 18_000<<32, "farmRounds": 42 | 43<<32,
 		"farmOffset": uint64(0xffff_ffff_ffff_fff9), "farmSeq": 2,
+	}}
+	blocks["Host table / Farm shares"] = docBlock{base: l.hosts.off + 64 + hosttable.SlotSize*uint64(l.HostCapacity), values: map[string]uint64{
+		"hash": farmHash, "share": 2 | 1<<16,
 	}}
 	h := HostHash([]byte(shop.Host))
 	slot := h % uint64(l.HostCapacity)

@@ -394,6 +394,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("sweep: iterate: %w", err)
 	}
 	res.Rows, res.Capped = stats.Rows, stats.Capped && enabled
+	plans.ReportDemand() // the rows due per host, for the division of the hosts' limits in a cluster
 	res.FloorMs, res.Advanced = pass.AdvanceFloor(set.FloorGuard.Milliseconds())
 	pass.Close() // the iterator and snapshot are released before anything below writes
 

@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	"pagedigest":            {},
 	"verdict":               {},
 	"fuzz":                  {},
-	"hosts":                 {"cachekey", "internal/startstop", "outcome", "policy", "shm", "wire"},
+	"hosts":                 {"cachekey", "internal/startstop", "outcome", "policy", "shm", "store", "wire"},
 	"intake":                {"cachekey", "freshness", "hosts", "policy", "render", "shm", "store", "verdict", "wire"},
 	"internal/clock":        {},
 	"internal/connguard":    {},

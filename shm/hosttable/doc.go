@@ -23,6 +23,12 @@
 //	56  (reserved)
 //	64  host        [256]byte, the host's name, name length of them meaningful
 //
+// Then the farm's shares, FarmShares entries of 16 bytes, read and written with the farm words
+// under their sequence word (farm.go):
+//
+//	0   hash        uint64  Hash of the host; 0 = free, and every entry after it too
+//	8   share       uint64  package hosts' word: the node's shares of the host (hosts.Membership)
+//
 // Invariants:
 //   - A host lives in one of 16 slots from its home slot, hash % capacity. A reader loads seq,
 //     and retries while it is odd; copies the slot; then loads seq again, and keeps the copy

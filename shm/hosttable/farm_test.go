@@ -47,3 +47,25 @@ func TestFarmWordsNeverTear(t *testing.T) {
 		t.Fatalf("after the writes: %v", w)
 	}
 }
+
+// TestFarmSharesWithTheWords: a host's share word is read with the farm words it was written
+// with; a host with no entry is not found; a writing with fewer entries frees the rest.
+func TestFarmSharesWithTheWords(t *testing.T) {
+	tb := newTable(t, 4)
+	w := [FarmWords]uint64{1, 2, 3, 4, 5}
+	tb.StoreFarmShares(w, []uint64{11, 22}, []uint64{7, 8})
+	if got, share, ok := tb.LoadFarmShare(22); got != w || !ok || share != 8 {
+		t.Fatalf("host 22: words %v share %d found %v; want %v 8 true", got, share, ok, w)
+	}
+	if _, _, ok := tb.LoadFarmShare(33); ok {
+		t.Fatal("a host with no entry was found")
+	}
+	w2 := [FarmWords]uint64{9, 9, 9, 9, 9}
+	tb.StoreFarmShares(w2, []uint64{11}, []uint64{1})
+	if got, _, ok := tb.LoadFarmShare(22); got != w2 || ok {
+		t.Fatalf("after a writing without it, host 22: words %v found %v", got, ok)
+	}
+	if got := tb.LoadFarm(); got != w2 {
+		t.Fatalf("LoadFarm %v, want %v", got, w2)
+	}
+}

@@ -15,6 +15,7 @@ type Table struct {
 	stores, evictions *uint64
 	control           unsafe.Pointer // the control line: the counters, then the farm words (farm.go)
 	slots             unsafe.Pointer
+	shares            unsafe.Pointer // the farm's shares, after the slots (farm.go)
 	capacity          uint64
 
 	writeMu sync.Mutex // one writer per process; across processes, only worker 0 writes
@@ -70,7 +71,8 @@ func Hash(host []byte) uint64 {
 }
 
 // New returns the table over section, the host table's section of a segment: ControlSize +
-// capacity × SlotSize bytes, 8-byte aligned, as the segment's validated layout gives it.
+// capacity × SlotSize + FarmSharesSize bytes, 8-byte aligned, as the segment's validated
+// layout gives it.
 func New(section []byte, capacity int) *Table {
 	return &Table{
 		stores:    (*uint64)(unsafe.Pointer(&section[0])),
@@ -78,6 +80,7 @@ func New(section []byte, capacity int) *Table {
 		control:   unsafe.Pointer(&section[0]),
 		capacity:  uint64(capacity),
 		slots:     unsafe.Pointer(&section[ControlSize]),
+		shares:    unsafe.Pointer(&section[ControlSize+capacity*SlotSize]),
 	}
 }
 

@@ -132,6 +132,6 @@ func TestHostTableNeverEvictsAPausedHostForALesserOne(t *testing.T) {
 // newTable is a table of capacity slots over ordinary, 8-byte aligned memory.
 func newTable(t testing.TB, capacity int) *Table {
 	t.Helper()
-	words := make([]uint64, (ControlSize+capacity*SlotSize)/8)
+	words := make([]uint64, (ControlSize+capacity*SlotSize+FarmSharesSize)/8)
 	return New(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8), capacity)
 }

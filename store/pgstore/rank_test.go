@@ -46,10 +46,10 @@ func TestForEachOwnedRowCarriesRankInterval(t *testing.T) {
 	}
 }
 
-// A database at schema version 4 (before the rank interval and the class index) migrates to
-// the current version: its rows read back with rank interval 0, the column refuses a negative
-// one, the due index carries the column, and a ranked write then reads back; its rows are
-// unclassified until a store with a classifier reclassifies them.
+// A database at schema version 4 (before the rank interval, the class index and the farm's
+// confirmations) migrates to the current version: its rows read back with rank interval 0, the
+// column refuses a negative one, the due index carries the column, and a ranked write then
+// reads back; its rows are unclassified until a store with a classifier reclassifies them.
 func TestMigrateFromVersion4(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	db := rawPool(t, dsn)
@@ -63,6 +63,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 	}
 	// Back to version 4 as 0001 and 0005 leave it, with a row of that version.
 	for _, q := range []string{
+		`DROP TABLE freshq_farm_confirm`,
 		`DROP INDEX freshq_schedule_class`,
 		`ALTER TABLE freshq_schedule DROP COLUMN class`,
 		`DELETE FROM freshq_meta WHERE name IN ('class_epoch', 'class_fingerprint')`,
@@ -78,8 +79,8 @@ func TestMigrateFromVersion4(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	if pgschema.Version() != 6 {
-		t.Fatalf("pgschema.Version %d: this test undoes versions 5 and 6 only", pgschema.Version())
+	if pgschema.Version() != 7 {
+		t.Fatalf("pgschema.Version %d: this test undoes versions 5, 6 and 7 only", pgschema.Version())
 	}
 
 	st = openStore(t, dsn, &pgstore.Options{Shards: 4})
