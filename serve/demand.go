@@ -18,6 +18,9 @@ import (
 // and a restart loses at most two half-lives of counts. The handler counts a request only once
 // its key was found stored (a hit, a stale page, or a miss it rendered): a key nobody stores
 // has no row to write the count into, and counting it would let anyone fill memory with URLs.
+// With crawler verification on it counts only a request whose claim is verified
+// (Handler.countsDemand): anyone can write a crawler's User-Agent, and demand decides which
+// pages get the scarce renders.
 //
 // Memory is bounded by bytes, not keys, since a key may be up to the store's key limit long:
 // MaxBytes (serve.demand_bytes) is shared in thirds by the current generation, the previous one

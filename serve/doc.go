@@ -52,7 +52,8 @@
 //     and written as stored to a client that accepts gzip; one that does not gets them streamed
 //     through a gzip reader, never decompressed whole, with the plain length recorded at write
 //     time (page v2) as their Content-Length.
-//   - Demand. Requests per stored key are counted after the page's lookup, decayed (two
+//   - Demand. Requests per stored key are counted after the page's lookup (with verification
+//     on, only a request whose claim is verified: Handler.countsDemand), decayed (two
 //     generations of one hour), in worker 0's memory (Demand, bounded by serve.demand_bytes),
 //     not in the row, so a hit never waits on a write; every freshness.demand_flush worker 0
 //     writes the counts into the targets' request counters (intake.Demand) in one funnel batch

@@ -289,23 +289,25 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 		return unnamedHost(w, "host "+host+" is not one render.domains allows")
 	}
 	pg, err := h.d.Targets.Stored(key)
-	if err == nil {
-		// Counted after the lookup, and only for a key stored: see Demand.
-		h.d.Demand.Note(key, h.d.Now())
-	}
+	now := h.d.Now() // a stored page's request is counted as of its lookup: see Demand
 	switch {
 	case err == nil && (!pg.Expired || pg.ServeStale):
 		if pg.Expired && !pg.Urgent {
 			h.moveUp(key, cfg)
 		}
 		h.verify(r, cfg, c, false) // a stored page is served to anyone: never waits for a lookup
+		h.noteDemand(cfg, c, key, now)
 		result := ResultHit
 		if pg.Stale {
 			result = ResultStale
 		}
 		return answer{result, writePage(w, r, pg.ServedPage, result)}
-	case err == nil, errors.Is(err, intake.ErrNotFound):
-		return h.miss(w, r, key, target, device, host, cfg, err == nil, c)
+	case err == nil: // stored, expired, not served stale: rendered on miss, counted whatever comes of it
+		a := h.miss(w, r, key, target, device, host, cfg, true, c)
+		h.noteDemand(cfg, c, key, now)
+		return a
+	case errors.Is(err, intake.ErrNotFound):
+		return h.miss(w, r, key, target, device, host, cfg, false, c)
 	default:
 		h.verify(r, cfg, c, false)
 		return h.fail(w, ResultError, err)
@@ -315,10 +317,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, cfg *Settings, c
 // miss renders key on miss and serves the page, within serve.wait. Only for a host
 // render.domains names (an empty list renders nothing on miss here), and a new target only
 // within its host's serve.miss_rate (both checked again by misses.Flights, the one place that
-// creates targets on miss, for every listener). counted: the request was counted at its lookup
-// (an expired page's); else it is once the render stored the page. A target whose last render ended with a client error
+// creates targets on miss, for every listener). stored: the page was stored at the lookup (an
+// expired page's), its request counted by the caller; else it is counted once the render stored
+// the page, when its claim deserves it (countsDemand). A target whose last render ended with a client error
 // (a page that declares 404) is answered that status without rendering again within its cadence.
-func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, counted bool, c *claim) answer {
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, target, device, host string, cfg *Settings, stored bool, c *claim) answer {
 	if len(cfg.Misses.Domains) == 0 {
 		h.verify(r, cfg, c, false)
 		return unnamedHost(w, "no page stored, and render on miss needs render.domains to name the host ("+host+")")
@@ -351,10 +354,36 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key []byte, targe
 	if err != nil {
 		return h.fail(w, ResultMiss, err)
 	}
-	if !counted { // stored now, by the render
-		h.d.Demand.Note(key, now)
+	if !stored { // stored now, by the render
+		h.noteDemand(cfg, c, key, now)
 	}
 	return answer{ResultMiss, writePage(w, r, pg, ResultMiss)}
+}
+
+// countsDemand reports whether a request with claim c counts toward its page's demand, which
+// orders the scarce renders (the freshness policy's request rate). With verification off
+// (serve.verify_crawlers, or no Verifier) the operator trusts its middleware: every request
+// counts. With it on, the crawler listener may be reached by anyone who writes a crawler's
+// User-Agent, so only a claim verified by now counts: not one unverified, nor one pending (the
+// address's first request, its lookup running in the background: one request an address a
+// serve.verify.cache_ttl goes uncounted, which keeping it until the lookup ends would not be
+// worth a per-address list of pages), nor one of a family that documents no verification
+// (unverifiable), nor a request without an address to verify (unchecked), nor one that claims
+// no crawler: otherwise a spoofer would only have to change or drop its User-Agent. The verdict
+// is the one the request was answered with, cached per address by the Verifier: no lookup here.
+func (h *Handler) countsDemand(cfg *Settings, c *claim) bool {
+	if !cfg.Verify || h.d.Verifier == nil {
+		return true
+	}
+	return c.verdict == crawlers.Verified
+}
+
+// noteDemand counts the request of key at now toward its page's demand when its claim deserves
+// it (countsDemand).
+func (h *Handler) noteDemand(cfg *Settings, c *claim, key []byte, now int64) {
+	if h.countsDemand(cfg, c) {
+		h.d.Demand.Note(key, now)
+	}
 }
 
 // declared answers a page whose render ended with a client error (404, 410) with that status,
