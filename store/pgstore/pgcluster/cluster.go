@@ -20,6 +20,9 @@ type Cluster struct {
 	// belowFloor is RowsBelowFloor's last count of the rows below each shard's floor, which
 	// ClusterView reports.
 	belowFloor belowFloorCount
+	// viewSlot holds the one view read at a time (ClusterView), so that readers, however many
+	// at once, hold at most one of the store's connections.
+	viewSlot chan struct{}
 }
 
 // New returns the cluster capability of st, on its connections: it lives as long as st.
@@ -28,7 +31,7 @@ func New(st *pgstore.Store, opts *Options) *Cluster {
 	if opts != nil {
 		o = *opts
 	}
-	return &Cluster{st: st, pool: st.Pool(), opts: o}
+	return &Cluster{st: st, pool: st.Pool(), opts: o, viewSlot: make(chan struct{}, 1)}
 }
 
 // Shards is S, the number of shards keys hash into (pgstore.Store.Shards).

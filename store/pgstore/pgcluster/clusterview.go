@@ -102,10 +102,18 @@ func (c *Cluster) RowsBelowFloor(limit int) (int, error) {
 //
 // A view reads the nodes, the leases and the floors (rows by the node and by the shard), never
 // the schedule: a reader of /v1/queue, /v1/cluster or /metrics, at one view a second or a
-// hundred, costs the job tables nothing and sets off no count.
+// hundred, costs the job tables nothing and sets off no count. Views are read one at a time (a
+// view waits for the one being read, or for ctx), so that readers at once hold at most one of
+// the store's connections, never the queue's.
 func (c *Cluster) ClusterView(ctx context.Context, leaseTTL time.Duration) (store.ClusterView, error) {
 	if c.st.Closed() {
 		return store.ClusterView{}, store.ErrClosed
+	}
+	select {
+	case c.viewSlot <- struct{}{}:
+		defer func() { <-c.viewSlot }()
+	case <-ctx.Done():
+		return store.ClusterView{}, fmt.Errorf("pgstore: cluster view: waiting for the view being read: %w", ctx.Err())
 	}
 	// Read before the snapshot's clock, so that the count is never later than NowMs.
 	below, atMs := c.belowFloor.last()

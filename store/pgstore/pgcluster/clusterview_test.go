@@ -243,16 +243,54 @@ func TestClusterViewReadersNeverCount(t *testing.T) {
 	views("views after the second count", 8, 3, at2)
 }
 
+// Views read at once are read one at a time: readers, however many, hold at most one of the
+// store's connections (one view's transaction), and leave the others to the queue.
+func TestClusterViewsOneAtATime(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	tr := &viewStatements{}
+	st := openCluster(t, dsn, &pgstore.Options{Shards: 4, TestTracer: tr}, nil)
+	ctx := context.WithValue(context.Background(), viewKey{}, true)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if _, err := st.ClusterView(ctx, 10*time.Second); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := tr.maxOpen.Load(); n != 1 {
+		t.Fatalf("8 readers at once had %d views' transactions open at once, want 1", n)
+	}
+}
+
 // viewKey marks the context of the statements of the views a test reads.
 type viewKey struct{}
 
-// viewStatements counts the statements the views marked with viewKey start (all), and every
-// count of the rows below the floors, whoever runs it (counts).
-type viewStatements struct{ all, counts atomic.Int64 }
+// viewStatements counts the statements the views marked with viewKey start (all) and the most
+// of their transactions open at once (maxOpen), and every count of the rows below the floors,
+// whoever runs it (counts).
+type viewStatements struct{ all, counts, open, maxOpen atomic.Int64 }
 
 func (s *viewStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if ctx.Value(viewKey{}) != nil {
 		s.all.Add(1)
+		switch sql := strings.ToLower(d.SQL); {
+		case strings.HasPrefix(sql, "begin"):
+			n := s.open.Add(1)
+			for m := s.maxOpen.Load(); n > m && !s.maxOpen.CompareAndSwap(m, n); m = s.maxOpen.Load() {
+			}
+		case strings.HasPrefix(sql, "rollback"):
+			s.open.Add(-1)
+		}
 	}
 	if strings.Contains(d.SQL, "due_at_ms < f.floor_ms") {
 		s.counts.Add(1)
