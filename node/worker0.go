@@ -201,7 +201,13 @@ func (w *worker0) open(ctx context.Context) error {
 func (w *worker0) buildSweep(st, cst store.Store, changes *sweep.Changes) error {
 	e := w.e
 	sweeps := w.status
-	belowFloor := sweeploop.NewBelowFloorAlarm(st)
+	// On PostgreSQL the cluster capability counts each shard's rows for the cluster view too, so
+	// that the view's readers never count (pgcluster.Cluster.RowsBelowFloor).
+	var floors interface{ RowsBelowFloor(limit int) (int, error) } = st
+	if c, ok := w.eng.(interface{ RowsBelowFloor(limit int) (int, error) }); ok {
+		floors = c
+	}
+	belowFloor := sweeploop.NewBelowFloorAlarm(floors)
 	// The embedded store takes the rows the sweep publishes as hints, so that their results
 	// need not read them again; it may, as worker 0 is its only writer. PostgreSQL's rows can
 	// be written by other nodes, so it takes none.

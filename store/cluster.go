@@ -41,7 +41,8 @@ type Membership struct {
 // ClusterView is the cluster as the database stands at NowMs (its own clock, which stamps
 // every heartbeat and lease), for people and metrics: the nodes, by id, and every shard's lease
 // and floor, by shard. The shards' RowsBelowFloor are as counted at RowsBelowFloorAtMs, on the
-// same clock: at most the engine's recount period before NowMs.
+// same clock, no later than NowMs: worker 0's last count (its alarm's, after a sweep), which a
+// view only reports, never takes; 0 and none before the first.
 type ClusterView struct {
 	NowMs              int64
 	RowsBelowFloorAtMs int64

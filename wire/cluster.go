@@ -22,7 +22,8 @@ type ClusterView struct {
 	Nodes      []ClusterNode  `json:"nodes"`  // by id
 	Shards     []ClusterShard `json:"shards"` // by shard
 	// RowsBelowFloorAtMs is when the shards' rows_below_floor were counted (the database's
-	// clock): worker 0 counts them at most every 10 s, and a view in between repeats the count.
+	// clock): worker 0 counts them after a sweep, at most every 10 s; a view never counts, it
+	// repeats the last count (0: none yet).
 	RowsBelowFloorAtMs int64 `json:"rows_below_floor_at_ms"`
 	// Farm is the whole farm's capacity: the sum of the figures the live nodes publish with
 	// their heartbeats, and its projection. Every node reads the same rows, so every node

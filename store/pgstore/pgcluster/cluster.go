@@ -2,29 +2,14 @@ package pgcluster
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/freshq/freshq/store/pgstore"
 )
 
-// DefaultBelowFloorRecount is how often ClusterView counts the rows below the floors, as
-// often as worker 0 counts its own (freshq_below_floor).
-const DefaultBelowFloorRecount = 10 * time.Second
-
-// Options configures New. The zero value is usable.
-type Options struct {
-	// BelowFloorRecount is how often ClusterView counts each shard's rows below its floor
-	// (zero or negative: DefaultBelowFloorRecount). Between counts a view
-	// reports the last one. The count reads the due index from the bottom of each shard, and
-	// below the floor lie the index entries of every row rendered since the table's last
-	// vacuum: 219 ms a view at 2,000,000 rows, which a scrape of /metrics and every refresh of
-	// `freshqctl top` would pay.
-	BelowFloorRecount time.Duration
-	// Now is the clock BelowFloorRecount is measured on (default time.Now). Tests inject one.
-	Now func() time.Time
-}
+// Options configures New. The zero value is usable, and it has no field yet.
+type Options struct{}
 
 // Cluster is a node's cluster capability on st's database. All methods are safe for
 // concurrent use.
@@ -32,8 +17,12 @@ type Cluster struct {
 	st   *pgstore.Store
 	pool *pgxpool.Pool
 	opts Options
-	// belowFloor is ClusterView's last count of the rows below each shard's floor.
+	// belowFloor is RowsBelowFloor's last count of the rows below each shard's floor, which
+	// ClusterView reports.
 	belowFloor belowFloorCount
+	// viewSlot holds the one view read at a time (ClusterView), so that readers, however many
+	// at once, hold at most one of the store's connections.
+	viewSlot chan struct{}
 }
 
 // New returns the cluster capability of st, on its connections: it lives as long as st.
@@ -42,13 +31,7 @@ func New(st *pgstore.Store, opts *Options) *Cluster {
 	if opts != nil {
 		o = *opts
 	}
-	if o.BelowFloorRecount <= 0 {
-		o.BelowFloorRecount = DefaultBelowFloorRecount
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return &Cluster{st: st, pool: st.Pool(), opts: o}
+	return &Cluster{st: st, pool: st.Pool(), opts: o, viewSlot: make(chan struct{}, 1)}
 }
 
 // Shards is S, the number of shards keys hash into (pgstore.Store.Shards).

@@ -3,14 +3,15 @@ package pgcluster_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/freshq/freshq/store"
 	"github.com/freshq/freshq/store/pgstore"
 	"github.com/freshq/freshq/store/pgstore/pgcluster"
 	"github.com/freshq/freshq/testkit/pgtest"
@@ -44,6 +45,11 @@ func TestClusterView(t *testing.T) {
 	exec(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms)
 		SELECT convert_to('many' || i, 'UTF8'), 5, i % 6000, 0, 0, 0 FROM generate_series(1, $1::int) i`, 2*pgcluster.MaxRowsBelowFloorCounted)
 
+	// Worker 0's alarm counts (all the shards are the store's, outside a cluster), and the view
+	// reports that count.
+	if n, err := st.RowsBelowFloor(10_000); err != nil || n != 3+pgcluster.MaxRowsBelowFloorCounted {
+		t.Fatalf("the alarm's count: %d, %v; want %d", n, err, 3+pgcluster.MaxRowsBelowFloorCounted)
+	}
 	before := time.Now()
 	v, err := st.ClusterView(ctx, 10*time.Second)
 	if err != nil {
@@ -143,18 +149,18 @@ func TestClusterViewEmpty(t *testing.T) {
 	}
 }
 
-// The view counts the rows below each shard's floor at most once per BelowFloorRecount of the
-// store's clock, and says when it counted (on the database's clock, as the view's NowMs): a
-// count reads every index entry below the floor, the dead ones of rows rendered since the last
-// vacuum included, and a scrape or a `freshqctl top` refresh asks for the view every few seconds.
-func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
+// The rows below the floors are counted by worker 0's alarm only (RowsBelowFloor, after a sweep
+// at most every 10 s), never by a view: a count reads every index entry below the floors, the
+// dead ones of the rows rendered since the last vacuum included, and a view is read at its
+// readers' rate (the console's overview every second, each scrape, each `freshqctl top`
+// refresh), so that a reader at one view a second or a hundred costs the schedule nothing. The
+// views report the last count and when it was taken (RowsBelowFloorAtMs ≤ NowMs), and every view
+// runs the same statements however many are read: none reads the schedule.
+func TestClusterViewReadersNeverCount(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
-	st := openCluster(t, dsn, &pgstore.Options{Shards: 4}, &pgcluster.Options{BelowFloorRecount: 10 * time.Second,
-		Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
+	tr := &viewStatements{}
+	st := openCluster(t, dsn, &pgstore.Options{Shards: 4, TestTracer: tr}, nil)
 	db := rawPool(t, dsn)
-	ctx := context.Background()
 	exec := execer(t, db)
 	exec(`UPDATE freshq_floor SET floor_ms = 5000`)
 	below := 0
@@ -164,47 +170,92 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 		exec(`INSERT INTO freshq_schedule (cache_key, shard, due_at_ms, flags, effective_interval_ms, stored_interval_ms)
 			VALUES (convert_to('below' || $1::int, 'UTF8'), 1, 10, 0, 0, 0)`, below)
 	}
-	view := func(step string, wantBelow int, counted bool, lastCountMs int64) store.ClusterView {
+	// views reads k views, from 4 readers at once, as fast as they are answered, and checks each
+	// reports want rows below shard 1's floor counted at atMs; it returns the statements they ran.
+	views := func(step string, k int, want int, atMs int64) (all, counts int64) {
 		t.Helper()
-		v, err := st.ClusterView(ctx, 10*time.Second)
+		all0, counts0 := tr.all.Load(), tr.counts.Load()
+		var wg sync.WaitGroup
+		errs := make(chan error, k)
+		for r := range 4 {
+			wg.Go(func() {
+				for i := r; i < k; i += 4 {
+					v, err := st.ClusterView(context.WithValue(context.Background(), viewKey{}, true), 10*time.Second)
+					if err == nil && (v.Shards[1].RowsBelowFloor != want || v.RowsBelowFloorAtMs != atMs || v.RowsBelowFloorAtMs > v.NowMs) {
+						err = fmt.Errorf("shard 1: %d rows below its floor counted at %d (the view's now %d), want %d counted at %d",
+							v.Shards[1].RowsBelowFloor, v.RowsBelowFloorAtMs, v.NowMs, want, atMs)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return tr.all.Load() - all0, tr.counts.Load() - counts0
+	}
+	count := func(step string, limit, want int) int64 {
+		t.Helper()
+		counts0 := tr.counts.Load()
+		n, err := st.RowsBelowFloor(limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantAt := lastCountMs
-		if counted {
-			wantAt = v.NowMs
+		if n != want || tr.counts.Load()-counts0 != 1 {
+			t.Fatalf("%s: the alarm's count is %d in %d statements, want %d in one", step, n, tr.counts.Load()-counts0, want)
 		}
-		if got := v.Shards[1].RowsBelowFloor; got != wantBelow || v.RowsBelowFloorAtMs != wantAt {
-			t.Fatalf("%s: shard 1 has %d rows below its floor counted at %d, want %d at %d (the view's now %d)",
-				step, got, v.RowsBelowFloorAtMs, wantBelow, wantAt, v.NowMs)
+		v, err := st.ClusterView(context.Background(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return v
+		if v.RowsBelowFloorAtMs <= 0 || v.RowsBelowFloorAtMs > v.NowMs {
+			t.Fatalf("%s: counted at %d, the next view's now %d", step, v.RowsBelowFloorAtMs, v.NowMs)
+		}
+		return v.RowsBelowFloorAtMs
 	}
 
 	fileBelow()
 	fileBelow()
-	first := view("the first view", 2, true, 0)
+	one, counts := views("before any count", 1, 0, 0)
+	if counts != 0 {
+		t.Fatalf("before any count: a view counted the rows below the floors (%d statements)", counts)
+	}
+	many, counts := views("a hundred views before any count", 100, 0, 0)
+	if counts != 0 || many != 100*one {
+		t.Fatalf("a hundred views before any count ran %d statements (%d of them counts), want %d as one view's %d, none a count",
+			many, counts, 100*one, one)
+	}
+	at := count("the alarm counts", 10_000, 2)
 	fileBelow()
-	clock.Add(10_000 - 1)
-	view("just short of the interval", 2, false, first.NowMs)
-	clock.Add(1)
-	view("the interval has passed", 3, true, 0)
-	fileBelow()
-	clock.Add(-1)
-	view("the clock went back", 4, true, 0)
+	many, counts = views("a hundred views after the count", 100, 2, at)
+	if counts != 0 || many != 100*one {
+		t.Fatalf("a hundred views after the count ran %d statements (%d of them counts), want %d, none a count", many, counts, 100*one)
+	}
+	at2 := count("the alarm counts again, up to its limit", 2, 2)
+	if at2 < at {
+		t.Fatalf("the second count is at %d, before the first's %d", at2, at)
+	}
+	views("views after the second count", 8, 3, at2)
+}
 
-	// Views at once, some of them counting as the clock moves on, all read the one count.
+// Views read at once are read one at a time: readers, however many, hold at most one of the
+// store's connections (one view's transaction), and leave the others to the queue.
+func TestClusterViewsOneAtATime(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	tr := &viewStatements{}
+	st := openCluster(t, dsn, &pgstore.Options{Shards: 4, TestTracer: tr}, nil)
+	ctx := context.WithValue(context.Background(), viewKey{}, true)
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
+	errs := make(chan error, 8)
+	for range 8 {
 		wg.Go(func() {
-			for range 10 {
-				clock.Add(3_000)
-				v, err := st.ClusterView(ctx, 10*time.Second)
-				if err == nil && (v.Shards[1].RowsBelowFloor != 4 || v.RowsBelowFloorAtMs <= 0 || v.RowsBelowFloorAtMs > v.NowMs) {
-					err = fmt.Errorf("shard 1: %d rows below its floor counted at %d, the view's now %d: want 4, counted no later than now", v.Shards[1].RowsBelowFloor, v.RowsBelowFloorAtMs, v.NowMs)
-				}
-				if err != nil {
+			for range 25 {
+				if _, err := st.ClusterView(ctx, 10*time.Second); err != nil {
 					errs <- err
 					return
 				}
@@ -216,7 +267,38 @@ func TestClusterViewCountsBelowFloorOncePerInterval(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	if n := tr.maxOpen.Load(); n != 1 {
+		t.Fatalf("8 readers at once had %d views' transactions open at once, want 1", n)
+	}
 }
+
+// viewKey marks the context of the statements of the views a test reads.
+type viewKey struct{}
+
+// viewStatements counts the statements the views marked with viewKey start (all) and the most
+// of their transactions open at once (maxOpen), and every count of the rows below the floors,
+// whoever runs it (counts).
+type viewStatements struct{ all, counts, open, maxOpen atomic.Int64 }
+
+func (s *viewStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if ctx.Value(viewKey{}) != nil {
+		s.all.Add(1)
+		switch sql := strings.ToLower(d.SQL); {
+		case strings.HasPrefix(sql, "begin"):
+			n := s.open.Add(1)
+			for m := s.maxOpen.Load(); n > m && !s.maxOpen.CompareAndSwap(m, n); m = s.maxOpen.Load() {
+			}
+		case strings.HasPrefix(sql, "rollback"):
+			s.open.Add(-1)
+		}
+	}
+	if strings.Contains(d.SQL, "due_at_ms < f.floor_ms") {
+		s.counts.Add(1)
+	}
+	return ctx
+}
+
+func (s *viewStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // execer returns a function that runs a statement on db and fails t if it errs: the tables
 // written by SQL as the cluster's nodes would leave them.

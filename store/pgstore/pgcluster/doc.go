@@ -24,4 +24,7 @@
 //     that lost the identity is refused too.
 //   - A pause on the board is only ever lengthened; the board holds the pauses of the last
 //     minute.
+//   - A view (ClusterView) reads the nodes, the leases and the floors, never the schedule: the
+//     rows below the floors are counted by worker 0's alarm only (RowsBelowFloor), so a reader
+//     of the view at one a second or a hundred costs the job tables no more than none.
 package pgcluster
