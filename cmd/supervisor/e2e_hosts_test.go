@@ -46,7 +46,7 @@ type hostOrigin struct {
 	refused     chan struct{}
 }
 
-func newHostOrigin(t *testing.T, hold time.Duration, decide func(o *hostOrigin, arrived time.Time) (int, string)) *hostOrigin {
+func newHostOrigin(t testing.TB, hold time.Duration, decide func(o *hostOrigin, arrived time.Time) (int, string)) *hostOrigin {
 	o := &hostOrigin{hold: hold, decide: decide, refused: make(chan struct{})}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
