@@ -285,3 +285,41 @@ func checkIdle(t *testing.T, o *hostOrigin, posts []posting, exempt []span) {
 			idle.Round(time.Millisecond), at.Format("15:04:05.000"), exempt, 2*confirmTick.D())
 	}
 }
+
+// TestIdleWhileDue: the idle measure the tests above assert on, on hits made by hand. Three
+// pages due from T, requested at T+1 s, T+8 s and T+9 s for 200 ms each: the origin idles
+// while rows are due from T to T+1 s, T+1.2 s to T+8 s (the longest, 6.8 s) and T+8.2 s to
+// T+9 s; no time after the last page's request counts, nor any in an exempt window, which
+// cuts a stretch at its edges; a page never requested is due until now.
+func TestIdleWhileDue(t *testing.T) {
+	at := time.Now().Add(-time.Minute)
+	s := func(d float64) time.Time { return at.Add(time.Duration(d * float64(time.Second))) }
+	o := &hostOrigin{}
+	for i, d := range []float64{1, 8, 9} {
+		o.hits = append(o.hits, originHit{path: fmt.Sprintf("/p-%04d", i), arrived: s(d), left: s(d + 0.2), code: http.StatusOK})
+	}
+	posts := []posting{{prefix: "p", n: 3, at: at}}
+	for _, c := range []struct {
+		name   string
+		posts  []posting
+		exempt []span
+		want   time.Duration
+		from   time.Time
+	}{
+		{"no window", posts, nil, 6800 * time.Millisecond, s(1.2)},
+		{"a window over the longest", posts, []span{{s(2), s(20)}}, time.Second, s(0)},
+		{"a window cutting it", posts, []span{{s(5), s(20)}}, 3800 * time.Millisecond, s(1.2)},
+		{"a page never requested", []posting{{prefix: "p", n: 4, at: at}}, []span{{s(0), s(30)}}, 30 * time.Second, s(30)},
+	} {
+		got, from := idleWhileDue(o, c.posts, c.exempt)
+		if c.name == "a page never requested" {
+			if got < c.want || !from.Equal(c.from) { // due until now: a minute after T, less the window
+				t.Errorf("%s: %v from T%+v, want at least %v from T%+v", c.name, got, from.Sub(at), c.want, c.from.Sub(at))
+			}
+			continue
+		}
+		if d := got - c.want; d < -time.Microsecond || d > time.Microsecond || !from.Equal(c.from) {
+			t.Errorf("%s: %v from T%+v, want %v from T%+v", c.name, got, from.Sub(at), c.want, c.from.Sub(at))
+		}
+	}
+}
