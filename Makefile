@@ -91,7 +91,8 @@ bench-freshness:
 	./scripts/bench-freshness.sh
 
 # The queue with 1, 2 and 3 nodes on one throwaway PostgreSQL, side by side in one run; writes
-# the table of scripts/bench/by-hand/cluster.md (scripts/bench-cluster.sh).
+# the table of scripts/bench/by-hand/cluster.md; then one site whose limit is below the node
+# count, scripts/bench/by-hand/cluster-site.md (scripts/bench-cluster.sh).
 bench-cluster:
 	./scripts/bench-cluster.sh
 

@@ -27,7 +27,8 @@ type originHit struct {
 	path     string
 	arrived  time.Time
 	code     int
-	inFlight int // the requests the origin was serving once this one arrived, itself included
+	inFlight int       // the requests the origin was serving once this one arrived, itself included
+	left     time.Time // when the origin had answered it; zero while it is in flight
 }
 
 // hostOrigin is a local origin that holds each request for hold, answers it as decide says,
@@ -45,7 +46,7 @@ type hostOrigin struct {
 	refused     chan struct{}
 }
 
-func newHostOrigin(t *testing.T, hold time.Duration, decide func(o *hostOrigin, arrived time.Time) (int, string)) *hostOrigin {
+func newHostOrigin(t testing.TB, hold time.Duration, decide func(o *hostOrigin, arrived time.Time) (int, string)) *hostOrigin {
 	o := &hostOrigin{hold: hold, decide: decide, refused: make(chan struct{})}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
@@ -54,6 +55,7 @@ func newHostOrigin(t *testing.T, hold time.Duration, decide func(o *hostOrigin, 
 		o.maxInFlight = max(o.maxInFlight, o.inFlight)
 		code, ra := o.decide(o, arrived)
 		o.hits = append(o.hits, originHit{path: r.URL.Path, arrived: arrived, code: code, inFlight: o.inFlight})
+		hit := len(o.hits) - 1
 		o.mu.Unlock()
 
 		time.Sleep(o.hold) // the origin's latency, while the request counts as in flight
@@ -66,6 +68,7 @@ func newHostOrigin(t *testing.T, hold time.Duration, decide func(o *hostOrigin, 
 
 		o.mu.Lock()
 		o.inFlight--
+		o.hits[hit].left = time.Now()
 		if code == http.StatusTooManyRequests && o.firstRefuse.IsZero() {
 			o.firstRefuse = time.Now()
 			close(o.refused)
