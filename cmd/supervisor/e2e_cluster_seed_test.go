@@ -81,11 +81,19 @@ func seedWrites(t *testing.T, now time.Time) ([]wire.TargetItem, []string) {
 // sweep interval and a grace (render.timeout + a tick + 1 s): the division that made a joining
 // node wait a grace before it rendered a site passed it too (p99 66.8 s, against 2.2 s with the
 // nodes' confirmations); TestClusterConfirmRendersFromTheStart is the test that catches a grace.
+//
+// It runs at the default cluster.lease_ttl and at 3 s, the failover setting of the check that
+// first measured this (a tick every 750 ms).
 func TestClusterSeedPatternRendersWithinTwoSweeps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	ttl := config.ClusterLeaseTTLDefault.D()
+	for _, ttl := range []time.Duration{config.ClusterLeaseTTLDefault.D(), 3 * time.Second} {
+		t.Run("lease_ttl="+ttl.String(), func(t *testing.T) { seedPatternRendersWithinTwoSweeps(t, ttl) })
+	}
+}
+
+func seedPatternRendersWithinTwoSweeps(t *testing.T, ttl time.Duration) {
 	bound := 2 * (config.SweepIntervalDefault.D() + ttl/4)
 	c := newCluster(t, clusterOptions{nodes: 3, workers: 2, leaseTTL: ttl, yaml: seedYAML})
 	items, keys := seedWrites(t, time.Now())
