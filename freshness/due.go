@@ -136,14 +136,15 @@ func RankInterval(lambda, mu, nu float64, crossMs, intervalMs, baseMs int64) int
 }
 
 // maxRankMs bounds RankInterval well inside int64 (a saturated page's slope is next to 0):
-// about a century; the policy clamps it to its usable cadences anyway.
+// about a century; the policy clamps it to policy.MaxCadence anyway.
 const maxRankMs = 100 * 365 * 24 * 3_600_000
 
 // RetryRankMs is the rank interval of a retry (RetryRank): the shortest the policy keeps
-// (policy.MinCadence). Late by a minute past its backoff, a retry ranks as a row filed at its
-// ceiling ranks late by its whole ceiling, so the next sweep publishes it ahead of the rows
-// ranked by value.
-const RetryRankMs = 60_000
+// (policy.MinRankInterval, a millisecond). Late by a second past its backoff, a retry ranks
+// as a row ranked by value ranks a thousand of its rank intervals late, so the next sweep
+// publishes it ahead of the rows ranked by value, even on a route of a minute, whose rows worth
+// most rank by seconds (a minute, the shortest cadence, ranked it behind them there).
+const RetryRankMs = 1
 
 // RetryRank is the rank interval production's freshness files with a failed attempt's retry
 // (0: none, the row ranks by its cadence as under ready). A transient failure of a page that
