@@ -39,7 +39,7 @@ The scored runs read the whole due set at every sweep: the sweep's class merge b
 
 `)
 	b.WriteString(FreshTable(rows))
-	b.WriteString("\n\"vs ready\" and \"vs oracle\" compare the stale share with theirs at the same mix and capacity. The route columns give the longest time between two successful renders of a page, the longest of those that did not follow a failed attempt (a retry waits for a grant like any row), and the 99th percentile, each ÷ the route's interval (home is one page on two devices).\n\n")
+	b.WriteString("\n\"vs ready\" and \"vs oracle\" compare the stale share with theirs at the same mix and capacity. The route columns give the longest time between two successful renders of a page, the longest of those that did not follow a failed attempt (a retry waits for a grant like any row), and the 99th percentile, each ÷ the route's interval (home is one page on two devices); for freshness, over the intervals of pages not filed as still (seen unchanged at every render over at least the route's interval: their ceiling under scarcity is `freshness.StillStretchFactor` times further past the interval, `freshness.Tuning.StillStretchFor`), whose longest is given apart below.\n\n")
 	if chart != nil {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", chart.Title, chart.Link)
 	}
@@ -61,10 +61,23 @@ The scored runs read the whole due set at every sweep: the sweep's class merge b
 				}
 			}
 			if len(over) == 0 {
-				b.WriteString(" No route's longest interval is past ready's.\n")
+				b.WriteString(" No route's longest interval is past ready's.")
 			} else {
-				fmt.Fprintf(&b, " Longest interval past ready's: %s.\n", strings.Join(over, "; "))
+				fmt.Fprintf(&b, " Longest interval past ready's: %s.", strings.Join(over, "; "))
 			}
+			var still []string
+			for _, k := range sortedKeys(fresh.RouteMaxStill) {
+				if v := fresh.RouteMaxStill[k]; v > 0 {
+					still = append(still, fmt.Sprintf("%s %.2f×", k, v))
+				}
+			}
+			if len(still) > 0 {
+				fmt.Fprintf(&b, " Pages filed as still, apart: %s.", strings.Join(still, ", "))
+			}
+			if ready.StillRenders > 0 {
+				fmt.Fprintf(&b, " Pages that never change rendered %d times against ready's %d (%.2f×).", fresh.StillRenders, ready.StillRenders, float64(fresh.StillRenders)/float64(ready.StillRenders))
+			}
+			b.WriteString("\n")
 		}
 	}
 	b.WriteString("\nLane floors: the scored runs select through the same `policy.Selector` in lanes mode, so every prefix of the published set keeps the floors (`policy` tests).\n")
