@@ -128,7 +128,7 @@ func Decide(in *Inputs, tu *Tuning, cadenceMs int64, h History, requestsPerHour 
 	p.ChangesPerHour = h.Rate(ChangePrior(in, tu, cadenceMs))
 	p.RequestsPerHour = requestsPerHour
 	p.CrossMs, p.IntervalMs = DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs, in.SweepIntervalMs)
-	p.RankIntervalMs = RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.CeilingBaseMs)
+	p.RankIntervalMs = RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.CeilingBaseMs, p.MaxIntervalMs)
 	return p
 }
 

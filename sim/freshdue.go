@@ -156,7 +156,7 @@ func (tr *truthRun) dueAfter(i int, cadenceMs, nowMs int64) (intervalMs, rankMs 
 	minMs, maxMs, still := tr.bounds(i, cadenceMs)
 	tr.stillFiled[i] = still
 	cross, iv := freshness.DueAfter(lambda, mu, tr.due.nu, minMs, maxMs, tr.leadMs)
-	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, tr.ceilingBaseMs(i, cadenceMs))
+	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, tr.ceilingBaseMs(i, cadenceMs), maxMs)
 }
 
 // demandFlush is production's demand flush (intake's demandDue) for every page after the
