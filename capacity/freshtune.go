@@ -38,13 +38,16 @@ type FreshPage struct {
 	History       freshness.History
 }
 
-// ceilingMs is the page's ceiling at stretch: its ceiling base (else its cadence) times it.
-func (pg *FreshPage) ceilingMs(stretch float64) float64 {
+// ceilingMs is the page's ceiling under tuning t, as the Applier files it (freshness.Decide):
+// its ceiling base (else its cadence) times its route's stretch, or a still page's
+// (freshness.Still, Tuning.CeilingStretch), so that the water-filling plans with the renders
+// the ceilings really ask for.
+func (pg *FreshPage) ceilingMs(t *freshness.Tuning) float64 {
 	base := pg.CeilingBaseMs
 	if base <= 0 {
 		base = pg.CadenceMs
 	}
-	return float64(base) * stretch
+	return float64(base) * t.CeilingStretch(pg.Route, freshness.Still(pg.History, base))
 }
 
 // FreshInput is what a tuning reads: the ledger's demand, the meter's capacity, the
@@ -190,7 +193,7 @@ func TuneFreshness(in FreshInput) (t FreshTuning, ok bool) {
 			pooled[pg.Route] = h
 		}
 		h.Pool(pg.History)
-		ceil := pg.ceilingMs(t.StretchFor(pg.Route))
+		ceil := pg.ceilingMs(&t.Tuning)
 		pages[i] = freshness.Page{Lambda: pg.Lambda, Mu: pg.Mu}
 		if ceil > 0 {
 			pages[i].MinPerHour = 3_600_000 / ceil

@@ -49,8 +49,12 @@ type Parts struct {
 	// CeilingBaseMs is what the ceiling stretches (CeilingBase): the route's interval, else
 	// the row's cadence.
 	CeilingBaseMs int64
-	CrossMs       int64 // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
-	IntervalMs    int64 // the time from a render to the next due: τ* within the bounds
+	// Still is whether the page was seen unchanged at every render over at least its ceiling
+	// base (freshness.Still), so that its ceiling is a still page's (StillStretchFor); only
+	// with a tuning.
+	Still      bool
+	CrossMs    int64 // τ*: when h reaches ν after a render; 0 = not within MaxIntervalMs
+	IntervalMs int64 // the time from a render to the next due: τ* within the bounds
 	// RankIntervalMs is what the sweep divides the row's lateness by once due
 	// (freshness.RankInterval): ν ÷ h′ at IntervalMs, CeilingBaseMs for a row filed at its
 	// ceiling, 0 (its cadence) without a threshold.
@@ -85,11 +89,30 @@ func CeilingBase(in *Inputs, cadenceMs int64) int64 {
 	return max(cadenceMs, in.RouteIntervalMs)
 }
 
+// Still reports whether history h shows a page seen unchanged at every render over at least
+// baseMs (its ceiling base, the route's interval): no change observed, and the renders that
+// found none span that long. Such a page's ceiling under scarcity is its route's stretched by
+// StillStretchFactor (Tuning.CeilingStretch). One render that finds it changed ends it.
+func Still(h History, baseMs int64) bool {
+	return baseMs > 0 && !(clean(h.Changed) > 0) && clean(h.UnchangedHours)*msPerHour >= float64(baseMs)
+}
+
+// CeilingStretch is the factor a page's ceiling base is stretched by under tuning t: its
+// route's stretch (StretchFor), or for a still page (Still) StillStretchFor. 1 without a
+// tuning. The capacity tuning's water-filling bounds each page by the same ceiling.
+func (t *Tuning) CeilingStretch(route string, still bool) float64 {
+	if still {
+		return t.StillStretchFor(route)
+	}
+	return t.StretchFor(route)
+}
+
 // Decide decides when a page last observed with history h, requested requestsPerHour, is due
 // again after its render. The ceiling is the route's interval (CeilingBase); with a tuning
 // (worker 0's, following capacity: capacity.TuneFreshness) its threshold replaces
-// freshness.threshold and the ceiling is stretched by its route's stretch; without one (nil:
-// none computed yet) the configuration's threshold and the route's interval apply.
+// freshness.threshold and the ceiling is stretched by its route's stretch, or for a page seen
+// still (Still) by StillStretchFor; without one (nil: none computed yet) the configuration's
+// threshold and the route's interval apply.
 func Decide(in *Inputs, tu *Tuning, cadenceMs int64, h History, requestsPerHour float64) Parts {
 	base := CeilingBase(in, cadenceMs)
 	p := Parts{Threshold: in.Threshold, MaxIntervalMs: base, CeilingBaseMs: base,
@@ -99,12 +122,13 @@ func Decide(in *Inputs, tu *Tuning, cadenceMs int64, h History, requestsPerHour 
 	}
 	if tu != nil {
 		p.Threshold = tu.Nu
-		p.MaxIntervalMs = min(int64(float64(base)*tu.StretchFor(in.Route)), in.MaxCadenceMs)
+		p.Still = Still(h, base)
+		p.MaxIntervalMs = min(int64(float64(base)*tu.CeilingStretch(in.Route, p.Still)), in.MaxCadenceMs)
 	}
 	p.ChangesPerHour = h.Rate(ChangePrior(in, tu, cadenceMs))
 	p.RequestsPerHour = requestsPerHour
 	p.CrossMs, p.IntervalMs = DueAfter(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.MinIntervalMs, p.MaxIntervalMs, in.SweepIntervalMs)
-	p.RankIntervalMs = RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.CeilingBaseMs)
+	p.RankIntervalMs = RankInterval(p.ChangesPerHour, p.RequestsPerHour, p.Threshold, p.CrossMs, p.IntervalMs, p.CeilingBaseMs, p.MaxIntervalMs)
 	return p
 }
 

@@ -319,7 +319,7 @@ func TestRankIntervalOrdersByValueGained(t *testing.T) {
 		if cross == 0 {
 			t.Fatalf("λ %g μ %g does not reach ν %g within the ceiling: pick another page", p.lambda, p.mu, nu)
 		}
-		r := RankInterval(p.lambda, p.mu, nu, cross, iv, maxMs)
+		r := RankInterval(p.lambda, p.mu, nu, cross, iv, maxMs, 0)
 		if prod := float64(r) / msPerHour * Slope(p.lambda, p.mu, iv); math.Abs(prod/nu-1) > 1e-6 {
 			t.Errorf("λ %g μ %g: rank interval %d ms × slope = %g, want ν %g", p.lambda, p.mu, r, prod, nu)
 		}
@@ -337,10 +337,10 @@ func TestRankIntervalOrdersByValueGained(t *testing.T) {
 		}
 	}
 	const baseMs = maxMs / 4 // the route's interval a tuning stretched 4×
-	if r := RankInterval(0.001, 0.01, nu, 0, maxMs, baseMs); r != baseMs {
+	if r := RankInterval(0.001, 0.01, nu, 0, maxMs, baseMs, maxMs); r != baseMs {
 		t.Errorf("a row filed at its ceiling ranks by %d ms, want the route's interval %d, not the ceiling", r, int64(baseMs))
 	}
-	if r := RankInterval(0.5, 20, 0, 1, minMs, maxMs); r != 0 {
+	if r := RankInterval(0.5, 20, 0, 1, minMs, maxMs, maxMs); r != 0 {
 		t.Errorf("without a threshold the rank interval is %d, want 0 (the cadence)", r)
 	}
 }

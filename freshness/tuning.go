@@ -38,8 +38,11 @@ func (t *Tuning) PriorRateFor(route string, cadenceMs int64) float64 {
 	return 3_600_000 / float64(max(cadenceMs, 1))
 }
 
-// StretchFor is route's ceiling ÷ its interval: at least 1.
+// StretchFor is route's ceiling ÷ its interval: at least 1 (also when t is nil).
 func (t *Tuning) StretchFor(route string) float64 {
+	if t == nil {
+		return 1
+	}
 	if s, ok := t.Stretch[route]; ok && s > 1 {
 		return s
 	}
@@ -61,3 +64,27 @@ func (c *TuningCell) Load() *Tuning {
 
 // Store publishes t; t must not be changed afterwards.
 func (c *TuningCell) Store(t *Tuning) { c.p.Store(t) }
+
+// StillStretchFactor is how many times its route's ceiling a still page may wait under
+// scarcity (StillStretchFor): a page seen unchanged at every render over at least its route's
+// interval (Still). ready renders every page at least once in its route's longest interval,
+// the ceiling the other pages keep to, so a page rendered at most once in three of those gets
+// at most about a third of the renders ready gives it, and they go to the pages that change.
+// Where a route's pages are alike and the farm is behind, ready renders every page once a
+// cycle, its longest interval is its mean one, and ceilings at it take the whole capacity: a
+// page that never changes keeps its renders unless its ceiling is longer than ready's. A still
+// page whose content changes is seen changed at its next render and is no longer still, so a
+// change waits at most three of ready's longest intervals to be seen.
+const StillStretchFactor = 3
+
+// StillStretchFor is the stretch of a still page of route (Still): StillStretchFactor times the
+// route's stretch under scarcity (the route's stretch past 1: ready itself cannot keep the
+// route's interval). While the route's stretch is 1 it is 1 too: with capacity for every page
+// at its interval, a still page keeps it.
+func (t *Tuning) StillStretchFor(route string) float64 {
+	s := t.StretchFor(route)
+	if s > 1 {
+		return s * StillStretchFactor
+	}
+	return 1
+}

@@ -15,8 +15,10 @@
 //
 // # Invariants
 //
-//   - A cadence is always within [MinCadence, MaxCadence]: scoring never divides by zero and
-//     never yields Inf or NaN.
+//   - A cadence is always within [MinCadence, MaxCadence], and what Score divides by (a cadence,
+//     or a rank interval a write filed) within [MinRankInterval, MaxCadence]: scoring never
+//     divides by zero and never yields Inf or NaN. A rank interval orders due rows; it may be
+//     shorter than any cadence, and renders nothing sooner.
 //   - A row without a finite due time (≤ 0, or at or past MaxDueMs) scores 0: a broken row never
 //     sorts to the head.
 //   - The carried cadence wins but never exceeds its route's ceiling, so lowering a route takes

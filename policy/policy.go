@@ -15,6 +15,13 @@ const (
 	MinCadence = time.Minute          // a cadence below this is unusable: resolved instead
 	MaxCadence = 365 * 24 * time.Hour // a cadence above this is unusable too
 	MaxDueMs   = int64(1) << 53       // a due time at or past this (≈ 285,000 years) is "never"
+	// MinRankInterval bounds a rank interval a write filed (RankInterval) from below: the unit
+	// due times are kept in. Rank intervals are not cadences: queue.policy freshness files ν ÷ h′
+	// at the row's crossing, seconds or less for the pages worth most on a route of minutes, and
+	// clamped to MinCadence those rows would rank alike with every row at its ceiling. A cadence
+	// stays within MinCadence: that bound is on how often a page is rendered (the API's and the
+	// sitemap's intervals, the ladder, the default interval), not on how the due rows are ordered.
+	MinRankInterval = time.Millisecond
 )
 
 // Policy is the compiled decision set for one configuration. It is immutable and safe for
@@ -110,6 +117,12 @@ func clampCadence(ms int64) int64 {
 	return min(max(ms, MinCadence.Milliseconds()), MaxCadence.Milliseconds())
 }
 
+// clampRank bounds what Score divides by: a cadence (already within the usable cadences) or a
+// filed rank interval, within [MinRankInterval, MaxCadence], so the score never divides by zero.
+func clampRank(ms int64) int64 {
+	return min(max(ms, MinRankInterval.Milliseconds()), MaxCadence.Milliseconds())
+}
+
 // Cadence returns the row's cadence in ms and where it came from. The carried cadence wins,
 // clamped to its route's ceiling. Absent or unusable, it resolves: route > target's stored
 // interval > render.default_interval. It is the page's cadence, never the gap a backoff or a
@@ -139,12 +152,13 @@ func (p *Policy) CadenceOf(r *Row, kr KeyRoute) (ms int64, origin Origin) {
 
 // RankInterval is what Score divides a due row's lateness by: the rank interval the row's
 // write filed (store.Projection.RankIntervalMs: queue.policy freshness files one with each due
-// time, freshness.RankInterval), clamped to the usable cadences, else cadenceMs, the row's
-// cadence (Cadence), as under ready. Unlike the cadence it is not clamped to the route's
-// interval: it measures how fast the page's value grows, not how often it is rendered.
+// time, freshness.RankInterval), within [MinRankInterval, MaxCadence], else cadenceMs, the
+// row's cadence (Cadence), as under ready. Unlike the cadence it is not clamped to the route's
+// interval nor to MinCadence: it measures how fast the page's value grows, not how often it is
+// rendered, and the rows worth most on a route of a minute grow past ν in seconds.
 func (p *Policy) RankInterval(r *Row, cadenceMs int64) int64 {
 	if r.RankIntervalMs > 0 {
-		return clampCadence(r.RankIntervalMs)
+		return clampRank(r.RankIntervalMs)
 	}
 	return cadenceMs
 }
@@ -174,7 +188,7 @@ func (p *Policy) Score(r *Row, rankMs, nowMs int64) float64 {
 	if p.scorer != nil {
 		return p.scorer(r, rankMs, nowMs)
 	}
-	s := float64(nowMs-r.DueAtMs) / float64(clampCadence(rankMs))
+	s := float64(nowMs-r.DueAtMs) / float64(clampRank(rankMs))
 	if r.Submitted {
 		s *= p.boost
 	}

@@ -111,8 +111,8 @@ func TestHomepageOutranksOlderProducts(t *testing.T) {
 }
 
 // A row filed with a rank interval (queue.policy freshness) is ranked by lateness ÷ that
-// interval, not ÷ its cadence, and not clamped to its route's interval as the cadence is; a row
-// without one ranks by its cadence.
+// interval, not ÷ its cadence, and not clamped to its route's interval nor to MinCadence as the
+// cadence is (a rank interval of 30 s ranks by it); a row without one ranks by its cadence.
 func TestRankIntervalReplacesCadenceInTheScore(t *testing.T) {
 	p := testPolicy(t)
 	prod := func(rankMs int64) Row {
@@ -121,7 +121,7 @@ func TestRankIntervalReplacesCadenceInTheScore(t *testing.T) {
 	}
 	for _, c := range []struct {
 		rankMs, want int64
-	}{{0, 48 * hour}, {hour / 2, hour / 2}, {200 * hour, 200 * hour}, {1, MinCadence.Milliseconds()}} {
+	}{{0, 48 * hour}, {hour / 2, hour / 2}, {200 * hour, 200 * hour}, {30_000, 30_000}, {1, MinRankInterval.Milliseconds()}} {
 		r := prod(c.rankMs)
 		cad, _ := p.Cadence(&r)
 		got := p.RankInterval(&r, cad)

@@ -119,10 +119,17 @@ func (tr *truthRun) tune(nowMs int64) {
 
 // bounds are page i's floor and ceiling at cadence cadenceMs, as production sets them: the
 // floor its cadence ÷ config.MinIntervalDivisor (the simulator's routes set no min_interval),
-// the ceiling its route's interval (ceilingBaseMs) times its route's stretch.
-func (tr *truthRun) bounds(i int, cadenceMs int64) (minMs, maxMs int64) {
+// the ceiling its route's interval (ceilingBaseMs) times its route's stretch, or a still
+// page's (freshness.Still, freshness.Tuning.StillStretchFor); and whether that ceiling is a
+// still page's longer one.
+func (tr *truthRun) bounds(i int, cadenceMs int64) (minMs, maxMs int64, still bool) {
 	k := tr.r.c.Class[i]
-	return cadenceMs / config.MinIntervalDivisor, int64(float64(tr.ceilingBaseMs(i, cadenceMs)) * max(1, tr.due.stretch[k]))
+	base := tr.ceilingBaseMs(i, cadenceMs)
+	stretch := max(1, tr.due.stretch[k])
+	if freshness.Still(tr.hist[i], base) && stretch > 1 {
+		stretch, still = stretch*freshness.StillStretchFactor, true
+	}
+	return cadenceMs / config.MinIntervalDivisor, int64(float64(base) * stretch), still
 }
 
 // ceilingBaseMs is what page i's ceiling stretches, as intake's ceilingBaseMs: its route's
@@ -146,9 +153,10 @@ func (tr *truthRun) estimates(i int, cadenceMs, nowMs int64) (lambda, mu float64
 // freshness.RankInterval).
 func (tr *truthRun) dueAfter(i int, cadenceMs, nowMs int64) (intervalMs, rankMs int64) {
 	lambda, mu := tr.estimates(i, cadenceMs, nowMs)
-	minMs, maxMs := tr.bounds(i, cadenceMs)
+	minMs, maxMs, still := tr.bounds(i, cadenceMs)
+	tr.stillFiled[i] = still
 	cross, iv := freshness.DueAfter(lambda, mu, tr.due.nu, minMs, maxMs, tr.leadMs)
-	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, tr.ceilingBaseMs(i, cadenceMs))
+	return iv, freshness.RankInterval(lambda, mu, tr.due.nu, cross, iv, tr.ceilingBaseMs(i, cadenceMs), maxMs)
 }
 
 // demandFlush is production's demand flush (intake's demandDue) for every page after the

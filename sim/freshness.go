@@ -74,6 +74,16 @@ type FreshResult struct {
 	// RouteMaxFailures is, per route class, how many failed attempts the longest interval
 	// (RouteMax) held: each such retry waited for the next sweep to be published.
 	RouteMaxFailures []int
+	// RouteMaxStill is, per route class, the largest time between two successful renders of a
+	// page filed as still (freshness.Still: seen unchanged at every render over at least its
+	// route's interval, its ceiling a still page's, freshness.Tuning.StillStretchFor), ÷ the
+	// route's interval: those intervals are not in RouteMax, RouteP99 and RouteMaxClean, which
+	// measure the guarantee ready's longest interval bounds. Only production's freshness files
+	// pages as still; nil for the others.
+	RouteMaxStill []float64
+	// StillRenders counts the successful renders in the window of the pages that never change
+	// (their true change rate 0).
+	StillRenders int
 	// Ceiling is, per route class, the ceiling the scoring kept to (÷ the route's interval); nil
 	// for production's scoring.
 	Ceiling []float64
@@ -114,7 +124,10 @@ type truthRun struct {
 	due        *dueState // DueFreshness
 
 	staleMuMs, muSum float64
-	gaps             [][]float64 // per class, in the window
+	gaps             [][]float64 // per class, in the window (not of a page filed as still)
+	stillGaps        []float64   // per class, the longest gap in the window of a page filed as still
+	stillFiled       []bool      // per page: its last due time was filed at a still page's ceiling
+	stillRenders     int         // successful renders in the window of pages that never change
 	cleanGaps        [][]float64 // per class, in the window: the gaps not after a failure
 	longest          []float64   // per class, the longest gap in the window so far
 	longestFailures  []int       // per class, the failed attempts that gap held
@@ -127,7 +140,7 @@ func newTruthRun(r *run, fo FreshOptions) (*truthRun, error) {
 	tr := &truthRun{r: r, t: fo.Truth, fo: fo, scoring: r.sc.Score,
 		minMs: make([]int64, nc), maxMs: make([]int64, nc), intervalMs: make([]int64, nc),
 		lastRender: slices.Clone(c.LastOKMs), nextChange: make([]int64, n), changeN: make([]uint64, n),
-		gaps: make([][]float64, nc), cleanGaps: make([][]float64, nc), longest: make([]float64, nc), longestFailures: make([]int, nc), routeHist: make([]freshness.History, nc),
+		gaps: make([][]float64, nc), stillGaps: make([]float64, nc), stillFiled: make([]bool, n), cleanGaps: make([][]float64, nc), longest: make([]float64, nc), longestFailures: make([]int, nc), routeHist: make([]freshness.History, nc),
 		priors: make([]freshness.Prior, nc), priorSet: make([]bool, nc), uniqueHash: len(r.byHash) == n,
 		leadMs: r.cfg.Queue.Ready.SweepInterval.Ms()}
 	if len(fo.Truth.Mu) != n {
@@ -287,8 +300,13 @@ func (tr *truthRun) rendered(i int, nowMs int64, d *policy.Decision) (int64, int
 			tr.staleMuMs += tr.t.Mu[i] * float64(b-a)
 		}
 	}
+	if nowMs >= ws && nowMs < end && tr.t.Lambda[i] == 0 {
+		tr.stillRenders++
+	}
 	if last >= 0 {
-		if nowMs >= ws {
+		if nowMs >= ws && tr.stillFiled[i] {
+			tr.stillGaps[k] = max(tr.stillGaps[k], float64(nowMs-last)/float64(tr.intervalMs[k]))
+		} else if nowMs >= ws {
 			gap := float64(nowMs-last) / float64(tr.intervalMs[k])
 			tr.gaps[k] = append(tr.gaps[k], gap)
 			if gap > tr.longest[k] {
@@ -362,6 +380,10 @@ func (tr *truthRun) finish() *FreshResult {
 		fr.StaleShare = tr.staleMuMs / (tr.muSum * float64(end-ws))
 	}
 	fr.RouteMaxFailures = slices.Clone(tr.longestFailures)
+	fr.StillRenders = tr.stillRenders
+	if tr.scoring == DueFreshness {
+		fr.RouteMaxStill = slices.Clone(tr.stillGaps)
+	}
 	for k, g := range tr.gaps {
 		mx, p99 := 0.0, 0.0
 		if len(g) > 0 {
@@ -412,10 +434,15 @@ type FreshRow struct {
 	// RouteMaxClean is RouteMax over the renders that did not follow a failed attempt.
 	RouteMaxClean map[string]float64 `json:"route_max_clean_interval_ratio"`
 	// RouteMaxFailures is how many failed attempts the longest interval held.
-	RouteMaxFailures map[string]int     `json:"route_max_failed_attempts,omitempty"`
-	Ceiling          map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
-	Renders          int                `json:"renders"`
-	Idle             int                `json:"idle_slots"`
+	RouteMaxFailures map[string]int `json:"route_max_failed_attempts,omitempty"`
+	// RouteMaxStill is, for production's freshness, the largest interval of a page filed as
+	// still (FreshResult.RouteMaxStill), which the route columns leave out.
+	RouteMaxStill map[string]float64 `json:"route_max_still_interval_ratio,omitempty"`
+	// StillRenders counts the window's successful renders of the pages that never change.
+	StillRenders int                `json:"still_renders"`
+	Ceiling      map[string]float64 `json:"ceiling_interval_ratio,omitempty"`
+	Renders      int                `json:"renders"`
+	Idle         int                `json:"idle_slots"`
 	// GrantsReady and GrantsIndex count the run's grants from the published set and from the
 	// index scan the claims fall back to (which takes rows in due order, whatever their score).
 	GrantsReady int `json:"grants_ready"`
@@ -562,6 +589,7 @@ func freshRow(c *Corpus, o Options, fo FreshOptions, res *Result) FreshRow {
 	row := FreshRow{Mix: fo.Truth.Mix.Name, Capacity: res.Scenario.Capacity, Policy: res.Scenario.Name,
 		StaleShare: f.StaleShare, AgeOverCadence: res.Clean.Value(), RouteMax: byClass(f.RouteMax),
 		RouteP99: byClass(f.RouteP99), RouteMaxClean: byClass(f.RouteMaxClean), Ceiling: byClass(f.Ceiling), Renders: res.Renders, Idle: res.Idle,
+		RouteMaxStill: byClass(f.RouteMaxStill), StillRenders: f.StillRenders,
 		GrantsReady: res.GrantsReady, GrantsIndex: res.GrantsIndex,
 		Keys: c.Len(), WarmupHours: o.Warmup.Hours(), WindowHours: o.Window.Hours()}
 	if f.RouteMaxFailures != nil {

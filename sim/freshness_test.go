@@ -433,7 +433,7 @@ func TestProductionFreshnessMirrorsTheApplier(t *testing.T) {
 	}
 	k := c.Class[short]
 	r.tr.due.stretch[k] = 1.5
-	if _, maxMs := r.tr.bounds(short, c.CadenceMs[short]); maxMs != r.tr.intervalMs[k]*3/2 {
+	if _, maxMs, _ := r.tr.bounds(short, c.CadenceMs[short]); maxMs != r.tr.intervalMs[k]*3/2 {
 		t.Errorf("page at cadence %d ms on a route of %d: ceiling %d, want 1.5× the route's interval", c.CadenceMs[short], r.tr.intervalMs[k], maxMs)
 	}
 	for _, d := range []struct {

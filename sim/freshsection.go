@@ -29,7 +29,7 @@ A request is served stale when the page changed since its last successful render
 **Policies**, all through the production sweep, selector (lanes mode), ready buffer and claim path:
 
 - *index*: due order (` + "`policy.ModeEDF`" + `). *ready*: production's (` + "`ready+lanes`" + `).
-- *freshness*: production's ` + "`queue.policy: freshness`" + `, no scorer: after a success the row is filed due when its marginal value h reaches the threshold ν, within its floor and ceiling (` + "`freshness.DueAfter`" + `, as the Applier files it), from the page's change rate estimated from the run's own renders (` + "`freshness.History`" + ` under production's prior: the change rate the last tuning pooled from the route's pages, one change an interval before the first, ` + "`freshness.prior_weight`" + ` pseudo-renders) and its request rate (` + "`freshness.Counter`" + ` with ` + "`freshness.request_tau`" + `, 24 h, fed hourly with the simulated requests, a rise bringing the due time forward as the demand flush does). ν and the ceilings follow capacity as worker 0 tunes them (` + "`capacity.TuneFreshness`" + `, every 4 simulated hours, production at every 10-minute recount): ν is the water-filling multiplier (` + "`freshness.Threshold`" + `) over every page's estimates at the capacity the run's ` + "`capacity.Meter`" + ` measured, and each page's ceiling its route's interval times the longest age ÷ cadence ` + "`capacity.Project`" + ` projects ready to leave the route's classes at that capacity (1 while capacity suffices), smoothed over tunings with an 80-hour time constant (` + "`capacity.SmoothStretch`" + `). A page that does not reach ν by its ceiling is due one sweep interval before it. Each due time is filed with its rank interval (` + "`freshness.RankInterval`" + `: ν ÷ the marginal value's growth at the crossing, the route's interval for a row filed at its ceiling), a retry after a transient failure of a page rendered before with a one-minute one (` + "`freshness.RetryRank`" + `), and the sweep ranks the due rows by lateness ÷ rank interval and merges class heads, as production does.
+- *freshness*: production's ` + "`queue.policy: freshness`" + `, no scorer: after a success the row is filed due when its marginal value h reaches the threshold ν, within its floor and ceiling (` + "`freshness.DueAfter`" + `, as the Applier files it), from the page's change rate estimated from the run's own renders (` + "`freshness.History`" + ` under production's prior: the change rate the last tuning pooled from the route's pages, one change an interval before the first, ` + "`freshness.prior_weight`" + ` pseudo-renders) and its request rate (` + "`freshness.Counter`" + ` with ` + "`freshness.request_tau`" + `, 24 h, fed hourly with the simulated requests, a rise bringing the due time forward as the demand flush does). ν and the ceilings follow capacity as worker 0 tunes them (` + "`capacity.TuneFreshness`" + `, every 4 simulated hours, production at every 10-minute recount): ν is the water-filling multiplier (` + "`freshness.Threshold`" + `) over every page's estimates at the capacity the run's ` + "`capacity.Meter`" + ` measured, and each page's ceiling its route's interval times the longest age ÷ cadence ` + "`capacity.Project`" + ` projects ready to leave the route's classes at that capacity (1 while capacity suffices), smoothed over tunings with an 80-hour time constant (` + "`capacity.SmoothStretch`" + `). A page that does not reach ν by its ceiling is due one sweep interval before it. Each due time is filed with its rank interval (` + "`freshness.RankInterval`" + `: ν ÷ the marginal value's growth at the crossing, the route's interval for a row filed at its ceiling), a retry after a transient failure of a page rendered before with the shortest one, a millisecond (` + "`freshness.RetryRank`" + `), and the sweep ranks the due rows by lateness ÷ rank interval and merges class heads, as production does.
 - *freshness-scorer*: the same lanes selection, ranked (` + "`policy.Policy.WithScorer`" + `) by ` + "`freshness.Score`" + `: the stale serves a render now would prevent, from the page's change rate (` + "`freshness.History`" + ` with a per-route prior pooled from the run's renders) and its request rate (τ 72 h). After a success the row is filed due at its floor, so every row past its floor is a candidate and the score decides. Production cannot rank this way without widening the sweep's classes by λ and μ; it stays as the yardstick of what ranking by h itself gains.
 - *oracle*: ranks by lateness against its optimal interval 1/fᵢ, fᵢ from ` + "`freshness.Optimal`" + ` on the true λᵢ and μᵢ (water-filling the Lagrangian) for the renders that reach the corpus, within the same bounds.
 
@@ -39,7 +39,7 @@ The scored runs read the whole due set at every sweep: the sweep's class merge b
 
 `)
 	b.WriteString(FreshTable(rows))
-	b.WriteString("\n\"vs ready\" and \"vs oracle\" compare the stale share with theirs at the same mix and capacity. The route columns give the longest time between two successful renders of a page, the longest of those that did not follow a failed attempt (a retry waits for a grant like any row), and the 99th percentile, each ÷ the route's interval (home is one page on two devices).\n\n")
+	b.WriteString("\n\"vs ready\" and \"vs oracle\" compare the stale share with theirs at the same mix and capacity. The route columns give the longest time between two successful renders of a page, the longest of those that did not follow a failed attempt (a retry waits for a grant like any row), and the 99th percentile, each ÷ the route's interval (home is one page on two devices); for freshness, over the intervals of pages not filed as still (seen unchanged at every render over at least the route's interval: their ceiling under scarcity is `freshness.StillStretchFactor` times further past the interval, `freshness.Tuning.StillStretchFor`), whose longest is given apart below.\n\n")
 	if chart != nil {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", chart.Title, chart.Link)
 	}
@@ -61,10 +61,23 @@ The scored runs read the whole due set at every sweep: the sweep's class merge b
 				}
 			}
 			if len(over) == 0 {
-				b.WriteString(" No route's longest interval is past ready's.\n")
+				b.WriteString(" No route's longest interval is past ready's.")
 			} else {
-				fmt.Fprintf(&b, " Longest interval past ready's: %s.\n", strings.Join(over, "; "))
+				fmt.Fprintf(&b, " Longest interval past ready's: %s.", strings.Join(over, "; "))
 			}
+			var still []string
+			for _, k := range sortedKeys(fresh.RouteMaxStill) {
+				if v := fresh.RouteMaxStill[k]; v > 0 {
+					still = append(still, fmt.Sprintf("%s %.2f×", k, v))
+				}
+			}
+			if len(still) > 0 {
+				fmt.Fprintf(&b, " Pages filed as still, apart: %s.", strings.Join(still, ", "))
+			}
+			if ready.StillRenders > 0 {
+				fmt.Fprintf(&b, " Pages that never change rendered %d times against ready's %d (%.2f×).", fresh.StillRenders, ready.StillRenders, float64(fresh.StillRenders)/float64(ready.StillRenders))
+			}
+			b.WriteString("\n")
 		}
 	}
 	b.WriteString("\nLane floors: the scored runs select through the same `policy.Selector` in lanes mode, so every prefix of the published set keeps the floors (`policy` tests).\n")

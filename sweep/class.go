@@ -27,7 +27,8 @@ import (
 // far a class is read past the last row it could contribute: rows within a bucket's width of
 // the cut-off score. Under ready the classes are the routes' few cadences; under freshness
 // each page has a rank interval of its own, and the classes are the buckets they fall in (at
-// most 1,324 per lane-flag combination).
+// most 2,430 per lane-flag combination: rank intervals run from policy.MinRankInterval, a
+// millisecond, where cadences start at a minute).
 //
 // The class of a row depends on the configuration (routes and their intervals, the default
 // interval). Classifier.Fingerprint names that dependence: a store opened with a classifier of
@@ -46,12 +47,16 @@ const cadenceStep = 1.001
 // cadences, rank intervals take as many values as there are pages, so the classes are as many
 // as the buckets the pages fall in, and a sweep seeks each class's head: at 0.1 % a corpus
 // spread over the whole range made 14 times the classes and a sweep 14 times as long
-// (BenchmarkSweepClasses with FRESHQ_SWEEP_BENCH_RANKED). At 1 % the range holds 1,324
-// buckets, and a class is read up to 1 % past its cut-off.
+// (BenchmarkSweepClasses with FRESHQ_SWEEP_BENCH_RANKED). At 1 % the range (a millisecond to
+// policy.MaxCadence) holds 2,430 buckets, and a class is read up to 1 % past its cut-off.
 const rankStep = 1.01
 
 var (
 	minCadenceMs = policy.MinCadence.Milliseconds()
+	// minRankMs is the lowest rank interval (policy.MinRankInterval): the rank buckets start
+	// there, below a cadence's, so that rows ranked by seconds keep their order (2,429 buckets
+	// up to policy.MaxCadence at rankStep, within the 16 bits).
+	minRankMs    = policy.MinRankInterval.Milliseconds()
 	maxCadenceMs = policy.MaxCadence.Milliseconds()
 	// The widths' logarithms, computed once: the classifier buckets every row the funnel
 	// writes.
@@ -76,29 +81,34 @@ const (
 
 // cadenceBucket is the bucket of a cadence (clamped to policy's usable range): the largest b
 // with bucketLowMs(b) ≤ ms.
-func cadenceBucket(ms int64) uint32 { return bucketOf(ms, cadenceStep, logCadenceStep) }
+func cadenceBucket(ms int64) uint32 { return bucketOf(ms, minCadenceMs, cadenceStep, logCadenceStep) }
 
 // bucketLowMs is the lowest cadence of bucket b.
-func bucketLowMs(b uint32) float64 { return bucketLow(b, cadenceStep) }
+func bucketLowMs(b uint32) float64 { return bucketLow(b, minCadenceMs, cadenceStep) }
 
-// bucketOf is the bucket of ms (clamped to policy's usable range) in buckets step wide (logStep
-// its logarithm): the largest b with bucketLow(b, step) ≤ ms.
-func bucketOf(ms int64, step, logStep float64) uint32 {
-	ms = min(max(ms, minCadenceMs), maxCadenceMs)
-	b := int(math.Floor(math.Log(float64(ms)/float64(minCadenceMs)) / logStep))
+// rankBucket is the bucket of a rank interval (clamped to [policy.MinRankInterval,
+// policy.MaxCadence]), and rankLowMs the lowest rank interval of bucket b.
+func rankBucket(ms int64) uint32 { return bucketOf(ms, minRankMs, rankStep, logRankStep) }
+func rankLowMs(b uint32) float64 { return bucketLow(b, minRankMs, rankStep) }
+
+// bucketOf is the bucket of ms (clamped to [lowMs, policy.MaxCadence]) in buckets step wide
+// from lowMs (logStep its logarithm): the largest b with bucketLow(b, lowMs, step) ≤ ms.
+func bucketOf(ms, lowMs int64, step, logStep float64) uint32 {
+	ms = min(max(ms, lowMs), maxCadenceMs)
+	b := int(math.Floor(math.Log(float64(ms)/float64(lowMs)) / logStep))
 	b = max(b, 0)
-	for b > 0 && bucketLow(uint32(b), step) > float64(ms) { // float rounding at an edge
+	for b > 0 && bucketLow(uint32(b), lowMs, step) > float64(ms) { // float rounding at an edge
 		b--
 	}
-	for bucketLow(uint32(b+1), step) <= float64(ms) {
+	for bucketLow(uint32(b+1), lowMs, step) <= float64(ms) {
 		b++
 	}
 	return uint32(b)
 }
 
-// bucketLow is the lowest interval of bucket b in buckets step wide.
-func bucketLow(b uint32, step float64) float64 {
-	return float64(minCadenceMs) * math.Pow(step, float64(b))
+// bucketLow is the lowest interval of bucket b in buckets step wide from lowMs.
+func bucketLow(b uint32, lowMs int64, step float64) float64 {
+	return float64(lowMs) * math.Pow(step, float64(b))
 }
 
 // classOf is the class of a policy row whose rank interval (policy.RankInterval) is rankMs.
@@ -117,7 +127,7 @@ func classOf(r *policy.Row, rankMs int64) uint32 {
 		f |= classFailing
 	}
 	if r.RankIntervalMs > 0 {
-		return (f|classRanked)<<classBucketBits | bucketOf(rankMs, rankStep, logRankStep)
+		return (f|classRanked)<<classBucketBits | rankBucket(rankMs)
 	}
 	return f<<classBucketBits | cadenceBucket(rankMs)
 }
@@ -135,7 +145,7 @@ func infoOf(class uint32) classInfo {
 		Urgent: f&classUrgent != 0, NeverRendered: f&classNeverRendered != 0, Failing: f&classFailing != 0}}}}
 	low := bucketLowMs(class & classBucketMask)
 	if f&classRanked != 0 {
-		low = bucketLow(class&classBucketMask, rankStep)
+		low = rankLowMs(class & classBucketMask)
 	}
 	return classInfo{lane: policy.LaneOf(&r), submitted: r.Submitted, lowMs: low}
 }
@@ -178,7 +188,7 @@ func (c *Classifier) Class(key []byte, p store.Projection) uint32 {
 func (c *Classifier) Fingerprint() uint64 { return c.fingerprint }
 
 // classLayout versions the class layout and bucketing; it is part of every fingerprint.
-const classLayout = 3
+const classLayout = 4
 
 // fingerprintOf hashes what a row's class depends on: the routes (their order, match, path
 // and interval: matching and the ceiling), the default interval, the cadence bounds and the
@@ -199,6 +209,7 @@ func fingerprintOf(pol *policy.Policy) uint64 {
 	num(int64(math.Float64bits(cadenceStep)))
 	num(int64(math.Float64bits(rankStep)))
 	num(minCadenceMs)
+	num(minRankMs)
 	num(maxCadenceMs)
 	num(o.DefaultInterval.Milliseconds())
 	num(int64(len(o.Routes)))

@@ -81,8 +81,13 @@ func classMergeAgainstFullPass(t *testing.T, cfg string, exact bool) {
 				sch, err := store.NewSchedule([]byte(key), due, rng.IntN(2) == 0, cadences[rng.IntN(len(cadences))], lanes)
 				if err == nil && rng.IntN(3) == 0 {
 					// A rank interval of its own (queue.policy freshness), from a continuum:
-					// each such row is nearly a class of its own.
-					sch, err = sch.WithRankInterval(60_000 + rng.Int64N(500*hour))
+					// each such row is nearly a class of its own. Some below a minute, the
+					// shortest cadence: the rows worth most on a route of minutes.
+					rank := 60_000 + rng.Int64N(500*hour)
+					if rng.IntN(4) == 0 {
+						rank = 1 + rng.Int64N(60_000)
+					}
+					sch, err = sch.WithRankInterval(rank)
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -127,10 +127,11 @@ func TestEndToEndFreshnessLearnsChangeAndChecksCheaply(t *testing.T) {
 
 // Under queue.policy freshness, end to end: a page rendered through the real processes is
 // filed with its rank interval, and once due it ranks by lateness ÷ that interval (at least
-// policy's one-minute floor), not ÷ its cadence. The page, on the node's 24 h catalog route, is
-// taken to be asked for 600 times an hour before any request is counted (freshness.requests),
-// so at ν 1 it is worth rendering at its floor: due 90 minutes (24 h ÷ 16) after its render, its
-// value growing past ν in under two minutes. Its second render is held at the origin, so the row
+// policy.MinRankInterval, a millisecond: a rank interval is not clamped to a cadence's minute),
+// not ÷ its cadence. The page, on the node's 24 h catalog route, is taken to be asked for 600
+// times an hour before any request is counted (freshness.requests), so at ν 1 it is worth
+// rendering at its floor: due 90 minutes (24 h ÷ 16) after its render, its value growing past
+// ν in under two minutes. Its second render is held at the origin, so the row
 // stays as the first render filed it while it is explained.
 func TestEndToEndFreshnessRanksByRankInterval(t *testing.T) {
 	if testing.Short() {
@@ -187,8 +188,8 @@ render:
 		return served >= 2
 	})
 	late := explain(t, n, u)
-	rankSec := max(late.Freshness.RankIntervalSec, 60)   // policy.MinCadence
-	boost := config.Default().Queue.Ready.SubmittedBoost // posted through the API: submitted
+	rankSec := max(late.Freshness.RankIntervalSec, 0.001) // policy.MinRankInterval
+	boost := config.Default().Queue.Ready.SubmittedBoost  // posted through the API: submitted
 	want := -late.DueInSec / rankSec * boost
 	if late.DueInSec >= 0 || math.Abs(late.Score/want-1) > 1e-3 {
 		t.Fatalf("late by %.0f s with a rank interval of %.1f s (cadence %.0f s): score %v, want lateness ÷ rank interval × boost = %v (÷ cadence: %v)",
