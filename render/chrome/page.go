@@ -587,6 +587,10 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 			t.cachedSub = true
 		}
 		raw, data := t.data[ev.RequestID]
+		if data && netidle.Streams(header(ev.Response.Headers, "Content-Type")) { // never ends: a long-poll now
+			t.net.KnownPoll(ev.RequestID)
+			t.b.polls.Learn(raw) // as requestSent asks it, under t.mu
+		}
 		t.mu.Unlock()
 		// A 403 the egress proxy made is the address policy's refusal, not the site's answer.
 		if st := int(ev.Response.Status); data && dataLost(st) && header(ev.Response.Headers, egressHeader) != "policy" {
