@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -541,19 +540,8 @@ func (t *tab) exceptionThrown(ev *runtime.EventExceptionThrown) {
 // render.MaxEvidenceLen bytes. t.mu is held.
 func (t *tab) addEvidence(line string) {
 	if len(t.evidence) < render.MaxEvidence {
-		t.evidence = append(t.evidence, truncate(line, render.MaxEvidenceLen))
+		t.evidence = append(t.evidence, render.EvidenceLine(line))
 	}
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // signals are what the render saw of the page besides its document, or nil when its document
@@ -572,7 +560,7 @@ func (t *tab) signals() *render.Signals {
 		if len(sig.Evidence) >= render.MaxEvidence {
 			break
 		}
-		sig.Evidence = append(sig.Evidence, truncate("pending request: "+u, render.MaxEvidenceLen))
+		sig.Evidence = append(sig.Evidence, render.EvidenceLine("pending request: "+u))
 	}
 	return sig
 }
