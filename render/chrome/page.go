@@ -818,7 +818,7 @@ func (t *tab) passThrough(ctx, rctx context.Context, target *chromedp.Target, re
 // judge classifies the captured page.
 func (t *tab) judge(res render.Result, body string) render.Result {
 	t.mu.Lock()
-	status, headers, docURL, egressed := t.docStatus, t.docHeaders, t.docURL, t.docEgress
+	status, headers, docURL, egressed, fetched := t.docStatus, t.docHeaders, t.docURL, t.docEgress, len(t.data) > 0
 	t.mu.Unlock()
 	if docURL != "" {
 		res.FinalURL = docURL
@@ -834,10 +834,16 @@ func (t *tab) judge(res render.Result, body string) render.Result {
 		return failed(res, outcome.TooLarge, render.StageBody, fmt.Sprintf("page over render.max_body (%d bytes)", t.r.cfg.MaxBody))
 	}
 	res.Status, res.Body = status, []byte(body)
-	// The page is the serialized DOM, in UTF-8 whatever the response's charset was; its
-	// validators (etag, last-modified) described the response, not this page.
+	// The page is the serialized DOM, in UTF-8 whatever the response's charset was. The
+	// document's validators (etag, last-modified) describe the page only when it asked its site
+	// for no data: then worker 0 keeps them for a conditional GET instead of the next render
+	// (serving answers with validators of its own). A page's data may change under its shell's.
 	res.Headers = map[string]string{"content-type": "text/html; charset=utf-8"}
-	for _, k := range []string{"content-language", "cache-control"} {
+	keep := []string{"content-language", "cache-control", "etag", "last-modified"}
+	if fetched {
+		keep = keep[:2]
+	}
+	for _, k := range keep {
 		if v := header(headers, k); v != "" {
 			res.Headers[k] = v
 		}
