@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +32,9 @@ import (
 // A render avoided is a check the origin answered 304 (freshq_render_conditional_total: with
 // the http renderer the conditional GET is the render's own request; with chrome it is the one
 // request made instead of a browser render). Renders performed are freshq's render attempts
-// less those 304s. The figures are read over the window (from FRESHQ_BENCH_FROM to the end):
+// (every result committed) less those 304s. With chrome a check the origin answered 200 is
+// followed by the browser's own fetch: the origin's 200s are then the renders performed plus
+// those checks. The figures are read over the window (from FRESHQ_BENCH_FROM to the end):
 // freshq's counters and each node's process tree's CPU (the supervisor, its workers and their
 // browsers, from /proc), and the origins' own counts of 200s and 304s.
 //
@@ -172,15 +173,14 @@ func (cn *condNode) endWindow() {
 	cn.after = cn.run.node.metrics()
 }
 
-// counts are the node's render attempts and the checks answered 304 in the window.
+// counts are the node's render attempts (every result worker 0 committed, a 304 included:
+// freshq_claim_to_result_seconds' count; freshq_render_total counts a 304 with the http
+// renderer, whose conditional GET is the render, but not a check made before a chrome render)
+// and the checks answered 304 in the window.
 func (cn *condNode) counts() (attempts, notModified, refused float64) {
-	for name, v := range cn.after {
-		if strings.HasPrefix(name, "freshq_render_total{") {
-			attempts += v - cn.before[name]
-		}
-	}
-	nm, rf := `freshq_render_conditional_total{result="not_modified"}`, `freshq_render_conditional_total{result="refused"}`
-	return attempts, cn.after[nm] - cn.before[nm], cn.after[rf] - cn.before[rf]
+	delta := func(name string) float64 { return cn.after[name] - cn.before[name] }
+	return delta("freshq_claim_to_result_seconds_count"), delta(`freshq_render_conditional_total{result="not_modified"}`),
+		delta(`freshq_render_conditional_total{result="refused"}`)
 }
 
 // origin is what the node's origin answered in the window: 200s and 304s.
