@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/freshq/freshq/outcome"
 )
@@ -100,6 +101,18 @@ const (
 	MaxEvidence    = 4
 	MaxEvidenceLen = 256
 )
+
+// EvidenceLine is line cut to at most MaxEvidenceLen bytes, on a rune boundary.
+func EvidenceLine(line string) string {
+	n := MaxEvidenceLen
+	if len(line) <= n {
+		return line
+	}
+	for n > 0 && !utf8.RuneStart(line[n]) {
+		n--
+	}
+	return line[:n]
+}
 
 // Timings are the phases of a browser render, each from the render's start.
 type Timings struct {

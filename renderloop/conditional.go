@@ -10,6 +10,7 @@ import (
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -65,6 +66,9 @@ func (c *conditionalCheck) renderJob(ctx context.Context, e *Deps, rdr render.Re
 		e.Log.Debug().Str("url", url).Int("status", cr.Status).AnErr("error", err).Msg("conditional check: render in full")
 		return renderJob(ctx, e, rdr, j, nil)
 	}
+	// An attempt like any other, as the http renderer's 304 is (freshq_render_total).
+	e.Worker.Add(shm.CounterRenderOutcome+shm.Counter(outcome.OK-1), 1)
+	e.Worker.Observe(shm.CounterRenderSeconds, shm.RenderSecondsBuckets[:], time.Since(start).Seconds(), 1e6)
 	return wire.Result{
 		Key: j.Key, Outcome: outcome.OK.String(), Status: 304, Stage: render.StageHeaders,
 		DurationMs: time.Since(start).Milliseconds(), Headers: cr.Headers,

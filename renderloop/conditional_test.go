@@ -14,7 +14,9 @@ import (
 
 	"github.com/freshq/freshq/claim"
 	"github.com/freshq/freshq/config"
+	"github.com/freshq/freshq/outcome"
 	"github.com/freshq/freshq/render"
+	"github.com/freshq/freshq/shm"
 	"github.com/freshq/freshq/wire"
 )
 
@@ -102,5 +104,50 @@ func TestConditionalHTTPRenderFetchesAChangedPageOnce(t *testing.T) {
 	}
 	if f := full.Load(); f != 1 {
 		t.Fatalf("an unchanged page cost a full GET (%d in all)", f)
+	}
+}
+
+// countingRenderer is a renderer that is not a ConditionalRenderer (as chrome is not): it
+// counts its renders and answers each with an ok page.
+type countingRenderer struct{ renders atomic.Int64 }
+
+func (r *countingRenderer) Render(context.Context, render.Request) render.Result {
+	r.renders.Add(1)
+	return render.Result{Outcome: outcome.OK, Status: http.StatusOK, Body: []byte("<!doctype html><title>p</title>")}
+}
+
+// A check before another renderer's render that the origin answered 304 is a render attempt
+// with outcome ok, counted as the http renderer's 304 is (freshq_render_total): without it a
+// farm rendering with Chromium reported fewer attempts than it made, and none for the pages
+// its checks found unchanged.
+func TestConditionalCheckCountsItsAttempt(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprint(w, "<!doctype html><title>p</title>")
+	}))
+	t.Cleanup(origin.Close)
+	e := testEnv(t)
+	cfg := config.Default()
+	cfg.Render.Domains = []string{"127.0.0.1"}
+	if err := setConfig(e, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rdr := &countingRenderer{}
+	c := &conditionalCheck{client: validatorsSocket(t, `"v1"`)}
+	okCounter := shm.CounterRenderOutcome + shm.Counter(outcome.OK-1)
+	before := e.Worker.Load(okCounter)
+	res, ok := c.renderJob(context.Background(), e, rdr, claim.Job{Key: []byte("desktop|" + origin.URL + "/p"), Checkable: true})
+	if !ok || res.Status != http.StatusNotModified {
+		t.Fatalf("checked page: ok %v status %d, want a 304 result", ok, res.Status)
+	}
+	if n := rdr.renders.Load(); n != 0 {
+		t.Fatalf("a page the origin answered 304 was rendered %d times, want 0", n)
+	}
+	if got := e.Worker.Load(okCounter) - before; got != 1 {
+		t.Fatalf("a check answered 304 counted %d ok render attempts, want 1, as the http renderer's 304", got)
 	}
 }

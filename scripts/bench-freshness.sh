@@ -24,7 +24,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 FRESHQ_BENCH_MINUTES=${MINUTES:-6} FRESHQ_BENCH_FROM=${FROM:-2} FRESHQ_BENCH_HOSTS=${HOSTS:-"1 4"} \
-FRESHQ_BENCH_SEED=${SEED:-1} FRESHQ_BENCH_STRETCH=${STRETCH-2} ${PAGES:+FRESHQ_BENCH_PAGES=$PAGES} ${RATE:+FRESHQ_BENCH_RATE=$RATE} \
+FRESHQ_BENCH_SEED=${SEED:-1} FRESHQ_BENCH_STRETCH=${STRETCH-2} FRESHQ_BENCH_PAGES=${PAGES:-} FRESHQ_BENCH_RATE=${RATE:-} \
   go test -run '^$' -bench '^BenchmarkFreshness$' -benchtime 1x -timeout 60m ./cmd/supervisor/ >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 grep -E '^\||^[^ ]+( sites| site)[:,]' "$out"

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,14 @@ import (
 // reports requests/s and the p50/p99 latency of each, and logs one table row per run
 // ("| server | conns | ..."). The load generator is wrk (Debian's package), on the same cores
 // as both servers.
+//
+// With FRESHQ_BENCH_RENDERER=chrome the queue renders meanwhile through Chromium instead of the
+// sim renderer: the pages' URLs are a local origin's (serveOrigin: each page's document, the
+// same listing, with a script that fetches the page's stock from an API answering in 100 ms and
+// adds it), and the node's chrome renderer renders the due half of them at its defaults
+// (render.concurrency derived from the cores; render.hosts.max_concurrency raised past it, as the
+// one site would otherwise hold the farm to 4 in flight), so the browsers take their share of the
+// same cores all through the serving runs.
 func BenchmarkServe(b *testing.B) {
 	if binDir == "" {
 		b.Skip("binaries not built (-short)")
@@ -60,9 +69,29 @@ func BenchmarkServe(b *testing.B) {
 			conns = append(conns, n)
 		}
 	}
+	renderer := cmpEnv("FRESHQ_BENCH_RENDERER", "sim")
+	origin, renderYAML := "https://shop.test", `render:
+  renderer: sim
+  concurrency: 8
+  domains: [shop.test]
+  sim: {latency_median: 20ms, transient_rate: 0, gone_rate: 0}
+`
+	switch renderer {
+	case "sim":
+	case "chrome":
+		needChromiumBench(b)
+		origin = serveOrigin(b, size)
+		renderYAML = `render:
+  renderer: chrome
+  domains: ["127.0.0.1"]
+  hosts: {max_concurrency: 256}
+`
+	default:
+		b.Fatalf("FRESHQ_BENCH_RENDERER=%q: sim or chrome", renderer)
+	}
 	dir := b.TempDir()
 	site := filepath.Join(dir, "site")
-	paths := seedServePages(b, dir, site, pages, size)
+	paths := seedServePages(b, dir, site, origin, pages, size)
 
 	serveAddr := freePort(b)
 	sweep := os.Getenv("FRESHQ_BENCH_SWEEP") // queue.ready.sweep_interval; 1s unless set
@@ -70,23 +99,23 @@ func BenchmarkServe(b *testing.B) {
 		sweep = "1s"
 	}
 	n := startNode(b, dir, 3, fmt.Sprintf(`queue: {ready: {sweep_interval: %s}}
-render:
-  renderer: sim
-  concurrency: 8
-  domains: [shop.test]
-  sim: {latency_median: 20ms, transient_rate: 0, gone_rate: 0}
-serve:
+%sserve:
   listen: %s
-`, sweep, serveAddr), "")
+`, sweep, renderYAML, serveAddr), "")
 	waitFor(b, "readiness", 30*time.Minute, n.ready) // a million rows: the class index is rebuilt first
+	if renderer == "chrome" {
+		// The browsers started and rendering before the serving runs begin.
+		waitFor(b, "the first chrome renders", 2*time.Minute, func() bool { return n.metrics()[`freshq_render_total{outcome="ok"}`] > 0 })
+	}
+	b.Logf("rendering meanwhile with %s", renderer)
 	nginxAddr := benchNginx(b, nginx, dir, site)
-	sameBytes(b, "http://"+serveAddr+"/https://shop.test"+paths[0], "http://"+nginxAddr+paths[0]) // page 0 is not due: never rendered again
+	sameBytes(b, "http://"+serveAddr+"/"+origin+paths[0], "http://"+nginxAddr+paths[0]) // page 0 is not due: never rendered again
 
 	reqs := zipfPaths(paths)
 	b.ResetTimer()
 	for _, c := range conns {
 		for _, srv := range []struct{ name, base, prefix string }{
-			{"freshq", "http://" + serveAddr, "/https://shop.test"},
+			{"freshq", "http://" + serveAddr, "/" + origin},
 			{"nginx", "http://" + nginxAddr, ""},
 		} {
 			renders0 := n.metrics()[`freshq_render_total{outcome="ok"}`]
@@ -107,14 +136,15 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// seedServePages stores n pages of about size bytes in dir's Badger store, half of them due,
-// and writes the same stored bytes as files under site for nginx; it returns their paths. Each
+// seedServePages stores n pages of about size bytes in dir's Badger store, their URLs under
+// origin, half of them due, and writes the same stored bytes as files under site for nginx; it
+// returns their paths. Each
 // page is a product listing of its own (benchPage), stored as a render's result is: compressed
 // by intake.CompressPage, through the store's funnel (WriteSchedules, in batches), and its
 // nginx file is the same gzip bytes (path + ".gz", served by gzip_static). Pages are built and
 // compressed on every core, the store written by one goroutine, so a million pages load in
 // minutes.
-func seedServePages(b *testing.B, dir, site string, n, size int) []string {
+func seedServePages(b *testing.B, dir, site, origin string, n, size int) []string {
 	st := badgerIn(dir).open(b)
 	defer st.Close()
 	now := clock.NowMs()
@@ -148,7 +178,7 @@ func seedServePages(b *testing.B, dir, site string, n, size int) []string {
 				for i := from; i < min(n, from+batch); i++ {
 					html = benchPage(html[:0], i, size)
 					body, headers := intake.CompressPage(html, []store.Header{{Name: "content-type", Value: "text/html; charset=utf-8"}})
-					url := "https://shop.test" + paths[i]
+					url := origin + paths[i]
 					due := now + 3_600_000
 					if i%2 == 1 {
 						due = now - int64(i)
@@ -393,4 +423,48 @@ func TestParseWrk(t *testing.T) {
 	if _, err := parseWrk([]byte("Running 30s test @ http://127.0.0.1:3000\n  Requests/sec: 9000\n")); err == nil {
 		t.Error("an output without the script's line parsed")
 	}
+}
+
+// serveOrigin serves the pages BenchmarkServe's chrome renderer renders, on loopback, and returns
+// its base URL: page i's document (/c/NNNN/item-NNNNNNN) is benchPage's listing with a script
+// that fetches the page's stock (/api/stock/i, answered in 100 ms, as a shop's API) and adds it
+// to the page; its stylesheet and script are small and cacheable, its images answer 204.
+func serveOrigin(b *testing.B, size int) string {
+	const app = `<script>fetch("/api/stock/" + document.body.dataset.item).then(r => r.text())
+  .then(t => document.querySelector("main").insertAdjacentHTML("afterbegin", "<p class=stock-live>" + t + "</p>"))</script>`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/stock/"):
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprintf(w, "%s units in stock", strings.TrimPrefix(r.URL.Path, "/api/stock/"))
+		case strings.HasPrefix(r.URL.Path, "/static/"):
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			if strings.HasSuffix(r.URL.Path, ".css") {
+				w.Header().Set("Content-Type", "text/css")
+				io.WriteString(w, "body{font-family:sans-serif}.product{display:inline-block;width:30%}")
+				return
+			}
+			w.Header().Set("Content-Type", "text/javascript")
+			io.WriteString(w, "document.documentElement.classList.add('js')")
+		case strings.HasPrefix(r.URL.Path, "/c/"):
+			var d, i int
+			if _, err := fmt.Sscanf(r.URL.Path, "/c/%d/item-%d", &d, &i); err != nil {
+				http.NotFound(w, r)
+				return
+			}
+			page := string(benchPage(nil, i, size))
+			page = strings.Replace(page, `<body class="listing">`, fmt.Sprintf(`<body class="listing" data-item="%d">`, i), 1)
+			page = strings.Replace(page, "</body>", app+"</body>", 1)
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, page)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
 }

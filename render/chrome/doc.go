@@ -75,26 +75,26 @@
 //     page's script ran), or when the network has been idle for render.chrome.idle. A page that
 //     made no data request has only the idle: content its timers add makes no request. Package
 //     netidle holds these rules.
-//     Idle: no request began or ended in that time, and every request still in flight has been
-//     so for longer than its bound. The page's own data requests — an XHR or fetch of the main
-//     frame to its site (the document's host, or a host under the same render.domains entry) —
-//     are bounded by render.chrome.data_wait (default 10 s); every other request by
-//     render.chrome.long_request (default 2 s). EventSource and WebSocket connections never
-//     hold a page. A long-poll, a hanging beacon or a stream over fetch is told from a page's
-//     own data fetch only by its age: a third party's request is not the page's content, and
-//     is let go at 2 s (four times the default idle); the site's own API is the content, and a
-//     slow one answers in seconds (a product page whose API answers in 3 s would otherwise be
-//     captured showing "Loading…"), while a long-poll is held for tens of seconds: past
-//     data_wait a same-site request is taken to be one, and the page is ready about data_wait
-//     after it began rather than timing out, reported with it pending (Signals). Its URL (no
-//     query) is then remembered by the browser as a long-poll (netidle.LongPolls): a request to
-//     it holds no later page, and is still reported pending, so the verdict judges it against
-//     the page's last good render; it is forgotten when a request to it is answered, and all
-//     are when the browser's cache is cleared. Puppeteer's
-//     networkidle2 (idle with at most 2 connections open) was not taken: it captures a page
-//     whose two slow data fetches have not answered yet, a page stored without its content,
-//     where this rule waits for them. A page that is not ready within render.timeout is
-//     outcome.Timeout with no body: nothing of it is stored.
+//     Idle: no request began or ended in that time, and every request still in flight has been so
+//     for longer than its bound. The page's own data requests — an XHR or fetch of the main frame
+//     to its site (the document's host, or a host under the same render.domains entry) — are
+//     bounded by render.chrome.data_wait (default 10 s); every other request by
+//     render.chrome.long_request (default 2 s). EventSource and WebSocket connections never hold a
+//     page, nor a data request answered with a stream (netidle.Streams: a long-poll at once).
+//     Otherwise a long-poll, a hanging beacon or a chunked answer over fetch is told from a page's
+//     own data fetch only by its age: a third party's request is not the page's content, and is let
+//     go at 2 s (four times the default idle); the site's own API is the content, and a slow one
+//     answers in seconds (a product page whose API answers in 3 s would otherwise be captured
+//     showing "Loading…"), while a long-poll is held for tens of seconds: past data_wait a
+//     same-site request is taken to be one, and the page is ready about data_wait after it began
+//     rather than timing out, reported with it pending (Signals). Its URL (no query) is then
+//     remembered by the browser as a long-poll (netidle.LongPolls): a request to it holds no later
+//     page, and is still reported pending, so the verdict judges it against the page's last good
+//     render; it is forgotten when a request to it is answered, and all are when the browser's
+//     cache is cleared. Puppeteer's networkidle2 (idle with at most 2 connections open) was not
+//     taken: it captures a page whose two slow data fetches have not answered yet, a page stored
+//     without its content, where this rule waits for them. A page that is not ready within
+//     render.timeout is outcome.Timeout with no body: nothing of it is stored.
 //   - Hears the tab's Network and Page events in one place, in the order the browser sent them
 //     (chromedp.Listen), and remembers the requests that ended: a request's end handled before
 //     its start (they arrive together on a cache hit) would otherwise look in flight forever,
@@ -102,7 +102,9 @@
 //     reused tab's about:blank may tell its load after the next render began, and does not count.
 //   - Captures the serialized DOM (with its doctype), <script> elements removed but JSON-LD
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
-//     meta tags' status, else the document's response status; noindex.
+//     meta tags' status, else the document's response status; noindex. The document's ETag and
+//     Last-Modified go with the page only when it asked its site for no data (then they describe
+//     its content), so that its next render may be a conditional GET of the document instead.
 //   - Reports its phases in Result.Timings, and what it saw of the page besides its document in
 //     Result.Signals, the evidence package verdict judges before a completed render replaces a
 //     stored page: uncaught exceptions (Runtime.exceptionThrown, of this render's document),

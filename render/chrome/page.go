@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -541,19 +540,8 @@ func (t *tab) exceptionThrown(ev *runtime.EventExceptionThrown) {
 // render.MaxEvidenceLen bytes. t.mu is held.
 func (t *tab) addEvidence(line string) {
 	if len(t.evidence) < render.MaxEvidence {
-		t.evidence = append(t.evidence, truncate(line, render.MaxEvidenceLen))
+		t.evidence = append(t.evidence, render.EvidenceLine(line))
 	}
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // signals are what the render saw of the page besides its document, or nil when its document
@@ -572,7 +560,7 @@ func (t *tab) signals() *render.Signals {
 		if len(sig.Evidence) >= render.MaxEvidence {
 			break
 		}
-		sig.Evidence = append(sig.Evidence, truncate("pending request: "+u, render.MaxEvidenceLen))
+		sig.Evidence = append(sig.Evidence, render.EvidenceLine("pending request: "+u))
 	}
 	return sig
 }
@@ -587,6 +575,10 @@ func (t *tab) responseReceived(ev *network.EventResponseReceived) {
 			t.cachedSub = true
 		}
 		raw, data := t.data[ev.RequestID]
+		if data && netidle.Streams(header(ev.Response.Headers, "Content-Type")) { // never ends: a long-poll now
+			t.net.KnownPoll(ev.RequestID)
+			t.b.polls.Learn(raw) // as requestSent asks it, under t.mu
+		}
 		t.mu.Unlock()
 		// A 403 the egress proxy made is the address policy's refusal, not the site's answer.
 		if st := int(ev.Response.Status); data && dataLost(st) && header(ev.Response.Headers, egressHeader) != "policy" {
@@ -826,7 +818,7 @@ func (t *tab) passThrough(ctx, rctx context.Context, target *chromedp.Target, re
 // judge classifies the captured page.
 func (t *tab) judge(res render.Result, body string) render.Result {
 	t.mu.Lock()
-	status, headers, docURL, egressed := t.docStatus, t.docHeaders, t.docURL, t.docEgress
+	status, headers, docURL, egressed, fetched := t.docStatus, t.docHeaders, t.docURL, t.docEgress, len(t.data) > 0
 	t.mu.Unlock()
 	if docURL != "" {
 		res.FinalURL = docURL
@@ -842,10 +834,16 @@ func (t *tab) judge(res render.Result, body string) render.Result {
 		return failed(res, outcome.TooLarge, render.StageBody, fmt.Sprintf("page over render.max_body (%d bytes)", t.r.cfg.MaxBody))
 	}
 	res.Status, res.Body = status, []byte(body)
-	// The page is the serialized DOM, in UTF-8 whatever the response's charset was; its
-	// validators (etag, last-modified) described the response, not this page.
+	// The page is the serialized DOM, in UTF-8 whatever the response's charset was. The
+	// document's validators (etag, last-modified) describe the page only when it asked its site
+	// for no data: then worker 0 keeps them for a conditional GET instead of the next render
+	// (serving answers with validators of its own). A page's data may change under its shell's.
 	res.Headers = map[string]string{"content-type": "text/html; charset=utf-8"}
-	for _, k := range []string{"content-language", "cache-control"} {
+	keep := []string{"content-language", "cache-control", "etag", "last-modified"}
+	if fetched {
+		keep = keep[:2]
+	}
+	for _, k := range keep {
 		if v := header(headers, k); v != "" {
 			res.Headers[k] = v
 		}

@@ -4,8 +4,8 @@
 // URLs a browser's renders found (LongPolls).
 //
 // Invariants: a request never counts as in flight after its end was told, in whichever order
-// the two arrive; EventSource and WebSocket connections, and requests to a known long-poll URL,
-// never hold a page; a same-site data request in flight, a known long-poll included, is always
+// the two arrive; EventSource and WebSocket connections, requests to a known long-poll URL, and
+// data requests whose answer's headers say they are a stream (Streams), never hold a page; a same-site data request in flight, a known long-poll included, is always
 // reported pending (PendingData), so that what readiness lets go of is never hidden from the
 // render's verdict.
 package netidle
@@ -63,8 +63,9 @@ func (a *Activity) Sent(id network.RequestID, typ network.ResourceType, data boo
 	}
 }
 
-// KnownPoll marks the data request id, in flight, as one to a URL known to be a long-poll
-// (longpoll.go): it no longer holds the page, and is still reported pending.
+// KnownPoll marks the data request id, in flight, as a long-poll: one to a URL known to be one
+// (longpoll.go), or one answered with a stream (Streams). It no longer holds the page, and is
+// still reported pending.
 func (a *Activity) KnownPoll(id network.RequestID) {
 	if f, ok := a.inflight[id]; ok && f.data {
 		f.poll = true

@@ -12,7 +12,8 @@ import (
 const maxLongPolls = 1024
 
 // LongPolls are the URLs (without their query) of the same-site requests a browser's renders
-// found still in flight past render.chrome.data_wait: long-polls. Until the page reaches
+// found still in flight past render.chrome.data_wait, or answered with a stream (Streams):
+// long-polls. Until the page reaches
 // data_wait, a long-poll and a slow API look the same (open, nothing answered), and the rule is
 // to wait for a slow API; once a URL has been seen to outlive data_wait, a request to it no longer
 // holds a page of the site, so each page with a long-poll costs data_wait once per browser, not on
