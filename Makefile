@@ -49,8 +49,9 @@ race:
 # stress is the long run CI also makes after make test: every fuzz target for STRESS_FUZZTIME,
 # the concurrent fencing history many times over, and the end-to-end stop, fencing and restart
 # tests repeated against the real binaries, where a rare interleaving or a tight bound would show.
-# The confirmed division's kill/pause and rolling-restart runs (about 100 s and 50 s each) run once,
-# in make test: three more of each would put CI past its time.
+# The confirmed division's kill/pause and rolling-restart runs (about 100 s and 50 s each) and
+# the seed pattern's latency (a measure, not an interleaving) run once, in make test: three more
+# of each would put CI past its time.
 # Like test, on one throwaway PostgreSQL unless FRESHQ_TEST_PG_DSN names one.
 STRESS_FUZZTIME ?= 20s
 STRESS_COUNT    ?= 3
@@ -59,7 +60,7 @@ stress:
 
 stress-steps:
 	$(GO) test -race -count=$$(( 4 * $(STRESS_COUNT) )) -run 'TestFenceHistory' ./fuzz/
-	$(GO) test -race -timeout 30m -count=$(STRESS_COUNT) -run 'TestStopOn|TestCluster|TestEndToEndDuplicateResultIsFenced|TestEndToEndForgedLeaseSlotIsRefused|TestEndToEndRendersEverythingThroughKills|TestSecondSupervisorRefusesToStart' -skip 'TestClusterConfirm(KillAndPause|RollingRestart)' ./cmd/supervisor/
+	$(GO) test -race -timeout 30m -count=$(STRESS_COUNT) -run 'TestStopOn|TestCluster|TestEndToEndDuplicateResultIsFenced|TestEndToEndForgedLeaseSlotIsRefused|TestEndToEndRendersEverythingThroughKills|TestSecondSupervisorRefusesToStart' -skip 'TestClusterConfirm(KillAndPause|RollingRestart)|TestClusterSeedPattern' ./cmd/supervisor/
 	FUZZTIME=$(STRESS_FUZZTIME) ./scripts/fuzz.sh
 
 # Each fuzz target runs alone for FUZZTIME (see scripts/fuzz.sh for the one retry it allows).
