@@ -8,6 +8,7 @@
 #
 #   scripts/bench-cluster.sh            (or: make bench-cluster)
 #   JOBS=50000 COUNT=1 SITE_PAGES=600 scripts/bench-cluster.sh [OUT [SITE_OUT]]
+#   ONLY=site scripts/bench-cluster.sh      (the one site only; OUT is left as it is)
 #
 # JOBS is the targets each run renders (-benchtime JOBS x), COUNT the runs of each node count
 # (`go test -count`: one after the other), SITE_PAGES the pages of the one site (5 a second a
@@ -29,12 +30,13 @@ fi
 
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
+pg=$(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')
+if [ "${ONLY:-}" != site ]; then
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cmd="go test -run '^\$' -bench 'QueueCluster' -benchtime ${JOBS}x -count $COUNT -timeout 120m ./cmd/supervisor/"
 echo "$cmd" >&2
 eval "$cmd" 2>&1 | tee "$tmp" >&2
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-pg=$(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')
 
 {
   echo "## The queue on 1, 2 and 3 nodes (BenchmarkQueueCluster)"
@@ -74,6 +76,7 @@ pg=$(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo 
 echo "wrote $out" >&2
 cat "$out"
 grep -q '^BenchmarkQueueCluster/nodes=3' "$tmp"
+fi
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cmd="go test -run '^\$' -bench 'ClusterSiteBelowNodes' -benchtime ${SITE_PAGES}x -count $COUNT -timeout 120m ./cmd/supervisor/"
