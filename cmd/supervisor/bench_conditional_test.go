@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 )
@@ -94,51 +89,15 @@ serve:
 	for _, cn := range nodes {
 		waitFor(b, cn.name+" ready", 60*time.Second, cn.run.node.ready)
 	}
-	run.start = time.Now()
-	for _, cn := range nodes {
-		cn.run.origin.from = run.from
-		cn.run.origin.start.Store(&run.start)
-		var body bytes.Buffer
-		for i := range run.pages {
-			json.NewEncoder(&body).Encode(map[string]string{"url": cn.run.origin.url(i)})
-		}
-		resp, err := http.Post("http://"+cn.run.node.addr+"/v1/targets", "application/x-ndjson", &body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("POST /v1/targets: %d %s", resp.StatusCode, out)
-		}
+	runs := make([]*freshPolicyRun, len(nodes))
+	for i, cn := range nodes {
+		runs[i] = cn.run
 	}
-	client := &http.Client{Timeout: 30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport:     &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}}
-	defer client.CloseIdleConnections()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 256)
-	marked := false
-	for _, rq := range run.requests {
-		if d := time.Until(run.start.Add(rq.at)); d > 0 {
-			time.Sleep(d) // the crawler's own arrival times: this is a real-time benchmark
-		}
-		if !marked && rq.at >= run.from {
-			marked = true
-			for _, cn := range nodes {
-				cn.markWindow()
-			}
-		}
+	run.crawl(b, runs, func() {
 		for _, cn := range nodes {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(pr *freshPolicyRun, rq freshRequest) {
-				defer func() { <-sem; wg.Done() }()
-				pr.crawlOne(client, run, rq)
-			}(cn.run, rq)
+			cn.markWindow()
 		}
-	}
-	wg.Wait()
+	})
 	for _, cn := range nodes {
 		cn.endWindow()
 	}

@@ -344,6 +344,30 @@ serve:
 	for _, pr := range runs {
 		waitFor(b, pr.policy+" ready", 60*time.Second, pr.node.ready)
 	}
+	run.crawl(b, runs, func() {
+		for _, pr := range runs {
+			pr.origin.markWindow()
+		}
+	})
+	for _, pr := range runs {
+		pr.metrics = pr.node.metrics()
+		resp, err := http.Get("http://" + pr.node.addr + "/v1/queue")
+		if err == nil {
+			var q struct {
+				Freshness wire0 `json:"freshness"`
+			}
+			json.NewDecoder(resp.Body).Decode(&q)
+			resp.Body.Close()
+			pr.reported = q.Freshness
+		}
+	}
+	run.report(runs)
+}
+
+// crawl starts the run's clock, posts every page of the corpus to each node in runs, then sends
+// the crawler's requests to every node at their arrival times, the same requests to each, and
+// waits for their answers; window is called once, when the measured window begins (run.from).
+func (run *freshBenchRun) crawl(b *testing.B, runs []*freshPolicyRun, window func()) {
 	run.start = time.Now()
 	for _, pr := range runs {
 		pr.origin.from = run.from
@@ -375,9 +399,7 @@ serve:
 		}
 		if !marked && rq.at >= run.from {
 			marked = true
-			for _, pr := range runs {
-				pr.origin.markWindow()
-			}
+			window()
 		}
 		for _, pr := range runs {
 			sem <- struct{}{}
@@ -389,19 +411,6 @@ serve:
 		}
 	}
 	wg.Wait()
-	for _, pr := range runs {
-		pr.metrics = pr.node.metrics()
-		resp, err := http.Get("http://" + pr.node.addr + "/v1/queue")
-		if err == nil {
-			var q struct {
-				Freshness wire0 `json:"freshness"`
-			}
-			json.NewDecoder(resp.Body).Decode(&q)
-			resp.Body.Close()
-			pr.reported = q.Freshness
-		}
-	}
-	run.report(runs)
 }
 
 // crawlOne sends one request and judges the version it got against the origin's at the time.

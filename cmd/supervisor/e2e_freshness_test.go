@@ -66,25 +66,9 @@ func TestEndToEndFreshnessLearnsChangeAndChecksCheaply(t *testing.T) {
 	}
 	n := startNode(t, t.TempDir(), 2, missYAML, "")
 	waitFor(t, "ready", 30*time.Second, n.ready)
-	var items []map[string]any
-	for _, u := range urls {
-		items = append(items, map[string]any{"url": u, "interval": "1m"})
-	}
-	var up struct{ Accepted int }
-	if code := n.post("/v1/targets", items, &up); code != http.StatusOK || up.Accepted != len(urls) {
-		t.Fatalf("upsert: %d %+v", code, up)
-	}
+	upsertEveryMinute(t, n, urls)
 	// Each step waits until every page was observed (rendered or checked) after the clock moved.
-	observedSince := func(since time.Time) func() bool {
-		return func() bool {
-			for _, u := range urls {
-				if f := explain(t, n, u).Freshness; f == nil || f.ObservedAt.Before(since) {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	observedSince := func(since time.Time) func() bool { return allObservedSince(t, n, urls, since) }
 	waitFor(t, "the first renders", 60*time.Second, observedSince(time.Time{}.Add(1)))
 	rng := rand.New(rand.NewPCG(31, 7))
 	pChange := 1 - math.Exp(-0.5)
@@ -194,5 +178,32 @@ render:
 	if late.DueInSec >= 0 || math.Abs(late.Score/want-1) > 1e-3 {
 		t.Fatalf("late by %.0f s with a rank interval of %.1f s (cadence %.0f s): score %v, want lateness ÷ rank interval × boost = %v (÷ cadence: %v)",
 			-late.DueInSec, late.Freshness.RankIntervalSec, late.Cadence.Seconds, late.Score, want, -late.DueInSec/late.Cadence.Seconds*boost)
+	}
+}
+
+// upsertEveryMinute files urls on n with an interval of a minute, and fails t unless every one
+// was accepted.
+func upsertEveryMinute(t *testing.T, n *node, urls []string) {
+	t.Helper()
+	var items []map[string]any
+	for _, u := range urls {
+		items = append(items, map[string]any{"url": u, "interval": "1m"})
+	}
+	var up struct{ Accepted int }
+	if code := n.post("/v1/targets", items, &up); code != http.StatusOK || up.Accepted != len(urls) {
+		t.Fatalf("upsert: %d %+v", code, up)
+	}
+}
+
+// allObservedSince is a condition for waitFor: every page of urls was observed (rendered, or
+// checked with a conditional GET) on n at or after since, as GET /v1/targets/explain says.
+func allObservedSince(t *testing.T, n *node, urls []string, since time.Time) func() bool {
+	return func() bool {
+		for _, u := range urls {
+			if f := explain(t, n, u).Freshness; f == nil || f.ObservedAt.Before(since) {
+				return false
+			}
+		}
+		return true
 	}
 }

@@ -61,24 +61,8 @@ render:
   domains: ["127.0.0.1"]
 `, "")
 	waitFor(t, "ready", 30*time.Second, n.ready)
-	var items []map[string]any
-	for _, u := range urls {
-		items = append(items, map[string]any{"url": u, "interval": "1m"})
-	}
-	var up struct{ Accepted int }
-	if code := n.post("/v1/targets", items, &up); code != http.StatusOK || up.Accepted != len(urls) {
-		t.Fatalf("upsert: %d %+v", code, up)
-	}
-	observedSince := func(since time.Time) func() bool {
-		return func() bool {
-			for _, u := range urls {
-				if f := explain(t, n, u).Freshness; f == nil || f.ObservedAt.Before(since) {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	upsertEveryMinute(t, n, urls)
+	observedSince := func(since time.Time) func() bool { return allObservedSince(t, n, urls, since) }
 	waitFor(t, "the first renders", 90*time.Second, observedSince(time.Time{}.Add(1)))
 	for s := range steps {
 		before := explain(t, n, urls[0]).Freshness.ObservedAt
