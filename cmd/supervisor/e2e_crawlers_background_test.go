@@ -26,15 +26,7 @@ func TestEndToEndCrawlerStoredPageDoesNotWaitForItsLookup(t *testing.T) {
 		Names: map[netip.Addr][]string{e2eGoogleIP: {"crawl-66-249-66-1.googlebot.com."}, slow: {"crawl-66-249-66-3.googlebot.com."}},
 		Hang:  map[netip.Addr]bool{slow: true},
 	}
-	t.Setenv(testDNSEnv, testdns.Listen(t, z))
-	origin := newSiteOrigin(t)
-	serveAddr := freePort(t)
-	n := startNode(t, t.TempDir(), 2, serveYAML(serveAddr, `  client_ip_header: X-Forwarded-For
-  trusted_proxies: [127.0.0.1/32]
-  miss_burst: 100
-  verify: {timeout: 15s, concurrency: 16, cache_entries: 1000, cache_ttl: 1h}
-`), "")
-	waitFor(t, "ready", 60*time.Second, n.ready)
+	n, origin, serveAddr := verifyingNode(t, z, "15s", "")
 
 	stored := "/" + origin.URL + "/p/stored"
 	if a := crawl(t, serveAddr, stored, "X-Forwarded-For", e2eGoogleIP.String()); a.code != 200 || a.header.Get("X-Freshq-Cache") != "miss" {

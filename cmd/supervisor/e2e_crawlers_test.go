@@ -40,16 +40,25 @@ func crawlersNode(t *testing.T) (*node, *siteOrigin, *testdns.Zone, string) {
 		Names: map[netip.Addr][]string{e2eGoogleIP: {"crawl-66-249-66-1.googlebot.com."}, e2eImpostorIP: {"dsl-7.example.net."}},
 		Hang:  map[netip.Addr]bool{e2eHangIP: true},
 	}
+	n, origin, serveAddr := verifyingNode(t, z, "500ms", "")
+	return n, origin, z, serveAddr
+}
+
+// verifyingNode starts a node whose crawler listener takes the client's address from
+// X-Forwarded-For sent by a loopback peer (127.0.0.1 only) and verifies claimed crawlers
+// against zone z within verifyTimeout (serve.verify.timeout), with extra appended to its
+// configuration, and returns it, its site's origin and its crawler listener's address.
+func verifyingNode(t *testing.T, z *testdns.Zone, verifyTimeout, extra string) (*node, *siteOrigin, string) {
 	t.Setenv(testDNSEnv, testdns.Listen(t, z))
 	origin := newSiteOrigin(t)
 	serveAddr := freePort(t)
 	n := startNode(t, t.TempDir(), 2, serveYAML(serveAddr, `  client_ip_header: X-Forwarded-For
   trusted_proxies: [127.0.0.1/32]
   miss_burst: 100
-  verify: {timeout: 500ms, concurrency: 16, cache_entries: 1000, cache_ttl: 1h}
-`), "")
+  verify: {timeout: `+verifyTimeout+`, concurrency: 16, cache_entries: 1000, cache_ttl: 1h}
+`+extra), "")
 	waitFor(t, "ready", 60*time.Second, n.ready)
-	return n, origin, z, serveAddr
+	return n, origin, serveAddr
 }
 
 // A "Googlebot" is served by what its address is: from an address whose reverse name Google's

@@ -27,16 +27,7 @@ func TestEndToEndDemandCountsOnlyVerifiedCrawlers(t *testing.T) {
 		Addrs: map[string][]netip.Addr{"crawl-66-249-66-1.googlebot.com": {e2eGoogleIP}},
 		Names: map[netip.Addr][]string{e2eGoogleIP: {"crawl-66-249-66-1.googlebot.com."}, e2eImpostorIP: {"dsl-7.example.net."}},
 	}
-	t.Setenv(testDNSEnv, testdns.Listen(t, z))
-	origin := newSiteOrigin(t)
-	serveAddr := freePort(t)
-	n := startNode(t, t.TempDir(), 2, serveYAML(serveAddr, `  client_ip_header: X-Forwarded-For
-  trusted_proxies: [127.0.0.1/32]
-  miss_burst: 100
-  verify: {timeout: 5s, concurrency: 16, cache_entries: 1000, cache_ttl: 1h}
-freshness: {demand_flush: 1s}
-`), "")
-	waitFor(t, "ready", 60*time.Second, n.ready)
+	n, origin, serveAddr := verifyingNode(t, z, "5s", "freshness: {demand_flush: 1s}\n")
 
 	const browser = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 	const gptbot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
