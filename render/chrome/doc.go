@@ -103,7 +103,7 @@
 //   - Captures the serialized DOM (with its doctype), <script> elements removed but JSON-LD
 //     unless render.chrome.keep_scripts, and judges it as render.JudgePage does: the prerender
 //     meta tags' status, else the document's response status; noindex. The document's ETag and
-//     Last-Modified go with the page only when it asked its site for no data (then they describe
+//     Last-Modified go with the page only when it asked no site for data (then they describe
 //     its content), so that its next render may be a conditional GET of the document instead.
 //   - Reports its phases in Result.Timings, and what it saw of the page besides its document in
 //     Result.Signals, the evidence package verdict judges before a completed render replaces a

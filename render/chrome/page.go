@@ -81,6 +81,7 @@ type tab struct {
 	exceptions int                          // uncaught exceptions of the page's scripts
 	failed     int                          // the page's own data requests that failed
 	data       map[network.RequestID]string // the page's own data requests (XHR, fetch to its site) → URL
+	dataAny    bool                         // the page asked any site for data (XHR, fetch, EventSource)
 	failedIDs  map[network.RequestID]bool   // those counted as failed, once each
 	evidence   []string                     // the first lines of evidence, at most render.MaxEvidence
 	cachedSub  bool                         // a sub-resource was answered from the browser's cache
@@ -93,7 +94,7 @@ func (t *tab) since() time.Duration { return time.Since(t.start) }
 func (t *tab) render(ctx context.Context, res render.Result) render.Result {
 	t.crashed, t.loaded = make(chan struct{}), make(chan struct{})
 	t.net, t.docHops, t.proxyAuth = netidle.NewActivity(), map[string]bool{}, map[fetch.RequestID]bool{}
-	t.data, t.failedIDs = map[network.RequestID]string{}, map[network.RequestID]bool{}
+	t.data, t.failedIDs, t.dataAny = map[network.RequestID]string{}, map[network.RequestID]bool{}, false
 	c, err := t.tabFor(ctx)
 	if err != nil {
 		return t.classifyErr(ctx, res, err)
@@ -459,6 +460,9 @@ func (t *tab) requestSent(ev *network.EventRequestWillBeSent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, data := t.data[ev.RequestID] // a redirect of a data request stays one
+	if ev.Type == network.ResourceTypeXHR || ev.Type == network.ResourceTypeFetch || ev.Type == network.ResourceTypeEventSource {
+		t.dataAny = t.dataAny || t.committed
+	}
 	if !data && (ev.Type == network.ResourceTypeXHR || ev.Type == network.ResourceTypeFetch) && ev.FrameID == t.mainFrame &&
 		t.committed && sameSite(t.r.cfg.Domains, ev.DocumentURL, raw) {
 		t.data[ev.RequestID] = raw
@@ -818,7 +822,7 @@ func (t *tab) passThrough(ctx, rctx context.Context, target *chromedp.Target, re
 // judge classifies the captured page.
 func (t *tab) judge(res render.Result, body string) render.Result {
 	t.mu.Lock()
-	status, headers, docURL, egressed, fetched := t.docStatus, t.docHeaders, t.docURL, t.docEgress, len(t.data) > 0
+	status, headers, docURL, egressed, fetched := t.docStatus, t.docHeaders, t.docURL, t.docEgress, t.dataAny
 	t.mu.Unlock()
 	if docURL != "" {
 		res.FinalURL = docURL
@@ -835,9 +839,9 @@ func (t *tab) judge(res render.Result, body string) render.Result {
 	}
 	res.Status, res.Body = status, []byte(body)
 	// The page is the serialized DOM, in UTF-8 whatever the response's charset was. The
-	// document's validators (etag, last-modified) describe the page only when it asked its site
-	// for no data: then worker 0 keeps them for a conditional GET instead of the next render
-	// (serving answers with validators of its own). A page's data may change under its shell's.
+	// document's validators (etag, last-modified) describe the page only when it asked no site
+	// for data: worker 0 keeps them for a conditional GET instead of the next render. A page's
+	// data, its own site's or another's (a CMS, a price service), changes under its shell's.
 	res.Headers = map[string]string{"content-type": "text/html; charset=utf-8"}
 	keep := []string{"content-language", "cache-control", "etag", "last-modified"}
 	if fetched {

@@ -9,11 +9,12 @@ import (
 	"github.com/freshq/freshq/render"
 )
 
-// A page whose content is its document (it asked its site for no data) carries the document's
+// A page whose content is its document (it asked no site for data) carries the document's
 // validators, ETag and Last-Modified, so that worker 0 keeps them and the page's next render may
 // be a conditional GET of the document (a 304: no browser render). A page that fetched its data
 // from its site carries none: the document's validators describe the shell, not the data the
-// page shows, and a 304 on the shell would hold a page whose data changed.
+// page shows, and a 304 on the shell would hold a page whose data changed; nor does a page that
+// fetched data from another site.
 func TestDocumentValidators(t *testing.T) {
 	s := newSite(t)
 	hang := make(chan struct{})
@@ -31,12 +32,21 @@ func TestDocumentValidators(t *testing.T) {
 	s.mux.HandleFunc("/app", withValidators(`<!doctype html><html><body><div id=app>Loading…</div><script>
 fetch("/api/product/7").then(r => r.text()).then(t => { document.getElementById("app").textContent = t })</script></body></html>`))
 	s.mux.HandleFunc("/api/product/7", delayed(100*time.Millisecond, hang, "Blue kettle, 20 EUR"))
-	r := newRenderer(t, nil)
+	// A page whose data comes from another site (a headless CMS, a price service): its document
+	// says nothing of that data either.
+	s.mux.HandleFunc("/cms", withValidators(`<!doctype html><html><body><div id=app>Loading…</div><script>
+fetch("`+s.on("cdn.test", "/cms/price/7")+`").then(r => r.text()).then(t => { document.getElementById("app").textContent = t })</script></body></html>`))
+	s.mux.HandleFunc("/cms/price/7", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		_, _ = w.Write([]byte("Blue kettle, 20 EUR"))
+	})
+	r := newRendererWithCDN(t, nil)
 	for _, c := range []struct {
 		path, etag, modified string
 	}{
 		{"/article", etag, modified},
 		{"/app", "", ""},
+		{"/cms", "", ""},
 	} {
 		res := render1(t, r, render.Request{URL: s.url(c.path)})
 		if res.Outcome != outcome.OK {
