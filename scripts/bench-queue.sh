@@ -8,6 +8,8 @@
 #   CONSOLE_POLL=1 scripts/bench-queue.sh               (each freshq run twice: as above, then with a
 #                                                        headless Chromium loading the console's
 #                                                        overview every second; side by side)
+#   CONSOLE_POLL="http 1" scripts/bench-queue.sh        (three times: without, with the overview's
+#                                                        requests made without a browser, with one)
 #
 # River runs on a throwaway PostgreSQL cluster started for the run (scripts/pg-test.sh: fsync off,
 # synchronous_commit on) and removed at the end, or on FRESHQ_TEST_PG_DSN's server when that is set.
@@ -30,11 +32,17 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rows=$tmp/rows # one line per result: system size work_jobs_s all_jobs_s proc_us server_us console_polls
-# CONSOLE_POLL=1: every freshq run is made twice, the second with a headless Chromium on the
-# console's overview, reloading it every second (BenchmarkQueueOverhead's
-# FRESHQ_BENCH_CONSOLE_POLL=1; needs chromium): the console's cost is the difference, read
-# against the run-to-run spread.
+# CONSOLE_POLL: the pollers of the console's overview, each a second run of every freshq size
+# beside the run without: 1 (or browser) a headless Chromium reloading the overview every second
+# (needs chromium), http the same requests a second from Go's HTTP client, without a browser's CPU
+# on the cores (BenchmarkQueueOverhead's FRESHQ_BENCH_CONSOLE_POLL). The console's cost is the
+# difference, read against the run-to-run spread; http against browser tells the node's cost from
+# the browser's. 0: none.
 CONSOLE_POLL=${CONSOLE_POLL:-0}
+[ "$CONSOLE_POLL" != 0 ] || CONSOLE_POLL=
+for m in $CONSOLE_POLL; do
+  case $m in 1 | browser | http) ;; *) echo "bench-queue: CONSOLE_POLL=$m: want 0, 1 (browser) or http" >&2; exit 2 ;; esac
+done
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 (cd bench/river && go build -o "$tmp/river-bench" .)
@@ -52,16 +60,18 @@ river() {
     "$(field cpu_process_us_per_job_work <<<"$j")" "$(field cpu_server_us_per_job_work <<<"$j")" >>"$rows"
 }
 
-# freshq BACKEND N [poll] runs the queue benchmark on a store of N rows and adds one row per
-# workers=K; with poll, a browser loads the console's overview every second throughout.
+# freshq BACKEND N [POLL] runs the queue benchmark on a store of N rows and adds one row per
+# workers=K; with POLL (1, browser or http), that poller loads the console's overview every
+# second throughout.
 freshq() {
-  local backend=$1 n=$2 poll=${3:-} out=$tmp/freshq-$1-$2${3:+-poll}.txt
+  local backend=$1 n=$2 poll=${3:-} out=$tmp/freshq-$1-$2${3:+-poll-$3}.txt
   local env=(FRESHQ_BENCH_CONSOLE_POLL=0) sys=freshq-$1
   if [ "$backend" = postgres ]; then
     env+=(FRESHQ_BENCH_STORE=postgres)
   fi
   if [ -n "$poll" ]; then
-    env+=(FRESHQ_BENCH_CONSOLE_POLL=1) sys=$sys+console
+    env+=(FRESHQ_BENCH_CONSOLE_POLL="$poll") sys=$sys+console
+    [ "$poll" != http ] || sys=$sys-http
   fi
   local re=QueueOverhead
   [ -z "$WORKERS" ] || re="QueueOverhead/workers=$WORKERS\$"
@@ -94,10 +104,10 @@ FRESHQ_ON_POSTGRES=${FRESHQ_ON_POSTGRES:-1}
 for n in $SIZES; do
   river "$n"
   freshq badger "$n"
-  [ "$CONSOLE_POLL" != 1 ] || freshq badger "$n" poll
+  for m in $CONSOLE_POLL; do freshq badger "$n" "$m"; done
   if [ "$FRESHQ_ON_POSTGRES" = 1 ]; then
     freshq postgres "$n"
-    [ "$CONSOLE_POLL" != 1 ] || freshq postgres "$n" poll
+    for m in $CONSOLE_POLL; do freshq postgres "$n" "$m"; done
   fi
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -106,23 +116,25 @@ echo
 echo "queue benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average after: $load"
 echo "PostgreSQL: $(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?'), synchronous_commit $(psql -XAtc 'SHOW synchronous_commit' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')"
 [ "$FRESHQ_ON_POSTGRES" = 1 ] || echo "freshq on PostgreSQL: left out (FRESHQ_ON_POSTGRES=0)"
-[ "$CONSOLE_POLL" != 1 ] || echo "+console: the same run with a headless Chromium loading the console's overview every second (console polls: the overview loads completed during the run, and their mean time)"
+[ -z "$CONSOLE_POLL" ] || echo "+console: the same run with a headless Chromium loading the console's overview every second; +console-http: the same requests from Go's HTTP client, no browser (console polls: the overview loads completed during the run, and their mean time)"
 echo
-# With CONSOLE_POLL=1 the table has one more column, the console's loads during the run.
-if [ "$CONSOLE_POLL" = 1 ]; then
-  printf '| %-30s | %9s | %12s | %12s | %14s | %14s | %12s | %18s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job" "console polls"
-  printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------------------------- ----------- -------------- -------------- ---------------- ---------------- -------------- --------------------
+# With a console poller the table has one more column, the console's loads during the run.
+poll=0
+[ -z "$CONSOLE_POLL" ] || poll=1
+if [ "$poll" = 1 ]; then
+  printf '| %-34s | %9s | %12s | %12s | %14s | %14s | %12s | %18s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job" "console polls"
+  printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------------------ ----------- -------------- -------------- ---------------- ---------------- -------------- --------------------
 else
   printf '| %-22s | %9s | %12s | %12s | %14s | %14s | %12s |\n' system rows "work jobs/s" "all jobs/s" "cpu us/job q" "cpu us/job pg" "cpu us/job"
   printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ----------- -------------- -------------- ---------------- ---------------- --------------
 fi
-awk -v poll="$CONSOLE_POLL" '{
+awk -v poll="$poll" '{
   total = ($5 == "-" ? "-" : ($6 == "-" || $6 == "?" ? $5 : $5 + $6))
   cells = sprintf("| %9d | %12s | %12s | %14s | %14s | %12s |", $2,
     ($3 == "-" ? "-" : sprintf("%.0f", $3)), ($4 == "-" ? "-" : sprintf("%.0f", $4)),
     ($5 == "-" ? "-" : sprintf("%.1f", $5)), ($6 == "-" || $6 == "?" ? $6 : sprintf("%.1f", $6)),
     (total == "-" ? "-" : sprintf("%.1f", total)))
-  if (poll == 1) printf "| %-30s %s %18s |\n", $1, cells, $7
+  if (poll == 1) printf "| %-34s %s %18s |\n", $1, cells, $7
   else printf "| %-22s %s\n", $1, cells
 }' "$rows"
 exit $failed

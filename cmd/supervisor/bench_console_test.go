@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +16,21 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// consolePoller is a headless Chromium that loads the console's overview once a second while
-// a benchmark runs, as an operator's open tab would (with its chart and assets): what the
-// console costs the queue is then in the benchmark's figures. BenchmarkQueueOverhead starts one
-// when FRESHQ_BENCH_CONSOLE_POLL=1 (scripts/bench-queue.sh's CONSOLE_POLL=1).
+// consolePoller loads the console's overview once a second while a benchmark runs, as an
+// operator's open tab would: what the console costs the queue is then in the benchmark's
+// figures. BenchmarkQueueOverhead starts one when FRESHQ_BENCH_CONSOLE_POLL asks for it
+// (scripts/bench-queue.sh's CONSOLE_POLL):
+//
+//   - 1 or browser: a headless Chromium navigates to /ui/ and waits for the page drawn, with
+//     its chart and assets. Chromium's CPU is the operator's, not the node's, but it shares the
+//     cores with the queue.
+//   - http: the same requests a browser makes for the overview (the page, its stylesheet and
+//     icon, the chart), made by this process with Go's HTTP client and read to the end. What the
+//     node spends answering a tab without a browser's CPU beside it: the two modes together
+//     tell the server's cost from the browser's.
 type consolePoller struct {
+	mode   string
+	load   func(ctx context.Context) error // one overview load
 	cancel func()
 	done   chan struct{}
 	mu     sync.Mutex
@@ -25,36 +40,34 @@ type consolePoller struct {
 }
 
 // startConsolePoll starts the poller on n's console, or returns nil when the run does not ask
-// for one. The browser is started and the overview loaded once before it returns, so that
+// for one. A browser is started and the overview loaded once before it returns, so that
 // Chromium's start is not in the measurement; the polls are.
 func startConsolePoll(b *testing.B, n *node) *consolePoller {
 	b.Helper()
-	if os.Getenv("FRESHQ_BENCH_CONSOLE_POLL") != "1" {
-		return nil
-	}
-	if _, err := exec.LookPath("chromium"); err != nil {
-		b.Fatalf("FRESHQ_BENCH_CONSOLE_POLL=1 needs chromium: %v", err)
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath("chromium"), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx)
-	p := &consolePoller{cancel: func() { cancelCtx(); cancelAlloc() }, done: make(chan struct{})}
-	// The browser is started on ctx itself: a first action on a context derived from it (the
-	// loads' timeouts) would tie the browser's life to that context and close it with it.
-	if err := chromedp.Do(ctx); err != nil {
-		p.cancel()
-		b.Fatalf("starting chromium: %v", err)
-	}
 	overview := "http://" + n.addr + "/ui/"
-	load := func() error {
+	var p *consolePoller
+	switch mode := os.Getenv("FRESHQ_BENCH_CONSOLE_POLL"); mode {
+	case "", "0":
+		return nil
+	case "1", "browser":
+		p = browserPoller(b, overview)
+	case "http":
+		p = httpPoller(overview)
+	default:
+		b.Fatalf("FRESHQ_BENCH_CONSOLE_POLL=%q: want 0, 1 (browser) or http", mode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.done = make(chan struct{})
+	closeLoads := p.cancel
+	p.cancel = func() { cancel(); closeLoads() }
+	loadOnce := func() error {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return chromedp.Do(c, chromedp.Navigate(overview), chromedp.WaitVisible(chromedp.CSS(`#backlog-cold`)))
+		return p.load(c)
 	}
-	if err := load(); err != nil {
+	if err := loadOnce(); err != nil {
 		p.cancel()
-		b.Fatalf("the console's overview did not load: %v", err)
+		b.Fatalf("the console's overview did not load (%s): %v", p.mode, err)
 	}
 	go func() {
 		defer close(p.done)
@@ -64,7 +77,7 @@ func startConsolePoll(b *testing.B, n *node) *consolePoller {
 			// A load at once, then one a tick; a load longer than a second skips the ticks it
 			// covers: one tab, one load at a time.
 			t0 := time.Now()
-			err := load()
+			err := loadOnce()
 			p.mu.Lock()
 			if err != nil && ctx.Err() == nil {
 				p.failed++
@@ -83,6 +96,89 @@ func startConsolePoll(b *testing.B, n *node) *consolePoller {
 	return p
 }
 
+// browserPoller is a headless Chromium on overview, started before it returns.
+func browserPoller(b *testing.B, overview string) *consolePoller {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		b.Fatalf("FRESHQ_BENCH_CONSOLE_POLL=1 needs chromium: %v", err)
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath("chromium"), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))...)
+	bctx, cancelCtx := chromedp.NewContext(allocCtx)
+	p := &consolePoller{mode: "browser", cancel: func() { cancelCtx(); cancelAlloc() }}
+	// The browser is started on bctx itself: a first action on a context derived from it (the
+	// loads' timeouts) would tie the browser's life to that context and close it with it.
+	if err := chromedp.Do(bctx); err != nil {
+		p.cancel()
+		b.Fatalf("starting chromium: %v", err)
+	}
+	p.load = func(ctx context.Context) error {
+		// The load's deadline and the run's end, on the browser's own context.
+		c, cancel := context.WithCancel(bctx)
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		return chromedp.Do(c, chromedp.Navigate(overview), chromedp.WaitVisible(chromedp.CSS(`#backlog-cold`)))
+	}
+	return p
+}
+
+// httpPoller makes the overview's requests with Go's HTTP client: the page (which must be the
+// overview, its backlog drawn), then what it links, each answered 200 and read to the end. The
+// list of assets is the layout's and the overview's (console/templates); a page that no longer
+// links the layout's fails the load, so the poller cannot silently ask for less than a browser
+// would.
+func httpPoller(overview string) *consolePoller {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	base := strings.TrimSuffix(overview, "/ui/")
+	get := func(ctx context.Context, url string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept-Encoding", "gzip") // as a browser asks
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return body, nil
+	}
+	p := &consolePoller{mode: "http", cancel: client.CloseIdleConnections}
+	p.load = func(ctx context.Context) error {
+		page, err := get(ctx, overview)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(page, []byte(`id="backlog-cold"`)) {
+			return fmt.Errorf("GET %s: not the overview (no backlog)", overview)
+		}
+		assets := []string{"/ui/static/console.css", "/ui/static/favicon.svg"}
+		for _, asset := range assets {
+			if !bytes.Contains(page, []byte(`"`+asset+`"`)) {
+				return fmt.Errorf("the overview no longer links %s: the poller's list is out of date", asset)
+			}
+		}
+		if bytes.Contains(page, []byte(`"/ui/chart.svg"`)) { // drawn when worker 0 keeps the series
+			assets = append(assets, "/ui/chart.svg")
+		}
+		for _, asset := range assets {
+			if _, err := get(ctx, base+asset); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p
+}
+
 // stop ends the polling and reports the overview loads completed during the run (console-polls)
 // and their mean time (console-load-ms: the page and its assets, under the run's load), and
 // any that failed, which fail the benchmark: a console that stops answering under load is a
@@ -95,7 +191,7 @@ func (p *consolePoller) stop(b *testing.B) {
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b.Logf("console: %d overview loads, %d failed, %v in all", p.polls, p.failed, p.took)
+	b.Logf("console (%s): %d overview loads, %d failed, %v in all", p.mode, p.polls, p.failed, p.took)
 	b.ReportMetric(float64(p.polls), "console-polls")
 	if p.polls > 0 {
 		b.ReportMetric(float64(p.took.Milliseconds())/float64(p.polls), "console-load-ms")
