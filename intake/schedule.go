@@ -84,7 +84,7 @@ func explainFreshness(set *Settings, tu *freshness.Tuning, kr KeyRoute, cadenceM
 		ChangesPerHour: p.ChangesPerHour, RequestsPerHour: p.RequestsPerHour, RequestsPrior: f.RequestsAtMs == 0,
 		Threshold: p.Threshold, MinIntervalSec: float64(p.MinIntervalMs) / 1000, CrossingSec: float64(p.CrossMs) / 1000,
 		IntervalSec: float64(p.IntervalMs) / 1000, RankIntervalSec: float64(p.RankIntervalMs) / 1000,
-		ETag: f.ETag, LastModified: f.LastModified}
+		MaxIntervalSec: float64(p.MaxIntervalMs) / 1000, Still: p.Still, ETag: f.ETag, LastModified: f.LastModified}
 	if p.ChangesPerHour > 0 {
 		ex.ChangeIntervalSec = 3600 / p.ChangesPerHour
 	}

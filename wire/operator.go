@@ -113,6 +113,11 @@ type Freshness struct {
 	MinIntervalSec float64 `json:"min_interval_seconds"`
 	CrossingSec    float64 `json:"crossing_seconds"` // 0: not within the cadence
 	IntervalSec    float64 `json:"interval_seconds"`
+	// MaxIntervalSec is the ceiling interval_seconds is bounded by: the route's interval, or
+	// under the capacity tuning its stretch; for a still page (seen unchanged at every render
+	// over at least the route's interval) the still stretch (freshness.StillStretchFactor).
+	MaxIntervalSec float64 `json:"max_interval_seconds"`
+	Still          bool    `json:"still"`
 	// RankIntervalSec is what the sweep divides the row's lateness by once it is due under
 	// queue.policy freshness: threshold ÷ the marginal value's growth at interval_seconds, the
 	// ceiling for a row filed at it; 0: its cadence.
