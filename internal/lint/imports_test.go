@@ -69,6 +69,7 @@ var allowed = map[string][]string{
 	"render":                {"outcome"},
 	"render/chrome":         {"outcome", "render", "render/chrome/netidle"},
 	"render/chrome/netidle": {},
+	"render/chrome/nice":    {},
 	"renderloop":            {"api", "cachekey", "claim", "hosts", "internal/startstop", "outcome", "render", "render/chrome", "shm", "wire"},
 	"serve":                 {"cachekey", "crawlers", "intake", "internal/connguard", "misses", "render", "wire"},
 	"shm":                   {"shm/hosttable"},
