@@ -60,6 +60,6 @@ func ChromeOptions(c config.Render) chrome.Options {
 		Options: RenderOptions(c),
 		Path:    ch.Path, Idle: ch.Idle.D(), Settle: ch.Settle.D(), LongRequest: ch.LongRequest.D(), DataWait: ch.DataWait.D(), CacheMaxAge: ch.CacheMaxAge.D(), BlockTypes: ch.BlockTypes, Block: block, Allow: allow,
 		KeepScripts: ch.KeepScripts, RecycleAfter: ch.RecycleAfter, MaxRSS: int64(ch.MaxRSS), User: ch.User,
-		NoSandbox: ch.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
+		NoSandbox: ch.NoSandbox, Nice: ch.Nice, Devices: devices, DefaultDevice: config.DefaultDevice,
 	}
 }

@@ -43,6 +43,7 @@ render:
     max_rss: 100MiB
     user: nobody
     no_sandbox: true
+    nice: 19
   devices:
     tablet: {width: 800, height: 1200, scale: 2, mobile: true}
 `))
@@ -68,7 +69,7 @@ render:
 		DataWait: 7 * time.Second, CacheMaxAge: 3 * time.Minute,
 		BlockTypes: []string{"image"}, Block: []string{"*/ads/*"}, KeepScripts: true,
 		Allow: []chrome.Allow{{Match: "prefix", Path: "/landing/", Types: []string{"font"}, Patterns: []string{"*://cdn.test/*"}}}, RecycleAfter: 17, MaxRSS: 100 << 20,
-		User: "nobody", NoSandbox: true, DefaultDevice: config.DefaultDevice,
+		User: "nobody", NoSandbox: true, Nice: 19, DefaultDevice: config.DefaultDevice,
 		Devices: map[string]chrome.Device{"tablet": {Width: 800, Height: 1200, Scale: 2, Mobile: true, UserAgent: "ua/1 site-renders/3"}}}
 	if !reflect.DeepEqual(ch, wantChrome) {
 		t.Fatalf("chrome options:\n got %+v\nwant %+v", ch, wantChrome)

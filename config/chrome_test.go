@@ -13,7 +13,7 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
 	}
 	d := Default().Render
 	if d.Chrome.Path != ChromePathDefault || d.Chrome.Idle != ChromeIdleDefault || d.Chrome.LongRequest != ChromeLongRequestDefault || d.Chrome.RecycleAfter != ChromeRecycleAfterDefault ||
-		d.Chrome.MaxRSS != ChromeMaxRSSDefault || d.Chrome.User != ChromeUserDefault || strings.Join(d.Chrome.BlockTypes, ",") != "image,media,font" {
+		d.Chrome.MaxRSS != ChromeMaxRSSDefault || d.Chrome.User != ChromeUserDefault || d.Chrome.Nice != ChromeNiceDefault || strings.Join(d.Chrome.BlockTypes, ",") != "image,media,font" {
 		t.Fatalf("render.chrome defaults: %+v", d.Chrome)
 	}
 	c, err := Parse([]byte(`render:
@@ -30,6 +30,7 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
     max_rss: 64MiB
     user: daemon
     no_sandbox: true
+    nice: 19
   devices:
     tablet: {width: 800, height: 1280, scale: 2, mobile: true, user_agent: "freshq-tablet/1"}
     desktop: {width: 1920, height: 1080}
@@ -37,6 +38,9 @@ func TestChromeDefaultsAndGoodValuesPass(t *testing.T) {
 `))
 	if err != nil {
 		t.Fatalf("a good chrome configuration: %v", err)
+	}
+	if c.Render.Chrome.Nice != 19 {
+		t.Fatalf("render.chrome.nice: %d, want 19", c.Render.Chrome.Nice)
 	}
 	if got := c.Render.Emulation("tablet"); got.Width != 800 || got.Scale != 2 || !got.Mobile || got.UserAgent != "freshq-tablet/1 "+UserAgentSuffixDefault {
 		t.Fatalf("tablet: %+v", got)
@@ -66,6 +70,8 @@ func TestChromeRefusalsNameTheirKeyAndLine(t *testing.T) {
 		{"render:\n  chrome:\n    recycle_after: -1\n", "line 3: render.chrome.recycle_after"},
 		{"render:\n  chrome:\n    max_rss: 1MiB\n", "line 3: render.chrome.max_rss"},
 		{"render:\n  chrome:\n    user: \" \"\n", "line 3: render.chrome.user"},
+		{"render:\n  chrome:\n    nice: 20\n", "line 3: render.chrome.nice"},
+		{"render:\n  chrome:\n    user: nobody\n    nice: -1\n", "line 4: render.chrome.nice"},
 		{"render:\n  devices:\n    tablet: {height: 900}\n", "line 3: render.devices.tablet.width"}, // absent: the device's line
 		{"render:\n  devices:\n    tablet:\n      width: 10001\n      height: 900\n", "line 4: render.devices.tablet.width"},
 		{"render:\n  devices:\n    tablet:\n      width: 800\n      height: 0\n", "line 5: render.devices.tablet.height"},

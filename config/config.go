@@ -373,6 +373,9 @@ type Chrome struct {
 	MaxRSS       ByteSize      `yaml:"max_rss"`       // ChromeMaxRSSDefault: the browser's resident memory (all its processes) that restarts it
 	User         string        `yaml:"user"`          // ChromeUserDefault: the account the browser runs as when the worker runs as root
 	NoSandbox    bool          `yaml:"no_sandbox"`    // true runs Chromium without its sandbox: only where it cannot start one
+	// Nice (ChromeNiceDefault, 0..19) is added to the worker's niceness for the browser and
+	// every process it forks, so that worker 0's serving and store come first; 0: the worker's.
+	Nice int `yaml:"nice"`
 }
 
 // Device is how the chrome renderer presents itself for one device: its viewport, user agent
@@ -560,6 +563,7 @@ func (c *Config) defaulted() []defaultedKey {
 		{"render.chrome.long_request", &r.Chrome.LongRequest, false},
 		{"render.chrome.data_wait", &r.Chrome.DataWait, false},
 		{"render.chrome.cache_max_age", &r.Chrome.CacheMaxAge, true}, // 0: the cache is never cleared for its age
+		{"render.chrome.nice", &r.Chrome.Nice, true},                 // 0: the browser runs at the worker's priority
 		{"render.chrome.recycle_after", &r.Chrome.RecycleAfter, false},
 		{"render.chrome.max_rss", &r.Chrome.MaxRSS, false},
 		{"render.chrome.user", &r.Chrome.User, false},

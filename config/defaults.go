@@ -163,6 +163,11 @@ const (
 	DeviceSizeMax             = 10000
 	DeviceScaleMax            = 10.0
 
+	// ChromeNiceDefault is render.chrome.nice: the browsers yield the cores to worker 0 (the
+	// crawler listener, the store) on a node that both serves and renders.
+	ChromeNiceDefault = 10
+	ChromeNiceMax     = 19 // nice's lowest priority
+
 	// DefaultDevice is the device of a target that names none.
 	DefaultDevice = cachekey.DefaultDevice
 
@@ -352,6 +357,7 @@ func (r *Render) ensureDefaults() {
 	ch.RecycleAfter = cmp.Or(ch.RecycleAfter, ChromeRecycleAfterDefault)
 	ch.MaxRSS = cmp.Or(ch.MaxRSS, ChromeMaxRSSDefault)
 	ch.User = cmp.Or(ch.User, ChromeUserDefault)
+	ch.Nice = cmp.Or(ch.Nice, ChromeNiceDefault)
 	f := &r.FailureRetry
 	f.FastRetries = cmp.Or(f.FastRetries, ptr(FastRetriesDefault))
 	f.FastDelay = cmp.Or(f.FastDelay, FastDelayDefault)

@@ -396,6 +396,9 @@ func (r *Render) validateChrome(bad badFunc) {
 	if c.MaxRSS < ChromeMaxRSSMin {
 		bad("render.chrome.max_rss", "must be at least %d bytes (64MiB), got %d", ChromeMaxRSSMin, c.MaxRSS)
 	}
+	if c.Nice < 0 || c.Nice > ChromeNiceMax {
+		bad("render.chrome.nice", "must be 0..%d (0: the worker's own priority), got %d", ChromeNiceMax, c.Nice)
+	}
 	if strings.TrimSpace(c.User) == "" {
 		bad("render.chrome.user", "must name an account (the browser never runs as root)")
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,9 +19,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/freshq/freshq/render/chrome/netidle"
+	"github.com/freshq/freshq/render/chrome/nice"
 )
-
-var discardLog = log.New(io.Discard, "", 0)
 
 // profilePrefix names a profile directory in the temporary directory, followed by the pid of
 // the worker that made it: a worker killed with -9 cannot remove its own, so the next renderer
@@ -159,6 +157,8 @@ func startBrowser(ctx context.Context, cfg *Options, eg *egress) (*browser, erro
 			if survive() {
 				held, heldErr = surviveAttr(cmd, cred)
 			}
+			// Under nice, which execs it: its helpers inherit the niceness (no nice: package node warns).
+			_ = nice.Wrap(cmd, cfg.Nice)
 			cmdRef = cmd
 		}),
 	}, browserFlags...)

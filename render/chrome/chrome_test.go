@@ -96,7 +96,7 @@ func defaultOptions() Options {
 		Path: d.Chrome.Path, Idle: d.Chrome.Idle.D(), Settle: d.Chrome.Settle.D(), LongRequest: d.Chrome.LongRequest.D(), DataWait: d.Chrome.DataWait.D(),
 		CacheMaxAge: d.Chrome.CacheMaxAge.D(), BlockTypes: d.Chrome.BlockTypes,
 		Block: block, KeepScripts: d.Chrome.KeepScripts, RecycleAfter: d.Chrome.RecycleAfter, MaxRSS: int64(d.Chrome.MaxRSS),
-		User: d.Chrome.User, NoSandbox: d.Chrome.NoSandbox, Devices: devices, DefaultDevice: config.DefaultDevice,
+		User: d.Chrome.User, NoSandbox: d.Chrome.NoSandbox, Nice: d.Chrome.Nice, Devices: devices, DefaultDevice: config.DefaultDevice,
 	}
 }
 

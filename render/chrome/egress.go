@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -60,13 +61,11 @@ func startEgress(domains []string) (*egress, error) {
 		refusals: refusalLog{keep: refusalKeep}}
 	e.transport.MaxIdleConnsPerHost = 16
 	e.proxy = &httputil.ReverseProxy{
-		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL, pr.Out.Host = pr.In.URL, pr.In.Host },
-		Transport: e.transport,
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			e.fail(w, err)
-		},
+		Rewrite:      func(pr *httputil.ProxyRequest) { pr.Out.URL, pr.Out.Host = pr.In.URL, pr.In.Host },
+		Transport:    e.transport,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) { e.fail(w, err) },
 	}
-	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog}
+	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

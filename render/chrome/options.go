@@ -29,6 +29,7 @@ type Options struct {
 	MaxRSS       int64         // render.chrome.max_rss: the browser's resident bytes that restart it
 	User         string        // render.chrome.user: the account the browser runs as under root
 	NoSandbox    bool          // render.chrome.no_sandbox
+	Nice         int           // render.chrome.nice: added to the worker's niceness for the browser and its helpers
 
 	// Devices is how each device a cache key may name is presented, resolved from
 	// render.devices, render.user_agents and the built-in devices; DefaultDevice's entry is used
