@@ -34,14 +34,15 @@ trap 'rm -rf "$tmp"' EXIT
 rows=$tmp/rows # one line per result: system size work_jobs_s all_jobs_s proc_us server_us console_polls
 # CONSOLE_POLL: the pollers of the console's overview, each a second run of every freshq size
 # beside the run without: 1 (or browser) a headless Chromium reloading the overview every second
-# (needs chromium), http the same requests a second from Go's HTTP client, without a browser's CPU
-# on the cores (BenchmarkQueueOverhead's FRESHQ_BENCH_CONSOLE_POLL). The console's cost is the
+# (needs chromium), browser-nice the same browser at nice 19 (on the cores the queue leaves, as an
+# operator's tab on another machine would be), http the same requests a second from Go's HTTP
+# client, without a browser's CPU on the cores (BenchmarkQueueOverhead's FRESHQ_BENCH_CONSOLE_POLL). The console's cost is the
 # difference, read against the run-to-run spread; http against browser tells the node's cost from
 # the browser's. 0: none.
 CONSOLE_POLL=${CONSOLE_POLL:-0}
 [ "$CONSOLE_POLL" != 0 ] || CONSOLE_POLL=
 for m in $CONSOLE_POLL; do
-  case $m in 1 | browser | http) ;; *) echo "bench-queue: CONSOLE_POLL=$m: want 0, 1 (browser) or http" >&2; exit 2 ;; esac
+  case $m in 1 | browser | browser-nice | http) ;; *) echo "bench-queue: CONSOLE_POLL=$m: want 0, 1 (browser), browser-nice or http" >&2; exit 2 ;; esac
 done
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -61,7 +62,7 @@ river() {
 }
 
 # freshq BACKEND N [POLL] runs the queue benchmark on a store of N rows and adds one row per
-# workers=K; with POLL (1, browser or http), that poller loads the console's overview every
+# workers=K; with POLL (1, browser, browser-nice or http), that poller loads the console's overview every
 # second throughout.
 freshq() {
   local backend=$1 n=$2 poll=${3:-} out=$tmp/freshq-$1-$2${3:+-poll-$3}.txt
@@ -72,6 +73,7 @@ freshq() {
   if [ -n "$poll" ]; then
     env+=(FRESHQ_BENCH_CONSOLE_POLL="$poll") sys=$sys+console
     [ "$poll" != http ] || sys=$sys-http
+    [ "$poll" != browser-nice ] || sys=$sys-nice
   fi
   local re=QueueOverhead
   [ -z "$WORKERS" ] || re="QueueOverhead/workers=$WORKERS\$"
@@ -116,7 +118,7 @@ echo
 echo "queue benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average after: $load"
 echo "PostgreSQL: $(psql -XAtc 'SHOW server_version' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?'), synchronous_commit $(psql -XAtc 'SHOW synchronous_commit' "$FRESHQ_TEST_PG_DSN" 2>/dev/null || echo '?')"
 [ "$FRESHQ_ON_POSTGRES" = 1 ] || echo "freshq on PostgreSQL: left out (FRESHQ_ON_POSTGRES=0)"
-[ -z "$CONSOLE_POLL" ] || echo "+console: the same run with a headless Chromium loading the console's overview every second; +console-http: the same requests from Go's HTTP client, no browser (console polls: the overview loads completed during the run, and their mean time)"
+[ -z "$CONSOLE_POLL" ] || echo "+console: the same run with a headless Chromium loading the console's overview every second; +console-nice: the browser at nice 19; +console-http: the same requests from Go's HTTP client, no browser (console polls: the overview loads completed during the run, and their mean time)"
 echo
 # With a console poller the table has one more column, the console's loads during the run.
 poll=0

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/freshq/freshq/render/chrome/nice"
 )
 
 // consolePoller loads the console's overview once a second while a benchmark runs, as an
@@ -24,6 +26,9 @@ import (
 //   - 1 or browser: a headless Chromium navigates to /ui/ and waits for the page drawn, with
 //     its chart and assets. Chromium's CPU is the operator's, not the node's, but it shares the
 //     cores with the queue.
+//   - browser-nice: the same browser at nice 19 (under coreutils' nice, as render.chrome.nice
+//     starts the render workers' browsers), so that it runs on the cores the queue leaves: an
+//     operator's tab is on the operator's machine, not the node's.
 //   - http: the same requests a browser makes for the overview (the page, its stylesheet and
 //     icon, the chart), made by this process with Go's HTTP client and read to the end. What the
 //     node spends answering a tab without a browser's CPU beside it: the two modes together
@@ -50,11 +55,13 @@ func startConsolePoll(b *testing.B, n *node) *consolePoller {
 	case "", "0":
 		return nil
 	case "1", "browser":
-		p = browserPoller(b, overview)
+		p = browserPoller(b, overview, 0)
+	case "browser-nice":
+		p = browserPoller(b, overview, 19)
 	case "http":
 		p = httpPoller(overview)
 	default:
-		b.Fatalf("FRESHQ_BENCH_CONSOLE_POLL=%q: want 0, 1 (browser) or http", mode)
+		b.Fatalf("FRESHQ_BENCH_CONSOLE_POLL=%q: want 0, 1 (browser), browser-nice or http", mode)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.done = make(chan struct{})
@@ -96,16 +103,26 @@ func startConsolePoll(b *testing.B, n *node) *consolePoller {
 	return p
 }
 
-// browserPoller is a headless Chromium on overview, started before it returns.
-func browserPoller(b *testing.B, overview string) *consolePoller {
+// browserPoller is a headless Chromium on overview, at niceness niceness (0: this process's),
+// started before it returns.
+func browserPoller(b *testing.B, overview string, niceness int) *consolePoller {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		b.Fatalf("FRESHQ_BENCH_CONSOLE_POLL=1 needs chromium: %v", err)
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath("chromium"), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true))...)
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			if err := nice.Wrap(cmd, niceness); err != nil {
+				b.Fatalf("the console's browser at nice %d: %v", niceness, err)
+			}
+		}))...)
 	bctx, cancelCtx := chromedp.NewContext(allocCtx)
-	p := &consolePoller{mode: "browser", cancel: func() { cancelCtx(); cancelAlloc() }}
+	mode := "browser"
+	if niceness > 0 {
+		mode = "browser at nice " + strconv.Itoa(niceness)
+	}
+	p := &consolePoller{mode: mode, cancel: func() { cancelCtx(); cancelAlloc() }}
 	// The browser is started on bctx itself: a first action on a context derived from it (the
 	// loads' timeouts) would tie the browser's life to that context and close it with it.
 	if err := chromedp.Do(bctx); err != nil {
